@@ -1,0 +1,158 @@
+"""Server-side HTML rendering of Paper Citation Records, paper pages and errors.
+
+Pure functions: a record (the JSON dict of ``record-v1.md``) in, an HTML string
+out. No I/O besides loading the Jinja2 templates next to this module.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+__all__ = ["render_record_page", "render_paper_page", "render_error_page"]
+
+# Display order of the reference-resolution states (``pending`` only when present).
+STATUS_ORDER = (
+    "verified_exact",
+    "verified_fuzzy",
+    "unresolved",
+    "parse_uncertain",
+    "malformed_identifier",
+    "metadata_mismatch",
+    "pending",
+)
+
+STANDING_REASONS = {
+    "canonical_work_link_unavailable": "Unavailable: canonical work link unavailable.",
+    "not_yet_queried": "Not yet queried: no named source has checked this work yet.",
+}
+
+
+def _words(value: Any) -> str:
+    """Underscored identifiers as words: ``verified_fuzzy`` -> ``verified fuzzy``."""
+    return str(value).replace("_", " ")
+
+
+def _safe_href(url: Any) -> str | None:
+    """The URL if it is safe to put in an href (http(s) or a site path), else None."""
+    if not isinstance(url, str):
+        return None
+    low = url.strip().lower()
+    if low.startswith(("http://", "https://")) or (
+        url.startswith("/") and not url.startswith("//")
+    ):
+        return url
+    return None
+
+
+def _title_of(block: Any) -> str | None:
+    """The non-blank ``title`` of a cited_work/paper block, else None."""
+    if not isinstance(block, dict):
+        return None
+    title = block.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    return None
+
+
+def _sentence(text: str) -> str:
+    """Text ending as a sentence: ``.`` appended unless it ends in ``.``, ``?`` or ``!``."""
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
+def _id_from_link(link: Any) -> str:
+    """The arXiv id at the end of a ``/paper/{id}`` link."""
+    return str(link or "").rstrip("/").rsplit("/", 1)[-1]
+
+
+def _state_rows(counts: dict[str, int]) -> list[tuple[str, int]]:
+    """(status, count) rows: the six statuses in fixed order, pending if present, then others."""
+    rows = [(s, counts.get(s, 0)) for s in STATUS_ORDER if s != "pending" or s in counts]
+    rows += [(s, n) for s, n in sorted(counts.items()) if s not in STATUS_ORDER]
+    return rows
+
+
+def _standing_text(notice: dict[str, Any]) -> str:
+    """The one-line standing notice for an unavailable state."""
+    reason = notice.get("reason")
+    if reason in STANDING_REASONS:
+        return STANDING_REASONS[reason]
+    return f"Unavailable: {_words(reason or 'no reason given')}."
+
+
+def _instant(ts: Any) -> datetime | None:
+    """A timestamp string as an aware datetime, None if unreadable."""
+    try:
+        parsed = datetime.fromisoformat(str(ts))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else None
+
+
+ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+ENV.filters.update(
+    words=_words,
+    safe_href=_safe_href,
+    title_of=_title_of,
+    sentence=_sentence,
+    id_from_link=_id_from_link,
+    standing_text=_standing_text,
+)
+
+
+def render_record_page(record: dict, *, head: str | None = None) -> str:
+    """Render a Paper Citation Record (record-v1 dict) as a standalone HTML page."""
+    resolution = record.get("reference_resolution") or {}
+    return ENV.get_template("record.html").render(
+        record=record,
+        paper=record["paper"],
+        links=record.get("links") or {},
+        state_rows=_state_rows(resolution.get("state_counts") or {}),
+        head=head,
+    )
+
+
+def render_paper_page(arxiv_id: str, snapshots: list[dict], links: dict) -> str:
+    """Render a paper's snapshots over time (oldest first) with links to its record views."""
+
+    def key(item: tuple[int, dict]) -> tuple:
+        index, snap = item
+        at = _instant(snap.get("observed_at"))
+        return (at is None, at or datetime.min, snap.get("seq") or 0, index)
+
+    ordered = [snap for _, snap in sorted(enumerate(snapshots), key=key)]
+    latest = ordered[-1] if ordered else None
+    base = f"/paper/{arxiv_id}"
+    all_links = {
+        "paper": base,
+        "html": f"{base}/citation-record",
+        "json": f"{base}/citation-record.json",
+        "integrity": f"{base}/integrity",
+        "evidence": "/evidence",
+        **(links or {}),
+    }
+    return ENV.get_template("paper.html").render(
+        arxiv_id=arxiv_id,
+        title=_title_of(latest) or f"arXiv:{arxiv_id}",
+        snapshots=ordered,
+        links=all_links,
+    )
+
+
+def render_error_page(status: int, message: str) -> str:
+    """Render an error page for an HTTP status code and a human-readable message."""
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Error"
+    return ENV.get_template("error.html").render(status=status, phrase=phrase, message=message)

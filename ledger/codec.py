@@ -1,0 +1,197 @@
+"""Canonical encoding, strict decoding and the input rules of ledger-v1.md."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+import msgspec
+
+from .errors import InvalidEvent
+from .events import (
+    DATA_TYPES,
+    CitationObserved,
+    CitedWork,
+    Event,
+    MeasurementObserved,
+    PaperObserved,
+    ResolutionObserved,
+    StandingChecked,
+)
+from .instants import now_us, parse_ts
+
+_ENCODER = msgspec.json.Encoder(order="sorted")
+_EVENT_DECODER = msgspec.json.Decoder(Event)
+_DATA_DECODERS = {name: msgspec.json.Decoder(t) for name, t in DATA_TYPES.items()}
+_ANY_DECODER = msgspec.json.Decoder()
+
+UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+ARXIV_RE = re.compile(r"\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7}")
+_FIELD_RE = re.compile(r"Object (missing required|contains unknown) field `(.*)`")
+FUTURE_SLACK_US = 5 * 60 * 1_000_000
+
+
+def canonical(value: Any) -> bytes:
+    """Sorted keys, no whitespace, UTF-8 as itself: the one encoding that is hashed."""
+    return _ENCODER.encode(value)
+
+
+def decode_json(raw: bytes | str, where: str = "") -> Any:
+    """Plain JSON -> Python values, refusing floats anywhere."""
+    try:
+        value = _ANY_DECODER.decode(raw)
+    except msgspec.DecodeError as e:
+        raise InvalidEvent(where, f"not valid JSON ({e})") from None
+    path = _find_float(value, where or "$")
+    if path is not None:
+        raise InvalidEvent(path, "floats are not allowed (use integers or strings)")
+    return value
+
+
+def _find_float(value: Any, path: str) -> str | None:
+    if isinstance(value, float):
+        return path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _find_float(v, f"{path}.{k}")
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _find_float(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def msgspec_where(err: msgspec.ValidationError, prefix: str) -> tuple[str, str]:
+    """Split msgspec's "reason - at `$.a.b`" into (prefix.a.b, reason)."""
+    text = str(err)
+    reason, sep, at = text.rpartition(" - at `")
+    if not sep:
+        reason, at = text, "$`"
+    where = prefix + at.rstrip("`").removeprefix("$")
+    m = _FIELD_RE.fullmatch(reason)
+    if m:
+        where, reason = f"{where}.{m[2]}", f"{m[1]} field"
+    return where, reason
+
+
+def decode_data(type_name: str, raw: bytes) -> Any:
+    """Stored canonical data bytes -> the typed data Struct of that event type."""
+    return _DATA_DECODERS[type_name].decode(raw)
+
+
+def to_event(value: Any, where: str) -> Event:
+    """A decoded JSON object -> a typed event, or InvalidEvent naming `where` and the field."""
+    if not isinstance(value, dict):
+        raise InvalidEvent(where, "an event must be a JSON object")
+    if "type" not in value:
+        raise InvalidEvent(f"{where}.type", "missing; one of " + ", ".join(DATA_TYPES))
+    if value["type"] not in DATA_TYPES:
+        raise InvalidEvent(
+            f"{where}.type",
+            f"unknown event type {value['type']!r}; one of " + ", ".join(DATA_TYPES),
+        )
+    try:
+        event: Event = msgspec.convert(value, Event, strict=True)
+    except msgspec.ValidationError as e:
+        w, reason = msgspec_where(e, where)
+        raise InvalidEvent(w, reason) from None
+    check_rules(event, where)
+    return event
+
+
+def decode_event(raw: bytes | str, where: str = "event") -> Event:
+    """JSON bytes of one envelope -> a typed, rule-checked event."""
+    return to_event(decode_json(raw, where), where)
+
+
+def _ts(value: str, where: str) -> int:
+    try:
+        return parse_ts(value)
+    except ValueError as e:
+        raise InvalidEvent(where, str(e)) from None
+
+
+def _arxiv(value: str, where: str) -> None:
+    if not ARXIV_RE.fullmatch(value):
+        raise InvalidEvent(
+            where,
+            f"bad arXiv id {value!r}: expected NNNN.NNNNN or archive/NNNNNNN, no version suffix",
+        )
+
+
+def _uuid(value: str, where: str) -> None:
+    if not UUID_RE.fullmatch(value):
+        raise InvalidEvent(where, f"bad UUID {value!r}: expected lowercase 8-4-4-4-12 hex")
+
+
+def _work(work: CitedWork | None, where: str) -> None:
+    if work is not None:
+        _ts(work.snapshot_observed_at, f"{where}.snapshot_observed_at")
+
+
+def check_rules(event: Event, where: str, now: int | None = None) -> None:
+    """The rules beyond types (ledger-v1.md "Appending") that need no ledger state."""
+    observed = _ts(event.observed_at, f"{where}.observed_at")
+    limit = (now_us() if now is None else now) + FUTURE_SLACK_US
+    if observed > limit:
+        raise InvalidEvent(f"{where}.observed_at", "more than 5 minutes in the future")
+    if event.event_id is not None:
+        _uuid(event.event_id, f"{where}.event_id")
+    d = f"{where}.data"
+    if isinstance(event, PaperObserved):
+        _arxiv(event.data.arxiv_id, f"{d}.arxiv_id")
+        _ts(event.data.submitted_at, f"{d}.submitted_at")
+        _ts(event.data.last_updated, f"{d}.last_updated")
+    elif isinstance(event, CitationObserved):
+        _uuid(event.data.observation_id, f"{d}.observation_id")
+        _arxiv(event.data.citing_arxiv_id, f"{d}.citing_arxiv_id")
+        _work(event.data.cited_work, f"{d}.cited_work")
+    elif isinstance(event, ResolutionObserved):
+        _uuid(event.data.observation_id, f"{d}.observation_id")
+        if event.data.cited_arxiv_id is not None:
+            _arxiv(event.data.cited_arxiv_id, f"{d}.cited_arxiv_id")
+        _work(event.data.cited_work, f"{d}.cited_work")
+    elif isinstance(event, StandingChecked):
+        _check_standing(event, d)
+    elif isinstance(event, MeasurementObserved):
+        _arxiv(event.data.arxiv_id, f"{d}.arxiv_id")
+
+
+def _check_standing(event: StandingChecked, d: str) -> None:
+    if not event.data.source:
+        raise InvalidEvent(f"{d}.source", "must not be empty")
+    covered = None if event.data.work_ids is None else set(event.data.work_ids)
+    if covered is not None and len(covered) != len(event.data.work_ids or ()):
+        raise InvalidEvent(f"{d}.work_ids", "lists a work more than once")
+    seen: set[bytes] = set()
+    for i, notice in enumerate(event.data.notices):
+        body = canonical(notice)
+        if body in seen:
+            raise InvalidEvent(f"{d}.notices[{i}]", "the same notice is listed twice in one check")
+        seen.add(body)
+        if covered is not None and notice.work_id not in covered:
+            raise InvalidEvent(
+                f"{d}.notices[{i}].work_id",
+                f"{notice.work_id!r} is not among the work_ids this check covered",
+            )
+
+
+def derived_event_id(event: Event) -> str:
+    """uuid5(NAMESPACE_URL, canonical({data, observed_at, type})): same fact, same id."""
+    body = canonical({"data": event.data, "observed_at": event.observed_at, "type": type_of(event)})
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, body.decode()))
+
+
+def type_of(event: Event) -> str:
+    """The event's type tag."""
+    return type(event).__struct_config__.tag  # type: ignore[return-value]
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """The client envelope as plain values (for NDJSON export and tests)."""
+    out: dict[str, Any] = msgspec.to_builtins(event)
+    return out

@@ -1,0 +1,159 @@
+"""Event types: frozen, tagged msgspec Structs, one per event kind of record-v1.md."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from msgspec import Meta, Struct
+
+Status = Literal[
+    "verified_exact",
+    "verified_fuzzy",
+    "unresolved",
+    "parse_uncertain",
+    "malformed_identifier",
+    "metadata_mismatch",
+]
+STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
+
+NoticeKind = Literal[
+    "retraction",
+    "partial_retraction",
+    "withdrawal",
+    "removal",
+    "expression_of_concern",
+    "correction",
+    "reinstatement",
+]
+NOTICE_KINDS: tuple[str, ...] = NoticeKind.__args__  # type: ignore[attr-defined]
+
+NonNegInt = Annotated[int, Meta(ge=0)]
+PositiveInt = Annotated[int, Meta(ge=1)]
+
+
+class _Data(Struct, frozen=True, forbid_unknown_fields=True):
+    """Base of every `data` object: all keys required, unknown keys refused."""
+
+
+class CitedWork(_Data):
+    arxiv_id: str | None
+    doi: str | None
+    metadata_source: str | None
+    pith_arxiv_id: str | None
+    snapshot_observed_at: str
+    title: str | None
+    venue: str | None
+    work_id: str | None
+    year: int | None
+
+
+class Notice(_Data):
+    work_id: str | None
+    kind: NoticeKind
+    notice_doi: str | None
+    record_id: str | None
+    raw_type: str | None
+    reasons: list[str]
+    notice_date: str | None
+    url: str | None
+
+
+class PaperData(_Data):
+    arxiv_id: str
+    title: str
+    primary_category: str | None
+    submitted_at: str
+    last_updated: str
+    version: PositiveInt
+
+
+class CitationData(_Data):
+    observation_id: str
+    citing_arxiv_id: str
+    reference_index: NonNegInt
+    source: str
+    cited_work: CitedWork | None
+
+
+class ResolutionData(_Data):
+    observation_id: str
+    status: Status
+    resolver_source: str | None
+    cited_work: CitedWork | None
+    cited_arxiv_id: str | None
+
+
+class StandingData(_Data):
+    source: str
+    work_ids: list[str] | None
+    notices: list[Notice]
+
+
+class MeasurementData(_Data):
+    arxiv_id: str
+    source: str
+    metric: str
+    value: NonNegInt
+    source_release: str | None
+    query_url: str | None
+
+
+class _Envelope(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", kw_only=True):
+    """What a client sends: type, observed_at, data and an optional event_id."""
+
+    observed_at: str
+    event_id: str | None = None
+
+
+class PaperObserved(_Envelope, tag="paper.observed"):
+    data: PaperData
+
+
+class CitationObserved(_Envelope, tag="citation.observed"):
+    data: CitationData
+
+
+class ResolutionObserved(_Envelope, tag="resolution.observed"):
+    data: ResolutionData
+
+
+class StandingChecked(_Envelope, tag="standing.checked"):
+    data: StandingData
+
+
+class MeasurementObserved(_Envelope, tag="measurement.observed"):
+    data: MeasurementData
+
+
+Event = (
+    PaperObserved | CitationObserved | ResolutionObserved | StandingChecked | MeasurementObserved
+)
+EVENT_TYPES: dict[str, type[_Envelope]] = {
+    "paper.observed": PaperObserved,
+    "citation.observed": CitationObserved,
+    "resolution.observed": ResolutionObserved,
+    "standing.checked": StandingChecked,
+    "measurement.observed": MeasurementObserved,
+}
+DATA_TYPES: dict[str, type[_Data]] = {
+    "paper.observed": PaperData,
+    "citation.observed": CitationData,
+    "resolution.observed": ResolutionData,
+    "standing.checked": StandingData,
+    "measurement.observed": MeasurementData,
+}
+
+
+class StoredEvent(Struct, frozen=True, kw_only=True):
+    """The stored envelope, as served by GET /evidence and `ledger events`."""
+
+    seq: int
+    event_id: str
+    stream: str
+    stream_version: int
+    type: str
+    observed_at: str
+    recorded_at: str
+    data: bytes  # canonical JSON bytes of the data object, exactly as hashed
+    prev_hash: str
+    hash: str

@@ -1,0 +1,85 @@
+"""Read models handed from a store to the projections: decoded facts, no SQL."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class Fact(NamedTuple):
+    """One stored event as the projections see it (data decoded to its Struct)."""
+
+    seq: int
+    type: str
+    observed_at: str
+    observed_us: int
+    data: Any
+
+
+class CheckRow(NamedTuple):
+    """The latest check of one source covering one work (as of T, at or after `since_us`)."""
+
+    work_id: str
+    since_us: int
+    source: str
+    observed_at: str
+    observed_us: int
+    seq: int
+    notices: list[Any]
+
+
+class SourceHead(NamedTuple):
+    """The latest standing check of one source."""
+
+    source: str
+    observed_at: str
+    observed_us: int
+    seq: int
+
+
+class Head(NamedTuple):
+    """The ledger head: last seq and its hash (0 and the genesis hash when empty)."""
+
+    seq: int
+    hash: str
+
+    def header(self) -> str:
+        """The `Ledger-Head` header value."""
+        return f"{self.seq} {self.hash}"
+
+
+class Row(NamedTuple):
+    """One events row to insert (data = canonical bytes, exactly as hashed)."""
+
+    seq: int
+    event_id: str
+    stream: str
+    stream_version: int
+    type: str
+    observed_at: str
+    observed_us: int
+    recorded_at: str
+    recorded_us: int
+    data: bytes
+    prev_hash: str
+    hash: str
+
+
+class CheckWorkRow(NamedTuple):
+    """One check_works row: a work's notices in one standing check."""
+
+    work_id: str
+    source: str
+    observed_us: int
+    seq: int
+    recorded_us: int
+    notices: bytes
+
+
+class Existing(NamedTuple):
+    """An event already stored under an event_id."""
+
+    seq: int
+    type: str
+    observed_at: str
+    data: bytes
+    hash: str

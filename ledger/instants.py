@@ -1,0 +1,85 @@
+"""Timestamps: kept verbatim as strings, compared as integer UTC microseconds."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})?"
+)
+_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_DAY_US = 86_400_000_000
+
+
+def parse_ts(text: str) -> int:
+    """RFC 3339 with offset -> UTC microseconds; ValueError names what is wrong."""
+    m = _RFC3339.fullmatch(text) if isinstance(text, str) else None
+    if m is None:
+        raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
+    y, mo, d, h, mi, s, frac, off = m.groups()
+    if off is None:
+        raise ValueError(f"timestamp without offset: {text!r}")
+    if frac is not None and len(frac) > 6:
+        raise ValueError(f"more than 6 fractional digits: {text!r}")
+    try:
+        dt = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), tzinfo=UTC)
+    except ValueError as e:
+        raise ValueError(f"invalid timestamp {text!r}: {e}") from None
+    us = (dt - _EPOCH) // timedelta(microseconds=1)
+    if frac:
+        us += int(frac.ljust(6, "0"))
+    if off not in ("Z", "z"):
+        oh, om = int(off[1:3]), int(off[4:6])
+        if oh > 23 or om > 59:
+            raise ValueError(f"invalid offset in {text!r}")
+        delta = (oh * 60 + om) * 60_000_000
+        us = us - delta if off[0] == "+" else us + delta
+    return us
+
+
+def parse_as_of(text: str) -> int:
+    """A request's as_of/known_at: RFC 3339 with offset, or YYYY-MM-DD = end of that day UTC."""
+    m = _DATE.fullmatch(text)
+    if m is not None:
+        try:
+            day = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=UTC)
+        except ValueError as e:
+            raise ValueError(f"invalid date {text!r}: {e}") from None
+        return (day - _EPOCH) // timedelta(microseconds=1) + _DAY_US - 1
+    return parse_ts(text)
+
+
+def to_datetime(us: int) -> datetime:
+    """UTC microseconds -> aware datetime."""
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def format_as_of(us: int) -> str:
+    """The record's as_of spelling: seconds, plus .ffffff only when not zero, then Z."""
+    dt = to_datetime(us)
+    base = dt.strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{base}.{dt.microsecond:06d}Z" if dt.microsecond else f"{base}Z"
+
+
+def format_recorded(us: int) -> str:
+    """recorded_at spelling: always six fractional digits."""
+    return to_datetime(us).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def now_us() -> int:
+    """The server clock in UTC microseconds."""
+    return time.time_ns() // 1000
+
+
+def max_ts(values: Iterable[str]) -> str | None:
+    """The string whose instant is greatest; on a tie, the greater string."""
+    best: tuple[int, str] | None = None
+    for v in values:
+        key = (parse_ts(v), v)
+        if best is None or key > best:
+            best = key
+    return None if best is None else best[1]

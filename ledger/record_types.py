@@ -1,0 +1,113 @@
+"""The shape of a pith.paper-citation-record.v1, for strict decoding on import."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from msgspec import Struct
+
+from .events import CitedWork, NoticeKind, Status
+
+
+class _Strict(Struct, frozen=True, forbid_unknown_fields=True):
+    pass
+
+
+class PaperBlock(_Strict):
+    arxiv_id: str
+    last_updated: str
+    latest_version: int
+    primary_category: str | None
+    snapshot_observed_at: str
+    submitted_at: str
+    title: str
+
+
+class SnapshotBlock(_Strict):
+    arxiv_id: str
+    last_updated: str
+    snapshot_observed_at: str
+    submitted_at: str
+    title: str
+    version: int
+
+
+class Citation(_Strict):
+    cited_paper: SnapshotBlock | None
+    cited_work: CitedWork | None
+    citing_paper: SnapshotBlock | None
+    reference_index: int
+    source: str
+    source_observed_at: str
+
+
+class Resolution(_Strict):
+    observed_at: str | None
+    resolver_source: str | None
+    status: Status | Literal["pending"]
+
+
+class Receipt(_Strict):
+    observed_at: str
+    source: str
+
+
+class NoticeEvent(_Strict):
+    work_id: str | None
+    kind: NoticeKind
+    notice_doi: str | None
+    record_id: str | None
+    raw_type: str | None
+    reasons: list[str]
+    notice_date: str | None
+    url: str | None
+    observed_at: str
+    source: str
+
+
+class StandingNotice(_Strict):
+    events: list[NoticeEvent]
+    reason: str | None
+    source_receipts: list[Receipt]
+    state: Literal["measured", "unavailable"]
+    observation: str | None = None
+
+
+class ObservationLinks(_Strict):
+    citing_paper: str
+    cited_paper: str | None = None
+
+
+class Observation(_Strict):
+    citation: Citation
+    links: ObservationLinks
+    observation_digest: str
+    observation_id: str
+    resolution: Resolution
+    standing_notice: StandingNotice
+
+
+class Measurement(_Strict):
+    metric: str
+    observed_at: str
+    query_url: str | None
+    source: str
+    source_release: str | None
+    value: int
+
+
+class Record(_Strict):
+    as_of: str
+    caps: dict[str, Any]
+    context_digest: str
+    coverage: list[dict[str, Any]]
+    external_citation_measurements: list[Measurement]
+    inbound: list[Observation]
+    links: dict[str, Any]
+    outbound: list[Observation]
+    paper: PaperBlock
+    reference_resolution: dict[str, Any]
+    refusal: str
+    schema: Literal["pith.paper-citation-record.v1"]
+    standing_sources: list[Receipt]
+    thesis: str

@@ -1,0 +1,90 @@
+"""The Ledger: one object the CLI and the API share (append, import, record as of T, verify)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .append import AppendResult, append_batch
+from .codec import canonical, check_rules
+from .errors import NotFound
+from .events import Event
+from .facts import Head
+from .importer import Batch, parse_input
+from .instants import now_us
+from .store import SQLiteStore
+from .verify import VerifyReport, verify_store
+
+
+def default_db() -> str:
+    """$LEDGER_DB, else ./ledger.db."""
+    return os.environ.get("LEDGER_DB") or "ledger.db"
+
+
+class Ledger:
+    """A ledger over one store."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, synchronous: str = "FULL") -> None:
+        self.path = Path(path or default_db())
+        self.store = SQLiteStore(self.path, synchronous=synchronous)
+
+    def head(self) -> Head:
+        """The last seq and hash."""
+        return self.store.head()
+
+    def append(
+        self,
+        events: Sequence[Event],
+        expected_versions: Mapping[str, int] | None = None,
+        places: Sequence[str] | None = None,
+    ) -> AppendResult:
+        """Validate every event, then append them as one atomic batch."""
+        now = now_us()
+        for i, e in enumerate(events):
+            check_rules(e, places[i] if places is not None else f"events[{i}]", now)
+        with self.store.write() as tx:
+            return append_batch(tx, events, expected_versions, places)
+
+    def append_batch(self, batch: Batch) -> AppendResult:
+        """Append a parsed batch (record decomposition, NDJSON, or POST /events body)."""
+        return self.append(batch.events, batch.expected_versions, batch.places)
+
+    def import_bytes(self, raw: bytes, *, force: bool = False) -> AppendResult:
+        """A record JSON or NDJSON envelopes -> one batch."""
+        return self.append_batch(parse_input(raw, force=force))
+
+    def record(
+        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
+    ) -> tuple[dict[str, Any], list[int], Head]:
+        """The record as of T (default now) and K, the seqs it was built from, and the head read."""
+        from projections.record import build_record
+
+        t = now_us() if as_of_us is None else as_of_us
+        with self.store.snapshot(t, known_us) as reader:
+            head = reader.head()
+            try:
+                built = build_record(reader, arxiv_id, t)
+            except NotFound as e:
+                history = self.store.paper_history(arxiv_id)
+                first = min(history, key=lambda f: (f.observed_us, f.seq)) if history else None
+                msg = e.message + (
+                    f"; it was first observed at {first.observed_at}" if first
+                    else "; it has never been observed in this ledger"
+                )
+                raise NotFound(msg, details={
+                    "arxiv_id": arxiv_id, "first_observed_at": first.observed_at if first else None
+                }) from None
+        return built.record, built.seqs, head
+
+    def record_bytes(
+        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
+    ) -> tuple[bytes, Head]:
+        """The record as canonical JSON bytes, and the head it was computed from."""
+        record, _, head = self.record(arxiv_id, as_of_us, known_us)
+        return canonical(record), head
+
+    def verify(self, progress: Callable[[int], None] | None = None) -> VerifyReport:
+        """Recompute the whole chain."""
+        return verify_store(self.store, progress)

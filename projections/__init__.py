@@ -1,0 +1,1 @@
+"""Projections: pure functions from ledger events to views (the record as of T)."""
