@@ -191,6 +191,13 @@ def type_of(event: Event) -> str:
     return type(event).__struct_config__.tag  # type: ignore[return-value]
 
 
+def envelope_json(e: Any) -> dict[str, Any]:
+    """A StoredEvent as a JSON-ready dict, its data embedded verbatim (msgspec.Raw)."""
+    d: dict[str, Any] = msgspec.structs.asdict(e)
+    d["data"] = msgspec.Raw(e.data)
+    return d
+
+
 def event_to_dict(event: Event) -> dict[str, Any]:
     """The client envelope as plain values (for NDJSON export and tests)."""
     out: dict[str, Any] = msgspec.to_builtins(event)

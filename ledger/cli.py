@@ -1,0 +1,147 @@
+"""The `ledger` command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import msgspec
+
+from .codec import canonical, envelope_json
+from .errors import LedgerError
+from .instants import parse_as_of
+
+_DB = click.option(
+    "--db",
+    "db",
+    envvar="LEDGER_DB",
+    default="ledger.db",
+    show_default="$LEDGER_DB or ./ledger.db",
+    help="Path of the SQLite ledger file (created on first use).",
+)
+_PROGRESS_BYTES = 4 * 1024 * 1024
+
+
+def _ledger(db: str):  # type: ignore[no-untyped-def]
+    from .service import Ledger
+
+    return Ledger(db)
+
+
+def _instant(value: str | None, name: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return parse_as_of(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=name) from None
+
+
+def _fail(err: LedgerError) -> None:
+    click.echo(f"error: {err.message}", err=True)
+    sys.exit(1)
+
+
+@click.group()
+@click.version_option(package_name="citation-ledger")
+def main() -> None:
+    """citation-ledger: a hash-chained ledger of citation observations and point-in-time records."""
+
+
+@main.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--force", is_flag=True, help="Import a record even if its digests do not match.")
+@_DB
+def import_(files: tuple[str, ...], force: bool, db: str) -> None:
+    """Import record JSON or NDJSON envelopes; one atomic batch per file."""
+    from .importer import parse_input
+
+    ledger = _ledger(db)
+    total_new = total_dup = 0
+    failed = 0
+    big = sum(Path(f).stat().st_size for f in files) > _PROGRESS_BYTES or len(files) > 20
+    with click.progressbar(files, label="importing", file=sys.stderr if big else None,
+                           hidden=not big) as bar:
+        for name in bar:
+            try:
+                result = ledger.append_batch(parse_input(Path(name).read_bytes(), force=force))
+            except LedgerError as e:
+                click.echo(f"{name}: refused, nothing written: {e.message}", err=True)
+                failed += 1
+                continue
+            total_new += result.appended
+            total_dup += result.duplicates
+            if not big:
+                click.echo(f"{name}: {result.appended} appended, {result.duplicates} duplicate "
+                           f"(head seq {result.head.seq})")
+    click.echo(f"{total_new} appended, {total_dup} duplicate, {failed} file(s) refused; "
+               f"head seq {ledger.head().seq}")
+    sys.exit(1 if failed else 0)
+
+
+@main.command()
+@click.argument("arxiv_id")
+@click.option("--as-of", "as_of", help="RFC 3339 instant or YYYY-MM-DD (end of day UTC); default now.")
+@click.option("--known-at", "known_at", help="Only events recorded at or before this instant.")
+@_DB
+def record(arxiv_id: str, as_of: str | None, known_at: str | None, db: str) -> None:
+    """Print the record as of T as canonical JSON."""
+    t, k = _instant(as_of, "--as-of"), _instant(known_at, "--known-at")
+    try:
+        body, _head = _ledger(db).record_bytes(arxiv_id, t, k)
+    except LedgerError as e:
+        _fail(e)
+    sys.stdout.buffer.write(body + b"\n")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@_DB
+def verify(as_json: bool, db: str) -> None:
+    """Recompute the whole hash chain; exit non-zero naming the first bad seq."""
+    ledger = _ledger(db)
+
+    def progress(n: int) -> None:
+        click.echo(f"  ... {n} events checked", err=True)
+
+    report = ledger.verify(progress)
+    if as_json:
+        click.echo(canonical(report.to_dict()).decode())
+    elif report.ok:
+        click.echo(f"OK: {report.events_checked} events verified; head seq {report.head.seq} "
+                   f"hash {report.head.hash}")
+        click.echo("Note: " + report.to_dict()["note"])
+    else:
+        click.echo(f"BROKEN at seq {report.first_bad_seq}: {report.reason} "
+                   f"({report.events_checked} events verified before it)")
+    sys.exit(0 if report.ok else 2)
+
+
+@main.command()
+@click.option("--after", default=0, show_default=True, help="Only events with seq > N.")
+@click.option("--limit", type=int, default=None, help="At most L events.")
+@click.option("--stream", default=None, help="Only this stream, e.g. paper:2509.02480.")
+@click.option("--type", "type_", default=None, help="Only this event type.")
+@_DB
+def events(after: int, limit: int | None, stream: str | None, type_: str | None, db: str) -> None:
+    """Print stored envelopes as NDJSON."""
+    out = sys.stdout.buffer
+    enc = msgspec.json.Encoder(order="sorted")
+    for e in _ledger(db).store.read_log(after, limit, stream, type_):
+        out.write(enc.encode(envelope_json(e)) + b"\n")
+
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--workers", default=1, show_default=True, type=int, help="uvicorn worker processes.")
+@click.option("--read-only", is_flag=True, help="Refuse every write (403 writes_disabled).")
+@click.option("--no-samples", is_flag=True, help="Do not load the sample record into an empty ledger.")
+@_DB
+def serve(host: str, port: int, workers: int, read_only: bool, no_samples: bool, db: str) -> None:
+    """Serve the HTTP API and record pages; an empty ledger gets the sample record first."""
+    from api.server import run
+
+    run(db=db, host=host, port=port, workers=workers, read_only=read_only, samples=not no_samples)
