@@ -1,0 +1,70 @@
+"""Bearer tokens for writes: configured by the operator, stored and compared as sha256 hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import re
+from pathlib import Path
+
+from fastapi import Request
+
+from .errors import Unauthorized, WritesDisabled
+from .settings import Settings
+
+log = logging.getLogger("api")
+_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def hash_token(token: str) -> str:
+    """sha256 hex of a token: what the token file holds."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def read_token_file(path: str) -> list[str]:
+    """sha256 hex digests, one per line (blank lines and # comments skipped); [] if no file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    hashes = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        value = line.split("#", 1)[0].strip().lower().removeprefix("sha256:")
+        if not value:
+            continue
+        if _HEX.fullmatch(value):
+            hashes.append(value)
+        else:
+            # A plaintext token in the file would be a leak and a silent no-op; say so.
+            log.warning("%s line %d is not a sha256 hex digest; ignored", path, n)
+    return hashes
+
+
+def token_hashes(settings: Settings) -> list[str]:
+    """Every accepted token hash: from LEDGER_TOKENS and from the token file (read on each write,
+    so an operator can add or revoke a token without a restart)."""
+    return [hash_token(t) for t in settings.tokens] + read_token_file(settings.token_file_path)
+
+
+def require_writer(request: Request, settings: Settings) -> None:
+    """Refuse the request unless writes are enabled and it carries a configured bearer token."""
+    if settings.read_only:
+        raise WritesDisabled("this server runs read-only (--read-only): writes are refused")
+    hashes = token_hashes(settings)
+    if not hashes:
+        raise WritesDisabled(
+            "no write token is configured (set LEDGER_TOKENS or write sha256 hashes to "
+            f"{settings.token_file_path}): writes are refused"
+        )
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("a write needs the header `Authorization: Bearer <token>`")
+    given = hash_token(token)
+    # Compare against every hash without stopping early, so timing says nothing about which.
+    matched = False
+    for stored in hashes:
+        matched |= hmac.compare_digest(given, stored)
+    if not matched:
+        raise Unauthorized("the bearer token is not valid for this ledger", invalid_token=True)

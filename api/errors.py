@@ -1,0 +1,108 @@
+"""HTTP errors: the API's own LedgerError subclasses and the handlers giving one JSON shape."""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ledger.errors import LedgerError
+
+log = logging.getLogger("api")
+
+
+class ApiError(LedgerError):
+    """A refusal made by the HTTP layer itself (auth, size); may carry response headers."""
+
+    headers: dict[str, str] | None = None
+
+
+class Unauthorized(ApiError):
+    """No bearer token, or one that matches no configured token."""
+
+    code = "unauthorized"
+    http_status = 401
+
+    def __init__(self, message: str, *, invalid_token: bool = False) -> None:
+        super().__init__(message)
+        # RFC 6750: say which scheme is expected, and flag a token that was given but refused.
+        self.headers = {
+            "WWW-Authenticate": 'Bearer realm="ledger", error="invalid_token"'
+            if invalid_token
+            else 'Bearer realm="ledger"'
+        }
+
+
+class WritesDisabled(ApiError):
+    """The server refuses every write (no token configured, or --read-only)."""
+
+    code = "writes_disabled"
+    http_status = 403
+
+
+class PayloadTooLarge(ApiError):
+    """The request body is above the configured limit."""
+
+    code = "payload_too_large"
+    http_status = 413
+
+
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    """The one error shape: {"error": {code, message, details}}."""
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
+def _status_code_name(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    except ValueError:
+        return f"http_{status}"
+
+
+async def _ledger_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LedgerError)
+    return JSONResponse(
+        exc.to_dict(), status_code=exc.http_status, headers=getattr(exc, "headers", None)
+    )
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    message = exc.detail if isinstance(exc.detail, str) else _status_code_name(exc.status_code)
+    return JSONResponse(
+        error_body(_status_code_name(exc.status_code), message),
+        status_code=exc.status_code,
+        headers=exc.headers,
+    )
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = jsonable_encoder(exc.errors(), exclude={"url", "ctx"})
+    first = errors[0] if errors else {}
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    message = f"{where}: {first.get('msg', 'invalid request')}" if where else "invalid request"
+    return JSONResponse(
+        error_body("invalid", message, {"where": where, "errors": errors}), status_code=422
+    )
+
+
+async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error", exc_info=exc)
+    return JSONResponse(
+        error_body("internal_error", "the server failed to answer; see its log"), status_code=500
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Every error leaves as {"error": {...}}: ledger errors, routing 404/405, validation, crashes."""
+    app.add_exception_handler(LedgerError, _ledger_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unexpected)

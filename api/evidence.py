@@ -1,0 +1,171 @@
+"""The event log: paged (GET /evidence) and as a live Server-Sent Events subscription."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+import msgspec
+from fastapi import APIRouter, Header, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from ledger.codec import envelope_json
+from ledger.errors import InvalidEvent
+from ledger.events import DATA_TYPES, StoredEvent
+
+from . import docs
+from .common import JSON, head_headers, head_json, ledger_of, settings_of
+
+router = APIRouter(tags=["evidence"])
+_ENCODER = msgspec.json.Encoder(order="sorted")
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+STREAM_BATCH = 500
+
+After = Annotated[int, Query(ge=0, description="Only events with seq > after.")]
+StreamName = Annotated[
+    str | None, Query(description="Only this stream, e.g. `paper:2509.02480` or `source:crossref`.")
+]
+TypeName = Annotated[
+    str | None, Query(description="Only this event type.", examples=sorted(DATA_TYPES))
+]
+
+
+def _check_type(type_: str | None) -> None:
+    if type_ is not None and type_ not in DATA_TYPES:
+        raise InvalidEvent("type", f"unknown event type {type_!r}; one of " + ", ".join(DATA_TYPES))
+
+
+@router.get(
+    "/evidence",
+    summary="The event log in seq order, with full envelopes and the chain hashes",
+    responses=docs.responses(200, 422, ok=docs.EvidencePage),
+)
+def evidence(
+    request: Request,
+    after: After = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Page size (max 1000).")] = DEFAULT_LIMIT,
+    stream: StreamName = None,
+    type: TypeName = None,
+) -> Response:
+    """One page of stored envelopes after `after`, the head, and the cursor for the next page."""
+    _check_type(type)
+    ledger = ledger_of(request)
+    # One extra row tells whether another page exists without a second query.
+    rows = ledger.store.read_log(after, limit + 1, stream, type)
+    head = ledger.head()  # read after the page, so it is never behind the events listed
+    page, more = rows[:limit], len(rows) > limit
+    next_after = page[-1].seq if more else None
+    next_url = None
+    if next_after is not None:
+        query = {"after": next_after, "limit": limit, "stream": stream, "type": type}
+        next_url = "/evidence?" + urlencode({k: v for k, v in query.items() if v is not None})
+    body = {
+        "events": [envelope_json(e) for e in page],
+        "head": head_json(head),
+        "next_after": next_after,
+        "next": next_url,
+    }
+    return Response(_ENCODER.encode(body), media_type=JSON, headers=head_headers(head))
+
+
+def sse_message(e: StoredEvent) -> bytes:
+    """One SSE message: id = seq, event = the event type, data = the stored envelope."""
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (
+        e.seq,
+        e.type.encode(),
+        _ENCODER.encode(envelope_json(e)),
+    )
+
+
+class SSEResponse(StreamingResponse):
+    """A stream that always watches for the client leaving, whatever the server's ASGI version,
+    so an idle subscription stops polling as soon as its client is gone."""
+
+    media_type = "text/event-stream"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Stream until the events end or the client disconnects, whichever comes first."""
+        done = asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            done.set()
+
+        watcher = asyncio.ensure_future(watch())
+        streamer = asyncio.ensure_future(self.stream_response(send))
+        try:
+            await asyncio.wait(
+                [watcher, streamer, asyncio.ensure_future(done.wait())],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            for task in (watcher, streamer):
+                task.cancel()
+            await asyncio.gather(watcher, streamer, return_exceptions=True)
+
+
+async def follow(
+    request: Request, after: int, stream: str | None, type_: str | None
+) -> AsyncIterator[bytes]:
+    """Catch up from `after`, then poll the database for new events (works across workers)."""
+    settings = settings_of(request)
+    store = ledger_of(request).store
+    cursor = after
+    last_sent = time.monotonic()
+    yield b"retry: 1000\n: catching up after seq %d\n\n" % after
+    while True:
+        rows: list[StoredEvent] = await run_in_threadpool(
+            store.read_log, cursor, STREAM_BATCH, stream, type_
+        )
+        if rows:
+            yield b"".join(sse_message(e) for e in rows)
+            cursor = rows[-1].seq
+            last_sent = time.monotonic()
+            if len(rows) == STREAM_BATCH:
+                continue  # still catching up: no pause
+        elif time.monotonic() - last_sent >= settings.sse_heartbeat:
+            # A comment line keeps proxies from closing an idle stream and detects a gone client.
+            yield b": heartbeat\n\n"
+            last_sent = time.monotonic()
+        await asyncio.sleep(settings.sse_poll)
+
+
+@router.get(
+    "/evidence/stream",
+    summary="The same events as Server-Sent Events, then new ones live",
+    response_class=SSEResponse,
+    responses=docs.responses(422, ok=None, stream=True),
+)
+async def evidence_stream(
+    request: Request,
+    after: After = 0,
+    stream: StreamName = None,
+    type: TypeName = None,
+    last_event_id: Annotated[
+        str | None,
+        Header(description="Resume after this seq (sent by EventSource on reconnect); wins over `after`."),
+    ] = None,
+) -> Response:
+    """SSE: `id: <seq>`, `event: <type>`, `data: <envelope>`; resumes from Last-Event-ID."""
+    _check_type(type)
+    if last_event_id is not None and last_event_id.strip():
+        try:
+            after = int(last_event_id.strip())
+        except ValueError:
+            raise InvalidEvent("Last-Event-ID", "must be the seq of the last event received") from None
+        if after < 0:
+            raise InvalidEvent("Last-Event-ID", "must be the seq of the last event received")
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return SSEResponse(follow(request, after, stream, type), headers=headers)
+
+
+def envelope_dicts(rows: list[StoredEvent]) -> list[dict[str, Any]]:
+    """Envelopes as JSON-ready dicts (data embedded verbatim)."""
+    return [envelope_json(e) for e in rows]

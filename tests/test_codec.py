@@ -1,0 +1,369 @@
+"""Canonical encoding, strict decoding, the input rules and derived event ids (ledger/codec.py)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from ledger.codec import canonical, decode_event, derived_event_id, to_event
+from ledger.errors import InvalidEvent
+
+OID = "8f7cb4e3-557e-49d1-9dc8-6b681dc73b8b"
+WORK = "0e9c0fae-80e7-43d4-b024-395603f598f7"
+TS = "2026-01-01T00:00:00.123456Z"
+DELETE = object()
+
+
+def stdlib_canonical(x: Any) -> bytes:
+    return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def cited_work() -> dict[str, Any]:
+    return {
+        "arxiv_id": None,
+        "doi": "10.1000/x",
+        "metadata_source": "raw_reference",
+        "pith_arxiv_id": None,
+        "snapshot_observed_at": TS,
+        "title": "Cited “work”",
+        "venue": None,
+        "work_id": WORK,
+        "year": 2024,
+    }
+
+
+def notice(work_id: str | None = WORK, kind: str = "retraction") -> dict[str, Any]:
+    return {
+        "work_id": work_id,
+        "kind": kind,
+        "notice_doi": "10.1000/n",
+        "record_id": "42",
+        "raw_type": "Retraction",
+        "reasons": ["Misconduct"],
+        "notice_date": "2026-01-02",
+        "url": None,
+    }
+
+
+DATA: dict[str, dict[str, Any]] = {
+    "paper.observed": {
+        "arxiv_id": "2509.02480",
+        "title": "MLP-Offload: Ünïcode ☃",
+        "primary_category": "cs.DC",
+        "submitted_at": "2025-09-02T16:30:49Z",
+        "last_updated": "2025-09-02T16:30:49+02:00",
+        "version": 1,
+    },
+    "citation.observed": {
+        "observation_id": OID,
+        "citing_arxiv_id": "2509.02480",
+        "reference_index": 0,
+        "source": "pdf_text",
+        "cited_work": cited_work(),
+    },
+    "resolution.observed": {
+        "observation_id": OID,
+        "status": "verified_exact",
+        "resolver_source": "local_arxiv",
+        "cited_work": cited_work(),
+        "cited_arxiv_id": "1412.6980",
+    },
+    "standing.checked": {"source": "crossref", "work_ids": [WORK], "notices": [notice()]},
+    "measurement.observed": {
+        "arxiv_id": "2509.02480",
+        "source": "openalex",
+        "metric": "cited_by_count",
+        "value": 3,
+        "source_release": None,
+        "query_url": None,
+    },
+}
+
+
+def envelope(type_: str) -> dict[str, Any]:
+    return {"type": type_, "observed_at": TS, "data": copy.deepcopy(DATA[type_])}
+
+
+def mutated(type_: str, path: str, value: Any) -> dict[str, Any]:
+    """The valid envelope of `type_` with `path` (dotted, [i] for lists) set or deleted."""
+    env = envelope(type_)
+    keys = [int(k) if k.isdigit() else k for k in re.findall(r"[^.\[\]]+", path)]
+    target = env
+    for k in keys[:-1]:
+        target = target[k]
+    if value is DELETE:
+        del target[keys[-1]]
+    else:
+        target[keys[-1]] = value
+    return env
+
+
+def decode(env: dict[str, Any]) -> Any:
+    return decode_event(json.dumps(env, ensure_ascii=False).encode(), "events[0]")
+
+
+def iso(delta: timedelta) -> str:
+    return (datetime.now(UTC) + delta).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# -- canonical ---------------------------------------------------------------------------------
+
+_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | _text,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_text, kids, max_size=4),
+    max_leaves=25,
+)
+
+
+@given(json_values)
+@example('\x00\x01\x08\x0c\x1f\x7f\u2028\u2029"\\/\t\n\r')
+@example({"é": 1, "e": 2, "\U0001f600": 3, "\uffff": 4, "Z": [None, True, -(2**70)]})
+def test_canonical_equals_stdlib_json(value: Any) -> None:
+    assert canonical(value) == stdlib_canonical(value)
+
+
+@pytest.mark.parametrize("type_", sorted(DATA))
+def test_canonical_of_a_typed_data_struct_equals_stdlib_canonical_of_its_dict(type_: str) -> None:
+    # Struct fields are declared in a non-sorted order (e.g. Notice.work_id before kind)
+    event = to_event(envelope(type_), "events[0]")
+    assert canonical(event.data) == stdlib_canonical(DATA[type_])
+
+
+# -- strict decoding: refused ------------------------------------------------------------------
+
+REFUSED = [
+    # (id, type, path, value, where, reason pattern)
+    ("unknown-envelope-field", "paper.observed", "extra", 1, "events[0].extra", "unknown field"),
+    ("unknown-data-field", "paper.observed", "data.doi", None, "events[0].data.doi", "unknown"),
+    ("unknown-cited_work-field", "citation.observed", "data.cited_work.isbn", "x",
+     "events[0].data.cited_work.isbn", "unknown"),
+    ("unknown-notice-field", "standing.checked", "data.notices[0].severity", "high",
+     "events[0].data.notices[0].severity", "unknown"),
+    ("missing-observed_at", "paper.observed", "observed_at", DELETE, "events[0].observed_at", "missing"),
+    ("missing-data", "paper.observed", "data", DELETE, "events[0].data", "missing"),
+    ("missing-title", "paper.observed", "data.title", DELETE, "events[0].data.title", "missing"),
+    ("missing-nullable", "paper.observed", "data.primary_category", DELETE,
+     "events[0].data.primary_category", "missing"),
+    ("missing-cited_work-year", "citation.observed", "data.cited_work.year", DELETE,
+     "events[0].data.cited_work.year", "missing"),
+    ("missing-notice-reasons", "standing.checked", "data.notices[0].reasons", DELETE,
+     "events[0].data.notices[0].reasons", "missing"),
+    ("null-title", "paper.observed", "data.title", None, "events[0].data.title", "null"),
+    ("null-submitted_at", "paper.observed", "data.submitted_at", None, "events[0].data.submitted_at", ""),
+    ("float-for-int", "paper.observed", "data.version", 1.0, "events[0].data.version", "float"),
+    ("float-exponent", "measurement.observed", "data.value", 1e2, "events[0].data.value", "float"),
+    ("float-in-list", "standing.checked", "data.notices[0].reasons", ["a", 0.5],
+     "events[0].data.notices[0].reasons[1]", "float"),
+    ("float-nested-list", "standing.checked", "data.work_ids", [WORK, [1, [2.5]]],
+     "events[0].data.work_ids[1][1][0]", "float"),
+    ("float-in-cited_work", "citation.observed", "data.cited_work.year", 2024.0,
+     "events[0].data.cited_work.year", "float"),
+    ("bool-for-version", "paper.observed", "data.version", True, "events[0].data.version", "bool"),
+    ("bool-for-index", "citation.observed", "data.reference_index", False,
+     "events[0].data.reference_index", "bool"),
+    ("bool-for-value", "measurement.observed", "data.value", True, "events[0].data.value", "bool"),
+    ("ts-no-offset", "paper.observed", "observed_at", "2026-01-01T00:00:00", "events[0].observed_at",
+     "offset"),
+    ("ts-7-digits", "paper.observed", "observed_at", "2026-01-01T00:00:00.1234567Z",
+     "events[0].observed_at", "fractional"),
+    ("ts-invalid-date", "paper.observed", "data.submitted_at", "2026-02-30T00:00:00Z",
+     "events[0].data.submitted_at", "invalid"),
+    ("ts-date-only", "paper.observed", "data.last_updated", "2026-01-01", "events[0].data.last_updated",
+     "RFC 3339"),
+    ("ts-cited_work-no-offset", "citation.observed", "data.cited_work.snapshot_observed_at",
+     "2026-01-01T00:00:00.5", "events[0].data.cited_work.snapshot_observed_at", "offset"),
+    ("arxiv-version-suffix", "paper.observed", "data.arxiv_id", "2509.02480v2", "events[0].data.arxiv_id",
+     "bad arXiv id"),
+    ("arxiv-abc", "paper.observed", "data.arxiv_id", "abc", "events[0].data.arxiv_id", "bad arXiv id"),
+    ("arxiv-12345.678", "paper.observed", "data.arxiv_id", "12345.678", "events[0].data.arxiv_id",
+     "bad arXiv id"),
+    ("arxiv-old-style-suffix", "measurement.observed", "data.arxiv_id", "hep-th/9901001v1",
+     "events[0].data.arxiv_id", "bad arXiv id"),
+    ("arxiv-citing", "citation.observed", "data.citing_arxiv_id", "250.02480",
+     "events[0].data.citing_arxiv_id", "bad arXiv id"),
+    ("arxiv-cited", "resolution.observed", "data.cited_arxiv_id", "2509.02480v2",
+     "events[0].data.cited_arxiv_id", "bad arXiv id"),
+    ("uuid-uppercase", "citation.observed", "data.observation_id", OID.upper(),
+     "events[0].data.observation_id", "bad UUID"),
+    ("uuid-no-hyphens", "resolution.observed", "data.observation_id", OID.replace("-", ""),
+     "events[0].data.observation_id", "bad UUID"),
+    ("uuid-braces", "citation.observed", "data.observation_id", "{" + OID + "}",
+     "events[0].data.observation_id", "bad UUID"),
+    ("event_id-uppercase", "paper.observed", "event_id", OID.upper(), "events[0].event_id", "bad UUID"),
+    ("unknown-status", "resolution.observed", "data.status", "pending", "events[0].data.status", "enum"),
+    ("unknown-notice-kind", "standing.checked", "data.notices[0].kind", "erratum",
+     "events[0].data.notices[0].kind", "enum"),
+    ("unknown-event-type", "paper.observed", "type", "paper.updated", "events[0].type", "unknown event type"),
+    ("non-string-event-type", "paper.observed", "type", 7, "events[0].type", ""),
+    ("version-0", "paper.observed", "data.version", 0, "events[0].data.version", ">= 1"),
+    ("negative-reference_index", "citation.observed", "data.reference_index", -1,
+     "events[0].data.reference_index", ">= 0"),
+    ("negative-value", "measurement.observed", "data.value", -5, "events[0].data.value", ">= 0"),
+    ("empty-source", "standing.checked", "data.source", "", "events[0].data.source", "empty"),
+    ("duplicate-notice", "standing.checked", "data.notices", [notice(), notice()],
+     "events[0].data.notices[1]", "twice"),
+    ("notice-outside-work_ids", "standing.checked", "data.notices", [notice("other-work")],
+     "events[0].data.notices[0].work_id", "not among the work_ids"),
+    ("work_ids-repeated", "standing.checked", "data.work_ids", [WORK, WORK], "events[0].data.work_ids",
+     "more than once"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("type_", "path", "value", "where", "reason"),
+    [pytest.param(*case[1:], id=case[0]) for case in REFUSED],
+)
+def test_strict_decoding_refuses_naming_place_and_field(
+    type_: str, path: str, value: Any, where: str, reason: str
+) -> None:
+    with pytest.raises(InvalidEvent, match=re.escape(where) + ".*" + reason) as info:
+        decode(mutated(type_, path, value))
+    assert info.value.where == where
+    assert info.value.details == {"where": where, "reason": info.value.reason}
+
+
+@pytest.mark.parametrize(
+    ("raw", "where"),
+    [
+        pytest.param(b'{"type": "paper.observed", "data": [1, 2.0]}', "events[0].data[1]", id="float-top"),
+        pytest.param(b'[1, {"a": [0.0]}]', "events[0][1].a[0]", id="float-not-an-event"),
+        pytest.param(b"-1.5e-3", "events[0]", id="float-scalar"),
+    ],
+)
+def test_floats_are_refused_before_typing(raw: bytes, where: str) -> None:
+    with pytest.raises(InvalidEvent, match=re.escape(where) + ": floats are not allowed"):
+        decode_event(raw, "events[0]")
+
+
+@pytest.mark.parametrize(
+    "raw", [b"{", b"NaN", b"Infinity", b"1E400", b'{"type": "paper.observed",}', b"\xff"]
+)
+def test_malformed_json_is_an_invalid_event(raw: bytes) -> None:
+    with pytest.raises(InvalidEvent, match=r"^events\[0\]: not valid JSON"):
+        decode_event(raw, "events[0]")
+
+
+def test_non_object_event_is_refused() -> None:
+    with pytest.raises(InvalidEvent, match=r"events\[0\]: an event must be a JSON object"):
+        decode_event(b"[]", "events[0]")
+
+
+@pytest.mark.parametrize("bad_type", [[], {}, ["paper.observed"]], ids=["list", "object", "list-of-tag"])
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="BUG ledger/codec.py to_event: `value['type'] not in DATA_TYPES` raises TypeError "
+    "(unhashable) for a list/object type, instead of InvalidEvent naming events[0].type",
+)
+def test_unhashable_event_type_is_an_invalid_event(bad_type: Any) -> None:
+    with pytest.raises(InvalidEvent, match=r"events\[0\]\.type"):
+        decode(mutated("paper.observed", "type", bad_type))
+
+
+# -- accepted ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("type_", "path", "value"),
+    [
+        pytest.param("paper.observed", "data.arxiv_id", "hep-th/9901001", id="old-style"),
+        pytest.param("paper.observed", "data.arxiv_id", "math.GT/0309136", id="old-style-subject-class"),
+        pytest.param("paper.observed", "data.arxiv_id", "0704.0001", id="new-style-4-digits"),
+        pytest.param("measurement.observed", "data.arxiv_id", "cond-mat/0011122", id="old-style-hyphen"),
+        pytest.param("resolution.observed", "data.cited_arxiv_id", "solv-int/9701001", id="cited-old-style"),
+        pytest.param("resolution.observed", "data.cited_arxiv_id", None, id="cited-null"),
+        pytest.param("citation.observed", "data.cited_work.arxiv_id", "2509.02480v2", id="raw-cited_work"),
+        pytest.param("citation.observed", "data.cited_work.pith_arxiv_id", "not an id", id="raw-pith-id"),
+        pytest.param("citation.observed", "data.cited_work", None, id="cited_work-null"),
+        pytest.param("paper.observed", "observed_at", "2026-01-01T05:30:00.5+05:30", id="offset"),
+        pytest.param("paper.observed", "observed_at", "2026-01-01T00:00:00.999999-00:00", id="6-digits"),
+        pytest.param("paper.observed", "event_id", OID, id="explicit-event_id"),
+        pytest.param("paper.observed", "event_id", None, id="null-event_id"),
+        pytest.param("standing.checked", "data.work_ids", None, id="work_ids-null"),
+        pytest.param("standing.checked", "data.notices", [notice(None), notice()], id="null-work-notice"),
+        pytest.param(
+            "standing.checked", "data.notices", [notice(), notice(kind="correction")], id="2-notices"
+        ),
+        pytest.param("citation.observed", "data.reference_index", 0, id="index-0"),
+        pytest.param("measurement.observed", "data.value", 2**62, id="big-int"),
+    ],
+)
+def test_strict_decoding_accepts(type_: str, path: str, value: Any) -> None:
+    env = mutated(type_, path, value)
+    if path == "data.notices" and env["data"]["work_ids"] is not None and value[0]["work_id"] is None:
+        env["data"]["work_ids"] = None
+    event = decode(env)
+    assert canonical(event.data) == stdlib_canonical(env["data"])
+    assert event.observed_at == env["observed_at"]  # kept verbatim
+
+
+@pytest.mark.parametrize(
+    ("delta", "ok"),
+    [
+        pytest.param(timedelta(minutes=4), True, id="4min-accepted"),
+        pytest.param(timedelta(minutes=4, seconds=50), True, id="4min50s-accepted"),
+        pytest.param(timedelta(minutes=5, seconds=10), False, id="5min10s-refused"),
+        pytest.param(timedelta(hours=1), False, id="1h-refused"),
+        pytest.param(timedelta(days=-3650), True, id="past-accepted"),
+    ],
+)
+def test_observed_at_in_the_future(delta: timedelta, ok: bool) -> None:
+    env = envelope("measurement.observed")
+    env["observed_at"] = iso(delta)
+    if ok:
+        assert decode(env).observed_at == env["observed_at"]
+    else:
+        with pytest.raises(
+            InvalidEvent, match=r"events\[0\]\.observed_at: more than 5 minutes in the future"
+        ):
+            decode(env)
+
+
+def test_future_limit_applies_to_the_instant_not_the_spelling() -> None:
+    env = envelope("measurement.observed")
+    # 6 minutes ahead in UTC, but spelled at -10:00: still the future
+    ahead = datetime.now(UTC) + timedelta(minutes=6) - timedelta(hours=10)
+    env["observed_at"] = ahead.strftime("%Y-%m-%dT%H:%M:%S") + "-10:00"
+    with pytest.raises(InvalidEvent, match="more than 5 minutes in the future"):
+        decode(env)
+
+
+# -- derived event ids -----------------------------------------------------------------------------
+
+
+def stdlib_event_id(env: dict[str, Any]) -> str:
+    body = {"data": env["data"], "observed_at": env["observed_at"], "type": env["type"]}
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, stdlib_canonical(body).decode()))
+
+
+@pytest.mark.parametrize("type_", sorted(DATA))
+def test_derived_event_id_is_uuid5_of_the_canonical_fact(type_: str) -> None:
+    env = envelope(type_)
+    event_id = derived_event_id(decode(env))
+    assert event_id == stdlib_event_id(env)
+    assert uuid.UUID(event_id).version == 5
+
+
+def test_derived_event_id_ignores_the_explicit_id_and_changes_with_any_fact_field() -> None:
+    env = envelope("paper.observed")
+    base = derived_event_id(decode(env))
+    assert derived_event_id(decode({**env, "event_id": OID})) == base
+    respelled = {**env, "observed_at": "2026-01-01T00:00:00.123456+00:00"}  # same instant, other bytes
+    assert derived_event_id(decode(respelled)) == stdlib_event_id(respelled) != base
+    retitled = mutated("paper.observed", "data.title", "MLP-Offload: Unicode ☃")
+    assert derived_event_id(decode(retitled)) not in (base, stdlib_event_id(env))
+
+
+def test_ledger_stores_the_derived_id_when_none_is_given(fresh_ledger: Any) -> None:
+    envs = [envelope("paper.observed"), {**envelope("measurement.observed"), "event_id": OID}]
+    result = fresh_ledger.import_bytes(json.dumps({"events": envs}).encode())
+    assert [i.event_id for i in result.items] == [stdlib_event_id(envs[0]), OID]

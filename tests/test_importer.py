@@ -1,0 +1,165 @@
+"""Import: the record decomposition, digest checks, self-contradiction, NDJSON and batch files."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from ledger.codec import canonical
+from ledger.errors import InvalidEvent
+from ledger.importer import parse_input, record_to_batch
+from ledger.service import Ledger
+from projections.record import digest
+
+
+def _redigest(rec: dict[str, Any]) -> dict[str, Any]:
+    """Recompute every digest so only the rule under test can refuse the record."""
+    for lane in ("outbound", "inbound"):
+        for o in rec[lane]:
+            o["observation_digest"] = digest({k: v for k, v in o.items() if k != "observation_digest"})
+    rec["context_digest"] = digest({k: v for k, v in rec.items() if k not in ("as_of", "context_digest")})
+    return rec
+
+
+def test_decomposition_counts_and_order(fixture_record: dict[str, Any]) -> None:
+    batch = record_to_batch(fixture_record)
+    kinds = [type(e).__name__ for e in batch.events]
+    assert kinds[0] == "PaperObserved"
+    assert kinds.count("CitationObserved") == 56 and kinds.count("ResolutionObserved") == 56
+    assert kinds[-2:] == ["StandingChecked", "StandingChecked"]
+    checks = batch.events[-2:]
+    # sorted by instant: retraction_watch (06:31:55) before crossref (06:32:00)
+    assert [c.data.source for c in checks] == ["retraction_watch", "crossref"]
+    measured = [o for o in fixture_record["outbound"] if o["standing_notice"]["state"] == "measured"]
+    assert checks[0].data.work_ids == sorted({o["citation"]["cited_work"]["work_id"] for o in measured})
+    # 16 cited paper snapshots + the paper itself (the citing_paper block is not written twice)
+    assert kinds.count("PaperObserved") == 18 - 1 + 1
+
+
+def test_raw_parse_work_rides_on_citation_resolved_work_on_resolution(fixture_record: dict[str, Any]) -> None:
+    batch = record_to_batch(fixture_record)
+    by_place = dict(zip(batch.places, batch.events, strict=True))
+    raw = next(i for i, o in enumerate(fixture_record["outbound"])
+               if o["citation"]["cited_work"]["snapshot_observed_at"] == o["citation"]["source_observed_at"])
+    bound = next(i for i, o in enumerate(fixture_record["outbound"])
+                 if o["citation"]["cited_work"]["snapshot_observed_at"] != o["citation"]["source_observed_at"])
+    assert by_place[f"outbound[{raw}].citation"].data.cited_work is not None
+    assert by_place[f"outbound[{raw}].resolution"].data.cited_work is None
+    assert by_place[f"outbound[{bound}].citation"].data.cited_work is None
+    assert by_place[f"outbound[{bound}].resolution"].data.cited_work is not None
+
+
+def test_reimport_appends_nothing(imported_ledger: Ledger, fixture_bytes: bytes) -> None:
+    head = imported_ledger.head()
+    result = imported_ledger.import_bytes(fixture_bytes)
+    assert result.appended == 0 and result.duplicates == 132
+    assert imported_ledger.head() == head
+
+
+@pytest.mark.parametrize("path", [
+    ("outbound", 3, "citation", "title-edit"),
+    ("context", None, None, "thesis-edit"),
+])
+def test_altered_record_refused_unless_forced(fresh_ledger: Ledger, fixture_record: dict[str, Any],
+                                              path: tuple[Any, ...]) -> None:
+    rec = copy.deepcopy(fixture_record)
+    if path[0] == "outbound":
+        rec["outbound"][3]["citation"]["cited_work"]["title"] = "Altered"
+        where = r"outbound\[3\]\.observation_digest"
+    else:
+        rec["thesis"] = rec["thesis"].replace("56 of 56", "55 of 56")
+        where = "context_digest"
+    with pytest.raises(InvalidEvent, match=where + ".*altered"):
+        fresh_ledger.import_bytes(canonical(rec))
+    assert fresh_ledger.head().seq == 0
+    assert fresh_ledger.import_bytes(canonical(rec), force=True).appended == 132
+
+
+def _break(rec: dict[str, Any], case: str) -> None:
+    o = rec["outbound"][2]
+    if case == "pending-with-observed_at":
+        o["resolution"]["status"] = "pending"
+    elif case == "pending-with-resolver":
+        o["resolution"].update(status="pending", observed_at=None)
+    elif case == "notice-not-among-receipts":
+        o["standing_notice"]["events"] = [_notice(o, "crossref", "2020-01-01T00:00:00Z")]
+    elif case == "same-notice-twice":
+        receipt = o["standing_notice"]["source_receipts"][0]
+        n = _notice(o, receipt["source"], receipt["observed_at"])
+        o["standing_notice"]["events"] = [n, dict(n)]
+    elif case == "bad-status":
+        o["resolution"]["status"] = "verified_maybe"
+    elif case == "float-index":
+        o["citation"]["reference_index"] = 2.0
+    elif case == "bad-timestamp":
+        o["citation"]["source_observed_at"] = "2026-08-05 11:38:36"
+    elif case == "unknown-field":
+        o["citation"]["extra"] = 1
+    elif case == "bad-uuid":
+        o["observation_id"] = o["observation_id"].upper()
+
+
+def _notice(o: dict[str, Any], source: str, at: str) -> dict[str, Any]:
+    return {"work_id": o["citation"]["cited_work"]["work_id"], "kind": "retraction", "notice_doi": None,
+            "record_id": None, "raw_type": "Retraction", "reasons": [], "notice_date": None, "url": None,
+            "observed_at": at, "source": source}
+
+
+@pytest.mark.parametrize(("case", "where"), [
+    ("pending-with-observed_at", r"outbound\[2\]\.resolution\.observed_at"),
+    ("pending-with-resolver", r"outbound\[2\]\.resolution\.resolver_source"),
+    ("notice-not-among-receipts", r"outbound\[2\]\.standing_notice\.events\[0\]: .*not among the receipts"),
+    ("same-notice-twice", r"outbound\[2\]\.standing_notice\.events\[1\]: the same notice"),
+    ("bad-status", r"outbound\[2\]\.resolution\.status"),
+    ("float-index", r"outbound\[2\]\.citation\.reference_index: floats"),
+    ("bad-timestamp", r"outbound\[2\]\.citation\.source_observed_at"),
+    ("unknown-field", r"outbound\[2\]\.citation\.extra: contains unknown field"),
+    ("bad-uuid", r"outbound\[2\]\.observation_id: bad UUID"),
+])
+def test_contradictory_or_malformed_record_refused_with_place(
+    fresh_ledger: Ledger, fixture_record: dict[str, Any], case: str, where: str
+) -> None:
+    rec = copy.deepcopy(fixture_record)
+    _break(rec, case)
+    raw = json.dumps(_redigest(rec) if case != "float-index" else rec).encode()
+    with pytest.raises(InvalidEvent, match=where):
+        fresh_ledger.import_bytes(raw)
+    assert fresh_ledger.head().seq == 0
+
+
+def test_ndjson_envelopes(tmp_path: Any, imported_ledger: Ledger) -> None:
+    fresh_ledger = Ledger(tmp_path / "other.db")
+    lines = []
+    for e in imported_ledger.store.read_log():
+        lines.append(json.dumps({"type": e.type, "observed_at": e.observed_at,
+                                 "data": json.loads(e.data), "event_id": e.event_id}))
+    raw = ("\n".join(lines) + "\n\n").encode()
+    assert fresh_ledger.import_bytes(raw).appended == len(lines)
+    a = imported_ledger.record_bytes("2509.02480")[0]
+    b = fresh_ledger.record_bytes("2509.02480")[0]
+    assert a == b
+
+
+def test_ndjson_error_names_line(fresh_ledger: Ledger) -> None:
+    raw = b'{"type": "paper.observed", "observed_at": "2026-01-01T00:00:00Z"}\n{nope\n'
+    with pytest.raises(InvalidEvent, match=r"line 1\.data: missing required field"):
+        fresh_ledger.import_bytes(raw)
+    with pytest.raises(InvalidEvent, match=r"line 2: not valid JSON"):
+        parse_input(b'{"type": "x"}\n{nope\n')
+    assert fresh_ledger.head().seq == 0
+
+
+def test_batch_object_and_list(fresh_ledger: Ledger) -> None:
+    env = {"type": "paper.observed", "observed_at": "2026-01-01T00:00:00Z",
+           "data": {"arxiv_id": "2101.00001", "title": "T", "primary_category": None,
+                    "submitted_at": "2025-01-01T00:00:00Z", "last_updated": "2025-01-01T00:00:00Z",
+                    "version": 1}}
+    assert len(parse_input(json.dumps([env, env]).encode()).events) == 2
+    batch = parse_input(json.dumps({"events": [env], "expected_versions": {"paper:2101.00001": 0}}).encode())
+    assert batch.expected_versions == {"paper:2101.00001": 0}
+    assert fresh_ledger.append_batch(batch).appended == 1
+    with pytest.raises(InvalidEvent, match="expected_versions"):
+        parse_input(json.dumps({"events": [env], "expected_versions": {"paper:x": "1"}}).encode())

@@ -1,0 +1,311 @@
+"""The record as of T: the real fixture byte for byte, every projection rule, hypothesis properties."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.codec import canonical
+from ledger.errors import NotFound
+from ledger.events import Event
+from ledger.instants import parse_as_of, parse_ts
+from ledger.service import Ledger
+from projections.memory import MemoryReader
+from projections.record import build_record, digest
+from tests.factories import (
+    PAPERS,
+    check,
+    citation,
+    ledgers,
+    measurement,
+    notice,
+    oid_of,
+    paper,
+    resolution,
+    ts,
+    valid_order,
+    work,
+)
+
+FIX_ID = "2509.02480"
+
+
+def test_fixture_comes_back_byte_for_byte(imported_ledger: Ledger, fixture_bytes: bytes) -> None:
+    record = json.loads(fixture_bytes)
+    body, _ = imported_ledger.record_bytes(FIX_ID, parse_ts(record["as_of"]))
+    assert body == fixture_bytes.strip()
+
+
+def test_fixture_digests_recomputed(imported_ledger: Ledger, fixture_record: dict[str, Any]) -> None:
+    rebuilt, _, _ = imported_ledger.record(FIX_ID, parse_ts(fixture_record["as_of"]))
+    assert len(rebuilt["outbound"]) == 56
+    for got, want in zip(rebuilt["outbound"], fixture_record["outbound"], strict=True):
+        assert got["observation_digest"] == want["observation_digest"]
+        body = {k: v for k, v in got.items() if k != "observation_digest"}
+        assert digest(body) == want["observation_digest"]
+    assert rebuilt["context_digest"] == fixture_record["context_digest"]
+
+
+def test_same_content_later_instant_shares_context_digest(imported_ledger: Ledger,
+                                                         fixture_record: dict[str, Any]) -> None:
+    later, _, _ = imported_ledger.record(FIX_ID, parse_as_of("2026-08-09"))
+    assert later["as_of"] == "2026-08-09T23:59:59.999999Z"
+    assert later["thesis"].startswith("As of 9 August 2026,")
+    # thesis date differs, so the context differs; same day -> same digest
+    same_day, _, _ = imported_ledger.record(FIX_ID, parse_ts("2026-08-08T23:00:00Z"))
+    assert same_day["context_digest"] == fixture_record["context_digest"]
+    assert same_day["as_of"] == "2026-08-08T23:00:00Z"
+
+
+def test_before_first_snapshot_is_not_found(imported_ledger: Ledger) -> None:
+    with pytest.raises(NotFound, match="first observed at 2026-08-07T16:39:03.985890Z"):
+        imported_ledger.record(FIX_ID, parse_as_of("2026-08-06"))
+    with pytest.raises(NotFound, match="never been observed"):
+        imported_ledger.record("2101.99999")
+
+
+def test_time_travel_between_citation_and_resolution(imported_ledger: Ledger) -> None:
+    """After the paper snapshot but before the standing checks: receipts not there yet."""
+    rec, _, _ = imported_ledger.record(FIX_ID, parse_ts("2026-08-07T17:00:00Z"))
+    assert rec["standing_sources"] == []
+    notices = {o["standing_notice"]["reason"] for o in rec["outbound"]}
+    assert notices == {"not_yet_queried", "canonical_work_link_unavailable"}
+    assert rec["coverage"][1]["source_observed_at"] is None
+
+
+def _ledger_with(tmp_path: Any, events: list[Event], name: str = "l.db") -> Ledger:
+    ledger = Ledger(tmp_path / name)
+    ledger.append(events)
+    return ledger
+
+
+def test_pending_resolution(tmp_path: Any) -> None:
+    events = [paper("2101.00001", ts(0)), citation(oid_of(1), "2101.00001", ts(1), 3, work("w-1", ts(1)))]
+    rec, _, _ = _ledger_with(tmp_path, events).record("2101.00001")
+    obs = rec["outbound"][0]
+    assert obs["resolution"] == {"observed_at": None, "resolver_source": None, "status": "pending"}
+    assert rec["reference_resolution"]["state_counts"]["pending"] == 1
+    assert obs["citation"]["cited_work"]["work_id"] == "w-1"
+    assert obs["standing_notice"]["reason"] == "not_yet_queried"
+
+
+def test_standing_with_events_and_receipts(tmp_path: Any) -> None:
+    events: list[Event] = [
+        paper("2101.00001", ts(0)),
+        citation(oid_of(1), "2101.00001", ts(1), 0, work("w-1", ts(1))),
+        check("crossref", ts(2), ["w-1"], [notice("w-1", "retraction", None), notice("w-1", "correction")]),
+        check("retraction_watch", ts(3, style=1), None, [notice("w-1", "retraction", "10.1/x"),
+                                                         notice("w-2", "retraction")]),
+        check("crossref", ts(4), ["w-2"]),  # later, but does not cover w-1
+    ]
+    rec, _, _ = _ledger_with(tmp_path, events).record("2101.00001")
+    sn = rec["outbound"][0]["standing_notice"]
+    assert sn["state"] == "measured"
+    assert sn["source_receipts"] == [{"observed_at": ts(2), "source": "crossref"},
+                                     {"observed_at": ts(3, style=1), "source": "retraction_watch"}]
+    assert [(e["source"], e["kind"], e["notice_doi"]) for e in sn["events"]] == [
+        ("crossref", "correction", "10.1000/notice"), ("crossref", "retraction", None),
+        ("retraction_watch", "retraction", "10.1/x")]
+    assert sn["observation"] == f"3 events found in the named queried sources as of {ts(3, style=1)}."
+    assert rec["standing_sources"] == [{"observed_at": ts(4), "source": "crossref"},
+                                       {"observed_at": ts(3, style=1), "source": "retraction_watch"}]
+
+
+def test_check_before_work_snapshot_does_not_count(tmp_path: Any) -> None:
+    events: list[Event] = [paper("2101.00001", ts(0)), check("crossref", ts(1), None),
+                           citation(oid_of(1), "2101.00001", ts(2), 0, work("w-1", ts(2)))]
+    rec, _, _ = _ledger_with(tmp_path, events).record("2101.00001")
+    assert rec["outbound"][0]["standing_notice"]["reason"] == "not_yet_queried"
+
+
+def test_inbound_and_cited_paper(tmp_path: Any) -> None:
+    a, b = "2101.00001", "2101.00002"
+    events: list[Event] = [
+        paper(a, ts(0), title="Paper A"), paper(b, ts(1), title="Paper B", category=None),
+        citation(oid_of(1), b, ts(2), 7), resolution(oid_of(1), ts(3), cited_arxiv=a),
+        citation(oid_of(2), b, ts(4), 8), resolution(oid_of(2), ts(5), cited_arxiv=a),
+        resolution(oid_of(2), ts(6), "unresolved", cited_arxiv=None),  # re-bound away from A
+        citation(oid_of(3), a, ts(7), 1), resolution(oid_of(3), ts(8), cited_arxiv=a),  # self
+    ]
+    ledger = _ledger_with(tmp_path, events)
+    rec, _, _ = ledger.record(a)
+    assert [o["observation_id"] for o in rec["inbound"]] == [oid_of(1)]
+    inbound = rec["inbound"][0]
+    assert inbound["citation"]["cited_paper"]["title"] == "Paper A"
+    assert inbound["citation"]["citing_paper"]["title"] == "Paper B"
+    assert inbound["links"] == {"citing_paper": f"/paper/{b}", "cited_paper": f"/paper/{a}"}
+    assert rec["coverage"][2]["denominator"] == 1
+    assert rec["thesis"].endswith(f"1 of 1 outbound references and 1 inbound Pith citation observations for arXiv:{a}.")
+    # the inbound object is the same object as in the citing paper's outbound list
+    rec_b, _, _ = ledger.record(b)
+    assert rec_b["outbound"][0] == inbound
+    assert rec_b["paper"]["primary_category"] is None
+    # as of before the resolution: not inbound yet
+    early, _, _ = ledger.record(a, parse_ts(ts(2)))
+    assert early["inbound"] == []
+
+
+def test_primary_category_from_latest_snapshot_that_has_one(tmp_path: Any) -> None:
+    events: list[Event] = [paper("2101.00001", ts(0), category="cs.DC", version=1),
+                           paper("2101.00001", ts(1), category=None, version=2, title="New")]
+    rec, _, _ = _ledger_with(tmp_path, events).record("2101.00001")
+    assert rec["paper"]["primary_category"] == "cs.DC"
+    assert rec["paper"]["latest_version"] == 2 and rec["paper"]["title"] == "New"
+
+
+def test_measurements_latest_per_source_and_metric(tmp_path: Any) -> None:
+    pid = "2101.00001"
+    events: list[Event] = [paper(pid, ts(0)), measurement(pid, ts(1), 5), measurement(pid, ts(2), 9),
+                           measurement(pid, ts(3), 7, "semantic_scholar", "citationCount")]
+    rec, _, _ = _ledger_with(tmp_path, events).record(pid)
+    assert [(m["source"], m["value"]) for m in rec["external_citation_measurements"]] == [
+        ("openalex", 9), ("semantic_scholar", 7)]
+    lane = rec["coverage"][3]
+    assert (lane["denominator"], lane["records_observed"], lane["source_observed_at"]) == (2, 2, ts(3))
+
+
+def test_caps_and_ordering(tmp_path: Any) -> None:
+    pid = "2101.00001"
+    events: list[Event] = [paper(pid, ts(0))]
+    events += [citation(oid_of(n), pid, ts(1, n), 150 - n) for n in range(150)]
+    rec, _, _ = _ledger_with(tmp_path, events).record(pid)
+    assert rec["reference_resolution"]["displayed"] == 100
+    assert rec["reference_resolution"]["total_outbound_references"] == 150
+    assert [o["citation"]["reference_index"] for o in rec["outbound"]] == list(range(1, 101))
+    assert rec["coverage"][0]["denominator"] == 150 and rec["coverage"][0]["records_observed"] == 100
+
+
+def test_statement_budget_150_references_30_inbound(tmp_path: Any) -> None:
+    """caps.database_statements = 6 holds whatever the size: counted with sqlite3's trace callback."""
+    pid = "2101.00001"
+    events: list[Event] = [paper(pid, ts(0)), paper("2101.00002", ts(0, 1)), paper("2101.00003", ts(0, 2))]
+    events.append(check("crossref", ts(500), None))
+    for n in range(150):
+        w = work(f"w-{n}", ts(1, n), pith="2101.00002" if n % 2 else None)
+        events.append(citation(oid_of(n), pid, ts(1, n), n, w))
+        events.append(resolution(oid_of(n), ts(2, n), cited_arxiv="2101.00002" if n % 2 else "2101.00003"))
+    for n in range(30):
+        citing = f"2201.{n:05d}"
+        events.append(paper(citing, ts(3, n)))
+        events.append(citation(oid_of(1000 + n), citing, ts(4, n), 0, work(f"x-{n}", ts(4, n))))
+        events.append(resolution(oid_of(1000 + n), ts(5, n), cited_arxiv=pid))
+    ledger = _ledger_with(tmp_path, events)
+    ledger.record(pid)  # warm this thread's connection
+    statements: list[str] = []
+    ledger.store._conn().set_trace_callback(statements.append)
+    try:
+        rec, _, _ = ledger.record(pid)
+    finally:
+        ledger.store._conn().set_trace_callback(None)
+    counted = [s for s in statements
+               if s.strip() not in ("BEGIN", "COMMIT") and "ORDER BY seq DESC LIMIT 1" not in s]
+    assert rec["reference_resolution"]["total_outbound_references"] == 150
+    assert len(rec["inbound"]) == 30
+    assert all(o["standing_notice"]["state"] == "measured" for o in rec["outbound"])
+    assert len(counted) <= rec["caps"]["database_statements"], counted
+
+
+# -- hypothesis properties -------------------------------------------------------------------
+
+_SETTINGS = settings(max_examples=60, deadline=None,
+                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def _records(ledger: Ledger, t: int) -> dict[str, bytes | None]:
+    out: dict[str, bytes | None] = {}
+    for pid in PAPERS:
+        try:
+            out[pid] = ledger.record_bytes(pid, t)[0]
+        except NotFound:
+            out[pid] = None
+    return out
+
+
+@_SETTINGS
+@given(events=ledgers(), cut=st.integers(0, 430), data=st.data())
+def test_as_of_equals_a_ledger_of_only_earlier_events(tmp_path_factory: Any, events: list[Event],
+                                                      cut: int, data: Any) -> None:
+    t = parse_ts(ts(cut, data.draw(st.integers(0, 999_999))))
+    tmp = tmp_path_factory.mktemp("asof")
+    full = _ledger_with(tmp, events, "full.db")
+    earlier = [e for e in events if parse_ts(e.observed_at) <= t]
+    partial = _ledger_with(tmp, earlier, "partial.db")
+    assert _records(full, t) == _records(partial, t)
+
+
+@_SETTINGS
+@given(events=ledgers(), seed=st.integers(0, 2**32))
+def test_append_order_does_not_change_records(tmp_path_factory: Any, events: list[Event], seed: int) -> None:
+    tmp = tmp_path_factory.mktemp("order")
+    shuffled = list(events)
+    random.Random(seed).shuffle(shuffled)
+    a = _ledger_with(tmp, events, "a.db")
+    b = Ledger(tmp / "b.db")
+    for chunk in _chunks(valid_order(shuffled), seed):
+        b.append(chunk)
+    t = parse_ts(ts(600))
+    assert _records(a, t) == _records(b, t)
+
+
+def _chunks(events: list[Event], seed: int) -> list[list[Event]]:
+    rng, out, i = random.Random(seed), [], 0
+    while i < len(events):
+        n = rng.randint(1, 5)
+        out.append(events[i:i + n])
+        i += n
+    return out
+
+
+@_SETTINGS
+@given(events=ledgers(), cut=st.integers(0, 430))
+def test_round_trip_import_of_any_projected_record(tmp_path_factory: Any, events: list[Event],
+                                                   cut: int) -> None:
+    tmp = tmp_path_factory.mktemp("rt")
+    source = _ledger_with(tmp, events, "src.db")
+    t = parse_ts(ts(cut))
+    for pid, body in _records(source, t).items():
+        if body is None:
+            continue
+        target = Ledger(tmp / f"rt-{pid.replace('/', '_')}.db")
+        target.import_bytes(body)
+        record = json.loads(body)
+        again, _ = target.record_bytes(pid, parse_ts(record["as_of"]))
+        assert again == body
+        assert target.import_bytes(body).appended == 0
+
+
+@_SETTINGS
+@given(events=ledgers(), cut=st.integers(0, 430))
+def test_memory_reader_agrees_with_sqlite(tmp_path_factory: Any, events: list[Event], cut: int) -> None:
+    ledger = _ledger_with(tmp_path_factory.mktemp("mem"), events)
+    t = parse_ts(ts(cut))
+    log = ledger.store.read_log()
+    for pid, body in _records(ledger, t).items():
+        try:
+            built = build_record(MemoryReader(log, t), pid, t)
+        except NotFound:
+            assert body is None
+            continue
+        assert canonical(built.record) == body
+
+
+def test_known_at_hides_events_recorded_later(tmp_path: Any) -> None:
+    import time
+
+    from ledger.instants import now_us
+
+    pid = "2101.00001"
+    ledger = _ledger_with(tmp_path, [paper(pid, ts(0)), measurement(pid, ts(1), 5)])
+    time.sleep(0.01)
+    known = now_us()
+    time.sleep(0.01)
+    ledger.append([measurement(pid, ts(2), 8)])  # observed long ago, but recorded only now
+    now_view, _, _ = ledger.record(pid)
+    then_view, _, _ = ledger.record(pid, None, known)
+    assert now_view["external_citation_measurements"][0]["value"] == 8
+    assert then_view["external_citation_measurements"][0]["value"] == 5
