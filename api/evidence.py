@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import urlencode
 
 import msgspec
@@ -91,24 +91,21 @@ class SSEResponse(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Stream until the events end or the client disconnects, whichever comes first."""
-        done = asyncio.Event()
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            done.set()
-
-        watcher = asyncio.ensure_future(watch())
+        watcher = asyncio.ensure_future(_disconnected(receive))
         streamer = asyncio.ensure_future(self.stream_response(send))
         try:
-            await asyncio.wait(
-                [watcher, streamer, asyncio.ensure_future(done.wait())],
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+            await asyncio.wait({watcher, streamer}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in (watcher, streamer):
                 task.cancel()
             await asyncio.gather(watcher, streamer, return_exceptions=True)
+        if streamer.done() and not streamer.cancelled() and streamer.exception() is not None:
+            raise streamer.exception()  # type: ignore[misc]
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def follow(
@@ -164,8 +161,3 @@ async def evidence_stream(
             raise InvalidEvent("Last-Event-ID", "must be the seq of the last event received")
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return SSEResponse(follow(request, after, stream, type), headers=headers)
-
-
-def envelope_dicts(rows: list[StoredEvent]) -> list[dict[str, Any]]:
-    """Envelopes as JSON-ready dicts (data embedded verbatim)."""
-    return [envelope_json(e) for e in rows]

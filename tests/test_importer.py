@@ -138,8 +138,9 @@ def test_ndjson_envelopes(tmp_path: Any, imported_ledger: Ledger) -> None:
                                  "data": json.loads(e.data), "event_id": e.event_id}))
     raw = ("\n".join(lines) + "\n\n").encode()
     assert fresh_ledger.import_bytes(raw).appended == len(lines)
-    a = imported_ledger.record_bytes("2509.02480")[0]
-    b = fresh_ledger.record_bytes("2509.02480")[0]
+    t = 1_800_000_000_000_000
+    a = imported_ledger.record_bytes("2509.02480", t)[0]
+    b = fresh_ledger.record_bytes("2509.02480", t)[0]
     assert a == b
 
 
@@ -148,15 +149,18 @@ def test_ndjson_error_names_line(fresh_ledger: Ledger) -> None:
     with pytest.raises(InvalidEvent, match=r"line 1\.data: missing required field"):
         fresh_ledger.import_bytes(raw)
     with pytest.raises(InvalidEvent, match=r"line 2: not valid JSON"):
-        parse_input(b'{"type": "x"}\n{nope\n')
+        parse_input(json.dumps(_ENV).encode() + b"\n{nope\n")
     assert fresh_ledger.head().seq == 0
 
 
+_ENV = {"type": "paper.observed", "observed_at": "2026-01-01T00:00:00Z",
+        "data": {"arxiv_id": "2101.00001", "title": "T", "primary_category": None,
+                 "submitted_at": "2025-01-01T00:00:00Z", "last_updated": "2025-01-01T00:00:00Z",
+                 "version": 1}}
+
+
 def test_batch_object_and_list(fresh_ledger: Ledger) -> None:
-    env = {"type": "paper.observed", "observed_at": "2026-01-01T00:00:00Z",
-           "data": {"arxiv_id": "2101.00001", "title": "T", "primary_category": None,
-                    "submitted_at": "2025-01-01T00:00:00Z", "last_updated": "2025-01-01T00:00:00Z",
-                    "version": 1}}
+    env = _ENV
     assert len(parse_input(json.dumps([env, env]).encode()).events) == 2
     batch = parse_input(json.dumps({"events": [env], "expected_versions": {"paper:2101.00001": 0}}).encode())
     assert batch.expected_versions == {"paper:2101.00001": 0}
