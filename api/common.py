@@ -10,6 +10,7 @@ from ledger.facts import Head
 from ledger.instants import parse_as_of
 from ledger.service import Ledger
 
+from .errors import PayloadTooLarge
 from .settings import Settings
 
 HEAD_HEADER = "Ledger-Head"
@@ -56,3 +57,22 @@ def head_headers(head: Head) -> dict[str, str]:
 def head_json(head: Head) -> dict[str, int | str]:
     """The head as JSON."""
     return {"seq": head.seq, "hash": head.hash}
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it is known to exceed `limit` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(
+            f"the body is {int(declared)} bytes; the limit is {limit} bytes",
+            details={"limit": limit, "content_length": int(declared)},
+        )
+    # Count while streaming too: a chunked body has no Content-Length to trust.
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise PayloadTooLarge(
+                f"the body exceeds the limit of {limit} bytes", details={"limit": limit}
+            )
+    return bytes(body)

@@ -44,7 +44,7 @@ def _check_type(type_: str | None) -> None:
 @router.get(
     "/evidence",
     summary="The event log in seq order, with full envelopes and the chain hashes",
-    responses=docs.responses(200, 422, ok=docs.EvidencePage),
+    responses=docs.responses(200, 422, ok="EvidencePage"),
 )
 def evidence(
     request: Request,
@@ -138,7 +138,7 @@ async def follow(
     "/evidence/stream",
     summary="The same events as Server-Sent Events, then new ones live",
     response_class=SSEResponse,
-    responses=docs.responses(422, ok=None, stream=True),
+    responses=docs.stream_response(),
 )
 async def evidence_stream(
     request: Request,

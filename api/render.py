@@ -13,7 +13,7 @@ from typing import Any
 
 import jinja2
 
-__all__ = ["render_record_page", "render_paper_page", "render_error_page"]
+__all__ = ["render_record_page", "render_paper_page", "render_error_page", "render_index_page"]
 
 # Display order of the reference-resolution states (``pending`` only when present).
 STATUS_ORDER = (
@@ -156,3 +156,8 @@ def render_error_page(status: int, message: str) -> str:
     except ValueError:
         phrase = "Error"
     return ENV.get_template("error.html").render(status=status, phrase=phrase, message=message)
+
+
+def render_index_page(papers: list[dict], *, head: str) -> str:
+    """Render the list of papers (each {arxiv_id, title}) with links to their records."""
+    return ENV.get_template("index.html").render(papers=papers, head=head)

@@ -15,31 +15,11 @@ from ledger.service import Ledger
 
 from . import docs
 from .auth import require_writer
-from .common import JSON, head_headers, ledger_of, settings_of
-from .errors import PayloadTooLarge
+from .common import JSON, head_headers, ledger_of, read_body, settings_of
 
 router = APIRouter(tags=["writes"])
 
 _WRITE_ERRORS = (401, 403, 409, 413, 422)
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to exceed `limit` bytes."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(
-            f"the body is {int(declared)} bytes; the limit is {limit} bytes",
-            details={"limit": limit, "content_length": int(declared)},
-        )
-    # Count while streaming too: a chunked body has no Content-Length to trust.
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise PayloadTooLarge(
-                f"the body exceeds the limit of {limit} bytes", details={"limit": limit}
-            )
-    return bytes(body)
 
 
 async def _authorized_body(request: Request) -> bytes:
@@ -75,7 +55,7 @@ def _append_record(ledger: Ledger, raw: bytes, force: bool) -> AppendResult:
     "/events",
     summary="Append a batch of events atomically",
     status_code=201,
-    responses=docs.responses(201, 200, *_WRITE_ERRORS, ok=docs.AppendAnswer),
+    responses=docs.responses(201, 200, *_WRITE_ERRORS, ok="AppendAnswer"),
     openapi_extra=docs.events_body(),
 )
 async def post_events(request: Request) -> Response:
@@ -89,7 +69,7 @@ async def post_events(request: Request) -> Response:
     "/records",
     summary="Import a Paper Citation Record as one batch",
     status_code=201,
-    responses=docs.responses(201, 200, *_WRITE_ERRORS, ok=docs.AppendAnswer),
+    responses=docs.responses(201, 200, *_WRITE_ERRORS, ok="AppendAnswer"),
     openapi_extra=docs.record_body("The record to import (its digests are checked unless force)."),
 )
 async def post_records(

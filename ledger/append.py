@@ -26,7 +26,7 @@ class AppendTx(Protocol):
 class Appended(NamedTuple):
     """The answer for one event of a batch."""
 
-    index: int
+    position: int
     seq: int
     event_id: str
     hash: str
@@ -57,7 +57,7 @@ class AppendResult(NamedTuple):
             "head": {"seq": self.head.seq, "hash": self.head.hash},
             "events": [
                 {
-                    "index": i.index,
+                    "index": i.position,
                     "seq": i.seq,
                     "event_id": i.event_id,
                     "hash": i.hash,
@@ -69,7 +69,7 @@ class AppendResult(NamedTuple):
 
 
 class _Pending(NamedTuple):
-    index: int
+    position: int
     event: Event
     event_id: str
     type: str
@@ -106,7 +106,7 @@ def append_batch(
     new: list[tuple[_Pending, str]] = []
     in_batch: dict[str, _Pending] = {}
     for p in pending:
-        where = _place(places, p.index)
+        where = _place(places, p.position)
         prior = stored.get(p.event_id)
         earlier = in_batch.get(p.event_id)
         same = (p.type, p.event.observed_at, p.data)
@@ -115,16 +115,16 @@ def append_batch(
                 raise Conflict(
                     f"{where}.event_id: {p.event_id} is already stored (seq {prior.seq}) "
                     "with different content",
-                    details={"index": p.index, "event_id": p.event_id, "seq": prior.seq},
+                    details={"index": p.position, "event_id": p.event_id, "seq": prior.seq},
                 )
-            items[p.index] = Appended(p.index, prior.seq, p.event_id, prior.hash, True)
+            items[p.position] = Appended(p.position, prior.seq, p.event_id, prior.hash, True)
             continue
         if earlier is not None:
             if (earlier.type, earlier.event.observed_at, earlier.data) != same:
                 raise Conflict(
                     f"{where}.event_id: {p.event_id} appears earlier in the batch "
-                    f"(index {earlier.index}) with different content",
-                    details={"index": p.index, "event_id": p.event_id, "earlier": earlier.index},
+                    f"(index {earlier.position}) with different content",
+                    details={"index": p.position, "event_id": p.event_id, "earlier": earlier.position},
                 )
             continue  # answered once the earlier one has its seq
         in_batch[p.event_id] = p
@@ -180,13 +180,13 @@ def append_batch(
         )
         if isinstance(p.event, StandingChecked):
             checks.extend(check_rows(p.event, seq, observed_us, recorded_us))
-        items[p.index] = Appended(p.index, seq, p.event_id, h, False)
+        items[p.position] = Appended(p.position, seq, p.event_id, h, False)
         prev = h
     for p in pending:
-        if items[p.index] is None:  # a repeat within the batch: same answer as the first
-            first = items[in_batch[p.event_id].index]
+        if items[p.position] is None:  # a repeat within the batch: same answer as the first
+            first = items[in_batch[p.event_id].position]
             assert first is not None
-            items[p.index] = first._replace(index=p.index, duplicate=True)
+            items[p.position] = first._replace(position=p.position, duplicate=True)
     if rows:
         tx.insert(rows, checks)
     return AppendResult([i for i in items if i is not None], Head(seq, prev))
@@ -216,19 +216,14 @@ def _stream(event: Event, citing: dict[str, str], where: str) -> str:
     return f"paper:{event.data.arxiv_id}"
 
 
-def check_rows(
-    event: StandingChecked, seq: int, observed_us: int, recorded_us: int
-) -> list[CheckWorkRow]:
+def check_rows(event: StandingChecked, seq: int, observed_us: int, recorded_us: int) -> list[CheckWorkRow]:
     """The check_works rows of a standing check: one per covered work, '*' for every work."""
     source = event.data.source
     if event.data.work_ids is None:
-        return [
-            CheckWorkRow("*", source, observed_us, seq, recorded_us, canonical(event.data.notices))
-        ]
+        return [CheckWorkRow("*", source, observed_us, seq, recorded_us, canonical(event.data.notices))]
     by_work: dict[str, list[Any]] = {w: [] for w in event.data.work_ids}
     for n in event.data.notices:
         by_work[n.work_id].append(n)  # type: ignore[index]
     return [
-        CheckWorkRow(w, source, observed_us, seq, recorded_us, canonical(ns))
-        for w, ns in by_work.items()
+        CheckWorkRow(w, source, observed_us, seq, recorded_us, canonical(ns)) for w, ns in by_work.items()
     ]

@@ -37,9 +37,7 @@ def body_bytes(
 ) -> bytes:
     """canonical({data, event_id, observed_at, recorded_at, seq, stream, stream_version, type})."""
     return _ENCODER.encode(
-        Body(
-            msgspec.Raw(data), event_id, observed_at, recorded_at, seq, stream, stream_version, type
-        )
+        Body(msgspec.Raw(data), event_id, observed_at, recorded_at, seq, stream, stream_version, type)
     )
 
 

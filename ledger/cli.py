@@ -61,8 +61,7 @@ def import_(files: tuple[str, ...], force: bool, db: str) -> None:
     total_new = total_dup = 0
     failed = 0
     big = sum(Path(f).stat().st_size for f in files) > _PROGRESS_BYTES or len(files) > 20
-    with click.progressbar(files, label="importing", file=sys.stderr if big else None,
-                           hidden=not big) as bar:
+    with click.progressbar(files, label="importing", file=sys.stderr if big else None, hidden=not big) as bar:
         for name in bar:
             try:
                 result = ledger.append_batch(parse_input(Path(name).read_bytes(), force=force))
@@ -73,10 +72,13 @@ def import_(files: tuple[str, ...], force: bool, db: str) -> None:
             total_new += result.appended
             total_dup += result.duplicates
             if not big:
-                click.echo(f"{name}: {result.appended} appended, {result.duplicates} duplicate "
-                           f"(head seq {result.head.seq})")
-    click.echo(f"{total_new} appended, {total_dup} duplicate, {failed} file(s) refused; "
-               f"head seq {ledger.head().seq}")
+                click.echo(
+                    f"{name}: {result.appended} appended, {result.duplicates} duplicate "
+                    f"(head seq {result.head.seq})"
+                )
+    click.echo(
+        f"{total_new} appended, {total_dup} duplicate, {failed} file(s) refused; head seq {ledger.head().seq}"
+    )
     sys.exit(1 if failed else 0)
 
 
@@ -109,12 +111,15 @@ def verify(as_json: bool, db: str) -> None:
     if as_json:
         click.echo(canonical(report.to_dict()).decode())
     elif report.ok:
-        click.echo(f"OK: {report.events_checked} events verified; head seq {report.head.seq} "
-                   f"hash {report.head.hash}")
+        click.echo(
+            f"OK: {report.events_checked} events verified; head seq {report.head.seq} hash {report.head.hash}"
+        )
         click.echo("Note: " + report.to_dict()["note"])
     else:
-        click.echo(f"BROKEN at seq {report.first_bad_seq}: {report.reason} "
-                   f"({report.events_checked} events verified before it)")
+        click.echo(
+            f"BROKEN at seq {report.first_bad_seq}: {report.reason} "
+            f"({report.events_checked} events verified before it)"
+        )
     sys.exit(0 if report.ok else 2)
 
 
@@ -130,7 +135,6 @@ def events(after: int, limit: int | None, stream: str | None, type_: str | None,
     enc = msgspec.json.Encoder(order="sorted")
     for e in _ledger(db).store.read_log(after, limit, stream, type_):
         out.write(enc.encode(envelope_json(e)) + b"\n")
-
 
 
 @main.command()

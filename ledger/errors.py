@@ -56,8 +56,6 @@ class ChainBroken(LedgerError):
     http_status = 500
 
     def __init__(self, seq: int, reason: str) -> None:
-        super().__init__(
-            f"chain broken at seq {seq}: {reason}", details={"seq": seq, "reason": reason}
-        )
+        super().__init__(f"chain broken at seq {seq}: {reason}", details={"seq": seq, "reason": reason})
         self.seq = seq
         self.reason = reason

@@ -35,7 +35,7 @@ class _Data(Struct, frozen=True, forbid_unknown_fields=True):
     """Base of every `data` object: all keys required, unknown keys refused."""
 
 
-class CitedWork(_Data):
+class CitedWork(_Data, frozen=True):
     arxiv_id: str | None
     doi: str | None
     metadata_source: str | None
@@ -47,7 +47,7 @@ class CitedWork(_Data):
     year: int | None
 
 
-class Notice(_Data):
+class Notice(_Data, frozen=True):
     work_id: str | None
     kind: NoticeKind
     notice_doi: str | None
@@ -58,7 +58,7 @@ class Notice(_Data):
     url: str | None
 
 
-class PaperData(_Data):
+class PaperData(_Data, frozen=True):
     arxiv_id: str
     title: str
     primary_category: str | None
@@ -67,7 +67,7 @@ class PaperData(_Data):
     version: PositiveInt
 
 
-class CitationData(_Data):
+class CitationData(_Data, frozen=True):
     observation_id: str
     citing_arxiv_id: str
     reference_index: NonNegInt
@@ -75,7 +75,7 @@ class CitationData(_Data):
     cited_work: CitedWork | None
 
 
-class ResolutionData(_Data):
+class ResolutionData(_Data, frozen=True):
     observation_id: str
     status: Status
     resolver_source: str | None
@@ -83,13 +83,13 @@ class ResolutionData(_Data):
     cited_arxiv_id: str | None
 
 
-class StandingData(_Data):
+class StandingData(_Data, frozen=True):
     source: str
     work_ids: list[str] | None
     notices: list[Notice]
 
 
-class MeasurementData(_Data):
+class MeasurementData(_Data, frozen=True):
     arxiv_id: str
     source: str
     metric: str
@@ -105,29 +105,27 @@ class _Envelope(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type
     event_id: str | None = None
 
 
-class PaperObserved(_Envelope, tag="paper.observed"):
+class PaperObserved(_Envelope, tag="paper.observed", frozen=True):
     data: PaperData
 
 
-class CitationObserved(_Envelope, tag="citation.observed"):
+class CitationObserved(_Envelope, tag="citation.observed", frozen=True):
     data: CitationData
 
 
-class ResolutionObserved(_Envelope, tag="resolution.observed"):
+class ResolutionObserved(_Envelope, tag="resolution.observed", frozen=True):
     data: ResolutionData
 
 
-class StandingChecked(_Envelope, tag="standing.checked"):
+class StandingChecked(_Envelope, tag="standing.checked", frozen=True):
     data: StandingData
 
 
-class MeasurementObserved(_Envelope, tag="measurement.observed"):
+class MeasurementObserved(_Envelope, tag="measurement.observed", frozen=True):
     data: MeasurementData
 
 
-Event = (
-    PaperObserved | CitationObserved | ResolutionObserved | StandingChecked | MeasurementObserved
-)
+Event = PaperObserved | CitationObserved | ResolutionObserved | StandingChecked | MeasurementObserved
 EVENT_TYPES: dict[str, type[_Envelope]] = {
     "paper.observed": PaperObserved,
     "citation.observed": CitationObserved,

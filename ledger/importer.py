@@ -55,8 +55,10 @@ def parse_input(raw: bytes, *, force: bool = False) -> Batch:
     if isinstance(value, dict) and "events" in value:
         return parse_batch(value)
     if isinstance(value, list):
-        return Batch([to_event(v, f"events[{i}]") for i, v in enumerate(value)],
-                     [f"events[{i}]" for i in range(len(value))])
+        return Batch(
+            [to_event(v, f"events[{i}]") for i, v in enumerate(value)],
+            [f"events[{i}]" for i in range(len(value))],
+        )
     return Batch([to_event(value, "event")], ["event"])
 
 
@@ -81,11 +83,11 @@ def parse_batch(value: Any) -> Batch:
     if not isinstance(events, list):
         raise InvalidEvent("events", "required, a list of event envelopes")
     expected = value.get("expected_versions")
-    if expected is not None:
-        if not isinstance(expected, dict) or not all(
-            isinstance(k, str) and type(v) is int and v >= 0 for k, v in expected.items()
-        ):
-            raise InvalidEvent("expected_versions", "must map stream names to integers >= 0")
+    valid = isinstance(expected, dict) and all(
+        isinstance(k, str) and type(v) is int and v >= 0 for k, v in expected.items()
+    )
+    if expected is not None and not valid:
+        raise InvalidEvent("expected_versions", "must map stream names to integers >= 0")
     return Batch(
         [to_event(v, f"events[{i}]") for i, v in enumerate(events)],
         [f"events[{i}]" for i in range(len(events))],
@@ -162,8 +164,8 @@ def _check_record(rec: Record) -> None:
         _ts(getattr(p, f), f"paper.{f}")
     if p.latest_version < 1:
         raise InvalidEvent("paper.latest_version", "must be >= 1")
-    for i, r in enumerate(rec.standing_sources):
-        _ts(r.observed_at, f"standing_sources[{i}].observed_at")
+    for i, receipt in enumerate(rec.standing_sources):
+        _ts(receipt.observed_at, f"standing_sources[{i}].observed_at")
     for i, m in enumerate(rec.external_citation_measurements):
         _ts(m.observed_at, f"external_citation_measurements[{i}].observed_at")
         if m.value < 0:
@@ -200,7 +202,9 @@ def _check_observation(o: Observation, w: str) -> None:
         _ts(x.observed_at, f"{w}.standing_notice.source_receipts[{j}].observed_at")
     work_id = c.cited_work.work_id if c.cited_work is not None else None
     if receipts and work_id is None:
-        raise InvalidEvent(f"{w}.standing_notice.source_receipts", "receipts for a cited work without work_id")
+        raise InvalidEvent(
+            f"{w}.standing_notice.source_receipts", "receipts for a cited work without work_id"
+        )
     seen: set[bytes] = set()
     for j, n in enumerate(s.events):
         at = f"{w}.standing_notice.events[{j}]"
@@ -215,8 +219,9 @@ def _check_observation(o: Observation, w: str) -> None:
 
 
 def _notice(n: NoticeEvent) -> Notice:
-    return Notice(n.work_id, n.kind, n.notice_doi, n.record_id, n.raw_type, list(n.reasons),
-                  n.notice_date, n.url)
+    return Notice(
+        n.work_id, n.kind, n.notice_doi, n.record_id, n.raw_type, list(n.reasons), n.notice_date, n.url
+    )
 
 
 def notice_sort_key(n: Notice) -> tuple[Any, ...]:
@@ -229,15 +234,19 @@ def _decompose(rec: Record) -> Batch:
     places: list[str] = []
     p = rec.paper
     pid = p.arxiv_id
-    events.append(PaperObserved(
-        observed_at=p.snapshot_observed_at,
-        data=PaperData(pid, p.title, p.primary_category, p.submitted_at, p.last_updated,
-                       p.latest_version)))
+    events.append(
+        PaperObserved(
+            observed_at=p.snapshot_observed_at,
+            data=PaperData(
+                pid, p.title, p.primary_category, p.submitted_at, p.last_updated, p.latest_version
+            ),
+        )
+    )
     places.append("paper")
     seen_snaps = {(pid, parse_ts(p.snapshot_observed_at))}
     checks: dict[tuple[str, str], tuple[set[str], dict[bytes, Notice]]] = {}
-    for r in rec.standing_sources:
-        checks.setdefault((r.source, r.observed_at), (set(), {}))
+    for receipt in rec.standing_sources:
+        checks.setdefault((receipt.source, receipt.observed_at), (set(), {}))
 
     for lane, items in (("outbound", rec.outbound), ("inbound", rec.inbound)):
         for i, o in enumerate(items):
@@ -246,22 +255,38 @@ def _decompose(rec: Record) -> Batch:
             citing = _citing_id(o, w)
             cw = c.cited_work
             pending = r.status == "pending"
-            raw_parse = cw is not None and parse_ts(cw.snapshot_observed_at) == parse_ts(
-                c.source_observed_at)
+            raw_parse = cw is not None and parse_ts(cw.snapshot_observed_at) == parse_ts(c.source_observed_at)
             in_citation = pending or raw_parse
-            events.append(CitationObserved(
-                observed_at=c.source_observed_at,
-                data=CitationData(o.observation_id, citing, c.reference_index, c.source,
-                                  cw if in_citation else None)))
+            events.append(
+                CitationObserved(
+                    observed_at=c.source_observed_at,
+                    data=CitationData(
+                        o.observation_id, citing, c.reference_index, c.source, cw if in_citation else None
+                    ),
+                )
+            )
             places.append(f"{w}.citation")
             if not pending:
-                cited = (c.cited_paper.arxiv_id if c.cited_paper is not None
-                         else cw.pith_arxiv_id if cw is not None else None)
+                cited = (
+                    c.cited_paper.arxiv_id
+                    if c.cited_paper is not None
+                    else cw.pith_arxiv_id
+                    if cw is not None
+                    else None
+                )
                 assert r.observed_at is not None
-                events.append(ResolutionObserved(
-                    observed_at=r.observed_at,
-                    data=ResolutionData(o.observation_id, r.status,  # type: ignore[arg-type]
-                                        r.resolver_source, None if in_citation else cw, cited)))
+                events.append(
+                    ResolutionObserved(
+                        observed_at=r.observed_at,
+                        data=ResolutionData(
+                            o.observation_id,
+                            r.status,  # type: ignore[arg-type]
+                            r.resolver_source,
+                            None if in_citation else cw,
+                            cited,
+                        ),
+                    )
+                )
                 places.append(f"{w}.resolution")
             for name, block in (("cited_paper", c.cited_paper), ("citing_paper", c.citing_paper)):
                 if block is None:
@@ -270,10 +295,19 @@ def _decompose(rec: Record) -> Batch:
                 if key in seen_snaps:
                     continue
                 seen_snaps.add(key)
-                events.append(PaperObserved(
-                    observed_at=block.snapshot_observed_at,
-                    data=PaperData(block.arxiv_id, block.title, None, block.submitted_at,
-                                   block.last_updated, block.version)))
+                events.append(
+                    PaperObserved(
+                        observed_at=block.snapshot_observed_at,
+                        data=PaperData(
+                            block.arxiv_id,
+                            block.title,
+                            None,
+                            block.submitted_at,
+                            block.last_updated,
+                            block.version,
+                        ),
+                    )
+                )
                 places.append(f"{w}.citation.{name}")
             for x in o.standing_notice.source_receipts:
                 work_ids, _ = checks.setdefault((x.source, x.observed_at), (set(), {}))
@@ -286,14 +320,19 @@ def _decompose(rec: Record) -> Batch:
     order = sorted(checks, key=lambda k: (parse_ts(k[1]), k[1], k[0]))
     for source, observed_at in order:
         work_ids, notices = checks[(source, observed_at)]
-        events.append(StandingChecked(
-            observed_at=observed_at,
-            data=StandingData(source, sorted(work_ids),
-                              sorted(notices.values(), key=notice_sort_key))))
+        events.append(
+            StandingChecked(
+                observed_at=observed_at,
+                data=StandingData(source, sorted(work_ids), sorted(notices.values(), key=notice_sort_key)),
+            )
+        )
         places.append(f"standing check {source} at {observed_at}")
     for i, m in enumerate(rec.external_citation_measurements):
-        events.append(MeasurementObserved(
-            observed_at=m.observed_at,
-            data=MeasurementData(pid, m.source, m.metric, m.value, m.source_release, m.query_url)))
+        events.append(
+            MeasurementObserved(
+                observed_at=m.observed_at,
+                data=MeasurementData(pid, m.source, m.metric, m.value, m.source_release, m.query_url),
+            )
+        )
         places.append(f"external_citation_measurements[{i}]")
     return Batch(events, places, None, "record")

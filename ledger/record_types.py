@@ -13,7 +13,7 @@ class _Strict(Struct, frozen=True, forbid_unknown_fields=True):
     pass
 
 
-class PaperBlock(_Strict):
+class PaperBlock(_Strict, frozen=True):
     arxiv_id: str
     last_updated: str
     latest_version: int
@@ -23,7 +23,7 @@ class PaperBlock(_Strict):
     title: str
 
 
-class SnapshotBlock(_Strict):
+class SnapshotBlock(_Strict, frozen=True):
     arxiv_id: str
     last_updated: str
     snapshot_observed_at: str
@@ -32,7 +32,7 @@ class SnapshotBlock(_Strict):
     version: int
 
 
-class Citation(_Strict):
+class Citation(_Strict, frozen=True):
     cited_paper: SnapshotBlock | None
     cited_work: CitedWork | None
     citing_paper: SnapshotBlock | None
@@ -41,18 +41,18 @@ class Citation(_Strict):
     source_observed_at: str
 
 
-class Resolution(_Strict):
+class Resolution(_Strict, frozen=True):
     observed_at: str | None
     resolver_source: str | None
     status: Status | Literal["pending"]
 
 
-class Receipt(_Strict):
+class Receipt(_Strict, frozen=True):
     observed_at: str
     source: str
 
 
-class NoticeEvent(_Strict):
+class NoticeEvent(_Strict, frozen=True):
     work_id: str | None
     kind: NoticeKind
     notice_doi: str | None
@@ -65,7 +65,7 @@ class NoticeEvent(_Strict):
     source: str
 
 
-class StandingNotice(_Strict):
+class StandingNotice(_Strict, frozen=True):
     events: list[NoticeEvent]
     reason: str | None
     source_receipts: list[Receipt]
@@ -73,12 +73,12 @@ class StandingNotice(_Strict):
     observation: str | None = None
 
 
-class ObservationLinks(_Strict):
+class ObservationLinks(_Strict, frozen=True):
     citing_paper: str
     cited_paper: str | None = None
 
 
-class Observation(_Strict):
+class Observation(_Strict, frozen=True):
     citation: Citation
     links: ObservationLinks
     observation_digest: str
@@ -87,7 +87,7 @@ class Observation(_Strict):
     standing_notice: StandingNotice
 
 
-class Measurement(_Strict):
+class Measurement(_Strict, frozen=True):
     metric: str
     observed_at: str
     query_url: str | None
@@ -96,7 +96,7 @@ class Measurement(_Strict):
     value: int
 
 
-class Record(_Strict):
+class Record(_Strict, frozen=True):
     as_of: str
     caps: dict[str, Any]
     context_digest: str

@@ -70,12 +70,14 @@ class Ledger:
                 history = self.store.paper_history(arxiv_id)
                 first = min(history, key=lambda f: (f.observed_us, f.seq)) if history else None
                 msg = e.message + (
-                    f"; it was first observed at {first.observed_at}" if first
+                    f"; it was first observed at {first.observed_at}"
+                    if first
                     else "; it has never been observed in this ledger"
                 )
-                raise NotFound(msg, details={
-                    "arxiv_id": arxiv_id, "first_observed_at": first.observed_at if first else None
-                }) from None
+                raise NotFound(
+                    msg,
+                    details={"arxiv_id": arxiv_id, "first_observed_at": first.observed_at if first else None},
+                ) from None
         return built.record, built.seqs, head
 
     def record_bytes(

@@ -63,9 +63,7 @@ class SQLiteStore:
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(
-                self.path, isolation_level=None, timeout=60, check_same_thread=False
-            )
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=60, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA busy_timeout=60000")
@@ -169,8 +167,7 @@ class SQLiteStore:
     def paper_history(self, arxiv_id: str) -> list[Fact]:
         """Every paper.observed snapshot of one paper, in seq order."""
         rows = self._conn().execute(
-            f"SELECT {_FACT_COLUMNS} FROM events WHERE stream = ? AND type = 'paper.observed' "
-            "ORDER BY seq",
+            f"SELECT {_FACT_COLUMNS} FROM events WHERE stream = ? AND type = 'paper.observed' ORDER BY seq",
             (f"paper:{arxiv_id}",),
         )
         return [_fact(r) for r in rows]
@@ -321,6 +318,4 @@ class SQLiteReader:
             ") WHERE rn = 1",
             (json.dumps([list(w) for w in works]), self.t, self.k),
         )
-        return [
-            CheckRow(w, s, src, oa, ous, seq, json.loads(n)) for w, s, src, oa, ous, seq, n in rows
-        ]
+        return [CheckRow(w, s, src, oa, ous, seq, json.loads(n)) for w, s, src, oa, ous, seq, n in rows]

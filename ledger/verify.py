@@ -57,10 +57,22 @@ def verify_store(store: SQLiteStore, progress: Callable[[int], None] | None = No
             reason = "prev_hash does not match the previous event's hash (reordered or removed events)"
         elif version != versions.get(stream, 0) + 1:
             reason = f"stream_version {version} of {stream} does not follow {versions.get(stream, 0)}"
-        elif link_hash(prev, body_bytes(
-                data=data.encode(), event_id=event_id, observed_at=observed_at,
-                recorded_at=recorded_at, seq=seq, stream=stream, stream_version=version,
-                type=type_)) != h:
+        elif (
+            link_hash(
+                prev,
+                body_bytes(
+                    data=data.encode(),
+                    event_id=event_id,
+                    observed_at=observed_at,
+                    recorded_at=recorded_at,
+                    seq=seq,
+                    stream=stream,
+                    stream_version=version,
+                    type=type_,
+                ),
+            )
+            != h
+        ):
             reason = "stored bytes do not match the stored hash (the event was altered)"
         elif r_us < last_recorded or parse_ts(recorded_at) != r_us:
             reason = "recorded_at goes backwards or does not match its index column"

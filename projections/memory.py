@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from ledger.append import check_rows
 from ledger.codec import decode_data
 from ledger.events import StandingChecked, StoredEvent
-from ledger.facts import CheckRow, Fact, SourceHead
+from ledger.facts import CheckRow, CheckWorkRow, Fact, SourceHead
 from ledger.instants import parse_ts
 
 
@@ -57,7 +57,7 @@ class MemoryReader:
 
     def work_checks(self, works: Sequence[tuple[str, int]]) -> list[CheckRow]:
         """Per (work, since, source), the latest check covering the work."""
-        rows = []
+        rows: list[tuple[Fact, CheckWorkRow]] = []
         for _, f, r_us in self.facts:
             if f.type == "standing.checked":
                 event = StandingChecked(observed_at=f.observed_at, data=f.data)

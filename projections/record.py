@@ -17,9 +17,7 @@ from ledger.instants import format_as_of, max_ts, parse_ts, to_datetime
 SCHEMA = "pith.paper-citation-record.v1"
 CAPS = {"database_statements": 6, "inbound": 100, "outbound": 100}
 REFUSAL = "A citation records a reference. It does not transfer a finding from one paper to another."
-_MONTHS = (
-    "January February March April May June July August September October November December".split()
-)
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
 _UNAVAILABLE_LINK = "canonical_work_link_unavailable"
 _NOT_QUERIED = "not_yet_queried"
 
@@ -65,7 +63,7 @@ def _group(f: Fact) -> Any:
 
 
 def digest(value: Any) -> str:
-    """"sha256:" + sha256(canonical(value)).hexdigest()."""
+    """ "sha256:" + sha256(canonical(value)).hexdigest()."""
     return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
 
 
@@ -131,9 +129,7 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
     category_snap = max(categorized, key=_key) if categorized else None
     used.update(f.seq for f in (snap, category_snap) if f is not None)
 
-    outbound_all = sorted(
-        _observations(own).values(), key=lambda o: (o.cit.data.reference_index, o.oid)
-    )
+    outbound_all = sorted(_observations(own).values(), key=lambda o: (o.cit.data.reference_index, o.oid))
     inbound_all = sorted(
         (
             o
@@ -206,8 +202,16 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
     measurements = _latest(f for f in own if f.type == "measurement.observed")
     used.update(f.seq for f in measurements.values())
     record = _assemble(
-        arxiv_id, as_of_us, snap, category_snap, out_objs, len(outbound_all), in_objs,
-        len(inbound_all), heads, [measurements[k] for k in sorted(measurements)],
+        arxiv_id,
+        as_of_us,
+        snap,
+        category_snap,
+        out_objs,
+        len(outbound_all),
+        in_objs,
+        len(inbound_all),
+        heads,
+        [measurements[k] for k in sorted(measurements)],
     )
     return Built(record, sorted(used))
 
@@ -215,8 +219,7 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
 def _standing(work: Any, checks: dict[tuple[str, int], list[CheckRow]], used: set[int]) -> dict:
     if work is None or work.work_id is None:
         return {"events": [], "reason": _UNAVAILABLE_LINK, "source_receipts": [], "state": "unavailable"}
-    rows = sorted(checks.get((work.work_id, parse_ts(work.snapshot_observed_at)), []),
-                  key=lambda r: r.source)
+    rows = sorted(checks.get((work.work_id, parse_ts(work.snapshot_observed_at)), []), key=lambda r: r.source)
     if not rows:
         return {"events": [], "reason": _NOT_QUERIED, "source_receipts": [], "state": "unavailable"}
     events = []
@@ -279,20 +282,38 @@ def _assemble(
     record: dict[str, Any] = {
         "caps": dict(CAPS),
         "coverage": [
-            _lane("reference_resolution", total_out, len(outbound), cites,
-                  "Typed states for the displayed outbound observations.",
-                  max_ts(o["citation"]["source_observed_at"] for o in outbound)),
-            _lane("standing_notices", len(outbound), len(outbound),
-                  "scholarly_work_events, retraction_status_cache",
-                  "One-hop event checks from named stored sources.",
-                  max_ts(s["observed_at"] for s in sources)),
-            _lane("inbound_itemization", total_in, len(inbound), cites,
-                  "Pith citing papers itemized under the disclosed page cap.",
-                  max_ts(o["citation"]["source_observed_at"] for o in inbound)),
-            _lane("external_citation_measurements", max(1, len(listed)), len(listed),
-                  "cited_works",
-                  "A source-named dated measurement, never combined with another source.",
-                  max_ts(m["observed_at"] for m in listed)),
+            _lane(
+                "reference_resolution",
+                total_out,
+                len(outbound),
+                cites,
+                "Typed states for the displayed outbound observations.",
+                max_ts(o["citation"]["source_observed_at"] for o in outbound),
+            ),
+            _lane(
+                "standing_notices",
+                len(outbound),
+                len(outbound),
+                "scholarly_work_events, retraction_status_cache",
+                "One-hop event checks from named stored sources.",
+                max_ts(s["observed_at"] for s in sources),
+            ),
+            _lane(
+                "inbound_itemization",
+                total_in,
+                len(inbound),
+                cites,
+                "Pith citing papers itemized under the disclosed page cap.",
+                max_ts(o["citation"]["source_observed_at"] for o in inbound),
+            ),
+            _lane(
+                "external_citation_measurements",
+                max(1, len(listed)),
+                len(listed),
+                "cited_works",
+                "A source-named dated measurement, never combined with another source.",
+                max_ts(m["observed_at"] for m in listed),
+            ),
         ],
         "external_citation_measurements": listed,
         "inbound": inbound,

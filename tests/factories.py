@@ -41,30 +41,41 @@ def ts(step: int, micro: int = 0, style: int = 0) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def paper(arxiv_id: str, at: str, *, title: str = "A paper", category: str | None = "cs.DC",
-          version: int = 1) -> PaperObserved:
+def paper(
+    arxiv_id: str, at: str, *, title: str = "A paper", category: str | None = "cs.DC", version: int = 1
+) -> PaperObserved:
     """A paper.observed event."""
-    return PaperObserved(observed_at=at, data=PaperData(
-        arxiv_id, title, category, "2025-09-02T16:30:49Z", "2025-09-02T16:30:49Z", version))
+    return PaperObserved(
+        observed_at=at,
+        data=PaperData(arxiv_id, title, category, "2025-09-02T16:30:49Z", "2025-09-02T16:30:49Z", version),
+    )
 
 
-def work(work_id: str | None, at: str, *, title: str | None = "A cited work",
-         pith: str | None = None) -> CitedWork:
+def work(
+    work_id: str | None, at: str, *, title: str | None = "A cited work", pith: str | None = None
+) -> CitedWork:
     """A cited_work object."""
     return CitedWork(None, None, "raw_reference", pith, at, title, None, work_id, 2024)
 
 
-def citation(oid: str, citing: str, at: str, index: int = 0,
-             cited: CitedWork | None = None) -> CitationObserved:
+def citation(
+    oid: str, citing: str, at: str, index: int = 0, cited: CitedWork | None = None
+) -> CitationObserved:
     """A citation.observed event."""
     return CitationObserved(observed_at=at, data=CitationData(oid, citing, index, "pdf_text", cited))
 
 
-def resolution(oid: str, at: str, status: str = "verified_exact", *, cited_arxiv: str | None = None,
-               cited: CitedWork | None = None, resolver: str | None = "local_arxiv") -> ResolutionObserved:
+def resolution(
+    oid: str,
+    at: str,
+    status: str = "verified_exact",
+    *,
+    cited_arxiv: str | None = None,
+    cited: CitedWork | None = None,
+    resolver: str | None = "local_arxiv",
+) -> ResolutionObserved:
     """A resolution.observed event."""
-    return ResolutionObserved(observed_at=at, data=ResolutionData(
-        oid, status, resolver, cited, cited_arxiv))  # type: ignore[arg-type]
+    return ResolutionObserved(observed_at=at, data=ResolutionData(oid, status, resolver, cited, cited_arxiv))  # type: ignore[arg-type]
 
 
 def notice(work_id: str, kind: str = "retraction", doi: str | None = "10.1000/notice") -> Notice:
@@ -77,11 +88,13 @@ def check(source: str, at: str, work_ids: list[str] | None, notices: list[Notice
     return StandingChecked(observed_at=at, data=StandingData(source, work_ids, list(notices)))
 
 
-def measurement(arxiv_id: str, at: str, value: int, source: str = "openalex",
-                metric: str = "cited_by_count") -> MeasurementObserved:
+def measurement(
+    arxiv_id: str, at: str, value: int, source: str = "openalex", metric: str = "cited_by_count"
+) -> MeasurementObserved:
     """A measurement.observed event."""
-    return MeasurementObserved(observed_at=at, data=MeasurementData(
-        arxiv_id, source, metric, value, None, None))
+    return MeasurementObserved(
+        observed_at=at, data=MeasurementData(arxiv_id, source, metric, value, None, None)
+    )
 
 
 def oid_of(n: int) -> str:
@@ -102,9 +115,15 @@ def ledgers(draw: Any, max_obs: int = 8) -> list[Event]:
     events: list[Event] = []
     for pid in PAPERS:
         for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2]))):
-            events.append(paper(pid, at(), title=draw(st.sampled_from(["Ünïcode “title”", "T?", "Plain"])),
-                                category=draw(st.sampled_from([None, "cs.DC", "hep-th"])),
-                                version=draw(st.integers(1, 3))))
+            events.append(
+                paper(
+                    pid,
+                    at(),
+                    title=draw(st.sampled_from(["Ünïcode “title”", "T?", "Plain"])),
+                    category=draw(st.sampled_from([None, "cs.DC", "hep-th"])),
+                    version=draw(st.integers(1, 3)),
+                )
+            )
     citations: list[tuple[CitationObserved, list[Event]]] = []
     for n in range(draw(st.integers(2, max_obs))):
         oid, citing = oid_of(n), draw(st.sampled_from(PAPERS))
@@ -115,26 +134,51 @@ def ledgers(draw: Any, max_obs: int = 8) -> list[Event]:
         for _ in range(draw(st.integers(0, 2))):
             cited_arxiv = draw(st.sampled_from([None, *PAPERS]))
             w = _maybe_work(draw, at, pith=cited_arxiv if draw(st.booleans()) else None)
-            later.append(resolution(oid, at(), draw(st.sampled_from(STATUSES)),
-                                    cited_arxiv=cited_arxiv, cited=w,
-                                    resolver=draw(st.sampled_from([None, "local_arxiv"]))))
+            later.append(
+                resolution(
+                    oid,
+                    at(),
+                    draw(st.sampled_from(STATUSES)),
+                    cited_arxiv=cited_arxiv,
+                    cited=w,
+                    resolver=draw(st.sampled_from([None, "local_arxiv"])),
+                )
+            )
         citations.append((first, later))
     for source in SOURCES:
         for _ in range(draw(st.integers(1, 3))):
             covered = draw(st.one_of(st.none(), st.lists(st.sampled_from(WORKS), unique=True)))
             pool = WORKS if covered is None else covered
-            notices = draw(st.lists(st.builds(
-                notice, st.sampled_from(pool) if pool else st.nothing(),
-                st.sampled_from(["retraction", "correction", "expression_of_concern"]),
-                st.sampled_from([None, "10.1000/a", "10.1000/b"])), unique_by=lambda n: (n.work_id, n.kind, n.notice_doi),
-                min_size=1 if draw(st.booleans()) else 0, max_size=3)) if pool else []
+            notices = (
+                draw(
+                    st.lists(
+                        st.builds(
+                            notice,
+                            st.sampled_from(pool) if pool else st.nothing(),
+                            st.sampled_from(["retraction", "correction", "expression_of_concern"]),
+                            st.sampled_from([None, "10.1000/a", "10.1000/b"]),
+                        ),
+                        unique_by=lambda n: (n.work_id, n.kind, n.notice_doi),
+                        min_size=1 if draw(st.booleans()) else 0,
+                        max_size=3,
+                    )
+                )
+                if pool
+                else []
+            )
             step = next(check_slots) if draw(st.integers(0, 3)) else next(slots)
             check_at = ts(step, draw(st.integers(0, 999_999)), draw(st.integers(0, 2)))
             events.append(check(source, check_at, sorted(covered) if covered is not None else None, notices))
     for pid in PAPERS:
         for _ in range(draw(st.integers(0, 1))):
-            events.append(measurement(pid, at(), draw(st.integers(0, 500)),
-                                      draw(st.sampled_from(["openalex", "semantic_scholar"]))))
+            events.append(
+                measurement(
+                    pid,
+                    at(),
+                    draw(st.integers(0, 500)),
+                    draw(st.sampled_from(["openalex", "semantic_scholar"])),
+                )
+            )
     # a resolution's instant must follow its observation's first citation (so "events <= T" is a
     # valid ledger on its own): sort each observation's later events after the first citation
     for first, later in citations:
@@ -155,8 +199,12 @@ def _instant(e: Event) -> int:
 def _maybe_work(draw: Any, at: Any, pith: str | None = None) -> CitedWork | None:
     if draw(st.integers(0, 4)) == 0:
         return None
-    return work(draw(st.sampled_from([None, *WORKS])), at(),
-                title=draw(st.sampled_from([None, "Cited work", "Why?"])), pith=pith)
+    return work(
+        draw(st.sampled_from([None, *WORKS])),
+        at(),
+        title=draw(st.sampled_from([None, "Cited work", "Why?"])),
+        pith=pith,
+    )
 
 
 def valid_order(events: list[Event]) -> list[Event]:

@@ -42,10 +42,16 @@ def test_decomposition_counts_and_order(fixture_record: dict[str, Any]) -> None:
 def test_raw_parse_work_rides_on_citation_resolved_work_on_resolution(fixture_record: dict[str, Any]) -> None:
     batch = record_to_batch(fixture_record)
     by_place = dict(zip(batch.places, batch.events, strict=True))
-    raw = next(i for i, o in enumerate(fixture_record["outbound"])
-               if o["citation"]["cited_work"]["snapshot_observed_at"] == o["citation"]["source_observed_at"])
-    bound = next(i for i, o in enumerate(fixture_record["outbound"])
-                 if o["citation"]["cited_work"]["snapshot_observed_at"] != o["citation"]["source_observed_at"])
+    raw = next(
+        i
+        for i, o in enumerate(fixture_record["outbound"])
+        if o["citation"]["cited_work"]["snapshot_observed_at"] == o["citation"]["source_observed_at"]
+    )
+    bound = next(
+        i
+        for i, o in enumerate(fixture_record["outbound"])
+        if o["citation"]["cited_work"]["snapshot_observed_at"] != o["citation"]["source_observed_at"]
+    )
     assert by_place[f"outbound[{raw}].citation"].data.cited_work is not None
     assert by_place[f"outbound[{raw}].resolution"].data.cited_work is None
     assert by_place[f"outbound[{bound}].citation"].data.cited_work is None
@@ -59,12 +65,16 @@ def test_reimport_appends_nothing(imported_ledger: Ledger, fixture_bytes: bytes)
     assert imported_ledger.head() == head
 
 
-@pytest.mark.parametrize("path", [
-    ("outbound", 3, "citation", "title-edit"),
-    ("context", None, None, "thesis-edit"),
-])
-def test_altered_record_refused_unless_forced(fresh_ledger: Ledger, fixture_record: dict[str, Any],
-                                              path: tuple[Any, ...]) -> None:
+@pytest.mark.parametrize(
+    "path",
+    [
+        ("outbound", 3, "citation", "title-edit"),
+        ("context", None, None, "thesis-edit"),
+    ],
+)
+def test_altered_record_refused_unless_forced(
+    fresh_ledger: Ledger, fixture_record: dict[str, Any], path: tuple[Any, ...]
+) -> None:
     rec = copy.deepcopy(fixture_record)
     if path[0] == "outbound":
         rec["outbound"][3]["citation"]["cited_work"]["title"] = "Altered"
@@ -103,22 +113,37 @@ def _break(rec: dict[str, Any], case: str) -> None:
 
 
 def _notice(o: dict[str, Any], source: str, at: str) -> dict[str, Any]:
-    return {"work_id": o["citation"]["cited_work"]["work_id"], "kind": "retraction", "notice_doi": None,
-            "record_id": None, "raw_type": "Retraction", "reasons": [], "notice_date": None, "url": None,
-            "observed_at": at, "source": source}
+    return {
+        "work_id": o["citation"]["cited_work"]["work_id"],
+        "kind": "retraction",
+        "notice_doi": None,
+        "record_id": None,
+        "raw_type": "Retraction",
+        "reasons": [],
+        "notice_date": None,
+        "url": None,
+        "observed_at": at,
+        "source": source,
+    }
 
 
-@pytest.mark.parametrize(("case", "where"), [
-    ("pending-with-observed_at", r"outbound\[2\]\.resolution\.observed_at"),
-    ("pending-with-resolver", r"outbound\[2\]\.resolution\.resolver_source"),
-    ("notice-not-among-receipts", r"outbound\[2\]\.standing_notice\.events\[0\]: .*not among the receipts"),
-    ("same-notice-twice", r"outbound\[2\]\.standing_notice\.events\[1\]: the same notice"),
-    ("bad-status", r"outbound\[2\]\.resolution\.status"),
-    ("float-index", r"outbound\[2\]\.citation\.reference_index: floats"),
-    ("bad-timestamp", r"outbound\[2\]\.citation\.source_observed_at"),
-    ("unknown-field", r"outbound\[2\]\.citation\.extra: contains unknown field"),
-    ("bad-uuid", r"outbound\[2\]\.observation_id: bad UUID"),
-])
+@pytest.mark.parametrize(
+    ("case", "where"),
+    [
+        ("pending-with-observed_at", r"outbound\[2\]\.resolution\.observed_at"),
+        ("pending-with-resolver", r"outbound\[2\]\.resolution\.resolver_source"),
+        (
+            "notice-not-among-receipts",
+            r"outbound\[2\]\.standing_notice\.events\[0\]: .*not among the receipts",
+        ),
+        ("same-notice-twice", r"outbound\[2\]\.standing_notice\.events\[1\]: the same notice"),
+        ("bad-status", r"outbound\[2\]\.resolution\.status"),
+        ("float-index", r"outbound\[2\]\.citation\.reference_index: floats"),
+        ("bad-timestamp", r"outbound\[2\]\.citation\.source_observed_at"),
+        ("unknown-field", r"outbound\[2\]\.citation\.extra: contains unknown field"),
+        ("bad-uuid", r"outbound\[2\]\.observation_id: bad UUID"),
+    ],
+)
 def test_contradictory_or_malformed_record_refused_with_place(
     fresh_ledger: Ledger, fixture_record: dict[str, Any], case: str, where: str
 ) -> None:
@@ -134,8 +159,16 @@ def test_ndjson_envelopes(tmp_path: Any, imported_ledger: Ledger) -> None:
     fresh_ledger = Ledger(tmp_path / "other.db")
     lines = []
     for e in imported_ledger.store.read_log():
-        lines.append(json.dumps({"type": e.type, "observed_at": e.observed_at,
-                                 "data": json.loads(e.data), "event_id": e.event_id}))
+        lines.append(
+            json.dumps(
+                {
+                    "type": e.type,
+                    "observed_at": e.observed_at,
+                    "data": json.loads(e.data),
+                    "event_id": e.event_id,
+                }
+            )
+        )
     raw = ("\n".join(lines) + "\n\n").encode()
     assert fresh_ledger.import_bytes(raw).appended == len(lines)
     t = 1_800_000_000_000_000
@@ -153,10 +186,18 @@ def test_ndjson_error_names_line(fresh_ledger: Ledger) -> None:
     assert fresh_ledger.head().seq == 0
 
 
-_ENV = {"type": "paper.observed", "observed_at": "2026-01-01T00:00:00Z",
-        "data": {"arxiv_id": "2101.00001", "title": "T", "primary_category": None,
-                 "submitted_at": "2025-01-01T00:00:00Z", "last_updated": "2025-01-01T00:00:00Z",
-                 "version": 1}}
+_ENV = {
+    "type": "paper.observed",
+    "observed_at": "2026-01-01T00:00:00Z",
+    "data": {
+        "arxiv_id": "2101.00001",
+        "title": "T",
+        "primary_category": None,
+        "submitted_at": "2025-01-01T00:00:00Z",
+        "last_updated": "2025-01-01T00:00:00Z",
+        "version": 1,
+    },
+}
 
 
 def test_batch_object_and_list(fresh_ledger: Ledger) -> None:

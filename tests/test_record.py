@@ -51,8 +51,9 @@ def test_fixture_digests_recomputed(imported_ledger: Ledger, fixture_record: dic
     assert rebuilt["context_digest"] == fixture_record["context_digest"]
 
 
-def test_same_content_later_instant_shares_context_digest(imported_ledger: Ledger,
-                                                         fixture_record: dict[str, Any]) -> None:
+def test_same_content_later_instant_shares_context_digest(
+    imported_ledger: Ledger, fixture_record: dict[str, Any]
+) -> None:
     later, _, _ = imported_ledger.record(FIX_ID, parse_as_of("2026-08-09"))
     assert later["as_of"] == "2026-08-09T23:59:59.999999Z"
     assert later["thesis"].startswith("As of 9 August 2026,")
@@ -99,26 +100,39 @@ def test_standing_with_events_and_receipts(tmp_path: Any) -> None:
         paper("2101.00001", ts(0)),
         citation(oid_of(1), "2101.00001", ts(1), 0, work("w-1", ts(1))),
         check("crossref", ts(2), ["w-1"], [notice("w-1", "retraction", None), notice("w-1", "correction")]),
-        check("retraction_watch", ts(3, style=1), None, [notice("w-1", "retraction", "10.1/x"),
-                                                         notice("w-2", "retraction")]),
+        check(
+            "retraction_watch",
+            ts(3, style=1),
+            None,
+            [notice("w-1", "retraction", "10.1/x"), notice("w-2", "retraction")],
+        ),
         check("crossref", ts(4), ["w-2"]),  # later, but does not cover w-1
     ]
     rec, _, _ = _ledger_with(tmp_path, events).record("2101.00001")
     sn = rec["outbound"][0]["standing_notice"]
     assert sn["state"] == "measured"
-    assert sn["source_receipts"] == [{"observed_at": ts(2), "source": "crossref"},
-                                     {"observed_at": ts(3, style=1), "source": "retraction_watch"}]
+    assert sn["source_receipts"] == [
+        {"observed_at": ts(2), "source": "crossref"},
+        {"observed_at": ts(3, style=1), "source": "retraction_watch"},
+    ]
     assert [(e["source"], e["kind"], e["notice_doi"]) for e in sn["events"]] == [
-        ("crossref", "correction", "10.1000/notice"), ("crossref", "retraction", None),
-        ("retraction_watch", "retraction", "10.1/x")]
+        ("crossref", "correction", "10.1000/notice"),
+        ("crossref", "retraction", None),
+        ("retraction_watch", "retraction", "10.1/x"),
+    ]
     assert sn["observation"] == f"3 events found in the named queried sources as of {ts(3, style=1)}."
-    assert rec["standing_sources"] == [{"observed_at": ts(4), "source": "crossref"},
-                                       {"observed_at": ts(3, style=1), "source": "retraction_watch"}]
+    assert rec["standing_sources"] == [
+        {"observed_at": ts(4), "source": "crossref"},
+        {"observed_at": ts(3, style=1), "source": "retraction_watch"},
+    ]
 
 
 def test_check_before_work_snapshot_does_not_count(tmp_path: Any) -> None:
-    events: list[Event] = [paper("2101.00001", ts(0)), check("crossref", ts(1), None),
-                           citation(oid_of(1), "2101.00001", ts(2), 0, work("w-1", ts(2)))]
+    events: list[Event] = [
+        paper("2101.00001", ts(0)),
+        check("crossref", ts(1), None),
+        citation(oid_of(1), "2101.00001", ts(2), 0, work("w-1", ts(2))),
+    ]
     rec, _, _ = _ledger_with(tmp_path, events).record("2101.00001")
     assert rec["outbound"][0]["standing_notice"]["reason"] == "not_yet_queried"
 
@@ -126,11 +140,15 @@ def test_check_before_work_snapshot_does_not_count(tmp_path: Any) -> None:
 def test_inbound_and_cited_paper(tmp_path: Any) -> None:
     a, b = "2101.00001", "2101.00002"
     events: list[Event] = [
-        paper(a, ts(0), title="Paper A"), paper(b, ts(1), title="Paper B", category=None),
-        citation(oid_of(1), b, ts(2), 7), resolution(oid_of(1), ts(3), cited_arxiv=a),
-        citation(oid_of(2), b, ts(4), 8), resolution(oid_of(2), ts(5), cited_arxiv=a),
+        paper(a, ts(0), title="Paper A"),
+        paper(b, ts(1), title="Paper B", category=None),
+        citation(oid_of(1), b, ts(2), 7),
+        resolution(oid_of(1), ts(3), cited_arxiv=a),
+        citation(oid_of(2), b, ts(4), 8),
+        resolution(oid_of(2), ts(5), cited_arxiv=a),
         resolution(oid_of(2), ts(6), "unresolved", cited_arxiv=None),  # re-bound away from A
-        citation(oid_of(3), a, ts(7), 1), resolution(oid_of(3), ts(8), cited_arxiv=a),  # self
+        citation(oid_of(3), a, ts(7), 1),
+        resolution(oid_of(3), ts(8), cited_arxiv=a),  # self
     ]
     ledger = _ledger_with(tmp_path, events)
     rec, _, _ = ledger.record(a)
@@ -140,7 +158,9 @@ def test_inbound_and_cited_paper(tmp_path: Any) -> None:
     assert inbound["citation"]["citing_paper"]["title"] == "Paper B"
     assert inbound["links"] == {"citing_paper": f"/paper/{b}", "cited_paper": f"/paper/{a}"}
     assert rec["coverage"][2]["denominator"] == 1
-    assert rec["thesis"].endswith(f"1 of 1 outbound references and 1 inbound Pith citation observations for arXiv:{a}.")
+    assert rec["thesis"].endswith(
+        f"1 of 1 outbound references and 1 inbound Pith citation observations for arXiv:{a}."
+    )
     # the inbound object is the same object as in the citing paper's outbound list
     rec_b, _, _ = ledger.record(b)
     assert rec_b["outbound"][0] == inbound
@@ -151,8 +171,10 @@ def test_inbound_and_cited_paper(tmp_path: Any) -> None:
 
 
 def test_primary_category_from_latest_snapshot_that_has_one(tmp_path: Any) -> None:
-    events: list[Event] = [paper("2101.00001", ts(0), category="cs.DC", version=1),
-                           paper("2101.00001", ts(1), category=None, version=2, title="New")]
+    events: list[Event] = [
+        paper("2101.00001", ts(0), category="cs.DC", version=1),
+        paper("2101.00001", ts(1), category=None, version=2, title="New"),
+    ]
     rec, _, _ = _ledger_with(tmp_path, events).record("2101.00001")
     assert rec["paper"]["primary_category"] == "cs.DC"
     assert rec["paper"]["latest_version"] == 2 and rec["paper"]["title"] == "New"
@@ -160,11 +182,17 @@ def test_primary_category_from_latest_snapshot_that_has_one(tmp_path: Any) -> No
 
 def test_measurements_latest_per_source_and_metric(tmp_path: Any) -> None:
     pid = "2101.00001"
-    events: list[Event] = [paper(pid, ts(0)), measurement(pid, ts(1), 5), measurement(pid, ts(2), 9),
-                           measurement(pid, ts(3), 7, "semantic_scholar", "citationCount")]
+    events: list[Event] = [
+        paper(pid, ts(0)),
+        measurement(pid, ts(1), 5),
+        measurement(pid, ts(2), 9),
+        measurement(pid, ts(3), 7, "semantic_scholar", "citationCount"),
+    ]
     rec, _, _ = _ledger_with(tmp_path, events).record(pid)
     assert [(m["source"], m["value"]) for m in rec["external_citation_measurements"]] == [
-        ("openalex", 9), ("semantic_scholar", 7)]
+        ("openalex", 9),
+        ("semantic_scholar", 7),
+    ]
     lane = rec["coverage"][3]
     assert (lane["denominator"], lane["records_observed"], lane["source_observed_at"]) == (2, 2, ts(3))
 
@@ -202,8 +230,9 @@ def test_statement_budget_150_references_30_inbound(tmp_path: Any) -> None:
         rec, _, _ = ledger.record(pid)
     finally:
         ledger.store._conn().set_trace_callback(None)
-    counted = [s for s in statements
-               if s.strip() not in ("BEGIN", "COMMIT") and "ORDER BY seq DESC LIMIT 1" not in s]
+    counted = [
+        s for s in statements if s.strip() not in ("BEGIN", "COMMIT") and "ORDER BY seq DESC LIMIT 1" not in s
+    ]
     assert rec["reference_resolution"]["total_outbound_references"] == 150
     assert len(rec["inbound"]) == 30
     assert all(o["standing_notice"]["state"] == "measured" for o in rec["outbound"])
@@ -212,8 +241,11 @@ def test_statement_budget_150_references_30_inbound(tmp_path: Any) -> None:
 
 # -- hypothesis properties -------------------------------------------------------------------
 
-_SETTINGS = settings(max_examples=60, deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+_SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def _records(ledger: Ledger, t: int) -> dict[str, bytes | None]:
@@ -228,8 +260,9 @@ def _records(ledger: Ledger, t: int) -> dict[str, bytes | None]:
 
 @_SETTINGS
 @given(events=ledgers(), cut=st.integers(0, 430), data=st.data())
-def test_as_of_equals_a_ledger_of_only_earlier_events(tmp_path_factory: Any, events: list[Event],
-                                                      cut: int, data: Any) -> None:
+def test_as_of_equals_a_ledger_of_only_earlier_events(
+    tmp_path_factory: Any, events: list[Event], cut: int, data: Any
+) -> None:
     t = parse_ts(ts(cut, data.draw(st.integers(0, 999_999))))
     tmp = tmp_path_factory.mktemp("asof")
     full = _ledger_with(tmp, events, "full.db")
@@ -256,15 +289,16 @@ def _chunks(events: list[Event], seed: int) -> list[list[Event]]:
     rng, out, i = random.Random(seed), [], 0
     while i < len(events):
         n = rng.randint(1, 5)
-        out.append(events[i:i + n])
+        out.append(events[i : i + n])
         i += n
     return out
 
 
 @_SETTINGS
 @given(events=ledgers(), cut=st.integers(0, 430))
-def test_round_trip_import_of_any_projected_record(tmp_path_factory: Any, events: list[Event],
-                                                   cut: int) -> None:
+def test_round_trip_import_of_any_projected_record(
+    tmp_path_factory: Any, events: list[Event], cut: int
+) -> None:
     tmp = tmp_path_factory.mktemp("rt")
     source = _ledger_with(tmp, events, "src.db")
     t = parse_ts(ts(cut))

@@ -1,0 +1,314 @@
+"""OpenAPI documentation only: answer models, request-body schemas and realistic examples.
+
+Nothing here parses a request: bodies are read raw and decoded by msgspec in the ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from pydantic import BaseModel, Field
+from pydantic.json_schema import models_json_schema
+
+from ledger.events import Event, NonNegInt
+from ledger.record_types import Record
+
+# -- request bodies (msgspec types of the ledger, turned into JSON Schema components) ---------
+
+
+class EventBatch(msgspec.Struct, forbid_unknown_fields=True):
+    """The POST /events body: events appended atomically, with optional optimistic concurrency."""
+
+    events: list[Event]
+    expected_versions: dict[str, NonNegInt] | None = None
+
+
+def schema_components() -> dict[str, Any]:
+    """JSON Schema components of the request bodies, named as the ledger's own types."""
+    _, components = msgspec.json.schema_components(
+        [EventBatch, Record], ref_template="#/components/schemas/{name}"
+    )
+    return components
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_PAPER = "2509.02480"
+_WORK = {
+    "arxiv_id": "2310.04610",
+    "doi": None,
+    "metadata_source": "pith",
+    "pith_arxiv_id": "2310.04610",
+    "snapshot_observed_at": "2026-08-05T11:38:43.814682Z",
+    "title": "DeepSpeed4Science Initiative: Enabling Large-Scale Scientific Discovery through "
+    "Sophisticated AI System Technologies",
+    "venue": "cs.AI",
+    "work_id": "42ed2db3-bd24-44d5-b099-4e813676067d",
+    "year": 2023,
+}
+# One event of each type, with values taken from the real record of arXiv:2509.02480.
+EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
+    "paper.observed": {
+        "type": "paper.observed",
+        "observed_at": "2026-08-07T16:39:03.985890Z",
+        "data": {
+            "arxiv_id": _PAPER,
+            "title": "MLP-Offload: Multi-Level, Multi-Path Offloading for LLM Pre-training to "
+            "Break the GPU Memory Wall",
+            "primary_category": "cs.DC",
+            "submitted_at": "2025-09-02T16:30:49Z",
+            "last_updated": "2025-09-02T16:30:49Z",
+            "version": 1,
+        },
+    },
+    "citation.observed": {
+        "type": "citation.observed",
+        "observed_at": "2026-08-05T11:38:41.012743Z",
+        "data": {
+            "observation_id": "ce9ea7f7-381d-48ca-ab94-cb46c01aba5f",
+            "citing_arxiv_id": _PAPER,
+            "reference_index": 34,
+            "source": "pdf_text",
+            "cited_work": None,
+        },
+    },
+    "resolution.observed": {
+        "type": "resolution.observed",
+        "observed_at": "2026-08-05T11:38:43.894727Z",
+        "data": {
+            "observation_id": "ce9ea7f7-381d-48ca-ab94-cb46c01aba5f",
+            "status": "verified_exact",
+            "resolver_source": "local_arxiv",
+            "cited_work": _WORK,
+            "cited_arxiv_id": "2310.04610",
+        },
+    },
+    "standing.checked": {
+        "type": "standing.checked",
+        "observed_at": "2026-08-08T06:32:00.761636+00:00",
+        "data": {
+            "source": "crossref",
+            "work_ids": ["42ed2db3-bd24-44d5-b099-4e813676067d"],
+            "notices": [],
+        },
+    },
+    "measurement.observed": {
+        "type": "measurement.observed",
+        "observed_at": "2026-08-09T10:00:00Z",
+        "data": {
+            "arxiv_id": _PAPER,
+            "source": "semantic_scholar",
+            "metric": "citationCount",
+            "value": 4,
+            "source_release": None,
+            "query_url": "https://api.semanticscholar.org/graph/v1/paper/arXiv:2509.02480",
+        },
+    },
+}
+
+
+def events_body() -> dict[str, Any]:
+    """openapi_extra for POST /events: the batch schema and one example per event type."""
+    examples = {
+        name.replace(".", "_"): {"summary": f"one {name} event", "value": {"events": [event]}}
+        for name, event in EVENT_EXAMPLES.items()
+    }
+    examples["citation_and_resolution"] = {
+        "summary": "a citation and its resolution, only if the paper's stream is at version 0",
+        "value": {
+            "events": [EVENT_EXAMPLES["citation.observed"], EVENT_EXAMPLES["resolution.observed"]],
+            "expected_versions": {f"paper:{_PAPER}": 0},
+        },
+    }
+    return {
+        "requestBody": {
+            "required": True,
+            "description": "Events appended as one atomic batch (ledger-v1.md). "
+            "Timestamps are RFC 3339 with an offset; no floats anywhere.",
+            "content": {"application/json": {"schema": _ref("EventBatch"), "examples": examples}},
+        }
+    }
+
+
+def record_body(description: str) -> dict[str, Any]:
+    """openapi_extra for a body that is a Paper Citation Record."""
+    return {
+        "requestBody": {
+            "required": True,
+            "description": description,
+            "content": {"application/json": {"schema": _ref("Record")}},
+        }
+    }
+
+
+# -- answers (pydantic models used for documentation only) ----------------------------------
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(examples=["invalid"])
+    message: str = Field(examples=["events[0].data.arxiv_id: bad arXiv id '2509.2480'"])
+    details: Any = None
+
+
+class ErrorBody(BaseModel):
+    """Every error: {"error": {code, message, details}}."""
+
+    error: ErrorDetail
+
+
+class HeadModel(BaseModel):
+    seq: int
+    hash: str
+
+
+class AppendedItem(BaseModel):
+    index: int
+    seq: int
+    event_id: str
+    hash: str
+    duplicate: bool
+
+
+class AppendAnswer(BaseModel):
+    """The answer of a write: one item per input event, and the head after it."""
+
+    appended: int
+    duplicates: int
+    head: HeadModel
+    events: list[AppendedItem]
+
+
+class Envelope(BaseModel):
+    """A stored event: enough to recompute its hash with no server code."""
+
+    seq: int
+    event_id: str
+    stream: str
+    stream_version: int
+    type: str
+    observed_at: str
+    recorded_at: str
+    data: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+
+class EvidencePage(BaseModel):
+    """One page of the log; `next_after` is null when there is no further page."""
+
+    events: list[Envelope]
+    head: HeadModel
+    next_after: int | None
+    next: str | None
+
+
+class Health(BaseModel):
+    status: str
+    head: HeadModel
+    read_only: bool
+    writes_enabled: bool
+
+
+class PaperAnswer(BaseModel):
+    """A paper's snapshots over time (JSON form of GET /paper/{id})."""
+
+    arxiv_id: str
+    snapshots: list[dict[str, Any]]
+    links: dict[str, str]
+
+
+class IntegrityReport(BaseModel):
+    """What was verified for one record: the chain, its events, its digests recomputed."""
+
+    arxiv_id: str
+    as_of: str
+    known_at: str | None
+    ok: bool
+    chain: dict[str, Any]
+    record: dict[str, Any]
+    events: list[dict[str, Any]]
+    recomputed: dict[str, Any]
+    method: str
+
+
+class VerifyAnswer(BaseModel):
+    """Whether a held record's digests match its content, and whether it matches this ledger."""
+
+    arxiv_id: str
+    as_of: str
+    ok: bool
+    digests: dict[str, Any]
+    ledger: dict[str, Any]
+
+
+DOC_MODELS: tuple[type[BaseModel], ...] = (
+    ErrorBody,
+    AppendAnswer,
+    EvidencePage,
+    Health,
+    PaperAnswer,
+    IntegrityReport,
+    VerifyAnswer,
+)
+
+
+def pydantic_components() -> dict[str, Any]:
+    """JSON Schema components of the answer models (referenced by name from `responses`)."""
+    _, schema = models_json_schema(
+        [(m, "serialization") for m in DOC_MODELS], ref_template="#/components/schemas/{model}"
+    )
+    defs: dict[str, Any] = schema.get("$defs", {})
+    return defs
+
+
+_DESCRIPTIONS = {
+    200: "OK",
+    201: "Created: at least one event was appended",
+    401: "Missing or wrong bearer token; nothing written",
+    403: "Writes disabled (no token configured, or --read-only)",
+    404: "Not found (e.g. no paper snapshot as of T)",
+    409: "Conflict: an event_id reused with other content, or a stream not at the expected version",
+    413: "The body is above the size limit",
+    422: "Invalid input; the message names the place and field",
+}
+_HEAD_DOC = {
+    "Ledger-Head": {
+        "description": "`<seq> <hash>` of the ledger head the answer was computed from",
+        "schema": {"type": "string"},
+    }
+}
+
+
+def responses(
+    *codes: int, ok: str | None = None, html: bool = False, json: bool = True
+) -> dict[int | str, dict[str, Any]]:
+    """Documented responses: successes answer the component `ok`, errors the error shape; an
+    HTML route documents text/html (and JSON too when it also negotiates JSON)."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for code in codes:
+        schema = _ref("ErrorBody") if code >= 400 else _ref(ok) if ok else None
+        content: dict[str, Any] = {}
+        if json and schema is not None:
+            content["application/json"] = {"schema": schema}
+        if html:
+            content["text/html"] = {"schema": {"type": "string"}}
+        entry: dict[str, Any] = {"description": _DESCRIPTIONS[code], "content": content}
+        if code < 300:
+            entry["headers"] = _HEAD_DOC
+        out[code] = entry
+    return out
+
+
+def stream_response() -> dict[int | str, dict[str, Any]]:
+    """The SSE route's answers."""
+    return {
+        200: {
+            "description": "text/event-stream: `id: <seq>`, `event: <type>`, `data: <envelope>`, "
+            "and `: heartbeat` comments while idle",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        **responses(422),
+    }
