@@ -17,7 +17,20 @@ from ledger.instants import format_as_of, max_ts, parse_ts, to_datetime
 SCHEMA = "pith.paper-citation-record.v1"
 CAPS = {"database_statements": 6, "inbound": 100, "outbound": 100}
 REFUSAL = "A citation records a reference. It does not transfer a finding from one paper to another."
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 _UNAVAILABLE_LINK = "canonical_work_link_unavailable"
 _NOT_QUERIED = "not_yet_queried"
 
