@@ -149,3 +149,13 @@ def serve(host: str, port: int, workers: int, read_only: bool, no_samples: bool,
     from api.server import run
 
     run(db=db, host=host, port=port, workers=workers, read_only=read_only, samples=not no_samples)
+
+
+def _register_extensions() -> None:
+    from . import cli_integrity, cli_sources
+
+    cli_integrity.register(main)
+    cli_sources.register(main)
+
+
+_register_extensions()

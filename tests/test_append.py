@@ -82,7 +82,7 @@ def rows(ledger_: Ledger) -> list[tuple[Any, ...]]:
 
 @pytest.fixture
 def seeded(fresh_ledger: Ledger) -> Ledger:
-    """P1 with a snapshot, observation A (resolved), a standing check and a measurement: seq 1..5."""
+    """P1 (snapshot, observation A resolved, measurement: version 4), source:crossref: seq 1..5."""
     send(fresh_ledger, [paper(), citation(), resolution(), standing(), measurement()])
     return fresh_ledger
 
@@ -138,9 +138,9 @@ REFUSALS = [
     ("event_id-conflict-other-observed_at", [with_id(paper(observed_at=at(1)), "@seq1")], None, Conflict,
      r"events\[0\]\.event_id: .* already stored \(seq 1\)"),
     ("expected-version-behind", [paper(P1, at(2))], {f"paper:{P1}": 2}, Conflict,
-     rf"stream paper:{P1} is at version 3, not 2"),
-    ("expected-version-ahead", [paper(P1, at(2))], {f"paper:{P1}": 4}, Conflict,
-     rf"stream paper:{P1} is at version 3, not 4"),
+     rf"stream paper:{P1} is at version 4, not 2"),
+    ("expected-version-ahead", [paper(P1, at(2))], {f"paper:{P1}": 5}, Conflict,
+     rf"stream paper:{P1} is at version 4, not 5"),
     ("expected-version-new-stream", [paper(P2)], {f"paper:{P2}": 1}, Conflict,
      rf"stream paper:{P2} is at version 0, not 1"),
     ("expected-version-other-stream", [paper(P2)], {"source:crossref": 0, f"paper:{P2}": 0}, Conflict,
@@ -172,7 +172,7 @@ def test_conflict_names_stream_expected_and_current(seeded: Ledger) -> None:
     with pytest.raises(Conflict) as info:
         send(seeded, [paper(P1, at(3))], {f"paper:{P1}": 1})
     assert info.value.http_status == 409
-    assert info.value.details == {"stream": f"paper:{P1}", "expected": 1, "current": 3}
+    assert info.value.details == {"stream": f"paper:{P1}", "expected": 1, "current": 4}
 
 
 @pytest.mark.parametrize(
@@ -225,7 +225,7 @@ def test_resolution_may_name_an_observation_defined_earlier_in_the_batch(seeded:
 
 def test_resolution_may_name_an_observation_in_the_ledger(seeded: Ledger) -> None:
     result = send(seeded, [resolution(OID_A, cited=P3, observed_at=at(9))])
-    assert result.appended == 1 and rows(seeded)[-1][2:4] == (f"paper:{P1}", 4)
+    assert result.appended == 1 and rows(seeded)[-1][2:4] == (f"paper:{P1}", 5)
 
 
 def test_observation_may_be_observed_again_by_its_own_paper(seeded: Ledger) -> None:
@@ -237,7 +237,8 @@ def test_exact_resend_reports_duplicates_with_existing_seqs(seeded: Ledger) -> N
     before = state(seeded)
     result = send(seeded, batch)
     assert (result.appended, result.duplicates) == (0, 5)
-    assert [(i.index, i.seq, i.duplicate) for i in result.items] == [(n, n + 1, True) for n in range(5)]
+    answer = result.to_dict()["events"]
+    assert [(i["index"], i["seq"], i["duplicate"]) for i in answer] == [(n, n + 1, True) for n in range(5)]
     assert [i.event_id for i in result.items] == [r[1] for r in rows(seeded)]
     assert [i.hash for i in result.items][-1] == before[0].hash
     assert state(seeded) == before and result.head == before[0]
@@ -263,11 +264,11 @@ def test_explicit_event_id_versus_derived(fresh_ledger: Ledger) -> None:
 
 
 def test_expected_versions_matching(seeded: Ledger) -> None:
-    expected = {f"paper:{P1}": 3, f"paper:{P2}": 0, "source:crossref": 1}
+    expected = {f"paper:{P1}": 4, f"paper:{P2}": 0, "source:crossref": 1}
     result = send(seeded, [paper(P1, at(4)), paper(P2), standing(observed_at=at(4))], expected)
     assert result.appended == 3
     assert [r[2:4] for r in rows(seeded)[5:]] == [
-        (f"paper:{P1}", 4),
+        (f"paper:{P1}", 5),
         (f"paper:{P2}", 1),
         ("source:crossref", 2),
     ]

@@ -1,0 +1,61 @@
+"""The FastAPI app over one ledger file; `create_app` is also uvicorn's factory for workers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from ledger.service import Ledger
+
+from . import docs, evidence, routes, writes
+from .errors import install_error_handlers
+from .settings import Settings
+
+DESCRIPTION = """\
+An append-only, hash-chained ledger of citation observations, serving point-in-time
+Paper Citation Records (`pith.paper-citation-record.v1`).
+
+Reads are open. Writes (`POST /events`, `POST /records`) need `Authorization: Bearer <token>`;
+with no token configured the server refuses writes (403 `writes_disabled`).
+Every error is `{"error": {"code", "message", "details"}}`. Every answer about a record carries
+`Ledger-Head: <seq> <hash>`, the head it was computed from.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The app; with no settings, they come from LEDGER_* environment variables (uvicorn workers)."""
+    settings = settings or Settings.from_env()
+    app = FastAPI(
+        title="citation-ledger",
+        version="1",
+        description=DESCRIPTION,
+        # our own JSON 404 for unknown routes: no redirect from /x/ to /x
+        redirect_slashes=False,
+    )
+    app.state.settings = settings
+    app.state.ledger = Ledger(settings.db)
+    install_error_handlers(app)
+    app.include_router(routes.router)
+    app.include_router(evidence.router)
+    app.include_router(writes.router)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            # The request bodies and the record are the ledger's msgspec types; the answers are
+            # documentation models. Both are referenced by name from the routes.
+            components.update(docs.schema_components())
+            components.update(docs.pydantic_components())
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,217 @@
+"""Read routes: records (JSON, HTML), the paper page, integrity, POST /verify, health, index."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
+
+from ledger.codec import canonical, decode_json
+from ledger.errors import LedgerError, NotFound
+from ledger.instants import now_us
+
+from . import docs
+from .auth import token_hashes
+from .common import (
+    JSON,
+    check_id,
+    head_headers,
+    head_json,
+    instant,
+    ledger_of,
+    read_body,
+    settings_of,
+)
+from .held import verify_held
+from .integrity import integrity_report
+from .render import render_error_page, render_index_page, render_paper_page, render_record_page
+
+router = APIRouter()
+
+# `{arxiv_id:path}`: old-style ids contain a slash (hep-th/9901001); the id is validated in code.
+ArxivId = Annotated[
+    str,
+    Path(
+        description="arXiv id: `NNNN.NNNNN` or old-style `archive/NNNNNNN`, no version suffix",
+        examples=["2509.02480"],
+    ),
+]
+AsOf = Annotated[
+    str | None,
+    Query(
+        description="RFC 3339 instant with offset, or YYYY-MM-DD (end of that day UTC); default now",
+        examples=["2026-08-08T08:47:00Z"],
+    ),
+]
+KnownAt = Annotated[
+    str | None,
+    Query(description="Only events recorded at or before this instant (same forms as as_of)"),
+]
+
+
+def _html_error(err: LedgerError) -> HTMLResponse:
+    return HTMLResponse(render_error_page(err.http_status, err.message), status_code=err.http_status)
+
+
+def _wants_json(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
+# The /paper/{id}/... routes come before /paper/{id}: a path converter would swallow them.
+
+
+@router.get(
+    "/paper/{arxiv_id:path}/citation-record.json",
+    tags=["records"],
+    summary="The Paper Citation Record as of T, as canonical JSON bytes",
+    responses=docs.responses(200, 404, 422, ok="Record"),
+)
+def record_json(
+    request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None
+) -> Response:
+    """The record (record-v1.md) exactly as hashed: canonical bytes, with the Ledger-Head."""
+    check_id(arxiv_id)
+    t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
+    body, head = ledger_of(request).record_bytes(arxiv_id, t, k)
+    return Response(body, media_type=JSON, headers=head_headers(head))
+
+
+@router.get(
+    "/paper/{arxiv_id:path}/citation-record",
+    tags=["records"],
+    summary="The same record as an HTML page",
+    response_class=HTMLResponse,
+    responses=docs.responses(200, 404, 422, html=True, json=False),
+)
+def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTMLResponse:
+    """The record page; errors are HTML pages with the right status."""
+    try:
+        check_id(arxiv_id)
+        record, _, head = ledger_of(request).record(arxiv_id, instant(as_of, "as_of"))
+    except LedgerError as e:
+        return _html_error(e)
+    return HTMLResponse(render_record_page(record, head=head.header()), headers=head_headers(head))
+
+
+@router.get(
+    "/paper/{arxiv_id:path}/integrity",
+    tags=["records"],
+    summary="What was verified for the record as of T",
+    responses=docs.responses(200, 404, 422, ok="IntegrityReport"),
+)
+def integrity(
+    request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None
+) -> Response:
+    """Chain status, the events that built the record, and its digests rebuilt from them."""
+    check_id(arxiv_id)
+    t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
+    t = now_us() if t is None else t  # one instant for the record and its in-memory rebuild
+    report, head = integrity_report(ledger_of(request), arxiv_id, t, k)
+    return Response(canonical(report), media_type=JSON, headers=head_headers(head))
+
+
+@router.get(
+    "/paper/{arxiv_id:path}",
+    tags=["records"],
+    summary="The paper: its snapshots over time and links to its record views",
+    response_class=HTMLResponse,
+    responses=docs.responses(200, 404, 422, ok="PaperAnswer", html=True),
+)
+def paper(request: Request, arxiv_id: ArxivId) -> Response:
+    """HTML by default; JSON when the client asks for application/json (and not HTML)."""
+    as_json = _wants_json(request)
+    ledger = ledger_of(request)
+    try:
+        check_id(arxiv_id)
+        history = ledger.store.paper_history(arxiv_id)
+        if not history:
+            raise NotFound(
+                f"arXiv:{arxiv_id} has never been observed in this ledger",
+                details={"arxiv_id": arxiv_id, "first_observed_at": None},
+            )
+    except LedgerError as e:
+        if as_json:
+            raise
+        return _html_error(e)
+    head = ledger.head()
+    base = f"/paper/{arxiv_id}"
+    snapshots = [
+        {
+            "seq": f.seq,
+            "observed_at": f.observed_at,
+            "title": f.data.title,
+            "version": f.data.version,
+            "submitted_at": f.data.submitted_at,
+            "last_updated": f.data.last_updated,
+            "primary_category": f.data.primary_category,
+            "record_href": f"{base}/citation-record?as_of={quote(f.observed_at, safe='')}",
+        }
+        for f in history
+    ]
+    links = {
+        "paper": base,
+        "html": f"{base}/citation-record",
+        "json": f"{base}/citation-record.json",
+        "integrity": f"{base}/integrity",
+        "evidence": "/evidence",
+    }
+    if as_json:
+        body = {"arxiv_id": arxiv_id, "snapshots": snapshots, "links": links}
+        return Response(canonical(body), media_type=JSON, headers=head_headers(head))
+    return HTMLResponse(render_paper_page(arxiv_id, snapshots, links), headers=head_headers(head))
+
+
+@router.post(
+    "/verify",
+    tags=["records"],
+    summary="Check a record someone holds: its digests, and against this ledger",
+    responses=docs.responses(200, 413, 422, ok="VerifyAnswer"),
+    openapi_extra=docs.record_body("A Paper Citation Record as someone holds it."),
+)
+async def verify(request: Request, known_at: KnownAt = None) -> Response:
+    """Digests recomputed from the held record's content, and the JSON paths where it differs
+    from what this ledger projects for the same paper at the record's as_of."""
+    k = instant(known_at, "known_at")
+    raw = await read_body(request, settings_of(request).max_body)
+    answer, head = await run_in_threadpool(_verify, request, raw, k)
+    return Response(canonical(answer), media_type=JSON, headers=head_headers(head))
+
+
+def _verify(request: Request, raw: bytes, known_us: int | None) -> tuple[dict[str, Any], Any]:
+    return verify_held(ledger_of(request), decode_json(raw), known_us)
+
+
+@router.get(
+    "/healthz",
+    tags=["service"],
+    summary="Liveness, with the ledger head",
+    responses=docs.responses(200, ok="Health"),
+)
+def healthz(request: Request) -> Response:
+    """The head, and whether this server accepts writes."""
+    head = ledger_of(request).head()
+    settings = settings_of(request)
+    body = {
+        "status": "ok",
+        "head": head_json(head),
+        "read_only": settings.read_only,
+        "writes_enabled": not settings.read_only and bool(token_hashes(settings)),
+    }
+    return Response(canonical(body), media_type=JSON, headers=head_headers(head))
+
+
+@router.get("/", include_in_schema=False, response_class=HTMLResponse)
+def index(request: Request) -> HTMLResponse:
+    """The papers in this ledger (most events first), linking to their records."""
+    ledger = ledger_of(request)
+    head = ledger.head()
+    papers = []
+    for arxiv_id in ledger.store.papers(100):
+        history = ledger.store.paper_history(arxiv_id)
+        latest = max(history, key=lambda f: (f.observed_us, f.seq))
+        papers.append({"arxiv_id": arxiv_id, "title": latest.data.title})
+    return HTMLResponse(render_index_page(papers, head=head.header()), headers=head_headers(head))
