@@ -13,6 +13,7 @@ _RFC3339 = re.compile(
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DAY_US = 86_400_000_000
+_ONE_US = timedelta(microseconds=1)
 
 
 def parse_ts(text: str) -> int:
@@ -20,25 +21,19 @@ def parse_ts(text: str) -> int:
     m = _RFC3339.fullmatch(text) if isinstance(text, str) else None
     if m is None:
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
-    y, mo, d, h, mi, s, frac, off = m.groups()
+    frac, off = m.group(7), m.group(8)
     if off is None:
         raise ValueError(f"timestamp without offset: {text!r}")
     if frac is not None and len(frac) > 6:
         raise ValueError(f"more than 6 fractional digits: {text!r}")
+    if len(off) == 6 and (int(off[1:3]) > 23 or int(off[4:6]) > 59):
+        raise ValueError(f"invalid offset in {text!r}")
     try:
-        dt = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), tzinfo=UTC)
+        # the regex fixed the shape; fromisoformat (C code) does the calendar and offset math
+        dt = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
     except ValueError as e:
         raise ValueError(f"invalid timestamp {text!r}: {e}") from None
-    us = (dt - _EPOCH) // timedelta(microseconds=1)
-    if frac:
-        us += int(frac.ljust(6, "0"))
-    if off not in ("Z", "z"):
-        oh, om = int(off[1:3]), int(off[4:6])
-        if oh > 23 or om > 59:
-            raise ValueError(f"invalid offset in {text!r}")
-        delta = (oh * 60 + om) * 60_000_000
-        us = us - delta if off[0] == "+" else us + delta
-    return us
+    return (dt - _EPOCH) // _ONE_US
 
 
 def parse_as_of(text: str) -> int:
