@@ -89,7 +89,7 @@ def to_event(value: Any, where: str) -> Event:
         raise InvalidEvent(where, "an event must be a JSON object")
     if "type" not in value:
         raise InvalidEvent(f"{where}.type", "missing; one of " + ", ".join(DATA_TYPES))
-    if value["type"] not in DATA_TYPES:
+    if not isinstance(value["type"], str) or value["type"] not in DATA_TYPES:
         raise InvalidEvent(
             f"{where}.type",
             f"unknown event type {value['type']!r}; one of " + ", ".join(DATA_TYPES),
@@ -101,6 +101,14 @@ def to_event(value: Any, where: str) -> Event:
         raise InvalidEvent(w, reason) from None
     check_rules(event, where)
     return event
+
+
+def check_types(event: Event, where: str) -> None:
+    """Re-check the types of an event built in code (Struct constructors do not validate)."""
+    try:
+        msgspec.convert(msgspec.to_builtins(event), Event, strict=True)
+    except msgspec.ValidationError as e:
+        raise InvalidEvent(*msgspec_where(e, where)) from None
 
 
 def decode_event(raw: bytes | str, where: str = "event") -> Event:

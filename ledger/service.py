@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .append import AppendResult, append_batch
-from .codec import canonical, check_rules
+from .codec import canonical, check_rules, check_types
 from .errors import NotFound
 from .events import Event
 from .facts import Head
@@ -39,17 +39,25 @@ class Ledger:
         events: Sequence[Event],
         expected_versions: Mapping[str, int] | None = None,
         places: Sequence[str] | None = None,
+        *,
+        typed: bool = False,
     ) -> AppendResult:
-        """Validate every event, then append them as one atomic batch."""
+        """Validate every event, then append them as one atomic batch.
+
+        `typed=True` skips re-checking types of events that a strict decoder already produced.
+        """
         now = now_us()
         for i, e in enumerate(events):
-            check_rules(e, places[i] if places is not None else f"events[{i}]", now)
+            where = places[i] if places is not None else f"events[{i}]"
+            if not typed:
+                check_types(e, where)
+            check_rules(e, where, now)
         with self.store.write() as tx:
             return append_batch(tx, events, expected_versions, places)
 
     def append_batch(self, batch: Batch) -> AppendResult:
         """Append a parsed batch (record decomposition, NDJSON, or POST /events body)."""
-        return self.append(batch.events, batch.expected_versions, batch.places)
+        return self.append(batch.events, batch.expected_versions, batch.places, typed=True)
 
     def import_bytes(self, raw: bytes, *, force: bool = False) -> AppendResult:
         """A record JSON or NDJSON envelopes -> one batch."""

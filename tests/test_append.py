@@ -202,11 +202,6 @@ def test_ledger_append_rechecks_rules_of_events_built_in_code(seeded: Ledger, ev
                      id="null-title-version-0"),
     ],
 )  # fmt: skip
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG ledger/service.py Ledger.append: check_rules does not re-check types, so a Struct built "
-    "in code stores a float / null title / version 0 (the projections then fail to decode it)",
-)
 def test_ledger_append_rechecks_types_of_events_built_in_code(seeded: Ledger, event: Any) -> None:
     before = state(seeded)
     with pytest.raises(InvalidEvent, match=r"^events\[0\]\.data\."):
