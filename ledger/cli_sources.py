@@ -2,8 +2,162 @@
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import click
+
+from .codec import canonical
+from .errors import LedgerError
+from .instants import parse_as_of
+
+PROGRESS_BYTES = 4 * 1024 * 1024
+_SOURCES = ("retraction-watch", "crossref", "openalex", "semantic-scholar", "opencitations")
+
+
+def _db() -> Any:
+    return click.option(
+        "--db",
+        "db",
+        envvar="LEDGER_DB",
+        default="ledger.db",
+        show_default="$LEDGER_DB or ./ledger.db",
+        help="Path of the SQLite ledger file (created on first use).",
+    )
+
+
+def _instant(value: str, name: str) -> int:
+    try:
+        return parse_as_of(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=name) from None
+
+
+def _ingest(source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, db: str) -> None:
+    from .service import Ledger
+    from .sources import ingest, input_size
+
+    ledger = Ledger(db)
+    data: Any = sys.stdin.buffer if file == "-" else file
+    size = None if file == "-" else input_size(file)
+    try:
+        if size is not None and size >= PROGRESS_BYTES:
+            # by bytes read, on stderr: stdout stays the summary alone
+            with click.progressbar(length=size, label=f"reading {file}", file=sys.stderr) as bar:
+                summary = ingest(ledger, source, data, observed_at, paper_id, progress=bar.update)
+        else:
+            summary = ingest(ledger, source, data, observed_at, paper_id)
+    except LedgerError as e:
+        click.echo(f"{file}: refused, nothing written: {e.message}", err=True)
+        sys.exit(1)
+    if as_json:
+        click.echo(canonical(summary.to_dict()).decode())
+    else:
+        for line in summary.lines():
+            click.echo(line)
+
+
+def diff_lines(d: dict[str, Any]) -> list[str]:
+    """A record diff as human lines."""
+    before = d["from"]["as_of"] if d["from"] else "(no record yet)"
+    out = [f"arXiv:{d['arxiv_id']}: {before} -> {d['to']['as_of']}"]
+    if not d["changed"]:
+        return [*out, "  no change"]
+    for c in d["paper"]["changes"]:
+        out.append(f"  paper {c['path']}: {c['from']!r} -> {c['to']!r}")
+    for s in d["standing_sources"]:
+        out.append(f"  source {s['source']} checked: {s['from']} -> {s['to']}{_seqs(s['events'])}")
+    for o in d["observations"]:
+        work = (o["cited_work"] or {}).get("title") or "(no title)"
+        out.append(
+            f"  {o['lane']} ref {o['reference_index']} [{o['observation_id']}] {o['change']}: {work}"
+            f"{_seqs(o['events'])}"
+        )
+        for c in o["changes"]:
+            out.append("    " + _change_text(c))
+    for m in d["external_citation_measurements"]:
+        a = m["from"]["value"] if m["from"] else None
+        b = m["to"]["value"] if m["to"] else None
+        out.append(f"  {m['source']} {m['metric']}: {a} -> {b} ({m['change']}){_seqs(m['events'])}")
+    for lane in d["coverage"]:
+        for c in lane["changes"]:
+            out.append(f"  coverage {lane['lane']} {c['path']}: {c['from']!r} -> {c['to']!r}")
+    return out
+
+
+def _seqs(events: list[dict[str, Any]]) -> str:
+    if not events:
+        return ""
+    named = ", ".join("#{} {}".format(e["seq"], e["type"]) for e in events)
+    return f"  (events: {named})"
+
+
+def _change_text(c: dict[str, Any]) -> str:
+    kind = c["kind"]
+    if kind in ("notice_appeared", "notice_gone"):
+        n = c["notice"]
+        verb = "appeared" if kind == "notice_appeared" else "went away"
+        return (
+            f"{n['kind'].replace('_', ' ')} notice {verb}: reported by {n['source']} "
+            f"on {n['notice_date'] or 'an unknown date'}, notice {n['notice_doi'] or 'without DOI'}"
+        )
+    if kind.startswith("receipt_"):
+        return f"{c['source']} receipt {kind.removeprefix('receipt_')}: {c['from']} -> {c['to']}"
+    if kind == "cited_work_rebound":
+        a, b = (c["from"] or {}).get("work_id"), (c["to"] or {}).get("work_id")
+        return f"cited work re-bound: {a} -> {b}"
+    return f"{c['path']}: {c['from']!r} -> {c['to']!r}"
 
 
 def register(main: click.Group) -> None:
     """Add this module's commands to the `ledger` group."""
+
+    @main.command("ingest")
+    @click.argument("source", type=click.Choice(_SOURCES))
+    @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+    @click.option(
+        "--observed-at",
+        "observed_at",
+        required=True,
+        help="When the file was fetched from the source (RFC 3339 with offset, e.g. 2026-09-01T12:00:00Z).",
+    )
+    @click.option(
+        "--id",
+        "paper_id",
+        help="opencitations only: the paper the count is about, e.g. doi:10.48550/arXiv.2310.04610.",
+    )
+    @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+    @_db()
+    def ingest_cmd(
+        source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, db: str
+    ) -> None:
+        """Bring a file as SOURCE publishes it into the ledger as one atomic batch.
+
+        retraction-watch: the Crossref-distributed CSV; crossref: a REST /works answer;
+        openalex, semantic-scholar: their work/paper JSON; opencitations: a citation-count answer.
+        """
+        _ingest(source, file, observed_at, paper_id, as_json, db)
+
+    @main.command("diff")
+    @click.argument("arxiv_id")
+    @click.argument("from_", metavar="FROM")
+    @click.argument("to")
+    @click.option("--text", "as_text", is_flag=True, help="Print a human summary instead of JSON.")
+    @_db()
+    def diff_cmd(arxiv_id: str, from_: str, to: str, as_text: bool, db: str) -> None:
+        """What changed in the record of ARXIV_ID between FROM and TO (RFC 3339 or YYYY-MM-DD)."""
+        from projections.diff import record_changes
+
+        from .service import Ledger
+
+        t1, t2 = _instant(from_, "FROM"), _instant(to, "TO")
+        try:
+            d, _head = record_changes(Ledger(db), arxiv_id, t1, t2)
+        except LedgerError as e:
+            click.echo(f"error: {e.message}", err=True)
+            sys.exit(1)
+        if as_text:
+            for line in diff_lines(d):
+                click.echo(line)
+        else:
+            sys.stdout.buffer.write(canonical(d) + b"\n")

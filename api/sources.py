@@ -1,0 +1,129 @@
+"""Routes for real sources in and what changed: POST /ingest/{source}, GET /paper/{id}/changes.
+
+Mount this router before routes.router: `/paper/{id:path}` there would swallow `/paper/{id}/changes`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from typing import IO, Annotated
+
+from fastapi import APIRouter, Path, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from ledger.codec import canonical
+from ledger.errors import InvalidEvent
+from ledger.instants import now_us
+from ledger.sources import SOURCES, ingest
+from projections.diff import record_changes
+
+from . import docs
+from .auth import require_writer
+from .common import JSON, check_id, head_headers, instant, ledger_of, settings_of
+from .errors import PayloadTooLarge
+
+router = APIRouter()
+
+# A source file is the whole Retraction Watch database (~60 MB) or a Crossref dump: bigger than
+# an events batch, so this route has its own limit; the body is spooled to disk, not held in memory.
+DEFAULT_MAX_INGEST_BODY = 512 * 1024 * 1024
+_SPOOL_IN_MEMORY = 8 * 1024 * 1024
+
+
+async def _spool(request: Request, limit: int) -> IO[bytes]:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(
+            f"the body is {int(declared)} bytes; the ingest limit is {limit} bytes",
+            details={"limit": limit, "content_length": int(declared)},
+        )
+    spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115 - returned open
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            spool.close()
+            raise PayloadTooLarge(
+                f"the body exceeds the ingest limit of {limit} bytes", details={"limit": limit}
+            )
+        spool.write(chunk)
+    spool.seek(0)
+    return spool  # type: ignore[return-value]
+
+
+@router.post(
+    "/ingest/{source}",
+    tags=["sources"],
+    summary="Bring a source file (as the source publishes it) into the ledger as one batch",
+    status_code=201,
+    responses=docs.responses(201, 200, 401, 403, 413, 422),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "The file exactly as the source publishes it (gzip accepted).",
+            "content": {
+                "text/csv": {"schema": {"type": "string"}},
+                "application/json": {"schema": {}},
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+            },
+        }
+    },
+)
+async def post_ingest(
+    request: Request,
+    source: Annotated[str, Path(description="One of " + ", ".join(SOURCES), examples=["retraction-watch"])],
+    observed_at: Annotated[
+        str,
+        Query(
+            description="When the file was fetched (RFC 3339 with offset)", examples=["2026-09-01T12:00:00Z"]
+        ),
+    ],
+    id: Annotated[
+        str | None, Query(description="opencitations only: the paper, e.g. doi:10.48550/arXiv.2310.04610")
+    ] = None,
+) -> Response:
+    """The body is the file. 201 when events were appended, 200 when all were already there;
+    422 when the body is not the named format (nothing written). Answers the ingest summary."""
+    settings = settings_of(request)
+    # auth first: a refused client never gets its body read
+    require_writer(request, settings)
+    if source not in SOURCES:
+        raise InvalidEvent("source", f"unknown source {source!r}; one of {', '.join(SOURCES)}")
+    limit = getattr(settings, "max_ingest_body", None) or DEFAULT_MAX_INGEST_BODY
+    body = await _spool(request, limit)
+    try:
+        summary = await run_in_threadpool(ingest, ledger_of(request), source, body, observed_at, id)
+    finally:
+        body.close()
+    assert summary.head is not None
+    return Response(
+        canonical(summary.to_dict()),
+        status_code=201 if summary.appended else 200,
+        media_type=JSON,
+        headers=head_headers(summary.head),
+    )
+
+
+@router.get(
+    "/paper/{arxiv_id:path}/changes",
+    tags=["records"],
+    summary="What changed in the record between two instants, with the events responsible",
+    responses=docs.responses(200, 404, 422),
+)
+def changes(
+    request: Request,
+    arxiv_id: Annotated[str, Path(description="arXiv id", examples=["2509.02480"])],
+    from_: Annotated[
+        str, Query(alias="from", description="RFC 3339 with offset, or YYYY-MM-DD (end of that day UTC)")
+    ],
+    to: Annotated[str | None, Query(description="Same forms; default now")] = None,
+) -> Response:
+    """Per observation: added/removed, resolution and cited-work changes, notices that appeared or
+    went away, receipts that moved; plus measurement and coverage changes."""
+    check_id(arxiv_id)
+    t1 = instant(from_, "from")
+    if t1 is None:
+        raise InvalidEvent("from", "required: RFC 3339 with an offset or YYYY-MM-DD")
+    t2 = instant(to, "to")
+    d, head = record_changes(ledger_of(request), arxiv_id, t1, now_us() if t2 is None else t2)
+    return Response(canonical(d), media_type=JSON, headers=head_headers(head))

@@ -1,0 +1,171 @@
+"""What every adapter shares: the ingest summary, the work and paper indexes, refusals."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..codec import canonical
+from ..errors import InvalidEvent
+from ..events import Event, Notice, StandingChecked, StandingData
+from ..facts import Head
+from ..importer import notice_sort_key
+from ..works_store import KnownWork
+from .doi import arxiv_key, doi_key
+
+EXAMPLES_PER_REASON = 3
+
+
+class NotThatFormat(InvalidEvent):
+    """The file is not the named source's format at all: refused, nothing written."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__("file", f"not a {source} file: {reason}")
+
+
+@dataclass
+class Summary:
+    """What one ingest read, matched, skipped (with reasons) and appended."""
+
+    source: str
+    event_source: str
+    observed_at: str
+    read: int = 0
+    matched: int = 0
+    works_checked: int | None = None
+    notices: int = 0
+    measurements: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    ignored: Counter[str] = field(default_factory=Counter)
+    notes: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    appended: int = 0
+    duplicates: int = 0
+    head: Head | None = None
+
+    def skip(self, reason: str, example: str) -> None:
+        """Count a row, item or entry that was not used, keeping a few examples of each reason."""
+        self.skipped[reason] += 1
+        self._example(reason, example)
+
+    def note(self, what: str, example: str) -> None:
+        """Count something kept but worth saying (e.g. an unparsable date read as null)."""
+        self.notes[what] += 1
+        self._example(what, example)
+
+    def ignore(self, what: str) -> None:
+        """Count something the spec says is not a notice at all (not a skip)."""
+        self.ignored[what] += 1
+
+    def _example(self, reason: str, example: str) -> None:
+        kept = self.examples.setdefault(reason, [])
+        if len(kept) < EXAMPLES_PER_REASON:
+            kept.append(example)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON answer of POST /ingest and `ledger ingest --json`."""
+        return {
+            "source": self.source,
+            "event_source": self.event_source,
+            "observed_at": self.observed_at,
+            "read": self.read,
+            "matched": self.matched,
+            "works_checked": self.works_checked,
+            "notices": self.notices,
+            "measurements": self.measurements,
+            "skipped": dict(sorted(self.skipped.items())),
+            "ignored": dict(sorted(self.ignored.items())),
+            "notes": dict(sorted(self.notes.items())),
+            "examples": {k: v for k, v in sorted(self.examples.items())},
+            "appended": self.appended,
+            "duplicates": self.duplicates,
+            "head": None if self.head is None else {"hash": self.head.hash, "seq": self.head.seq},
+        }
+
+    def lines(self) -> list[str]:
+        """The summary as a few human lines."""
+        out = [f"{self.source} at {self.observed_at}: read {self.read}, matched {self.matched}"]
+        if self.works_checked is not None:
+            out.append(f"  works checked: {self.works_checked}; notices: {self.notices}")
+        else:
+            out.append(f"  measurements: {self.measurements}")
+        for title, counts in (("skipped", self.skipped), ("ignored", self.ignored), ("notes", self.notes)):
+            for reason, n in sorted(counts.items()):
+                eg = self.examples.get(reason)
+                out.append(f"  {title}: {n} {reason}" + (f" (e.g. {'; '.join(eg)})" if eg else ""))
+        verb = "nothing new appended (already ingested)" if not self.appended else f"{self.appended} appended"
+        head = "" if self.head is None else f"; head seq {self.head.seq}"
+        out.append(f"  {verb}, {self.duplicates} duplicate{head}")
+        return out
+
+
+@dataclass
+class Parsed:
+    """An adapter's answer: the events of one batch, their places, and the summary so far."""
+
+    events: list[Event]
+    places: list[str]
+    summary: Summary
+
+
+class WorkIndex:
+    """Works known as of T, by matching key (normalized DOI, arXiv DOI without version)."""
+
+    def __init__(self, works: Iterable[KnownWork]) -> None:
+        self._by_key: dict[str, set[str]] = {}
+        checkable: set[str] = set()
+        for w in works:
+            keys = {doi_key(w.doi), arxiv_key(w.arxiv_id), arxiv_key(w.pith_arxiv_id)} - {None}
+            for k in keys:
+                self._by_key.setdefault(k, set()).add(w.work_id)  # type: ignore[arg-type]
+            if keys:
+                checkable.add(w.work_id)
+        self.checkable: list[str] = sorted(checkable)
+
+    def match(self, doi: Any) -> list[str]:
+        """The work_ids a DOI read from a file matches (sorted; [] when none or not a string)."""
+        if not isinstance(doi, str):
+            return []
+        key = doi_key(doi)
+        return sorted(self._by_key.get(key, ())) if key else []
+
+
+class PaperIndex:
+    """Papers known as of T, matched by their arXiv DOI (or an arXiv id)."""
+
+    def __init__(self, arxiv_ids: Iterable[str]) -> None:
+        self._by_key: dict[str, str] = {}
+        for a in arxiv_ids:
+            key = arxiv_key(a)
+            if key is not None:
+                self._by_key.setdefault(key, a)
+
+    def by_doi(self, doi: Any) -> str | None:
+        """The paper whose arXiv DOI this DOI is (version suffix ignored), else None."""
+        key = doi_key(doi) if isinstance(doi, str) else None
+        return self._by_key.get(key) if key else None
+
+    def by_arxiv(self, arxiv_id: Any) -> str | None:
+        """The paper with this arXiv id (version suffix ignored), else None."""
+        key = arxiv_key(arxiv_id) if isinstance(arxiv_id, str) else None
+        return self._by_key.get(key) if key else None
+
+
+def standing_batch(
+    summary: Summary, work_ids: Iterable[str], notices: Iterable[Notice], place: str
+) -> Parsed:
+    """The one standing.checked of an ingest: work_ids sorted, notices deduplicated and sorted."""
+    unique: dict[bytes, Notice] = {}
+    for n in notices:
+        unique.setdefault(canonical(n), n)
+    # the importer's order, so the check's content (and so its derived event id) is deterministic
+    ordered = sorted(unique.values(), key=notice_sort_key)
+    covered = sorted(set(work_ids))
+    summary.works_checked = len(covered)
+    summary.notices = len(ordered)
+    event = StandingChecked(
+        observed_at=summary.observed_at, data=StandingData(summary.event_source, covered, ordered)
+    )
+    return Parsed([event], [place], summary)

@@ -1,0 +1,42 @@
+"""DOI and arXiv-id keys for matching source rows to works and papers (sources-v1.md)."""
+
+from __future__ import annotations
+
+import re
+
+ARXIV_DOI_PREFIX = "10.48550/arxiv."
+_PREFIXES = ("https://doi.org/", "http://doi.org/", "https://dx.doi.org/", "http://dx.doi.org/", "doi:")
+_VERSION = re.compile(r"v\d+$")
+
+
+def normalize_doi(value: str) -> str:
+    """Spaces and a doi.org / dx.doi.org / doi: prefix removed (any case), lowercased."""
+    text = value.strip()
+    low = text.lower()
+    for prefix in _PREFIXES:
+        if low.startswith(prefix):
+            # "doi: 10.1/x" is seen in hand-edited files: the space after the prefix is not part of it
+            return low[len(prefix) :].strip()
+    return low
+
+
+def match_key(normalized: str) -> str:
+    """The key a normalized DOI matches on: an arXiv DOI loses its version suffix, others are as is."""
+    if normalized.startswith(ARXIV_DOI_PREFIX):
+        return _VERSION.sub("", normalized)
+    return normalized
+
+
+def doi_key(value: str | None) -> str | None:
+    """A DOI as read from a file or a work -> its matching key; None when empty."""
+    if value is None:
+        return None
+    key = match_key(normalize_doi(value))
+    return key or None
+
+
+def arxiv_key(arxiv_id: str | None) -> str | None:
+    """An arXiv id -> the key of its DOI `10.48550/arxiv.X` (lowercased); None when empty."""
+    if arxiv_id is None or not arxiv_id.strip():
+        return None
+    return match_key(ARXIV_DOI_PREFIX + arxiv_id.strip().lower())

@@ -1,0 +1,151 @@
+"""A small pull parser over a text stream: walk objects and arrays, decode one value at a time.
+
+Big answers (a Crossref `/works` dump, an OpenAlex page) are read item by item, so memory holds
+one item and one read buffer, not the file. Leaf values are decoded by the json module's C scanner.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import IO, Any
+
+_NON_WS = re.compile(r"[^ \t\n\r]")
+_NUMBER = re.compile(r"[-+0-9.eE]*")
+_CHUNK = 1 << 16
+STREAMED = object()  # stands for a list that was handed out item by item
+
+
+class JsonSyntaxError(ValueError):
+    """The text is not JSON (at the given character offset)."""
+
+
+class JsonStream:
+    """Cursor over JSON text: `peek`, `members` (keys) of an object, `elements` of an array, `value`."""
+
+    def __init__(self, text: IO[str], chunk: int = _CHUNK) -> None:
+        self._text = text
+        self._chunk = chunk
+        self._buf = ""
+        self._pos = 0
+        self._dropped = 0  # characters consumed and released, for error offsets
+        self._eof = False
+        self._decoder = json.JSONDecoder()
+
+    def _more(self, at_least: int = 0) -> bool:
+        if self._eof:
+            return False
+        # read at least as much again as is pending, so retrying a long value stays linear overall
+        data = self._text.read(max(self._chunk, at_least))
+        if not data:
+            self._eof = True
+            return False
+        self._dropped += self._pos
+        self._buf = self._buf[self._pos :] + data
+        self._pos = 0
+        return True
+
+    def offset(self) -> int:
+        """Characters consumed so far."""
+        return self._dropped + self._pos
+
+    def peek(self) -> str:
+        """The next non-space character without consuming it ('' at the end)."""
+        while True:
+            m = _NON_WS.search(self._buf, self._pos)
+            if m is not None:
+                self._pos = m.start()
+                return self._buf[self._pos]
+            self._pos = len(self._buf)
+            if not self._more():
+                return ""
+
+    def _expect(self, ch: str) -> None:
+        got = self.peek()
+        if got != ch:
+            raise JsonSyntaxError(f"expected {ch!r} at character {self.offset()}, found {got or 'the end'!r}")
+        self._pos += 1
+
+    def value(self) -> Any:
+        """Decode the next complete value."""
+        first = self.peek()
+        if first == "":
+            raise JsonSyntaxError(f"expected a value at character {self.offset()}, found the end")
+        if first in "-0123456789":
+            # a number cut by the buffer's end ("12" of "1234", "1.5" of "1.5e3") would decode short
+            # without an error: read on until a character that cannot be part of it is buffered
+            while self._number_end() == len(self._buf) and self._more():
+                pass
+        while True:
+            try:
+                value, end = self._decoder.raw_decode(self._buf, self._pos)
+            except json.JSONDecodeError as e:
+                # an incomplete string, object, array or literal fails: read on and retry
+                if self._more(len(self._buf) - self._pos):
+                    continue
+                raise JsonSyntaxError(f"{e.msg} at character {self._dropped + e.pos}") from None
+            self._pos = end
+            return value
+
+    def _number_end(self) -> int:
+        m = _NUMBER.match(self._buf, self._pos)
+        return self._pos if m is None else m.end()
+
+    def members(self) -> Iterator[str]:
+        """Each key of the object here; the caller consumes its value before asking for the next."""
+        self._expect("{")
+        if self.peek() == "}":
+            self._pos += 1
+            return
+        while True:
+            if self.peek() != '"':
+                raise JsonSyntaxError(f"expected a key at character {self.offset()}")
+            key = self.value()
+            self._expect(":")
+            yield key
+            sep = self.peek()
+            self._pos += 1
+            if sep == "}":
+                return
+            if sep != ",":
+                raise JsonSyntaxError(f"expected ',' or '}}' at character {self.offset() - 1}")
+
+    def elements(self) -> Iterator[int]:
+        """The index of each element of the array here; the caller consumes each element."""
+        self._expect("[")
+        if self.peek() == "]":
+            self._pos += 1
+            return
+        i = 0
+        while True:
+            yield i
+            i += 1
+            sep = self.peek()
+            self._pos += 1
+            if sep == "]":
+                return
+            if sep != ",":
+                raise JsonSyntaxError(f"expected ',' or ']' at character {self.offset() - 1}")
+
+    def end(self) -> None:
+        """Refuse anything after the top-level value."""
+        if self.peek() != "":
+            raise JsonSyntaxError(f"unexpected data after the JSON value at character {self.offset()}")
+
+
+def items_or_object(js: JsonStream, list_key: str) -> Iterator[tuple[str, Any]]:
+    """At an object: ("item", x) for each element of its `list_key` array, then ("rest", the other keys).
+
+    The other keys are small (paging metadata) or, with no list, the object itself (one work);
+    a list that was streamed stands in `rest` as STREAMED.
+    """
+    rest: dict[str, Any] = {}
+    for key in js.members():
+        if key == list_key and js.peek() == "[":
+            for _ in js.elements():
+                yield "item", js.value()
+            rest[key] = STREAMED
+        else:
+            rest[key] = js.value()
+    yield "rest", rest

@@ -1,0 +1,120 @@
+"""Retraction Watch CSV (the Crossref-distributed export) -> one standing.checked (sources-v1.md)."""
+
+from __future__ import annotations
+
+import csv
+import re
+from datetime import date
+from typing import IO
+
+from ..events import Notice, NoticeKind
+from .base import NotThatFormat, Parsed, Summary, WorkIndex, standing_batch
+from .doi import normalize_doi
+
+EVENT_SOURCE = "retraction_watch"
+NAME = "Retraction Watch CSV"
+# Only the columns read are required: the export's other columns come and go over the years.
+REQUIRED = (
+    "Record ID",
+    "URLS",
+    "RetractionDate",
+    "RetractionDOI",
+    "OriginalPaperDOI",
+    "RetractionNature",
+    "Reason",
+)
+KINDS: dict[str, NoticeKind] = {
+    "retraction": "retraction",
+    "correction": "correction",
+    "expression of concern": "expression_of_concern",
+    "reinstatement": "reinstatement",
+}
+# M/D/YYYY with an optional time ("8/16/2023 0:00", "8/16/2023 12:00:00 AM")
+_DATE = re.compile(r"\s*(\d{1,2})/(\d{1,2})/(\d{4})(?:\s+\d{1,2}:\d{2}(?::\d{2})?(?:\s*[AaPp][Mm])?)?\s*")
+
+
+def parse_date(text: str) -> tuple[str | None, bool]:
+    """RetractionDate -> (YYYY-MM-DD or None, whether it was unparsable rather than empty)."""
+    if not text.strip():
+        return None, False
+    m = _DATE.fullmatch(text)
+    if m is None:
+        return None, True
+    try:
+        return date(int(m[3]), int(m[1]), int(m[2])).isoformat(), False
+    except ValueError:
+        return None, True
+
+
+def split_reasons(text: str) -> list[str]:
+    """`+A;+B;` -> ["A", "B"]: split on ';', spaces and a leading '+' removed, empties dropped."""
+    out = []
+    for part in text.split(";"):
+        reason = part.strip().removeprefix("+").strip()
+        if reason:
+            out.append(reason)
+    return out
+
+
+def _notice_doi(text: str) -> str | None:
+    doi = normalize_doi(text)
+    return None if doi in ("", "unavailable") else doi
+
+
+def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
+    """Read the CSV row by row; every work with a DOI or arXiv id is checked, matched rows are notices."""
+    reader = csv.reader(text)
+    try:
+        header = next(reader, None)
+    except csv.Error as e:
+        raise NotThatFormat(NAME, f"its first line is not CSV ({e})") from None
+    if header is None:
+        raise NotThatFormat(NAME, "the file is empty")
+    names = [h.strip() for h in header]
+    missing = [c for c in REQUIRED if c not in names]
+    if missing:
+        found = ", ".join(repr(n) for n in names[:6] if n) or "none"
+        raise NotThatFormat(NAME, f"missing column(s) {', '.join(missing)} (found {found} ...)")
+    col = {c: names.index(c) for c in REQUIRED}
+    notices: list[Notice] = []
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            summary.read += 1
+            summary.skip("unreadable", f"line {reader.line_num}: {e}")
+            continue
+        if not any(cell.strip() for cell in row):
+            continue  # a blank line is not a row
+        summary.read += 1
+        line = reader.line_num
+
+        def get(name: str, row: list[str] = row) -> str:
+            i = col[name]
+            return row[i] if i < len(row) else ""
+
+        original = get("OriginalPaperDOI")
+        works = index.match(original)
+        if not works:
+            summary.skip("no_matching_work", f"line {line}: {original.strip() or 'no DOI'}")
+            continue
+        nature = get("RetractionNature")
+        kind = KINDS.get(nature.strip().lower())
+        if kind is None:
+            summary.skip("unknown_type", f"line {line}: RetractionNature {nature!r}")
+            continue
+        summary.matched += 1
+        raw_date = get("RetractionDate")
+        notice_date, unparsable = parse_date(raw_date)
+        if unparsable:
+            summary.note("unparsable_date", f"line {line}: RetractionDate {raw_date!r}")
+        record_id = get("Record ID").strip() or None
+        url = get("URLS").split(";")[0].strip() or None
+        reasons = split_reasons(get("Reason"))
+        notice_doi = _notice_doi(get("RetractionDOI"))
+        for work_id in works:
+            notices.append(Notice(work_id, kind, notice_doi, record_id, nature, reasons, notice_date, url))
+    # The file is the whole database: every work it could have named was checked.
+    return standing_batch(summary, index.checkable, notices, f"{EVENT_SOURCE} check")

@@ -1,0 +1,319 @@
+"""What changed in a paper's record between two instants, per observation, with the events responsible.
+
+`diff_records` is pure: two record dicts and the facts observed between them. `record_changes`
+reads them from a ledger (the TO record's build set minus the FROM record's, observed after FROM).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+from ledger.codec import canonical, decode_data
+from ledger.errors import InvalidEvent, NotFound
+from ledger.facts import Fact, Head
+from ledger.instants import format_as_of, parse_ts
+from ledger.works_store import observation_events
+
+SCHEMA = "citation-ledger.record-changes.v1"
+Change = dict[str, Any]
+
+
+def event_ref(f: Fact) -> dict[str, Any]:
+    """How a change names an event: seq, type, observed_at."""
+    return {"observed_at": f.observed_at, "seq": f.seq, "type": f.type}
+
+
+def field_changes(before: Any, after: Any, prefix: str = "") -> list[Change]:
+    """Paths whose values differ: [{path, from, to}]; objects are compared key by key, a list is one value."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: list[Change] = []
+        for k in sorted(set(before) | set(after)):
+            out += field_changes(before.get(k), after.get(k), f"{prefix}.{k}" if prefix else k)
+        return out
+    if canonical(before) == canonical(after):
+        return []
+    return [{"from": before, "path": prefix, "to": after}]
+
+
+def _notice_key(n: dict[str, Any]) -> bytes:
+    # the same notice seen again by a newer check is not a change: the receipt move says that
+    return canonical({k: v for k, v in n.items() if k != "observed_at"})
+
+
+def _standing_changes(before: dict[str, Any] | None, after: dict[str, Any]) -> tuple[list[Change], set[str]]:
+    """Notice and receipt changes of one observation, and the sources whose newest check is responsible."""
+    old = before or {"events": [], "reason": None, "source_receipts": [], "state": None}
+    out: list[Change] = []
+    sources: set[str] = set()
+    for f in ("state", "reason"):
+        if old.get(f) != after.get(f):
+            out.append(
+                {
+                    "from": old.get(f),
+                    "kind": "standing_state",
+                    "path": f"standing_notice.{f}",
+                    "to": after.get(f),
+                }
+            )
+    was = {r["source"]: r["observed_at"] for r in old["source_receipts"]}
+    now = {r["source"]: r["observed_at"] for r in after["source_receipts"]}
+    for src in sorted(set(was) | set(now)):
+        a, b = was.get(src), now.get(src)
+        if a == b:
+            continue
+        kind = "receipt_appeared" if a is None else "receipt_gone" if b is None else "receipt_moved"
+        out.append({"from": a, "kind": kind, "source": src, "to": b})
+        if b is not None:
+            sources.add(src)
+    old_n = {_notice_key(n): n for n in old["events"]}
+    new_n = {_notice_key(n): n for n in after["events"]}
+    for key in sorted(set(new_n) - set(old_n)):
+        out.append({"kind": "notice_appeared", "notice": new_n[key]})
+        sources.add(new_n[key]["source"])
+    for key in sorted(set(old_n) - set(new_n)):
+        out.append({"kind": "notice_gone", "notice": old_n[key]})
+        src = old_n[key]["source"]
+        if src in now:
+            sources.add(src)  # a newer check of that source no longer lists it
+    return out, sources
+
+
+def _work_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[Change]:
+    a = before["citation"]["cited_work"] if before else None
+    b = after["citation"]["cited_work"] if after else None
+    if a is None and b is None:
+        return []
+    a_id, b_id = (a or {}).get("work_id"), (b or {}).get("work_id")
+    if a is None or b is None or a_id != b_id:
+        return [{"from": a, "kind": "cited_work_rebound", "path": "citation.cited_work", "to": b}]
+    return [{**c, "kind": "cited_work"} for c in field_changes(a, b, "citation.cited_work")]
+
+
+def observation_changes(
+    before: dict[str, Any] | None, after: dict[str, Any]
+) -> tuple[list[Change], set[str]]:
+    """What differs in one observation: resolution, cited work, papers, citation fields, standing.
+
+    An added observation (`before` None) lists only the notices it shows: the rest is all new.
+    """
+    standing, sources = _standing_changes(before and before["standing_notice"], after["standing_notice"])
+    if before is None:
+        appeared = [c for c in standing if c["kind"] == "notice_appeared"]
+        return appeared, {c["notice"]["source"] for c in appeared}
+    out = [
+        {**c, "kind": "resolution"}
+        for c in field_changes(before["resolution"], after["resolution"], "resolution")
+    ]
+    out += _work_changes(before, after)
+    for block in ("cited_paper", "citing_paper"):
+        a, b = before["citation"][block], after["citation"][block]
+        out += [{**c, "kind": block} for c in field_changes(a, b, f"citation.{block}")]
+    rest = [k for k in after["citation"] if k not in ("cited_work", "cited_paper", "citing_paper")]
+    a_rest = {k: before["citation"].get(k) for k in rest}
+    b_rest = {k: after["citation"][k] for k in rest}
+    out += [{**c, "kind": "citation"} for c in field_changes(a_rest, b_rest, "citation")]
+    return out + standing, sources
+
+
+def _by_id(record: dict[str, Any] | None) -> dict[str, tuple[str, dict[str, Any]]]:
+    if record is None:
+        return {}
+    return {o["observation_id"]: (lane, o) for lane in ("outbound", "inbound") for o in record[lane]}
+
+
+def _refs(facts: Iterable[Fact]) -> list[dict[str, Any]]:
+    return [event_ref(f) for f in sorted({f.seq: f for f in facts}.values(), key=lambda f: f.seq)]
+
+
+def _checks(facts: Sequence[Fact], source: str, at: str | None) -> list[Fact]:
+    return [
+        f for f in facts if f.type == "standing.checked" and f.data.source == source and f.observed_at == at
+    ]
+
+
+def _observation_entries(
+    before: dict[str, Any] | None, after: dict[str, Any], facts: Sequence[Fact]
+) -> tuple[list[dict[str, Any]], dict[str, list[Fact]]]:
+    """One entry per added, removed or changed observation, and the facts named per lane."""
+    old_obs, new_obs = _by_id(before), _by_id(after)
+    entries = []
+    lane_facts: dict[str, list[Fact]] = {"outbound": [], "inbound": []}
+    for oid in sorted(set(old_obs) | set(new_obs), key=lambda i: _obs_order(i, old_obs, new_obs)):
+        lane, obs = new_obs.get(oid) or old_obs[oid]
+        prior = old_obs.get(oid)
+        changes: list[Change] = []
+        sources: set[str] = set()
+        if oid not in new_obs:
+            change = "removed"
+        else:
+            changes, sources = observation_changes(prior[1] if prior else None, obs)
+            change = "added" if prior is None else "changed"
+            if not changes and prior is not None:
+                continue  # unchanged
+        cit = obs["citation"]
+        papers = {(cit["cited_paper"] or {}).get("arxiv_id"), (cit["citing_paper"] or {}).get("arxiv_id")}
+        paper_moved = bool({c["kind"] for c in changes} & {"cited_paper", "citing_paper"})
+        mine = [
+            f
+            for f in facts
+            if (f.type in ("citation.observed", "resolution.observed") and f.data.observation_id == oid)
+            or (paper_moved and f.type == "paper.observed" and f.data.arxiv_id in papers)
+        ]
+        now = {r["source"]: r["observed_at"] for r in obs["standing_notice"]["source_receipts"]}
+        for src in sorted(sources):
+            mine += _checks(facts, src, now.get(src))
+        lane_facts[lane] += mine
+        work = cit["cited_work"]
+        entries.append(
+            {
+                "change": change,
+                "changes": changes,
+                "cited_work": None if work is None else {k: work[k] for k in ("doi", "title", "work_id")},
+                "events": _refs(mine),
+                "lane": lane,
+                "observation_id": oid,
+                "reference_index": cit["reference_index"],
+                "status": obs["resolution"]["status"],
+            }
+        )
+    return entries, lane_facts
+
+
+def _source_changes(
+    before: dict[str, Any] | None, after: dict[str, Any], facts: Sequence[Fact]
+) -> tuple[list[dict[str, Any]], list[Fact]]:
+    """standing_sources entries whose latest check moved, with that check."""
+    was = {r["source"]: r["observed_at"] for r in (before or {}).get("standing_sources", [])}
+    now = {r["source"]: r["observed_at"] for r in after["standing_sources"]}
+    out = []
+    used: list[Fact] = []
+    for src in sorted(set(was) | set(now)):
+        if was.get(src) != now.get(src):
+            mine = _checks(facts, src, now.get(src))
+            used += mine
+            out.append({"events": _refs(mine), "from": was.get(src), "source": src, "to": now.get(src)})
+    return out, used
+
+
+def diff_records(
+    before: dict[str, Any] | None, after: dict[str, Any], facts: Sequence[Fact]
+) -> dict[str, Any]:
+    """The changes from `before` (None: no record yet) to `after`, naming the responsible facts."""
+    observations, lane_facts = _observation_entries(before, after, facts)
+    standing, standing_facts = _source_changes(before, after, facts)
+    measurements, measure_facts = _measurement_changes(before, after, facts)
+    paper_changes = field_changes((before or {}).get("paper"), after["paper"], "paper")
+    paper_facts = [
+        f for f in facts if f.type == "paper.observed" and f.data.arxiv_id == after["paper"]["arxiv_id"]
+    ]
+    # coverage is derived: each lane names the facts behind the part of the record it counts
+    lane_events = {
+        "reference_resolution": lane_facts["outbound"],
+        "standing_notices": standing_facts,
+        "inbound_itemization": lane_facts["inbound"],
+        "external_citation_measurements": measure_facts,
+    }
+    coverage = []
+    old_cov = {c["lane"]: c for c in (before or {}).get("coverage", [])}
+    for lane in after["coverage"]:
+        changes = field_changes(old_cov.get(lane["lane"], {}), lane)
+        if changes:
+            events = _refs(lane_events.get(lane["lane"], []))
+            coverage.append({"changes": changes, "events": events, "lane": lane["lane"]})
+    resolution = field_changes(
+        (before or {}).get("reference_resolution"), after["reference_resolution"], "reference_resolution"
+    )
+    responsible = [
+        *paper_facts,
+        *standing_facts,
+        *measure_facts,
+        *lane_facts["outbound"],
+        *lane_facts["inbound"],
+    ]
+    changed = bool(observations or standing or measurements or paper_changes or coverage or resolution)
+    return {
+        "arxiv_id": after["paper"]["arxiv_id"],
+        "changed": changed,
+        "coverage": coverage,
+        "events": _refs(responsible),
+        "external_citation_measurements": measurements,
+        "from": None
+        if before is None
+        else {"as_of": before["as_of"], "context_digest": before["context_digest"]},
+        "observations": observations,
+        "paper": {"changes": paper_changes, "events": _refs(paper_facts if paper_changes else [])},
+        "reference_resolution": {
+            "changes": resolution,
+            "events": _refs(lane_facts["outbound"] if resolution else []),
+        },
+        "schema": SCHEMA,
+        "standing_sources": standing,
+        "to": {"as_of": after["as_of"], "context_digest": after["context_digest"]},
+    }
+
+
+def _obs_order(oid: str, old: dict[str, Any], new: dict[str, Any]) -> tuple[int, str, int, str]:
+    lane, o = new.get(oid) or old[oid]
+    citing = (o["citation"]["citing_paper"] or {}).get("arxiv_id") or ""
+    return (0 if lane == "outbound" else 1, citing, o["citation"]["reference_index"], oid)
+
+
+def _measurement_changes(
+    before: dict[str, Any] | None, after: dict[str, Any], facts: Sequence[Fact]
+) -> tuple[list[Change], list[Fact]]:
+    def key(m: dict[str, Any]) -> tuple[str, str]:
+        return (m["source"], m["metric"])
+
+    old = {key(m): m for m in (before or {}).get("external_citation_measurements", [])}
+    new = {key(m): m for m in after["external_citation_measurements"]}
+    out: list[Change] = []
+    used: list[Fact] = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        if a == b:
+            continue
+        mine = [
+            f
+            for f in facts
+            if f.type == "measurement.observed"
+            and (f.data.source, f.data.metric) == k
+            and b is not None
+            and f.observed_at == b["observed_at"]
+        ]
+        used += mine
+        change = "added" if a is None else "removed" if b is None else "changed"
+        out.append(
+            {"change": change, "events": _refs(mine), "from": a, "metric": k[1], "source": k[0], "to": b}
+        )
+    return out, used
+
+
+class _Ledger(Protocol):
+    store: Any
+
+    def record(
+        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
+    ) -> tuple[dict[str, Any], list[int], Head]: ...
+
+
+def record_changes(ledger: _Ledger, arxiv_id: str, from_us: int, to_us: int) -> tuple[dict[str, Any], Head]:
+    """The diff of the paper's record from FROM to TO, and the head the TO record was read at."""
+    if from_us > to_us:
+        raise InvalidEvent("from", f"{format_as_of(from_us)} is after to ({format_as_of(to_us)})")
+    after, after_seqs, head = ledger.record(arxiv_id, to_us)
+    try:
+        before, before_seqs, _ = ledger.record(arxiv_id, from_us)
+    except NotFound:
+        before, before_seqs = None, []
+    new = sorted(set(after_seqs) - set(before_seqs))
+    facts: dict[int, Fact] = {}
+    for e in ledger.store.envelopes(new):
+        observed = parse_ts(e.observed_at)
+        if observed > from_us:
+            facts[e.seq] = Fact(e.seq, e.type, e.observed_at, observed, decode_data(e.type, e.data))
+    # an observation that left the record (re-resolved elsewhere) has its events outside TO's set
+    gone = sorted(set(_by_id(before)) - set(_by_id(after)))
+    for f in observation_events(ledger.store, gone, from_us, to_us):
+        facts.setdefault(f.seq, f)
+    return diff_records(before, after, [facts[s] for s in sorted(facts)]), head

@@ -1,0 +1,148 @@
+"""What changed between two instants: the pure diff and the events it names, over small ledgers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.errors import InvalidEvent, NotFound
+from ledger.events import Event
+from ledger.instants import parse_ts
+from ledger.service import Ledger
+from projections.diff import diff_records, field_changes, record_changes
+from tests.factories import check, citation, measurement, notice, oid_of, paper, resolution, ts, work
+
+P, Q, R = "2101.00001", "2101.00002", "2101.00003"
+
+
+def _at(step: int) -> int:
+    return parse_ts(ts(step))
+
+
+def _history() -> list[Event]:
+    """A reference resolved, re-bound, noticed then un-noticed; a new reference; an inbound citation."""
+    w1, w2 = work("w-1", ts(1)), work("w-2", ts(10))
+    return [
+        paper(P, ts(0)),
+        paper(Q, ts(0)),
+        paper(R, ts(0)),
+        citation(oid_of(0), P, ts(1), 0, w1),  # seq 4
+        check("retraction_watch", ts(2), ["w-1"]),  # 5
+        resolution(oid_of(0), ts(10), "verified_exact", cited=w2, cited_arxiv=Q),  # 6
+        check("retraction_watch", ts(11), ["w-1", "w-2"], [notice("w-2")]),  # 7
+        measurement(P, ts(12), 5),  # 8
+        check("retraction_watch", ts(20), ["w-2"]),  # 9: the notice went away
+        measurement(P, ts(21), 7),  # 10
+        citation(oid_of(1), R, ts(1), 3, None),  # 11: R cites P ...
+        resolution(oid_of(1), ts(2), "verified_exact", cited_arxiv=P),  # 12
+        resolution(oid_of(1), ts(15), "verified_exact", cited_arxiv=Q),  # 13: ... then resolves to Q
+        citation(oid_of(2), P, ts(16), 1, work("w-3", ts(16))),  # 14: a new reference
+    ]
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    ledger = Ledger(tmp_path / "ledger.db")
+    ledger.append(_history())
+    return ledger
+
+
+def _obs(d: dict[str, Any], oid: str) -> dict[str, Any]:
+    [o] = [o for o in d["observations"] if o["observation_id"] == oid]
+    return o
+
+
+def _kinds(o: dict[str, Any]) -> list[str]:
+    return [c["kind"] for c in o["changes"]]
+
+
+def _seqs(items: list[dict[str, Any]]) -> list[int]:
+    return [e["seq"] for e in items]
+
+
+def test_resolution_rebinding_and_a_notice_appearing(ledger: Ledger) -> None:
+    d, head = record_changes(ledger, P, _at(5), _at(13))
+    assert head.seq == 14 and d["changed"]
+    o = _obs(d, oid_of(0))
+    assert o["change"] == "changed" and o["lane"] == "outbound" and o["status"] == "verified_exact"
+    assert "resolution" in _kinds(o) and "cited_work_rebound" in _kinds(o)
+    [rebound] = [c for c in o["changes"] if c["kind"] == "cited_work_rebound"]
+    assert (rebound["from"]["work_id"], rebound["to"]["work_id"]) == ("w-1", "w-2")
+    status = [c for c in o["changes"] if c.get("path") == "resolution.status"]
+    assert status == [
+        {"from": "pending", "kind": "resolution", "path": "resolution.status", "to": "verified_exact"}
+    ]
+    [appeared] = [c for c in o["changes"] if c["kind"] == "notice_appeared"]
+    assert appeared["notice"]["kind"] == "retraction" and appeared["notice"]["source"] == "retraction_watch"
+    [moved] = [c for c in o["changes"] if c["kind"].startswith("receipt_")]
+    assert moved == {"from": ts(2), "kind": "receipt_moved", "source": "retraction_watch", "to": ts(11)}
+    # the resolution and the new check; Q's snapshot (seq 2) predates FROM: the resolution made it show
+    assert _seqs(o["events"]) == [6, 7]
+    assert [c["kind"] for c in o["changes"] if c["kind"] == "cited_paper"]
+    [m] = d["external_citation_measurements"]
+    assert (m["change"], m["to"]["value"], _seqs(m["events"])) == ("added", 5, [8])
+    assert d["standing_sources"] == [
+        {
+            "events": [{"observed_at": ts(11), "seq": 7, "type": "standing.checked"}],
+            "from": ts(2),
+            "source": "retraction_watch",
+            "to": ts(11),
+        }
+    ]
+
+
+def test_a_notice_going_away_names_the_newer_check(ledger: Ledger) -> None:
+    d, _ = record_changes(ledger, P, _at(13), _at(22))
+    o = _obs(d, oid_of(0))
+    assert _kinds(o) == ["receipt_moved", "notice_gone"]
+    assert _seqs(o["events"]) == [9]
+    [m] = d["external_citation_measurements"]
+    assert (m["change"], m["from"]["value"], m["to"]["value"], _seqs(m["events"])) == ("changed", 5, 7, [10])
+
+
+def test_added_and_removed_observations(ledger: Ledger) -> None:
+    d, _ = record_changes(ledger, P, _at(5), _at(22))
+    added = _obs(d, oid_of(2))
+    assert (added["change"], added["changes"], _seqs(added["events"])) == ("added", [], [14])
+    removed = _obs(d, oid_of(1))  # R's citation was re-resolved to Q: it left P's inbound list
+    assert (removed["change"], removed["lane"], _seqs(removed["events"])) == ("removed", "inbound", [13])
+    lanes = {c["lane"]: c for c in d["coverage"]}
+    assert {"path": "denominator", "from": 1, "to": 0} in lanes["inbound_itemization"]["changes"]
+    assert _seqs(lanes["inbound_itemization"]["events"]) == [13]
+    assert {"from": 1, "path": "reference_resolution.total_outbound_references", "to": 2} in d[
+        "reference_resolution"
+    ]["changes"]
+    assert _seqs(d["events"]) == sorted(set(_seqs(d["events"])))
+
+
+def test_no_change_and_bad_ranges(ledger: Ledger) -> None:
+    d, _ = record_changes(ledger, P, _at(22), _at(30))
+    assert not d["changed"] and d["observations"] == [] and d["events"] == []
+    with pytest.raises(InvalidEvent, match="after"):
+        record_changes(ledger, P, _at(30), _at(22))
+    with pytest.raises(NotFound):
+        record_changes(ledger, "2101.09999", _at(0), _at(30))
+
+
+def test_from_before_the_paper_was_observed(ledger: Ledger) -> None:
+    d, _ = record_changes(ledger, P, parse_ts("2025-12-31T00:00:00Z"), _at(3))
+    assert d["from"] is None
+    assert [o["change"] for o in d["observations"]] == ["added", "added"]
+    assert d["paper"]["changes"] and _seqs(d["paper"]["events"]) == [1]
+
+
+def test_pure_diff_of_identical_records_is_empty(ledger: Ledger) -> None:
+    record, _, _ = ledger.record(P, _at(22))
+    d = diff_records(record, record, [])
+    assert not d["changed"] and d["from"] == d["to"]
+
+
+def test_field_changes_lists_leaves() -> None:
+    a = {"x": {"y": 1, "z": [1]}, "k": None}
+    b = {"x": {"y": 2, "z": [1]}, "k": {"n": 1}}
+    assert field_changes(a, b) == [
+        {"from": None, "path": "k", "to": {"n": 1}},
+        {"from": 1, "path": "x.y", "to": 2},
+    ]
