@@ -98,32 +98,6 @@ def record(arxiv_id: str, as_of: str | None, known_at: str | None, db: str) -> N
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@_DB
-def verify(as_json: bool, db: str) -> None:
-    """Recompute the whole hash chain; exit non-zero naming the first bad seq."""
-    ledger = _ledger(db)
-
-    def progress(n: int) -> None:
-        click.echo(f"  ... {n} events checked", err=True)
-
-    report = ledger.verify(progress)
-    if as_json:
-        click.echo(canonical(report.to_dict()).decode())
-    elif report.ok:
-        click.echo(
-            f"OK: {report.events_checked} events verified; head seq {report.head.seq} hash {report.head.hash}"
-        )
-        click.echo("Note: " + report.to_dict()["note"])
-    else:
-        click.echo(
-            f"BROKEN at seq {report.first_bad_seq}: {report.reason} "
-            f"({report.events_checked} events verified before it)"
-        )
-    sys.exit(0 if report.ok else 2)
-
-
-@main.command()
 @click.option("--after", default=0, show_default=True, help="Only events with seq > N.")
 @click.option("--limit", type=int, default=None, help="At most L events.")
 @click.option("--stream", default=None, help="Only this stream, e.g. paper:2509.02480.")

@@ -1,16 +1,29 @@
-"""Recompute the whole chain from the stored rows and name the first seq that breaks it."""
+"""Recompute the whole chain from the stored rows and name the first seq that breaks it.
+
+Besides the chain, the walk recomputes the Merkle tree over the same body bytes: every stored
+complete-subtree node must match the events, and a checkpoint this ledger signed must match the tree
+(or name the truncation when the ledger now holds fewer events). `resume=True` picks up where the last
+remembered full walk ended, after checking that seq still has the hash it had then: the prefix before
+it is trusted, not re-hashed (run without resume to recheck everything).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
+from . import merkle_store as ms
 from .append import check_rows
 from .chain import GENESIS, body_bytes, link_hash
+from .checkpoint import Checkpoint, NoteError, parse_checkpoint
 from .codec import decode_data
 from .events import StandingChecked
 from .facts import Head
 from .instants import parse_ts
+from .merkle import CompactRange, leaf_hash
 from .store import SQLiteStore
 
 
@@ -22,6 +35,8 @@ class VerifyReport(NamedTuple):
     head: Head
     first_bad_seq: int | None
     reason: str | None
+    resumed_from: int | None = None
+    merkle_nodes_checked: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape for the API and `ledger verify --json`."""
@@ -31,6 +46,8 @@ class VerifyReport(NamedTuple):
             "head": {"seq": self.head.seq, "hash": self.head.hash},
             "first_bad_seq": self.first_bad_seq,
             "reason": self.reason,
+            "resumed_from": self.resumed_from,
+            "merkle_nodes_checked": self.merkle_nodes_checked,
             "note": TRUNCATION_NOTE,
         }
 
@@ -39,78 +56,237 @@ TRUNCATION_NOTE = (
     "A chain cut off at the end is still a valid shorter chain: compare the head with a "
     "checkpoint you hold to detect truncation."
 )
+_NODE_BATCH = 2048
 
 
-def verify_store(store: SQLiteStore, progress: Callable[[int], None] | None = None) -> VerifyReport:
-    """Walk every event in seq order: sequence, stream versions, derived columns and hashes."""
-    prev, expected_seq, last_recorded = GENESIS, 1, -1
-    versions: dict[str, int] = {}
-    checked = 0
-    bad: tuple[int, str] | None = None
-    expected_checks: dict[int, list[tuple[Any, ...]]] = {}
-    for row in store.iter_chain():
-        seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev_hash, h, o_us, r_us = row
-        reason = None
-        if seq != expected_seq:
-            reason = f"seq {seq} follows {expected_seq - 1}: the sequence has a gap or is reordered"
-        elif prev_hash != prev:
-            reason = "prev_hash does not match the previous event's hash (reordered or removed events)"
-        elif version != versions.get(stream, 0) + 1:
-            reason = f"stream_version {version} of {stream} does not follow {versions.get(stream, 0)}"
-        elif (
-            link_hash(
-                prev,
-                body_bytes(
-                    data=data.encode(),
-                    event_id=event_id,
-                    observed_at=observed_at,
-                    recorded_at=recorded_at,
-                    seq=seq,
-                    stream=stream,
-                    stream_version=version,
-                    type=type_,
-                ),
+class _Start(NamedTuple):
+    seq: int
+    hash: str
+    recorded_us: int
+    peaks: list[bytes]
+
+
+def verify_store(
+    store: SQLiteStore,
+    progress: Callable[[int], None] | None = None,
+    *,
+    resume: bool = False,
+    remember: bool = False,
+    every: int = 10000,
+) -> VerifyReport:
+    """Walk the events in seq order: sequence, stream versions, derived columns, hashes, Merkle nodes."""
+    conn = store._conn()
+    start = _Start(0, GENESIS, -1, [])
+    if resume:
+        point = ms.verified_point(conn)
+        if point is not None and ms.event_hash(conn, point.seq) == point.hash:
+            start = _Start(point.seq, point.hash, ms.resume_state(conn, point.seq), point.peaks)
+        elif point is not None:
+            # The remembered point moved: walk everything to name the first break, if there is one.
+            full = verify_store(store, progress, every=every)
+            if not full.ok:
+                return full
+            return full._replace(
+                ok=False,
+                first_bad_seq=point.seq,
+                reason=f"seq {point.seq} no longer has the hash it had when verified at "
+                f"{point.verified_at}: the chain was rewritten or cut off up to there",
             )
-            != h
-        ):
-            reason = "stored bytes do not match the stored hash (the event was altered)"
-        elif r_us < last_recorded or parse_ts(recorded_at) != r_us:
-            reason = "recorded_at goes backwards or does not match its index column"
-        elif parse_ts(observed_at) != o_us:
-            reason = "observed_us index column does not match observed_at"
-        if reason is not None:
-            bad = (seq, reason)
-            break
-        if type_ == "standing.checked":
-            event = StandingChecked(observed_at=observed_at, data=decode_data(type_, data.encode()))
-            expected_checks[seq] = sorted(
-                (c.seq, c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
-                for c in check_rows(event, seq, o_us, r_us)
-            )
-        versions[stream] = version
-        prev, expected_seq, last_recorded = h, seq + 1, r_us
-        checked += 1
-        if progress is not None and checked % 10000 == 0:
-            progress(checked)
-    index_bad = _check_index(store, expected_checks, below=None if bad is None else bad[0])
-    if index_bad is not None:
+    walk = _Walk(conn, start, progress, every)
+    held = _held_checkpoint(Path(store.path))
+    if held is not None and not isinstance(held, str):
+        walk.root_sizes.add(held.size)
+    bad = walk.run(store)
+    # An index row broken before a chain break is the first break: compare the rows the walk covered.
+    index_bad = _check_index(conn, start.seq, walk.expected_checks, None if bad is None else bad[0])
+    if index_bad is not None and (bad is None or index_bad[0] < bad[0]):
         bad = index_bad
+    if bad is None:
+        bad = _check_fill(conn, walk.last_seq) or _check_checkpoint(held, walk)
     head = store.head()
+    resumed = start.seq if resume and start.seq else None
     if bad is not None:
-        return VerifyReport(False, checked, head, bad[0], bad[1])
-    return VerifyReport(True, checked, head, None, None)
+        return VerifyReport(False, walk.checked, head, bad[0], bad[1], resumed, walk.nodes_checked)
+    if remember and walk.last_seq:
+        # best effort: a read-only file still verifies, it just cannot be resumed from later
+        with contextlib.suppress(sqlite3.Error):
+            ms.save_verified_point(conn, walk.last_seq, walk.prev, walk.tree.peaks)
+    return VerifyReport(True, walk.checked, head, None, None, resumed, walk.nodes_checked)
+
+
+class _Walk:
+    """One pass over the events after `start`, keeping the chain and the tree."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        start: _Start,
+        progress: Callable[[int], None] | None,
+        every: int,
+    ) -> None:
+        self.conn = conn
+        self.start = start
+        self.progress = progress
+        self.every = every
+        self.prev, self.last_seq, self.last_recorded = start.hash, start.seq, start.recorded_us
+        self.tree = CompactRange(start.seq, start.peaks)
+        self.filled = ms.fill_state(conn)[0]
+        self.versions: dict[str, int] = {}
+        self.expected_checks: dict[int, list[tuple[Any, ...]]] = {}
+        self.checked = 0
+        self.nodes_checked = 0
+        self.pending: list[tuple[int, int, bytes]] = []
+        self.roots: dict[int, bytes] = {}  # tree size -> root, for the sizes a checkpoint names
+        self.root_sizes: set[int] = set()
+
+    def _version(self, stream: str) -> int:
+        if stream not in self.versions:
+            # after a resume, a stream may have events before the starting point
+            self.versions[stream] = (
+                ms.stream_version_at(self.conn, stream, self.start.seq) if self.start.seq else 0
+            )
+        return self.versions[stream]
+
+    def run(self, store: SQLiteStore) -> tuple[int, str] | None:
+        """Walk to the end or the first break; the earliest of a chain break and a node mismatch."""
+        bad: tuple[int, str] | None = None
+        for row in store.iter_chain(after=self.start.seq):
+            (
+                seq,
+                event_id,
+                stream,
+                version,
+                type_,
+                observed_at,
+                recorded_at,
+                data,
+                prev_hash,
+                h,
+                o_us,
+                r_us,
+            ) = row
+            body = body_bytes(
+                data=data.encode(),
+                event_id=event_id,
+                observed_at=observed_at,
+                recorded_at=recorded_at,
+                seq=seq,
+                stream=stream,
+                stream_version=version,
+                type=type_,
+            )
+            reason = None
+            if seq != self.last_seq + 1:
+                reason = f"seq {seq} follows {self.last_seq}: the sequence has a gap or is reordered"
+            elif prev_hash != self.prev:
+                reason = "prev_hash does not match the previous event's hash (reordered or removed events)"
+            elif version != self._version(stream) + 1:
+                reason = f"stream_version {version} of {stream} does not follow {self._version(stream)}"
+            elif link_hash(self.prev, body) != h:
+                reason = "stored bytes do not match the stored hash (the event was altered)"
+            elif r_us < self.last_recorded or parse_ts(recorded_at) != r_us:
+                reason = "recorded_at goes backwards or does not match its index column"
+            elif parse_ts(observed_at) != o_us:
+                reason = "observed_us index column does not match observed_at"
+            if reason is not None:
+                bad = (seq, reason)
+                break
+            if type_ == "standing.checked":
+                event = StandingChecked(observed_at=observed_at, data=decode_data(type_, data.encode()))
+                self.expected_checks[seq] = sorted(
+                    (c.seq, c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
+                    for c in check_rows(event, seq, o_us, r_us)
+                )
+            for node in self.tree.append(leaf_hash(body)):
+                if node[0] >= ms.STORED_LEVEL and (node[1] + 1) << node[0] <= self.filled:
+                    self.pending.append(node)
+            if seq in self.root_sizes:
+                self.roots[seq] = self.tree.root()
+            self.versions[stream] = version
+            self.prev, self.last_seq, self.last_recorded = h, seq, r_us
+            self.checked += 1
+            if len(self.pending) >= _NODE_BATCH and (node_bad := self._flush()) is not None:
+                return node_bad
+            if self.progress is not None and self.checked % self.every == 0:
+                self.progress(self.checked)
+        node_bad = self._flush()
+        if node_bad is not None and (bad is None or node_bad[0] < bad[0]):
+            return node_bad
+        return bad
+
+    def _flush(self) -> tuple[int, str] | None:
+        """Compare the nodes the walk completed with the stored ones."""
+        if not self.pending:
+            return None
+        stored = ms.stored_nodes(self.conn, [(lv, i) for lv, i, _ in self.pending])
+        self.nodes_checked += len(self.pending)
+        pending, self.pending = self.pending, []
+        for level, index, h in pending:
+            if stored.get((level, index)) != h:
+                first, last = (index << level) + 1, (index + 1) << level
+                what = "is missing" if (level, index) not in stored else "does not match the events"
+                return first, f"the stored Merkle node ({level}, {index}) over seqs {first}..{last} {what}"
+        return None
 
 
 def _check_index(
-    store: SQLiteStore, expected: dict[int, list[tuple[Any, ...]]], below: int | None = None
+    conn: sqlite3.Connection,
+    after: int,
+    expected: dict[int, list[tuple[Any, ...]]],
+    before: int | None = None,
 ) -> tuple[int, str] | None:
-    """The check_works index must be exactly what the standing checks' data says (before `below`)."""
+    """The check_works index of seqs in (after, before) must be exactly what the checks' data says."""
     found: dict[int, list[tuple[Any, ...]]] = {}
-    for row in store.iter_check_works():
+    for row in ms.check_works_after(conn, after):
+        if before is not None and row[0] >= before:
+            break  # rows come in seq order; the walk did not get there
         found.setdefault(row[0], []).append(tuple(row))
     for seq in sorted(set(expected) | set(found)):
-        if below is not None and seq >= below:
-            break
         if sorted(found.get(seq, [])) != expected.get(seq, []):
             return seq, "the check_works index does not match the standing check's data"
     return None
+
+
+def _check_fill(conn: sqlite3.Connection, last_seq: int) -> tuple[int, str] | None:
+    """The Merkle nodes must not cover events the ledger no longer holds."""
+    filled, chain_hash = ms.fill_state(conn)
+    if filled > last_seq:
+        return last_seq + 1, (
+            f"the Merkle tree was built over {filled} events but the ledger holds {last_seq}: "
+            "events were cut off the end"
+        )
+    if filled and ms.event_hash(conn, filled) != chain_hash:
+        return filled, f"seq {filled} is not the event the Merkle tree was built over (rewritten)"
+    return None
+
+
+def _held_checkpoint(db: Path) -> Checkpoint | str | None:
+    """The last checkpoint this ledger signed (kept next to the db), or why it does not parse."""
+    state = db.with_name(db.name + ".checkpoint")
+    if not state.exists():
+        return None
+    note = state.read_text()
+    try:
+        return parse_checkpoint(note[: note.rfind("\n\n") + 1])
+    except NoteError as e:
+        return f"the last signed checkpoint ({state.name}) does not parse: {e.message}"
+
+
+def _check_checkpoint(held: Checkpoint | str | None, walk: _Walk) -> tuple[int, str] | None:
+    """The last signed checkpoint must still hold: not beyond the head, and the same root."""
+    if held is None:
+        return None
+    if isinstance(held, str):
+        return walk.last_seq + 1, held
+    if held.size > walk.last_seq:
+        return walk.last_seq + 1, (
+            f"a checkpoint of {held.size} events was signed but the ledger holds {walk.last_seq}: "
+            "events were cut off the end or the database was rolled back"
+        )
+    got = walk.roots.get(held.size)
+    if got is not None and got != held.root:
+        return (
+            held.size,
+            f"events 1..{held.size} do not hash to the root of the checkpoint signed for that size",
+        )
+    return None  # size 0, or a size before a resumed walk's start: checked by the walk that passed it

@@ -1,0 +1,102 @@
+"""Transparency-log routes: inclusion proofs, signed checkpoints, consistency proofs, the public key.
+
+Hashes are base64 (as in the C2SP checkpoint); the tree is RFC 6962 over the events' body bytes,
+leaf index = seq - 1. No SQL here: everything goes through ledger.merkle_store and ledger.checkpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request, Response
+
+from ledger import merkle_store
+from ledger.checkpoint import Checkpointer
+from ledger.codec import canonical
+from ledger.facts import Head
+
+from . import docs
+from .common import JSON, head_headers, ledger_of
+
+router = APIRouter(tags=["integrity"])
+TEXT = "text/plain; charset=utf-8"
+
+TreeSize = Annotated[
+    int | None, Query(ge=0, description="Tree size (number of leaves = events); default: the current head.")
+]
+
+
+def _checkpointer(request: Request) -> Checkpointer:
+    # Key at <db>.key and last signed checkpoint at <db>.checkpoint; origin from $LEDGER_ORIGIN.
+    return Checkpointer.for_db(ledger_of(request).store)
+
+
+def _json(body: object, head: Head) -> Response:
+    return Response(canonical(body), media_type=JSON, headers=head_headers(head))
+
+
+@router.get(
+    "/evidence/{seq}/proof",
+    summary="Inclusion proof of one event in the Merkle tree (RFC 6962)",
+    responses=docs.responses(200, 404, 422),
+)
+def inclusion_proof(
+    request: Request,
+    seq: Annotated[int, Path(ge=1, description="The event's seq (leaf index = seq - 1).")],
+    tree_size: TreeSize = None,
+) -> Response:
+    """The audit path of event `seq` in the tree of `tree_size` events, with that tree's root."""
+    store = ledger_of(request).store
+    head = store.head()
+    proof = merkle_store.inclusion(
+        store, seq, head.seq if tree_size is None and seq <= head.seq else tree_size
+    )
+    return _json(proof.to_json(), head)
+
+
+@router.get(
+    "/checkpoint",
+    summary="A signed checkpoint of the head (C2SP tlog-checkpoint, Ed25519 signed note)",
+    responses={200: {"description": "The signed note", "content": {"text/plain": {}}}},
+)
+def checkpoint(request: Request) -> Response:
+    """Signs a fresh checkpoint when the head moved since the last one (never an inconsistent one)."""
+    signed = _checkpointer(request).latest()
+    return Response(signed.note, media_type=TEXT, headers=head_headers(ledger_of(request).head()))
+
+
+@router.get(
+    "/checkpoint/consistency",
+    summary="Consistency proof between two tree sizes (RFC 6962)",
+    responses=docs.responses(200, 404, 422),
+)
+def consistency_proof(
+    request: Request,
+    old_size: Annotated[int, Query(alias="from", ge=0, description="The older tree size.")],
+    new_size: Annotated[
+        int | None, Query(alias="to", ge=0, description="The newer tree size; default: the head.")
+    ] = None,
+) -> Response:
+    """The proof that the tree of `from` events is a prefix of the tree of `to` events."""
+    store = ledger_of(request).store
+    head = store.head()
+    new = head.seq if new_size is None else new_size
+    path = merkle_store.consistency(store, old_size, new)
+    body = {
+        "from": old_size,
+        "to": new,
+        "old_root_hash": merkle_store.b64(merkle_store.tree_root(store, old_size)),
+        "new_root_hash": merkle_store.b64(merkle_store.tree_root(store, new)),
+        "consistency_path": [merkle_store.b64(h) for h in path],
+    }
+    return _json(body, head)
+
+
+@router.get(
+    "/checkpoint/key",
+    summary="The ledger's public key (C2SP vkey) that signs its checkpoints",
+    responses={200: {"description": "The vkey", "content": {"text/plain": {}}}},
+)
+def checkpoint_key(request: Request) -> Response:
+    """`<name>+<hex key hash>+<base64(0x01 || Ed25519 public key)>`."""
+    return Response(_checkpointer(request).verifier().vkey + "\n", media_type=TEXT)

@@ -1,0 +1,356 @@
+"""Offline evidence bundles (ledger/bundle.py, `ledger bundle`, `ledger check-bundle`): the record's
+seqs rebuild it, a good bundle checks with no database, and each kind of damage is named."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.bundle import check_bundle, encode_bundle, record_evidence
+from ledger.chain import link_hash
+from ledger.checkpoint import Checkpointer, parse_vkey
+from ledger.cli import main
+from ledger.codec import canonical
+from ledger.errors import NotFound
+from ledger.events import Event
+from ledger.instants import parse_as_of, parse_ts
+from ledger.merkle_store import envelope_body
+from ledger.service import Ledger
+from projections.memory import MemoryReader
+from projections.record import build_record
+from tests.factories import (
+    PAPERS,
+    check,
+    citation,
+    ledgers,
+    measurement,
+    notice,
+    oid_of,
+    paper,
+    resolution,
+    ts,
+    work,
+)
+
+FIX_ID = "2509.02480"
+FIX_AS_OF = "2026-08-09"
+A, B, C = "2101.00001", "2101.00002", "2101.00003"
+
+
+def rich_events() -> list[Event]:
+    """Outbound and inbound observations, cited papers, standing notices from two sources, measurements."""
+    return [
+        paper(A, ts(0)),
+        paper(B, ts(1)),
+        paper(C, ts(2), category=None),
+        citation(oid_of(0), A, ts(3), 0, work("w-1", ts(3))),
+        resolution(oid_of(0), ts(4), cited_arxiv=C, cited=work("w-1", ts(4), pith=C)),
+        citation(oid_of(1), A, ts(5), 1, None),  # pending
+        citation(oid_of(2), B, ts(6), 0, work("w-2", ts(6))),  # B cites A: inbound for A
+        resolution(oid_of(2), ts(7), cited_arxiv=A, cited=work("w-2", ts(7), pith=A)),
+        citation(oid_of(3), C, ts(8), 2, work("w-3", ts(8))),  # C cites A, later resolved elsewhere
+        resolution(oid_of(3), ts(9), cited_arxiv=A, cited=work("w-3", ts(9))),
+        check("crossref", ts(10), ["w-1", "w-2"], [notice("w-1"), notice("w-2", "correction")]),
+        check("retraction_watch", ts(11), None, [notice("w-1", "expression_of_concern", None)]),
+        check("crossref", ts(12), ["w-9"], []),  # the crossref head, not covering w-1
+        measurement(A, ts(13), 5),
+        measurement(A, ts(14), 7),
+        measurement(A, ts(14, 5), 3, source="semantic_scholar"),
+        paper(A, ts(15), title="A paper, v2", category=None, version=2),
+        resolution(oid_of(3), ts(16), "unresolved", cited_arxiv=B),
+        paper(B, ts(17), title="B, v2"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def rich(tmp_path_factory: pytest.TempPathFactory) -> Ledger:
+    ledger = Ledger(tmp_path_factory.mktemp("rich") / "ledger.db")
+    ledger.append(rich_events())
+    return ledger
+
+
+@pytest.fixture(scope="module")
+def fixture_ledger(tmp_path_factory: pytest.TempPathFactory) -> Ledger:
+    ledger = Ledger(tmp_path_factory.mktemp("fixture") / "ledger.db")
+    ledger.import_bytes((Path(__file__).parent / "data" / "2509.02480.record.json").read_bytes())
+    return ledger
+
+
+def _rebuilt(
+    ledger: Ledger, arxiv_id: str, t: int, k: int | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    record, seqs, _ = ledger.record(arxiv_id, t, k)
+    envelopes = ledger.store.envelopes(seqs)
+    assert [e.seq for e in envelopes] == seqs
+    return record, build_record(MemoryReader(envelopes, t, k), arxiv_id, t).record
+
+
+def test_the_fixture_record_seqs_rebuild_it(fixture_ledger: Ledger) -> None:
+    for as_of in ["2026-08-07T17:00:00Z", "2026-08-08T07:00:00Z", FIX_AS_OF]:
+        record, again = _rebuilt(fixture_ledger, FIX_ID, parse_as_of(as_of))
+        assert canonical(again) == canonical(record)
+
+
+@pytest.mark.parametrize("step", [8, 10, 12, 14, 16, 18, 60])
+@pytest.mark.parametrize("pid", [A, B, C])
+def test_seqs_rebuild_records_with_inbound_and_notices(rich: Ledger, pid: str, step: int) -> None:
+    t = parse_ts(ts(step))
+    record, again = _rebuilt(rich, pid, t)
+    assert canonical(again) == canonical(record)
+    if pid == A and step == 60:
+        assert [o["observation_id"] for o in record["inbound"]] == [oid_of(2)]  # oid 3 moved to B
+        sn = record["outbound"][0]["standing_notice"]
+        assert sn["state"] == "measured" and len(sn["events"]) == 2
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=ledgers(), cut=st.integers(0, 430))
+def test_any_record_bundle_checks_offline(tmp_path_factory: Any, events: list[Event], cut: int) -> None:
+    ledger = Ledger(tmp_path_factory.mktemp("prop") / "ledger.db")
+    ledger.append(events)
+    verifier = Checkpointer.for_db(ledger.store).verifier()
+    t = parse_ts(ts(cut))
+    for pid in PAPERS:
+        try:
+            record, again = _rebuilt(ledger, pid, t)
+        except NotFound:
+            continue
+        assert canonical(again) == canonical(record)
+        report = check_bundle(encode_bundle(record_evidence(ledger, pid, t)), verifier)
+        assert report.ok, report.problems
+
+
+def test_known_at_bundle(tmp_path: Path) -> None:
+    import time
+
+    from ledger.instants import now_us
+
+    ledger = Ledger(tmp_path / "l.db")
+    ledger.append(rich_events()[:10])
+    time.sleep(0.002)
+    known = now_us()
+    time.sleep(0.002)
+    ledger.append(rich_events()[10:])
+    t = parse_ts(ts(60))
+    bundle = record_evidence(ledger, A, t, known)
+    assert bundle["known_at"] is not None and bundle["record"] == ledger.record(A, t, known)[0]
+    assert bundle["record"] != ledger.record(A, t)[0]
+    assert max(e["seq"] for e in bundle["events"]) <= 10 < bundle["proofs"][0]["tree_size"]
+    report = check_bundle(encode_bundle(bundle), Checkpointer.for_db(ledger.store).verifier())
+    assert report.ok and f"known at {bundle['known_at']}" in report.summary
+
+
+# -- the CLI round trip and the tamper vectors ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def written(fixture_ledger: Ledger, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """`ledger bundle` of the fixture, and `ledger key`'s output."""
+    out = tmp_path_factory.mktemp("bundle") / "bundle.json"
+    db = str(fixture_ledger.path)
+    result = CliRunner().invoke(main, ["bundle", FIX_ID, "--as-of", FIX_AS_OF, "--out", str(out), "--db", db])
+    assert result.exit_code == 0, result.output
+    vkey = CliRunner().invoke(main, ["key", "--db", db]).output.strip()
+    return out, vkey
+
+
+def check_cli(path: Path, key: str) -> Result:
+    return CliRunner().invoke(main, ["check-bundle", str(path), "--key", key])
+
+
+def test_a_good_bundle_checks_with_no_database(written: tuple[Path, str], tmp_path: Path) -> None:
+    path, vkey = written
+    (tmp_path / "pub").write_text(vkey + "\n")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for key in (vkey, str(tmp_path / "pub")):
+            result = CliRunner().invoke(
+                main, ["check-bundle", str(path), "--key", key], env={"LEDGER_DB": "x.db"}
+            )
+            assert result.exit_code == 0, result.output
+            assert result.output.startswith(f"OK: arXiv:{FIX_ID} as of 2026-08-09T23:59:59.999999Z")
+            assert "rebuilt byte for byte from its 132 events" in result.output
+            assert "56 observation digests" in result.output
+    finally:
+        os.chdir(cwd)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pub"]  # no database was created
+    bundle = json.loads(path.read_bytes())
+    assert sorted(bundle) == ["checkpoint", "events", "key", "known_at", "proofs", "record", "schema"]
+    assert sorted(bundle["events"][0]) == [
+        "data", "event_id", "hash", "observed_at", "prev_hash", "recorded_at", "seq", "stream",
+        "stream_version", "type",
+    ]  # fmt: skip
+
+
+def _seq_of(
+    bundle: dict[str, Any], type_: str, where: Callable[[dict[str, Any]], bool] = lambda d: True
+) -> int:
+    return next(e["seq"] for e in bundle["events"] if e["type"] == type_ and where(e["data"]))
+
+
+def _proof(bundle: dict[str, Any], seq: int) -> dict[str, Any]:
+    return next(p for p in bundle["proofs"] if p["seq"] == seq)
+
+
+def _flip_b64(h: str, at: int = 0) -> str:
+    raw = bytearray(base64.b64decode(h))
+    raw[at] ^= 0x01
+    return base64.b64encode(bytes(raw)).decode()
+
+
+def event_altered(b: dict[str, Any]) -> list[str]:
+    seq = _seq_of(b, "resolution.observed", lambda d: d["status"] == "verified_exact")
+    event = next(e for e in b["events"] if e["seq"] == seq)
+    event["data"]["status"] = "unresolved"
+    return [
+        f"event seq {seq}: its hash does not match its envelope (the event was altered)",
+        f"event seq {seq}: inclusion proof does not lead to the checkpoint root",
+        "record differs from the events at outbound[",
+        '.resolution.status: the bundle says "verified_exact", the events give "unresolved"',
+    ]
+
+
+def event_removed(b: dict[str, Any]) -> list[str]:
+    seq = _seq_of(b, "standing.checked")
+    b["events"] = [e for e in b["events"] if e["seq"] != seq]
+    b["proofs"] = [p for p in b["proofs"] if p["seq"] != seq]
+    return ["record differs from the events at outbound[0].standing_notice.source_receipts[1]"]
+
+
+def event_added(b: dict[str, Any]) -> list[str]:
+    # A forged later resolution, chained properly after the last event: only the tree catches it.
+    last = max(b["events"], key=lambda e: e["seq"])
+    victim = next(e for e in b["events"] if e["type"] == "resolution.observed")
+    forged = {**victim, "seq": last["seq"] + 1, "prev_hash": last["hash"], "stream_version": 999}
+    forged["data"] = {**victim["data"], "status": "malformed_identifier"}
+    forged["observed_at"] = "2026-08-09T00:00:00Z"
+    forged["recorded_at"] = "2026-08-09T00:00:00.000000Z"
+    forged["event_id"] = "00000000-0000-4000-8000-000000000000"
+    stored = msgspec_event(forged)
+    forged["hash"] = link_hash(forged["prev_hash"], envelope_body(stored))
+    b["events"].append(forged)
+    b["proofs"].append({**_proof(b, last["seq"]), "seq": forged["seq"], "leaf_index": forged["seq"] - 1})
+    return [
+        f"event seq {forged['seq']}: beyond the checkpoint's tree size {last['seq']}",
+        '.resolution.status: the bundle says "unresolved", the events give "malformed_identifier"',
+    ]
+
+
+def msgspec_event(e: dict[str, Any]) -> Any:
+    from ledger.events import StoredEvent
+
+    return StoredEvent(**{**e, "data": canonical(e["data"])})
+
+
+def bad_signature(b: dict[str, Any]) -> list[str]:
+    head, _, sig = b["checkpoint"].rstrip("\n").rpartition(" ")
+    b["checkpoint"] = f"{head} {_flip_b64(sig, 10)}\n"
+    return ["checkpoint: the signature by", "does not verify"]
+
+
+def wrong_leaf(b: dict[str, Any]) -> list[str]:
+    first, second = b["proofs"][3], b["proofs"][4]
+    first["inclusion_path"], second["inclusion_path"] = second["inclusion_path"], first["inclusion_path"]
+    return [f"event seq {first['seq']}: inclusion proof does not lead to the checkpoint root"]
+
+
+def flipped_bit_in_proof(b: dict[str, Any]) -> list[str]:
+    p = b["proofs"][16]
+    p["inclusion_path"][2] = _flip_b64(p["inclusion_path"][2])
+    return [f"event seq {p['seq']}: inclusion proof does not lead to the checkpoint root"]
+
+
+def truncated_proof(b: dict[str, Any]) -> list[str]:
+    p = b["proofs"][20]
+    p["inclusion_path"].pop()
+    return [
+        f"event seq {p['seq']}: inclusion proof: the proof has 7 hashes, fewer than a tree of size 132 needs"
+    ]
+
+
+def wrong_tree_size(b: dict[str, Any]) -> list[str]:
+    p = b["proofs"][0]
+    p["tree_size"] = 131
+    return [f"event seq {p['seq']}: its proof is for tree size 131, the checkpoint's is 132"]
+
+
+def record_altered(b: dict[str, Any]) -> list[str]:
+    obs = b["record"]["outbound"][3]
+    old = obs["resolution"]["status"]
+    obs["resolution"]["status"] = "verified_fuzzy" if old != "verified_fuzzy" else "unresolved"
+    return [
+        "record differs from the events at outbound[3].resolution.status",
+        "record: outbound[3].observation_digest does not match its content",
+        "record: context_digest does not match its content",
+    ]
+
+
+def proof_removed(b: dict[str, Any]) -> list[str]:
+    seq = b["proofs"].pop(7)["seq"]
+    return [f"event seq {seq}: no inclusion proof"]
+
+
+TAMPERS: list[Any] = [
+    pytest.param(event_altered, id="bundle-event-altered"),
+    pytest.param(event_removed, id="bundle-event-removed"),
+    pytest.param(event_added, id="bundle-event-added"),
+    pytest.param(bad_signature, id="checkpoint-bad-signature"),
+    pytest.param(wrong_leaf, id="wrong-leaf"),
+    pytest.param(flipped_bit_in_proof, id="flipped-bit-in-proof"),
+    pytest.param(truncated_proof, id="truncated-proof"),
+    pytest.param(wrong_tree_size, id="wrong-tree-size"),
+    pytest.param(record_altered, id="bundle-record-altered"),
+    pytest.param(proof_removed, id="bundle-proof-removed"),
+]
+
+
+@pytest.mark.parametrize("tamper", TAMPERS)
+def test_each_kind_of_damage_is_named(
+    written: tuple[Path, str], tmp_path: Path, tamper: Callable[[dict[str, Any]], list[str]]
+) -> None:
+    path, vkey = written
+    bundle = json.loads(path.read_bytes())
+    expected = tamper(bundle)
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(bundle, indent=1, ensure_ascii=False))  # re-indented: still comparable
+    result = check_cli(damaged, vkey)
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("FAILED: ")
+    for text in expected:
+        assert text in result.output, result.output
+
+
+def test_a_reindented_bundle_still_checks(written: tuple[Path, str], tmp_path: Path) -> None:
+    path, vkey = written
+    again = tmp_path / "indented.json"
+    again.write_text(json.dumps(json.loads(path.read_bytes()), indent=2, ensure_ascii=False))
+    assert check_cli(again, vkey).exit_code == 0
+
+
+def test_a_bundle_checked_with_another_key_fails(written: tuple[Path, str], tmp_path: Path) -> None:
+    path, _ = written
+    other = Checkpointer.for_db(Ledger(tmp_path / "other.db").store, "other.example/log").verifier()
+    result = check_cli(path, other.vkey)
+    assert result.exit_code == 1
+    assert "checkpoint: no signature by the key other.example/log+" in result.output
+    assert "note: the bundle names the key" in result.output
+    bad = CliRunner().invoke(main, ["check-bundle", str(path), "--key", "not-a-key"])
+    assert bad.exit_code == 2 and "--key" in bad.output
+
+
+def test_garbage_is_not_a_bundle(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.json"
+    junk.write_text('{"schema": 1}')
+    vkey = parse_vkey("PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW")
+    report = check_bundle(junk.read_bytes(), vkey)
+    assert not report.ok and report.problems[0].startswith("not an evidence bundle")
