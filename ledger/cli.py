@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import msgspec
 
-from .codec import canonical, envelope_json
+from .codec import envelope_json
 from .errors import LedgerError
 from .instants import parse_as_of
 
