@@ -12,6 +12,7 @@ from .codec import canonical, check_rules, check_types
 from .errors import NotFound
 from .events import Event
 from .facts import Head
+from .group_commit import GroupCommitter
 from .importer import Batch, parse_input
 from .instants import now_us
 from .store import SQLiteStore
@@ -26,9 +27,23 @@ def default_db() -> str:
 class Ledger:
     """A ledger over one store."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, synchronous: str = "FULL") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        synchronous: str = "FULL",
+        group_commit: bool = False,
+    ) -> None:
         self.path = Path(path or default_db())
         self.store = SQLiteStore(self.path, synchronous=synchronous)
+        # concurrent writers (API threads) share transactions; a lone script needs no writer thread
+        self._committer = GroupCommitter(self.store) if group_commit else None
+
+    def close(self) -> None:
+        """Stop the group-commit writer (if any) and close this thread's connection."""
+        if self._committer is not None:
+            self._committer.close()
+        self.store.close()
 
     def head(self) -> Head:
         """The last seq and hash."""
@@ -52,6 +67,11 @@ class Ledger:
             if not typed:
                 check_types(e, where)
             check_rules(e, where, now)
+        if self._committer is not None:
+            result: AppendResult = self._committer.submit(
+                lambda tx: append_batch(tx, events, expected_versions, places)
+            )
+            return result
         with self.store.write() as tx:
             return append_batch(tx, events, expected_versions, places)
 

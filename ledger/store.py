@@ -193,6 +193,18 @@ class WriteTx:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """One batch inside a group transaction: undone alone if it fails."""
+        self.conn.execute("SAVEPOINT batch")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK TO batch")
+            self.conn.execute("RELEASE batch")
+            raise
+        self.conn.execute("RELEASE batch")
+
     def head(self) -> tuple[Head, int]:
         """The head and its recorded_us (0 when empty)."""
         row = self.conn.execute(

@@ -1,0 +1,89 @@
+"""Group commit: concurrent appends share one transaction and one fsync, each batch still atomic."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from .store import SQLiteStore, WriteTx
+
+Job = tuple[Callable[[WriteTx], Any], "Future[Any]"]
+
+
+class GroupCommitter:
+    """One writer thread; callers block until the transaction holding their batch has committed."""
+
+    def __init__(self, store: SQLiteStore, max_group: int = 512) -> None:
+        self.store = store
+        self.max_group = max_group
+        self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, job: Callable[[WriteTx], Any]) -> Any:
+        """Run `job(tx)` in the next group transaction; return its result once committed."""
+        future: Future[Any] = Future()
+        self._ensure_thread()
+        self._queue.put((job, future))
+        return future.result()
+
+    def close(self) -> None:
+        """Stop the writer thread after the queued jobs."""
+        with self._lock:
+            if self._thread is not None:
+                self._queue.put(None)
+                self._thread.join()
+                self._thread = None
+
+    def _ensure_thread(self) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                self.store.close()
+                return
+            group = [first]
+            stop = False
+            while len(group) < self.max_group:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stop = True
+                    break
+                group.append(nxt)
+            self._commit(group)
+            if stop:
+                self.store.close()
+                return
+
+    def _commit(self, group: list[Job]) -> None:
+        outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+        try:
+            with self.store.write() as tx:
+                for job, future in group:
+                    try:
+                        with tx.savepoint():
+                            outcomes.append((future, job(tx), None))
+                    except Exception as e:  # this batch alone is refused; the others go on
+                        outcomes.append((future, None, e))
+        except BaseException as e:  # the commit itself failed: nothing in the group is acknowledged
+            for _, future in group:
+                if not future.done():
+                    future.set_exception(e)
+            return
+        # acknowledge only now, after COMMIT returned
+        for future, result, error in outcomes:
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)

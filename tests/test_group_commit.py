@@ -1,0 +1,121 @@
+"""Group commit: many threads, shared transactions, each batch atomic and acknowledged once committed."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from ledger.errors import Conflict, InvalidEvent
+from ledger.service import Ledger
+from tests.factories import measurement, paper, ts
+
+
+def test_threads_share_transactions_and_lose_nothing(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "g.db", group_commit=True)
+    ledger.append([paper("2101.00001", ts(0))])
+    acked: list[int] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def worker(k: int) -> None:
+        for i in range(50):
+            try:
+                r = ledger.append([measurement("2101.00001", ts(1 + k, i), i, source=f"s{k}")])
+                with lock:
+                    acked.extend(item.seq for item in r.items)
+            except BaseException as e:  # pragma: no cover - reported below
+                errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert sorted(acked) == list(range(2, 402))
+    assert ledger.verify().ok
+    ledger.close()
+
+
+def test_a_refused_batch_does_not_sink_its_group(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "g.db", group_commit=True)
+    ledger.append([paper("2101.00001", ts(0))])
+    results: dict[str, object] = {}
+    barrier = threading.Barrier(3)
+
+    def good() -> None:
+        barrier.wait()
+        results["good"] = ledger.append([measurement("2101.00001", ts(5), 1)])
+
+    def conflicting() -> None:
+        barrier.wait()
+        try:
+            ledger.append([measurement("2101.00001", ts(6), 2)], {"paper:2101.00001": 99})
+        except Conflict as e:
+            results["conflict"] = e
+
+    def invalid() -> None:
+        barrier.wait()
+        try:
+            ledger.append([measurement("2101.00001", ts(7), 3), measurement("bad", ts(8), 4)])
+        except InvalidEvent as e:
+            results["invalid"] = e
+
+    threads = [threading.Thread(target=f) for f in (good, conflicting, invalid)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert isinstance(results["conflict"], Conflict)
+    assert isinstance(results["invalid"], InvalidEvent)
+    assert ledger.head().seq == 2  # the paper and the one good measurement, nothing of the others
+    assert [e.type for e in ledger.store.read_log()] == ["paper.observed", "measurement.observed"]
+    ledger.close()
+
+
+@pytest.mark.parametrize("group_commit", [False, True])
+def test_same_answers_with_and_without_group_commit(tmp_path: Path, group_commit: bool) -> None:
+    ledger = Ledger(tmp_path / f"g{group_commit}.db", group_commit=group_commit)
+    first = ledger.append([paper("2101.00001", ts(0)), measurement("2101.00001", ts(1), 1)])
+    again = ledger.append([paper("2101.00001", ts(0))])
+    assert [i.seq for i in first.items] == [1, 2]
+    assert again.duplicates == 1 and again.items[0].seq == 1
+    ledger.close()
+
+
+def test_a_batch_failing_after_its_inserts_is_rolled_back_alone(tmp_path: Path) -> None:
+    """The savepoint undoes rows a failing batch had already inserted; its neighbours commit."""
+    from ledger.append import append_batch
+    from ledger.group_commit import GroupCommitter
+
+    ledger = Ledger(tmp_path / "g.db")
+    committer = GroupCommitter(ledger.store)
+    barrier = threading.Barrier(2)
+    outcome: dict[str, object] = {}
+
+    def failing_job(tx):  # type: ignore[no-untyped-def]
+        append_batch(tx, [paper("2101.00009", ts(9))])
+        raise RuntimeError("disk said no")
+
+    def run_failing() -> None:
+        barrier.wait()
+        try:
+            committer.submit(failing_job)
+        except RuntimeError as e:
+            outcome["failed"] = e
+
+    def run_good() -> None:
+        barrier.wait()
+        outcome["good"] = committer.submit(lambda tx: append_batch(tx, [paper("2101.00001", ts(0))]))
+
+    threads = [threading.Thread(target=run_failing), threading.Thread(target=run_good)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    committer.close()
+    assert isinstance(outcome["failed"], RuntimeError)
+    assert [e.stream for e in ledger.store.read_log()] == ["paper:2101.00001"]
+    assert ledger.verify().ok
