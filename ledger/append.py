@@ -87,10 +87,10 @@ def append_batch(
     places: Sequence[str] | None = None,
 ) -> AppendResult:
     """Append `events` atomically inside `tx`; raise (and write nothing) on any refusal."""
-    pending = [
-        _Pending(i, e, e.event_id or derived_event_id(e), type_of(e), canonical(e.data))
-        for i, e in enumerate(events)
-    ]
+    pending = []
+    for i, e in enumerate(events):
+        data = canonical(e.data)
+        pending.append(_Pending(i, e, e.event_id or derived_event_id(e, data), type_of(e), data))
     head, last_recorded = tx.head()
     stored = tx.existing(sorted({p.event_id for p in pending}))
     oids = sorted(

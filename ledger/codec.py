@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from typing import Any
@@ -188,10 +189,28 @@ def _check_standing(event: StandingChecked, d: str) -> None:
             )
 
 
-def derived_event_id(event: Event) -> str:
+def derived_event_id(event: Event, data: bytes | None = None) -> str:
     """uuid5(NAMESPACE_URL, canonical({data, observed_at, type})): same fact, same id."""
-    body = canonical({"data": event.data, "observed_at": event.observed_at, "type": type_of(event)})
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, body.decode()))
+    raw = canonical(event.data) if data is None else data
+    body = _ID_BODY.encode(_IdBody(msgspec.Raw(raw), event.observed_at, type_of(event)))
+    # uuid.uuid5 without its object overhead: SHA-1 of namespace || name, version and variant bits
+    digest = bytearray(hashlib.sha1(_NAMESPACE_URL + body).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+class _IdBody(msgspec.Struct):
+    """canonical({data, observed_at, type}) with the data bytes embedded as they are stored."""
+
+    data: msgspec.Raw
+    observed_at: str
+    type: str
+
+
+_ID_BODY = msgspec.json.Encoder()
+_NAMESPACE_URL = uuid.NAMESPACE_URL.bytes
 
 
 def type_of(event: Event) -> str:

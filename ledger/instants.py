@@ -6,6 +6,7 @@ import re
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})?"
@@ -16,6 +17,7 @@ _DAY_US = 86_400_000_000
 _ONE_US = timedelta(microseconds=1)
 
 
+@lru_cache(maxsize=65536)  # an event's instant is read by validation, append and projection alike
 def parse_ts(text: str) -> int:
     """RFC 3339 with offset -> UTC microseconds; ValueError names what is wrong."""
     m = _RFC3339.fullmatch(text) if isinstance(text, str) else None
