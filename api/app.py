@@ -9,7 +9,7 @@ from fastapi.openapi.utils import get_openapi
 
 from ledger.service import Ledger
 
-from . import docs, evidence, routes, writes
+from . import docs, evidence, proofs, routes, sources, writes
 from .errors import install_error_handlers
 from .settings import Settings
 
@@ -37,6 +37,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.ledger = Ledger(settings.db)
     install_error_handlers(app)
+    # /paper/{id}/changes must come before routes' /paper/{id:path}
+    app.include_router(sources.router)
+    app.include_router(proofs.router)
     app.include_router(routes.router)
     app.include_router(evidence.router)
     app.include_router(writes.router)

@@ -72,7 +72,5 @@ async def read_body(request: Request, limit: int) -> bytes:
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
-            raise PayloadTooLarge(
-                f"the body exceeds the limit of {limit} bytes", details={"limit": limit}
-            )
+            raise PayloadTooLarge(f"the body exceeds the limit of {limit} bytes", details={"limit": limit})
     return bytes(body)

@@ -11,8 +11,22 @@ import msgspec
 from pydantic import BaseModel, Field
 from pydantic.json_schema import models_json_schema
 
-from ledger.events import Event, NonNegInt
+from ledger.codec import ARXIV_RE, UUID_RE
+from ledger.events import EVENT_TYPES, Event, NonNegInt
 from ledger.record_types import Record
+
+# Documented constraints the ledger checks in code (the msgspec types alone say "string").
+ARXIV_PATTERN = f"^(?:{ARXIV_RE.pattern})$"
+UUID_PATTERN = f"^{UUID_RE.pattern}$"
+# Month-aware days (a 29 February of a common year is the one date this still admits).
+_DATE = (
+    r"[1-9]\d{3}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)"
+    r"|02-(?:0[1-9]|1\d|2\d))"
+)
+_TS = _DATE + r"[Tt](?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
+TIMESTAMP_PATTERN = f"^{_TS}$"
+# as_of/known_at: an instant, a date (end of that day UTC), or empty (= now / no limit)
+AS_OF_PATTERN = f"^(?:{_TS}|{_DATE}|)$"
 
 # -- request bodies (msgspec types of the ledger, turned into JSON Schema components) ---------
 
@@ -24,11 +38,53 @@ class EventBatch(msgspec.Struct, forbid_unknown_fields=True):
     expected_versions: dict[str, NonNegInt] | None = None
 
 
+_TS_RULE = {"pattern": TIMESTAMP_PATTERN}
+_ARXIV_RULE = {"pattern": ARXIV_PATTERN}
+_UUID_RULE = {"pattern": UUID_PATTERN}
+_BLOCK = {
+    "arxiv_id": _ARXIV_RULE,
+    "last_updated": _TS_RULE,
+    "snapshot_observed_at": _TS_RULE,
+    "submitted_at": _TS_RULE,
+}
+_RULES: dict[str, dict[str, dict[str, Any]]] = {
+    **{t.__name__: {"observed_at": _TS_RULE, "event_id": _UUID_RULE} for t in EVENT_TYPES.values()},
+    "PaperData": {"arxiv_id": _ARXIV_RULE, "submitted_at": _TS_RULE, "last_updated": _TS_RULE},
+    "CitationData": {"observation_id": _UUID_RULE, "citing_arxiv_id": _ARXIV_RULE},
+    "ResolutionData": {"observation_id": _UUID_RULE, "cited_arxiv_id": _ARXIV_RULE},
+    "StandingData": {"source": {"minLength": 1}},
+    "MeasurementData": {"arxiv_id": _ARXIV_RULE},
+    "CitedWork": {"snapshot_observed_at": _TS_RULE},
+    "PaperBlock": {**_BLOCK, "latest_version": {"minimum": 1}},
+    "SnapshotBlock": {**_BLOCK, "version": {"minimum": 1}},
+    "Citation": {"source_observed_at": _TS_RULE, "reference_index": {"minimum": 0}},
+    "Resolution": {"observed_at": _TS_RULE},
+    "Receipt": {"observed_at": _TS_RULE},
+    "NoticeEvent": {"observed_at": _TS_RULE},
+    "Measurement": {"observed_at": _TS_RULE, "value": {"minimum": 0}},
+    "Observation": {"observation_id": _UUID_RULE},
+    "ObservationLinks": {
+        "citing_paper": {"pattern": f"^/paper/(?:{ARXIV_RE.pattern})$"},
+        "cited_paper": {"pattern": f"^/paper/(?:{ARXIV_RE.pattern})$"},
+    },
+    "Record": {"as_of": _TS_RULE},
+}
+
+
 def schema_components() -> dict[str, Any]:
-    """JSON Schema components of the request bodies, named as the ledger's own types."""
+    """JSON Schema components of the request bodies, named as the ledger's own types, with the
+    ledger's rules on ids and timestamps written in (so a generated body is more often valid)."""
     _, components = msgspec.json.schema_components(
         [EventBatch, Record], ref_template="#/components/schemas/{name}"
     )
+    for name, rules in _RULES.items():
+        properties = components[name]["properties"]
+        for field_name, rule in rules.items():
+            prop = properties[field_name]
+            # a nullable field is anyOf [T, null]: the rule belongs to the non-null branch
+            branches = [b for b in prop.get("anyOf", [prop]) if b.get("type") != "null"]
+            for branch in branches:
+                branch.update(rule)
     return components
 
 
@@ -303,12 +359,26 @@ def responses(
 
 
 def stream_response() -> dict[int | str, dict[str, Any]]:
-    """The SSE route's answers."""
+    """The SSE route's answers; the schema describes one event (as OpenAPI 3.2's itemSchema)."""
+    event = {
+        "type": "object",
+        "required": ["id", "event", "data"],
+        "properties": {
+            "id": {"type": "string", "pattern": "^[0-9]+$", "description": "the event's seq"},
+            "event": {"type": "string", "enum": sorted(EVENT_TYPES)},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": _ref("Envelope"),
+            },
+            "retry": {"type": "integer"},
+        },
+    }
     return {
         200: {
-            "description": "text/event-stream: `id: <seq>`, `event: <type>`, `data: <envelope>`, "
-            "and `: heartbeat` comments while idle",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "description": "text/event-stream, one message per event: `id: <seq>`, "
+            "`event: <type>`, `data: <envelope JSON>`; `: heartbeat` comments while idle",
+            "content": {"text/event-stream": {"schema": event}},
         },
         **responses(422),
     }

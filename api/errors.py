@@ -67,9 +67,7 @@ def _status_code_name(status: int) -> str:
 
 async def _ledger_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LedgerError)
-    return JSONResponse(
-        exc.to_dict(), status_code=exc.http_status, headers=getattr(exc, "headers", None)
-    )
+    return JSONResponse(exc.to_dict(), status_code=exc.http_status, headers=getattr(exc, "headers", None))
 
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:
@@ -88,9 +86,7 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     first = errors[0] if errors else {}
     where = ".".join(str(p) for p in first.get("loc", ()))
     message = f"{where}: {first.get('msg', 'invalid request')}" if where else "invalid request"
-    return JSONResponse(
-        error_body("invalid", message, {"where": where, "errors": errors}), status_code=422
-    )
+    return JSONResponse(error_body("invalid", message, {"where": where, "errors": errors}), status_code=422)
 
 
 async def _unexpected(_: Request, exc: Exception) -> JSONResponse:

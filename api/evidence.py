@@ -8,13 +8,12 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 from urllib.parse import urlencode
 
-import msgspec
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from ledger.codec import envelope_json
+from ledger.codec import canonical, envelope_json
 from ledger.errors import InvalidEvent
 from ledger.events import DATA_TYPES, StoredEvent
 
@@ -22,17 +21,18 @@ from . import docs
 from .common import JSON, head_headers, head_json, ledger_of, settings_of
 
 router = APIRouter(tags=["evidence"])
-_ENCODER = msgspec.json.Encoder(order="sorted")
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 STREAM_BATCH = 500
 
-After = Annotated[int, Query(ge=0, description="Only events with seq > after.")]
+MAX_SEQ = 2**63 - 1  # SQLite's INTEGER range
+After = Annotated[int, Query(ge=0, le=MAX_SEQ, description="Only events with seq > after.")]
 StreamName = Annotated[
     str | None, Query(description="Only this stream, e.g. `paper:2509.02480` or `source:crossref`.")
 ]
 TypeName = Annotated[
-    str | None, Query(description="Only this event type.", examples=sorted(DATA_TYPES))
+    str | None,
+    Query(description="Only this event type.", json_schema_extra={"enum": sorted(DATA_TYPES)}),
 ]
 
 
@@ -71,7 +71,7 @@ def evidence(
         "next_after": next_after,
         "next": next_url,
     }
-    return Response(_ENCODER.encode(body), media_type=JSON, headers=head_headers(head))
+    return Response(canonical(body), media_type=JSON, headers=head_headers(head))
 
 
 def sse_message(e: StoredEvent) -> bytes:
@@ -79,7 +79,7 @@ def sse_message(e: StoredEvent) -> bytes:
     return b"id: %d\nevent: %s\ndata: %s\n\n" % (
         e.seq,
         e.type.encode(),
-        _ENCODER.encode(envelope_json(e)),
+        canonical(envelope_json(e)),
     )
 
 
@@ -108,9 +108,7 @@ async def _disconnected(receive: Receive) -> None:
         pass
 
 
-async def follow(
-    request: Request, after: int, stream: str | None, type_: str | None
-) -> AsyncIterator[bytes]:
+async def follow(request: Request, after: int, stream: str | None, type_: str | None) -> AsyncIterator[bytes]:
     """Catch up from `after`, then poll the database for new events (works across workers)."""
     settings = settings_of(request)
     store = ledger_of(request).store
@@ -118,9 +116,7 @@ async def follow(
     last_sent = time.monotonic()
     yield b"retry: 1000\n: catching up after seq %d\n\n" % after
     while True:
-        rows: list[StoredEvent] = await run_in_threadpool(
-            store.read_log, cursor, STREAM_BATCH, stream, type_
-        )
+        rows: list[StoredEvent] = await run_in_threadpool(store.read_log, cursor, STREAM_BATCH, stream, type_)
         if rows:
             yield b"".join(sse_message(e) for e in rows)
             cursor = rows[-1].seq
@@ -146,18 +142,19 @@ async def evidence_stream(
     stream: StreamName = None,
     type: TypeName = None,
     last_event_id: Annotated[
-        str | None,
-        Header(description="Resume after this seq (sent by EventSource on reconnect); wins over `after`."),
-    ] = None,
+        str,
+        Header(
+            description="Resume after this seq (sent by EventSource on reconnect); wins over `after`.",
+            json_schema_extra={"pattern": "^[0-9]{0,18}$"},
+        ),
+    ] = "",
 ) -> Response:
     """SSE: `id: <seq>`, `event: <type>`, `data: <envelope>`; resumes from Last-Event-ID."""
     _check_type(type)
-    if last_event_id is not None and last_event_id.strip():
-        try:
-            after = int(last_event_id.strip())
-        except ValueError:
-            raise InvalidEvent("Last-Event-ID", "must be the seq of the last event received") from None
-        if after < 0:
+    resume = last_event_id.strip()
+    if resume:
+        if not (resume.isascii() and resume.isdigit() and int(resume) <= MAX_SEQ):
             raise InvalidEvent("Last-Event-ID", "must be the seq of the last event received")
+        after = int(resume)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return SSEResponse(follow(request, after, stream, type), headers=headers)

@@ -17,9 +17,7 @@ from .common import head_json
 MAX_DIFFERENCES = 200
 
 
-def verify_held(
-    ledger: Ledger, held: Any, known_us: int | None = None
-) -> tuple[dict[str, Any], Head]:
+def verify_held(ledger: Ledger, held: Any, known_us: int | None = None) -> tuple[dict[str, Any], Head]:
     """Check a held record's digests against its content and compare it with the ledger's."""
     if not isinstance(held, dict) or held.get("schema") != SCHEMA:
         raise InvalidEvent("schema", f"the body must be a record whose schema is {SCHEMA!r}")

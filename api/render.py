@@ -42,9 +42,7 @@ def _safe_href(url: Any) -> str | None:
     if not isinstance(url, str):
         return None
     low = url.strip().lower()
-    if low.startswith(("http://", "https://")) or (
-        url.startswith("/") and not url.startswith("//")
-    ):
+    if low.startswith(("http://", "https://")) or (url.startswith("/") and not url.startswith("//")):
         return url
     return None
 
@@ -149,13 +147,16 @@ def render_paper_page(arxiv_id: str, snapshots: list[dict], links: dict) -> str:
     )
 
 
-def render_error_page(status: int, message: str) -> str:
-    """Render an error page for an HTTP status code and a human-readable message."""
+def render_error_page(status: int, message: str, links: list[tuple[str, str]] | None = None) -> str:
+    """Render an error page for an HTTP status code and a human-readable message, with
+    optional (label, href) links to where the reader can go instead."""
     try:
         phrase = HTTPStatus(status).phrase
     except ValueError:
         phrase = "Error"
-    return ENV.get_template("error.html").render(status=status, phrase=phrase, message=message)
+    return ENV.get_template("error.html").render(
+        status=status, phrase=phrase, message=message, links=links or []
+    )
 
 
 def render_index_page(papers: list[dict], *, head: str) -> str:

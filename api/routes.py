@@ -37,6 +37,7 @@ ArxivId = Annotated[
     Path(
         description="arXiv id: `NNNN.NNNNN` or old-style `archive/NNNNNNN`, no version suffix",
         examples=["2509.02480"],
+        json_schema_extra={"pattern": docs.ARXIV_PATTERN},  # documented; checked in check_id
     ),
 ]
 AsOf = Annotated[
@@ -44,16 +45,29 @@ AsOf = Annotated[
     Query(
         description="RFC 3339 instant with offset, or YYYY-MM-DD (end of that day UTC); default now",
         examples=["2026-08-08T08:47:00Z"],
+        json_schema_extra={"pattern": docs.AS_OF_PATTERN},
     ),
 ]
 KnownAt = Annotated[
     str | None,
-    Query(description="Only events recorded at or before this instant (same forms as as_of)"),
+    Query(
+        description="Only events recorded at or before this instant (same forms as as_of)",
+        json_schema_extra={"pattern": docs.AS_OF_PATTERN},
+    ),
 ]
 
 
 def _html_error(err: LedgerError) -> HTMLResponse:
-    return HTMLResponse(render_error_page(err.http_status, err.message), status_code=err.http_status)
+    """The error as a page, linking to the first record there is when the paper exists later."""
+    links = []
+    details = err.details if isinstance(err.details, dict) else {}
+    first, arxiv_id = details.get("first_observed_at"), details.get("arxiv_id")
+    if first and arxiv_id:
+        href = f"/paper/{arxiv_id}/citation-record?as_of={quote(first, safe='')}"
+        links = [(f"The record as of {first}, when it was first observed", href)]
+        links.append(("Its snapshots over time", f"/paper/{arxiv_id}"))
+    page = render_error_page(err.http_status, err.message, links)
+    return HTMLResponse(page, status_code=err.http_status)
 
 
 def _wants_json(request: Request) -> bool:
@@ -103,9 +117,7 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
     summary="What was verified for the record as of T",
     responses=docs.responses(200, 404, 422, ok="IntegrityReport"),
 )
-def integrity(
-    request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None
-) -> Response:
+def integrity(request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None) -> Response:
     """Chain status, the events that built the record, and its digests rebuilt from them."""
     check_id(arxiv_id)
     t, k = instant(as_of, "as_of"), instant(known_at, "known_at")

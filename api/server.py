@@ -11,30 +11,31 @@ import uvicorn
 
 from ledger.service import Ledger
 
-from .settings import ENV_DB, ENV_READ_ONLY
+from .settings import ENV_DB, ENV_READ_ONLY, Settings
 
+SHUTDOWN_GRACE_S = 3
 SAMPLES = Path(__file__).resolve().parent.parent / "ledger" / "samples"
 
 
-def load_samples(ledger: Ledger, samples: Path = SAMPLES) -> list[dict[str, str]]:
-    """Import every sample record into an empty ledger; [(arxiv_id, as_of)] of the records."""
+def sample_records(samples: Path = SAMPLES) -> list[tuple[bytes, str, str]]:
+    """(bytes, arxiv_id, as_of) of every sample record."""
+    out = []
+    for path in sorted(samples.glob("*.json")):
+        raw = path.read_bytes()
+        record = json.loads(raw)
+        out.append((raw, record["paper"]["arxiv_id"], record["as_of"]))
+    return out
+
+
+def load_samples(ledger: Ledger, samples: Path = SAMPLES) -> list[tuple[str, str]]:
+    """Import the sample records into an empty ledger; (arxiv_id, as_of) of those loaded."""
     if ledger.head().seq != 0:
         return []
     loaded = []
-    for path in sorted(samples.glob("*.json")):
-        raw = path.read_bytes()
+    for raw, arxiv_id, as_of in sample_records(samples):
         ledger.import_bytes(raw)
-        record = json.loads(raw)
-        loaded.append({"arxiv_id": record["paper"]["arxiv_id"], "as_of": record["as_of"]})
+        loaded.append((arxiv_id, as_of))
     return loaded
-
-
-def _sample_records(samples: Path = SAMPLES) -> list[dict[str, str]]:
-    out = []
-    for path in sorted(samples.glob("*.json")):
-        record = json.loads(path.read_bytes())
-        out.append({"arxiv_id": record["paper"]["arxiv_id"], "as_of": record["as_of"]})
-    return out
 
 
 def base_url(host: str, port: int) -> str:
@@ -49,11 +50,11 @@ def record_url(base: str, arxiv_id: str, as_of: str | None = None) -> str:
     return f"{url}?as_of={quote(as_of, safe=':')}" if as_of else url
 
 
-def first_page(ledger: Ledger, base: str, loaded: list[dict[str, str]]) -> str:
+def first_page(ledger: Ledger, base: str) -> str:
     """The page to show a new user: a sample as it was, else the most observed paper, else /."""
-    for sample in loaded or _sample_records():
-        if ledger.store.paper_history(sample["arxiv_id"]):
-            return record_url(base, sample["arxiv_id"], sample["as_of"])
+    for _, arxiv_id, as_of in sample_records():
+        if ledger.store.paper_history(arxiv_id):
+            return record_url(base, arxiv_id, as_of)
     papers = ledger.store.papers(1)
     return record_url(base, papers[0]) if papers else base + "/"
 
@@ -68,16 +69,21 @@ def run(
     samples: bool = True,
 ) -> None:
     """Serve the API and pages over `db` with uvicorn (an app factory, so workers > 1 work)."""
+    try:
+        Settings.from_env()  # a bad LEDGER_MAX_BODY fails here, once, not in every worker
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
     ledger = Ledger(db)
     loaded = load_samples(ledger) if samples else []
-    for sample in loaded:
-        print(f"Loaded sample record arXiv:{sample['arxiv_id']} (as of {sample['as_of']})")
-    url = first_page(ledger, base_url(host, port), loaded)
+    for arxiv_id, as_of in loaded:
+        print(f"Loaded the sample record of arXiv:{arxiv_id} (as of {as_of}) into {db}")
+    url = first_page(ledger, base_url(host, port))
     ledger.store.close()
     # Workers are separate processes that build the app from the environment, so everything
     # the app needs travels there (tokens and the body limit are read from it already).
     os.environ[ENV_DB] = str(Path(db).resolve())
-    os.environ[ENV_READ_ONLY] = "1" if read_only else ""
+    if read_only:
+        os.environ[ENV_READ_ONLY] = "1"
     print(f"Serving {url}", flush=True)
     uvicorn.run(
         "api.app:create_app",
@@ -86,4 +92,6 @@ def run(
         port=port,
         workers=workers if workers > 1 else None,
         log_level="info",
+        # An SSE subscription never ends by itself: without a bound, shutdown waits for clients.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
     )

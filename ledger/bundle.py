@@ -39,7 +39,18 @@ def record_evidence(
     """The record as of T and K with, for each event that built it, its envelope and inclusion proof."""
     t = now_us() if as_of_us is None else as_of_us
     record, seqs, _ = ledger.record(arxiv_id, t, known_us)
-    # Signed after the record was read, so the checkpoint covers every seq the record used.
+    return {
+        "schema": SCHEMA,
+        "record": record,
+        "known_at": None if known_us is None else format_as_of(known_us),
+        "events": [envelope_json(e) for e in ledger.store.envelopes(seqs)],
+        **prove_seqs(ledger, seqs, checkpointer),
+    }
+
+
+def prove_seqs(ledger: Ledger, seqs: list[int], checkpointer: Checkpointer | None = None) -> dict[str, Any]:
+    """Inclusion proofs of `seqs` against one signed checkpoint, with the note and the public key."""
+    # Signed after the events were read, so the checkpoint covers every seq asked about.
     checkpointer = checkpointer or Checkpointer.for_db(ledger.store)
     signed = checkpointer.latest()
     size = signed.checkpoint.size
@@ -57,15 +68,7 @@ def record_evidence(
                 "inclusion_path": [merkle_store.b64(h) for h in p.path],
             }
         )
-    return {
-        "schema": SCHEMA,
-        "record": record,
-        "known_at": None if known_us is None else format_as_of(known_us),
-        "events": [envelope_json(e) for e in ledger.store.envelopes(seqs)],
-        "proofs": proofs,
-        "checkpoint": signed.note,
-        "key": checkpointer.verifier().vkey,
-    }
+    return {"proofs": proofs, "checkpoint": signed.note, "key": checkpointer.verifier().vkey}
 
 
 def encode_bundle(bundle: dict[str, Any]) -> bytes:

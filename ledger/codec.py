@@ -73,6 +73,8 @@ def msgspec_where(err: msgspec.ValidationError, prefix: str) -> tuple[str, str]:
     if not sep:
         reason, at = text, "$`"
     where = prefix + at.rstrip("`").removeprefix("$")
+    if not prefix:
+        where = where.removeprefix(".")
     m = _FIELD_RE.fullmatch(reason)
     if m:
         where, reason = f"{where}.{m[2]}", f"{m[1]} field"

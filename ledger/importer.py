@@ -158,6 +158,7 @@ def _citing_id(o: Observation, where: str) -> str:
 
 
 def _check_record(rec: Record) -> None:
+    _ts(rec.as_of, "as_of")
     p = rec.paper
     _arxiv(p.arxiv_id, "paper.arxiv_id")
     for f in ("last_updated", "snapshot_observed_at", "submitted_at"):

@@ -1,0 +1,117 @@
+"""Helpers for the API tests: a `ledger serve` subprocess on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+_SERVING = re.compile(r"Serving (http://\S+)")
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def ledger_command() -> list[str]:
+    """The `ledger` console script next to this interpreter, else the same CLI via -c."""
+    script = Path(sys.executable).parent / "ledger"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from ledger.cli import main; main()"]
+
+
+def now_rfc3339() -> str:
+    """The current instant as RFC 3339 UTC with microseconds."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class Server:
+    """A running `ledger serve`: its base URL, the page URL it printed, and its output so far."""
+
+    base: str
+    page_url: str
+    proc: subprocess.Popen[str]
+    output: list[str] = field(default_factory=list)
+
+    def log(self) -> str:
+        """Everything the server printed (for assertion messages)."""
+        return "".join(self.output)
+
+
+@contextmanager
+def running_server(
+    db: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    args: Sequence[str] = (),
+    timeout: float = 30.0,
+) -> Iterator[Server]:
+    """Start `ledger serve` on a free port, wait for /healthz, and always stop it afterwards."""
+    port = free_port()
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    full_env.update(env or {})
+    cmd = [*ledger_command(), "serve", "--db", str(db), "--host", "127.0.0.1", "--port", str(port)]
+    proc = subprocess.Popen(
+        [*cmd, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=full_env,
+        cwd=db.parent,
+    )
+    output: list[str] = []
+    assert proc.stdout is not None
+    stdout = proc.stdout
+
+    # Drain the pipe continuously: uvicorn's access log would otherwise fill it and block the server.
+    def drain() -> None:
+        for line in iter(stdout.readline, ""):
+            output.append(line)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        page_url = None
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"ledger serve exited {proc.returncode}:\n{''.join(output)}")
+            page_url = page_url or next((m[1] for line in list(output) if (m := _SERVING.search(line))), None)
+            if page_url and _healthy(base):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"ledger serve did not become healthy:\n{''.join(output)}")
+        yield Server(base, page_url, proc, output)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        reader.join(timeout=5)
+
+
+def _healthy(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/healthz", timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -1,0 +1,82 @@
+"""The record page in a real headless Chromium, served by a real `ledger serve` process."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from api_fixtures import running_server
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "artifacts"
+SAMPLE = ROOT / "ledger" / "samples" / "2509.02480.record.json"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SECTIONS = ["coverage", "resolution", "measurements", "outbound", "inbound"]
+
+
+def _chromium() -> str:
+    for candidate in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    pytest.skip("chromium is not installed (apt-get install -y chromium)")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    """Debian's Chromium driven by Playwright; skipped only when one of them is absent."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    executable = _chromium()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def test_record_page_in_a_browser(browser: Any, tmp_path: Path):
+    sample = json.loads(SAMPLE.read_bytes())
+    ARTIFACTS.mkdir(exist_ok=True)
+    with running_server(tmp_path / "ledger.db") as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            response = page.goto(server.page_url)
+            assert response is not None and response.status == 200
+
+            h1 = page.locator("h1")
+            assert h1.is_visible() and h1.inner_text() == sample["paper"]["title"]
+            thesis = page.get_by_text(sample["thesis"], exact=True)
+            assert thesis.is_visible()
+            for section in SECTIONS:
+                assert page.locator(f"section#{section} h2").is_visible(), section
+            assert page.locator("article.obs").count() == len(sample["outbound"])
+            page.screenshot(path=str(ARTIFACTS / "record-page.png"))
+
+            # the as_of form brings the same route back at another instant
+            page.fill("#as_of", "2026-08-09")
+            with page.expect_navigation():
+                page.click("form button[type=submit]")
+            assert page.url.endswith("/paper/2509.02480/citation-record?as_of=2026-08-09")
+            assert page.get_by_text("As of 9 August 2026, this Paper Citation Record").is_visible()
+            assert page.input_value("#as_of") == "2026-08-09T23:59:59.999999Z"
+
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.goto(server.page_url)
+            overflow = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+            assert overflow[0] <= overflow[1], f"horizontal overflow on a phone: {overflow}"
+            assert page.locator("h1").is_visible()
+            page.screenshot(path=str(ARTIFACTS / "record-page-phone.png"))
+        finally:
+            page.close()
