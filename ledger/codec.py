@@ -44,7 +44,7 @@ def decode_json(raw: bytes | str, where: str = "") -> Any:
         value = _ANY_DECODER.decode(raw)
     except msgspec.DecodeError as e:
         raise InvalidEvent(where, f"not valid JSON ({e})") from None
-    path = _find_float(value, where or "$")
+    path = _find_float(value, where)
     if path is not None:
         raise InvalidEvent(path, "floats are not allowed (use integers or strings)")
     return value
@@ -52,10 +52,10 @@ def decode_json(raw: bytes | str, where: str = "") -> Any:
 
 def _find_float(value: Any, path: str) -> str | None:
     if isinstance(value, float):
-        return path
+        return path or "$"
     if isinstance(value, dict):
         for k, v in value.items():
-            found = _find_float(v, f"{path}.{k}")
+            found = _find_float(v, f"{path}.{k}" if path else str(k))
             if found:
                 return found
     elif isinstance(value, list):
