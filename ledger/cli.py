@@ -94,7 +94,8 @@ def record(arxiv_id: str, as_of: str | None, known_at: str | None, db: str) -> N
         body, _head = _ledger(db).record_bytes(arxiv_id, t, k)
     except LedgerError as e:
         _fail(e)
-    sys.stdout.buffer.write(body + b"\n")
+    # exactly the canonical bytes when piped (so `cmp` against a served record works)
+    sys.stdout.buffer.write(body + (b"\n" if sys.stdout.isatty() else b""))
 
 
 @main.command()
