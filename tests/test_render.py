@@ -240,6 +240,11 @@ def test_links_form_and_head(record, html, lines):
     field = next(a for tag, a in elements if tag == "input" and a.get("name") == "as_of")
     assert field["type"] == "text" and field["placeholder"] == "YYYY-MM-DD or RFC 3339"
     assert "Show record as of" in lines
+    changes = [a for tag, a in elements if tag == "form"][1]
+    assert changes["action"] == "/paper/2509.02480/changes"
+    hidden = next(a for tag, a in elements if tag == "input" and a.get("name") == "to")
+    assert hidden["value"] == "2026-08-08T08:47:00Z"
+    assert "What changed since" in lines
     assert "Ledger head: 1234 sha256:abcdef" in lines
     assert any("2026-08-08T08:47:00Z" in line for line in lines[:12])
 
@@ -284,7 +289,7 @@ def _shape(line: str) -> str:
         (r"(No event found|Unavailable:|Not yet queried:|\d+ events? found).*", "notice"),
         (r"No inbound Pith citation observations are available\.", "no-inbound"),
         (r"Checked: .*|Record as of .*|Ledger head: .*|Context digest: .*", "extra"),
-        (r"Record JSON|Integrity report|Evidence log|Paper snapshots|Show record as of", "extra"),
+        (r"Record JSON|Integrity report|Evidence log|Paper snapshots|Show record as of|What changed since", "extra"),
     ]
     for pattern, name in patterns:
         if re.fullmatch(pattern, line):
