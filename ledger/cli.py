@@ -60,11 +60,16 @@ def import_(files: tuple[str, ...], force: bool, db: str) -> None:
     ledger = _ledger(db)
     total_new = total_dup = 0
     failed = 0
-    big = sum(Path(f).stat().st_size for f in files) > _PROGRESS_BYTES or len(files) > 20
-    with click.progressbar(files, label="importing", file=sys.stderr if big else None, hidden=not big) as bar:
-        for name in bar:
+    sizes = {f: Path(f).stat().st_size for f in files}
+    big = sum(sizes.values()) > _PROGRESS_BYTES or len(files) > 20
+    # progress by bytes parsed, so one large NDJSON file shows movement too
+    with click.progressbar(
+        length=sum(sizes.values()), label="importing", file=sys.stderr, hidden=not big
+    ) as bar:
+        for name in files:
             try:
-                result = ledger.append_batch(parse_input(Path(name).read_bytes(), force=force))
+                batch = parse_input(Path(name).read_bytes(), force=force, progress=bar.update)
+                result = ledger.append_batch(batch)
             except LedgerError as e:
                 click.echo(f"{name}: refused, nothing written: {e.message}", err=True)
                 failed += 1

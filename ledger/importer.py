@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import msgspec
@@ -42,14 +43,16 @@ def _digest(value: Any) -> str:
     return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
 
 
-def parse_input(raw: bytes, *, force: bool = False) -> Batch:
+def parse_input(raw: bytes, *, force: bool = False, progress: Callable[[int], Any] | None = None) -> Batch:
     """A file's bytes -> a batch: a record (schema key), a batch object, a list, or NDJSON lines."""
     try:
         value: Any = decode_json(raw)
     except InvalidEvent as whole_error:
         if b"\n" not in raw.strip():
             raise whole_error from None
-        return parse_ndjson(raw)
+        return parse_ndjson(raw, progress)
+    if progress is not None:
+        progress(len(raw))
     if isinstance(value, dict) and "schema" in value:
         return record_to_batch(value, force=force)
     if isinstance(value, dict) and "events" in value:
@@ -62,13 +65,20 @@ def parse_input(raw: bytes, *, force: bool = False) -> Batch:
     return Batch([to_event(value, "event")], ["event"])
 
 
-def parse_ndjson(raw: bytes) -> Batch:
+def parse_ndjson(raw: bytes, progress: Callable[[int], Any] | None = None) -> Batch:
     """Each non-empty line is one envelope; places are "line N"."""
     events, places = [], []
-    for n, line in enumerate(raw.splitlines(), start=1):
+    done = 0
+    for n, line in enumerate(raw.splitlines(keepends=True), start=1):
+        done += len(line)
+        if progress is not None and n % 5000 == 0:
+            progress(done)
+            done = 0
         if line.strip():
             events.append(to_event(decode_json(line, f"line {n}"), f"line {n}"))
             places.append(f"line {n}")
+    if progress is not None:
+        progress(done)
     return Batch(events, places)
 
 
