@@ -8,18 +8,10 @@ from pathlib import Path
 import click
 import msgspec
 
+from .cli_common import db_option, fail, instant
 from .codec import envelope_json
 from .errors import LedgerError
-from .instants import parse_as_of
 
-_DB = click.option(
-    "--db",
-    "db",
-    envvar="LEDGER_DB",
-    default="ledger.db",
-    show_default="$LEDGER_DB or ./ledger.db",
-    help="Path of the SQLite ledger file (created on first use).",
-)
 _PROGRESS_BYTES = 4 * 1024 * 1024
 
 
@@ -27,20 +19,6 @@ def _ledger(db: str):  # type: ignore[no-untyped-def]
     from .service import Ledger
 
     return Ledger(db)
-
-
-def _instant(value: str | None, name: str) -> int | None:
-    if value is None:
-        return None
-    try:
-        return parse_as_of(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint=name) from None
-
-
-def _fail(err: LedgerError) -> None:
-    click.echo(f"error: {err.message}", err=True)
-    sys.exit(1)
 
 
 @click.group()
@@ -52,7 +30,7 @@ def main() -> None:
 @main.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--force", is_flag=True, help="Import a record even if its digests do not match.")
-@_DB
+@db_option
 def import_(files: tuple[str, ...], force: bool, db: str) -> None:
     """Import record JSON or NDJSON envelopes; one atomic batch per file."""
     from .importer import parse_input
@@ -91,14 +69,14 @@ def import_(files: tuple[str, ...], force: bool, db: str) -> None:
 @click.argument("arxiv_id")
 @click.option("--as-of", "as_of", help="RFC 3339 instant or YYYY-MM-DD (end of day UTC); default now.")
 @click.option("--known-at", "known_at", help="Only events recorded at or before this instant.")
-@_DB
+@db_option
 def record(arxiv_id: str, as_of: str | None, known_at: str | None, db: str) -> None:
     """Print the record as of T as canonical JSON."""
-    t, k = _instant(as_of, "--as-of"), _instant(known_at, "--known-at")
+    t, k = instant(as_of, "--as-of"), instant(known_at, "--known-at")
     try:
         body, _head = _ledger(db).record_bytes(arxiv_id, t, k)
     except LedgerError as e:
-        _fail(e)
+        fail(e)
     # exactly the canonical bytes when piped (so `cmp` against a served record works)
     sys.stdout.buffer.write(body + (b"\n" if sys.stdout.isatty() else b""))
 
@@ -108,7 +86,7 @@ def record(arxiv_id: str, as_of: str | None, known_at: str | None, db: str) -> N
 @click.option("--limit", type=int, default=None, help="At most L events.")
 @click.option("--stream", default=None, help="Only this stream, e.g. paper:2509.02480.")
 @click.option("--type", "type_", default=None, help="Only this event type.")
-@_DB
+@db_option
 def events(after: int, limit: int | None, stream: str | None, type_: str | None, db: str) -> None:
     """Print stored envelopes as NDJSON."""
     out = sys.stdout.buffer
@@ -123,7 +101,7 @@ def events(after: int, limit: int | None, stream: str | None, type_: str | None,
 @click.option("--workers", default=1, show_default=True, type=int, help="uvicorn worker processes.")
 @click.option("--read-only", is_flag=True, help="Refuse every write (403 writes_disabled).")
 @click.option("--no-samples", is_flag=True, help="Do not load the sample record into an empty ledger.")
-@_DB
+@db_option
 def serve(host: str, port: int, workers: int, read_only: bool, no_samples: bool, db: str) -> None:
     """Serve the HTTP API and record pages; an empty ledger gets the sample record first."""
     from api.server import run

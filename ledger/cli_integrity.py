@@ -9,24 +9,13 @@ from typing import Any
 
 import click
 
+from .cli_common import db_option, fail, instant
 from .codec import canonical
 from .errors import LedgerError
-from .instants import parse_as_of
 
 # Above this many events to walk, `ledger verify` shows a progress bar instead of counting lines.
 BAR_THRESHOLD = 100_000
 _BAR_STEP = 1000
-
-
-def _db(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--db",
-        "db",
-        envvar="LEDGER_DB",
-        default="ledger.db",
-        show_default="$LEDGER_DB or ./ledger.db",
-        help="Path of the SQLite ledger file (created on first use).",
-    )(f)
 
 
 def _origin(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -37,20 +26,6 @@ def _origin(f: Callable[..., Any]) -> Callable[..., Any]:
         help="Checkpoint origin and key name, used when the key is created "
         "(default: $LEDGER_ORIGIN, else citation-ledger/<hostname>).",
     )(f)
-
-
-def _instant(value: str | None, name: str) -> int | None:
-    if value is None:
-        return None
-    try:
-        return parse_as_of(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint=name) from None
-
-
-def _fail(err: LedgerError) -> None:
-    click.echo(f"error: {err.message}", err=True)
-    sys.exit(1)
 
 
 def _checkpointer(db: str, origin: str | None):  # type: ignore[no-untyped-def]
@@ -70,30 +45,30 @@ def register(main: click.Group) -> None:
 
     @main.command()
     @_origin
-    @_db
+    @db_option
     def key(origin: str | None, db: str) -> None:
         """Print the ledger's public key (C2SP vkey); the key pair is created on first use."""
         try:
             _, cp = _checkpointer(db, origin)
             click.echo(cp.verifier().vkey)
         except LedgerError as e:
-            _fail(e)
+            fail(e)
 
     @main.command()
     @_origin
-    @_db
+    @db_option
     def checkpoint(origin: str | None, db: str) -> None:
         """Print a signed checkpoint of the head (a new one only if the head moved)."""
         try:
             _, cp = _checkpointer(db, origin)
             click.echo(cp.latest().note, nl=False)
         except LedgerError as e:
-            _fail(e)
+            fail(e)
 
     @main.command()
     @click.argument("seq", type=int)
     @click.option("--tree-size", type=int, default=None, help="Tree size (default: the head).")
-    @_db
+    @db_option
     def proof(seq: int, tree_size: int | None, db: str) -> None:
         """Print the inclusion proof of event SEQ as JSON (hashes in base64)."""
         from . import merkle_store
@@ -102,12 +77,12 @@ def register(main: click.Group) -> None:
         try:
             _json(merkle_store.inclusion(Ledger(db).store, seq, tree_size).to_json())
         except LedgerError as e:
-            _fail(e)
+            fail(e)
 
     @main.command()
     @click.argument("old_size", type=int)
     @click.argument("new_size", type=int, required=False)
-    @_db
+    @db_option
     def consistency(old_size: int, new_size: int | None, db: str) -> None:
         """Print the consistency proof from tree size OLD_SIZE to NEW_SIZE (default: the head)."""
         from . import merkle_store
@@ -127,7 +102,7 @@ def register(main: click.Group) -> None:
                 }
             )
         except LedgerError as e:
-            _fail(e)
+            fail(e)
 
     @main.command()
     @click.argument("arxiv_id")
@@ -135,19 +110,19 @@ def register(main: click.Group) -> None:
     @click.option("--known-at", "known_at", help="Only events recorded at or before this instant.")
     @click.option("--out", "out", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
     @_origin
-    @_db
+    @db_option
     def bundle(
         arxiv_id: str, as_of: str | None, known_at: str | None, out: str | None, origin: str | None, db: str
     ) -> None:
         """Write an offline evidence bundle: the record, its events, their proofs, a signed checkpoint."""
         from .bundle import encode_bundle, record_evidence
 
-        t, k = _instant(as_of, "--as-of"), _instant(known_at, "--known-at")
+        t, k = instant(as_of, "--as-of"), instant(known_at, "--known-at")
         try:
             ledger, cp = _checkpointer(db, origin)
             evidence = record_evidence(ledger, arxiv_id, t, k, cp)
         except LedgerError as e:
-            _fail(e)
+            fail(e)
         data = encode_bundle(evidence)
         if out is None:
             sys.stdout.buffer.write(data)
@@ -194,7 +169,7 @@ def register(main: click.Group) -> None:
         is_flag=True,
         help="Continue from the last fully verified seq (if it still has the hash it had) instead of seq 1.",
     )
-    @_db
+    @db_option
     def verify(as_json: bool, resume: bool, db: str) -> None:
         """Recompute the whole hash chain and Merkle tree; exit non-zero naming the first bad seq."""
         _verify(db, as_json, resume)

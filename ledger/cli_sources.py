@@ -7,30 +7,12 @@ from typing import Any
 
 import click
 
+from .cli_common import db_option, required_instant
 from .codec import canonical
 from .errors import LedgerError
-from .instants import parse_as_of
 
 PROGRESS_BYTES = 4 * 1024 * 1024
 _SOURCES = ("retraction-watch", "crossref", "openalex", "semantic-scholar", "opencitations")
-
-
-def _db() -> Any:
-    return click.option(
-        "--db",
-        "db",
-        envvar="LEDGER_DB",
-        default="ledger.db",
-        show_default="$LEDGER_DB or ./ledger.db",
-        help="Path of the SQLite ledger file (created on first use).",
-    )
-
-
-def _instant(value: str, name: str) -> int:
-    try:
-        return parse_as_of(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint=name) from None
 
 
 def _ingest(source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, db: str) -> None:
@@ -127,7 +109,7 @@ def register(main: click.Group) -> None:
         help="opencitations only: the paper the count is about, e.g. doi:10.48550/arXiv.2310.04610.",
     )
     @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-    @_db()
+    @db_option
     def ingest_cmd(
         source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, db: str
     ) -> None:
@@ -143,14 +125,14 @@ def register(main: click.Group) -> None:
     @click.argument("from_", metavar="FROM")
     @click.argument("to")
     @click.option("--text", "as_text", is_flag=True, help="Print a human summary instead of JSON.")
-    @_db()
+    @db_option
     def diff_cmd(arxiv_id: str, from_: str, to: str, as_text: bool, db: str) -> None:
         """What changed in the record of ARXIV_ID between FROM and TO (RFC 3339 or YYYY-MM-DD)."""
         from projections.diff import record_changes
 
         from .service import Ledger
 
-        t1, t2 = _instant(from_, "FROM"), _instant(to, "TO")
+        t1, t2 = required_instant(from_, "FROM"), required_instant(to, "TO")
         try:
             d, _head = record_changes(Ledger(db), arxiv_id, t1, t2)
         except LedgerError as e:
