@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from msgspec import Struct
 
-from .events import CitedWork, NoticeKind, Status
+from .events import CitedWork, Notice, Status
 
 
 class _Strict(Struct, frozen=True, forbid_unknown_fields=True):
@@ -52,15 +52,9 @@ class Receipt(_Strict, frozen=True):
     source: str
 
 
-class NoticeEvent(_Strict, frozen=True):
-    work_id: str | None
-    kind: NoticeKind
-    notice_doi: str | None
-    record_id: str | None
-    raw_type: str | None
-    reasons: list[str]
-    notice_date: str | None
-    url: str | None
+class NoticeEvent(Notice, frozen=True):
+    """A notice as a record shows it: with the check's observed_at and source added."""
+
     observed_at: str
     source: str
 
