@@ -711,3 +711,14 @@ def test_integrity_carries_an_inclusion_proof_per_event_against_a_signed_checkpo
             [base64.b64decode(h) for h in first["inclusion_path"]],
             signed.checkpoint.root,
         )
+
+
+def test_the_product_app_serves_the_proof_and_changes_routes(loaded: TestClient):
+    """The routers of the integrity and sources work are mounted, ahead of /paper/{id:path}."""
+    assert loaded.get("/checkpoint").text.splitlines()[1] == str(head_of(loaded).seq)
+    assert loaded.get("/evidence/5/proof", params={"tree_size": 10}).json()["tree_size"] == 10
+    changes = loaded.get(f"/paper/{PAPER}/changes", params={"from": "2026-08-07", "to": AS_OF})
+    assert changes.status_code == 200 and changes.json()["arxiv_id"] == PAPER
+    paths = loaded.get("/openapi.json").json()["paths"]
+    wanted = {"/checkpoint", "/evidence/{seq}/proof", "/paper/{arxiv_id}/changes", "/ingest/{source}"}
+    assert wanted <= set(paths)
