@@ -16,7 +16,7 @@ db_option = click.option(
     envvar="LEDGER_DB",
     default="ledger.db",
     show_default="$LEDGER_DB or ./ledger.db",
-    help="Path of the SQLite ledger file (created on first use).",
+    help="SQLite ledger file (created on first use) or a postgresql:// URL.",
 )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .append import AppendResult, append_batch
+from .backend import is_pg_url, open_store, unsupported, verify_chain
 from .codec import canonical, check_rules, check_types
 from .errors import NotFound
 from .events import Event
@@ -20,7 +21,7 @@ from .verify import VerifyReport, verify_store
 
 
 def default_db() -> str:
-    """$LEDGER_DB, else ./ledger.db."""
+    """$LEDGER_DB (a path or a postgresql:// URL), else ./ledger.db."""
     return os.environ.get("LEDGER_DB") or "ledger.db"
 
 
@@ -34,10 +35,22 @@ class Ledger:
         synchronous: str = "FULL",
         group_commit: bool = False,
     ) -> None:
-        self.path = Path(path or default_db())
-        self.store = SQLiteStore(self.path, synchronous=synchronous)
+        db = path or default_db()
+        self.url = str(db)
+        self._path = None if is_pg_url(db) else Path(db)
+        # Typed as SQLiteStore until the SQLite-only helpers (verify_store, merkle_store, works_store,
+        # checkpoint) take backend.Store: a PostgresStore answers the Store protocol, and on it
+        # those helpers raise backend.Unsupported instead of running SQLite SQL.
+        self.store = cast(SQLiteStore, open_store(db, synchronous=synchronous))
         # concurrent writers (API threads) share transactions; a lone script needs no writer thread
         self._committer = GroupCommitter(self.store) if group_commit else None
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (Unsupported on PostgreSQL, which has no file)."""
+        if self._path is None:
+            raise unsupported("A database file path")
+        return self._path
 
     def close(self) -> None:
         """Stop the group-commit writer (if any) and close this thread's connection."""
@@ -116,5 +129,8 @@ class Ledger:
         return canonical(record), head
 
     def verify(self, progress: Callable[[int], None] | None = None) -> VerifyReport:
-        """Recompute the whole chain."""
-        return verify_store(self.store, progress)
+        """Recompute the whole chain (and, on SQLite, the stored Merkle nodes and checkpoint)."""
+        if self.store.kind == "sqlite":
+            return verify_store(self.store, progress)
+        report: VerifyReport = verify_chain(self.store, progress)
+        return report

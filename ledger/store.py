@@ -1,4 +1,4 @@
-"""The SQLite store: the only module that speaks SQL (append a batch, read as of T and K, log, head)."""
+"""The SQLite store: the core's SQLite SQL (append a batch, read as of T and K, log, head); see backend.py."""
 
 from __future__ import annotations
 
@@ -49,6 +49,8 @@ def _envelope(row: tuple[Any, ...]) -> StoredEvent:
 
 class SQLiteStore:
     """An event store in one SQLite file (WAL; synchronous=FULL unless chosen otherwise)."""
+
+    kind = "sqlite"
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
         self.path = str(path)

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh dev
-scripts/browser-deps.sh || echo "warning: headless Chromium unavailable; the browser test will skip" >&2
+scripts/system-deps.sh || echo "warning: Chromium or PostgreSQL unavailable; their tests will skip" >&2
 .venv/bin/ruff check ledger projections api tests bench
 .venv/bin/ruff format --check ledger projections api
 .venv/bin/mypy

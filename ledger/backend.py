@@ -1,0 +1,215 @@
+"""The narrow store interface every backend offers, and `open_store` choosing SQLite or PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from .append import AppendTx, check_rows
+from .chain import GENESIS, body_bytes, link_hash
+from .codec import decode_data
+from .errors import ChainBroken, Conflict, LedgerError
+from .events import StandingChecked, StoredEvent
+from .facts import CheckWorkRow, Fact, Head, Row
+from .instants import parse_ts
+
+PG_SCHEMES = ("postgresql://", "postgres://")
+
+
+class Unsupported(LedgerError):
+    """A feature this backend does not offer (yet)."""
+
+    code = "not_supported"
+    http_status = 501
+
+
+def unsupported(feature: str) -> Unsupported:
+    """The error a SQLite-only feature raises on the PostgreSQL backend."""
+    return Unsupported(f"{feature} is not supported on the PostgreSQL backend yet (use SQLite for it)")
+
+
+class WriteTxLike(AppendTx, Protocol):
+    """A write transaction: what an append needs, and a savepoint per batch of a group."""
+
+    def savepoint(self) -> AbstractContextManager[None]: ...
+
+
+class ReaderLike(Protocol):
+    """A consistent read as of T and K: the head it sees and the five record reads."""
+
+    def head(self) -> Head: ...
+    def paper_stream(self, arxiv_id: str) -> list[Fact]: ...
+    def citing_events(self, arxiv_id: str) -> list[Fact]: ...
+    def snapshots(self, arxiv_ids: Sequence[str]) -> list[Fact]: ...
+    def source_heads(self) -> list[Any]: ...
+    def work_checks(self, works: Sequence[tuple[str, int]]) -> list[Any]: ...
+
+
+class Store(Protocol):
+    """What the Ledger, the append, the projections, the API and the CLI need from a backend."""
+
+    kind: str
+
+    def write(self) -> AbstractContextManager[Any]: ...
+    def head(self) -> Head: ...
+    def snapshot(self, as_of_us: int, known_us: int | None = None) -> AbstractContextManager[Any]: ...
+    def read_log(
+        self,
+        after: int = 0,
+        limit: int | None = None,
+        stream: str | None = None,
+        type: str | None = None,
+    ) -> list[StoredEvent]: ...
+    def envelopes(self, seqs: Sequence[int]) -> list[StoredEvent]: ...
+    def paper_history(self, arxiv_id: str) -> list[Fact]: ...
+    def papers(self, limit: int = 100) -> list[str]: ...
+    def iter_chain(self, after: int = 0, batch: int = 5000) -> Iterator[tuple[Any, ...]]: ...
+    def iter_check_works(self) -> Iterator[tuple[Any, ...]]: ...
+    def close(self) -> None: ...
+
+
+def is_pg_url(db: str | os.PathLike[str]) -> bool:
+    """Whether `db` names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(db, str) and db.startswith(PG_SCHEMES)
+
+
+def open_store(db: str | os.PathLike[str], *, synchronous: str = "FULL") -> Store:
+    """A SQLiteStore for a path, a PostgresStore for a postgresql:// URL."""
+    if is_pg_url(db):
+        from .pg_store import PostgresStore
+
+        return PostgresStore(str(db))
+    from .store import SQLiteStore
+
+    return SQLiteStore(db, synchronous=synchronous)
+
+
+class ChainWalker:
+    """Checks rows of `iter_chain` one by one, in seq order: sequence, versions, hashes, index columns."""
+
+    def __init__(self) -> None:
+        self.prev, self.last_seq, self.last_recorded = GENESIS, 0, -1
+        self.versions: dict[str, int] = {}
+        self.checks: dict[int, list[CheckWorkRow]] = {}
+        self.checked = 0
+
+    def step(self, row: Sequence[Any]) -> str | None:
+        """Why this row breaks the chain, or None (then it becomes the new head)."""
+        seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev_hash, h, o_us, r_us = row
+        body = body_bytes(
+            data=data.encode(),
+            event_id=event_id,
+            observed_at=observed_at,
+            recorded_at=recorded_at,
+            seq=seq,
+            stream=stream,
+            stream_version=version,
+            type=type_,
+        )
+        current = self.versions.get(stream, 0)
+        if seq != self.last_seq + 1:
+            return f"seq {seq} follows {self.last_seq}: the sequence has a gap or is reordered"
+        if prev_hash != self.prev:
+            return "prev_hash does not match the previous event's hash (reordered or removed events)"
+        if version != current + 1:
+            return f"stream_version {version} of {stream} does not follow {current}"
+        if link_hash(self.prev, body) != h:
+            return "stored bytes do not match the stored hash (the event was altered)"
+        if r_us < self.last_recorded or parse_ts(recorded_at) != r_us:
+            return "recorded_at goes backwards or does not match its index column"
+        if parse_ts(observed_at) != o_us:
+            return "observed_us index column does not match observed_at"
+        if type_ == "standing.checked":
+            event = StandingChecked(observed_at=observed_at, data=decode_data(type_, data.encode()))
+            self.checks[seq] = check_rows(event, seq, o_us, r_us)
+        self.versions[stream] = version
+        self.prev, self.last_seq, self.last_recorded = h, seq, r_us
+        self.checked += 1
+        return None
+
+
+def verify_chain(store: Store, progress: Callable[[int], None] | None = None, every: int = 10000) -> Any:
+    """Recompute the chain and the check_works index on any backend (no Merkle nodes): a VerifyReport."""
+    from .verify import VerifyReport
+
+    walker = ChainWalker()
+    bad: tuple[int, str] | None = None
+    for row in store.iter_chain():
+        reason = walker.step(row)
+        if reason is not None:
+            bad = (row[0], reason)
+            break
+        if progress is not None and walker.checked % every == 0:
+            progress(walker.checked)
+    found: dict[int, list[tuple[Any, ...]]] = {}
+    for row in store.iter_check_works():
+        if bad is not None and row[0] >= bad[0]:
+            break
+        found.setdefault(row[0], []).append(tuple(row))
+    for seq in sorted(set(walker.checks) | set(found)):
+        want = sorted(
+            (c.seq, c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
+            for c in walker.checks.get(seq, [])
+        )
+        if sorted(found.get(seq, [])) != want and (bad is None or seq < bad[0]):
+            bad = (seq, "the check_works index does not match the standing check's data")
+            break
+    head = store.head()
+    if bad is not None:
+        return VerifyReport(False, walker.checked, head, bad[0], bad[1])
+    return VerifyReport(True, walker.checked, head, None, None)
+
+
+def copy_ledger(
+    src: Store, dst: Store, batch: int = 2000, progress: Callable[[int], None] | None = None
+) -> Head:
+    """Copy every event verbatim (same seq, recorded_at, hashes) into an empty store; returns its head."""
+    held = dst.head()
+    if held.seq != 0:
+        raise Conflict(
+            f"the target already holds {held.seq} events: migrate copies into an empty ledger only",
+            details={"target_head": held.seq},
+        )
+    walker = ChainWalker()
+    rows: list[Row] = []
+    for r in src.iter_chain(batch=batch):
+        reason = walker.step(r)
+        if reason is not None:
+            raise ChainBroken(r[0], f"in the source: {reason}")
+        seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev_hash, h, o_us, r_us = r
+        rows.append(
+            Row(
+                seq,
+                event_id,
+                stream,
+                version,
+                type_,
+                observed_at,
+                o_us,
+                recorded_at,
+                r_us,
+                data.encode(),
+                prev_hash,
+                h,
+            )
+        )
+        if len(rows) >= batch:
+            _insert_chained(dst, rows, walker)
+            rows = []
+            if progress is not None:
+                progress(walker.last_seq)
+    if rows:
+        _insert_chained(dst, rows, walker)
+    return Head(walker.last_seq, walker.prev)
+
+
+def _insert_chained(dst: Store, rows: list[Row], walker: ChainWalker) -> None:
+    """Insert already-chained rows after checking they continue the target's head."""
+    checks = [c for r in rows for c in walker.checks.pop(r.seq, [])]
+    with dst.write() as tx:
+        head, _ = tx.head()
+        if head != Head(rows[0].seq - 1, rows[0].prev_hash):
+            raise Conflict(f"the target's head moved to seq {head.seq} during the copy; nothing more copied")
+        tx.insert(rows, checks)

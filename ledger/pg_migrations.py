@@ -1,0 +1,97 @@
+"""PostgreSQL schema migrations: the SQLite schema's twin, applied in order under an advisory lock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# pg_advisory_xact_lock key held while migrating, so nodes starting together migrate once
+MIGRATE_LOCK = 0x6C6564676572  # "ledger"
+
+# Text columns compare byte-wise (COLLATE "C") as in SQLite; `data` holds the canonical bytes as UTF-8
+# text, exactly as hashed (never jsonb); the derived columns are computed by PostgreSQL from it.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE events (
+        seq bigint PRIMARY KEY CHECK (seq >= 1),
+        event_id text COLLATE "C" NOT NULL UNIQUE,
+        stream text COLLATE "C" NOT NULL,
+        stream_version bigint NOT NULL CHECK (stream_version >= 1),
+        type text COLLATE "C" NOT NULL,
+        observed_at text COLLATE "C" NOT NULL,
+        observed_us bigint NOT NULL,
+        recorded_at text COLLATE "C" NOT NULL,
+        recorded_us bigint NOT NULL,
+        data text COLLATE "C" NOT NULL,
+        prev_hash text COLLATE "C" NOT NULL,
+        hash text COLLATE "C" NOT NULL,
+        observation_id text COLLATE "C" GENERATED ALWAYS AS (
+            CASE WHEN type IN ('citation.observed', 'resolution.observed')
+            THEN data::jsonb ->> 'observation_id' END) STORED,
+        cited_arxiv_id text COLLATE "C" GENERATED ALWAYS AS (
+            CASE WHEN type = 'resolution.observed' THEN data::jsonb ->> 'cited_arxiv_id' END) STORED,
+        UNIQUE (stream, stream_version)
+    );
+    CREATE INDEX events_stream_type_time ON events (stream, type, observed_us);
+    CREATE INDEX events_observation ON events (observation_id) WHERE observation_id IS NOT NULL;
+    CREATE INDEX events_cited ON events (cited_arxiv_id) WHERE cited_arxiv_id IS NOT NULL;
+
+    CREATE TABLE check_works (
+        work_id text COLLATE "C" NOT NULL,
+        source text COLLATE "C" NOT NULL,
+        observed_us bigint NOT NULL,
+        seq bigint NOT NULL REFERENCES events (seq),
+        recorded_us bigint NOT NULL,
+        notices text COLLATE "C" NOT NULL,
+        PRIMARY KEY (work_id, source, observed_us, seq)
+    );
+
+    CREATE FUNCTION ledger_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        RAISE EXCEPTION 'the ledger is append-only: % on % refused', TG_OP, TG_TABLE_NAME
+            USING ERRCODE = 'insufficient_privilege';
+    END $$;
+    CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
+        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+    CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
+        FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+    CREATE TRIGGER check_works_append_only BEFORE UPDATE OR DELETE ON check_works
+        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+    CREATE TRIGGER check_works_no_truncate BEFORE TRUNCATE ON check_works
+        FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+    -- the triggers stay on for sessions in replica mode too (a superuser cannot skip them that way)
+    ALTER TABLE events ENABLE ALWAYS TRIGGER events_append_only;
+    ALTER TABLE events ENABLE ALWAYS TRIGGER events_no_truncate;
+    ALTER TABLE check_works ENABLE ALWAYS TRIGGER check_works_append_only;
+    ALTER TABLE check_works ENABLE ALWAYS TRIGGER check_works_no_truncate;
+    REVOKE UPDATE, DELETE, TRUNCATE ON events, check_works FROM PUBLIC;
+    """,
+]
+
+
+def migrate(conn: Any) -> int:
+    """Bring the schema up to date in one transaction per step; returns the schema version."""
+    if _version(conn) >= len(MIGRATIONS):
+        return len(MIGRATIONS)  # the usual case: no DDL, no lock (a role without CREATE can open it)
+    for number, script in enumerate(MIGRATIONS, start=1):
+        conn.execute("BEGIN")
+        try:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+            conn.execute("CREATE TABLE IF NOT EXISTS ledger_schema (version integer NOT NULL)")
+            row = conn.execute("SELECT max(version) FROM ledger_schema").fetchone()
+            if (row[0] or 0) >= number:
+                conn.execute("COMMIT")
+                continue
+            conn.execute(script)
+            conn.execute("INSERT INTO ledger_schema (version) VALUES (%s)", (number,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return len(MIGRATIONS)
+
+
+def _version(conn: Any) -> int:
+    """The applied version, 0 on an empty database."""
+    if conn.execute("SELECT to_regclass('ledger_schema')").fetchone()[0] is None:
+        return 0
+    return int(conn.execute("SELECT coalesce(max(version), 0) FROM ledger_schema").fetchone()[0])

@@ -1,0 +1,60 @@
+"""Fixtures of the per-backend contract tests: `store_url` is SQLite always, PostgreSQL when one starts."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.pg_harness import PgCluster, start_or_reason
+
+BASE_US = 1_786_000_000_000_000  # 2026-08-06: after every fixture event, before "now" checks matter
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    """One throwaway PostgreSQL server for the session (skips the PostgreSQL params if none starts)."""
+    cluster, reason = start_or_reason()
+    if cluster is None:
+        pytest.skip(reason)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster: PgCluster) -> str:
+    """A fresh empty PostgreSQL database."""
+    return pg_cluster.create_db()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh empty ledger on each backend: a file path or a postgresql:// URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "ledger.db")
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
+class FixedClock:
+    """recorded_at from a counter (1 ms per append), restartable so two backends see the same times."""
+
+    def __init__(self) -> None:
+        self.ticks = itertools.count()
+
+    def restart(self) -> None:
+        """Start again from BASE_US."""
+        self.ticks = itertools.count()
+
+    def __call__(self) -> int:
+        return BASE_US + 1000 * next(self.ticks)
+
+
+@pytest.fixture
+def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> FixedClock:
+    """Replace the append's clock, so hashes (which cover recorded_at) can be compared across backends."""
+    clock = FixedClock()
+    monkeypatch.setattr("ledger.append.now_us", clock)
+    return clock

@@ -1,0 +1,197 @@
+"""The store contract, run against every backend: same events, chain, reads and records as SQLite."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.backend import Unsupported, is_pg_url
+from ledger.errors import Conflict, InvalidEvent
+from ledger.instants import parse_as_of
+from ledger.service import Ledger
+from tests.contract.conftest import FixedClock
+from tests.contract.scenario import PID, replay
+from tests.factories import citation, measurement, oid_of, paper, resolution, ts
+
+FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"
+FIXTURE_ID = "2509.02480"
+AS_OFS = ["2026-01-01T00:30:00Z", "2026-01-01T09:00:00Z", "2026-01-02T00:00:00Z", "2030-01-01T00:00:00Z"]
+
+
+@pytest.fixture
+def fixture_bytes() -> bytes:
+    """The real record, exactly as served."""
+    return FIXTURE.read_bytes()
+
+
+@pytest.fixture
+def pair(
+    store_url: str, tmp_path: Path, fixed_clock: FixedClock, fixture_bytes: bytes
+) -> tuple[Ledger, Ledger]:
+    """(the backend under test, a SQLite reference), both holding the scenario with the same clock."""
+    ledger = Ledger(store_url)
+    replay(ledger, fixture_bytes)
+    fixed_clock.restart()
+    reference = Ledger(tmp_path / "reference.db")
+    replay(reference, fixture_bytes)
+    return ledger, reference
+
+
+def test_chain_and_envelopes_identical_to_sqlite(pair: tuple[Ledger, Ledger]) -> None:
+    ledger, reference = pair
+    got, want = ledger.store.read_log(), reference.store.read_log()
+    assert len(got) == len(want) > 250
+    assert got == want  # every field: seq, event_id, stream, version, recorded_at, data bytes, hashes
+    assert ledger.head() == reference.head()
+    assert [r[:12] for r in ledger.store.iter_chain(batch=50)] == [
+        r[:12] for r in reference.store.iter_chain()
+    ]
+    assert list(ledger.store.iter_check_works()) == list(reference.store.iter_check_works())
+
+
+def test_log_filters_and_lookups_match(pair: tuple[Ledger, Ledger]) -> None:
+    ledger, reference = pair
+    a, b = ledger.store, reference.store
+    assert a.read_log(10, 7) == b.read_log(10, 7)
+    assert a.read_log(0, None, f"paper:{PID}") == b.read_log(0, None, f"paper:{PID}")
+    assert a.read_log(0, 5, None, "standing.checked") == b.read_log(0, 5, None, "standing.checked")
+    assert a.envelopes([5, 1, 140, 99999]) == b.envelopes([5, 1, 140, 99999])
+    assert a.paper_history(PID) == b.paper_history(PID)
+    assert a.paper_history("9999.99999") == []
+    assert a.papers(100) == b.papers(100)
+    assert a.papers(2) == b.papers(2)
+
+
+@pytest.mark.parametrize("as_of", AS_OFS)
+def test_five_reads_match(pair: tuple[Ledger, Ledger], as_of: str) -> None:
+    ledger, reference = pair
+    t = parse_as_of(as_of)
+    works = [(f"w-{n}", parse_as_of(ts(1, n))) for n in range(5)] + [("nope", 0)]
+    for k in (None, 1_786_000_000_005_000):
+        with ledger.store.snapshot(t, k) as r1, reference.store.snapshot(t, k) as r2:
+            assert r1.head() == r2.head()
+            assert r1.paper_stream(PID) == r2.paper_stream(PID)
+            assert r1.citing_events(PID) == r2.citing_events(PID)
+            ids = [PID, "2101.00002", "2101.00003", "2201.00003", "0000.00000"]
+            assert r1.snapshots(ids) == r2.snapshots(ids)
+            assert r1.snapshots([]) == []
+            assert r1.source_heads() == r2.source_heads()
+            assert sorted(r1.work_checks(works)) == sorted(r2.work_checks(works))
+
+
+@pytest.mark.parametrize("as_of", AS_OFS)
+def test_records_byte_identical(pair: tuple[Ledger, Ledger], as_of: str) -> None:
+    ledger, reference = pair
+    t = parse_as_of(as_of)
+    for pid in (PID, "2101.00002", "2201.00004"):
+        for k in (None, 1_786_000_000_004_000):
+            try:
+                want = reference.record_bytes(pid, t, k)
+            except Exception as e:  # noqa: BLE001 - the same refusal on both
+                with pytest.raises(type(e)):
+                    ledger.record_bytes(pid, t, k)
+                continue
+            assert ledger.record_bytes(pid, t, k) == want
+
+
+def test_real_record_byte_identical_at_its_as_of(store_url: str, fixture_bytes: bytes) -> None:
+    ledger = Ledger(store_url)
+    ledger.import_bytes(fixture_bytes)
+    as_of = json.loads(fixture_bytes)["as_of"]
+    body, head = ledger.record_bytes(FIXTURE_ID, parse_as_of(as_of))
+    assert body == fixture_bytes
+    assert head.seq == 132
+    assert ledger.verify().ok
+
+
+def test_idempotent_reimport(store_url: str, fixture_bytes: bytes) -> None:
+    ledger = Ledger(store_url)
+    first = ledger.import_bytes(fixture_bytes)
+    again = ledger.import_bytes(fixture_bytes)
+    assert again.appended == 0 and again.duplicates == first.appended == 132
+    assert [i.seq for i in again.items] == [i.seq for i in first.items]
+    assert [i.hash for i in again.items] == [i.hash for i in first.items]
+    assert ledger.head() == first.head
+
+
+def test_conflict_and_atomicity(store_url: str) -> None:
+    ledger = Ledger(store_url)
+    ledger.append([paper(PID, ts(0)), citation(oid_of(1), PID, ts(1))])
+    head = ledger.head()
+    changed = paper(PID, ts(0), title="Another title")
+    original_id = ledger.store.read_log()[0].event_id
+    with pytest.raises(Conflict):
+        ledger.append(
+            [measurement(PID, ts(2), 1), type(changed)(**{**_fields(changed), "event_id": original_id})]
+        )
+    with pytest.raises(
+        InvalidEvent
+    ):  # a resolution of an unknown observation: nothing of the batch is written
+        ledger.append([measurement(PID, ts(3), 1), resolution(oid_of(99), ts(3))])
+    with pytest.raises(InvalidEvent):  # an observation belongs to one citing paper forever
+        ledger.append([paper("2101.00002", ts(0)), citation(oid_of(1), "2101.00002", ts(4))])
+    assert ledger.head() == head
+
+
+def _fields(e: Any) -> dict[str, Any]:
+    return {f: getattr(e, f) for f in e.__struct_fields__}
+
+
+def test_expected_versions(store_url: str) -> None:
+    ledger = Ledger(store_url)
+    ledger.append([paper(PID, ts(0)), measurement(PID, ts(1), 1)])
+    stream = f"paper:{PID}"
+    with pytest.raises(Conflict) as refused:
+        ledger.append([measurement(PID, ts(2), 2)], {stream: 1})
+    assert refused.value.details == {"stream": stream, "expected": 1, "current": 2}
+    result = ledger.append([measurement(PID, ts(2), 2)], {stream: 2})
+    assert result.appended == 1 and ledger.store.read_log()[-1].stream_version == 3
+
+
+def test_group_commit_threads_share_transactions(store_url: str) -> None:
+    ledger = Ledger(store_url, group_commit=True)
+    ledger.append([paper(PID, ts(0))])
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(10):
+                ledger.append([measurement(PID, ts(1, n * 100 + i), i, source=f"s{n}")])
+            with pytest.raises(InvalidEvent):  # refused alone, the others in its group commit
+                ledger.append([resolution(oid_of(500 + n), ts(2))])
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ledger.close()
+    assert errors == []
+    reopened = Ledger(store_url)
+    assert reopened.head().seq == 61
+    assert reopened.verify().ok
+
+
+def test_kind_and_unsupported_features(store_url: str) -> None:
+    ledger = Ledger(store_url)
+    if not is_pg_url(store_url):
+        assert ledger.store.kind == "sqlite" and ledger.path == Path(store_url)
+        return
+    assert ledger.store.kind == "postgresql"
+    from ledger import merkle_store, works_store
+    from ledger.checkpoint import Checkpointer
+
+    with pytest.raises(Unsupported, match="not supported on the PostgreSQL backend yet"):
+        merkle_store.tree_root(ledger.store, 0)
+    with pytest.raises(Unsupported):
+        works_store.papers_known(ledger.store, 0)
+    with pytest.raises(Unsupported):
+        Checkpointer.for_db(ledger.store)
+    with pytest.raises(Unsupported):
+        _ = ledger.path
