@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
+from ledger.limits import RateLimiter
 from ledger.service import Ledger
 
 from . import docs, evidence, proofs, routes, sources, writes
@@ -35,7 +37,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redirect_slashes=False,
     )
     app.state.settings = settings
-    app.state.ledger = Ledger(settings.db)
+    # Concurrent requests share one transaction and one fsync; each batch is still atomic in its own
+    # savepoint and acknowledged only after COMMIT. Other processes are serialised by BEGIN IMMEDIATE.
+    app.state.ledger = Ledger(settings.db, group_commit=True)
+    app.state.rate_limiter = (
+        RateLimiter(settings.rate_limit, settings.burst) if settings.rate_limit > 0 else None
+    )
+    if settings.cors_origins:
+        # Off unless configured: a browser page elsewhere gets no access to the answers by default.
+        # Bearer tokens, not cookies, so no credentials are allowed cross-origin.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            expose_headers=["Ledger-Head", "Retry-After"],
+            allow_credentials=False,
+            max_age=600,
+        )
     install_error_handlers(app)
     # /paper/{id}/changes must come before routes' /paper/{id:path}
     app.include_router(sources.router)

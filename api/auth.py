@@ -5,12 +5,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import os
 import re
+import stat
 from pathlib import Path
 
 from fastapi import Request
 
-from .errors import Unauthorized, WritesDisabled
+from ledger.limits import RateLimiter, retry_after
+
+from .errors import RateLimited, Unauthorized, WritesDisabled
 from .settings import Settings
 
 log = logging.getLogger("api")
@@ -28,6 +32,9 @@ def read_token_file(path: str) -> list[str]:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         return []
+    if os.stat(path).st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        # whoever can write this file can give themselves a token
+        log.warning("%s is writable by other users: anyone who can edit it can authorise writes", path)
     hashes = []
     for n, line in enumerate(text.splitlines(), start=1):
         value = line.split("#", 1)[0].strip().lower().removeprefix("sha256:")
@@ -47,8 +54,9 @@ def token_hashes(settings: Settings) -> list[str]:
     return [hash_token(t) for t in settings.tokens] + read_token_file(settings.token_file_path)
 
 
-def require_writer(request: Request, settings: Settings) -> None:
-    """Refuse the request unless writes are enabled and it carries a configured bearer token."""
+def require_writer(request: Request, settings: Settings) -> str:
+    """Refuse the request unless writes are enabled, it carries a configured bearer token and that
+    token is within its rate; the token's hash (its identity for the rate limiter)."""
     if settings.read_only:
         raise WritesDisabled("this server runs read-only (--read-only): writes are refused")
     hashes = token_hashes(settings)
@@ -68,3 +76,13 @@ def require_writer(request: Request, settings: Settings) -> None:
         matched |= hmac.compare_digest(given, stored)
     if not matched:
         raise Unauthorized("the bearer token is not valid for this ledger", invalid_token=True)
+    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    if limiter is not None:
+        wait = limiter.wait(given)
+        if wait > 0:
+            raise RateLimited(
+                f"this token is over its rate of {limiter.rate:g} events per second; retry in {wait:.2f} s",
+                retry_after=retry_after(wait),
+                details={"rate": limiter.rate, "burst": limiter.burst, "retry_after_s": round(wait, 3)},
+            )
+    return given

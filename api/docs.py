@@ -327,8 +327,10 @@ _DESCRIPTIONS = {
     403: "Writes disabled (no token configured, or --read-only)",
     404: "Not found (e.g. no paper snapshot as of T)",
     409: "Conflict: an event_id reused with other content, or a stream not at the expected version",
-    413: "The body is above the size limit",
+    408: "The body did not arrive within LEDGER_BODY_TIMEOUT; nothing written",
+    413: "The body or the batch is above its limit",
     422: "Invalid input; the message names the place and field",
+    429: "The token is over its LEDGER_RATE_LIMIT; see Retry-After; nothing written",
 }
 _HEAD_DOC = {
     "Ledger-Head": {

@@ -53,6 +53,36 @@ class PayloadTooLarge(ApiError):
     http_status = 413
 
 
+class BatchTooLarge(ApiError):
+    """More events in one write than the configured batch limit."""
+
+    code = "batch_too_large"
+    http_status = 413
+
+
+class RateLimited(ApiError):
+    """The token has sent more events per second than the configured rate; retry after a while."""
+
+    code = "rate_limited"
+    http_status = 429
+
+    def __init__(self, message: str, *, retry_after: str, details: Any = None) -> None:
+        super().__init__(message, details=details)
+        self.headers = {"Retry-After": retry_after}
+
+
+class RequestTimeout(ApiError):
+    """The client did not send its whole body in time (a slow or stalled client)."""
+
+    code = "request_timeout"
+    http_status = 408
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message, details=details)
+        # the rest of the body may still arrive: the connection cannot be reused
+        self.headers = {"Connection": "close"}
+
+
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     """The one error shape: {"error": {code, message, details}}."""
     return {"error": {"code": code, "message": message, "details": details}}

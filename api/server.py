@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import os
 from pathlib import Path
 from urllib.parse import quote
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ledger.service import Ledger
 
 from .settings import ENV_DB, ENV_READ_ONLY, Settings
 
 SHUTDOWN_GRACE_S = 3
+KEEP_ALIVE_S = 5
 SAMPLES = Path(__file__).resolve().parent.parent / "ledger" / "samples"
+
+
+@functools.cache
+def _idle_timeout() -> float:
+    return Settings.from_env().idle_timeout
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, plus a deadline for a new connection's first byte.
+
+    uvicorn times out an idle keep-alive connection only after a first response; a socket opened and
+    left silent would be held for ever, and enough of them would exhaust the server's descriptors.
+    """
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """Start the idle timer; the first byte received cancels it (uvicorn's own keep-alive path)."""
+        super().connection_made(transport)
+        self.timeout_keep_alive_task = self.loop.call_later(_idle_timeout(), self.timeout_keep_alive_handler)
 
 
 def sample_records(samples: Path = SAMPLES) -> list[tuple[bytes, str, str]]:
@@ -70,7 +92,7 @@ def run(
 ) -> None:
     """Serve the API and pages over `db` with uvicorn (an app factory, so workers > 1 work)."""
     try:
-        Settings.from_env()  # a bad LEDGER_MAX_BODY fails here, once, not in every worker
+        Settings.from_env()  # a bad LEDGER_* value fails here, once, not in every worker
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     ledger = Ledger(db)
@@ -94,4 +116,7 @@ def run(
         log_level="info",
         # An SSE subscription never ends by itself: without a bound, shutdown waits for clients.
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        # by name, so each worker process imports it
+        http="api.server:GuardedH11Protocol",
+        timeout_keep_alive=KEEP_ALIVE_S,
     )

@@ -7,6 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
+DEFAULT_MAX_BATCH = 10_000
+DEFAULT_MAX_STRING = 16 * 1024
+DEFAULT_BODY_TIMEOUT = 30.0
+DEFAULT_IDLE_TIMEOUT = 10.0
 
 # The variables `ledger serve` exports before uvicorn starts its workers.
 ENV_DB = "LEDGER_DB"
@@ -16,6 +20,13 @@ ENV_TOKENS_FILE = "LEDGER_TOKENS_FILE"
 ENV_MAX_BODY = "LEDGER_MAX_BODY"
 ENV_SSE_POLL = "LEDGER_SSE_POLL"
 ENV_SSE_HEARTBEAT = "LEDGER_SSE_HEARTBEAT"
+ENV_MAX_BATCH = "LEDGER_MAX_BATCH"
+ENV_MAX_STRING = "LEDGER_MAX_STRING"
+ENV_RATE_LIMIT = "LEDGER_RATE_LIMIT"
+ENV_RATE_BURST = "LEDGER_RATE_BURST"
+ENV_BODY_TIMEOUT = "LEDGER_BODY_TIMEOUT"
+ENV_IDLE_TIMEOUT = "LEDGER_IDLE_TIMEOUT"
+ENV_CORS_ORIGINS = "LEDGER_CORS_ORIGINS"
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -33,37 +44,66 @@ class Settings:
     max_body: int = DEFAULT_MAX_BODY
     sse_poll: float = 0.2
     sse_heartbeat: float = 15.0
+    # Events in one write (POST /events, or a record's decomposition).
+    max_batch: int = DEFAULT_MAX_BATCH
+    # Characters in any one string (or key) of a write body.
+    max_string: int = DEFAULT_MAX_STRING
+    # Events per second per token, per server process; 0 = no limit.
+    rate_limit: float = 0.0
+    # Events a token may send at once before the rate applies; 0 = one second's worth.
+    rate_burst: int = 0
+    # Seconds a client has to send a whole write body (a slow client gets 408).
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    # Seconds a new connection may stay silent before the server closes it.
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    # Origins allowed cross-origin (CORS); none = no CORS headers at all.
+    cors_origins: tuple[str, ...] = ()
 
     @property
     def token_file_path(self) -> str:
         """The hashed-token file: explicit, else next to the database."""
         return self.tokens_file or f"{self.db}.tokens"
 
+    @property
+    def burst(self) -> float:
+        """The rate limiter's bucket size in events."""
+        return float(self.rate_burst) if self.rate_burst else max(self.rate_limit, 1.0)
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Settings from LEDGER_* variables (the app factory calls this in each worker)."""
         env = os.environ if environ is None else environ
         tokens = tuple(t.strip() for t in env.get(ENV_TOKENS, "").split(",") if t.strip())
+        origins = tuple(o.strip() for o in env.get(ENV_CORS_ORIGINS, "").split(",") if o.strip())
         return cls(
             db=env.get(ENV_DB) or "ledger.db",
             read_only=env.get(ENV_READ_ONLY, "").strip().lower() in _TRUE,
             tokens=tokens,
             tokens_file=env.get(ENV_TOKENS_FILE) or None,
-            max_body=_positive_int(env.get(ENV_MAX_BODY), DEFAULT_MAX_BODY, ENV_MAX_BODY),
+            max_body=_positive_int(env.get(ENV_MAX_BODY), DEFAULT_MAX_BODY, ENV_MAX_BODY, "bytes"),
             sse_poll=_positive_float(env.get(ENV_SSE_POLL), 0.2, ENV_SSE_POLL),
             sse_heartbeat=_positive_float(env.get(ENV_SSE_HEARTBEAT), 15.0, ENV_SSE_HEARTBEAT),
+            max_batch=_positive_int(env.get(ENV_MAX_BATCH), DEFAULT_MAX_BATCH, ENV_MAX_BATCH, "events"),
+            max_string=_positive_int(
+                env.get(ENV_MAX_STRING), DEFAULT_MAX_STRING, ENV_MAX_STRING, "characters"
+            ),
+            rate_limit=_rate(env.get(ENV_RATE_LIMIT)),
+            rate_burst=_positive_int(env.get(ENV_RATE_BURST), 0, ENV_RATE_BURST, "events"),
+            body_timeout=_positive_float(env.get(ENV_BODY_TIMEOUT), DEFAULT_BODY_TIMEOUT, ENV_BODY_TIMEOUT),
+            idle_timeout=_positive_float(env.get(ENV_IDLE_TIMEOUT), DEFAULT_IDLE_TIMEOUT, ENV_IDLE_TIMEOUT),
+            cors_origins=origins,
         )
 
 
-def _positive_int(text: str | None, default: int, name: str) -> int:
+def _positive_int(text: str | None, default: int, name: str, unit: str) -> int:
     if not text:
         return default
     try:
         value = int(text)
     except ValueError:
-        raise ValueError(f"{name} must be a positive integer (bytes), got {text!r}") from None
+        raise ValueError(f"{name} must be a positive integer ({unit}), got {text!r}") from None
     if value <= 0:
-        raise ValueError(f"{name} must be a positive integer (bytes), got {text!r}")
+        raise ValueError(f"{name} must be a positive integer ({unit}), got {text!r}")
     return value
 
 
@@ -74,6 +114,18 @@ def _positive_float(text: str | None, default: float, name: str) -> float:
         value = float(text)
     except ValueError:
         raise ValueError(f"{name} must be a positive number of seconds, got {text!r}") from None
-    if value <= 0:
+    if not value > 0 or value == float("inf"):
         raise ValueError(f"{name} must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def _rate(text: str | None) -> float:
+    if not text or text.strip() == "0":
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{ENV_RATE_LIMIT} must be a number of events per second, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{ENV_RATE_LIMIT} must be a positive number of events per second, got {text!r}")
     return value

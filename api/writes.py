@@ -1,8 +1,9 @@
-"""Writes: POST /events and POST /records, behind a bearer token and a body size limit."""
+"""Writes: POST /events and POST /records, behind a bearer token and the write limits."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -11,22 +12,87 @@ from ledger.append import AppendResult
 from ledger.codec import canonical, decode_json
 from ledger.errors import InvalidEvent
 from ledger.importer import SCHEMA, Batch, parse_batch, record_to_batch
+from ledger.limits import RateLimiter, long_string
 from ledger.service import Ledger
 
 from . import docs
 from .auth import require_writer
 from .common import JSON, head_headers, ledger_of, read_body, settings_of
+from .errors import BatchTooLarge, RequestTimeout
+from .settings import Settings
 
 router = APIRouter(tags=["writes"])
 
 _WRITE_ERRORS = (401, 403, 409, 413, 422)
 
 
-async def _authorized_body(request: Request) -> bytes:
+def _write_responses() -> dict[int | str, dict[str, Any]]:
+    """The documented answers of a write, with the limits' own (docs.py knows the common ones)."""
+    out = docs.responses(201, 200, *_WRITE_ERRORS, ok="AppendAnswer")
+    refusal = out[413]  # the error shape, as every refusal
+    out[413] = {**refusal, "description": "The body or the batch is above its limit; nothing written"}
+    out[408] = {**refusal, "description": "The body did not arrive in time; nothing written"}
+    out[429] = {
+        **refusal,
+        "description": "This token is over its events-per-second rate; nothing written",
+        "headers": {"Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}},
+    }
+    return out
+
+
+# -- write limits (batch size, string length, rate per token, body time) --------------------------
+
+
+class _Writer:
+    """Who is writing (their token's hash) and the limits that apply to them."""
+
+    def __init__(self, request: Request, token: str) -> None:
+        self.settings: Settings = settings_of(request)
+        self.token = token
+        self.limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+
+    def check_strings(self, raw: bytes, value: Any, where: str) -> None:
+        """422 naming the first string (or key) longer than the limit."""
+        limit = self.settings.max_string
+        if len(raw) <= limit:
+            return  # no string can be longer than the body that holds it
+        found = long_string(value, limit, where)
+        if found is not None:
+            place, length = found
+            raise InvalidEvent(
+                place,
+                f"a string of {length} characters; the limit is {limit} (LEDGER_MAX_STRING)",
+                details={"where": place, "length": length, "limit": limit},
+            )
+
+    def check_batch(self, events: int) -> None:
+        """413 above the batch limit; otherwise charge the token's rate bucket for the events."""
+        limit = self.settings.max_batch
+        if events > limit:
+            raise BatchTooLarge(
+                f"{events} events in one write; the limit is {limit} events (LEDGER_MAX_BATCH)",
+                details={"events": events, "limit": limit},
+            )
+        if self.limiter is not None:
+            self.limiter.charge(self.token, events)
+
+
+async def _authorized_body(request: Request) -> tuple[_Writer, bytes]:
     settings = settings_of(request)
-    # Auth first, then size, then parsing: a refused client never gets its body read or parsed.
-    require_writer(request, settings)
-    return await read_body(request, settings.max_body)
+    # Auth (and rate) first, then size, then parsing: a refused client never gets its body read.
+    writer = _Writer(request, require_writer(request, settings))
+    try:
+        # a client trickling its body holds only its own connection, and not forever
+        body = await asyncio.wait_for(read_body(request, settings.max_body), settings.body_timeout)
+    except TimeoutError:
+        raise RequestTimeout(
+            f"the body did not arrive within {settings.body_timeout:g} s (LEDGER_BODY_TIMEOUT)",
+            details={"timeout_s": settings.body_timeout},
+        ) from None
+    return writer, body
+
+
+# -- end of write limits -------------------------------------------------------------------------
 
 
 def _answer(result: AppendResult) -> Response:
@@ -39,15 +105,21 @@ def _answer(result: AppendResult) -> Response:
     )
 
 
-def _append_events(ledger: Ledger, raw: bytes) -> AppendResult:
-    return ledger.append_batch(parse_batch(decode_json(raw)))
+def _append_events(ledger: Ledger, writer: _Writer, raw: bytes) -> AppendResult:
+    value = decode_json(raw)
+    writer.check_strings(raw, value, "")
+    if isinstance(value, dict) and isinstance(value.get("events"), list):
+        writer.check_batch(len(value["events"]))  # counted before each event is decoded
+    return ledger.append_batch(parse_batch(value))
 
 
-def _append_record(ledger: Ledger, raw: bytes, force: bool) -> AppendResult:
+def _append_record(ledger: Ledger, writer: _Writer, raw: bytes, force: bool) -> AppendResult:
     value = decode_json(raw)
     if not isinstance(value, dict) or value.get("schema") != SCHEMA:
         raise InvalidEvent("schema", f"the body must be a record whose schema is {SCHEMA!r}")
+    writer.check_strings(raw, value, "")
     batch: Batch = record_to_batch(value, force=force)
+    writer.check_batch(len(batch.events))
     return ledger.append_batch(batch)
 
 
@@ -55,13 +127,13 @@ def _append_record(ledger: Ledger, raw: bytes, force: bool) -> AppendResult:
     "/events",
     summary="Append a batch of events atomically",
     status_code=201,
-    responses=docs.responses(201, 200, *_WRITE_ERRORS, ok="AppendAnswer"),
+    responses=_write_responses(),
     openapi_extra=docs.events_body(),
 )
 async def post_events(request: Request) -> Response:
     """All events valid and appended (201), all already present (200), or nothing written."""
-    raw = await _authorized_body(request)
-    result = await run_in_threadpool(_append_events, ledger_of(request), raw)
+    writer, raw = await _authorized_body(request)
+    result = await run_in_threadpool(_append_events, ledger_of(request), writer, raw)
     return _answer(result)
 
 
@@ -69,7 +141,7 @@ async def post_events(request: Request) -> Response:
     "/records",
     summary="Import a Paper Citation Record as one batch",
     status_code=201,
-    responses=docs.responses(201, 200, *_WRITE_ERRORS, ok="AppendAnswer"),
+    responses=_write_responses(),
     openapi_extra=docs.record_body("The record to import (its digests are checked unless force)."),
 )
 async def post_records(
@@ -79,6 +151,6 @@ async def post_records(
     ] = False,
 ) -> Response:
     """Decompose a record into events (record-v1.md) and append them as one batch."""
-    raw = await _authorized_body(request)
-    result = await run_in_threadpool(_append_record, ledger_of(request), raw, force)
+    writer, raw = await _authorized_body(request)
+    result = await run_in_threadpool(_append_record, ledger_of(request), writer, raw, force)
     return _answer(result)

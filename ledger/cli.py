@@ -110,11 +110,12 @@ def serve(host: str, port: int, workers: int, read_only: bool, no_samples: bool,
 
 
 def _register_extensions() -> None:
-    from . import cli_backends, cli_integrity, cli_sources
+    from . import cli_backends, cli_integrity, cli_ops, cli_sources
 
     cli_integrity.register(main)
     cli_sources.register(main)
     cli_backends.register(main)
+    cli_ops.register(main)
 
 
 _register_extensions()

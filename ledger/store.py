@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -56,11 +57,11 @@ class SQLiteStore:
         self.path = str(path)
         self.synchronous = synchronous
         self._local = threading.local()
-        fresh = not Path(self.path).exists()
-        conn = self._conn()
-        if fresh:
-            os.chmod(self.path, 0o600)
-        migrate(conn)
+        if not Path(self.path).exists():
+            # created 0600 before SQLite opens it: no window in which others can read it
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        migrate(self._conn())
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

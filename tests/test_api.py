@@ -672,7 +672,7 @@ def test_openapi_documents_bodies_examples_and_errors(client: TestClient):
     examples = events["requestBody"]["content"]["application/json"]["examples"]
     types = {e["value"]["events"][0]["type"] for e in examples.values()}
     assert types == set(EVENT_EXAMPLES)
-    assert set(events["responses"]) == {"200", "201", "401", "403", "409", "413", "422"}
+    assert set(events["responses"]) == {"200", "201", "401", "403", "408", "409", "413", "422", "429"}
     for path in ("/records", "/verify"):
         body = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]
         assert body["schema"] == {"$ref": "#/components/schemas/Record"}

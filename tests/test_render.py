@@ -289,7 +289,11 @@ def _shape(line: str) -> str:
         (r"(No event found|Unavailable:|Not yet queried:|\d+ events? found).*", "notice"),
         (r"No inbound Pith citation observations are available\.", "no-inbound"),
         (r"Checked: .*|Record as of .*|Ledger head: .*|Context digest: .*", "extra"),
-        (r"Record JSON|Integrity report|Evidence log|Paper snapshots|Show record as of|What changed since", "extra"),
+        (
+            r"Record JSON|Integrity report|Evidence log|Paper snapshots|Show record as of"
+            r"|What changed since",
+            "extra",
+        ),
     ]
     for pattern, name in patterns:
         if re.fullmatch(pattern, line):

@@ -1,0 +1,1 @@
+"""Reliability drivers: concurrent load, crashes, fuzzing and backups against a real ledger."""
