@@ -12,6 +12,7 @@ from urllib.parse import quote
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ledger.backend import is_pg_url
 from ledger.service import Ledger
 
 from .settings import ENV_DB, ENV_READ_ONLY, Settings
@@ -103,7 +104,7 @@ def run(
     ledger.store.close()
     # Workers are separate processes that build the app from the environment, so everything
     # the app needs travels there (tokens and the body limit are read from it already).
-    os.environ[ENV_DB] = str(Path(db).resolve())
+    os.environ[ENV_DB] = db if is_pg_url(db) else str(Path(db).resolve())
     if read_only:
         os.environ[ENV_READ_ONLY] = "1"
     print(f"Serving {url}", flush=True)
