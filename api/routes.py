@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -27,6 +28,7 @@ from .common import (
 )
 from .held import verify_held
 from .integrity import integrity_report
+from .record_cache import RecordCache
 from .render import render_error_page, render_index_page, render_paper_page, render_record_page
 
 router = APIRouter()
@@ -84,14 +86,38 @@ def _wants_json(request: Request) -> bool:
     summary="The Paper Citation Record as of T, as canonical JSON bytes",
     responses=docs.responses(200, 404, 422, ok="Record"),
 )
-def record_json(
+async def record_json(
     request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None
 ) -> Response:
     """The record (record-v1.md) exactly as hashed: canonical bytes, with the Ledger-Head."""
     check_id(arxiv_id)
     t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
-    body, head = ledger_of(request).record_bytes(arxiv_id, t, k)
+    ledger = ledger_of(request)
+    if t is None:  # as of now: a new instant on every call, never cached
+        body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
+        return Response(body, media_type=JSON, headers=head_headers(head))
+    cache = _record_cache(request)
+    # one indexed read of the head; the bytes held for it were built from exactly these events
+    current = ledger.head()
+    hit = cache.get((arxiv_id, t, k, current))
+    if hit is not None:
+        return Response(hit, media_type=JSON, headers=head_headers(current))
+    body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
+    cache.put((arxiv_id, t, k, head), body)
     return Response(body, media_type=JSON, headers=head_headers(head))
+
+
+_CACHE_LOCK = threading.Lock()
+
+
+def _record_cache(request: Request) -> RecordCache:
+    """The app's record cache, made on first use."""
+    state = request.app.state
+    with _CACHE_LOCK:
+        cache: RecordCache | None = getattr(state, "record_cache", None)
+        if cache is None:
+            cache = state.record_cache = RecordCache()
+        return cache
 
 
 @router.get(

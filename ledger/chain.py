@@ -43,6 +43,4 @@ def body_bytes(
 
 def link_hash(prev_hash: str, body: bytes) -> str:
     """hash(e) = blake3(bytes.fromhex(prev_hash) || body(e)).hexdigest()."""
-    h = blake3(bytes.fromhex(prev_hash))
-    h.update(body)
-    return h.hexdigest()
+    return blake3(bytes.fromhex(prev_hash) + body).hexdigest()

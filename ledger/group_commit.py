@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from .group_tx import group as staged
 from .store import SQLiteStore, WriteTx
 
 Job = tuple[Callable[[WriteTx], Any], "Future[Any]"]
@@ -16,9 +18,12 @@ Job = tuple[Callable[[WriteTx], Any], "Future[Any]"]
 class GroupCommitter:
     """One writer thread; callers block until the transaction holding their batch has committed."""
 
-    def __init__(self, store: SQLiteStore, max_group: int = 512) -> None:
+    def __init__(self, store: SQLiteStore, max_group: int = 512, max_wait: float = 0.001) -> None:
         self.store = store
         self.max_group = max_group
+        # how long the writer waits for the callers the last group had, before committing fewer
+        self.max_wait = max_wait
+        self._last_group = 1
         self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -50,30 +55,51 @@ class GroupCommitter:
             if first is None:
                 self.store.close()
                 return
-            group = [first]
-            stop = False
-            while len(group) < self.max_group:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                group.append(nxt)
+            group, stop = self._gather(first)
             self._commit(group)
             if stop:
                 self.store.close()
                 return
 
+    def _gather(self, first: Job) -> tuple[list[Job], bool]:
+        """The jobs of one transaction: all queued ones, and the last group's size if they come soon.
+
+        Callers acknowledged by the previous commit are still running their own code when the writer
+        looks again; committing without them would cost a second fsync for the same concurrency, so
+        the writer waits up to `max_wait` for as many jobs as recent groups had (one caller: no wait).
+        """
+        group = [first]
+        deadline = 0.0
+        # the callers of recent groups: the largest recent group, forgotten one caller per group
+        want = self._last_group = max(self._last_group - 1, 1)
+        while len(group) < self.max_group:
+            try:
+                nxt = self._queue.get_nowait()
+            except queue.Empty:
+                if len(group) >= want:
+                    break
+                now = time.monotonic()
+                deadline = deadline or now + self.max_wait
+                if now >= deadline:
+                    break
+                try:
+                    nxt = self._queue.get(timeout=deadline - now)
+                except queue.Empty:
+                    break
+            if nxt is None:
+                self._last_group = max(self._last_group, len(group))
+                return group, True
+            group.append(nxt)
+        self._last_group = max(self._last_group, len(group))
+        return group, False
+
     def _commit(self, group: list[Job]) -> None:
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
         try:
-            with self.store.write() as tx:
+            with self.store.write() as tx, staged(tx) as gtx:
                 for job, future in group:
                     try:
-                        with tx.savepoint():
-                            outcomes.append((future, job(tx), None))
+                        outcomes.append((future, gtx.run(job), None))
                     except Exception as e:  # this batch alone is refused; the others go on
                         outcomes.append((future, None, e))
         except BaseException as e:  # the commit itself failed: nothing in the group is acknowledged

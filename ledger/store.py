@@ -304,14 +304,23 @@ class SQLiteReader:
         return [_fact(r) for r in rows]
 
     def source_heads(self) -> list[SourceHead]:
-        """Statement 4: the latest standing check of every source."""
+        """Statement 4: the latest standing check of every source, by index seeks.
+
+        A skip-scan finds each source stream (one seek per source), then a backward seek on
+        events_stream_type_time finds its latest check as of T and K, so the cost does not grow
+        with the number of checks in the ledger.
+        """
         rows = self.conn.execute(
-            "SELECT substr(stream, 8), observed_at, observed_us, seq FROM ("
-            "  SELECT stream, observed_at, observed_us, seq, row_number() OVER ("
-            "    PARTITION BY stream ORDER BY observed_us DESC, seq DESC) AS rn"
-            "  FROM events WHERE stream >= 'source:' AND stream < 'source;' "
-            "  AND type = 'standing.checked' AND observed_us <= ? AND recorded_us <= ?"
-            ") WHERE rn = 1 ORDER BY stream",
+            "WITH RECURSIVE s(stream) AS ("
+            "  SELECT min(stream) FROM events WHERE stream >= 'source:' AND stream < 'source;'"
+            "  UNION ALL"
+            "  SELECT (SELECT min(stream) FROM events WHERE stream > s.stream AND stream < 'source;')"
+            "  FROM s WHERE s.stream IS NOT NULL) "
+            "SELECT substr(e.stream, 8), e.observed_at, e.observed_us, e.seq FROM s "
+            "JOIN events e ON e.seq = ("
+            "  SELECT seq FROM events WHERE stream = s.stream AND type = 'standing.checked'"
+            "  AND observed_us <= ? AND recorded_us <= ? ORDER BY observed_us DESC, seq DESC LIMIT 1) "
+            "ORDER BY e.stream",
             (self.t, self.k),
         )
         return [SourceHead(*r) for r in rows]

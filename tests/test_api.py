@@ -722,3 +722,23 @@ def test_the_product_app_serves_the_proof_and_changes_routes(loaded: TestClient)
     paths = loaded.get("/openapi.json").json()["paths"]
     wanted = {"/checkpoint", "/evidence/{seq}/proof", "/paper/{arxiv_id}/changes", "/ingest/{source}"}
     assert wanted <= set(paths)
+
+
+def test_record_cache_never_serves_bytes_of_an_older_head(loaded: TestClient):
+    """The GET cache is keyed on the head: an append makes the next answer a fresh projection."""
+    url = f"/paper/{PAPER}/citation-record.json"
+    later = {"as_of": "2026-11-02"}
+    first = loaded.get(url, params=later)
+    again = loaded.get(url, params=later)
+    assert first.content == again.content and len(loaded.app.state.record_cache._items) == 1
+    r = loaded.post(
+        "/events", json={"events": [measurement(observed_at="2026-11-01T00:00:00Z")]}, headers=AUTH
+    )
+    assert r.status_code == 201
+    after = loaded.get(url, params=later)
+    assert after.headers["Ledger-Head"] != first.headers["Ledger-Head"]
+    assert len(after.json()["external_citation_measurements"]) == 1
+    assert first.json()["external_citation_measurements"] == []
+    # "as of now" moves with every call, so it is never cached
+    loaded.get(url)
+    assert len(loaded.app.state.record_cache._items) == 2

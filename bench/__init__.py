@@ -1,0 +1,1 @@
+"""Benchmarks of the ledger against this machine's own limits (outside the test run)."""

@@ -1,0 +1,188 @@
+"""Measurements through the library, each run in a worker process (see worker.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ledger.instants import parse_ts
+from ledger.service import Ledger
+
+from . import pools
+from .synth import Synth
+
+
+def build(db: Path, target: int, first_paper: int) -> dict[str, Any]:
+    """Append synthetic papers (whole papers, >= 1000 events a batch) until the head reaches `target`.
+
+    The build alone runs with synchronous=OFF and a 256 MB page cache; every measurement runs on the
+    product's defaults (synchronous=FULL, SQLite's default cache).
+    """
+    ledger = Ledger(db, synchronous="OFF")
+    ledger.store._conn().execute("PRAGMA cache_size=-262144")
+    head = ledger.head().seq
+    start_head, batch, last = head, [], first_paper
+    start = time.perf_counter()
+    for paper, events in Synth().events(first_paper):
+        batch.extend(events)
+        last = paper
+        if len(batch) >= 1000 or head + len(batch) >= target:
+            head = ledger.append(batch, typed=True).head.seq
+            batch = []
+            if head >= target:
+                break
+    seconds = time.perf_counter() - start
+    ledger.close()
+    added = head - start_head
+    return {"head": head, "added": added, "next_paper": last + 1, "seconds": round(seconds, 2),
+            "events_per_s": round(added / seconds) if seconds else None}  # fmt: skip
+
+
+def append_batches(db: Path, first_paper: int, count: int, profile: str | None = None) -> dict[str, Any]:
+    """Ledger.append of `count` batches of 1000 typed events (types re-checked), synchronous=FULL."""
+    work = pools.batches(first_paper, count)
+    ledger = Ledger(db)
+    before = ledger.head().seq
+
+    def go() -> None:
+        for b in work:
+            ledger.append(b)
+
+    start = time.perf_counter()
+    if profile:
+        from .util import pyinstrument_profile
+
+        path = pyinstrument_profile(profile, go)
+    else:
+        go()
+    seconds = time.perf_counter() - start
+    after = ledger.head().seq
+    ledger.close()
+    n = after - before
+    out = {"events": n, "seconds": round(seconds, 4), "events_per_s": round(n / seconds), "after": before}
+    return out | ({"profile": path} if profile else {})
+
+
+def concurrent(
+    db: Path, first_paper: int, count: int, seconds: float, profile: str | None = None
+) -> dict[str, Any]:
+    """8 threads, each appending single events through one Ledger(group_commit=True)."""
+    events = pools.singles(first_paper, count)
+    ledger = Ledger(db, group_commit=True)
+    before = ledger.head().seq
+    ledger.append([events[0]])  # starts the writer thread outside the timing
+    acked: list[list[int]] = [[] for _ in range(8)]
+    barrier = threading.Barrier(9)
+    deadline = [0.0]
+
+    def worker(k: int) -> None:
+        mine = events[1 + k :: 8]
+        barrier.wait()
+        for e in mine:
+            if time.perf_counter() > deadline[0]:
+                break
+            acked[k].extend(i.seq for i in ledger.append([e]).items)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+
+    def go() -> None:
+        deadline[0] = time.perf_counter() + seconds
+        barrier.wait()
+        for t in threads:
+            t.join()
+
+    start = time.perf_counter()
+    if profile:
+        from .util import pyinstrument_profile
+
+        path = pyinstrument_profile(profile, go)
+    else:
+        go()
+    elapsed = time.perf_counter() - start
+    seqs = sorted(s for a in acked for s in a)
+    ledger.close()
+    check = Ledger(db)
+    stored = {e.seq for e in check.store.read_log(after=before + 1)}
+    check.close()
+    out = {
+        "events": len(seqs),
+        "seconds": round(elapsed, 4),
+        "events_per_s": round(len(seqs) / elapsed),
+        "after": before + 1,
+        "acked_all_stored": set(seqs) <= stored and len(set(seqs)) == len(seqs),
+    }
+    return out | ({"profile": path} if profile else {})
+
+
+def project(db: Path, arxiv_id: str, as_of: str, repeats: int, profile: str | None = None) -> dict[str, Any]:
+    """Ledger.record_bytes of one paper as of an explicit instant: p50, and SQL statements per record."""
+    ledger = Ledger(db)
+    t = parse_ts(as_of)
+    body, head = ledger.record_bytes(arxiv_id, t)
+    for _ in range(3):
+        ledger.record_bytes(arxiv_id, t)
+    statements: list[str] = []
+    conn = ledger.store._conn()
+    conn.set_trace_callback(statements.append)
+    ledger.record_bytes(arxiv_id, t)
+    conn.set_trace_callback(None)
+    counted = [
+        s for s in statements if s.strip() not in ("BEGIN", "COMMIT") and "ORDER BY seq DESC LIMIT 1" not in s
+    ]
+    samples = _samples(ledger, arxiv_id, t, repeats)
+    out: dict[str, Any] = {
+        "p50_ms": round(samples[len(samples) // 2] * 1e3, 3),
+        "p90_ms": round(samples[int(len(samples) * 0.9)] * 1e3, 3),
+        "statements": len(counted),
+        "record_bytes": len(body),
+        "repeats": repeats,
+    }
+    # the same with the source_heads statement proposed for ledger/store.py (bench/proposed.py)
+    from ledger.store import SQLiteReader
+
+    from .proposed import source_heads
+
+    current = SQLiteReader.source_heads
+    SQLiteReader.source_heads = source_heads  # type: ignore[method-assign]
+    try:
+        assert ledger.record_bytes(arxiv_id, t)[0] == body
+        proposed = _samples(ledger, arxiv_id, t, repeats)
+    finally:
+        SQLiteReader.source_heads = current  # type: ignore[method-assign]
+    out["proposed_store_p50_ms"] = round(proposed[len(proposed) // 2] * 1e3, 3)
+    if profile:
+        from .util import pyinstrument_profile
+
+        out["profile"] = pyinstrument_profile(
+            profile, lambda: [ledger.record_bytes(arxiv_id, t) for _ in range(50)]
+        )
+    ledger.close()
+    return out
+
+
+def _samples(ledger: Ledger, arxiv_id: str, t: int, repeats: int) -> list[float]:
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        ledger.record_bytes(arxiv_id, t)
+        samples.append(time.perf_counter() - start)
+    return sorted(samples)
+
+
+def verify(db: Path, profile: str | None = None) -> dict[str, Any]:
+    """`ledger verify` of the whole chain, timed."""
+    ledger = Ledger(db)
+    start = time.perf_counter()
+    report = ledger.verify()
+    seconds = time.perf_counter() - start
+    out = {"ok": report.ok, "reason": report.reason, "events": report.events_checked,
+           "seconds": round(seconds, 3), "events_per_s": round(report.events_checked / seconds)}  # fmt: skip
+    if profile:
+        from .util import pyinstrument_profile
+
+        out["profile"] = pyinstrument_profile(profile, ledger.verify)
+    return out

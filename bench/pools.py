@@ -1,0 +1,52 @@
+"""Events to append during the measurements: the synthetic papers after those already in the ledger."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ledger.codec import event_to_dict
+from ledger.events import Event, PaperObserved, ResolutionObserved
+
+from .synth import Synth
+
+# each workload takes its events from its own papers, so no two workloads append the same event
+# (about 130 events a paper, 60 of them singles: a pool of 20,000 singles spans some 340 papers)
+OFFSETS = {"library_batches": 0, "http_batches": 100, "library_singles": 200, "http_singles": 600,
+           "profile_batches": 1000, "profile_singles": 1100, "profile_http": 1300,
+           "profile_batches_http": 1700}  # fmt: skip
+
+
+def batches(first_paper: int, count: int, size: int = 1000) -> list[list[Event]]:
+    """`count` batches of exactly `size` events, in the order the papers produce them."""
+    events: list[Event] = []
+    for _, evs in Synth().events(first_paper):
+        events.extend(evs)
+        if len(events) >= count * size:
+            break
+    return [events[k * size : (k + 1) * size] for k in range(count)]
+
+
+def singles(first_paper: int, count: int) -> list[Event]:
+    """`count` new events that need no other: any order of arrival is a valid ledger.
+
+    Left out: resolutions (they need their citation first) and cited papers' snapshots (copies of
+    snapshots already stored: duplicates, not appends).
+    """
+    out: list[Event] = []
+    for _, evs in Synth().events(first_paper):
+        out.extend(e for e in evs if not isinstance(e, ResolutionObserved) and not _copy(e))
+        if len(out) >= count:
+            return out[:count]
+    return out
+
+
+def _copy(e: Event) -> bool:
+    return isinstance(e, PaperObserved) and e.data.primary_category is None
+
+
+def body(events: list[Event]) -> bytes:
+    """The POST /events body of a batch."""
+    value: dict[str, Any] = {"events": [event_to_dict(e) for e in events]}
+    return msgspec.json.encode(value)

@@ -1,0 +1,108 @@
+"""The figures, their targets, results.json (written after every figure) and the printed table."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from .util import BENCH
+
+RESULTS = BENCH / "results.json"
+
+# key: (label, comparison, target, what the ratio is)
+TARGETS: dict[str, tuple[str, str, float, str]] = {
+    "append_library": ("append, library, 1000-event batches", ">=", 0.5,
+                       "events/s over bare executemany of the same rows into a plain table (WAL, FULL)"),
+    "append_http": ("append over HTTP, 1000-event batches", ">=", 0.25,
+                    "events/s over the same bare executemany"),
+    "http_singles": ("single-event POST /events, 8 clients", ">=", 0.6,
+                     "requests/s over a no-op POST route of the same app, same bodies"),
+    "library_singles": ("single-event appends, 8 threads, library", ">=", 1.5,
+                        "events/s over bare one-row transactions at synchronous=FULL"),
+    "projection": ("record projection p50 (100 refs, 30 inbound)", "<=", 1.5,
+                   "p50 at this size over p50 at the smallest size"),
+    "statements": ("SQL statements per record", "<=", 6, "statements counted by sqlite3's trace callback"),
+    "verify": ("ledger verify, full chain", ">=", 0.5,
+               "events/s over a bare blake3 chain over the same rows"),
+    "get_record": ("GET record over HTTP, 8 clients", ">=", 0.5,
+                   "requests/s over a static route of the same app returning the same bytes"),
+    "rss_import": ("peak RSS MB, import (1000-event batches)", "<", 300,
+                   "MB, absolute (beside it: over an idle interpreter with the package imported)"),
+    "rss_verify": ("peak RSS MB, ledger verify", "<", 300,
+                   "MB, absolute (beside it: over an idle interpreter with the package imported)"),
+}  # fmt: skip
+
+
+def met(key: str, value: float) -> bool:
+    """Whether a figure meets its target."""
+    _, op, target, _ = TARGETS[key]
+    return {"<=": value <= target, ">=": value >= target, "<": value < target}[op]
+
+
+class Results:
+    """Everything measured in one run, saved to bench/results.json as it goes."""
+
+    def __init__(self, path: Path, meta: dict[str, Any]) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {**meta, "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                     "targets": {k: {"label": v[0], "target": f"{v[1]} {v[2]}", "ratio": v[3]}
+                                                 for k, v in TARGETS.items()},
+                                     "stages": {}, "figures": []}  # fmt: skip
+        self.save()
+
+    def stage(self, size: int, info: dict[str, Any]) -> None:
+        """Facts about the ledger at one stage (events, build rate, file size)."""
+        self.data["stages"][str(size)] = info
+        self.save()
+
+    def add(
+        self, key: str, size: int, headline: float, value: Any, baseline: Any, **extra: Any
+    ) -> dict[str, Any]:
+        """One figure: the headline number compared with the target, and the absolutes beside it."""
+        fig = {"figure": key, "size": size, "headline": round(headline, 3), "met": met(key, headline),
+               "value": value, "baseline": baseline, **extra}  # fmt: skip
+        self.data["figures"].append(fig)
+        self.save()
+        return fig
+
+    def explain(self, fig: dict[str, Any], why: str, profile: str | None) -> None:
+        """The reason an unmet figure is unmet, and the profile that shows it."""
+        fig["why"] = why
+        if profile:
+            fig["profile"] = profile
+        self.save()
+
+    def finish(self, seconds: float) -> None:
+        """Total wall time of the run."""
+        self.data["wall_seconds"] = round(seconds, 1)
+        self.save()
+
+    def save(self) -> None:
+        """Write results.json now (so a stopped run still leaves what it measured)."""
+        self.path.write_text(json.dumps(self.data, indent=1, sort_keys=False) + "\n")
+
+    def table(self) -> str:
+        """The markdown table: one row per figure, one column per size."""
+        sizes = sorted({f["size"] for f in self.data["figures"]})
+        head = ["figure", "target", *[f"{self._n(s)} events" for s in sizes]]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for key, (label, op, target, _) in TARGETS.items():
+            cells = [label, f"{op} {target:g}"]
+            for s in sizes:
+                fig = next((f for f in self.data["figures"] if f["figure"] == key and f["size"] == s), None)
+                cells.append(self._cell(fig))
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    @staticmethod
+    def _n(size: int) -> str:
+        return f"{size // 1_000_000}M" if size >= 1_000_000 else f"{size // 1000}k"
+
+    @staticmethod
+    def _cell(fig: dict[str, Any] | None) -> str:
+        if fig is None:
+            return ""
+        mark = "ok" if fig["met"] else "**MISS**"
+        return f"{fig['headline']:g} {mark} ({fig.get('absolute', '')})"

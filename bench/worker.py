@@ -1,0 +1,50 @@
+"""Jobs run in their own process, so that each one's peak RSS and timing are its own.
+
+python -m bench.worker JOB ARGS...   (JSON answer on the last line of stdout)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def main() -> None:
+    """Dispatch one job and print its answer as one JSON line."""
+    job, *args = sys.argv[1:]
+    profile = None
+    if args and args[-1].startswith("--profile="):
+        profile = args.pop().removeprefix("--profile=")
+    out: dict[str, Any]
+    if job == "idle":
+        import api.app  # noqa: F401
+        import ledger.service  # noqa: F401
+
+        out = {}
+    elif job == "chain":
+        from .baselines import bare_chain
+
+        out = bare_chain(Path(args[0]))
+    else:
+        from . import library
+
+        db = Path(args[0])
+        if job == "build":
+            out = library.build(db, int(args[1]), int(args[2]))
+        elif job == "append":
+            out = library.append_batches(db, int(args[1]), int(args[2]), profile)
+        elif job == "concurrent":
+            out = library.concurrent(db, int(args[1]), int(args[2]), float(args[3]), profile)
+        elif job == "project":
+            out = library.project(db, args[1], args[2], int(args[3]), profile)
+        elif job == "verify":
+            out = library.verify(db, profile)
+        else:
+            raise SystemExit(f"unknown job {job!r}")
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

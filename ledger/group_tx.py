@@ -1,0 +1,152 @@
+"""One group-commit transaction seen by each batch as if the earlier batches were already written.
+
+The batches of a group stage their rows here; a batch that is refused raises before it stages
+anything (append_batch inserts last), so nothing of it is kept and no savepoint is needed. The reads
+an append makes (head, existing ids, citing papers, stream versions) answer from the store plus the
+rows staged by earlier batches of the group, and all staged rows go to the store in one insert just
+before COMMIT. Should a job reach past the append protocol, the staged rows are written first and the
+job runs in its own savepoint, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import msgspec
+
+from .facts import CheckWorkRow, Existing, Head, Row
+
+_CITATION = "citation.observed"
+
+
+class _Oid(msgspec.Struct):
+    observation_id: str
+
+
+_OID = msgspec.json.Decoder(_Oid)
+
+
+class GroupTx:
+    """The append protocol over a write transaction, with the group's staged rows laid over it."""
+
+    def __init__(self, tx: Any) -> None:
+        self.tx = tx
+        self._head: tuple[Head, int] | None = None
+        self._rows: list[Row] = []
+        self._checks: list[CheckWorkRow] = []
+        self._by_id: dict[str, Row] = {}
+        self._citing: dict[str, str] = {}
+        self._versions: dict[str, int] = {}
+        self._job: tuple[list[Row], list[CheckWorkRow]] | None = None
+        self._savepoint: Any = None
+
+    # -- the append protocol -------------------------------------------------------------
+
+    def head(self) -> tuple[Head, int]:
+        """The head after the batches staged so far (read from the store once per group)."""
+        if self._head is None:
+            self._head = self.tx.head()
+        return self._head
+
+    def existing(self, event_ids: Sequence[str]) -> dict[str, Existing]:
+        """Stored events under these ids, and those staged by earlier batches of the group."""
+        found: dict[str, Existing] = self.tx.existing(event_ids)
+        for event_id in event_ids:
+            r = self._by_id.get(event_id)
+            if r is not None:
+                found[event_id] = Existing(r.seq, r.type, r.observed_at, r.data, r.hash)
+        return found
+
+    def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
+        """observation_id -> citing paper, from the store and from staged citations."""
+        unknown = [o for o in observation_ids if o not in self._citing]
+        found: dict[str, str] = self.tx.citing_papers(unknown) if unknown else {}
+        found.update((o, self._citing[o]) for o in observation_ids if o in self._citing)
+        return found
+
+    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
+        """Current version of each stream, staged batches included."""
+        found: dict[str, int] = self.tx.stream_versions(streams)
+        found.update((s, self._versions[s]) for s in streams if s in self._versions)
+        return found
+
+    def insert(self, rows: Sequence[Row], checks: Sequence[CheckWorkRow]) -> None:
+        """Stage a batch's rows; they count once the batch returns (see `run`)."""
+        if self._savepoint is not None:
+            self.tx.insert(rows, checks)
+        self._job = (list(rows), list(checks))
+
+    # -- the group -----------------------------------------------------------------------
+
+    def run(self, job: Any) -> Any:
+        """Run one batch; keep what it staged only if it returned."""
+        self._job = None
+        try:
+            result = job(self)
+        except BaseException:
+            self._end_savepoint(ok=False)
+            self._job = None
+            raise
+        self._end_savepoint(ok=True)
+        if self._job is not None:
+            self._keep(*self._job)
+            self._job = None
+        return result
+
+    def flush(self) -> None:
+        """Write every staged row (one insert for the whole group); the caller commits."""
+        if self._rows:
+            self.tx.insert(self._rows, self._checks)
+            self._rows, self._checks = [], []
+
+    def _keep(self, rows: list[Row], checks: list[CheckWorkRow]) -> None:
+        if not rows:
+            return
+        if self._savepoint is None:
+            self._rows.extend(rows)
+            self._checks.extend(checks)
+        for r in rows:
+            self._by_id[r.event_id] = r
+            self._versions[r.stream] = r.stream_version
+            if r.type == _CITATION:
+                self._citing.setdefault(_OID.decode(r.data).observation_id, r.stream.removeprefix("paper:"))
+        last = rows[-1]
+        self._head = (Head(last.seq, last.hash), last.recorded_us)
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything beyond the append protocol: write what is staged, then a savepoint for this job."""
+        if self._savepoint is None:
+            self.flush()
+            self._savepoint = self._open_savepoint()
+            if self._job is not None:
+                self.tx.insert(*self._job)
+        return getattr(self.tx, name)
+
+    def _open_savepoint(self) -> Any:
+        cm = self.tx.savepoint()
+        cm.__enter__()
+        return cm
+
+    def _end_savepoint(self, ok: bool) -> None:
+        cm, self._savepoint = self._savepoint, None
+        if cm is None:
+            return
+        if ok:
+            cm.__exit__(None, None, None)
+        else:
+            try:
+                raise RuntimeError("job failed")
+            except RuntimeError as e:
+                cm.__exit__(type(e), e, e.__traceback__)
+        # the store now holds everything: answer from it again
+        self._head, self._by_id, self._citing, self._versions = None, {}, {}, {}
+
+
+@contextmanager
+def group(tx: Any) -> Iterator[GroupTx]:
+    """A GroupTx over `tx`, flushed when the block ends without an error."""
+    g = GroupTx(tx)
+    yield g
+    g.flush()
