@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .chain import body_bytes
@@ -288,10 +288,12 @@ def stream_version_at(conn: sqlite3.Connection, stream: str, seq: int) -> int:
     return int(row[0] or 0)
 
 
-def check_works_after(conn: sqlite3.Connection, seq: int) -> list[tuple[Any, ...]]:
-    """check_works rows of events after seq, as SQLiteStore.iter_check_works gives them."""
-    return conn.execute(
-        "SELECT seq, work_id, source, observed_us, recorded_us, notices FROM check_works "
-        "WHERE seq > ? ORDER BY seq, work_id",
-        (seq,),
-    ).fetchall()
+def check_works_after(conn: sqlite3.Connection, seq: int) -> Iterator[tuple[Any, ...]]:
+    """check_works rows of events after seq in (seq, work_id) order, read lazily (a cursor)."""
+    return iter(
+        conn.execute(
+            "SELECT seq, work_id, source, observed_us, recorded_us, notices FROM check_works "
+            "WHERE seq > ? ORDER BY seq, work_id",
+            (seq,),
+        )
+    )

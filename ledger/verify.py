@@ -57,6 +57,7 @@ TRUNCATION_NOTE = (
     "checkpoint you hold to detect truncation."
 )
 _NODE_BATCH = 2048
+_INDEX_MISMATCH = "the check_works index does not match the standing check's data"
 
 
 class _Start(NamedTuple):
@@ -102,12 +103,9 @@ def verify_store(
     if held is not None and not isinstance(held, str):
         walk.root_sizes.add(held.size)
     bad = walk.run(store)
-    # An index row broken before a chain break is the first break: compare the rows the walk covered.
-    index_bad = _check_index(conn, start.seq, walk.expected_checks, None if bad is None else bad[0])
-    if index_bad is not None and (bad is None or index_bad[0] < bad[0]):
-        bad = index_bad
+    leftover = walk.index_leftover()  # also closes the index cursor before anything writes
     if bad is None:
-        bad = _check_fill(conn, walk.last_seq) or _check_checkpoint(held, walk)
+        bad = leftover or _check_fill(conn, walk.last_seq) or _check_checkpoint(held, walk)
     head = store.head()
     resumed = start.seq if resume and start.seq else None
     if bad is not None:
@@ -137,7 +135,9 @@ class _Walk:
         self.tree = CompactRange(start.seq, start.peaks)
         self.filled = ms.fill_state(conn)[0]
         self.versions: dict[str, int] = {}
-        self.expected_checks: dict[int, list[tuple[Any, ...]]] = {}
+        # check_works rows are compared per event as the walk passes it, so memory stays flat
+        self.index_rows = ms.check_works_after(conn, start.seq)
+        self.index_next: tuple[Any, ...] | None = next(self.index_rows, None)
         self.checked = 0
         self.nodes_checked = 0
         self.pending: list[tuple[int, int, bytes]] = []
@@ -196,12 +196,17 @@ class _Walk:
             if reason is not None:
                 bad = (seq, reason)
                 break
+            expected: list[tuple[Any, ...]] = []
             if type_ == "standing.checked":
                 event = StandingChecked(observed_at=observed_at, data=decode_data(type_, data.encode()))
-                self.expected_checks[seq] = sorted(
+                expected = sorted(
                     (c.seq, c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
                     for c in check_rows(event, seq, o_us, r_us)
                 )
+            index_bad = self._index_upto(seq, expected)
+            if index_bad is not None:
+                bad = index_bad
+                break
             for node in self.tree.append(leaf_hash(body)):
                 if node[0] >= ms.STORED_LEVEL and (node[1] + 1) << node[0] <= self.filled:
                     self.pending.append(node)
@@ -219,6 +224,24 @@ class _Walk:
             return node_bad
         return bad
 
+    def _index_upto(self, seq: int, expected: list[tuple[Any, ...]]) -> tuple[int, str] | None:
+        """Consume the index rows up to `seq`; they must be exactly `expected` (the check's rows)."""
+        found: list[tuple[Any, ...]] = []
+        while self.index_next is not None and self.index_next[0] <= seq:
+            row, self.index_next = tuple(self.index_next), next(self.index_rows, None)
+            if row[0] < seq:
+                return row[0], _INDEX_MISMATCH  # a row for an event that is not a standing check
+            found.append(row)
+        if sorted(found) != expected:
+            return seq, _INDEX_MISMATCH
+        return None
+
+    def index_leftover(self) -> tuple[int, str] | None:
+        """Index rows past the last event walked: rows for events the ledger does not hold."""
+        row, self.index_next = self.index_next, None
+        self.index_rows = iter(())
+        return None if row is None else (row[0], _INDEX_MISMATCH)
+
     def _flush(self) -> tuple[int, str] | None:
         """Compare the nodes the walk completed with the stored ones."""
         if not self.pending:
@@ -232,24 +255,6 @@ class _Walk:
                 what = "is missing" if (level, index) not in stored else "does not match the events"
                 return first, f"the stored Merkle node ({level}, {index}) over seqs {first}..{last} {what}"
         return None
-
-
-def _check_index(
-    conn: sqlite3.Connection,
-    after: int,
-    expected: dict[int, list[tuple[Any, ...]]],
-    before: int | None = None,
-) -> tuple[int, str] | None:
-    """The check_works index of seqs in (after, before) must be exactly what the checks' data says."""
-    found: dict[int, list[tuple[Any, ...]]] = {}
-    for row in ms.check_works_after(conn, after):
-        if before is not None and row[0] >= before:
-            break  # rows come in seq order; the walk did not get there
-        found.setdefault(row[0], []).append(tuple(row))
-    for seq in sorted(set(expected) | set(found)):
-        if sorted(found.get(seq, [])) != expected.get(seq, []):
-            return seq, "the check_works index does not match the standing check's data"
-    return None
 
 
 def _check_fill(conn: sqlite3.Connection, last_seq: int) -> tuple[int, str] | None:
