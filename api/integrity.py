@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ledger.bundle import prove_seqs
-from ledger.chain import body_bytes, link_hash
+from ledger.chain import link_hash
 from ledger.codec import canonical
 from ledger.events import StoredEvent
 from ledger.facts import Head
 from ledger.instants import format_as_of
+from ledger.merkle_store import envelope_body
 from ledger.service import Ledger
 from ledger.verify import verify_store
 from projections.memory import MemoryReader
@@ -68,16 +69,7 @@ def integrity_report(
 
 
 def _event(e: StoredEvent) -> dict[str, Any]:
-    body = body_bytes(
-        data=e.data,
-        event_id=e.event_id,
-        observed_at=e.observed_at,
-        recorded_at=e.recorded_at,
-        seq=e.seq,
-        stream=e.stream,
-        stream_version=e.stream_version,
-        type=e.type,
-    )
+    body = envelope_body(e)
     return {
         "seq": e.seq,
         "type": e.type,
