@@ -8,12 +8,11 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from .append import AppendTx, check_rows
-from .chain import GENESIS, body_bytes, link_hash
+from .chain import GENESIS, row_break
 from .codec import decode_data
 from .errors import ChainBroken, Conflict, LedgerError
 from .events import StandingChecked, StoredEvent
 from .facts import CheckWorkRow, Fact, Head, Row
-from .instants import parse_ts
 
 PG_SCHEMES = ("postgresql://", "postgres://")
 
@@ -97,30 +96,16 @@ class ChainWalker:
 
     def step(self, row: Sequence[Any]) -> str | None:
         """Why this row breaks the chain, or None (then it becomes the new head)."""
-        seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev_hash, h, o_us, r_us = row
-        body = body_bytes(
-            data=data.encode(),
-            event_id=event_id,
-            observed_at=observed_at,
-            recorded_at=recorded_at,
-            seq=seq,
-            stream=stream,
-            stream_version=version,
-            type=type_,
+        seq, _, stream, version, type_, observed_at, _, data, _, h, o_us, r_us = row
+        reason, _ = row_break(
+            row,
+            prev=self.prev,
+            last_seq=self.last_seq,
+            last_recorded=self.last_recorded,
+            version_before=self.versions.get(stream, 0),
         )
-        current = self.versions.get(stream, 0)
-        if seq != self.last_seq + 1:
-            return f"seq {seq} follows {self.last_seq}: the sequence has a gap or is reordered"
-        if prev_hash != self.prev:
-            return "prev_hash does not match the previous event's hash (reordered or removed events)"
-        if version != current + 1:
-            return f"stream_version {version} of {stream} does not follow {current}"
-        if link_hash(self.prev, body) != h:
-            return "stored bytes do not match the stored hash (the event was altered)"
-        if r_us < self.last_recorded or parse_ts(recorded_at) != r_us:
-            return "recorded_at goes backwards or does not match its index column"
-        if parse_ts(observed_at) != o_us:
-            return "observed_us index column does not match observed_at"
+        if reason is not None:
+            return reason
         if type_ == "standing.checked":
             event = StandingChecked(observed_at=observed_at, data=decode_data(type_, data.encode()))
             self.checks[seq] = check_rows(event, seq, o_us, r_us)

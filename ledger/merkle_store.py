@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from .chain import body_bytes
+from .chain import body_bytes, row_body
 from .errors import ChainBroken, InvalidEvent, NotFound
 from .events import StoredEvent
 from .instants import format_recorded, now_us
@@ -39,21 +39,6 @@ def envelope_body(e: StoredEvent) -> bytes:
         stream=e.stream,
         stream_version=e.stream_version,
         type=e.type,
-    )
-
-
-def row_body(row: Sequence[Any]) -> bytes:
-    """body(e) of a row of SQLiteStore.iter_chain."""
-    seq, event_id, stream, version, type_, observed_at, recorded_at, data = row[:8]
-    return body_bytes(
-        data=data.encode(),
-        event_id=event_id,
-        observed_at=observed_at,
-        recorded_at=recorded_at,
-        seq=seq,
-        stream=stream,
-        stream_version=version,
-        type=type_,
     )
 
 

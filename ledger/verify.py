@@ -17,12 +17,11 @@ from typing import Any, NamedTuple
 
 from . import merkle_store as ms
 from .append import check_rows
-from .chain import GENESIS, body_bytes, link_hash
+from .chain import GENESIS, row_break
 from .checkpoint import Checkpoint, NoteError, parse_checkpoint
 from .codec import decode_data
 from .events import StandingChecked
 from .facts import Head
-from .instants import parse_ts
 from .merkle import CompactRange, leaf_hash
 from .store import SQLiteStore
 
@@ -156,43 +155,14 @@ class _Walk:
         """Walk to the end or the first break; the earliest of a chain break and a node mismatch."""
         bad: tuple[int, str] | None = None
         for row in store.iter_chain(after=self.start.seq):
-            (
-                seq,
-                event_id,
-                stream,
-                version,
-                type_,
-                observed_at,
-                recorded_at,
-                data,
-                prev_hash,
-                h,
-                o_us,
-                r_us,
-            ) = row
-            body = body_bytes(
-                data=data.encode(),
-                event_id=event_id,
-                observed_at=observed_at,
-                recorded_at=recorded_at,
-                seq=seq,
-                stream=stream,
-                stream_version=version,
-                type=type_,
+            seq, _, stream, version, type_, observed_at, _, data, _, h, o_us, r_us = row
+            reason, body = row_break(
+                row,
+                prev=self.prev,
+                last_seq=self.last_seq,
+                last_recorded=self.last_recorded,
+                version_before=self._version(stream),
             )
-            reason = None
-            if seq != self.last_seq + 1:
-                reason = f"seq {seq} follows {self.last_seq}: the sequence has a gap or is reordered"
-            elif prev_hash != self.prev:
-                reason = "prev_hash does not match the previous event's hash (reordered or removed events)"
-            elif version != self._version(stream) + 1:
-                reason = f"stream_version {version} of {stream} does not follow {self._version(stream)}"
-            elif link_hash(self.prev, body) != h:
-                reason = "stored bytes do not match the stored hash (the event was altered)"
-            elif r_us < self.last_recorded or parse_ts(recorded_at) != r_us:
-                reason = "recorded_at goes backwards or does not match its index column"
-            elif parse_ts(observed_at) != o_us:
-                reason = "observed_us index column does not match observed_at"
             if reason is not None:
                 bad = (seq, reason)
                 break
