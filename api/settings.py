@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ledger.backend import side_path
+
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 DEFAULT_MAX_BATCH = 10_000
 DEFAULT_MAX_STRING = 16 * 1024
@@ -61,8 +63,8 @@ class Settings:
 
     @property
     def token_file_path(self) -> str:
-        """The hashed-token file: explicit, else next to the database."""
-        return self.tokens_file or f"{self.db}.tokens"
+        """The hashed-token file: explicit, else backend.side_path(db, ".tokens")."""
+        return self.tokens_file or str(side_path(self.db, ".tokens"))
 
     @property
     def burst(self) -> float:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from .append import AppendTx, check_rows
 from .chain import GENESIS, row_break
@@ -46,10 +49,44 @@ class ReaderLike(Protocol):
     def work_checks(self, works: Sequence[tuple[str, int]]) -> list[Any]: ...
 
 
+class Tables(Protocol):
+    """The ledger's other tables and ledger-wide lookups: Merkle nodes, verify's resume point, checkpoint."""
+
+    def side_file(self, suffix: str) -> Path: ...
+    def fill_state(self) -> tuple[int, str | None]: ...
+    def event_hash(self, seq: int) -> str | None: ...
+    def node(self, level: int, index: int) -> bytes | None: ...
+    def nodes(self, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]: ...
+    def filling(self) -> AbstractContextManager[None]: ...
+    def store_nodes(self, rows: Sequence[tuple[int, int, bytes]], leaves: int, chain_hash: str) -> None: ...
+    def consistent_read(self) -> AbstractContextManager[None]: ...
+    def verified_point(self) -> tuple[int, str, list[bytes], str] | None: ...
+    def save_verified_point(self, seq: int, hash_: str, peaks: Sequence[bytes]) -> None: ...
+    def recorded_us_at(self, seq: int) -> int: ...
+    def stream_version_at(self, stream: str, seq: int) -> int: ...
+    def check_works_after(self, seq: int) -> Iterator[tuple[Any, ...]]: ...
+    def last_checkpoint(self) -> str | None: ...
+    def save_checkpoint(self, note: str) -> None: ...
+    def signing(self) -> AbstractContextManager[None]: ...
+    def latest_cited_works(self, as_of_us: int) -> list[tuple[str, str, str | None]]: ...
+    def paper_ids(self, as_of_us: int) -> list[str]: ...
+    def observation_facts(
+        self, observation_ids: Sequence[str], after_us: int, until_us: int
+    ) -> list[Fact]: ...
+
+
 class Store(Protocol):
     """What the Ledger, the append, the projections, the API and the CLI need from a backend."""
 
     kind: str
+
+    @property
+    def db(self) -> str:
+        """The path or URL it was opened with."""
+        ...
+
+    @property
+    def tables(self) -> Tables: ...
 
     def write(self) -> AbstractContextManager[Any]: ...
     def head(self) -> Head: ...
@@ -72,6 +109,17 @@ class Store(Protocol):
 def is_pg_url(db: str | os.PathLike[str]) -> bool:
     """Whether `db` names a PostgreSQL database rather than a SQLite file."""
     return isinstance(db, str) and db.startswith(PG_SCHEMES)
+
+
+def side_path(db: str | os.PathLike[str], suffix: str) -> Path:
+    """A file of ledger `db` (signing key, tokens; SQLite's checkpoint): `<db><suffix>` next to a SQLite
+    file; for PostgreSQL, `<host>-<port>-<database><suffix>` in $LEDGER_STATE_DIR (default: .)."""
+    if not is_pg_url(db):
+        p = Path(db)
+        return p.with_name(p.name + suffix)
+    parts = urlsplit(str(db))
+    name = f"{parts.hostname or 'localhost'}-{parts.port or 5432}-{parts.path.lstrip('/') or 'postgres'}"
+    return Path(os.environ.get("LEDGER_STATE_DIR") or ".") / (re.sub(r"[^A-Za-z0-9._-]", "_", name) + suffix)
 
 
 def open_store(db: str | os.PathLike[str], *, synchronous: str = "FULL") -> Store:
@@ -113,38 +161,6 @@ class ChainWalker:
         self.prev, self.last_seq, self.last_recorded = h, seq, r_us
         self.checked += 1
         return None
-
-
-def verify_chain(store: Store, progress: Callable[[int], None] | None = None, every: int = 10000) -> Any:
-    """Recompute the chain and the check_works index on any backend (no Merkle nodes): a VerifyReport."""
-    from .verify import VerifyReport
-
-    walker = ChainWalker()
-    bad: tuple[int, str] | None = None
-    for row in store.iter_chain():
-        reason = walker.step(row)
-        if reason is not None:
-            bad = (row[0], reason)
-            break
-        if progress is not None and walker.checked % every == 0:
-            progress(walker.checked)
-    found: dict[int, list[tuple[Any, ...]]] = {}
-    for row in store.iter_check_works():
-        if bad is not None and row[0] >= bad[0]:
-            break
-        found.setdefault(row[0], []).append(tuple(row))
-    for seq in sorted(set(walker.checks) | set(found)):
-        want = sorted(
-            (c.seq, c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
-            for c in walker.checks.get(seq, [])
-        )
-        if sorted(found.get(seq, [])) != want and (bad is None or seq < bad[0]):
-            bad = (seq, "the check_works index does not match the standing check's data")
-            break
-    head = store.head()
-    if bad is not None:
-        return VerifyReport(False, walker.checked, head, bad[0], bad[1])
-    return VerifyReport(True, walker.checked, head, None, None)
 
 
 def copy_ledger(

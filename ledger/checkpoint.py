@@ -11,15 +11,13 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import fcntl
 import hashlib
 import os
 import socket
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -28,11 +26,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from . import merkle_store
 from .errors import ChainBroken, InvalidEvent, LedgerError
 from .merkle import HASH_SIZE, ProofError, verify_consistency
-from .store import SQLiteStore
+
+if TYPE_CHECKING:
+    from .backend import Store
 
 ED25519 = 0x01  # the signature type byte of C2SP signed-note
 SIG_PREFIX = "\u2014 "  # em dash, space
 ENV_ORIGIN = "LEDGER_ORIGIN"
+# the signing key file, for nodes that share one key (default: next to a SQLite file, see side_path)
+ENV_KEY_FILE = "LEDGER_KEY_FILE"
 _RAW = serialization.Encoding.Raw
 
 
@@ -256,16 +258,19 @@ def load_or_create_key(path: Path, origin: str | None = None) -> Signer:
 class Checkpointer:
     """Signs checkpoints of one store's tree with its key, never two inconsistent ones."""
 
-    store: SQLiteStore
+    store: Store
     key_path: Path
-    state_path: Path
     origin: str | None = None
 
     @classmethod
-    def for_db(cls, store: SQLiteStore, origin: str | None = None) -> Checkpointer:
-        """Key at <db>.key, last signed checkpoint at <db>.checkpoint; origin from arg or $LEDGER_ORIGIN."""
-        db = Path(store.path)
-        return cls(store, db.with_name(db.name + ".key"), db.with_name(db.name + ".checkpoint"), origin)
+    def for_db(cls, store: Store, origin: str | None = None) -> Checkpointer:
+        """Key at $LEDGER_KEY_FILE or backend.side_path(db, ".key"); origin from arg or $LEDGER_ORIGIN.
+
+        The last signed checkpoint is kept by store.tables (<db>.checkpoint on SQLite, a table on
+        PostgreSQL, so every node signs after the same one).
+        """
+        key = os.environ.get(ENV_KEY_FILE)
+        return cls(store, Path(key) if key else store.tables.side_file(".key"), origin)
 
     def signer(self) -> Signer:
         """The key, created on first use."""
@@ -277,21 +282,22 @@ class Checkpointer:
 
     def last_signed(self) -> SignedCheckpoint | None:
         """The last checkpoint this ledger signed, checked against its own key."""
-        if not self.state_path.exists():
+        note = self.store.tables.last_checkpoint()
+        if note is None:
             return None
         try:
-            return open_checkpoint(self.state_path.read_text(), self.verifier())
+            return open_checkpoint(note, self.verifier())
         except NoteError as e:
             raise CheckpointRefused(
-                f"the last signed checkpoint {self.state_path} does not verify with the ledger's key "
-                f"({e.message}); refusing to sign until an operator looks at it",
-                details={"state": str(self.state_path)},
+                f"the last signed checkpoint does not verify with the ledger's key ({self.key_path}): "
+                f"{e.message}; refusing to sign until an operator looks at it",
+                details={"key": str(self.key_path)},
             ) from None
 
     def latest(self) -> SignedCheckpoint:
         """A checkpoint of the current head: the last one if the head has not moved, else a new one."""
         signer = self.signer()
-        with self._lock():
+        with self.store.tables.signing():
             last = self.last_signed()
             size = self.store.head().seq
             root = merkle_store.tree_root(self.store, size)
@@ -300,9 +306,7 @@ class Checkpointer:
                 if last.checkpoint.size == size:
                     return last
             note = signer.sign_note(Checkpoint(signer.name, size, root).text())
-            tmp = self.state_path.with_name(f"{self.state_path.name}.{os.getpid()}.tmp")
-            tmp.write_text(note)
-            os.replace(tmp, self.state_path)
+            self.store.tables.save_checkpoint(note)
             return open_checkpoint(note, signer.verifier)
 
     def _check_consistent(self, last: Checkpoint, size: int, root: bytes) -> None:
@@ -328,18 +332,6 @@ class Checkpointer:
                 f"the tree of size {size} is not consistent with the checkpoint signed at size "
                 f"{last.size} ({e}); refusing to sign",
             ) from None
-
-    @contextlib.contextmanager
-    def _lock(self) -> Iterator[None]:
-        """One signer at a time (API workers and the CLI), so the state file is never raced."""
-        lock_path = self.state_path.with_name(self.state_path.name + ".lock")
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
 
 
 def read_vkey_arg(value: str) -> Verifier:

@@ -176,13 +176,12 @@ def register(main: click.Group) -> None:
 
 
 def _verify(db: str, as_json: bool, resume: bool) -> None:
-    from . import merkle_store
     from .service import Ledger
     from .verify import verify_store
 
     ledger = Ledger(db)
-    point = merkle_store.verified_point(ledger.store._conn()) if resume else None
-    total = ledger.head().seq - (point.seq if point is not None else 0)
+    point = ledger.store.tables.verified_point() if resume else None
+    total = ledger.head().seq - (point[0] if point is not None else 0)
     if total > BAR_THRESHOLD:
         with click.progressbar(length=total, label="verifying", file=sys.stderr) as bar:
 

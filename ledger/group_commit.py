@@ -7,18 +7,21 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .group_tx import group as staged
-from .store import SQLiteStore, WriteTx
 
-Job = tuple[Callable[[WriteTx], Any], "Future[Any]"]
+if TYPE_CHECKING:
+    from .backend import Store
+    from .backend import WriteTxLike as WriteTx
+
+Job = tuple[Callable[["WriteTx"], Any], "Future[Any]"]
 
 
 class GroupCommitter:
     """One writer thread; callers block until the transaction holding their batch has committed."""
 
-    def __init__(self, store: SQLiteStore, max_group: int = 512, max_wait: float = 0.001) -> None:
+    def __init__(self, store: Store, max_group: int = 512, max_wait: float = 0.001) -> None:
         self.store = store
         self.max_group = max_group
         # how long the writer waits for the callers the last group had, before committing fewer

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from .backend import unsupported
 from .chain import GENESIS
 from .errors import LedgerError
 from .events import StoredEvent
 from .facts import CheckRow, CheckWorkRow, Existing, Fact, Head, Row, SourceHead
 from .pg_migrations import migrate
 from .store import _ENVELOPE_COLUMNS, _FACT_COLUMNS, FAR_FUTURE, _envelope, _fact
+
+if TYPE_CHECKING:
+    from .pg_tables import PgTables
 
 _HEAD_SQL = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
 # Appends are serialised by this lock, taken first in every write transaction and held until
@@ -59,14 +62,17 @@ class PostgresStore:
             self.trace.append(sql)
         return conn.execute(sql, params or None)
 
-    def _conn(self) -> NoReturn:
-        """SQLite-only features (Merkle nodes, checkpoints, resumable verify, works lookups) land here."""
-        raise unsupported("This feature (Merkle proofs, checkpoints, bundles, source ingestion)")
-
     @property
-    def path(self) -> NoReturn:
-        """There is no database file next to which to keep checkpoints or tokens."""
-        raise unsupported("A file next to the database (checkpoint state, keys)")
+    def db(self) -> str:
+        """The URL it was opened with."""
+        return self.url
+
+    @functools.cached_property
+    def tables(self) -> PgTables:
+        """The Merkle nodes, resume point, signed checkpoint and ledger-wide lookups."""
+        from .pg_tables import PgTables
+
+        return PgTables(self)
 
     def close(self) -> None:
         """Close this thread's connection."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from .append import AppendResult, append_batch
-from .backend import is_pg_url, open_store, unsupported, verify_chain
+from .backend import Store, is_pg_url, open_store, unsupported
 from .codec import canonical, check_rules, check_types
 from .errors import NotFound
 from .events import Event
@@ -16,7 +16,6 @@ from .facts import Head
 from .group_commit import GroupCommitter
 from .importer import Batch, parse_input
 from .instants import now_us
-from .store import SQLiteStore
 from .verify import VerifyReport, verify_store
 
 
@@ -38,10 +37,7 @@ class Ledger:
         db = path or default_db()
         self.url = str(db)
         self._path = None if is_pg_url(db) else Path(db)
-        # Typed as SQLiteStore until the SQLite-only helpers (verify_store, merkle_store, works_store,
-        # checkpoint) take backend.Store: a PostgresStore answers the Store protocol, and on it
-        # those helpers raise backend.Unsupported instead of running SQLite SQL.
-        self.store = cast(SQLiteStore, open_store(db, synchronous=synchronous))
+        self.store: Store = open_store(db, synchronous=synchronous)
         # concurrent writers (API threads) share transactions; a lone script needs no writer thread
         self._committer = GroupCommitter(self.store) if group_commit else None
 
@@ -129,8 +125,5 @@ class Ledger:
         return canonical(record), head
 
     def verify(self, progress: Callable[[int], None] | None = None) -> VerifyReport:
-        """Recompute the whole chain (and, on SQLite, the stored Merkle nodes and checkpoint)."""
-        if self.store.kind == "sqlite":
-            return verify_store(self.store, progress)
-        report: VerifyReport = verify_chain(self.store, progress)
-        return report
+        """Recompute the whole chain, the check_works index, the stored Merkle nodes and the checkpoint."""
+        return verify_store(self.store, progress)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sqlite3
@@ -10,7 +11,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
 
@@ -19,6 +20,9 @@ from .codec import decode_data
 from .events import StoredEvent
 from .facts import CheckRow, CheckWorkRow, Existing, Fact, Head, Row, SourceHead
 from .migrations import migrate
+
+if TYPE_CHECKING:
+    from .sqlite_tables import SQLiteTables
 
 FAR_FUTURE = 2**62
 _FACT_COLUMNS = "seq, type, observed_at, observed_us, data"
@@ -74,9 +78,21 @@ class SQLiteStore:
         return conn
 
     @property
-    def db(self) -> sqlite_utils.Database:
+    def db(self) -> str:
+        """The path it was opened with."""
+        return self.path
+
+    @property
+    def utils(self) -> sqlite_utils.Database:
         """This thread's connection, wrapped by sqlite-utils."""
         return sqlite_utils.Database(self._conn())
+
+    @functools.cached_property
+    def tables(self) -> SQLiteTables:
+        """The Merkle nodes, resume point, signed checkpoint and ledger-wide lookups."""
+        from .sqlite_tables import SQLiteTables
+
+        return SQLiteTables(self)
 
     def close(self) -> None:
         """Close this thread's connection."""

@@ -9,11 +9,8 @@ it is trusted, not re-hashed (run without resume to recheck everything).
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import merkle_store as ms
 from .append import check_rows
@@ -23,7 +20,9 @@ from .codec import decode_data
 from .events import StandingChecked
 from .facts import Head
 from .merkle import CompactRange, leaf_hash
-from .store import SQLiteStore
+
+if TYPE_CHECKING:
+    from .backend import Store, Tables
 
 
 class VerifyReport(NamedTuple):
@@ -67,7 +66,7 @@ class _Start(NamedTuple):
 
 
 def verify_store(
-    store: SQLiteStore,
+    store: Store,
     progress: Callable[[int], None] | None = None,
     *,
     resume: bool = False,
@@ -75,17 +74,12 @@ def verify_store(
     every: int = 10000,
 ) -> VerifyReport:
     """Walk the events in seq order: sequence, stream versions, derived columns, hashes, Merkle nodes."""
-    if getattr(store, "kind", "sqlite") != "sqlite":
-        # the Merkle nodes and resume points live in SQLite only: other backends check chain and index
-        from .backend import verify_chain
-
-        return verify_chain(store, progress, every=every)  # type: ignore[no-any-return]
-    conn = store._conn()
+    tables = store.tables
     start = _Start(0, GENESIS, -1, [])
     if resume:
-        point = ms.verified_point(conn)
-        if point is not None and ms.event_hash(conn, point.seq) == point.hash:
-            start = _Start(point.seq, point.hash, ms.resume_state(conn, point.seq), point.peaks)
+        point = tables.verified_point()
+        if point is not None and tables.event_hash(point[0]) == point[1]:
+            start = _Start(point[0], point[1], tables.recorded_us_at(point[0]), point[2])
         elif point is not None:
             # The remembered point moved: walk everything to name the first break, if there is one.
             full = verify_store(store, progress, every=every)
@@ -93,26 +87,27 @@ def verify_store(
                 return full
             return full._replace(
                 ok=False,
-                first_bad_seq=point.seq,
-                reason=f"seq {point.seq} no longer has the hash it had when verified at "
-                f"{point.verified_at}: the chain was rewritten or cut off up to there",
+                first_bad_seq=point[0],
+                reason=f"seq {point[0]} no longer has the hash it had when verified at "
+                f"{point[3]}: the chain was rewritten or cut off up to there",
             )
-    walk = _Walk(conn, start, progress, every)
-    held = _held_checkpoint(Path(store.path))
-    if held is not None and not isinstance(held, str):
-        walk.root_sizes.add(held.size)
-    bad = walk.run(store)
-    leftover = walk.index_leftover()  # also closes the index cursor before anything writes
-    if bad is None:
-        bad = leftover or _check_fill(conn, walk.last_seq) or _check_checkpoint(held, walk)
-    head = store.head()
+    # one consistent read: events appended meanwhile are neither walked nor half-seen in the index
+    with tables.consistent_read():
+        walk = _Walk(tables, start, progress, every)
+        held = _held_checkpoint(tables)
+        if held is not None and not isinstance(held, str):
+            walk.root_sizes.add(held.size)
+        bad = walk.run(store)
+        leftover = walk.index_leftover()  # also closes the index cursor before anything writes
+        if bad is None:
+            bad = leftover or _check_fill(tables, walk.last_seq) or _check_checkpoint(held, walk)
+        head = store.head()
     resumed = start.seq if resume and start.seq else None
     if bad is not None:
         return VerifyReport(False, walk.checked, head, bad[0], bad[1], resumed, walk.nodes_checked)
     if remember and walk.last_seq:
-        # best effort: a read-only file still verifies, it just cannot be resumed from later
-        with contextlib.suppress(sqlite3.Error):
-            ms.save_verified_point(conn, walk.last_seq, walk.prev, walk.tree.peaks)
+        # best effort: a read-only ledger still verifies, it just cannot be resumed from later
+        tables.save_verified_point(walk.last_seq, walk.prev, walk.tree.peaks)
     return VerifyReport(True, walk.checked, head, None, None, resumed, walk.nodes_checked)
 
 
@@ -121,21 +116,21 @@ class _Walk:
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        tables: Tables,
         start: _Start,
         progress: Callable[[int], None] | None,
         every: int,
     ) -> None:
-        self.conn = conn
+        self.tables = tables
         self.start = start
         self.progress = progress
         self.every = every
         self.prev, self.last_seq, self.last_recorded = start.hash, start.seq, start.recorded_us
         self.tree = CompactRange(start.seq, start.peaks)
-        self.filled = ms.fill_state(conn)[0]
+        self.filled = tables.fill_state()[0]
         self.versions: dict[str, int] = {}
         # check_works rows are compared per event as the walk passes it, so memory stays flat
-        self.index_rows = ms.check_works_after(conn, start.seq)
+        self.index_rows = tables.check_works_after(start.seq)
         self.index_next: tuple[Any, ...] | None = next(self.index_rows, None)
         self.checked = 0
         self.nodes_checked = 0
@@ -147,11 +142,11 @@ class _Walk:
         if stream not in self.versions:
             # after a resume, a stream may have events before the starting point
             self.versions[stream] = (
-                ms.stream_version_at(self.conn, stream, self.start.seq) if self.start.seq else 0
+                self.tables.stream_version_at(stream, self.start.seq) if self.start.seq else 0
             )
         return self.versions[stream]
 
-    def run(self, store: SQLiteStore) -> tuple[int, str] | None:
+    def run(self, store: Store) -> tuple[int, str] | None:
         """Walk to the end or the first break; the earliest of a chain break and a node mismatch."""
         bad: tuple[int, str] | None = None
         for row in store.iter_chain(after=self.start.seq):
@@ -216,7 +211,7 @@ class _Walk:
         """Compare the nodes the walk completed with the stored ones."""
         if not self.pending:
             return None
-        stored = ms.stored_nodes(self.conn, [(lv, i) for lv, i, _ in self.pending])
+        stored = self.tables.nodes([(lv, i) for lv, i, _ in self.pending])
         self.nodes_checked += len(self.pending)
         pending, self.pending = self.pending, []
         for level, index, h in pending:
@@ -227,29 +222,28 @@ class _Walk:
         return None
 
 
-def _check_fill(conn: sqlite3.Connection, last_seq: int) -> tuple[int, str] | None:
+def _check_fill(tables: Tables, last_seq: int) -> tuple[int, str] | None:
     """The Merkle nodes must not cover events the ledger no longer holds."""
-    filled, chain_hash = ms.fill_state(conn)
+    filled, chain_hash = tables.fill_state()
     if filled > last_seq:
         return last_seq + 1, (
             f"the Merkle tree was built over {filled} events but the ledger holds {last_seq}: "
             "events were cut off the end"
         )
-    if filled and ms.event_hash(conn, filled) != chain_hash:
+    if filled and tables.event_hash(filled) != chain_hash:
         return filled, f"seq {filled} is not the event the Merkle tree was built over (rewritten)"
     return None
 
 
-def _held_checkpoint(db: Path) -> Checkpoint | str | None:
-    """The last checkpoint this ledger signed (kept next to the db), or why it does not parse."""
-    state = db.with_name(db.name + ".checkpoint")
-    if not state.exists():
+def _held_checkpoint(tables: Tables) -> Checkpoint | str | None:
+    """The last checkpoint this ledger signed, or why it does not parse."""
+    note = tables.last_checkpoint()
+    if note is None:
         return None
-    note = state.read_text()
     try:
         return parse_checkpoint(note[: note.rfind("\n\n") + 1])
     except NoteError as e:
-        return f"the last signed checkpoint ({state.name}) does not parse: {e.message}"
+        return f"the last signed checkpoint does not parse: {e.message}"
 
 
 def _check_checkpoint(held: Checkpoint | str | None, walk: _Walk) -> tuple[int, str] | None:

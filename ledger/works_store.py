@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from .codec import decode_data
 from .facts import Fact
-from .store import SQLiteStore
+
+if TYPE_CHECKING:
+    from .backend import Store
 
 
 class KnownWork(NamedTuple):
@@ -23,19 +24,10 @@ class KnownWork(NamedTuple):
     pith_arxiv_id: str | None
 
 
-def works_known(store: SQLiteStore, as_of_us: int) -> list[KnownWork]:
+def works_known(store: Store, as_of_us: int) -> list[KnownWork]:
     """Distinct cited works with a work_id in the current state (as of T) of every observation."""
-    # One pass: the latest citation and the latest resolution of each observation as of T
-    # (greatest observed_us, ties to the later seq), with only their cited_work extracted.
-    rows = store._conn().execute(
-        "SELECT observation_id, type, cited_work FROM ("
-        "  SELECT observation_id, type, json_extract(data, '$.cited_work') AS cited_work,"
-        "   row_number() OVER (PARTITION BY observation_id, type"
-        "   ORDER BY observed_us DESC, seq DESC) AS rn"
-        "  FROM events WHERE observation_id IS NOT NULL AND observed_us <= ?"
-        ") WHERE rn = 1",
-        (as_of_us,),
-    )
+    # one pass: the latest citation and the latest resolution of each observation as of T
+    rows = store.tables.latest_cited_works(as_of_us)
     cited: dict[str, str | None] = {}
     resolved: dict[str, str | None] = {}
     for oid, type_, work in rows:
@@ -52,26 +44,15 @@ def works_known(store: SQLiteStore, as_of_us: int) -> list[KnownWork]:
     return sorted(out, key=lambda w: (w.work_id, w.doi or "", w.arxiv_id or "", w.pith_arxiv_id or ""))
 
 
-def papers_known(store: SQLiteStore, as_of_us: int) -> list[str]:
+def papers_known(store: Store, as_of_us: int) -> list[str]:
     """arXiv ids of the papers with a paper.observed snapshot as of T, sorted."""
-    rows = store._conn().execute(
-        "SELECT DISTINCT substr(stream, 7) FROM events "
-        "WHERE type = 'paper.observed' AND observed_us <= ? ORDER BY 1",
-        (as_of_us,),
-    )
-    return [r[0] for r in rows]
+    return store.tables.paper_ids(as_of_us)
 
 
 def observation_events(
-    store: SQLiteStore, observation_ids: Sequence[str], after_us: int, until_us: int
+    store: Store, observation_ids: Sequence[str], after_us: int, until_us: int
 ) -> list[Fact]:
     """Citations and resolutions of the given observations observed in (after, until], in seq order."""
     if not observation_ids:
         return []
-    rows = store._conn().execute(
-        "SELECT seq, type, observed_at, observed_us, data FROM events "
-        "WHERE observation_id IN (SELECT value FROM json_each(?)) "
-        "AND observed_us > ? AND observed_us <= ? ORDER BY seq",
-        (json.dumps(list(observation_ids)), after_us, until_us),
-    )
-    return [Fact(s, t, oa, ous, decode_data(t, d.encode())) for s, t, oa, ous, d in rows]
+    return store.tables.observation_facts(observation_ids, after_us, until_us)

@@ -1,24 +1,102 @@
-"""Shared fixtures: a fresh ledger per test and the real record."""
+"""Shared fixtures: a fresh ledger per test on the backend under test, and the real record.
+
+The whole suite runs on SQLite by default and on PostgreSQL with LEDGER_TEST_BACKEND=postgresql
+(a throwaway cluster from Debian's packages, or $LEDGER_TEST_PG_URL). Tests about the SQLite file
+itself carry `@pytest.mark.sqlite_only(reason)` and are skipped, with that reason, on PostgreSQL.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ledger.service import Ledger
+from tests.pg_harness import PgCluster, start_or_reason
 
 DATA = Path(__file__).parent / "data"
 FIXTURE_PATH = DATA / "2509.02480.record.json"
 FIXTURE_ID = "2509.02480"
+BACKEND_ENV = "LEDGER_TEST_BACKEND"
+BACKENDS = ("sqlite", "postgresql")
+
+NewDb = Callable[..., str]
+
+
+def backend_under_test() -> str:
+    """sqlite (default) or postgresql, from $LEDGER_TEST_BACKEND."""
+    name = os.environ.get(BACKEND_ENV, "sqlite")
+    if name not in BACKENDS:
+        raise pytest.UsageError(f"{BACKEND_ENV}={name!r}: expected one of {', '.join(BACKENDS)}")
+    return name
+
+
+def on_postgresql() -> bool:
+    """Whether this run's ledgers live in PostgreSQL."""
+    return backend_under_test() == "postgresql"
+
+
+def pytest_report_header() -> str:
+    return f"ledger backend under test: {backend_under_test()} (${BACKEND_ENV})"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not on_postgresql():
+        return
+    for item in items:
+        mark = item.get_closest_marker("sqlite_only")
+        if mark is not None:
+            why = mark.args[0] if mark.args else mark.kwargs.get("reason", "")
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {why}"))
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    """One throwaway PostgreSQL server for the session (skips what needs it if none starts)."""
+    cluster, reason = start_or_reason()
+    if cluster is None:
+        if on_postgresql():
+            pytest.fail(f"{BACKEND_ENV}=postgresql but {reason}")
+        pytest.skip(reason)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def db_factory(request: pytest.FixtureRequest) -> Callable[[Path, str], str]:
+    """make(dir, name): a new empty ledger's path (SQLite) or URL (a new PostgreSQL database)."""
+
+    def make(directory: Path, name: str = "ledger.db") -> str:
+        if on_postgresql():
+            cluster: PgCluster = request.getfixturevalue("pg_cluster")
+            return cluster.create_db()
+        return str(directory / name)
+
+    return make
 
 
 @pytest.fixture
-def fresh_ledger(tmp_path: Path) -> Ledger:
-    """An empty ledger in its own temporary file."""
-    return Ledger(tmp_path / "ledger.db")
+def new_db(
+    db_factory: Callable[[Path, str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> NewDb:
+    """new_db(name="ledger.db"): a new empty ledger on the backend under test; side files in tmp_path."""
+    # a PostgreSQL ledger keeps its key and token files in $LEDGER_STATE_DIR: here, not the cwd
+    monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path))
+
+    def make(name: str = "ledger.db") -> str:
+        return db_factory(tmp_path, name)
+
+    return make
+
+
+@pytest.fixture
+def fresh_ledger(new_db: NewDb) -> Ledger:
+    """An empty ledger of its own on the backend under test."""
+    return Ledger(new_db())
 
 
 @pytest.fixture

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.pg_harness import PgCluster, start_or_reason
+from tests.pg_harness import PgCluster
 
 BASE_US = 1_786_000_000_000_000  # 2026-08-06: after every fixture event, before "now" checks matter
-
-
-@pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[PgCluster]:
-    """One throwaway PostgreSQL server for the session (skips the PostgreSQL params if none starts)."""
-    cluster, reason = start_or_reason()
-    if cluster is None:
-        pytest.skip(reason)
-    yield cluster
-    cluster.stop()
 
 
 @pytest.fixture
