@@ -120,5 +120,15 @@ def test_api_over_postgresql(loaded: Ledger) -> None:
     assert evidence.status_code == 200 and [e["seq"] for e in evidence.json()["events"]] == [132, 133]
     assert client.get("/paper/2509.02480/citation-record").status_code == 200
     assert client.get("/paper/9999.99999/citation-record.json").status_code == 404
+    # integrity, proofs and changes are served from PostgreSQL too
     proof = client.get("/evidence/1/proof")
-    assert proof.status_code == 501 and proof.json()["error"]["code"] == "not_supported"
+    assert proof.status_code == 200, proof.text
+    assert proof.json()["tree_size"] == 133
+    note = client.get("/checkpoint")
+    assert note.status_code == 200 and proof.json()["root_hash"] in note.text
+    integrity = client.get(f"/paper/2509.02480/integrity?as_of={as_of}")
+    assert integrity.status_code == 200 and integrity.json()["chain"]["ok"] is True
+    changes = client.get("/paper/2509.02480/changes?from=2026-08-01T00:00:00Z&to=2026-11-02T00:00:00Z")
+    assert changes.status_code == 200, changes.text
+    held = client.post("/verify", content=FIXTURE.read_bytes())
+    assert held.status_code == 200 and held.json()["ok"] is True, held.text
