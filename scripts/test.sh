@@ -7,7 +7,16 @@ scripts/system-deps.sh || echo "warning: Chromium or PostgreSQL unavailable; the
 .venv/bin/ruff check ledger projections api tests bench reliability
 .venv/bin/ruff format --check ledger projections api
 .venv/bin/mypy
+# the whole suite on SQLite (tests/contract/ runs on both backends here), then again on PostgreSQL
 .venv/bin/python -m pytest "$@"
+if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || [ -n "${LEDGER_TEST_PG_URL:-}" ]; then
+  LEDGER_TEST_BACKEND=postgresql .venv/bin/python -m pytest --ignore=tests/contract "$@"
+elif [ -n "${CI:-}" ]; then
+  echo "error: no PostgreSQL for the second pass of the suite" >&2
+  exit 1
+else
+  echo "warning: no PostgreSQL server binaries: the suite ran on SQLite only" >&2
+fi
 if [ -x ../shared/tools/conformance ]; then
   ../shared/tools/conformance .venv/bin/ledger
 fi
