@@ -1,5 +1,8 @@
 """Online backup: a consistent copy of a live ledger through SQLite's backup API, then verified.
 
+A PostgreSQL ledger is backed up into a new SQLite file, event for event (backend.copy_ledger):
+a portable, verified copy that `ledger migrate` can move back (pg_dump remains the DBA's tool).
+
 The copy is taken from one read snapshot held across all page steps. In WAL mode a reader never
 blocks writers, so appends go on during the backup; and because the snapshot does not move, the
 backup is never restarted by their commits (a step-wise backup without one restarts after each).
@@ -15,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from .backend import is_pg_url
 from .facts import Head
 from .verify import VerifyReport, verify_store
 
@@ -51,6 +55,8 @@ def backup(
     progress: Callable[[int, int], None] | None = None,
 ) -> BackupReport:
     """Copy the ledger at `src` to `dest` (which must not exist), with its side files; verify the copy."""
+    if is_pg_url(src):
+        return _backup_postgresql(str(src), Path(dest), verify)
     src_path, dest_path = Path(src), Path(dest)
     if not src_path.exists():
         raise BackupError(f"no ledger at {src_path}")
@@ -102,6 +108,39 @@ def backup(
         for suffix in ("-wal", "-shm"):
             _tighten(_side(dest_path, suffix))
     return BackupReport(dest_path, head, pages, seconds, copied, report, done[1], done[2])
+
+
+def _backup_postgresql(url: str, dest_path: Path, verify: bool) -> BackupReport:
+    """Copy a PostgreSQL ledger into a new SQLite file with its key, token file and last checkpoint."""
+    from .backend import copy_ledger, open_store
+    from .checkpoint import ENV_KEY_FILE
+    from .store import SQLiteStore
+
+    if dest_path.exists() or any(_side(dest_path, s).exists() for s in ("-wal", "-shm", *SIDE_FILES)):
+        raise BackupError(f"{dest_path} (or a file next to it) already exists; choose a new name")
+    started = time.monotonic()
+    source = open_store(url)
+    key = os.environ.get(ENV_KEY_FILE)
+    copied = [
+        s
+        for s, origin in ((".key", Path(key) if key else None), (".tokens", None))
+        if _copy_private(origin or source.tables.side_file(s), _side(dest_path, s))
+    ]
+    # the checkpoint before the events, as above: it never names more events than the copy holds
+    note = source.tables.last_checkpoint()
+    if note is not None:
+        _create_private(_side(dest_path, ".checkpoint"))
+        _side(dest_path, ".checkpoint").write_text(note)
+        copied.append(".checkpoint")
+    target = SQLiteStore(dest_path)
+    try:
+        head = copy_ledger(source, target)
+        report = verify_store(target) if verify else None
+        pages = target._conn().execute("PRAGMA page_count").fetchone()[0]
+    finally:
+        target.close()
+        source.close()
+    return BackupReport(dest_path, head, pages, time.monotonic() - started, sorted(copied), report)
 
 
 def _side(db: Path, suffix: str) -> Path:

@@ -23,7 +23,7 @@ def register(main: click.Group) -> None:
     envvar="LEDGER_DB",
     default="ledger.db",
     show_default="$LEDGER_DB or ./ledger.db",
-    help="Path of the SQLite ledger file to back up.",
+    help="The ledger to back up: a SQLite file, or a postgresql:// URL (copied into a new SQLite file).",
 )
 @click.option("--step-pages", default=1024, show_default=True, help="Pages copied per step.")
 @click.option("--no-verify", is_flag=True, help="Do not verify the copy afterwards.")

@@ -61,3 +61,29 @@ def test_refuses_a_broken_source(source: Ledger, store_url: str) -> None:
     with pytest.raises(ChainBroken, match="seq 1: in the source"):
         copy_ledger(source.store, Ledger(store_url).store)
     assert Ledger(store_url).head().seq == 0
+
+
+def test_backup_of_any_backend_is_a_verified_sqlite_file(
+    source: Ledger, store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ledger backup` of a PostgreSQL ledger writes a new SQLite file, with key and last checkpoint."""
+    from ledger.checkpoint import Checkpointer
+    from ledger.cli_ops import backup_command
+
+    monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path))
+    runner = CliRunner()
+    assert runner.invoke(migrate, ["--from", str(source.path), "--to", store_url]).exit_code == 0
+    live = Ledger(store_url)
+    signed = Checkpointer.for_db(live.store).latest()
+    dest = tmp_path / "backup.db"
+    out = runner.invoke(backup_command, [str(dest), "--db", store_url])
+    assert out.exit_code == 0, out.output
+    assert f"head seq {source.head().seq}" in out.output and "verify: OK" in out.output
+    copy = Ledger(dest)
+    assert copy.store.read_log() == source.store.read_log()
+    assert (tmp_path / "backup.db.checkpoint").read_text() == signed.note
+    assert (tmp_path / "backup.db.key").stat().st_mode & 0o777 == 0o600
+    # the copy signs with the same key, consistently with the checkpoint the live ledger signed
+    assert Checkpointer.for_db(copy.store).latest().note == signed.note
+    again = runner.invoke(backup_command, [str(dest), "--db", store_url])
+    assert again.exit_code == 1 and "already exists" in again.output
