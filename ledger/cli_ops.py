@@ -13,6 +13,7 @@ def register(main: click.Group) -> None:
     """Add the operations commands to the `ledger` group (once)."""
     if "backup" not in main.commands:
         main.add_command(backup_command)
+        main.add_command(restore_replica)
 
 
 @click.command("backup")
@@ -46,3 +47,26 @@ def backup_command(dest: str, db: str, step_pages: int, no_verify: bool) -> None
             click.echo(f"BROKEN copy at seq {report.verify.first_bad_seq}: {report.verify.reason}", err=True)
             sys.exit(2)
         click.echo(f"verify: OK: {report.verify.events_checked} events verified in the copy")
+
+
+@click.command("restore-replica")
+@click.argument("replica", type=click.Path(file_okay=False, exists=True))
+@click.argument("dest", type=click.Path(dir_okay=False))
+def restore_replica(replica: str, dest: str) -> None:
+    """Restore the Litestream replica kept by `ledger serve --replicate REPLICA` into the new file DEST,
+    then verify it. Copy the key and last checkpoint (<db>.key, <db>.checkpoint) next to DEST yourself."""
+    from .errors import LedgerError
+    from .replicate import restore
+    from .service import Ledger
+
+    try:
+        path = restore(replica, dest)
+        report = Ledger(path).verify()
+    except LedgerError as e:
+        click.echo(f"error: {e.message}", err=True)
+        sys.exit(1)
+    click.echo(f"restored {replica} -> {path}: head seq {report.head.seq} hash {report.head.hash}")
+    if not report.ok:
+        click.echo(f"BROKEN at seq {report.first_bad_seq}: {report.reason}", err=True)
+        sys.exit(2)
+    click.echo(f"verify: OK: {report.events_checked} events verified")

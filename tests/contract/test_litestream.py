@@ -93,3 +93,63 @@ def test_replica_restores_after_a_kill(tmp_path: Path) -> None:
             f"{server.base}/paper/2509.02480/citation-record.json", params={"as_of": "2026-11-02"}
         )
     assert served.status_code == 200 and served.content == original.record_bytes("2509.02480", t)[0]
+
+
+def _replicators(config: Path) -> list[int]:
+    """PIDs of processes whose command line names this Litestream config."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(config).encode() in cmdline:
+                pids.append(int(proc.name))
+    return pids
+
+
+def test_serve_replicate_flag_then_restore_replica(tmp_path: Path) -> None:
+    """`ledger serve --replicate DIR` under load, SIGKILL, `ledger restore-replica DIR DEST` verifies."""
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    _litestream()
+    db, replica, restored = tmp_path / "ledger.db", tmp_path / "replica", tmp_path / "restored.db"
+    acked: list[int] = []
+    args = ["--no-samples", "--replicate", str(replica), "--sync-interval", "200ms"]
+    with running_server(db, env={"LEDGER_TOKENS": "s3cret"}, args=args) as server:
+        assert (replica / "litestream.yml").exists() and _replicators(replica / "litestream.yml")
+        stop = time.monotonic() + 2.0
+
+        def load(k: int) -> None:
+            with httpx.Client(base_url=server.base, timeout=30) as c:
+                n = k
+                while time.monotonic() < stop:
+                    r = c.post(
+                        "/events", json={"events": [_event(n)]}, headers={"Authorization": "Bearer s3cret"}
+                    )
+                    assert r.status_code == 201, r.text
+                    acked.append(r.json()["head"]["seq"])
+                    n += 2
+
+        threads = [threading.Thread(target=load, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        time.sleep(2.0)  # ten sync intervals after the last acknowledged append
+        server.proc.kill()
+        server.proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _replicators(replica / "litestream.yml") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _replicators(replica / "litestream.yml") == []  # the replicator died with the server
+    out = CliRunner().invoke(main, ["restore-replica", str(replica), str(restored)])
+    assert out.exit_code == 0, out.output
+    assert "verify: OK" in out.output
+    assert len(acked) > 20
+    assert Ledger(restored).head() == Ledger(db).head() and Ledger(restored).head().seq == max(acked)
+    again = CliRunner().invoke(main, ["restore-replica", str(replica), str(restored)])
+    assert again.exit_code == 1 and "already exists" in again.output
