@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from .backend import Store
 from .errors import LedgerError
 
 
@@ -46,6 +47,40 @@ def migrate(source: str, target: str, batch: int) -> None:
         click.echo(f"error: the target's head {report.head.header()} is not the copied head", err=True)
         sys.exit(2)
     click.echo(f"OK: {report.events_checked} events verified in the target; head seq {report.head.seq}")
+    try:
+        carried = carry_side_state(src.store, dst.store)
+    except LedgerError as e:
+        click.echo(f"error: the copy's signed state: {e.message}", err=True)
+        sys.exit(2)
+    if carried:
+        click.echo("carried over: " + ", ".join(carried))
+
+
+def carry_side_state(src: Store, dst: Store) -> list[str]:
+    """Give the target the source's signing key and token file where it has none, and the last signed
+    checkpoint when both sign with the same key (checked against the copied tree before it is kept)."""
+    import os
+    import shutil
+
+    from .checkpoint import Checkpointer
+
+    carried: list[str] = []
+    for suffix in (".key", ".tokens"):
+        origin, target = src.tables.side_file(suffix), dst.tables.side_file(suffix)
+        if origin.exists() and not target.exists():
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as out, origin.open("rb") as inp:
+                shutil.copyfileobj(inp, out)
+            carried.append(str(target))
+    src_key, dst_key = Checkpointer.for_db(src).key_path, Checkpointer.for_db(dst).key_path
+    same_key = src_key.exists() and dst_key.exists() and src_key.read_bytes() == dst_key.read_bytes()
+    note = src.tables.last_checkpoint()
+    if note is not None and same_key and dst.tables.last_checkpoint() is None:
+        with dst.tables.signing():
+            dst.tables.save_checkpoint(note)
+        Checkpointer.for_db(dst).latest()  # refuses (ChainBroken) if the copy does not extend it
+        carried.append("the last signed checkpoint")
+    return carried
 
 
 def register(main: click.Group) -> None:

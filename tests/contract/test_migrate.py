@@ -87,3 +87,24 @@ def test_backup_of_any_backend_is_a_verified_sqlite_file(
     assert Checkpointer.for_db(copy.store).latest().note == signed.note
     again = runner.invoke(backup_command, [str(dest), "--db", store_url])
     assert again.exit_code == 1 and "already exists" in again.output
+
+
+def test_migrate_carries_key_tokens_and_last_checkpoint(
+    source: Ledger, store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The target signs with the same key, after the checkpoint the source signed, and accepts its tokens."""
+    from ledger.checkpoint import Checkpointer
+
+    monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path / "state"))
+    (tmp_path / "state").mkdir()
+    signed = Checkpointer.for_db(source.store).latest()
+    source.store.tables.side_file(".tokens").write_text("ab" * 32 + "\n")
+    out = CliRunner().invoke(migrate, ["--from", str(source.path), "--to", store_url])
+    assert out.exit_code == 0, out.output
+    assert "carried over:" in out.output and "the last signed checkpoint" in out.output
+    target = Ledger(store_url)
+    assert target.store.tables.last_checkpoint() == signed.note
+    assert target.store.tables.side_file(".tokens").read_text() == "ab" * 32 + "\n"
+    assert target.store.tables.side_file(".key").stat().st_mode & 0o777 == 0o600
+    assert Checkpointer.for_db(target.store).latest().note == signed.note  # same key, same tree
+    assert target.verify().ok
