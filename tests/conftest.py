@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,13 @@ def backend_under_test() -> str:
 def on_postgresql() -> bool:
     """Whether this run's ledgers live in PostgreSQL."""
     return backend_under_test() == "postgresql"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # a PostgreSQL ledger's key and token files go to $LEDGER_STATE_DIR (default: the working
+    # directory): keep any a test does not place itself out of the checkout
+    if not os.environ.get("LEDGER_STATE_DIR"):
+        os.environ["LEDGER_STATE_DIR"] = tempfile.mkdtemp(prefix="ledger-state-")
 
 
 def pytest_report_header() -> str:
