@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -147,20 +149,29 @@ class PgTables:
                 (last[0], last[1], _PAGE),
             ).fetchall()
 
-    # -- the signed checkpoint (in the database, so every node signs after the same one) ---------
+    # -- the signed checkpoint: in the database, so every node signs after the same one; and a copy in
+    # this node's state dir, so a database restored from an older backup cannot make it forget ------
 
     def last_checkpoint(self) -> str | None:
-        """The last signed checkpoint note, if any."""
+        """The last signed checkpoint note: the larger of the database's and this node's copy."""
         row = self._q("SELECT note FROM signed_checkpoint WHERE id = 1").fetchone()
-        return None if row is None else str(row[0])
+        notes = [str(row[0])] if row is not None else []
+        mirror = self.side_file(".checkpoint")
+        if mirror.exists():
+            notes.append(mirror.read_text())
+        return max(notes, key=_note_size) if notes else None
 
     def save_checkpoint(self, note: str) -> None:
-        """Replace the last signed checkpoint (inside `signing`)."""
+        """Replace the last signed checkpoint (inside `signing`): the row, then this node's copy."""
         self._q(
             "INSERT INTO signed_checkpoint (id, note) VALUES (1, %s) "
             "ON CONFLICT (id) DO UPDATE SET note = excluded.note",
             (note,),
         )
+        mirror = self.side_file(".checkpoint")
+        tmp = mirror.with_name(f"{mirror.name}.{os.getpid()}.tmp")
+        tmp.write_text(note)
+        os.replace(tmp, mirror)
 
     @contextmanager
     def signing(self) -> Iterator[None]:
@@ -204,3 +215,9 @@ class PgTables:
             (list(observation_ids), after_us, until_us),
         )
         return [Fact(s, t, oa, ous, decode_data(t, d.encode())) for s, t, oa, ous, d in rows]
+
+
+def _note_size(note: str) -> int:
+    """The tree size of a checkpoint note (its second line); an unreadable note wins, to be refused loudly."""
+    lines = note.split("\n")
+    return int(lines[1]) if len(lines) > 1 and lines[1].isdigit() else sys.maxsize

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -132,3 +133,34 @@ def test_api_over_postgresql(loaded: Ledger) -> None:
     assert changes.status_code == 200, changes.text
     held = client.post("/verify", content=FIXTURE.read_bytes())
     assert held.status_code == 200 and held.json()["ok"] is True, held.text
+
+
+def test_a_database_restored_from_an_older_backup_cannot_make_the_node_forget_its_checkpoint(
+    loaded: Ledger, pg_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signed checkpoint row goes back with the database; this node's copy in the state dir does not."""
+    from urllib.parse import urlsplit
+
+    from ledger.checkpoint import Checkpointer
+    from ledger.errors import ChainBroken
+    from tests.raw import copy_db
+
+    monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path))
+    url = loaded.url
+    loaded.close()
+    older = copy_db(url, tmp_path, "older")  # the "backup": 132 events, no checkpoint yet
+    ledger = Ledger(url)
+    ledger.append([paper("2101.00001", ts(0))])
+    signed = Checkpointer.for_db(ledger.store).latest()
+    assert signed.checkpoint.size == 133
+    ledger.close()
+    name, old = urlsplit(url).path.lstrip("/"), urlsplit(older).path.lstrip("/")
+    with psycopg.connect(pg_cluster.admin_url, autocommit=True) as admin:  # restore it under the same name
+        admin.execute(f'DROP DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{old}"')
+    restored = Ledger(url)
+    assert restored.head().seq == 132
+    report = restored.verify()
+    assert not report.ok and report.first_bad_seq == 133 and "cut off" in (report.reason or "")
+    with pytest.raises(ChainBroken, match="refusing to sign"):
+        Checkpointer.for_db(restored.store).latest()
