@@ -27,7 +27,8 @@ TreeSize = Annotated[
 
 
 def _checkpointer(request: Request) -> Checkpointer:
-    # Key at <db>.key and last signed checkpoint at <db>.checkpoint; origin from $LEDGER_ORIGIN.
+    # Key at backend.side_path(db, ".key"); the last signed checkpoint is kept by store.tables
+    # (<db>.checkpoint on SQLite, the signed_checkpoint table on PostgreSQL); origin from $LEDGER_ORIGIN.
     return Checkpointer.for_db(ledger_of(request).store)
 
 

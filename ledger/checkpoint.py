@@ -1,9 +1,10 @@
 """Signed checkpoints: C2SP signed notes (Ed25519) over C2SP tlog-checkpoint bodies, and the ledger's key.
 
 A checkpoint is the note text "<origin>\\n<tree size>\\n<base64 root hash>\\n", signed as in
-https://c2sp.org/signed-note. The ledger keeps the last one it signed in a file next to the database
-and signs a new one only after verifying a consistency proof from it, so it never signs two
-checkpoints that contradict each other (a truncated or rolled-back database is refused).
+https://c2sp.org/signed-note. The ledger keeps the last one it signed (in a file next to a SQLite
+database, in the signed_checkpoint table of a PostgreSQL one) and signs a new one only after verifying
+a consistency proof from it, so it never signs two checkpoints that contradict each other (a truncated
+or rolled-back database is refused).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,16 +71,28 @@ def rich_events() -> list[Event]:
     ]
 
 
+DbFactory = Callable[[Path, str], str]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """$LEDGER_STATE_DIR for this module's shared ledgers: a PostgreSQL ledger's key goes there."""
+    state = tmp_path_factory.mktemp("state")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LEDGER_STATE_DIR", str(state))
+        yield state
+
+
 @pytest.fixture(scope="module")
-def rich(tmp_path_factory: pytest.TempPathFactory) -> Ledger:
-    ledger = Ledger(tmp_path_factory.mktemp("rich") / "ledger.db")
+def rich(db_factory: DbFactory, tmp_path_factory: pytest.TempPathFactory) -> Ledger:
+    ledger = Ledger(db_factory(tmp_path_factory.mktemp("rich"), "ledger.db"))
     ledger.append(rich_events())
     return ledger
 
 
 @pytest.fixture(scope="module")
-def fixture_ledger(tmp_path_factory: pytest.TempPathFactory) -> Ledger:
-    ledger = Ledger(tmp_path_factory.mktemp("fixture") / "ledger.db")
+def fixture_ledger(db_factory: DbFactory, tmp_path_factory: pytest.TempPathFactory) -> Ledger:
+    ledger = Ledger(db_factory(tmp_path_factory.mktemp("fixture"), "ledger.db"))
     ledger.import_bytes((Path(__file__).parent / "data" / "2509.02480.record.json").read_bytes())
     return ledger
 
@@ -114,8 +126,10 @@ def test_seqs_rebuild_records_with_inbound_and_notices(rich: Ledger, pid: str, s
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(events=ledgers(), cut=st.integers(0, 430))
-def test_any_record_bundle_checks_offline(tmp_path_factory: Any, events: list[Event], cut: int) -> None:
-    ledger = Ledger(tmp_path_factory.mktemp("prop") / "ledger.db")
+def test_any_record_bundle_checks_offline(
+    db_factory: DbFactory, tmp_path_factory: Any, events: list[Event], cut: int
+) -> None:
+    ledger = Ledger(db_factory(tmp_path_factory.mktemp("prop"), "ledger.db"))  # a new one per example
     ledger.append(events)
     verifier = Checkpointer.for_db(ledger.store).verifier()
     t = parse_ts(ts(cut))
@@ -129,12 +143,12 @@ def test_any_record_bundle_checks_offline(tmp_path_factory: Any, events: list[Ev
         assert report.ok, report.problems
 
 
-def test_known_at_bundle(tmp_path: Path) -> None:
+def test_known_at_bundle(new_db: Callable[[str], str]) -> None:
     import time
 
     from ledger.instants import now_us
 
-    ledger = Ledger(tmp_path / "l.db")
+    ledger = Ledger(new_db("l.db"))
     ledger.append(rich_events()[:10])
     time.sleep(0.002)
     known = now_us()
@@ -156,7 +170,7 @@ def test_known_at_bundle(tmp_path: Path) -> None:
 def written(fixture_ledger: Ledger, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """`ledger bundle` of the fixture, and `ledger key`'s output."""
     out = tmp_path_factory.mktemp("bundle") / "bundle.json"
-    db = str(fixture_ledger.path)
+    db = fixture_ledger.url
     result = CliRunner().invoke(main, ["bundle", FIX_ID, "--as-of", FIX_AS_OF, "--out", str(out), "--db", db])
     assert result.exit_code == 0, result.output
     vkey = CliRunner().invoke(main, ["key", "--db", db]).output.strip()
@@ -337,9 +351,11 @@ def test_a_reindented_bundle_still_checks(written: tuple[Path, str], tmp_path: P
     assert check_cli(again, vkey).exit_code == 0
 
 
-def test_a_bundle_checked_with_another_key_fails(written: tuple[Path, str], tmp_path: Path) -> None:
+def test_a_bundle_checked_with_another_key_fails(
+    written: tuple[Path, str], new_db: Callable[[str], str]
+) -> None:
     path, _ = written
-    other = Checkpointer.for_db(Ledger(tmp_path / "other.db").store, "other.example/log").verifier()
+    other = Checkpointer.for_db(Ledger(new_db("other.db")).store, "other.example/log").verifier()
     result = check_cli(path, other.vkey)
     assert result.exit_code == 1
     assert "checkpoint: no signature by the key other.example/log+" in result.output

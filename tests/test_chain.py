@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -93,14 +92,14 @@ def test_link_hash_refuses_a_prev_that_is_not_hex() -> None:
 # -- the audit contract: re-verify `ledger events` output with json + blake3 only -----------------
 
 
-def cli_events(db: Path, *args: str) -> list[dict[str, Any]]:
-    result = CliRunner().invoke(main, ["events", "--db", str(db), *args])
+def cli_events(db: str, *args: str) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(main, ["events", "--db", db, *args])
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
 
 
-def cli_lines(db: Path) -> list[bytes]:
-    result = CliRunner().invoke(main, ["events", "--db", str(db)])
+def cli_lines(db: str) -> list[bytes]:
+    result = CliRunner().invoke(main, ["events", "--db", db])
     assert result.exit_code == 0, result.output
     return [line for line in result.stdout_bytes.splitlines() if line.strip()]
 
@@ -118,7 +117,7 @@ def reverify(events: list[dict[str, Any]]) -> str:
 
 
 def test_events_output_recomputes_with_json_and_blake3_only(imported_ledger: Ledger) -> None:
-    events = cli_events(imported_ledger.path)
+    events = cli_events(imported_ledger.url)
     assert len(events) == 132
     assert reverify(events) == imported_ledger.head().hash
     for e in events:
@@ -126,7 +125,7 @@ def test_events_output_recomputes_with_json_and_blake3_only(imported_ledger: Led
 
 
 def test_events_output_embeds_data_verbatim_as_canonical_bytes(imported_ledger: Ledger) -> None:
-    lines = cli_lines(imported_ledger.path)
+    lines = cli_lines(imported_ledger.url)
     for line in lines:
         e = json.loads(line)
         # the whole line is canonical JSON, so the data inside it is the hashed bytes verbatim
@@ -138,18 +137,18 @@ def test_events_output_embeds_data_verbatim_as_canonical_bytes(imported_ledger: 
 
 
 def test_reverify_catches_an_edited_served_event(imported_ledger: Ledger) -> None:
-    events = cli_events(imported_ledger.path)
+    events = cli_events(imported_ledger.url)
     events[0]["data"]["title"] = events[0]["data"]["title"].replace("MLP", "MLQ")
     with pytest.raises(AssertionError, match="seq 1: hash"):
         reverify(events)
-    events = cli_events(imported_ledger.path)
+    events = cli_events(imported_ledger.url)
     del events[40]
     with pytest.raises(AssertionError, match="gap before seq 42"):
         reverify(events)
 
 
 def test_stream_versions_in_events_output_count_1_to_n(imported_ledger: Ledger) -> None:
-    events = cli_events(imported_ledger.path)
+    events = cli_events(imported_ledger.url)
     streams: dict[str, list[int]] = {}
     for e in events:
         streams.setdefault(e["stream"], []).append(e["stream_version"])
@@ -173,7 +172,7 @@ def test_stream_versions_in_events_output_count_1_to_n(imported_ledger: Ledger) 
 def test_events_filters_still_reverify_per_event(
     imported_ledger: Ledger, args: list[str], expected_seqs: list[int]
 ) -> None:
-    events = cli_events(imported_ledger.path, *args)
+    events = cli_events(imported_ledger.url, *args)
     assert [e["seq"] for e in events] == expected_seqs
     for e in events:  # each served event carries what is needed to recheck its own link
         body = stdlib_canonical({k: e[k] for k in BODY_KEYS})
@@ -195,6 +194,6 @@ def test_first_event_links_to_genesis(fresh_ledger: Ledger) -> None:
         },
     }
     result = fresh_ledger.import_bytes(json.dumps({"events": [env]}).encode())
-    (stored,) = cli_events(fresh_ledger.path)
+    (stored,) = cli_events(fresh_ledger.url)
     assert stored["prev_hash"] == GENESIS
     assert stored["hash"] == result.head.hash == reverify([stored])

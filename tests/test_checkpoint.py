@@ -4,8 +4,8 @@ key file, and the rule that the ledger never signs two inconsistent checkpoints.
 from __future__ import annotations
 
 import base64
-import sqlite3
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from ledger import merkle_store
+from ledger.backend import is_pg_url, side_path
 from ledger.checkpoint import (
     Checkpoint,
     Checkpointer,
@@ -27,6 +28,9 @@ from ledger.cli import main
 from ledger.errors import ChainBroken
 from ledger.service import Ledger
 from tests.factories import paper, ts
+from tests.raw import connect, edit, rows, stored_checkpoint
+
+NewDb = Callable[[str], str]
 
 # The example key and note of the Go reference implementation (golang.org/x/mod/sumdb/note), retyped.
 GO_VKEY = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
@@ -100,35 +104,38 @@ def _grow(ledger: Ledger, start: int, count: int, prefix: str = "2101") -> None:
     ledger.append([paper(f"{prefix}.{i:05d}", ts(i)) for i in range(start, start + count)])
 
 
-def test_key_is_created_once_mode_600_and_printed_by_ledger_key(tmp_path: Path) -> None:
-    db = tmp_path / "ledger.db"
-    first = CliRunner().invoke(main, ["key", "--db", str(db), "--origin", "example.org/ledger"])
+def test_key_is_created_once_mode_600_and_printed_by_ledger_key(new_db: NewDb, tmp_path: Path) -> None:
+    db = new_db("ledger.db")
+    first = CliRunner().invoke(main, ["key", "--db", db, "--origin", "example.org/ledger"])
     assert first.exit_code == 0, first.output
     vkey = first.output.strip()
     verifier = parse_vkey(vkey)
     assert verifier.name == "example.org/ledger"
-    key_file = tmp_path / "ledger.db.key"
+    key_file = side_path(db, ".key")
+    # next to a SQLite file; for a PostgreSQL URL, in $LEDGER_STATE_DIR (tmp_path here)
+    assert key_file == (tmp_path / "ledger.db.key" if not is_pg_url(db) else tmp_path / key_file.name)
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     assert key_file.read_text().startswith("PRIVATE+KEY+example.org/ledger+")
-    again = CliRunner().invoke(main, ["key", "--db", str(db)])
+    again = CliRunner().invoke(main, ["key", "--db", db])
     assert again.output.strip() == vkey  # the same key, its name kept in the key file
-    other = CliRunner().invoke(main, ["key", "--db", str(db), "--origin", "other.example/log"])
+    other = CliRunner().invoke(main, ["key", "--db", db, "--origin", "other.example/log"])
     assert other.exit_code == 1 and "signs for origin 'example.org/ledger'" in other.output
 
 
-def test_default_origin_is_configurable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_origin_is_configurable(new_db: NewDb, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEDGER_ORIGIN", "ledger.example/citations")
-    cp = Checkpointer.for_db(Ledger(tmp_path / "l.db").store)
+    cp = Checkpointer.for_db(Ledger(new_db("l.db")).store)
     assert cp.verifier().name == "ledger.example/citations"
     monkeypatch.delenv("LEDGER_ORIGIN")
     import socket
 
-    cp2 = Checkpointer.for_db(Ledger(tmp_path / "m.db").store)
+    cp2 = Checkpointer.for_db(Ledger(new_db("m.db")).store)
     assert cp2.verifier().name == f"citation-ledger/{socket.gethostname()}"
 
 
-def test_checkpoints_follow_the_head_and_are_consistent(tmp_path: Path) -> None:
-    ledger = Ledger(tmp_path / "l.db")
+def test_checkpoints_follow_the_head_and_are_consistent(new_db: NewDb) -> None:
+    db = new_db("l.db")
+    ledger = Ledger(db)
     cp = Checkpointer.for_db(ledger.store, "example.org/ledger")
     empty = cp.latest()
     assert empty.checkpoint.size == 0 and empty.checkpoint.root == merkle_store.tree_root(ledger.store, 0)
@@ -140,67 +147,79 @@ def test_checkpoints_follow_the_head_and_are_consistent(tmp_path: Path) -> None:
     second = cp.latest()
     assert second.checkpoint.size == 37
     assert open_checkpoint(second.note, cp.verifier()) == second
-    assert (tmp_path / "l.db.checkpoint").read_text() == second.note
-    result = CliRunner().invoke(main, ["checkpoint", "--db", str(tmp_path / "l.db")])
+    assert stored_checkpoint(db) == second.note  # <db>.checkpoint (SQLite), signed_checkpoint (PostgreSQL)
+    result = CliRunner().invoke(main, ["checkpoint", "--db", db])
     assert result.exit_code == 0 and result.output == second.note
     lines = second.note.split("\n")
     assert lines[:3] == ["example.org/ledger", "37", base64.b64encode(second.checkpoint.root).decode()]
     assert lines[3] == "" and lines[4].startswith("\u2014 example.org/ledger ")
-    assert Ledger(tmp_path / "l.db").verify().ok
+    assert Ledger(db).verify().ok
 
 
-def _drop_triggers_and(path: Path, *sql: str) -> None:
-    conn = sqlite3.connect(path, isolation_level=None)
-    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
-        conn.execute(f"DROP TRIGGER {name}")
-    for statement in sql:
-        conn.execute(statement)
-    conn.close()
-
-
-def _signed_ledger(tmp_path: Path) -> tuple[Path, Checkpointer]:
-    """A ledger of 40 events with a checkpoint signed at 40; its db file holds everything (no WAL)."""
-    db = tmp_path / "l.db"
+def _signed_ledger(new_db: NewDb) -> tuple[str, Checkpointer]:
+    """A ledger of 40 events with a checkpoint signed at 40; a SQLite db file holds everything (no WAL)."""
+    db = new_db("l.db")
     ledger = Ledger(db)
     _grow(ledger, 0, 40)
     cp = Checkpointer.for_db(ledger.store, "example.org/ledger")
     assert cp.latest().checkpoint.size == 40
-    ledger.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if not is_pg_url(db):
+        ledger.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[attr-defined]
     ledger.store.close()
     return db, cp
 
 
-def _truncated(db: Path) -> str:
-    _drop_triggers_and(db, "DELETE FROM events WHERE seq > 30")
+def _truncated(db: str, new_db: NewDb) -> str:
+    edit(db, "DELETE FROM events WHERE seq > 30")
     return "cut off or rewritten"  # the stored tree covers seq 32: it is refused first
 
 
-def _truncated_and_tree_dropped(db: Path) -> str:
-    _drop_triggers_and(
-        db, "DELETE FROM events WHERE seq > 30", "DELETE FROM merkle_nodes", "DELETE FROM merkle_fill"
-    )
+def _truncated_and_tree_dropped(db: str, new_db: NewDb) -> str:
+    edit(db, "DELETE FROM events WHERE seq > 30", "DELETE FROM merkle_nodes", "DELETE FROM merkle_fill")
     return "a checkpoint of 40 events was signed, but the ledger now holds 30"
 
 
-def _truncated_and_regrown(db: Path) -> str:
-    _drop_triggers_and(
-        db, "DELETE FROM events WHERE seq > 30", "DELETE FROM merkle_nodes", "DELETE FROM merkle_fill"
-    )
+def _truncated_and_regrown(db: str, new_db: NewDb) -> str:
+    _truncated_and_tree_dropped(db, new_db)
     _grow(Ledger(db), 100, 15, prefix="2102")  # different events 31..45, a valid chain
     return "events 1..40 no longer hash to the root signed for that size"
 
 
-def _other_ledger(db: Path) -> str:
-    # A second ledger with different events, pointed at the first one's checkpoint state and key.
-    other = db.with_name("other.db")
+def _other_ledger_file(db: str, new_db: NewDb) -> str:
+    # A second ledger with different events, its file put in place of the first one's; the key and
+    # the last signed checkpoint (files next to it) stay: they are the first ledger's.
+    path = Path(db)
+    other = path.with_name("other.db")
     ledger = Ledger(other)
     _grow(ledger, 0, 50, prefix="2103")
-    ledger.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    ledger.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[attr-defined]
     ledger.store.close()
     for suffix in ("-wal", "-shm"):
-        db.with_name(db.name + suffix).unlink(missing_ok=True)
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
         other.with_name(other.name + suffix).unlink(missing_ok=True)
-    other.replace(db)  # the key and the last signed checkpoint stay: they are the first ledger's
+    other.replace(path)
+    return "events 1..40 no longer hash to the root signed for that size"
+
+
+EVENT_COLUMNS = (
+    "seq, event_id, stream, stream_version, type, observed_at, observed_us, recorded_at, recorded_us, "
+    "data, prev_hash, hash"
+)
+
+
+def _other_ledger_rows(db: str, new_db: NewDb) -> str:
+    # Every event (and the tree) replaced, with SQL, by those of a second ledger with different events;
+    # the key and the last signed checkpoint stay the first ledger's.
+    other = new_db("other.db")
+    ledger = Ledger(other)
+    _grow(ledger, 0, 50, prefix="2103")
+    ledger.store.close()
+    replacement = rows(other, f"SELECT {EVENT_COLUMNS} FROM events ORDER BY seq")
+    edit(db, "DELETE FROM merkle_nodes", "DELETE FROM merkle_fill", "DELETE FROM events")
+    with connect(db) as raw:
+        for row in replacement:
+            raw.execute(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join('?' * len(row))})", row)
+    assert rows(db, f"SELECT {EVENT_COLUMNS} FROM events ORDER BY seq") == replacement
     return "events 1..40 no longer hash to the root signed for that size"
 
 
@@ -208,39 +227,47 @@ INCONSISTENT: list[Any] = [
     pytest.param(_truncated, id="inconsistent-checkpoints-truncated"),
     pytest.param(_truncated_and_tree_dropped, id="inconsistent-checkpoints-truncated-tree-dropped"),
     pytest.param(_truncated_and_regrown, id="inconsistent-checkpoints-rewritten-tail"),
-    pytest.param(_other_ledger, id="inconsistent-checkpoints-other-ledger"),
+    pytest.param(
+        _other_ledger_file,
+        id="inconsistent-checkpoints-other-ledger",
+        marks=pytest.mark.sqlite_only("puts another ledger's db file in place of the SQLite file"),
+    ),
+    pytest.param(_other_ledger_rows, id="inconsistent-checkpoints-other-ledgers-rows"),
 ]
 
 
 @pytest.mark.parametrize("damage", INCONSISTENT)
 def test_the_ledger_refuses_to_sign_a_checkpoint_inconsistent_with_its_last(
-    tmp_path: Path, damage: Any
+    new_db: NewDb, damage: Callable[[str, NewDb], str]
 ) -> None:
-    db, _ = _signed_ledger(tmp_path)
-    before = (tmp_path / "l.db.checkpoint").read_text()
-    why = damage(db)
+    db, _ = _signed_ledger(new_db)
+    before = stored_checkpoint(db)
+    assert before is not None and "\n40\n" in before
+    why = damage(db, new_db)
     ledger = Ledger(db)
     with pytest.raises(ChainBroken, match=why):
         Checkpointer.for_db(ledger.store).latest()
-    assert (tmp_path / "l.db.checkpoint").read_text() == before  # nothing new was signed
-    result = CliRunner().invoke(main, ["checkpoint", "--db", str(db)])
+    assert stored_checkpoint(db) == before  # nothing new was signed
+    result = CliRunner().invoke(main, ["checkpoint", "--db", db])
     assert result.exit_code == 1 and why in result.output
-    assert not ledger.verify().ok  # verify names it too, from the checkpoint kept next to the db
+    assert stored_checkpoint(db) == before
+    assert not ledger.verify().ok  # verify names it too, from the checkpoint the ledger keeps
 
 
-def test_verify_names_a_truncation_below_the_signed_checkpoint(tmp_path: Path) -> None:
-    db, _ = _signed_ledger(tmp_path)
-    _truncated_and_tree_dropped(db)
+def test_verify_names_a_truncation_below_the_signed_checkpoint(new_db: NewDb) -> None:
+    db, _ = _signed_ledger(new_db)
+    _truncated_and_tree_dropped(db, new_db)
     report = Ledger(db).verify()
     assert (report.ok, report.first_bad_seq) == (False, 31)
     assert report.reason is not None and "a checkpoint of 40 events was signed" in report.reason
 
 
-def test_concurrent_signers_agree(tmp_path: Path) -> None:
+def test_concurrent_signers_agree(new_db: NewDb, tmp_path: Path) -> None:
     """Threads (each its own connection) creating the key and signing at once: one key, one history."""
     from concurrent.futures import ThreadPoolExecutor
 
-    ledger = Ledger(tmp_path / "l.db")
+    db = new_db("l.db")
+    ledger = Ledger(db)
     _grow(ledger, 0, 50)
 
     def sign(_: int) -> tuple[str, int]:
@@ -252,4 +279,5 @@ def test_concurrent_signers_agree(tmp_path: Path) -> None:
     assert {vkey for vkey, _ in results} == {parse_vkey(results[0][0]).vkey}
     assert {size for _, size in results} == {50}
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
-    assert open_checkpoint((tmp_path / "l.db.checkpoint").read_text(), parse_vkey(results[0][0]))
+    note = stored_checkpoint(db)
+    assert note is not None and open_checkpoint(note, parse_vkey(results[0][0])).checkpoint.size == 50

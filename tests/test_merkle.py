@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from ledger.merkle import (
 )
 from ledger.service import Ledger
 from tests.factories import paper, ts
+from tests.raw import edit, one, rows
 
 VECTORS = json.loads((Path(__file__).parent / "data" / "rfc6962_vectors.json").read_text())
 LEAVES = [bytes.fromhex(x) for x in VECTORS["leaves_hex"]]
@@ -197,9 +198,11 @@ def test_memory_tree_matches_the_naive_tree(data: list[bytes], draw: st.DataObje
 
 
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Ledger, list[bytes]]:
+def stored(
+    db_factory: Callable[[Path, str], str], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Ledger, list[bytes]]:
     """A ledger of STORED_EVENTS events and their leaf data (body bytes)."""
-    ledger = Ledger(tmp_path_factory.mktemp("merkle") / "ledger.db")
+    ledger = Ledger(db_factory(tmp_path_factory.mktemp("merkle"), "ledger.db"))
     events = [paper(f"2101.{i:05d}", ts(i)) for i in range(STORED_EVENTS)]
     for start in range(0, STORED_EVENTS, 100):
         ledger.append(events[start : start + 100])
@@ -240,19 +243,22 @@ def test_the_leaf_is_the_body_the_chain_hashes(stored: tuple[Ledger, list[bytes]
 
 
 def test_nodes_are_stored_from_level_4_and_filled_in_chunks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    new_db: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(merkle_store, "FILL_CHUNK", 32)  # several transactions, peaks reloaded each time
-    ledger = Ledger(tmp_path / "l.db")
+    db = new_db("l.db")
+    ledger = Ledger(db)
     ledger.append([paper(f"2101.{i:05d}", ts(i)) for i in range(150)])
     bodies = [merkle_store.envelope_body(e) for e in ledger.store.read_log()]
     assert merkle_store.tree_root(ledger.store, 150) == naive_mth(bodies)
-    conn = ledger.store._conn()
-    assert merkle_store.fill_state(conn)[0] == 144  # 150 rounded down to whole blocks of 16
-    levels = dict(conn.execute("SELECT level, count(*) FROM merkle_nodes GROUP BY level").fetchall())
+    assert ledger.store.tables.fill_state()[0] == 144  # 150 rounded down to whole blocks of 16
+    assert rows(db, "SELECT leaves, chain_hash FROM merkle_fill") == [
+        (144, one(db, "SELECT hash FROM events WHERE seq = 144"))
+    ]
+    levels = dict(rows(db, "SELECT level, count(*) FROM merkle_nodes GROUP BY level"))
     assert levels == {4: 9, 5: 4, 6: 2, 7: 1}
     tree = MemoryTree([leaf_hash(b) for b in bodies])
-    for level, idx, h in conn.execute("SELECT level, idx, hash FROM merkle_nodes"):
+    for level, idx, h in rows(db, "SELECT level, idx, hash FROM merkle_nodes"):
         assert bytes(h) == tree.node(level, idx)
 
 
@@ -269,15 +275,6 @@ def test_proof_arguments_are_checked(stored: tuple[Ledger, list[bytes]]) -> None
     assert merkle_store.tree_root(ledger.store, 0) == EMPTY_ROOT
 
 
-def _drop_triggers_and(path: Path, *sql: str) -> None:
-    conn = sqlite3.connect(path, isolation_level=None)
-    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
-        conn.execute(f"DROP TRIGGER {name}")
-    for statement in sql:
-        conn.execute(statement)
-    conn.close()
-
-
 CUTS: list[Any] = [
     pytest.param("DELETE FROM events WHERE seq > 40", "was cut off or rewritten", id="truncated"),
     pytest.param(
@@ -289,39 +286,35 @@ CUTS: list[Any] = [
 
 
 @pytest.mark.parametrize(("sql", "why"), CUTS)
-def test_nodes_over_events_that_changed_are_refused(tmp_path: Path, sql: str, why: str) -> None:
-    ledger = Ledger(tmp_path / "l.db")
+def test_nodes_over_events_that_changed_are_refused(new_db: Callable[[str], str], sql: str, why: str) -> None:
+    db = new_db("l.db")
+    ledger = Ledger(db)
     ledger.append([paper(f"2101.{i:05d}", ts(i)) for i in range(50)])
     merkle_store.tree_root(ledger.store, 50)  # fills leaves 1..48
     ledger.store.close()
-    _drop_triggers_and(tmp_path / "l.db", sql)
+    edit(db, sql)
     with pytest.raises(ChainBroken, match=why):
-        merkle_store.tree_root(Ledger(tmp_path / "l.db").store, 30)
+        merkle_store.tree_root(Ledger(db).store, 30)
 
 
-def _events_of(path: Path) -> int:
-    with sqlite3.connect(path) as conn:
-        return int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
-
-
-VERIFY_TAMPERS: list[tuple[str, Callable[[Path], None], int, str]] = [
+VERIFY_TAMPERS: list[tuple[str, Callable[[str], None], int, str]] = [
     (
         "altered-node",
-        lambda p: _drop_triggers_and(
-            p, "UPDATE merkle_nodes SET hash = zeroblob(32) WHERE level = 5 AND idx = 1"
+        lambda db: edit(
+            db, "UPDATE merkle_nodes SET hash = ? WHERE level = 5 AND idx = 1", params=(bytes(32),)
         ),
         33,
         r"Merkle node \(5, 1\) over seqs 33..64 does not match",
     ),
     (
         "removed-node",
-        lambda p: _drop_triggers_and(p, "DELETE FROM merkle_nodes WHERE level = 4 AND idx = 2"),
+        lambda db: edit(db, "DELETE FROM merkle_nodes WHERE level = 4 AND idx = 2"),
         33,
         r"Merkle node \(4, 2\) over seqs 33..48 is missing",
     ),  # fmt: skip
     (
         "truncated-below-the-tree",
-        lambda p: _drop_triggers_and(p, "DELETE FROM events WHERE seq > 60"),
+        lambda db: edit(db, "DELETE FROM events WHERE seq > 60"),
         61,
         "built over 64 events but the ledger holds 60",
     ),  # fmt: skip
@@ -330,19 +323,18 @@ VERIFY_TAMPERS: list[tuple[str, Callable[[Path], None], int, str]] = [
 
 @pytest.mark.parametrize(("tamper", "seq", "why"), [pytest.param(*t[1:], id=t[0]) for t in VERIFY_TAMPERS])
 def test_verify_rechecks_the_stored_nodes(
-    tmp_path: Path, tamper: Callable[[Path], None], seq: int, why: str
+    new_db: Callable[[str], str], tamper: Callable[[str], None], seq: int, why: str
 ) -> None:
-    ledger = Ledger(tmp_path / "l.db")
+    db = new_db("l.db")
+    ledger = Ledger(db)
     ledger.append([paper(f"2101.{i:05d}", ts(i)) for i in range(70)])
     merkle_store.tree_root(ledger.store, 70)
     report = ledger.verify()
     assert report.ok and report.merkle_nodes_checked == 4 + 2 + 1  # levels 4, 5, 6 over 64 leaves
     ledger.store.close()
-    tamper(tmp_path / "l.db")
-    report = Ledger(tmp_path / "l.db").verify()
+    tamper(db)
+    report = Ledger(db).verify()
     assert (report.ok, report.first_bad_seq) == (False, seq), report
     assert report.reason is not None
-    import re
-
     assert re.search(why, report.reason), report.reason
-    assert _events_of(tmp_path / "l.db") >= 60
+    assert one(db, "SELECT count(*) FROM events") >= 60

@@ -4,7 +4,7 @@ checkpoint with the served key, and errors have the ledger's JSON shape."""
 from __future__ import annotations
 
 import base64
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from fastapi import FastAPI
@@ -12,11 +12,13 @@ from fastapi.testclient import TestClient
 
 from api.errors import install_error_handlers
 from api.proofs import router
+from ledger.backend import side_path
 from ledger.checkpoint import open_checkpoint, parse_vkey
 from ledger.merkle import leaf_hash, verify_consistency, verify_inclusion
 from ledger.merkle_store import envelope_body
 from ledger.service import Ledger
 from tests.factories import paper, ts
+from tests.raw import replace_checkpoint, stored_checkpoint
 
 
 def _grow(ledger: Ledger, start: int, count: int) -> None:
@@ -24,9 +26,9 @@ def _grow(ledger: Ledger, start: int, count: int) -> None:
 
 
 @pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ledger:
+def ledger(new_db: Callable[[str], str], monkeypatch: pytest.MonkeyPatch) -> Ledger:
     monkeypatch.setenv("LEDGER_ORIGIN", "ledger.example/citations")
-    ledger = Ledger(tmp_path / "ledger.db")
+    ledger = Ledger(new_db("ledger.db"))
     _grow(ledger, 0, 37)
     return ledger
 
@@ -109,23 +111,22 @@ def test_errors_have_the_ledger_shape(
     assert "details" in error
 
 
-def test_an_inconsistent_ledger_is_refused_a_checkpoint(
-    client: TestClient, ledger: Ledger, tmp_path: Path
-) -> None:
+def test_an_inconsistent_ledger_is_refused_a_checkpoint(client: TestClient, ledger: Ledger) -> None:
     from ledger.checkpoint import Checkpoint, Signer
 
-    client.get("/checkpoint")
-    state = tmp_path / "ledger.db.checkpoint"
+    db = ledger.url
+    first = client.get("/checkpoint").text
+    assert stored_checkpoint(db) == first
     # A validly signed checkpoint of 40 events: as if the database had been rolled back from 40 to 37.
-    signer = Signer.parse((tmp_path / "ledger.db.key").read_text())
-    state.write_text(signer.sign_note(Checkpoint(signer.name, 40, bytes(32)).text()))
+    signer = Signer.parse(side_path(db, ".key").read_text())
+    replace_checkpoint(db, signer.sign_note(Checkpoint(signer.name, 40, bytes(32)).text()))
     r = client.get("/checkpoint")
     assert r.status_code == 500
     error = r.json()["error"]
     assert error["code"] == "chain_broken"
     assert "a checkpoint of 40 events was signed, but the ledger now holds 37" in error["message"]
-    # A state file that does not verify: refused too, never overwritten.
-    state.write_text(state.read_text().replace("\n40\n", "\n41\n"))
+    # A state that does not verify: refused too, never overwritten.
+    replace_checkpoint(db, stored_checkpoint(db).replace("\n40\n", "\n41\n"))
     r = client.get("/checkpoint")
     assert (r.status_code, r.json()["error"]["code"]) == (500, "checkpoint_refused")
-    assert "\n41\n" in state.read_text()
+    assert "\n41\n" in stored_checkpoint(db)

@@ -1,4 +1,5 @@
-"""The SQLite store (ledger/store.py, ledger/migrations.py): triggers, constraints, pragmas, processes."""
+"""The store's own defences (ledger/store.py, ledger/pg_store.py and their migrations): append-only
+triggers, constraints, SQLite's pragmas and file modes, several processes appending at once."""
 
 from __future__ import annotations
 
@@ -9,46 +10,85 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ledger import pg_migrations
+from ledger.backend import is_pg_url
 from ledger.migrations import MIGRATIONS, migrate
 from ledger.service import Ledger
+from tests.conftest import on_postgresql
+from tests.raw import Raw, connect, one, rows
 
 
-def connect(ledger_: Ledger) -> sqlite3.Connection:
-    return sqlite3.connect(ledger_.path, isolation_level=None)
-
-
-def snapshot(conn: sqlite3.Connection) -> tuple[Any, ...]:
+def snapshot(db: str) -> tuple[Any, ...]:
     return (
-        conn.execute("SELECT * FROM events ORDER BY seq").fetchall(),
-        conn.execute("SELECT * FROM check_works ORDER BY seq, work_id").fetchall(),
+        rows(db, "SELECT * FROM events ORDER BY seq"),
+        rows(db, "SELECT * FROM check_works ORDER BY seq, work_id"),
     )
 
 
-@pytest.mark.parametrize(
-    ("sql", "message"),
-    [
-        pytest.param("UPDATE events SET data = '{}' WHERE seq = 1", "UPDATE on events", id="update-data"),
-        pytest.param("UPDATE events SET observed_us = 0", "UPDATE on events", id="update-all"),
-        pytest.param("UPDATE events SET seq = 999 WHERE seq = 132", "UPDATE on events", id="update-seq"),
-        pytest.param("DELETE FROM events WHERE seq = 132", "DELETE on events", id="delete-last"),
-        pytest.param("DELETE FROM events", "DELETE on events", id="delete-all"),
-        pytest.param("UPDATE check_works SET notices = '[]'", "UPDATE on check_works", id="cw-update"),
-        pytest.param("DELETE FROM check_works WHERE seq = 131", "DELETE on check_works", id="cw-delete"),
-    ],
-)
-def test_triggers_refuse_update_and_delete(imported_ledger: Ledger, sql: str, message: str) -> None:
-    conn = connect(imported_ledger)
-    before = snapshot(conn)
-    with pytest.raises(sqlite3.DatabaseError, match=message) as info:
-        conn.execute(sql)
-    assert isinstance(info.value, sqlite3.IntegrityError)
+def refused(db: str) -> type[Exception]:
+    """What a statement the append-only triggers refuse raises (their ERRCODE on PostgreSQL)."""
+    if is_pg_url(db):
+        import psycopg
+
+        return psycopg.errors.InsufficientPrivilege
+    return sqlite3.IntegrityError
+
+
+def integrity_error(db: str) -> type[Exception]:
+    """What a UNIQUE, CHECK or NOT NULL violation raises."""
+    if is_pg_url(db):
+        import psycopg
+
+        return psycopg.errors.IntegrityError
+    return sqlite3.IntegrityError
+
+
+TRIGGER_CASES: list[Any] = [
+    pytest.param(["UPDATE events SET data = '{}' WHERE seq = 1"], "UPDATE on events", id="update-data"),
+    pytest.param(["UPDATE events SET observed_us = 0"], "UPDATE on events", id="update-all"),
+    pytest.param(["UPDATE events SET seq = 999 WHERE seq = 132"], "UPDATE on events", id="update-seq"),
+    pytest.param(["DELETE FROM events WHERE seq = 132"], "DELETE on events", id="delete-last"),
+    pytest.param(["DELETE FROM events"], "DELETE on events", id="delete-all"),
+    pytest.param(["UPDATE check_works SET notices = '[]'"], "UPDATE on check_works", id="cw-update"),
+    pytest.param(["DELETE FROM check_works WHERE seq = 131"], "DELETE on check_works", id="cw-delete"),
+]
+if on_postgresql():  # statements only PostgreSQL has
+    TRIGGER_CASES += [
+        pytest.param(["TRUNCATE events, check_works"], "TRUNCATE on events", id="truncate"),
+        pytest.param(["TRUNCATE events CASCADE"], "TRUNCATE on events", id="truncate-cascade"),
+        pytest.param(["TRUNCATE check_works"], "TRUNCATE on check_works", id="cw-truncate"),
+        # the triggers are ENABLE ALWAYS: a superuser's replica-mode session does not skip them
+        pytest.param(
+            ["SET session_replication_role = replica", "UPDATE events SET data = '{}' WHERE seq = 1"],
+            "UPDATE on events",
+            id="update-in-replica-mode",
+        ),
+        pytest.param(
+            ["SET session_replication_role = replica", "DELETE FROM check_works"],
+            "DELETE on check_works",
+            id="cw-delete-in-replica-mode",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("sql", "message"), TRIGGER_CASES)
+def test_triggers_refuse_update_and_delete(imported_ledger: Ledger, sql: list[str], message: str) -> None:
+    db = imported_ledger.url
+    before = snapshot(db)
+    with connect(db) as raw:
+        for statement in sql[:-1]:
+            raw.execute(statement)
+        with pytest.raises(Exception, match=message) as info:
+            raw.execute(sql[-1])
+    assert isinstance(info.value, refused(db)), repr(info.value)
     assert "the ledger is append-only" in str(info.value)
-    assert snapshot(conn) == before
+    assert snapshot(db) == before
     assert imported_ledger.verify().ok
 
 
@@ -57,85 +97,144 @@ EVENT_COLUMNS = (
     "data, prev_hash, hash"
 )
 TAMPERED = EVENT_COLUMNS.replace("data,", "replace(data, 'MLP', 'XXX'),")
+CW_COLUMNS = "work_id, source, observed_us, seq, recorded_us"
+
+# SQLite's REPLACE deletes the old row without firing DELETE triggers; PostgreSQL's upsert updates it
+OVERWRITES: list[Any] = [
+    pytest.param(
+        {
+            "sqlite": f"REPLACE INTO events ({EVENT_COLUMNS}) SELECT {TAMPERED} FROM events WHERE seq = 1",
+            "postgresql": f"INSERT INTO events ({EVENT_COLUMNS}) SELECT {TAMPERED} FROM events WHERE seq = 1 "
+            "ON CONFLICT (seq) DO UPDATE SET data = excluded.data",
+        },
+        id="events",
+    ),
+    pytest.param(
+        {
+            "sqlite": f"INSERT OR REPLACE INTO check_works SELECT {CW_COLUMNS}, '[1]' FROM check_works "
+            "WHERE seq = 131",
+            "postgresql": f"INSERT INTO check_works ({CW_COLUMNS}, notices) SELECT {CW_COLUMNS}, '[1]' "
+            "FROM check_works WHERE seq = 131 "
+            "ON CONFLICT (work_id, source, observed_us, seq) DO UPDATE SET notices = excluded.notices",
+        },
+        id="check_works",
+    ),
+]
 
 
-@pytest.mark.parametrize(
-    "sql",
-    [
-        pytest.param(f"REPLACE INTO events ({EVENT_COLUMNS}) SELECT {TAMPERED} FROM events WHERE seq = 1",
-                     id="events"),
-        pytest.param("INSERT OR REPLACE INTO check_works SELECT work_id, source, observed_us, seq, "
-                     "recorded_us, '[1]' FROM check_works WHERE seq = 131", id="check_works"),
-    ],
-)  # fmt: skip
-def test_replace_cannot_overwrite_a_row(imported_ledger: Ledger, sql: str) -> None:
-    conn = connect(imported_ledger)
-    before = snapshot(conn)
-    with pytest.raises(sqlite3.IntegrityError, match="the ledger is append-only"):
-        conn.execute(sql)
-    assert snapshot(conn) == before
+@pytest.mark.parametrize("sql", OVERWRITES)
+def test_replace_cannot_overwrite_a_row(imported_ledger: Ledger, sql: dict[str, str]) -> None:
+    db = imported_ledger.url
+    before = snapshot(db)
+    with connect(db) as raw, pytest.raises(refused(db), match="the ledger is append-only"):
+        raw.execute(sql["postgresql" if raw.pg else "sqlite"])
+    assert snapshot(db) == before
 
 
-def _copy_of_row(conn: sqlite3.Connection, seq: int) -> dict[str, Any]:
-    row = conn.execute(f"SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone()
+def _copy_of_row(db: str, seq: int) -> dict[str, Any]:
+    row = rows(db, f"SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?", (seq,))[0]
     return dict(zip(EVENT_COLUMNS.split(", "), row, strict=True))
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("change", "sqlite_message", "pg_message"),
     [
         pytest.param({"event_id": "00000000-0000-4000-8000-000000000000"},
-                     "UNIQUE constraint failed: events.stream, events.stream_version", id="stream-version"),
-        pytest.param({"stream_version": 999}, "UNIQUE constraint failed: events.event_id", id="event_id"),
+                     "UNIQUE constraint failed: events.stream, events.stream_version",
+                     'unique constraint "events_stream_stream_version_key"', id="stream-version"),
+        pytest.param({"stream_version": 999}, "UNIQUE constraint failed: events.event_id",
+                     'unique constraint "events_event_id_key"', id="event_id"),
         pytest.param({"seq": 1, "event_id": "x", "stream_version": 999},
-                     "UNIQUE constraint failed: events.seq", id="seq"),
-        pytest.param({"event_id": "y", "stream_version": 0}, "CHECK constraint failed", id="version-0"),
+                     "UNIQUE constraint failed: events.seq", 'unique constraint "events_pkey"', id="seq"),
+        pytest.param({"event_id": "y", "stream_version": 0}, "CHECK constraint failed",
+                     'check constraint "events_stream_version_check"', id="version-0"),
         pytest.param({"event_id": "z", "stream_version": 999, "data": None}, "NOT NULL constraint failed",
-                     id="null-data"),
+                     'column "data" of relation "events" violates not-null constraint', id="null-data"),
     ],
 )  # fmt: skip
-def test_sqlite_enforces_uniqueness(imported_ledger: Ledger, change: dict[str, Any], message: str) -> None:
-    conn = connect(imported_ledger)
-    row = {**_copy_of_row(conn, 132), "seq": 133, **change}
-    before = snapshot(conn)
-    # (a BEFORE INSERT trigger refusing rows that would replace others may answer first)
-    with pytest.raises(sqlite3.IntegrityError, match=f"{message}|the ledger is append-only"):
-        conn.execute(
+def test_the_database_enforces_uniqueness(
+    imported_ledger: Ledger, change: dict[str, Any], sqlite_message: str, pg_message: str
+) -> None:
+    db = imported_ledger.url
+    row = {**_copy_of_row(db, 132), "seq": 133, **change}
+    before = snapshot(db)
+    # (on SQLite a BEFORE INSERT trigger refusing rows that would replace others may answer first)
+    message = pg_message if is_pg_url(db) else f"{sqlite_message}|the ledger is append-only"
+    with connect(db) as raw, pytest.raises(integrity_error(db), match=message):
+        raw.execute(
             f"INSERT INTO events ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
             list(row.values()),
         )
-    assert snapshot(conn) == before
+    assert snapshot(db) == before
 
 
+@pytest.mark.sqlite_only("SQLite PRAGMAs: journal_mode=WAL, synchronous=FULL, user_version")
 def test_pragmas_in_effect(fresh_ledger: Ledger) -> None:
-    conn = fresh_ledger.store._conn()
+    conn = fresh_ledger.store._conn()  # type: ignore[attr-defined]
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
     assert conn.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
     # WAL is persistent: any other connection to the file sees it too
-    assert connect(fresh_ledger).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert sqlite3.connect(fresh_ledger.path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
+@pytest.mark.sqlite_only("PRAGMA synchronous, a SQLite setting")
 def test_synchronous_is_the_operators_choice(tmp_path: Path) -> None:
     ledger_ = Ledger(tmp_path / "l.db", synchronous="NORMAL")
-    assert ledger_.store._conn().execute("PRAGMA synchronous").fetchone() == (1,)
+    assert ledger_.store._conn().execute("PRAGMA synchronous").fetchone() == (1,)  # type: ignore[attr-defined]
+
+
+SQLITE_TRIGGERS = {
+    "events_no_update",
+    "events_no_delete",
+    "events_no_replace",
+    "check_works_no_update",
+    "check_works_no_delete",
+    "check_works_no_replace",
+    "merkle_nodes_no_update",
+    "merkle_nodes_no_delete",
+    "merkle_nodes_no_replace",
+}
+PG_TRIGGERS = {
+    ("events", "events_append_only"),
+    ("events", "events_no_truncate"),
+    ("check_works", "check_works_append_only"),
+    ("check_works", "check_works_no_truncate"),
+    ("merkle_nodes", "merkle_nodes_append_only"),
+    ("merkle_nodes", "merkle_nodes_no_truncate"),
+}
+
+
+def _migrate_again(raw: Raw) -> int:
+    """Run the backend's migrations once more on a raw connection; the schema version it reports."""
+    if raw.pg:
+        assert pg_migrations.migrate(raw.conn) == len(pg_migrations.MIGRATIONS)
+        return int(raw.execute("SELECT max(version) FROM ledger_schema").fetchone()[0])
+    assert migrate(raw.conn) == len(MIGRATIONS)
+    return int(raw.execute("PRAGMA user_version").fetchone()[0])
 
 
 def test_migrate_is_idempotent(imported_ledger: Ledger) -> None:
-    conn = connect(imported_ledger)
-    before = snapshot(conn)
-    assert migrate(conn) == len(MIGRATIONS)
-    assert Ledger(imported_ledger.path).head() == imported_ledger.head()
-    assert snapshot(conn) == before
-    triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-    assert triggers >= {
-        "events_no_update",
-        "events_no_delete",
-        "check_works_no_update",
-        "check_works_no_delete",
-    }
+    db = imported_ledger.url
+    before = snapshot(db)
+    with connect(db) as raw:
+        version = _migrate_again(raw)
+        assert version == len(pg_migrations.MIGRATIONS if raw.pg else MIGRATIONS)
+        if raw.pg:
+            # every append-only trigger is there, and ENABLE ALWAYS ('A': replica mode does not skip it)
+            triggers = raw.execute(
+                "SELECT tgrelid::regclass::text, tgname, tgenabled FROM pg_trigger WHERE NOT tgisinternal"
+            ).fetchall()
+            assert {(t, n) for t, n, _ in triggers} >= PG_TRIGGERS
+            assert {e for t, n, e in triggers if (t, n) in PG_TRIGGERS} == {"A"}
+        else:
+            names = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+            assert names >= SQLITE_TRIGGERS
+    assert Ledger(db).head() == imported_ledger.head()
+    assert snapshot(db) == before
 
 
+@pytest.mark.sqlite_only("file modes of the SQLite db file and its -wal and -shm")
 @pytest.mark.parametrize("umask", [0o022, 0o000], ids=["umask-022", "umask-000"])
 def test_db_files_are_created_private(tmp_path: Path, umask: int, fixture_bytes: bytes) -> None:
     old = os.umask(umask)
@@ -150,6 +249,7 @@ def test_db_files_are_created_private(tmp_path: Path, umask: int, fixture_bytes:
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o600, name
 
 
+@pytest.mark.sqlite_only("the file mode of an existing SQLite db file")
 def test_existing_db_mode_is_left_alone(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     Ledger(path)
@@ -207,12 +307,14 @@ print(json.dumps(acks))
 """
 
 
-def test_concurrent_processes_keep_the_chain_gapless_and_unforked(tmp_path: Path) -> None:
-    db, go, n_papers, n_procs = tmp_path / "shared.db", tmp_path / "go", 50, 4
+def test_concurrent_processes_keep_the_chain_gapless_and_unforked(
+    new_db: Callable[[str], str], tmp_path: Path
+) -> None:
+    db, go, n_papers, n_procs = new_db("shared.db"), tmp_path / "go", 50, 4
     Ledger(db)  # created (and migrated) once; the workers open it concurrently
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(db), str(w), str(go), str(n_papers)],
+            [sys.executable, "-c", WORKER, db, str(w), str(go), str(n_papers)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -231,22 +333,21 @@ def test_concurrent_processes_keep_the_chain_gapless_and_unforked(tmp_path: Path
     per_proc = n_papers * 3 + n_papers // 2 * 2
     assert len(acks) == n_procs * per_proc == 800
     assert not any(dup for _, _, dup in acks)
-    conn = sqlite3.connect(db)
-    stored = dict(conn.execute("SELECT event_id, seq FROM events").fetchall())
-    seqs = [r[0] for r in conn.execute("SELECT seq FROM events ORDER BY seq")]
+    stored = dict(rows(db, "SELECT event_id, seq FROM events"))
+    seqs = [r[0] for r in rows(db, "SELECT seq FROM events ORDER BY seq")]
     assert seqs == list(range(1, len(acks) + 1))  # gapless, nothing unacknowledged
     counts = Counter(event_id for event_id, _, _ in acks)
     assert max(counts.values()) == 1
     assert {event_id: seq for event_id, seq, _ in acks} == stored  # every ack present, at its seq
 
     versions: dict[str, list[int]] = {}
-    for stream, version in conn.execute("SELECT stream, stream_version FROM events ORDER BY seq"):
+    for stream, version in rows(db, "SELECT stream, stream_version FROM events ORDER BY seq"):
         versions.setdefault(stream, []).append(version)
     for stream, vs in versions.items():
         assert vs == list(range(1, len(vs) + 1)), stream
     assert len(versions["source:crossref"]) == n_procs * n_papers // 2
     assert len(versions["paper:2600.00001"]) == n_procs * n_papers // 2
-    recorded = [r[0] for r in conn.execute("SELECT recorded_us FROM events ORDER BY seq")]
+    recorded = [r[0] for r in rows(db, "SELECT recorded_us FROM events ORDER BY seq")]
     assert recorded == sorted(recorded)
     # the processes really ran at once: their commits interleave along seq (run one after
     # another, the writer would change only n_procs - 1 times; interleaved, typically ~50)
@@ -257,4 +358,4 @@ def test_concurrent_processes_keep_the_chain_gapless_and_unforked(tmp_path: Path
     report = Ledger(db).verify()
     assert report.ok, report
     assert report.events_checked == len(acks) and report.head.seq == len(acks)
-    assert conn.execute("SELECT count(*) FROM check_works").fetchone() == (n_procs * n_papers // 2,)
+    assert one(db, "SELECT count(*) FROM check_works") == n_procs * n_papers // 2

@@ -4,160 +4,177 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
+from ledger.backend import is_pg_url
 from ledger.cli import main
 from ledger.service import Ledger
 from ledger.verify import TRUNCATION_NOTE
+from tests.raw import copy_db, edit, one
 
 FIXTURE = Path(__file__).parent / "data" / "2509.02480.record.json"
 TITLE = b"MLP-Offload"
 N = 132  # events of the imported fixture; 131 and 132 are its two standing checks
-TRIGGERS = ["events_no_update", "events_no_delete", "check_works_no_update", "check_works_no_delete"]
 
 
 @pytest.fixture(scope="module")
-def base_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The imported fixture, checkpointed so the db FILE holds every event (the WAL is empty)."""
-    path = tmp_path_factory.mktemp("verify") / "ledger.db"
-    ledger_ = Ledger(path)
+def base_db(db_factory: Callable[[Path, str], str], tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The imported fixture; on SQLite checkpointed so the db FILE holds every event (the WAL is empty)."""
+    db = db_factory(tmp_path_factory.mktemp("verify"), "ledger.db")
+    ledger_ = Ledger(db)
     ledger_.import_bytes(FIXTURE.read_bytes())
-    busy, _, _ = ledger_.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    assert busy == 0
+    if not is_pg_url(db):
+        busy, _, _ = ledger_.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()  # type: ignore[attr-defined]
+        assert busy == 0
     ledger_.store.close()
-    return path
+    return db
 
 
 @pytest.fixture
-def copy(base_db: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "tampered.db"
-    shutil.copy(base_db, target)
-    return target
+def copy(base_db: str, tmp_path: Path) -> str:
+    """A copy of the imported fixture to damage: the file (SQLite) or a new database (PostgreSQL)."""
+    return copy_db(base_db, tmp_path, "tampered.db")
 
 
-def cli_verify(db: Path, *args: str) -> Result:
-    return CliRunner().invoke(main, ["verify", "--db", str(db), *args])
-
-
-def edit(path: Path, *statements: str, params: tuple[object, ...] = ()) -> None:
-    """Edit a copy with sqlite3 as an attacker would: drop the triggers, then change rows."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    for name in TRIGGERS:
-        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
-    for sql in statements:
-        conn.execute(sql, params if "?" in sql else ())
-    conn.close()
-
-
-def one(path: Path, sql: str, params: tuple[object, ...] = ()) -> object:
-    with sqlite3.connect(path) as conn:
-        return conn.execute(sql, params).fetchone()[0]
+def cli_verify(db: str, *args: str) -> Result:
+    return CliRunner().invoke(main, ["verify", "--db", db, *args])
 
 
 # -- tamper vectors: each returns the seq verify must name first ----------------------------------
 
 
-def flipped_bit_data(path: Path) -> int:
+def flipped_bit_data(path: str) -> int:
     """Flip one bit of the title inside the db file's bytes (as ../shared/tools/conformance does)."""
-    blob = bytearray(path.read_bytes())
+    file = Path(path)
+    blob = bytearray(file.read_bytes())
     at = blob.find(TITLE)
     while at >= 0:  # the first copy in the file may be a stale one in free space: flip a live one
         blob[at] ^= 0x01
-        path.write_bytes(bytes(blob))
+        file.write_bytes(bytes(blob))
         seq = one(path, "SELECT min(seq) FROM events WHERE instr(data, 'LLP-Offload') > 0")
         if seq is not None:
-            return int(seq)  # type: ignore[call-overload]
+            return int(seq)
         blob[at] ^= 0x01
         at = blob.find(TITLE, at + 1)
     raise AssertionError("the title is not in the db file")
 
 
-def flipped_bit_hash(path: Path) -> int:
-    stored = str(one(path, "SELECT hash FROM events WHERE seq = 40"))
+def flipped_bit_data_column(db: str) -> int:
+    """Flip one bit of the title in the stored `data` column, with SQL (any backend): M (0x4D) -> L (0x4C)."""
+    seq = int(one(db, "SELECT min(seq) FROM events WHERE data LIKE ?", ("%MLP-Offload%",)))
+    data = str(one(db, "SELECT data FROM events WHERE seq = ?", (seq,)))
+    at = data.index(TITLE.decode())
+    flipped = data[:at] + chr(ord(data[at]) ^ 0x01) + data[at + 1 :]
+    edit(db, "UPDATE events SET data = ? WHERE seq = ?", params=(flipped, seq))
+    assert one(db, "SELECT data FROM events WHERE seq = ?", (seq,)) == flipped != data
+    return seq
+
+
+def flipped_bit_hash(db: str) -> int:
+    stored = str(one(db, "SELECT hash FROM events WHERE seq = 40"))
     raw = bytearray(bytes.fromhex(stored))
     raw[7] ^= 0x10
-    edit(path, "UPDATE events SET hash = ? WHERE seq = 40", params=(raw.hex(),))
+    edit(db, "UPDATE events SET hash = ? WHERE seq = 40", params=(raw.hex(),))
     return 40
 
 
-def reordered(path: Path) -> int:
+def reordered(db: str) -> int:
     edit(
-        path,
-        "UPDATE events SET seq = -1 WHERE seq = 10",
+        db,
+        "UPDATE events SET seq = 1000000 WHERE seq = 10",
         "UPDATE events SET seq = 10 WHERE seq = 11",
-        "UPDATE events SET seq = 11 WHERE seq = -1",
+        "UPDATE events SET seq = 11 WHERE seq = 1000000",
     )
     return 10
 
 
-def removed_middle(path: Path) -> int:
-    edit(path, "DELETE FROM events WHERE seq = 60")
+def removed_middle(db: str) -> int:
+    edit(db, "DELETE FROM events WHERE seq = 60")
     return 61  # the first stored seq that breaks the sequence: 61 follows 59
 
 
-def edited_observed_us(path: Path) -> int:
-    edit(path, "UPDATE events SET observed_us = observed_us + 1 WHERE seq = 70")
+def edited_observed_us(db: str) -> int:
+    edit(db, "UPDATE events SET observed_us = observed_us + 1 WHERE seq = 70")
     return 70
 
 
-def edited_recorded_us(path: Path) -> int:
-    edit(path, "UPDATE events SET recorded_us = recorded_us - 1 WHERE seq = 90")
+def edited_recorded_us(db: str) -> int:
+    edit(db, "UPDATE events SET recorded_us = recorded_us - 1 WHERE seq = 90")
     return 90
 
 
-def edited_stream_version(path: Path) -> int:
-    edit(path, "UPDATE events SET stream_version = 1000 WHERE seq = 80")
+def edited_stream_version(db: str) -> int:
+    edit(db, "UPDATE events SET stream_version = 1000 WHERE seq = 80")
     return 80
 
 
-def edited_check_index(path: Path) -> int:
+def edited_check_index(db: str) -> int:
     edit(
-        path,
+        db,
         'UPDATE check_works SET notices = \'[{"kind":"retraction"}]\' WHERE seq = 131 '
         "AND work_id = (SELECT min(work_id) FROM check_works WHERE seq = 131)",
     )
     return 131
 
 
-def removed_check_index_row(path: Path) -> int:
-    edit(path, "DELETE FROM check_works WHERE seq = 132 AND work_id = "
-               "(SELECT max(work_id) FROM check_works WHERE seq = 132)")  # fmt: skip
+def removed_check_index_row(db: str) -> int:
+    edit(db, "DELETE FROM check_works WHERE seq = 132 AND work_id = "
+             "(SELECT max(work_id) FROM check_works WHERE seq = 132)")  # fmt: skip
     return 132
 
 
-def added_check_index_row(path: Path) -> int:
-    edit(path, "INSERT INTO check_works VALUES ('w-forged', 'crossref', 0, 2, 0, '[]')")
+def added_check_index_row(db: str) -> int:
+    edit(db, "INSERT INTO check_works (work_id, source, observed_us, seq, recorded_us, notices) "
+             "VALUES ('w-forged', 'crossref', 0, 2, 0, '[]')")  # fmt: skip
     return 2
 
 
-def truncated_leaving_check_rows(path: Path) -> int:
-    edit(path, "DELETE FROM events WHERE seq > 130")  # the check_works rows of 131, 132 remain
+def truncated_leaving_check_rows(db: str) -> int:
+    # PostgreSQL enforces check_works.seq REFERENCES events (seq): the attacker drops that first
+    drop_fk = ["ALTER TABLE check_works DROP CONSTRAINT check_works_seq_fkey"] if is_pg_url(db) else []
+    edit(db, *drop_fk, "DELETE FROM events WHERE seq > 130")  # the check_works rows of 131, 132 remain
+    assert one(db, "SELECT count(*) FROM check_works WHERE seq > 130") > 0
     return 131
 
 
-BROKEN: list[tuple[str, Callable[[Path], int], str]] = [
-    ("flipped-bit-data", flipped_bit_data, "stored bytes do not match the stored hash"),
-    ("flipped-bit-hash", flipped_bit_hash, "stored bytes do not match the stored hash"),
-    ("reordered", reordered, "prev_hash does not match"),
-    ("removed-middle", removed_middle, r"seq 61 follows 59: the sequence has a gap"),
-    ("edited-observed_us", edited_observed_us, "observed_us index column does not match"),
-    ("edited-recorded_us", edited_recorded_us, "recorded_at .* does not match its index column"),
-    ("edited-stream_version", edited_stream_version, "stream_version 1000 of paper:"),
-    ("edited-check-index", edited_check_index, "check_works index does not match"),
-    ("removed-check-index-row", removed_check_index_row, "check_works index does not match"),
-    ("added-check-index-row", added_check_index_row, "check_works index does not match"),
-    ("truncated-leaving-check-rows", truncated_leaving_check_rows, "check_works index does not match"),
+BROKEN: list[Any] = [
+    pytest.param(
+        flipped_bit_data,
+        "stored bytes do not match the stored hash",
+        id="flipped-bit-data",
+        marks=pytest.mark.sqlite_only("flips a bit in the bytes of the SQLite db file"),
+    ),
+    pytest.param(
+        flipped_bit_data_column,
+        "stored bytes do not match the stored hash",
+        id="flipped-bit-data-column",
+    ),
+    pytest.param(flipped_bit_hash, "stored bytes do not match the stored hash", id="flipped-bit-hash"),
+    pytest.param(reordered, "prev_hash does not match", id="reordered"),
+    pytest.param(removed_middle, r"seq 61 follows 59: the sequence has a gap", id="removed-middle"),
+    pytest.param(edited_observed_us, "observed_us index column does not match", id="edited-observed_us"),
+    pytest.param(
+        edited_recorded_us, "recorded_at .* does not match its index column", id="edited-recorded_us"
+    ),
+    pytest.param(edited_stream_version, "stream_version 1000 of paper:", id="edited-stream_version"),
+    pytest.param(edited_check_index, "check_works index does not match", id="edited-check-index"),
+    pytest.param(removed_check_index_row, "check_works index does not match", id="removed-check-index-row"),
+    pytest.param(added_check_index_row, "check_works index does not match", id="added-check-index-row"),
+    pytest.param(
+        truncated_leaving_check_rows,
+        "check_works index does not match",
+        id="truncated-leaving-check-rows",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("tamper", "reason"), [pytest.param(*c[1:], id=c[0]) for c in BROKEN])
-def test_verify_names_the_first_bad_seq(copy: Path, tamper: Callable[[Path], int], reason: str) -> None:
+@pytest.mark.parametrize(("tamper", "reason"), BROKEN)
+def test_verify_names_the_first_bad_seq(copy: str, tamper: Callable[[str], int], reason: str) -> None:
     bad = tamper(copy)
     report = Ledger(copy).verify()
     assert (report.ok, report.first_bad_seq) == (False, bad)
@@ -174,7 +191,8 @@ def test_verify_names_the_first_bad_seq(copy: Path, tamper: Callable[[Path], int
     assert (as_json["ok"], as_json["first_bad_seq"]) == (False, bad)
 
 
-def test_flipped_bit_is_invisible_to_sqlite_but_not_to_verify(copy: Path) -> None:
+@pytest.mark.sqlite_only("flips a bit in the SQLite db file and runs PRAGMA integrity_check on it")
+def test_flipped_bit_is_invisible_to_sqlite_but_not_to_verify(copy: str) -> None:
     seq = flipped_bit_data(copy)
     assert one(copy, "PRAGMA integrity_check") == "ok"  # the file is a valid database...
     title = json.loads(str(one(copy, "SELECT data FROM events WHERE seq = ?", (seq,))))["title"]
@@ -182,9 +200,19 @@ def test_flipped_bit_is_invisible_to_sqlite_but_not_to_verify(copy: Path) -> Non
     assert Ledger(copy).verify().first_bad_seq == seq == 1
 
 
+def test_flipped_bit_in_the_data_column_is_valid_json_but_not_to_verify(copy: str) -> None:
+    seq = flipped_bit_data_column(copy)
+    # the database took it as a valid row (and its JSON still parses)...
+    assert one(copy, "SELECT count(*) FROM events") == N
+    title = json.loads(str(one(copy, "SELECT data FROM events WHERE seq = ?", (seq,))))["title"]
+    assert title.startswith("LLP-Offload")  # ...that now says something else
+    assert Ledger(copy).verify().first_bad_seq == seq == 1
+
+
 @pytest.mark.parametrize("keep", [131, 120, 1], ids=["truncated", "truncated-12", "truncated-to-1"])
-def test_truncated_chain_still_verifies_but_the_note_says_so(copy: Path, keep: int) -> None:
-    edit(copy, f"DELETE FROM events WHERE seq > {keep}", f"DELETE FROM check_works WHERE seq > {keep}")
+def test_truncated_chain_still_verifies_but_the_note_says_so(copy: str, keep: int) -> None:
+    # the index rows first: PostgreSQL refuses to delete events they still reference
+    edit(copy, f"DELETE FROM check_works WHERE seq > {keep}", f"DELETE FROM events WHERE seq > {keep}")
     report = Ledger(copy).verify()
     assert (report.ok, report.first_bad_seq, report.events_checked) == (True, None, keep)
     assert report.head.seq == keep < N
@@ -198,14 +226,14 @@ def test_truncated_chain_still_verifies_but_the_note_says_so(copy: Path, keep: i
     assert json.loads(cli_verify(copy, "--json").stdout)["note"] == TRUNCATION_NOTE
 
 
-def test_truncation_shows_against_a_held_checkpoint(copy: Path) -> None:
+def test_truncation_shows_against_a_held_checkpoint(copy: str) -> None:
     checkpoint = Ledger(copy).head()
-    edit(copy, "DELETE FROM events WHERE seq > 100", "DELETE FROM check_works WHERE seq > 100")
+    edit(copy, "DELETE FROM check_works WHERE seq > 100", "DELETE FROM events WHERE seq > 100")
     report = Ledger(copy).verify()
     assert report.ok and report.head != checkpoint and report.head.seq < checkpoint.seq
 
 
-def test_untouched_ledger_verifies(copy: Path) -> None:
+def test_untouched_ledger_verifies(copy: str) -> None:
     report = Ledger(copy).verify()
     assert report.ok and (report.events_checked, report.head.seq) == (N, N)
     assert report.to_dict()["first_bad_seq"] is None and report.reason is None
@@ -215,19 +243,19 @@ def test_untouched_ledger_verifies(copy: Path) -> None:
     )
 
 
-def test_empty_ledger_verifies(tmp_path: Path) -> None:
-    report = Ledger(tmp_path / "empty.db").verify()
+def test_empty_ledger_verifies(new_db: Callable[[str], str]) -> None:
+    report = Ledger(new_db("empty.db")).verify()
     assert (report.ok, report.events_checked, report.head.seq) == (True, 0, 0)
 
 
-def test_a_later_break_does_not_hide_an_earlier_one(copy: Path) -> None:
+def test_a_later_break_does_not_hide_an_earlier_one(copy: str) -> None:
     edit(
         copy, "UPDATE events SET observed_us = 0 WHERE seq IN (100, 30)", "DELETE FROM events WHERE seq = 50"
     )
     assert Ledger(copy).verify().first_bad_seq == 30
 
 
-def test_an_index_break_before_a_chain_break_is_named_first(copy: Path) -> None:
+def test_an_index_break_before_a_chain_break_is_named_first(copy: str) -> None:
     edited_check_index(copy)  # seq 131
     edit(copy, "UPDATE events SET observed_us = 0 WHERE seq = 132")
     assert Ledger(copy).verify().first_bad_seq == 131
