@@ -7,7 +7,7 @@ import functools
 import json
 import os
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -61,6 +61,21 @@ def load_samples(ledger: Ledger, samples: Path = SAMPLES) -> list[tuple[str, str
     return loaded
 
 
+def shown_db(db: str) -> str:
+    """`db` as safe to print: a postgresql:// URL's password (user:pw@ or ?password=) as ***."""
+    if not is_pg_url(db):
+        return db
+    parts = urlsplit(db)
+    if parts.password is not None:
+        userinfo, _, hostport = parts.netloc.rpartition("@")
+        parts = parts._replace(netloc=f"{userinfo.partition(':')[0]}:***@{hostport}")
+    if parts.query:  # libpq also takes ?password=...
+        params = parts.query.split("&")
+        hidden = ["password=***" if p.lower().startswith("password=") else p for p in params]
+        parts = parts._replace(query="&".join(hidden))
+    return urlunsplit(parts)
+
+
 def base_url(host: str, port: int) -> str:
     """http://host:port, with IPv6 hosts bracketed."""
     shown = f"[{host}]" if ":" in host else host
@@ -99,7 +114,7 @@ def run(
     ledger = Ledger(db)
     loaded = load_samples(ledger) if samples else []
     for arxiv_id, as_of in loaded:
-        print(f"Loaded the sample record of arXiv:{arxiv_id} (as of {as_of}) into {db}")
+        print(f"Loaded the sample record of arXiv:{arxiv_id} (as of {as_of}) into {shown_db(db)}")
     url = first_page(ledger, base_url(host, port))
     ledger.store.close()
     # Workers are separate processes that build the app from the environment, so everything

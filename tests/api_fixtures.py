@@ -17,6 +17,8 @@ from pathlib import Path
 
 import httpx
 
+from ledger.backend import is_pg_url
+
 _SERVING = re.compile(r"Serving (http://\S+)")
 
 
@@ -54,17 +56,39 @@ class Server:
         return "".join(self.output)
 
 
+def _workdir(db: Path | str, cwd: Path | None) -> Path:
+    """Where the server runs: `cwd`, else the SQLite file's directory, else $LEDGER_STATE_DIR (a URL)."""
+    if cwd is not None:
+        return Path(cwd)
+    if not is_pg_url(str(db)):
+        return Path(db).parent
+    state = os.environ.get("LEDGER_STATE_DIR")
+    if not state:
+        raise ValueError(f"running_server({db!r}): a database URL needs cwd= (or $LEDGER_STATE_DIR)")
+    return Path(state)
+
+
 @contextmanager
 def running_server(
-    db: Path,
+    db: Path | str,
     *,
     env: Mapping[str, str] | None = None,
     args: Sequence[str] = (),
     timeout: float = 30.0,
+    cwd: Path | None = None,
 ) -> Iterator[Server]:
-    """Start `ledger serve` on a free port, wait for /healthz, and always stop it afterwards."""
+    """Start `ledger serve` on a free port, wait for /healthz, and always stop it afterwards.
+
+    `db` is a SQLite path or a postgresql:// URL. The server runs in `cwd` (default: the SQLite
+    file's directory; for a URL, $LEDGER_STATE_DIR, which new_db sets to the test's tmp_path). For a
+    URL, LEDGER_STATE_DIR is passed to the server as that directory, so its key and token files land
+    there (every other LEDGER_* variable of this process is dropped; `env` may set any).
+    """
     port = free_port()
+    workdir = _workdir(db, cwd)
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    if is_pg_url(str(db)):
+        full_env["LEDGER_STATE_DIR"] = str(workdir)
     full_env.update(env or {})
     cmd = [*ledger_command(), "serve", "--db", str(db), "--host", "127.0.0.1", "--port", str(port)]
     proc = subprocess.Popen(
@@ -73,7 +97,7 @@ def running_server(
         stderr=subprocess.STDOUT,
         text=True,
         env=full_env,
-        cwd=db.parent,
+        cwd=workdir,
     )
     output: list[str] = []
     assert proc.stdout is not None

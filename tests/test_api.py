@@ -6,12 +6,9 @@ import asyncio
 import copy
 import hashlib
 import json
-import shutil
-import sqlite3
 import threading
 import warnings
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,10 +18,13 @@ from blake3 import blake3
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
+from ledger.backend import side_path
 from ledger.codec import canonical
 from ledger.facts import Head
 from ledger.service import Ledger
 from projections.record import digest
+from tests import raw
+from tests.conftest import NewDb
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's notice about httpx in its TestClient
@@ -42,11 +42,11 @@ GENESIS = "0" * 64
 
 
 @pytest.fixture
-def make_client(tmp_path: Path) -> Callable[..., TestClient]:
-    """A TestClient over a fresh ledger file; keyword arguments override Settings."""
+def make_client(new_db: NewDb) -> Callable[..., TestClient]:
+    """A TestClient over a fresh ledger on the backend under test; keyword arguments override Settings."""
 
     def make(**overrides: Any) -> TestClient:
-        options: dict[str, Any] = {"db": str(tmp_path / "ledger.db"), "tokens": (TOKEN,)}
+        options: dict[str, Any] = {"db": new_db(), "tokens": (TOKEN,)}
         options.update(overrides)
         return TestClient(create_app(Settings(**options)))
 
@@ -256,17 +256,12 @@ def test_integrity_of_a_small_record_lists_only_its_events(client: TestClient):
     assert report["ok"] is True
 
 
-def test_integrity_reports_a_tampered_file(loaded: TestClient, tmp_path: Path):
-    db = ledger_of(loaded).path
-    with sqlite3.connect(db) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    bad = tmp_path / "tampered.db"
-    shutil.copy(db, bad)
-    blob = bytearray(bad.read_bytes())
-    at = blob.find(b"MLP-Offload")
-    blob[at] ^= 0x01  # "MLP" -> "LLP" in the stored data of seq 1
-    bad.write_bytes(bytes(blob))
-    client = TestClient(create_app(Settings(db=str(bad))))
+def test_integrity_reports_tampered_stored_data(loaded: TestClient):
+    db = ledger_of(loaded).url
+    # "MLP" -> "LLP" in the stored data of seq 1, as someone with write access to the database would
+    raw.edit(db, "UPDATE events SET data = replace(data, 'MLP-Offload', 'LLP-Offload') WHERE seq = 1")
+    assert "LLP-Offload" in raw.one(db, "SELECT data FROM events WHERE seq = 1")
+    client = TestClient(create_app(Settings(db=db)))
     report = client.get(f"/paper/{PAPER}/integrity", params={"as_of": AS_OF}).json()
     assert report["ok"] is False
     assert report["chain"]["ok"] is False and report["chain"]["first_bad_seq"] == 1
@@ -543,7 +538,9 @@ def test_read_only_is_403_even_with_a_valid_token(make_client: Callable[..., Tes
 
 def test_hashed_token_file_next_to_the_database(make_client: Callable[..., TestClient], tmp_path):
     client = make_client(tokens=())
-    token_file = Path(f"{ledger_of(client).path}.tokens")
+    # next to a SQLite file; in $LEDGER_STATE_DIR (new_db: tmp_path) for a PostgreSQL URL
+    token_file = side_path(ledger_of(client).url, ".tokens")
+    assert token_file.parent == tmp_path and token_file.name.endswith(".tokens")
     digest_hex = hashlib.sha256(b"from-the-file").hexdigest()
     token_file.write_text(f"# operator tokens\nplaintext-is-ignored\n{digest_hex}\n")
     ok = client.post(

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from api_fixtures import running_server
 
+from tests.conftest import NewDb
+
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
 SAMPLE = ROOT / "ledger" / "samples" / "2509.02480.record.json"
@@ -46,10 +48,10 @@ def browser() -> Any:
             browser.close()
 
 
-def test_record_page_in_a_browser(browser: Any, tmp_path: Path):
+def test_record_page_in_a_browser(browser: Any, new_db: NewDb):
     sample = json.loads(SAMPLE.read_bytes())
     ARTIFACTS.mkdir(exist_ok=True)
-    with running_server(tmp_path / "ledger.db") as server:
+    with running_server(new_db()) as server:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         try:
             response = page.goto(server.page_url)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ from ledger.events import Event
 from ledger.instants import parse_ts
 from ledger.service import Ledger
 from projections.diff import diff_records, field_changes, record_changes
+from tests.conftest import NewDb
 from tests.factories import check, citation, measurement, notice, oid_of, paper, resolution, ts, work
 
 P, Q, R = "2101.00001", "2101.00002", "2101.00003"
@@ -43,8 +43,8 @@ def _history() -> list[Event]:
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Ledger:
-    ledger = Ledger(tmp_path / "ledger.db")
+def ledger(new_db: NewDb) -> Ledger:
+    ledger = Ledger(new_db())
     ledger.append(_history())
     return ledger
 

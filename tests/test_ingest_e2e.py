@@ -4,13 +4,12 @@ answer with one command each, then read the record and the diff, now and as of b
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
 
 from ledger.cli import main
-from tests.conftest import FIXTURE_ID, FIXTURE_PATH
+from tests.conftest import FIXTURE_ID, FIXTURE_PATH, NewDb
 from tests.test_sources_support import SOURCES_DIR
 
 T = "2026-09-01T12:00:00Z"
@@ -29,8 +28,8 @@ def _observation(record: dict[str, Any]) -> dict[str, Any]:
     return o
 
 
-def test_retracted_cited_work_shows_in_record_and_diff(tmp_path: Path, fixture_bytes: bytes) -> None:
-    db = str(tmp_path / "ledger.db")
+def test_retracted_cited_work_shows_in_record_and_diff(new_db: NewDb, fixture_bytes: bytes) -> None:
+    db = new_db()
     _run("import", str(FIXTURE_PATH), "--db", db)
     before = json.loads(_run("record", FIXTURE_ID, "--as-of", "2026-08-08T08:47:00Z", "--db", db))
     cited = _observation(before)["citation"]["cited_work"]

@@ -14,16 +14,13 @@ from api.render import render_error_page, render_paper_page, render_record_page
 
 FIXTURE_DIRS = [Path(__file__).parent / "fixtures", Path("/work/shared/fixtures")]
 PAPER_TITLE = (
-    "MLP-Offload: Multi-Level, Multi-Path Offloading for LLM Pre-training to Break the GPU "
-    "Memory Wall"
+    "MLP-Offload: Multi-Level, Multi-Path Offloading for LLM Pre-training to Break the GPU Memory Wall"
 )
 THESIS = (
     "As of 8 August 2026, this Paper Citation Record lists 56 of 56 outbound references and "
     "0 inbound Pith citation observations for arXiv:2509.02480."
 )
-REFUSAL = (
-    "A citation records a reference. It does not transfer a finding from one paper to another."
-)
+REFUSAL = "A citation records a reference. It does not transfer a finding from one paper to another."
 SECTIONS = {
     "coverage": "Coverage vector",
     "resolution": "Reference resolution",
@@ -157,8 +154,7 @@ def test_coverage_vector(lines):
         "Source: paper_references, paper_reference_links, observed 2026-08-05T11:38:43.594150Z",
         "measured 56 of 56 standing notices",
         "One-hop event checks from named stored sources.",
-        "Source: scholarly_work_events, retraction_status_cache, "
-        "observed 2026-08-08T06:32:00.761636+00:00",
+        "Source: scholarly_work_events, retraction_status_cache, observed 2026-08-08T06:32:00.761636+00:00",
         "measured 0 of 0 inbound itemization",
         "Pith citing papers itemized under the disclosed page cap.",
         "Source: paper_references, paper_reference_links",
@@ -202,8 +198,7 @@ def test_observation_blocks(record, lines):
     i = lines.index(f"Observation {ref9['observation_id']} · outbound")
     assert lines[i + 1 : i + 7] == [
         "This paper cites reference 9 (no title parsed).",
-        PAPER_TITLE
-        + " Efficient Training of Large Language Models on Distributed Infrastructures: A Survey",
+        PAPER_TITLE + " Efficient Training of Large Language Models on Distributed Infrastructures: A Survey",
         "Reference 9",
         "Resolution: unresolved; no resolver link, observed 2026-08-05T11:38:37.916772Z",
         "Source-reported events for the cited work",
@@ -250,9 +245,7 @@ def test_links_form_and_head(record, html, lines):
 
 
 def test_no_head_line_without_head(record):
-    assert not any(
-        line.startswith("Ledger head") for line in visible_lines(render_record_page(record))
-    )
+    assert not any(line.startswith("Ledger head") for line in visible_lines(render_record_page(record)))
 
 
 def test_standalone_and_mobile_ready(html):
@@ -581,8 +574,7 @@ def test_paper_page():
     assert in_order(
         lines,
         [
-            f"2026-08-07T16:39:03.985890Z v1 {PAPER_TITLE} 2025-09-02T16:30:49Z "
-            "2025-09-02T16:30:49Z cs.DC",
+            f"2026-08-07T16:39:03.985890Z v1 {PAPER_TITLE} 2025-09-02T16:30:49Z 2025-09-02T16:30:49Z cs.DC",
             "2026-08-08T06:31:55.24221+00:00 v2 MLP-Offload (v2 title) 2025-09-02T16:30:49Z "
             "2025-10-01T00:00:00Z not observed",
         ],

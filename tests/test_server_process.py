@@ -8,11 +8,16 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
+import pytest
 from api_fixtures import Server, now_rfc3339, running_server
 
+from api.server import shown_db
+from ledger.backend import is_pg_url
 from ledger.codec import canonical
+from tests.conftest import NewDb
 
 SAMPLE = Path(__file__).resolve().parent.parent / "ledger" / "samples" / "2509.02480.record.json"
 PAPER = "2509.02480"
@@ -89,9 +94,28 @@ def _append_and_watch(server: Server) -> tuple[dict[str, Any], float]:
         reader.join(timeout=5)  # it closes the subscription itself at the next heartbeat
 
 
-def test_serve_sample_stream_and_tokens(tmp_path: Path):
+PASSWORD = "pw-never-printed"
+
+
+def _with_password(db: str) -> tuple[str, str]:
+    """The database URL with a password in it, and that password: the URL's own if it has one,
+    else PASSWORD (the test cluster trusts loopback connections, so the server ignores it)."""
+    parts = urlsplit(db)
+    if parts.password:
+        return db, unquote(parts.password)
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace("@", f":{PASSWORD}@", 1))), PASSWORD
+
+
+def test_serve_sample_stream_and_tokens(new_db: NewDb):
     sample = json.loads(SAMPLE.read_bytes())
-    with running_server(tmp_path / "ledger.db", env=ENV) as server:
+    db, password = new_db(), None
+    if is_pg_url(db):
+        db, password = _with_password(db)
+    with running_server(db, env=ENV) as server:
+        # the sample was loaded, and the message names the database without its password
+        loaded = f"Loaded the sample record of arXiv:{PAPER} (as of {sample['as_of']}) into {shown_db(db)}\n"
+        assert loaded in server.output, server.log()
+        assert password is None or password not in server.log()
         # the printed page is the sample record as it was
         assert server.page_url == (f"{server.base}/paper/{PAPER}/citation-record?as_of={sample['as_of']}"), (
             server.log()
@@ -118,15 +142,15 @@ def test_serve_sample_stream_and_tokens(tmp_path: Path):
         assert _head(server) == before
 
 
-def test_serve_with_workers_passes_configuration_through_the_environment(tmp_path: Path):
-    with running_server(tmp_path / "ledger.db", env=ENV, args=["--workers", "2"]) as server:
+def test_serve_with_workers_passes_configuration_through_the_environment(new_db: NewDb):
+    with running_server(new_db(), env=ENV, args=["--workers", "2"]) as server:
         health = httpx.get(f"{server.base}/healthz").json()
         assert health["writes_enabled"] is True and health["head"]["seq"] == 132
         _append_and_watch(server)  # the token and the db reached whichever worker answered
 
 
-def test_serve_read_only(tmp_path: Path):
-    with running_server(tmp_path / "ledger.db", env=ENV, args=["--read-only"]) as server:
+def test_serve_read_only(new_db: NewDb):
+    with running_server(new_db(), env=ENV, args=["--read-only"]) as server:
         r = httpx.post(
             f"{server.base}/events",
             json={"events": [_measurement()]},
@@ -135,7 +159,28 @@ def test_serve_read_only(tmp_path: Path):
         assert r.status_code == 403 and r.json()["error"]["code"] == "writes_disabled"
 
 
-def test_serve_without_samples_starts_empty(tmp_path: Path):
-    with running_server(tmp_path / "ledger.db", args=["--no-samples"]) as server:
+def test_serve_without_samples_starts_empty(new_db: NewDb):
+    with running_server(new_db(), args=["--no-samples"]) as server:
         assert _head(server)["seq"] == 0
         assert server.page_url == f"{server.base}/"
+
+
+@pytest.mark.parametrize(
+    ("db", "shown"),
+    [
+        ("ledger.db", "ledger.db"),
+        (
+            "postgresql://ledger:s3cret@db.example:5432/ledger",
+            "postgresql://ledger:***@db.example:5432/ledger",
+        ),
+        ("postgres://ledger@db.example/ledger", "postgres://ledger@db.example/ledger"),
+        ("postgresql://:s3cret@[::1]/ledger", "postgresql://:***@[::1]/ledger"),
+        ("postgresql://ledger:p@ss@db.example/ledger", "postgresql://ledger:***@db.example/ledger"),
+        (
+            "postgresql://ledger@db.example/ledger?sslmode=require&password=s3cret",
+            "postgresql://ledger@db.example/ledger?sslmode=require&password=***",
+        ),
+    ],
+)
+def test_the_printed_database_never_shows_a_password(db: str, shown: str):
+    assert shown_db(db) == shown

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -16,13 +15,14 @@ from ledger.sources.crossref import kind_of, notice_date
 from ledger.sources.doi import arxiv_key, doi_key, normalize_doi
 from ledger.sources.retraction_watch import parse_date, split_reasons
 from ledger.works_store import papers_known, works_known
+from tests.conftest import NewDb
 from tests.factories import citation, oid_of, paper, ts
 from tests.test_sources_support import CITING, SOURCES_DIR, T_INGEST, cited, sample_ledger
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Ledger:
-    return sample_ledger(tmp_path / "ledger.db")
+def ledger(new_db: NewDb) -> Ledger:
+    return sample_ledger(new_db())
 
 
 def _check(ledger: Ledger, source: str) -> dict[str, Any]:
@@ -130,7 +130,7 @@ def test_reasons_are_split_and_stripped() -> None:
     assert split_reasons("") == []
 
 
-def test_one_row_matching_two_works_gives_two_notices(ledger: Ledger, tmp_path: Path) -> None:
+def test_one_row_matching_two_works_gives_two_notices(ledger: Ledger) -> None:
     # w-plos and a second work sharing its DOI in another spelling
     twin = cited("w-plos-twin", ts(0), doi="doi:10.5555/journal.pone.0123456")
     ledger.append([citation(oid_of(99), CITING, ts(2), 9, twin)])
@@ -139,8 +139,8 @@ def test_one_row_matching_two_works_gives_two_notices(ledger: Ledger, tmp_path: 
     assert works == ["w-plos", "w-plos-twin"]
 
 
-def test_an_empty_database_is_still_a_check(tmp_path: Path) -> None:
-    ledger = Ledger(tmp_path / "empty.db")
+def test_an_empty_database_is_still_a_check(new_db: NewDb) -> None:
+    ledger = Ledger(new_db("empty.db"))
     s = ingest(ledger, "retraction-watch", SOURCES_DIR / "retraction_watch.csv", T_INGEST)
     assert s.works_checked == 0 and s.appended == 1
     assert _check(ledger, "retraction_watch") == {"notices": [], "source": "retraction_watch", "work_ids": []}

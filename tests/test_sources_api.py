@@ -22,7 +22,7 @@ RW = (SOURCES_DIR / "retraction_watch.csv").read_bytes()
 def _client(ledger: Ledger, **settings: object) -> TestClient:
     app = FastAPI()
     install_error_handlers(app)
-    app.state.settings = Settings(db=str(ledger.path), tokens=(TOKEN,), **settings)  # type: ignore[arg-type]
+    app.state.settings = Settings(db=ledger.url, tokens=(TOKEN,), **settings)  # type: ignore[arg-type]
     app.state.ledger = ledger
     app.include_router(sources.router)
     return TestClient(app)

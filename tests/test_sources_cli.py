@@ -10,15 +10,15 @@ from click.testing import CliRunner, Result
 
 import ledger.cli_sources as cli_sources
 from ledger.cli import main
-from tests.conftest import FIXTURE_PATH
+from tests.conftest import FIXTURE_PATH, NewDb
 from tests.test_sources_support import SOURCES_DIR, T_INGEST
 
 RW = str(SOURCES_DIR / "retraction_watch.csv")
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    path = str(tmp_path / "ledger.db")
+def db(new_db: NewDb) -> str:
+    path = new_db()
     assert CliRunner().invoke(main, ["import", str(FIXTURE_PATH), "--db", path]).exit_code == 0
     return path
 

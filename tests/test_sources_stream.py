@@ -16,6 +16,7 @@ from ledger.service import Ledger
 from ledger.sources import ingest
 from ledger.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 from ledger.sources.retraction_watch import REQUIRED
+from tests.conftest import NewDb
 from tests.test_sources_support import SOURCES_DIR, T_INGEST, sample_ledger
 
 DOC = {
@@ -77,10 +78,10 @@ def test_pull_parser_refuses_broken_json(bad: str) -> None:
         js.end()
 
 
-def test_crossref_answer_read_in_tiny_pieces_gives_the_same_check(tmp_path: Path) -> None:
+def test_crossref_answer_read_in_tiny_pieces_gives_the_same_check(new_db: NewDb) -> None:
     body = (SOURCES_DIR / "crossref_works.json").read_text()
-    whole = sample_ledger(tmp_path / "a.db")
-    pieces = sample_ledger(tmp_path / "b.db")
+    whole = sample_ledger(new_db("a.db"))
+    pieces = sample_ledger(new_db("b.db"))
     s1 = ingest(whole, "crossref", body.encode(), T_INGEST)
     s2 = ingest(pieces, "crossref", io.BytesIO(body.encode()), T_INGEST)
     assert s1.to_dict() | {"head": None} == s2.to_dict() | {"head": None}
@@ -89,8 +90,8 @@ def test_crossref_answer_read_in_tiny_pieces_gives_the_same_check(tmp_path: Path
     assert (a.event_id, a.data) == (b.event_id, b.data)
 
 
-def test_gzip_input_and_progress_by_bytes(tmp_path: Path) -> None:
-    ledger = sample_ledger(tmp_path / "l.db")
+def test_gzip_input_and_progress_by_bytes(new_db: NewDb, tmp_path: Path) -> None:
+    ledger = sample_ledger(new_db("l.db"))
     raw = (SOURCES_DIR / "retraction_watch.csv").read_bytes()
     gz = tmp_path / "rw.csv.gz"
     gz.write_bytes(gzip.compress(raw))
@@ -148,12 +149,12 @@ def _peak(ledger: Ledger, path: Path) -> tuple[int, Any]:
         tracemalloc.stop()
 
 
-def test_memory_stays_flat_as_the_csv_grows(tmp_path: Path) -> None:
+def test_memory_stays_flat_as_the_csv_grows(new_db: NewDb, tmp_path: Path) -> None:
     small, big = tmp_path / "small.csv", tmp_path / "big.csv"
     write_rw_csv(small, 2_000)
     write_rw_csv(big, 20_000)
-    peak_small, s_small = _peak(sample_ledger(tmp_path / "a.db"), small)
-    peak_big, s_big = _peak(sample_ledger(tmp_path / "b.db"), big)
+    peak_small, s_small = _peak(sample_ledger(new_db("a.db")), small)
+    peak_big, s_big = _peak(sample_ledger(new_db("b.db")), big)
     assert s_big.read == 20_000 and s_big.matched == 20 and s_small.matched == 2
     # ten times the rows (7 MB more file) costs no more memory: about 140 kB peak for both
     assert peak_big < peak_small * 1.25 + 100_000, (peak_small, peak_big)
@@ -179,13 +180,13 @@ def write_crossref_json(path: Path, items: int) -> None:
         f.write(f'],"items-per-page":{items}}}}}')
 
 
-def test_memory_stays_flat_as_the_crossref_answer_grows(tmp_path: Path) -> None:
+def test_memory_stays_flat_as_the_crossref_answer_grows(new_db: NewDb, tmp_path: Path) -> None:
     small, big = tmp_path / "small.json", tmp_path / "big.json"
     write_crossref_json(small, 2_000)
     write_crossref_json(big, 20_000)
     peaks = []
     for name, path in (("a", small), ("b", big)):
-        ledger = sample_ledger(tmp_path / f"{name}.db")
+        ledger = sample_ledger(new_db(f"{name}.db"))
         tracemalloc.start()
         try:
             s = ingest(ledger, "crossref", path, T_INGEST)

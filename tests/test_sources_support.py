@@ -42,8 +42,8 @@ def sample_events() -> list[Event]:
     return events
 
 
-def sample_ledger(path: Path) -> Ledger:
-    """A fresh ledger holding `sample_events`."""
+def sample_ledger(path: str | Path) -> Ledger:
+    """A fresh ledger (a SQLite path or a postgresql:// URL) holding `sample_events`."""
     ledger = Ledger(path)
     ledger.append(sample_events())
     return ledger
