@@ -1,7 +1,11 @@
-"""Checks on a ledger file after a load: gapless seq, chain verified, acknowledged exactly once."""
+"""Checks on a ledger after a load: gapless seq, chain verified, acknowledged exactly once.
+
+A ledger is a SQLite file or a postgresql:// URL; its rows are read directly, not through the ledger code.
+"""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -10,21 +14,27 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .server import is_url, workdir_of
+
 ROOT = Path(__file__).resolve().parent.parent
+_ROWS_SQL = "SELECT seq, event_id, hash, stream, stream_version, recorded_us, data FROM events ORDER BY seq"
 
 
 class LedgerRows:
-    """What the file holds: seq -> (event_id, hash, stream, version, recorded_us), and by event_id."""
+    """What the database holds: seq -> (event_id, hash, stream, version, recorded_us), and by event_id."""
 
     def __init__(self, db: str | Path) -> None:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            self.rows = conn.execute(
-                "SELECT seq, event_id, hash, stream, stream_version, recorded_us, data FROM events "
-                "ORDER BY seq"
-            ).fetchall()
-        finally:
-            conn.close()
+        if is_url(db):
+            import psycopg
+
+            with psycopg.connect(str(db), autocommit=True) as pg:
+                self.rows: list[tuple[Any, ...]] = [tuple(r) for r in pg.execute(_ROWS_SQL).fetchall()]
+        else:
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                self.rows = conn.execute(_ROWS_SQL).fetchall()
+            finally:
+                conn.close()
         self.by_id: dict[str, tuple[int, str]] = {r[1]: (r[0], r[2]) for r in self.rows}
 
     def check_structure(self) -> dict[str, Any]:
@@ -51,10 +61,13 @@ def _first_gap(seqs: list[int]) -> str:
     return "none"
 
 
-def verify_cli(db: str | Path) -> str:
+def verify_cli(db: str | Path, workdir: Path | None = None) -> str:
     """`ledger verify --db DB` as a user runs it; its first line, asserting exit 0."""
+    env = None
+    if is_url(db):  # the ledger's side files live in its state directory
+        env = {**os.environ, "LEDGER_STATE_DIR": str(workdir_of(db, workdir))}
     cmd = [sys.executable, "-c", "from ledger.cli import main; main()", "verify", "--db", str(db)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
     assert r.returncode == 0, f"ledger verify exited {r.returncode}: {r.stdout}{r.stderr}"
     return r.stdout.splitlines()[0]
 

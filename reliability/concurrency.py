@@ -1,7 +1,8 @@
-"""Four writers at once on one ledger file: two through `ledger serve --workers 2`, two in-process.
+"""Four writers at once on one ledger: two through `ledger serve --workers 2`, two in-process.
 
 `python -m reliability.concurrency --events 10000` (from the repository root) prints the figures as
 JSON and exits non-zero if any check fails; the default suite runs the same code with fewer events.
+`--db postgresql://...` runs it on an empty PostgreSQL database instead of a new SQLite file.
 """
 
 from __future__ import annotations
@@ -17,20 +18,23 @@ from pathlib import Path
 from typing import Any
 
 from .check import LedgerRows, check_attempts, interleaving, verify_cli
-from .server import ROOT, serving
+from .server import ROOT, is_url, serving
 
 TOKEN = "reliability-load-token"
 HTTP_CLIENTS = 2
 DIRECT_CLIENTS = 2
 
 
-def run(workdir: Path, events: int, *, max_batch: int = 50, seed: int = 1) -> dict[str, Any]:
-    """The load, then every check; the figures of the run."""
-    db = workdir / "load.db"
+def run(
+    workdir: Path, events: int, *, max_batch: int = 50, seed: int = 1, db: str | None = None
+) -> dict[str, Any]:
+    """The load on `db` (an empty ledger's URL; default: a new SQLite file in `workdir`), then every
+    check; the figures of the run."""
+    db = db or str(workdir / "load.db")
     go = workdir / "go"
     env = {"LEDGER_TOKENS": TOKEN}
     started = time.monotonic()
-    with serving(db, env=env, workers=2) as server:
+    with serving(db, env=env, workers=2, workdir=workdir) as server:
         procs = []
         for client in range(HTTP_CLIENTS + DIRECT_CLIENTS):
             out = workdir / f"client{client}.json"
@@ -38,6 +42,8 @@ def run(workdir: Path, events: int, *, max_batch: int = 50, seed: int = 1) -> di
             cmd = [sys.executable, "-m", "reliability.workload", str(client), str(events), str(out)]
             cmd += [*target, "--seed", str(seed), "--max-batch", str(max_batch), "--go", str(go)]
             child_env = {**os.environ, "PYTHONPATH": str(ROOT)}
+            if is_url(db):  # the ledger's side files live in its state directory
+                child_env["LEDGER_STATE_DIR"] = str(workdir)
             proc = subprocess.Popen(cmd, env=child_env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
             procs.append((out, proc))
         time.sleep(0.3)  # every client connected and waiting: they start together
@@ -67,7 +73,7 @@ def run(workdir: Path, events: int, *, max_batch: int = 50, seed: int = 1) -> di
     figures["writer_switches_along_seq"] = interleaving(rows, writer_of)
     # they really overlapped: run one after another, the writer would change only 3 times
     assert figures["writer_switches_along_seq"] >= 4 * (HTTP_CLIENTS + DIRECT_CLIENTS), figures
-    figures["verify"] = verify_cli(db)
+    figures["verify"] = verify_cli(db, workdir)
     figures["load_seconds"] = round(load_seconds, 1)
     figures["events_per_second"] = round(figures["events"] / load_seconds)
     figures["total_seconds"] = round(time.monotonic() - started, 1)
@@ -80,9 +86,10 @@ def main() -> None:
     p.add_argument("--events", type=int, default=10_000, help="new events per client")
     p.add_argument("--max-batch", type=int, default=50)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--db", help="an empty ledger (postgresql:// URL); default: a new SQLite file")
     a = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="ledger-concurrency-") as tmp:
-        figures = run(Path(tmp), a.events, max_batch=a.max_batch, seed=a.seed)
+        figures = run(Path(tmp), a.events, max_batch=a.max_batch, seed=a.seed, db=a.db)
     print(json.dumps(figures, indent=2))
 
 

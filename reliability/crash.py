@@ -5,7 +5,8 @@ acknowledged with, every batch is there whole or not at all (its events share a 
 `ledger verify` exits 0. After the restart, each batch that was in flight is sent again: the answer
 must be all-duplicate (it had committed) or all-new (it had not), never a mix.
 
-`python -m reliability.crash --rounds 12` prints the figures as JSON (non-zero exit on any failure).
+`python -m reliability.crash --rounds 12` prints the figures as JSON (non-zero exit on any failure);
+`--db postgresql://...` runs it on an empty PostgreSQL database instead of a new SQLite file.
 """
 
 from __future__ import annotations
@@ -94,8 +95,8 @@ def _load(
             batch.acked = [(e["seq"], e["hash"]) for e in r.json()["events"]]
 
 
-def _check_file(db: Path, batches: list[Batch]) -> dict[str, Any]:
-    """What the file alone must show after a kill."""
+def _check_file(db: str, batches: list[Batch]) -> dict[str, Any]:
+    """What the database alone (a file, or PostgreSQL's tables) must show after a kill."""
     rows = LedgerRows(db)
     rows.check_structure()
     refused = [f"{b.marker}: {b.refusal}" for b in batches if b.refusal]
@@ -131,15 +132,18 @@ def _retry(base: str, batches: list[Batch], rng: random.Random) -> dict[str, int
     return {"in_flight_had_committed": committed, "in_flight_had_not": not_committed}
 
 
-def run(workdir: Path, rounds: int, *, clients: int = 4, seed: int = 7) -> dict[str, Any]:
-    """`rounds` kills at random moments of the load; the figures of each round."""
+def run(
+    workdir: Path, rounds: int, *, clients: int = 4, seed: int = 7, db: str | None = None
+) -> dict[str, Any]:
+    """`rounds` kills at random moments of the load on `db` (an empty ledger's URL; default: a new
+    SQLite file in `workdir`); the figures of each round."""
     rng = random.Random(seed)
-    db = workdir / "crash.db"
+    db = db or str(workdir / "crash.db")
     env = {"LEDGER_TOKENS": TOKEN}
     batches: list[Batch] = []
     per_round = []
     workers = 1
-    server = Server(db, env=env, args=["--workers", str(workers)])
+    server = Server(db, env=env, args=["--workers", str(workers)], workdir=workdir)
     server.wait_healthy(workers=workers)
     try:
         for round_ in range(rounds):
@@ -168,10 +172,10 @@ def run(workdir: Path, rounds: int, *, clients: int = 4, seed: int = 7) -> dict[
                 "acknowledged_batches": sum(b.acked is not None for b in this_round),
                 "in_flight_batches": sum(b.in_flight for b in this_round),
                 **_check_file(db, batches),
-                "verify": verify_cli(db).split(";")[0],
+                "verify": verify_cli(db, workdir).split(";")[0],
             }
             workers = 2 if workers == 1 else 1  # alternate: one process, then a supervisor and two workers
-            server = Server(db, env=env, args=["--workers", str(workers)])
+            server = Server(db, env=env, args=["--workers", str(workers)], workdir=workdir)
             server.wait_healthy(workers=workers)
             figures.update(_retry(server.base, batches, rng))
             per_round.append(figures)
@@ -183,7 +187,7 @@ def run(workdir: Path, rounds: int, *, clients: int = 4, seed: int = 7) -> dict[
         "batches": len(batches),
         "acknowledged_events": sum(len(b.ids) for b in batches if b.acked is not None),
         "final_events": final["events"],
-        "final_verify": verify_cli(db),
+        "final_verify": verify_cli(db, workdir),
         "rounds": per_round,
     }
 
@@ -194,9 +198,10 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=12)
     p.add_argument("--clients", type=int, default=4)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--db", help="an empty ledger (postgresql:// URL); default: a new SQLite file")
     a = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="ledger-crash-") as tmp:
-        figures = run(Path(tmp), a.rounds, clients=a.clients, seed=a.seed)
+        figures = run(Path(tmp), a.rounds, clients=a.clients, seed=a.seed, db=a.db)
     print(json.dumps(figures, indent=2))
 
 

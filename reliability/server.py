@@ -30,15 +30,45 @@ def ledger_cmd() -> list[str]:
     return [sys.executable, "-c", "from ledger.cli import main; main()"]
 
 
+def workdir_of(db: str | Path, workdir: Path | None = None) -> Path:
+    """Where a server of `db` runs: `workdir`, else the SQLite file's directory, else (a database URL)
+    $LEDGER_STATE_DIR, where its key and token files are."""
+    if workdir is not None:
+        return Path(workdir)
+    if not is_url(db):
+        return Path(db).parent
+    state = os.environ.get("LEDGER_STATE_DIR")
+    if not state:
+        raise ValueError(f"{db}: a database URL needs a workdir (or $LEDGER_STATE_DIR)")
+    return Path(state)
+
+
+def is_url(db: str | Path) -> bool:
+    """Whether `db` is a postgresql:// URL rather than a SQLite file."""
+    return str(db).startswith(("postgresql://", "postgres://"))
+
+
 class Server:
-    """One running `ledger serve` (with its uvicorn workers, all in one process group)."""
+    """One running `ledger serve` (with its uvicorn workers, all in one process group).
+
+    `db` is a SQLite file or a postgresql:// URL; the server runs in `workdir` (default: see
+    workdir_of), which is also its $LEDGER_STATE_DIR for a URL."""
 
     def __init__(
-        self, db: Path, *, env: Mapping[str, str] | None = None, args: Sequence[str] = (), port: int = 0
+        self,
+        db: str | Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        args: Sequence[str] = (),
+        port: int = 0,
+        workdir: Path | None = None,
     ) -> None:
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        cwd = workdir_of(db, workdir)
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+        if is_url(db):
+            full_env["LEDGER_STATE_DIR"] = str(cwd)
         full_env.update(env or {})
         full_env["PYTHONPATH"] = str(ROOT)
         cmd = [*ledger_cmd(), "serve", "--db", str(db), "--port", str(self.port), "--no-samples", *args]
@@ -50,7 +80,7 @@ class Server:
             stderr=subprocess.STDOUT,
             text=True,
             env=full_env,
-            cwd=db.parent,
+            cwd=cwd,
             start_new_session=True,
         )
         assert self.proc.stdout is not None
@@ -100,10 +130,15 @@ class Server:
 
 @contextmanager
 def serving(
-    db: Path, *, env: Mapping[str, str] | None = None, args: Sequence[str] = (), workers: int = 1
+    db: str | Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    args: Sequence[str] = (),
+    workers: int = 1,
+    workdir: Path | None = None,
 ) -> Iterator[Server]:
     """A healthy server for the block; always stopped afterwards."""
-    server = Server(db, env=env, args=[*args, "--workers", str(workers)])
+    server = Server(db, env=env, args=[*args, "--workers", str(workers)], workdir=workdir)
     try:
         server.wait_healthy(workers=workers)
         yield server

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,6 +14,7 @@ from ledger.append import AppendResult
 from ledger.errors import Conflict, InvalidEvent, LedgerError
 from ledger.events import MeasurementData, MeasurementObserved, PaperData, PaperObserved
 from ledger.service import Ledger
+from tests import raw
 
 T = "2026-01-01T00:00:00Z"
 P1, P2, P3 = "2601.00001", "2601.00002", "hep-th/9901001"
@@ -68,16 +68,14 @@ def send(ledger_: Ledger, events: list[dict[str, Any]], expected: Any = None) ->
 
 
 def state(ledger_: Ledger) -> tuple[Any, ...]:
-    """Head, and the tables as SQLite holds them (read independently of the ledger code)."""
-    with sqlite3.connect(ledger_.path) as c:
-        counts = c.execute("SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM check_works)")
-        return (ledger_.head(), *counts.fetchone())
+    """Head, and the tables as the database holds them (read independently of the ledger code)."""
+    counts = raw.rows(ledger_.url, "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM check_works)")
+    return (ledger_.head(), *counts[0])
 
 
 def rows(ledger_: Ledger) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(ledger_.path) as c:
-        sql = "SELECT seq, event_id, stream, stream_version, type, recorded_at FROM events ORDER BY seq"
-        return c.execute(sql).fetchall()
+    sql = "SELECT seq, event_id, stream, stream_version, type, recorded_at FROM events ORDER BY seq"
+    return raw.rows(ledger_.url, sql)
 
 
 @pytest.fixture
@@ -333,7 +331,7 @@ def test_stream_derivation(seeded: Ledger, batch: list[dict[str, Any]], stream: 
 
 
 def test_batch_error_names_place_in_ndjson(fresh_ledger: Ledger) -> None:
-    raw = (json.dumps(paper(P1)) + "\n\n" + json.dumps(paper("P2")) + "\n").encode()
+    body = (json.dumps(paper(P1)) + "\n\n" + json.dumps(paper("P2")) + "\n").encode()
     with pytest.raises(InvalidEvent, match=r"^line 3\.data\.arxiv_id: bad arXiv id"):
-        fresh_ledger.import_bytes(raw)
+        fresh_ledger.import_bytes(body)
     assert state(fresh_ledger)[1] == 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -11,9 +11,12 @@ from ledger.errors import Conflict, InvalidEvent
 from ledger.service import Ledger
 from tests.factories import measurement, paper, ts
 
+if TYPE_CHECKING:
+    from tests.conftest import NewDb
 
-def test_threads_share_transactions_and_lose_nothing(tmp_path: Path) -> None:
-    ledger = Ledger(tmp_path / "g.db", group_commit=True)
+
+def test_threads_share_transactions_and_lose_nothing(new_db: NewDb) -> None:
+    ledger = Ledger(new_db("g.db"), group_commit=True)
     ledger.append([paper("2101.00001", ts(0))])
     acked: list[int] = []
     errors: list[BaseException] = []
@@ -39,8 +42,8 @@ def test_threads_share_transactions_and_lose_nothing(tmp_path: Path) -> None:
     ledger.close()
 
 
-def test_a_refused_batch_does_not_sink_its_group(tmp_path: Path) -> None:
-    ledger = Ledger(tmp_path / "g.db", group_commit=True)
+def test_a_refused_batch_does_not_sink_its_group(new_db: NewDb) -> None:
+    ledger = Ledger(new_db("g.db"), group_commit=True)
     ledger.append([paper("2101.00001", ts(0))])
     results: dict[str, object] = {}
     barrier = threading.Barrier(3)
@@ -76,8 +79,8 @@ def test_a_refused_batch_does_not_sink_its_group(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("group_commit", [False, True])
-def test_same_answers_with_and_without_group_commit(tmp_path: Path, group_commit: bool) -> None:
-    ledger = Ledger(tmp_path / f"g{group_commit}.db", group_commit=group_commit)
+def test_same_answers_with_and_without_group_commit(new_db: NewDb, group_commit: bool) -> None:
+    ledger = Ledger(new_db(f"g{group_commit}.db"), group_commit=group_commit)
     first = ledger.append([paper("2101.00001", ts(0)), measurement("2101.00001", ts(1), 1)])
     again = ledger.append([paper("2101.00001", ts(0))])
     assert [i.seq for i in first.items] == [1, 2]
@@ -85,12 +88,12 @@ def test_same_answers_with_and_without_group_commit(tmp_path: Path, group_commit
     ledger.close()
 
 
-def test_a_batch_failing_after_its_inserts_is_rolled_back_alone(tmp_path: Path) -> None:
+def test_a_batch_failing_after_its_inserts_is_rolled_back_alone(new_db: NewDb) -> None:
     """The savepoint undoes rows a failing batch had already inserted; its neighbours commit."""
     from ledger.append import append_batch
     from ledger.group_commit import GroupCommitter
 
-    ledger = Ledger(tmp_path / "g.db")
+    ledger = Ledger(new_db("g.db"))
     committer = GroupCommitter(ledger.store)
     barrier = threading.Barrier(2)
     outcome: dict[str, object] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -13,6 +13,9 @@ from ledger.errors import InvalidEvent
 from ledger.importer import parse_input, record_to_batch
 from ledger.service import Ledger
 from projections.record import digest
+
+if TYPE_CHECKING:
+    from tests.conftest import NewDb
 
 
 def _redigest(rec: dict[str, Any]) -> dict[str, Any]:
@@ -155,8 +158,8 @@ def test_contradictory_or_malformed_record_refused_with_place(
     assert fresh_ledger.head().seq == 0
 
 
-def test_ndjson_envelopes(tmp_path: Any, imported_ledger: Ledger) -> None:
-    fresh_ledger = Ledger(tmp_path / "other.db")
+def test_ndjson_envelopes(new_db: NewDb, imported_ledger: Ledger) -> None:
+    fresh_ledger = Ledger(new_db("other.db"))
     lines = []
     for e in imported_ledger.store.read_log():
         lines.append(

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledger.backend import is_pg_url
 from ledger.codec import canonical
 from ledger.errors import NotFound
 from ledger.events import Event
@@ -17,6 +21,7 @@ from ledger.instants import parse_as_of, parse_ts
 from ledger.service import Ledger
 from projections.memory import MemoryReader
 from projections.record import build_record, digest
+from tests import raw
 from tests.factories import (
     PAPERS,
     check,
@@ -32,7 +37,11 @@ from tests.factories import (
     work,
 )
 
+if TYPE_CHECKING:
+    from tests.conftest import NewDb
+
 FIX_ID = "2509.02480"
+R = TypeVar("R")
 
 
 def test_fixture_comes_back_byte_for_byte(imported_ledger: Ledger, fixture_bytes: bytes) -> None:
@@ -79,15 +88,15 @@ def test_time_travel_between_citation_and_resolution(imported_ledger: Ledger) ->
     assert rec["coverage"][1]["source_observed_at"] is None
 
 
-def _ledger_with(tmp_path: Any, events: list[Event], name: str = "l.db") -> Ledger:
-    ledger = Ledger(tmp_path / name)
+def _ledger_with(db: str | Ledger, events: list[Event]) -> Ledger:
+    ledger = db if isinstance(db, Ledger) else Ledger(db)
     ledger.append(events)
     return ledger
 
 
-def test_pending_resolution(tmp_path: Any) -> None:
+def test_pending_resolution(new_db: NewDb) -> None:
     events = [paper("2101.00001", ts(0)), citation(oid_of(1), "2101.00001", ts(1), 3, work("w-1", ts(1)))]
-    rec, _, _ = _ledger_with(tmp_path, events).record("2101.00001")
+    rec, _, _ = _ledger_with(new_db(), events).record("2101.00001")
     obs = rec["outbound"][0]
     assert obs["resolution"] == {"observed_at": None, "resolver_source": None, "status": "pending"}
     assert rec["reference_resolution"]["state_counts"]["pending"] == 1
@@ -95,7 +104,7 @@ def test_pending_resolution(tmp_path: Any) -> None:
     assert obs["standing_notice"]["reason"] == "not_yet_queried"
 
 
-def test_standing_with_events_and_receipts(tmp_path: Any) -> None:
+def test_standing_with_events_and_receipts(new_db: NewDb) -> None:
     events: list[Event] = [
         paper("2101.00001", ts(0)),
         citation(oid_of(1), "2101.00001", ts(1), 0, work("w-1", ts(1))),
@@ -108,7 +117,7 @@ def test_standing_with_events_and_receipts(tmp_path: Any) -> None:
         ),
         check("crossref", ts(4), ["w-2"]),  # later, but does not cover w-1
     ]
-    rec, _, _ = _ledger_with(tmp_path, events).record("2101.00001")
+    rec, _, _ = _ledger_with(new_db(), events).record("2101.00001")
     sn = rec["outbound"][0]["standing_notice"]
     assert sn["state"] == "measured"
     assert sn["source_receipts"] == [
@@ -127,17 +136,17 @@ def test_standing_with_events_and_receipts(tmp_path: Any) -> None:
     ]
 
 
-def test_check_before_work_snapshot_does_not_count(tmp_path: Any) -> None:
+def test_check_before_work_snapshot_does_not_count(new_db: NewDb) -> None:
     events: list[Event] = [
         paper("2101.00001", ts(0)),
         check("crossref", ts(1), None),
         citation(oid_of(1), "2101.00001", ts(2), 0, work("w-1", ts(2))),
     ]
-    rec, _, _ = _ledger_with(tmp_path, events).record("2101.00001")
+    rec, _, _ = _ledger_with(new_db(), events).record("2101.00001")
     assert rec["outbound"][0]["standing_notice"]["reason"] == "not_yet_queried"
 
 
-def test_inbound_and_cited_paper(tmp_path: Any) -> None:
+def test_inbound_and_cited_paper(new_db: NewDb) -> None:
     a, b = "2101.00001", "2101.00002"
     events: list[Event] = [
         paper(a, ts(0), title="Paper A"),
@@ -150,7 +159,7 @@ def test_inbound_and_cited_paper(tmp_path: Any) -> None:
         citation(oid_of(3), a, ts(7), 1),
         resolution(oid_of(3), ts(8), cited_arxiv=a),  # self
     ]
-    ledger = _ledger_with(tmp_path, events)
+    ledger = _ledger_with(new_db(), events)
     rec, _, _ = ledger.record(a)
     assert [o["observation_id"] for o in rec["inbound"]] == [oid_of(1)]
     inbound = rec["inbound"][0]
@@ -170,17 +179,17 @@ def test_inbound_and_cited_paper(tmp_path: Any) -> None:
     assert early["inbound"] == []
 
 
-def test_primary_category_from_latest_snapshot_that_has_one(tmp_path: Any) -> None:
+def test_primary_category_from_latest_snapshot_that_has_one(new_db: NewDb) -> None:
     events: list[Event] = [
         paper("2101.00001", ts(0), category="cs.DC", version=1),
         paper("2101.00001", ts(1), category=None, version=2, title="New"),
     ]
-    rec, _, _ = _ledger_with(tmp_path, events).record("2101.00001")
+    rec, _, _ = _ledger_with(new_db(), events).record("2101.00001")
     assert rec["paper"]["primary_category"] == "cs.DC"
     assert rec["paper"]["latest_version"] == 2 and rec["paper"]["title"] == "New"
 
 
-def test_measurements_latest_per_source_and_metric(tmp_path: Any) -> None:
+def test_measurements_latest_per_source_and_metric(new_db: NewDb) -> None:
     pid = "2101.00001"
     events: list[Event] = [
         paper(pid, ts(0)),
@@ -188,7 +197,7 @@ def test_measurements_latest_per_source_and_metric(tmp_path: Any) -> None:
         measurement(pid, ts(2), 9),
         measurement(pid, ts(3), 7, "semantic_scholar", "citationCount"),
     ]
-    rec, _, _ = _ledger_with(tmp_path, events).record(pid)
+    rec, _, _ = _ledger_with(new_db(), events).record(pid)
     assert [(m["source"], m["value"]) for m in rec["external_citation_measurements"]] == [
         ("openalex", 9),
         ("semantic_scholar", 7),
@@ -197,19 +206,21 @@ def test_measurements_latest_per_source_and_metric(tmp_path: Any) -> None:
     assert (lane["denominator"], lane["records_observed"], lane["source_observed_at"]) == (2, 2, ts(3))
 
 
-def test_caps_and_ordering(tmp_path: Any) -> None:
+def test_caps_and_ordering(new_db: NewDb) -> None:
     pid = "2101.00001"
     events: list[Event] = [paper(pid, ts(0))]
     events += [citation(oid_of(n), pid, ts(1, n), 150 - n) for n in range(150)]
-    rec, _, _ = _ledger_with(tmp_path, events).record(pid)
+    rec, _, _ = _ledger_with(new_db(), events).record(pid)
     assert rec["reference_resolution"]["displayed"] == 100
     assert rec["reference_resolution"]["total_outbound_references"] == 150
     assert [o["citation"]["reference_index"] for o in rec["outbound"]] == list(range(1, 101))
     assert rec["coverage"][0]["denominator"] == 150 and rec["coverage"][0]["records_observed"] == 100
 
 
-def test_statement_budget_150_references_30_inbound(tmp_path: Any) -> None:
-    """caps.database_statements = 6 holds whatever the size: counted with sqlite3's trace callback."""
+def test_statement_budget_150_references_30_inbound(new_db: NewDb) -> None:
+    """caps.database_statements = 6 holds whatever the size: every statement the store hands the
+    database is counted (sqlite3's trace callback; PostgresStore.trace), transaction control and the
+    head aside."""
     pid = "2101.00001"
     events: list[Event] = [paper(pid, ts(0)), paper("2101.00002", ts(0, 1)), paper("2101.00003", ts(0, 2))]
     events.append(check("crossref", ts(500), None))
@@ -222,21 +233,36 @@ def test_statement_budget_150_references_30_inbound(tmp_path: Any) -> None:
         events.append(paper(citing, ts(3, n)))
         events.append(citation(oid_of(1000 + n), citing, ts(4, n), 0, work(f"x-{n}", ts(4, n))))
         events.append(resolution(oid_of(1000 + n), ts(5, n), cited_arxiv=pid))
-    ledger = _ledger_with(tmp_path, events)
+    ledger = _ledger_with(new_db(), events)
     ledger.record(pid)  # warm this thread's connection
-    statements: list[str] = []
-    ledger.store._conn().set_trace_callback(statements.append)
-    try:
-        rec, _, _ = ledger.record(pid)
-    finally:
-        ledger.store._conn().set_trace_callback(None)
+    (rec, _, _), statements = _traced(ledger, lambda: ledger.record(pid))
     counted = [
-        s for s in statements if s.strip() not in ("BEGIN", "COMMIT") and "ORDER BY seq DESC LIMIT 1" not in s
+        s
+        for s in statements
+        if s.split()[0].upper() not in ("BEGIN", "COMMIT") and "ORDER BY seq DESC LIMIT 1" not in s
     ]
     assert rec["reference_resolution"]["total_outbound_references"] == 150
     assert len(rec["inbound"]) == 30
     assert all(o["standing_notice"]["state"] == "measured" for o in rec["outbound"])
+    assert counted, f"the trace saw no statement but these: {statements}"
     assert len(counted) <= rec["caps"]["database_statements"], counted
+
+
+def _traced(ledger: Ledger, action: Callable[[], R]) -> tuple[R, list[str]]:
+    """What `action` returns, and every SQL text the ledger's store handed its database meanwhile."""
+    statements: list[str] = []
+    store: Any = ledger.store
+    if is_pg_url(ledger.url):
+        store.trace = statements
+        try:
+            return action(), statements
+        finally:
+            store.trace = None
+    store._conn().set_trace_callback(statements.append)
+    try:
+        return action(), statements
+    finally:
+        store._conn().set_trace_callback(None)
 
 
 # -- hypothesis properties -------------------------------------------------------------------
@@ -246,6 +272,66 @@ _SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+
+NewLedger = Callable[[str], Ledger]
+
+
+class Scratch:
+    """Empty ledgers for the examples of one hypothesis test, by name.
+
+    SQLite: new files in a new directory for every example. PostgreSQL: one database per name for the
+    whole test, emptied before each example that asks for it again (a new database per ledger would
+    be hundreds of them, ~0.5 s each)."""
+
+    def __init__(self, db_factory: Callable[[Path, str], str], directory: Callable[[], Path]) -> None:
+        self.db_factory = db_factory
+        self.directory = directory
+        self.reused: dict[str, str] = {}
+
+    @contextmanager
+    def example(self) -> Iterator[NewLedger]:
+        """`new(name)`: an empty ledger of its own; all of them are closed when the example ends."""
+        directory = self.directory()
+        opened: list[Ledger] = []
+
+        def new(name: str) -> Ledger:
+            db = self.reused.get(name)
+            if db is None:
+                db = self.db_factory(directory, name)
+                if is_pg_url(db):
+                    self.reused[name] = db
+            else:
+                _empty(db)
+            ledger = Ledger(db)
+            opened.append(ledger)
+            assert ledger.head().seq == 0 and not ledger.store.read_log(), f"{name} is not empty"
+            return ledger
+
+        try:
+            yield new
+        finally:
+            for ledger in opened:
+                ledger.close()
+
+
+def _empty(db: str) -> None:
+    """Delete every row of every ledger table of a PostgreSQL database (its append-only triggers off
+    meanwhile, as tests/raw.py's attacker does); the schema and its version stay."""
+    sql = (
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+        "AND tablename <> 'ledger_schema' ORDER BY tablename"
+    )
+    tables = [name for (name,) in raw.rows(db, sql)]
+    raw.edit(db, "TRUNCATE " + ", ".join(tables))
+
+
+@pytest.fixture
+def scratch(
+    db_factory: Callable[[Path, str], str],
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> Scratch:
+    return Scratch(db_factory, lambda: tmp_path_factory.mktemp(request.node.name[:30]))
 
 
 def _records(ledger: Ledger, t: int) -> dict[str, bytes | None]:
@@ -261,28 +347,28 @@ def _records(ledger: Ledger, t: int) -> dict[str, bytes | None]:
 @_SETTINGS
 @given(events=ledgers(), cut=st.integers(0, 430), data=st.data())
 def test_as_of_equals_a_ledger_of_only_earlier_events(
-    tmp_path_factory: Any, events: list[Event], cut: int, data: Any
+    scratch: Scratch, events: list[Event], cut: int, data: Any
 ) -> None:
     t = parse_ts(ts(cut, data.draw(st.integers(0, 999_999))))
-    tmp = tmp_path_factory.mktemp("asof")
-    full = _ledger_with(tmp, events, "full.db")
-    earlier = [e for e in events if parse_ts(e.observed_at) <= t]
-    partial = _ledger_with(tmp, earlier, "partial.db")
-    assert _records(full, t) == _records(partial, t)
+    with scratch.example() as new:
+        full = _ledger_with(new("full.db"), events)
+        earlier = [e for e in events if parse_ts(e.observed_at) <= t]
+        partial = _ledger_with(new("partial.db"), earlier)
+        assert _records(full, t) == _records(partial, t)
 
 
 @_SETTINGS
 @given(events=ledgers(), seed=st.integers(0, 2**32))
-def test_append_order_does_not_change_records(tmp_path_factory: Any, events: list[Event], seed: int) -> None:
-    tmp = tmp_path_factory.mktemp("order")
+def test_append_order_does_not_change_records(scratch: Scratch, events: list[Event], seed: int) -> None:
     shuffled = list(events)
     random.Random(seed).shuffle(shuffled)
-    a = _ledger_with(tmp, events, "a.db")
-    b = Ledger(tmp / "b.db")
-    for chunk in _chunks(valid_order(shuffled), seed):
-        b.append(chunk)
-    t = parse_ts(ts(600))
-    assert _records(a, t) == _records(b, t)
+    with scratch.example() as new:
+        a = _ledger_with(new("a.db"), events)
+        b = new("b.db")
+        for chunk in _chunks(valid_order(shuffled), seed):
+            b.append(chunk)
+        t = parse_ts(ts(600))
+        assert _records(a, t) == _records(b, t)
 
 
 def _chunks(events: list[Event], seed: int) -> list[list[Event]]:
@@ -296,45 +382,44 @@ def _chunks(events: list[Event], seed: int) -> list[list[Event]]:
 
 @_SETTINGS
 @given(events=ledgers(), cut=st.integers(0, 430))
-def test_round_trip_import_of_any_projected_record(
-    tmp_path_factory: Any, events: list[Event], cut: int
-) -> None:
-    tmp = tmp_path_factory.mktemp("rt")
-    source = _ledger_with(tmp, events, "src.db")
-    t = parse_ts(ts(cut))
-    for pid, body in _records(source, t).items():
-        if body is None:
-            continue
-        target = Ledger(tmp / f"rt-{pid.replace('/', '_')}.db")
-        target.import_bytes(body)
-        record = json.loads(body)
-        again, _ = target.record_bytes(pid, parse_ts(record["as_of"]))
-        assert again == body
-        assert target.import_bytes(body).appended == 0
+def test_round_trip_import_of_any_projected_record(scratch: Scratch, events: list[Event], cut: int) -> None:
+    with scratch.example() as new:
+        source = _ledger_with(new("src.db"), events)
+        t = parse_ts(ts(cut))
+        for pid, body in _records(source, t).items():
+            if body is None:
+                continue
+            target = new(f"rt-{pid.replace('/', '_')}.db")
+            target.import_bytes(body)
+            record = json.loads(body)
+            again, _ = target.record_bytes(pid, parse_ts(record["as_of"]))
+            assert again == body
+            assert target.import_bytes(body).appended == 0
 
 
 @_SETTINGS
 @given(events=ledgers(), cut=st.integers(0, 430))
-def test_memory_reader_agrees_with_sqlite(tmp_path_factory: Any, events: list[Event], cut: int) -> None:
-    ledger = _ledger_with(tmp_path_factory.mktemp("mem"), events)
-    t = parse_ts(ts(cut))
-    log = ledger.store.read_log()
-    for pid, body in _records(ledger, t).items():
-        try:
-            built = build_record(MemoryReader(log, t), pid, t)
-        except NotFound:
-            assert body is None
-            continue
-        assert canonical(built.record) == body
+def test_memory_reader_agrees_with_the_store(scratch: Scratch, events: list[Event], cut: int) -> None:
+    with scratch.example() as new:
+        ledger = _ledger_with(new("mem.db"), events)
+        t = parse_ts(ts(cut))
+        log = ledger.store.read_log()
+        for pid, body in _records(ledger, t).items():
+            try:
+                built = build_record(MemoryReader(log, t), pid, t)
+            except NotFound:
+                assert body is None
+                continue
+            assert canonical(built.record) == body
 
 
-def test_known_at_hides_events_recorded_later(tmp_path: Any) -> None:
+def test_known_at_hides_events_recorded_later(new_db: NewDb) -> None:
     import time
 
     from ledger.instants import now_us
 
     pid = "2101.00001"
-    ledger = _ledger_with(tmp_path, [paper(pid, ts(0)), measurement(pid, ts(1), 5)])
+    ledger = _ledger_with(new_db(), [paper(pid, ts(0)), measurement(pid, ts(1), 5)])
     time.sleep(0.01)
     known = now_us()
     time.sleep(0.01)

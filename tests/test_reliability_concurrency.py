@@ -9,6 +9,7 @@ import copy
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -20,11 +21,16 @@ from reliability import concurrency  # noqa: E402
 from reliability.check import LedgerRows, check_attempts  # noqa: E402
 from reliability.workload import direct_post, run_client  # noqa: E402
 
+if TYPE_CHECKING:
+    from tests.conftest import NewDb
+
 FULL = os.environ.get("RELIABILITY_FULL") == "1"
 
 
-def test_four_concurrent_writers_lose_nothing_and_leak_nothing(tmp_path: Path) -> None:
-    figures = concurrency.run(tmp_path, 10_000 if FULL else 250, max_batch=50 if FULL else 20)
+def test_four_concurrent_writers_lose_nothing_and_leak_nothing(new_db: NewDb, tmp_path: Path) -> None:
+    figures = concurrency.run(
+        tmp_path, 10_000 if FULL else 250, max_batch=50 if FULL else 20, db=new_db("load.db")
+    )
     print(figures)
     assert figures["events"] == figures["acknowledged_events"] == 4 * (10_000 if FULL else 250)
     kinds = figures["by_kind"]
@@ -36,9 +42,9 @@ def test_four_concurrent_writers_lose_nothing_and_leak_nothing(tmp_path: Path) -
 
 
 @pytest.fixture
-def one_client_log(tmp_path: Path) -> tuple[Path, list[dict]]:
-    db = tmp_path / "one.db"
-    log = run_client(0, 150, direct_post(str(db)), seed=3, max_batch=10)
+def one_client_log(new_db: NewDb) -> tuple[str, list[dict]]:
+    db = new_db("one.db")
+    log = run_client(0, 150, direct_post(db), seed=3, max_batch=10)
     return db, log
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the drivers live next to the packages, not in them
@@ -15,15 +16,20 @@ if str(ROOT) not in sys.path:  # the drivers live next to the packages, not in t
 
 from reliability import crash  # noqa: E402
 
+if TYPE_CHECKING:
+    from tests.conftest import NewDb
+
 FULL = os.environ.get("RELIABILITY_FULL") == "1"
 
 
-def test_kill_9_during_writes_loses_no_acknowledged_event_and_leaves_no_partial_batch(tmp_path: Path) -> None:
+def test_kill_9_during_writes_loses_no_acknowledged_event_and_leaves_no_partial_batch(
+    new_db: NewDb, tmp_path: Path
+) -> None:
     rounds = 12 if FULL else 3
-    figures = crash.run(tmp_path, rounds)
+    figures = crash.run(tmp_path, rounds, db=new_db("crash.db"))
     print(figures)
     assert figures["kills"] == rounds == len(figures["rounds"])
-    # every acknowledged batch (and every in-flight one, resent after the restart) is in the file
+    # every acknowledged batch (and every in-flight one, resent after the restart) is in the database
     assert figures["final_events"] == figures["acknowledged_events"]
     assert figures["final_verify"].startswith("OK: ")
     assert all(r["verify"].startswith("OK: ") for r in figures["rounds"])

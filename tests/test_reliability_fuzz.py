@@ -13,7 +13,7 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
@@ -24,6 +24,9 @@ from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
 from ledger.cli import main
 from ledger.service import Ledger
+
+if TYPE_CHECKING:
+    from tests.conftest import NewDb
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -110,24 +113,24 @@ def _check_http(client: TestClient, path: str, raw: bytes) -> int:
 
 @FUZZ
 @given(record=mutated(RECORD), force=st.booleans(), cut=st.none() | st.integers(0, 4000))
-def test_malformed_records_over_http(tmp_path: Path, record: Any, force: bool, cut: int | None) -> None:
-    client = _client(tmp_path)
+def test_malformed_records_over_http(new_db: NewDb, record: Any, force: bool, cut: int | None) -> None:
+    client = _client(new_db)
     _check_http(client, f"/records?force={str(force).lower()}", raw_body(record, cut))
 
 
 @FUZZ
 @given(event=st.sampled_from(sorted(EVENT_EXAMPLES)).flatmap(lambda t: mutated(EVENT_EXAMPLES[t])))
-def test_malformed_envelopes_over_http(tmp_path: Path, event: Any) -> None:
-    client = _client(tmp_path)
+def test_malformed_envelopes_over_http(new_db: NewDb, event: Any) -> None:
+    client = _client(new_db)
     _check_http(client, "/events", raw_body({"events": [EVENT_EXAMPLES["paper.observed"], event]}, None))
 
 
 @FUZZ
 @given(record=mutated(RECORD), cut=st.none() | st.integers(0, 4000), force=st.booleans())
 def test_malformed_records_through_ledger_import(
-    tmp_path: Path, record: Any, cut: int | None, force: bool
+    new_db: NewDb, tmp_path: Path, record: Any, cut: int | None, force: bool
 ) -> None:
-    _check_import(tmp_path, raw_body(record, cut), force)
+    _check_import(_cli_db(new_db), tmp_path, raw_body(record, cut), force)
 
 
 @FUZZ
@@ -136,32 +139,53 @@ def test_malformed_records_through_ledger_import(
         st.sampled_from(sorted(EVENT_EXAMPLES)).flatmap(lambda t: mutated(EVENT_EXAMPLES[t])), max_size=4
     )
 )
-def test_malformed_ndjson_through_ledger_import(tmp_path: Path, events: list[Any]) -> None:
+def test_malformed_ndjson_through_ledger_import(new_db: NewDb, tmp_path: Path, events: list[Any]) -> None:
     lines = [EVENT_EXAMPLES["paper.observed"], *events]
-    _check_import(tmp_path, b"\n".join(raw_body(e, None) for e in lines) + b"\n", False)
+    _check_import(_cli_db(new_db), tmp_path, b"\n".join(raw_body(e, None) for e in lines) + b"\n", False)
 
 
-_CLIENTS: dict[Path, TestClient] = {}
+_CLIENTS: dict[Any, TestClient] = {}
+_CLI_DBS: dict[Any, str] = {}
 
 
-def _client(tmp_path: Path) -> TestClient:
-    # one app per test (hypothesis reuses tmp_path across examples): accepted writes accumulate
-    if tmp_path not in _CLIENTS:
-        _CLIENTS[tmp_path] = TestClient(create_app(Settings(db=str(tmp_path / "http.db"), tokens=(TOKEN,))))
-    return _CLIENTS[tmp_path]
+def _client(new_db: NewDb) -> TestClient:
+    # one app per test (hypothesis reuses function-scoped fixtures across examples): accepted writes
+    # accumulate in its ledger
+    if new_db not in _CLIENTS:
+        _CLIENTS[new_db] = TestClient(create_app(Settings(db=new_db("http.db"), tokens=(TOKEN,))))
+    return _CLIENTS[new_db]
 
 
-def _check_import(tmp_path: Path, raw: bytes, force: bool) -> None:
-    db, source = tmp_path / "cli.db", tmp_path / "input.json"
+def _cli_db(new_db: NewDb) -> str:
+    # one ledger per test, as for _client
+    if new_db not in _CLI_DBS:
+        _CLI_DBS[new_db] = new_db("cli.db")
+    return _CLI_DBS[new_db]
+
+
+def _check_import(db: str, tmp_path: Path, raw: bytes, force: bool) -> None:
+    source = tmp_path / "input.json"
     source.write_bytes(raw)
-    before = Ledger(db).head()
-    args = ["import", str(source), "--db", str(db), *(["--force"] if force else [])]
+    before = _head(db)
+    args = ["import", str(source), "--db", db, *(["--force"] if force else [])]
     result = CliRunner().invoke(main, args)
     assert result.exit_code in (0, 1), (result.exit_code, result.output, result.exception)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     if result.exit_code == 1:
         assert "refused, nothing written" in result.output, result.output
-        assert Ledger(db).head() == before
+        assert _head(db) == before
     else:
-        assert Ledger(db).verify().ok
+        ledger = Ledger(db)
+        try:
+            assert ledger.verify().ok
+        finally:
+            ledger.close()
     event(f"exit {result.exit_code}")
+
+
+def _head(db: str) -> Any:
+    ledger = Ledger(db)
+    try:
+        return ledger.head()
+    finally:
+        ledger.close()

@@ -9,7 +9,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -20,6 +20,9 @@ from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
 from ledger.limits import RateLimiter, long_string
 
+if TYPE_CHECKING:
+    from tests.conftest import NewDb
+
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
@@ -29,8 +32,8 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SAMPLE = Path(__file__).parent / "data" / "2509.02480.record.json"
 
 
-def _client(tmp_path: Path, **overrides: Any) -> TestClient:
-    options: dict[str, Any] = {"db": str(tmp_path / "ledger.db"), "tokens": (TOKEN, OTHER)}
+def _client(new_db: NewDb, **overrides: Any) -> TestClient:
+    options: dict[str, Any] = {"db": new_db(), "tokens": (TOKEN, OTHER)}
     return TestClient(create_app(Settings(**{**options, **overrides})))
 
 
@@ -59,8 +62,8 @@ def _head(client: TestClient) -> Any:
 # -- batch size -----------------------------------------------------------------------------------
 
 
-def test_a_batch_above_the_limit_is_413_naming_it(tmp_path: Path) -> None:
-    client = _client(tmp_path, max_batch=3)
+def test_a_batch_above_the_limit_is_413_naming_it(new_db: NewDb) -> None:
+    client = _client(new_db, max_batch=3)
     error = _refused(
         client.post("/events", json={"events": _measurements(4)}, headers=AUTH), 413, "batch_too_large"
     )
@@ -76,8 +79,8 @@ def test_a_batch_above_the_limit_is_413_naming_it(tmp_path: Path) -> None:
 # -- string length --------------------------------------------------------------------------------
 
 
-def test_a_string_above_the_limit_is_422_naming_the_field(tmp_path: Path) -> None:
-    client = _client(tmp_path, max_string=64)
+def test_a_string_above_the_limit_is_422_naming_the_field(new_db: NewDb) -> None:
+    client = _client(new_db, max_string=64)
     paper = copy.deepcopy(EVENT_EXAMPLES["paper.observed"])
     paper["data"]["title"] = "T" * 65
     body = {"events": [*_measurements(2), paper]}
@@ -93,8 +96,8 @@ def test_a_string_above_the_limit_is_422_naming_the_field(tmp_path: Path) -> Non
     assert client.post("/events", json={"events": [paper]}, headers=AUTH).status_code == 201
 
 
-def test_a_string_above_the_limit_in_a_record_is_named_by_its_record_path(tmp_path: Path) -> None:
-    client = _client(tmp_path, max_string=200)  # the sample's longest string is its thesis (145)
+def test_a_string_above_the_limit_in_a_record_is_named_by_its_record_path(new_db: NewDb) -> None:
+    client = _client(new_db, max_string=200)  # the sample's longest string is its thesis (145)
     record = SAMPLE.read_text().replace('"thesis":"', '"thesis":"' + "x" * 60, 1)
     error = _refused(client.post("/records", content=record, headers=AUTH), 422, "invalid")
     assert error["details"] == {"where": "thesis", "length": 205, "limit": 200}
@@ -113,8 +116,8 @@ def test_long_string_names_the_first_offender_in_document_order() -> None:
 # -- events per second per token ------------------------------------------------------------------
 
 
-def test_rate_limit_per_token_is_429_with_retry_after(tmp_path: Path) -> None:
-    client = _client(tmp_path, rate_limit=10.0, rate_burst=10)
+def test_rate_limit_per_token_is_429_with_retry_after(new_db: NewDb) -> None:
+    client = _client(new_db, rate_limit=10.0, rate_burst=10)
     limiter: RateLimiter = client.app.state.rate_limiter  # type: ignore[attr-defined]
     now = [1000.0]
     limiter.clock = lambda: now[0]
@@ -176,9 +179,9 @@ def _slow_body(base: str, stop: threading.Event, result: dict[str, Any]) -> None
         result["answer"] = answer
 
 
-def test_idle_connections_and_a_slow_client_do_not_stop_others(tmp_path: Path) -> None:
+def test_idle_connections_and_a_slow_client_do_not_stop_others(new_db: NewDb) -> None:
     env = {"LEDGER_TOKENS": TOKEN, "LEDGER_BODY_TIMEOUT": "2", "LEDGER_IDLE_TIMEOUT": "3"}
-    with running_server(tmp_path / "ledger.db", env=env, args=["--no-samples"]) as server:
+    with running_server(new_db(), env=env, args=["--no-samples"]) as server:
         host, port = server.base.removeprefix("http://").split(":")
         idle = [socket.create_connection((host, int(port))) for _ in range(300)]
         stop = threading.Event()

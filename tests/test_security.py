@@ -20,6 +20,7 @@ from api import auth
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
+from ledger.backend import is_pg_url
 from ledger.checkpoint import Checkpointer
 from ledger.service import Ledger
 
@@ -33,8 +34,8 @@ SAMPLE = Path(__file__).parent / "data" / "2509.02480.record.json"
 PAPER = "2509.02480"
 
 
-def _client(tmp_path: Path, **overrides: Any) -> TestClient:
-    settings = Settings(**{"db": str(tmp_path / "ledger.db"), "tokens": (TOKEN,), **overrides})
+def _client(db: str, **overrides: Any) -> TestClient:
+    settings = Settings(**{"db": db, "tokens": (TOKEN,), **overrides})
     return TestClient(create_app(settings))
 
 
@@ -54,8 +55,8 @@ def _error(r: Any, status: int) -> dict[str, Any]:
 # -- tokens ---------------------------------------------------------------------------------------
 
 
-def test_tokens_are_never_shown_and_compared_as_hashes_against_every_one(tmp_path, monkeypatch) -> None:
-    settings = Settings(db=str(tmp_path / "l.db"), tokens=("first", TOKEN, "third"))
+def test_tokens_are_never_shown_and_compared_as_hashes_against_every_one(new_db, monkeypatch) -> None:
+    settings = Settings(db=new_db("l.db"), tokens=("first", TOKEN, "third"))
     assert TOKEN not in repr(settings)
     calls: list[tuple[str, str]] = []
     real = hmac.compare_digest
@@ -96,7 +97,9 @@ MARK = "zq1x'); DROP TABLE events; --\"mark"
 
 @pytest.fixture
 def recorded_sql(monkeypatch) -> list[str]:
-    """Every SQL text the ledger hands to SQLite (parameters are not part of it)."""
+    """Every SQL text the ledger hands its database (parameters are not part of it): each statement
+    sqlite3 is given; on PostgreSQL each one a psycopg cursor executes, which binds parameters on
+    the server (a ClientCursor would merge them into the text, so one is refused here)."""
     seen: list[str] = []
 
     class Recording(sqlite3.Connection):
@@ -113,11 +116,28 @@ def recorded_sql(monkeypatch) -> list[str]:
             return super().executescript(sql)
 
     monkeypatch.setattr(sqlite3, "connect", functools.partial(sqlite3.connect, factory=Recording))
+    try:
+        import psycopg
+    except ImportError:  # SQLite only: nothing else to record
+        return seen
+
+    def recording(name: str) -> Any:
+        real = getattr(psycopg.Cursor, name)
+
+        def method(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            assert not isinstance(self, psycopg.ClientCursor), "parameters merged into the SQL text"
+            seen.append(query if isinstance(query, str) else repr(query))
+            return real(self, query, *args, **kwargs)
+
+        return method
+
+    for name in ("execute", "executemany", "stream", "copy"):
+        monkeypatch.setattr(psycopg.Cursor, name, recording(name))
     return seen
 
 
-def test_input_reaches_sqlite_only_as_bound_parameters(tmp_path: Path, recorded_sql: list[str]) -> None:
-    client = _client(tmp_path)
+def test_input_reaches_the_database_only_as_bound_parameters(new_db, recorded_sql: list[str]) -> None:
+    client = _client(new_db())
     _ledger(client).import_bytes(SAMPLE.read_bytes())
     paper = copy.deepcopy(EVENT_EXAMPLES["paper.observed"])
     paper["data"]["title"] = MARK
@@ -146,6 +166,7 @@ def test_input_reaches_sqlite_only_as_bound_parameters(tmp_path: Path, recorded_
         < 500
     )
     assert recorded_sql, "the recorder saw nothing"
+    assert any(sql.lstrip().startswith("INSERT INTO events") for sql in recorded_sql), "no insert recorded"
     leaked = [sql for sql in recorded_sql if "zq1x" in sql]
     assert not leaked, leaked[:3]
     # ... and the input did reach the database, as data
@@ -172,16 +193,16 @@ def test_input_reaches_sqlite_only_as_bound_parameters(tmp_path: Path, recorded_
         "/paper/%E2%80%AE2509.02480/changes?from=2026-01-01",
     ],
 )
-def test_bad_path_parameters_are_refused_in_the_error_shape(tmp_path: Path, path: str) -> None:
-    client = _client(tmp_path)
+def test_bad_path_parameters_are_refused_in_the_error_shape(new_db, path: str) -> None:
+    client = _client(new_db())
     r = client.get(path, headers={"accept": "application/json"})
     assert r.status_code in (404, 422), (r.status_code, r.text[:300])
     if r.headers["content-type"].startswith("application/json"):
         _error(r, r.status_code)
 
 
-def test_an_unknown_ingest_source_is_refused_after_auth(tmp_path: Path) -> None:
-    client = _client(tmp_path)
+def test_an_unknown_ingest_source_is_refused_after_auth(new_db) -> None:
+    client = _client(new_db())
     url = "/ingest/nosuch%27%3B--?observed_at=2026-01-01T00:00:00Z"
     assert _error(client.post(url, content=b"x"), 401)["code"] == "unauthorized"
     assert _error(client.post(url, content=b"x", headers=AUTH), 422)["code"] == "invalid"
@@ -193,8 +214,8 @@ def test_an_unknown_ingest_source_is_refused_after_auth(tmp_path: Path) -> None:
 ORIGIN = "https://reader.example"
 
 
-def test_cors_is_off_unless_configured(tmp_path: Path) -> None:
-    client = _client(tmp_path)
+def test_cors_is_off_unless_configured(new_db) -> None:
+    client = _client(new_db())
     r = client.get("/healthz", headers={"Origin": ORIGIN})
     assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
     preflight = client.options("/events", headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"})
@@ -202,8 +223,8 @@ def test_cors_is_off_unless_configured(tmp_path: Path) -> None:
     assert preflight.status_code >= 400
 
 
-def test_cors_allows_only_the_configured_origins(tmp_path: Path) -> None:
-    client = _client(tmp_path, cors_origins=(ORIGIN,))
+def test_cors_allows_only_the_configured_origins(new_db) -> None:
+    client = _client(new_db(), cors_origins=(ORIGIN,))
     r = client.get("/healthz", headers={"Origin": ORIGIN})
     assert r.headers["access-control-allow-origin"] == ORIGIN
     assert "Ledger-Head" in r.headers["access-control-expose-headers"]
@@ -228,9 +249,12 @@ def test_cors_allows_only_the_configured_origins(tmp_path: Path) -> None:
 # -- read-only ------------------------------------------------------------------------------------
 
 
-def test_read_only_refuses_every_write_route_and_still_reads(tmp_path: Path) -> None:
-    Ledger(tmp_path / "ledger.db").import_bytes(SAMPLE.read_bytes())
-    client = _client(tmp_path, read_only=True)
+def test_read_only_refuses_every_write_route_and_still_reads(new_db) -> None:
+    db = new_db()
+    writer = Ledger(db)
+    writer.import_bytes(SAMPLE.read_bytes())
+    writer.close()
+    client = _client(db, read_only=True)
     before = _ledger(client).head()
     writes = [
         ("/events", {"events": [EVENT_EXAMPLES["measurement.observed"]]}),
@@ -249,11 +273,16 @@ def test_read_only_refuses_every_write_route_and_still_reads(tmp_path: Path) -> 
 # -- files ----------------------------------------------------------------------------------------
 
 
-def test_the_signing_key_is_private(tmp_path: Path) -> None:
-    ledger = Ledger(tmp_path / "ledger.db")
+def test_the_signing_key_is_private(new_db, tmp_path: Path) -> None:
+    db = new_db()
+    ledger = Ledger(db)
     ledger.import_bytes(SAMPLE.read_bytes())
     Checkpointer.for_db(ledger.store).latest()
-    assert (tmp_path / "ledger.db.key").stat().st_mode & 0o777 == 0o600
-    assert (tmp_path / "ledger.db").stat().st_mode & 0o777 == 0o600
+    key = ledger.store.tables.side_file(".key")
+    assert key.parent == tmp_path  # next to the SQLite file; in $LEDGER_STATE_DIR for PostgreSQL
+    assert key.stat().st_mode & 0o777 == 0o600
+    if not is_pg_url(db):  # PostgreSQL's files are the server's
+        assert (tmp_path / "ledger.db").stat().st_mode & 0o777 == 0o600
     # the checkpoint is public by design (anyone may hold it); nothing else is left around
-    assert [p.name for p in tmp_path.iterdir() if p.stat().st_mode & 0o077] == ["ledger.db.checkpoint"]
+    public = [p.name for p in tmp_path.iterdir() if p.stat().st_mode & 0o077]
+    assert public == [ledger.store.tables.side_file(".checkpoint").name]
