@@ -62,6 +62,13 @@ class PostgresStore:
             self.trace.append(sql)
         return conn.execute(sql, params or None)
 
+    def _many(self, conn: psycopg.Connection[Any], sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """One statement run for many rows (psycopg pipelines them); traced once per row, as sent."""
+        if self.trace is not None:
+            self.trace.extend([sql] * len(rows))
+        with conn.cursor() as cur:
+            cur.executemany(sql, rows)
+
     @property
     def db(self) -> str:
         """The URL it was opened with."""
@@ -94,7 +101,7 @@ class PostgresStore:
             yield PgWriteTx(self, conn)
         except BaseException:
             with contextlib.suppress(psycopg.Error):
-                conn.execute("ROLLBACK")
+                self._q(conn, "ROLLBACK")
             raise
         self._q(conn, "COMMIT")
 
@@ -249,19 +256,20 @@ class PgWriteTx:
 
     def insert(self, rows: Sequence[Row], checks: Sequence[CheckWorkRow]) -> None:
         """Insert the new rows (the caller commits)."""
-        with self.conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO events (seq, event_id, stream, stream_version, type, observed_at, "
-                "observed_us, recorded_at, recorded_us, data, prev_hash, hash) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [(*r[:9], r.data.decode(), r.prev_hash, r.hash) for r in rows],
+        self.store._many(
+            self.conn,
+            "INSERT INTO events (seq, event_id, stream, stream_version, type, observed_at, "
+            "observed_us, recorded_at, recorded_us, data, prev_hash, hash) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [(*r[:9], r.data.decode(), r.prev_hash, r.hash) for r in rows],
+        )
+        if checks:
+            self.store._many(
+                self.conn,
+                "INSERT INTO check_works (work_id, source, observed_us, seq, recorded_us, notices) "
+                "VALUES (%s, %s, %s, %s, %s, %s)",
+                [(*c[:5], c.notices.decode()) for c in checks],
             )
-            if checks:
-                cur.executemany(
-                    "INSERT INTO check_works (work_id, source, observed_us, seq, recorded_us, notices) "
-                    "VALUES (%s, %s, %s, %s, %s, %s)",
-                    [(*c[:5], c.notices.decode()) for c in checks],
-                )
 
 
 class PgReader:

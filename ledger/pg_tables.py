@@ -70,21 +70,21 @@ class PgTables:
     @contextmanager
     def filling(self) -> Iterator[None]:
         """One transaction storing nodes; the fill row's lock makes fillers (not appends) take turns."""
-        conn = self.store._pg()
         self._q("BEGIN")
         try:
             self._q("LOCK TABLE merkle_fill IN EXCLUSIVE MODE")
             yield
         except BaseException:
             with contextlib.suppress(psycopg.Error):
-                conn.execute("ROLLBACK")
+                self._q("ROLLBACK")
             raise
         self._q("COMMIT")
 
     def store_nodes(self, rows: Sequence[tuple[int, int, bytes]], leaves: int, chain_hash: str) -> None:
         """Insert new nodes and move the fill marker (inside `filling`)."""
-        with self.store._pg().cursor() as cur:
-            cur.executemany("INSERT INTO merkle_nodes (level, idx, hash) VALUES (%s, %s, %s)", rows)
+        self.store._many(
+            self.store._pg(), "INSERT INTO merkle_nodes (level, idx, hash) VALUES (%s, %s, %s)", rows
+        )
         self._q(
             "INSERT INTO merkle_fill (id, leaves, chain_hash) VALUES (1, %s, %s) "
             "ON CONFLICT (id) DO UPDATE SET leaves = excluded.leaves, chain_hash = excluded.chain_hash",
