@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ledger.instants import parse_ts
 from ledger.service import Ledger
@@ -13,15 +13,22 @@ from ledger.service import Ledger
 from . import pools
 from .synth import Synth
 
+Db = str | Path  # a SQLite file or a postgresql:// URL
 
-def build(db: Path, target: int, first_paper: int) -> dict[str, Any]:
+
+def build(db: Db, target: int, first_paper: int) -> dict[str, Any]:
     """Append synthetic papers (whole papers, >= 1000 events a batch) until the head reaches `target`.
 
-    The build alone runs with synchronous=OFF and a 256 MB page cache; every measurement runs on the
-    product's defaults (synchronous=FULL, SQLite's default cache).
+    The build alone runs with synchronous=OFF and a 256 MB page cache (on PostgreSQL: this session's
+    synchronous_commit=off); every measurement runs on the product's defaults (synchronous=FULL,
+    SQLite's default cache; the server's synchronous_commit=on).
     """
     ledger = Ledger(db, synchronous="OFF")
-    ledger.store._conn().execute("PRAGMA cache_size=-262144")
+    store = cast(Any, ledger.store)  # the backend's own connection (SQLiteStore or PostgresStore)
+    if store.kind == "sqlite":
+        store._conn().execute("PRAGMA cache_size=-262144")
+    else:
+        store._pg().execute("SET synchronous_commit = off")
     head = ledger.head().seq
     start_head, batch, last = head, [], first_paper
     start = time.perf_counter()
@@ -40,7 +47,7 @@ def build(db: Path, target: int, first_paper: int) -> dict[str, Any]:
             "events_per_s": round(added / seconds) if seconds else None}  # fmt: skip
 
 
-def append_batches(db: Path, first_paper: int, count: int, profile: str | None = None) -> dict[str, Any]:
+def append_batches(db: Db, first_paper: int, count: int, profile: str | None = None) -> dict[str, Any]:
     """Ledger.append of `count` batches of 1000 typed events (types re-checked), synchronous=FULL."""
     work = pools.batches(first_paper, count)
     ledger = Ledger(db)
@@ -66,7 +73,7 @@ def append_batches(db: Path, first_paper: int, count: int, profile: str | None =
 
 
 def concurrent(
-    db: Path, first_paper: int, count: int, seconds: float, profile: str | None = None
+    db: Db, first_paper: int, count: int, seconds: float, profile: str | None = None
 ) -> dict[str, Any]:
     """8 threads, each appending single events through one Ledger(group_commit=True)."""
     events = pools.singles(first_paper, count)
@@ -118,20 +125,18 @@ def concurrent(
     return out | ({"profile": path} if profile else {})
 
 
-def project(db: Path, arxiv_id: str, as_of: str, repeats: int, profile: str | None = None) -> dict[str, Any]:
+def project(db: Db, arxiv_id: str, as_of: str, repeats: int, profile: str | None = None) -> dict[str, Any]:
     """Ledger.record_bytes of one paper as of an explicit instant: p50, and SQL statements per record."""
     ledger = Ledger(db)
     t = parse_ts(as_of)
     body, head = ledger.record_bytes(arxiv_id, t)
     for _ in range(3):
         ledger.record_bytes(arxiv_id, t)
-    statements: list[str] = []
-    conn = ledger.store._conn()
-    conn.set_trace_callback(statements.append)
-    ledger.record_bytes(arxiv_id, t)
-    conn.set_trace_callback(None)
+    statements = _statements(ledger, arxiv_id, t)
     counted = [
-        s for s in statements if s.strip() not in ("BEGIN", "COMMIT") and "ORDER BY seq DESC LIMIT 1" not in s
+        s
+        for s in statements
+        if not s.strip().startswith(("BEGIN", "COMMIT")) and "ORDER BY seq DESC LIMIT 1" not in s
     ]
     samples = _samples(ledger, arxiv_id, t, repeats)
     out: dict[str, Any] = {
@@ -141,7 +146,27 @@ def project(db: Path, arxiv_id: str, as_of: str, repeats: int, profile: str | No
         "record_bytes": len(body),
         "repeats": repeats,
     }
-    # the same with the source_heads statement proposed for ledger/store.py (bench/proposed.py)
+    if ledger.store.kind == "sqlite":
+        out["proposed_store_p50_ms"] = _proposed_p50(ledger, arxiv_id, t, repeats, body)
+    else:
+        # the floor under the record on this server: as many bare round trips as it made, in one read tx
+        from .pg import round_trips
+
+        bare = round_trips(ledger.store, len(statements), repeats)
+        out["round_trips"] = len(statements)
+        out["bare_round_trips_p50_ms"] = round(bare[len(bare) // 2] * 1e3, 3)
+    if profile:
+        from .util import pyinstrument_profile
+
+        out["profile"] = pyinstrument_profile(
+            profile, lambda: [ledger.record_bytes(arxiv_id, t) for _ in range(50)]
+        )
+    ledger.close()
+    return out
+
+
+def _proposed_p50(ledger: Ledger, arxiv_id: str, t: int, repeats: int, body: bytes) -> float:
+    """The p50 with the source_heads statement proposed for ledger/store.py (bench/proposed.py)."""
     from ledger.store import SQLiteReader
 
     from .proposed import source_heads
@@ -153,15 +178,23 @@ def project(db: Path, arxiv_id: str, as_of: str, repeats: int, profile: str | No
         proposed = _samples(ledger, arxiv_id, t, repeats)
     finally:
         SQLiteReader.source_heads = current  # type: ignore[method-assign]
-    out["proposed_store_p50_ms"] = round(proposed[len(proposed) // 2] * 1e3, 3)
-    if profile:
-        from .util import pyinstrument_profile
+    return round(proposed[len(proposed) // 2] * 1e3, 3)
 
-        out["profile"] = pyinstrument_profile(
-            profile, lambda: [ledger.record_bytes(arxiv_id, t) for _ in range(50)]
-        )
-    ledger.close()
-    return out
+
+def _statements(ledger: Ledger, arxiv_id: str, t: int) -> list[str]:
+    """Every statement one record runs: sqlite3's trace callback, or the PostgreSQL store's trace."""
+    if ledger.store.kind != "sqlite":
+        from .pg import traced
+
+        with traced(ledger.store) as traced_pg:
+            ledger.record_bytes(arxiv_id, t)
+        return traced_pg
+    statements: list[str] = []
+    conn = cast(Any, ledger.store)._conn()
+    conn.set_trace_callback(statements.append)
+    ledger.record_bytes(arxiv_id, t)
+    conn.set_trace_callback(None)
+    return statements
 
 
 def _samples(ledger: Ledger, arxiv_id: str, t: int, repeats: int) -> list[float]:
@@ -173,7 +206,7 @@ def _samples(ledger: Ledger, arxiv_id: str, t: int, repeats: int) -> list[float]
     return sorted(samples)
 
 
-def verify(db: Path, profile: str | None = None) -> dict[str, Any]:
+def verify(db: Db, profile: str | None = None) -> dict[str, Any]:
     """`ledger verify` of the whole chain, timed."""
     ledger = Ledger(db)
     start = time.perf_counter()

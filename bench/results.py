@@ -52,17 +52,22 @@ class Results:
                                      "stages": {}, "figures": []}  # fmt: skip
         self.save()
 
-    def stage(self, size: int, info: dict[str, Any]) -> None:
-        """Facts about the ledger at one stage (events, build rate, file size)."""
-        self.data["stages"][str(size)] = info
+    def stage(self, backend: str, size: int, info: dict[str, Any]) -> None:
+        """Facts about one backend's ledger at one stage (events, build rate, file size)."""
+        self.data["stages"].setdefault(backend, {})[str(size)] = info
+        self.save()
+
+    def missing(self, backend: str, reason: str) -> None:
+        """Why a backend's column is (partly) empty: it could not start, or a stage failed."""
+        self.data["backends"][backend]["missing"] = reason
         self.save()
 
     def add(
-        self, key: str, size: int, headline: float, value: Any, baseline: Any, **extra: Any
+        self, backend: str, key: str, size: int, headline: float, value: Any, baseline: Any, **extra: Any
     ) -> dict[str, Any]:
         """One figure: the headline number compared with the target, and the absolutes beside it."""
-        fig = {"figure": key, "size": size, "headline": round(headline, 3), "met": met(key, headline),
-               "value": value, "baseline": baseline, **extra}  # fmt: skip
+        fig = {"backend": backend, "figure": key, "size": size, "headline": round(headline, 3),
+               "met": met(key, headline), "value": value, "baseline": baseline, **extra}  # fmt: skip
         self.data["figures"].append(fig)
         self.save()
         return fig
@@ -84,16 +89,30 @@ class Results:
         self.path.write_text(json.dumps(self.data, indent=1, sort_keys=False) + "\n")
 
     def table(self) -> str:
-        """The markdown table: one row per figure, one column per size."""
-        sizes = sorted({f["size"] for f in self.data["figures"]})
-        head = ["figure", "target", *[f"{self._n(s)} events" for s in sizes]]
+        """The markdown table: one row per figure, one column per size and backend; notes below it."""
+        backends: dict[str, Any] = self.data["backends"]
+        cols = [(s, b) for s in sorted({s for b in backends.values() for s in b["sizes"]})
+                for b in backends if s in backends[b]["sizes"]]  # fmt: skip
+        head = ["figure", "target", *[f"{self._n(s)} events, {backends[b]['label']}" for s, b in cols]]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for key, (label, op, target, _) in TARGETS.items():
             cells = [label, f"{op} {target:g}"]
-            for s in sizes:
-                fig = next((f for f in self.data["figures"] if f["figure"] == key and f["size"] == s), None)
-                cells.append(self._cell(fig))
+            for s, b in cols:
+                fig = next((f for f in self.data["figures"]
+                            if (f["figure"], f["size"], f["backend"]) == (key, s, b)), None)  # fmt: skip
+                cells.append(self._cell(fig) if fig else "not measured" if "missing" in backends[b] else "")
             lines.append("| " + " | ".join(cells) + " |")
+        for name, b in backends.items():
+            if b.get("note"):
+                lines.append(f"\n{b['label']}: {b['note']}")
+            if b.get("missing"):
+                lines.append(f"\n{b['label']} not measured: {b['missing']}")
+            stages = self.data["stages"].get(name, {})
+            load = [f"{self._n(int(s))} {v['load_average_1min'][0]:.2f} -> {v['load_average_1min'][1]:.2f}"
+                    for s, v in stages.items() if "load_average_1min" in v]  # fmt: skip
+            if load:
+                what = "load average (1 min) before -> after each stage"
+                lines.append(f"\n{b['label']}, {what}: " + ", ".join(load))
         return "\n".join(lines)
 
     @staticmethod

@@ -1,8 +1,10 @@
-"""One command: build synthetic ledgers of 10k, 100k and 1M events, measure each figure beside its bare
-reference on this machine in the same run, print the table and write bench/results.json.
+"""One command: build synthetic ledgers of 10k, 100k and 1M events on SQLite and on PostgreSQL, measure
+each figure beside its bare reference on the same engine, on this machine, in the same run, print the
+table (one column per size and backend) and write bench/results.json.
 
-    .venv/bin/python -m bench            # 10k, 100k, 1M (about 5 minutes on 2 cores)
+    .venv/bin/python -m bench            # 10k, 100k, 1M on both backends
     .venv/bin/python -m bench --quick    # 10k and 100k
+    .venv/bin/python -m bench --backend sqlite    # or postgresql; default both
 """
 
 from __future__ import annotations
@@ -11,15 +13,16 @@ import argparse
 import os
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
 from . import pools
-from .baselines import bare_batches, bare_one_row, stored_rows
+from .backends import Engine, SQLiteEngine
 from .results import RESULTS, Results
 from .server import AUTH, Server
 from .synth import TARGET, arxiv_id
-from .util import DATA, copy_db, machine, remove_db, run_worker
+from .util import DATA, machine, run_worker
 from .why import explain
 
 AS_OF = "2025-01-01T00:00:00Z"  # after every synthetic event: the target's whole history is in view
@@ -31,66 +34,56 @@ def _k(x: float) -> str:
 
 
 class Bench:
-    """The stages of one run and what they share (the growing ledger, the results, the profiles)."""
+    """The stages of one backend's column and what they share (the growing ledger, results, profiles)."""
 
-    def __init__(self, sizes: list[int], profile: bool) -> None:
-        DATA.mkdir(parents=True, exist_ok=True)
+    def __init__(self, engine: Engine, sizes: list[int], profile: bool, results: Results, idle: float):
+        self.engine = engine
         self.sizes = sizes
         self.profile = profile
-        self.db = DATA / "ledger.db"
-        self.scratch = DATA / "scratch.db"
-        self.plain = DATA / "plain.db"
-        self.schema = DATA / "schema.db"
-        remove_db(self.db)
+        self.db = engine.ledger
+        self.scratch = ""  # the copy the writes append to (set by writes)
         self.next_paper = 0
-        self.results = Results(
-            RESULTS,
-            {"command": "python -m bench " + " ".join(sys.argv[1:]), "machine": machine(), "sizes": sizes},
-        )
-        self.idle_rss = run_worker("idle")["peak_rss_mb"]
+        self.results = results
+        self.idle_rss = idle
         self.p50_first: float | None = None
         self.p50_proposed: float | None = None
 
     def _profile_name(self, key: str, size: int) -> str | None:
-        return f"{key}-{size}" if self.profile and size == self.sizes[-1] else None
+        last = self.profile and size == self.sizes[-1]
+        return f"{self.engine.prefix}{key}-{size}" if last else None
 
     def add(self, key: str, size: int, headline: float, absolute: str, value: Any, baseline: Any) -> None:
         """Record one figure and print it."""
-        fig = self.results.add(key, size, headline, value, baseline, absolute=absolute)
+        name = self.engine.name
+        fig = self.results.add(name, key, size, headline, value, baseline, absolute=absolute)
         print(f"  {key:16s} {headline:8.3f} {'ok' if fig['met'] else 'MISS':4s} {absolute}", flush=True)
         if not fig["met"]:
-            why, prof = explain(key, size, value, baseline)
+            why, prof = explain(key, size, value, baseline, name)
             self.results.explain(fig, why, prof or value.get("profile"))
 
     def stage(self, size: int) -> None:
         """Grow the ledger to `size` events, then measure every figure on it."""
-        built = run_worker("build", str(self.db), str(size), str(self.next_paper))
+        built = run_worker("build", self.db, str(size), str(self.next_paper))
         self.next_paper = built["next_paper"]
-        print(f"{size:,} events: built {built['added']:,} in {built['seconds']} s", flush=True)
-        self.results.stage(
-            size,
-            {
-                "events": built["head"],
-                "papers": self.next_paper,
-                "build": built,
-                "file_mb": round(self.db.stat().st_size / 1e6, 1),
-            },
-        )
+        info = {"events": built["head"], "papers": self.next_paper, "build": built}
+        info |= self.engine.after_build()
+        print(f"{size:,} events, {self.engine.label}: built {built['added']:,} in {built['seconds']} s",
+              flush=True)  # fmt: skip
+        self.results.stage(self.engine.name, size, info)
         load_before = os.getloadavg()[0]
         self.reads(size, built["head"])
         self.writes(size)
         # other work on the machine skews every ratio: say how busy it was
-        self.results.data["stages"][str(size)]["load_average_1min"] = [load_before, os.getloadavg()[0]]
+        info["load_average_1min"] = [load_before, os.getloadavg()[0]]
         self.results.save()
 
     def reads(self, size: int, events: int) -> None:
         """Projection, verify and GET record on the ledger itself."""
-        pr = run_worker(
-            "project", str(self.db), arxiv_id(TARGET), AS_OF, "200", *self._flag("projection", size)
-        )
+        pr = run_worker("project", self.db, arxiv_id(TARGET), AS_OF, "200", *self._flag("projection", size))
         self.p50_first = self.p50_first or pr["p50_ms"]
-        self.p50_proposed = self.p50_proposed or pr["proposed_store_p50_ms"]
-        pr["proposed_store_ratio"] = round(pr["proposed_store_p50_ms"] / self.p50_proposed, 3)
+        if "proposed_store_p50_ms" in pr:  # SQLite only (bench/proposed.py)
+            self.p50_proposed = self.p50_proposed or pr["proposed_store_p50_ms"]
+            pr["proposed_store_ratio"] = round(pr["proposed_store_p50_ms"] / self.p50_proposed, 3)
         self.add(
             "projection",
             size,
@@ -100,8 +93,8 @@ class Bench:
             {"p50_ms": self.p50_first, "proposed_store_p50_ms": self.p50_proposed},
         )
         self.add("statements", size, pr["statements"], f"{pr['statements']} statements", pr, None)
-        v = run_worker("verify", str(self.db), *self._flag("verify", size))
-        c = run_worker("chain", str(self.db))
+        v = run_worker("verify", self.db, *self._flag("verify", size))
+        c = run_worker("chain", self.db)
         self.add(
             "verify",
             size,
@@ -124,7 +117,7 @@ class Bench:
         ledger = Ledger(self.db)
         body, _ = ledger.record_bytes(arxiv_id(TARGET), parse_ts(AS_OF))
         ledger.close()
-        static = DATA / "record.json"
+        static = DATA / f"record-{self.engine.name}.json"
         static.write_bytes(body)
         path = f"/paper/{arxiv_id(TARGET)}/citation-record.json?as_of={AS_OF}"
         with Server(self.db, static) as server:
@@ -137,9 +130,8 @@ class Bench:
             rec = server.load(path=path, **spec)
             prof = None
             if self._profile_name("get_record", size) and rec["requests_per_s"] < 0.5 * st["requests_per_s"]:
-                prof = _try(
-                    lambda: server.profile(f"get_record-{size}", 4, lambda: server.load(path=path, **spec))
-                )
+                prof = _try(lambda: server.profile(f"{self.engine.prefix}get_record-{size}", 4,
+                                                   lambda: server.load(path=path, **spec)))  # fmt: skip
         rec["profile"] = prof
         self.add(
             "get_record",
@@ -156,14 +148,14 @@ class Bench:
 
     def writes(self, size: int) -> None:
         """Appends (library, HTTP, concurrent) on a copy of the ledger, each beside its bare reference."""
-        copy_db(self.db, self.scratch)
-        copy_db(self.db, self.schema)
+        eng = self.engine
+        self.scratch, schema = eng.copy("scratch"), eng.copy("schema")
         first = {k: self.next_paper + off for k, off in pools.OFFSETS.items()}
-        a = run_worker("append", str(self.scratch), str(first["library_batches"]), "10")
-        rows = stored_rows(self.scratch, a["after"])
-        bare = bare_batches(self.plain, rows)
+        a = run_worker("append", self.scratch, str(first["library_batches"]), "10")
+        rows = eng.stored_rows(self.scratch, a["after"])
+        bare = eng.bare_batches(rows)
         # the same rows, no ledger code, into the product's schema at this size: what the schema costs
-        bare["into_product_schema"] = bare_batches(self.schema, rows, schema=True)
+        bare["into_product_schema"] = eng.bare_batches(rows, into=schema)
         self.add(
             "append_library",
             size,
@@ -180,12 +172,12 @@ class Bench:
             a,
             {"idle_rss_mb": self.idle_rss},
         )
-        c = run_worker("concurrent", str(self.scratch), str(first["library_singles"]), "20000", "4")
+        c = run_worker("concurrent", self.scratch, str(first["library_singles"]), "20000", "4")
         assert c["acked_all_stored"], c
-        rows = stored_rows(self.scratch, c["after"])[:3000]
-        one = bare_one_row(self.plain, rows)
-        one["into_product_schema"] = bare_one_row(self.schema, rows, schema=True)
-        remove_db(self.schema)
+        rows = eng.stored_rows(self.scratch, c["after"])[:3000]
+        one = eng.bare_one_row(rows)
+        one["into_product_schema"] = eng.bare_one_row(rows, into=schema)
+        eng.drop(schema)
         self.add(
             "library_singles",
             size,
@@ -196,27 +188,30 @@ class Bench:
         )
         self._profile_writes(size, first, a, bare, c, one)
         self.http_writes(size, first)
-        remove_db(self.scratch)
+        eng.drop(self.scratch)
 
     def _profile_writes(self, size: int, first: dict[str, int], a: Any, bare: Any, c: Any, one: Any) -> None:
         """Profile runs (fresh events, not timed as figures) for the append figures that missed."""
         name = self._profile_name("append_library", size)
         if name and a["events_per_s"] < 0.5 * bare["events_per_s"]:
-            a["profile"] = run_worker("append", str(self.scratch), str(first["profile_batches"]), "5",
+            a["profile"] = run_worker("append", self.scratch, str(first["profile_batches"]), "5",
                                       f"--profile={name}")["profile"]  # fmt: skip
         name = self._profile_name("library_singles", size)
         if name and c["events_per_s"] < 1.5 * one["events_per_s"]:
-            args = ("concurrent", str(self.scratch), str(first["profile_singles"]), "10000", "3")
+            args = ("concurrent", self.scratch, str(first["profile_singles"]), "10000", "3")
             c["profile"] = _try(lambda: run_worker(*args, spy=name)["profile"])
         for key, fig in (("append_library", a), ("library_singles", c)):
             if fig.get("profile"):
                 done = next(
-                    f for f in self.results.data["figures"] if f["figure"] == key and f["size"] == size
+                    f
+                    for f in self.results.data["figures"]
+                    if f["figure"] == key and f["size"] == size and f["backend"] == self.engine.name
                 )
                 self.results.explain(done, done.get("why", ""), fig["profile"])
 
     def http_writes(self, size: int, first: dict[str, int]) -> None:
         """POST /events: 1000-event batches from one client, then single events from 8 clients."""
+        eng = self.engine
         batches = DATA / "batches.ndjson"
         batches.write_bytes(
             b"\n".join(pools.body(b) for b in pools.batches(first["http_batches"], 10)) + b"\n"
@@ -238,7 +233,7 @@ class Bench:
             assert b["statuses"] == {"201": 10}, b
             b["events"] = server_head(server) - before  # cited snapshots repeated in a batch are duplicates
             b["events_per_s"] = round(b["events"] / b["seconds"])
-            bare = bare_batches(self.plain, stored_rows(self.scratch, before))
+            bare = eng.bare_batches(eng.stored_rows(self.scratch, before))
             name = self._profile_name("append_http", size)
             if name and b["events_per_s"] < 0.25 * bare["events_per_s"]:
                 more = DATA / "batches2.ndjson"
@@ -267,7 +262,7 @@ class Bench:
             mid = server_head(server)
             real = server.load(path="/events", collect_seqs=True, **spec)
             seqs = real.pop("seqs")
-            stored = {r[0] for r in stored_rows(self.scratch, mid)}
+            stored = {r[0] for r in eng.stored_rows(self.scratch, mid)}
             real["acked_all_stored"] = set(seqs) <= stored and len(set(seqs)) == len(seqs) == real["requests"]
             assert real["acked_all_stored"] and real["statuses"] == {"201": real["requests"]}, real
             noop.pop("seqs")
@@ -280,7 +275,7 @@ class Bench:
                     b"\n".join(pools.body([e]) for e in pools.singles(first["profile_http"], 20_000)) + b"\n"
                 )
                 real["profile"] = _try(lambda: server.profile(
-                    f"http_singles-{size}", 4,
+                    f"{eng.prefix}http_singles-{size}", 4,
                     lambda: server.load(path="/events", **{**spec, "bodies_file": str(more)})))  # fmt: skip
         self.add(
             "http_singles",
@@ -293,11 +288,13 @@ class Bench:
 
 
 def projection_cell(pr: dict[str, Any], first: float) -> str:
-    """The table's absolutes for the projection: p50s now, at the smallest size, and with the proposal."""
-    return (
-        f"{pr['p50_ms']:.2f} vs {first:.2f} ms; proposed store.py: {pr['proposed_store_p50_ms']:.2f} ms, "
-        f"{pr['proposed_store_ratio']:g}"
-    )
+    """The table's absolutes for the projection: p50s now, at the smallest size, and with the proposal
+    (SQLite) or the same number of bare round trips (PostgreSQL)."""
+    cell = f"{pr['p50_ms']:.2f} vs {first:.2f} ms; "
+    if "proposed_store_p50_ms" in pr:
+        ratio = pr["proposed_store_ratio"]
+        return cell + f"proposed store.py: {pr['proposed_store_p50_ms']:.2f} ms, {ratio:g}"
+    return cell + f"{pr['round_trips']} bare round trips: {pr['bare_round_trips_p50_ms']:.2f} ms"
 
 
 def _try(profile: Any) -> str | None:
@@ -321,21 +318,64 @@ def server_head(server: Server) -> int:
 
 
 def main() -> None:
-    """Parse the options, run the stages, print the table."""
-    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    """Parse the options, run each backend's stages, print the table."""
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="10k and 100k events only")
     ap.add_argument("--no-profile", action="store_true", help="skip the profiles of unmet figures")
+    ap.add_argument(
+        "--backend",
+        choices=["sqlite", "postgresql", "both"],
+        default="both",
+        help="the table's columns (default both; PostgreSQL's say why when no server starts)",
+    )
     args = ap.parse_args()
     sizes = SIZES[:2] if args.quick else SIZES
+    names = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     start = time.perf_counter()
-    bench = Bench(sizes, profile=not args.no_profile)
-    for size in sizes:
-        bench.stage(size)
-    bench.results.finish(time.perf_counter() - start)
+    DATA.mkdir(parents=True, exist_ok=True)
+    meta = {"command": "python -m bench " + " ".join(sys.argv[1:]), "machine": machine(), "sizes": sizes,
+            "backends": {n: {"label": LABELS[n], "sizes": sizes} for n in names}}  # fmt: skip
+    results = Results(RESULTS, meta)
+    idle = run_worker("idle")["peak_rss_mb"]
+    for name in names:
+        run_backend(name, sizes, not args.no_profile, results, idle)
+    results.finish(time.perf_counter() - start)
     print()
-    print(bench.results.table())
+    print(results.table())
     print(f"\nwrote {RESULTS.relative_to(Path.cwd()) if RESULTS.is_relative_to(Path.cwd()) else RESULTS}")
-    remove_db(bench.plain)
+
+
+LABELS = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+
+
+def run_backend(name: str, sizes: list[int], profile: bool, results: Results, idle: float) -> None:
+    """Every stage on one backend. PostgreSQL may be absent or fail: its column then says why."""
+    if name == "sqlite":
+        engine: Engine = SQLiteEngine()
+    else:
+        from . import pg
+
+        started, reason = pg.start()
+        if started is None:
+            print(f"PostgreSQL not measured: {reason}", flush=True)
+            results.missing(name, reason)
+            return
+        engine = started
+        results.data["backends"][name] |= {**started.meta(), "note": started.note()}
+    bench = Bench(engine, sizes, profile, results, idle)
+    try:
+        for size in sizes:
+            try:
+                bench.stage(size)
+            except Exception as e:
+                if name == "sqlite":
+                    raise
+                traceback.print_exc()
+                results.missing(name, f"the {size:,}-event stage failed: {e!r:.300}")
+                return
+    finally:
+        engine.close()
 
 
 if __name__ == "__main__":

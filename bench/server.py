@@ -1,4 +1,4 @@
-"""A real uvicorn process serving the bench app over one ledger file on a free loopback port."""
+"""A real uvicorn process serving the bench app over one ledger (file or URL) on a free loopback port."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 class Server:
     """`with Server(db) as s:` starts uvicorn (one worker, as `ledger serve` does) and stops it after."""
 
-    def __init__(self, db: Path, static_file: Path | None = None) -> None:
+    def __init__(self, db: str | Path, static_file: Path | None = None) -> None:
         self.db = db
         self.static_file = static_file
         self.port = free_port()

@@ -39,7 +39,7 @@ def copy_db(src: Path, dst: Path) -> None:
 
 
 def run_worker(*args: str, timeout: float = 3600, spy: str | None = None) -> dict[str, Any]:
-    """Run `python -m bench.worker ARGS` and return its JSON answer plus its peak RSS (wait4).
+    """Run `python -m bench.worker ARGS` and return its JSON answer plus its peak RSS (its VmHWM).
 
     With `spy`, the worker runs under py-spy (every thread sampled) and bench/profiles/SPY.txt
     summarises where the samples are (the timing of such a run is not a figure).
@@ -65,7 +65,10 @@ def run_worker(*args: str, timeout: float = 3600, spy: str | None = None) -> dic
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"worker {args} failed: {err[-2000:]}")
     answer: dict[str, Any] = json.loads(next(x for x in reversed(out.splitlines()) if x.startswith("{")))
-    answer["peak_rss_mb"] = round(usage.ru_maxrss / 1024, 1)
+    # the worker's own VmHWM: wait4's ru_maxrss is at least this (the parent's) process's peak RSS
+    answer["ru_maxrss_mb"] = round(usage.ru_maxrss / 1024, 1)
+    hwm = answer.pop("vm_hwm_kb", None)
+    answer["peak_rss_mb"] = round(hwm / 1024, 1) if hwm else answer["ru_maxrss_mb"]
     if spy:
         from .profiles import summarise_raw
 

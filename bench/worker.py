@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ledger.backend import is_pg_url
+
 
 def main() -> None:
     """Dispatch one job and print its answer as one JSON line."""
@@ -23,6 +25,10 @@ def main() -> None:
         import ledger.service  # noqa: F401
 
         out = {}
+    elif job == "chain" and is_pg_url(args[0]):
+        from .pg import bare_chain as pg_chain
+
+        out = pg_chain(args[0])
     elif job == "chain":
         from .baselines import bare_chain
 
@@ -30,7 +36,7 @@ def main() -> None:
     else:
         from . import library
 
-        db = Path(args[0])
+        db: str | Path = args[0] if is_pg_url(args[0]) else Path(args[0])  # a URL is no path
         if job == "build":
             out = library.build(db, int(args[1]), int(args[2]))
         elif job == "append":
@@ -43,7 +49,20 @@ def main() -> None:
             out = library.verify(db, profile)
         else:
             raise SystemExit(f"unknown job {job!r}")
+    out["vm_hwm_kb"] = _vm_hwm_kb()
     print(json.dumps(out))
+
+
+def _vm_hwm_kb() -> int | None:
+    """This process's own peak RSS (VmHWM). wait4's ru_maxrss cannot tell it: Linux floors a child's
+    ru_maxrss at its parent's peak RSS when the child is forked and exec'd (bench/util.run_worker)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 if __name__ == "__main__":

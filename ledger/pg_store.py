@@ -317,15 +317,24 @@ class PgReader:
         )
 
     def source_heads(self) -> list[SourceHead]:
-        """Statement 4: the latest standing check of every source."""
+        """Statement 4: the latest standing check of every source, by index seeks (as SQLite's).
+
+        A recursive skip-scan finds each source stream, then a backward seek on
+        events_stream_type_time its latest check as of T and K: the cost does not grow with the
+        number of checks in the ledger (a window over every check did: 30 ms per record at 1M).
+        """
         rows = self.store._q(
             self.conn,
-            "SELECT substr(stream, 8), observed_at, observed_us, seq FROM ("
-            "  SELECT stream, observed_at, observed_us, seq, row_number() OVER ("
-            "    PARTITION BY stream ORDER BY observed_us DESC, seq DESC) AS rn"
-            "  FROM events WHERE stream >= 'source:' AND stream < 'source;' "
-            "  AND type = 'standing.checked' AND observed_us <= %s AND recorded_us <= %s"
-            ") AS h WHERE rn = 1 ORDER BY stream",
+            "WITH RECURSIVE s(stream) AS ("
+            "  SELECT min(stream) FROM events WHERE stream >= 'source:' AND stream < 'source;'"
+            "  UNION ALL"
+            "  SELECT (SELECT min(stream) FROM events WHERE stream > s.stream AND stream < 'source;')"
+            "  FROM s WHERE s.stream IS NOT NULL) "
+            "SELECT substr(e.stream, 8), e.observed_at, e.observed_us, e.seq FROM s "
+            "JOIN events e ON e.seq = ("
+            "  SELECT seq FROM events WHERE stream = s.stream AND type = 'standing.checked'"
+            "  AND observed_us <= %s AND recorded_us <= %s ORDER BY observed_us DESC, seq DESC LIMIT 1) "
+            "ORDER BY e.stream",
             (self.t, self.k),
         )
         return [SourceHead(*r) for r in rows]
