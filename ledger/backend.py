@@ -79,6 +79,7 @@ class Store(Protocol):
     """What the Ledger, the append, the projections, the API and the CLI need from a backend."""
 
     kind: str
+    local: bool  # reads are a local file's (microseconds): the event loop may do a small one itself
 
     @property
     def db(self) -> str:

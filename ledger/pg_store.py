@@ -33,6 +33,7 @@ class PostgresStore:
     """An event store in one PostgreSQL database; one connection per thread, autocommit between txs."""
 
     kind = "postgresql"
+    local = False
 
     def __init__(self, url: str, *, serialize: bool = True) -> None:
         self.url = url

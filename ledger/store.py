@@ -56,6 +56,7 @@ class SQLiteStore:
     """An event store in one SQLite file (WAL; synchronous=FULL unless chosen otherwise)."""
 
     kind = "sqlite"
+    local = True
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
         self.path = str(path)
