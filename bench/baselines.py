@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,12 @@ def bare_one_row(path: Path, rows: Sequence[tuple[Any, ...]], schema: bool = Fal
     return {"events": len(rows), "seconds": round(seconds, 4), "events_per_s": round(len(rows) / seconds)}
 
 
+CHAIN_SELECT = (
+    "SELECT seq, data, event_id, observed_at, recorded_at, stream, stream_version, type FROM events "
+    "WHERE seq > ? ORDER BY seq LIMIT ?"
+)
+
+
 def bare_chain(db: Path, batch: int = 5000) -> dict[str, Any]:
     """blake3(prev || bytes) down the stored rows, read from the same file in the same pages as verify.
 
@@ -95,21 +101,21 @@ def bare_chain(db: Path, batch: int = 5000) -> dict[str, Any]:
     recorded_at, seq, stream, stream_version, type), concatenated: no canonical re-encoding, no checks.
     """
     conn = sqlite3.connect(db)
+    try:
+        return chain_pages(lambda after: conn.execute(CHAIN_SELECT, (after, batch)).fetchall())
+    finally:
+        conn.close()
+
+
+def chain_pages(page: Callable[[int], Sequence[Sequence[Any]]]) -> dict[str, Any]:
+    """Hash the rows `page(after)` returns, page after page, as bare_chain does; events/s."""
     prev, after, count = b"\0" * 32, 0, 0
     start = time.perf_counter()
-    while True:
-        rows = conn.execute(
-            "SELECT seq, data, event_id, observed_at, recorded_at, stream, stream_version, type FROM events "
-            "WHERE seq > ? ORDER BY seq LIMIT ?",
-            (after, batch),
-        ).fetchall()
-        if not rows:
-            break
+    while rows := page(after):
         for seq, data, event_id, observed_at, recorded_at, stream, version, type_ in rows:
             body = f"{data}{event_id}{observed_at}{recorded_at}{seq}{stream}{version}{type_}".encode()
             prev = blake3(prev + body).digest()
         count += len(rows)
         after = rows[-1][0]
     seconds = time.perf_counter() - start
-    conn.close()
     return {"events": count, "seconds": round(seconds, 4), "events_per_s": round(count / seconds)}

@@ -18,9 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from blake3 import blake3
-
-from .baselines import COLUMNS
+from .baselines import CHAIN_SELECT, COLUMNS, chain_pages
 
 _PLAIN = (
     "CREATE TABLE events (seq bigint, event_id text, stream text, stream_version bigint, type text, "
@@ -201,24 +199,9 @@ class PgEngine:
 
 def bare_chain(url: str, batch: int = 5000) -> dict[str, Any]:
     """blake3(prev || bytes) down the stored rows, read in verify's pages (bench/baselines.bare_chain)."""
-    prev, after, count = b"\0" * 32, 0, 0
+    sql = CHAIN_SELECT.replace("?", "%s")
     with _connect(url) as conn:
-        start = time.perf_counter()
-        while True:
-            rows = conn.execute(
-                "SELECT seq, data, event_id, observed_at, recorded_at, stream, stream_version, type "
-                "FROM events WHERE seq > %s ORDER BY seq LIMIT %s",
-                (after, batch),
-            ).fetchall()
-            if not rows:
-                break
-            for seq, data, event_id, observed_at, recorded_at, stream, version, type_ in rows:
-                body = f"{data}{event_id}{observed_at}{recorded_at}{seq}{stream}{version}{type_}".encode()
-                prev = blake3(prev + body).digest()
-            count += len(rows)
-            after = rows[-1][0]
-        seconds = time.perf_counter() - start
-    return {"events": count, "seconds": round(seconds, 4), "events_per_s": round(count / seconds)}
+        return chain_pages(lambda after: conn.execute(sql, (after, batch)).fetchall())
 
 
 @contextlib.contextmanager

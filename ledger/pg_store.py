@@ -17,12 +17,13 @@ from .errors import LedgerError
 from .events import StoredEvent
 from .facts import CheckRow, CheckWorkRow, Existing, Fact, Head, Row, SourceHead
 from .pg_migrations import migrate
-from .store import _ENVELOPE_COLUMNS, _FACT_COLUMNS, FAR_FUTURE, _envelope, _fact
+from .store import _ENVELOPE_COLUMNS, _FACT_COLUMNS, FAR_FUTURE, SOURCE_HEADS_SQL, _envelope, _fact
 
 if TYPE_CHECKING:
     from .pg_tables import PgTables
 
 _HEAD_SQL = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
+_SOURCE_HEADS = SOURCE_HEADS_SQL.replace("?", "%s")
 # Appends are serialised by this lock, taken first in every write transaction and held until
 # COMMIT: the next writer (any node) reads the head only after the previous one committed, so
 # seq is gapless and in commit order. EXCLUSIVE lets readers (ACCESS SHARE) through.
@@ -324,20 +325,7 @@ class PgReader:
         events_stream_type_time its latest check as of T and K: the cost does not grow with the
         number of checks in the ledger (a window over every check did: 30 ms per record at 1M).
         """
-        rows = self.store._q(
-            self.conn,
-            "WITH RECURSIVE s(stream) AS ("
-            "  SELECT min(stream) FROM events WHERE stream >= 'source:' AND stream < 'source;'"
-            "  UNION ALL"
-            "  SELECT (SELECT min(stream) FROM events WHERE stream > s.stream AND stream < 'source;')"
-            "  FROM s WHERE s.stream IS NOT NULL) "
-            "SELECT substr(e.stream, 8), e.observed_at, e.observed_us, e.seq FROM s "
-            "JOIN events e ON e.seq = ("
-            "  SELECT seq FROM events WHERE stream = s.stream AND type = 'standing.checked'"
-            "  AND observed_us <= %s AND recorded_us <= %s ORDER BY observed_us DESC, seq DESC LIMIT 1) "
-            "ORDER BY e.stream",
-            (self.t, self.k),
-        )
+        rows = self.store._q(self.conn, _SOURCE_HEADS, (self.t, self.k))
         return [SourceHead(*r) for r in rows]
 
     def work_checks(self, works: Sequence[tuple[str, int]]) -> list[CheckRow]:

@@ -25,6 +25,19 @@ if TYPE_CHECKING:
     from .sqlite_tables import SQLiteTables
 
 FAR_FUTURE = 2**62
+# Statement 4 (see SQLiteReader.source_heads); PostgreSQL runs the same text with %s placeholders.
+SOURCE_HEADS_SQL = (
+    "WITH RECURSIVE s(stream) AS ("
+    "  SELECT min(stream) FROM events WHERE stream >= 'source:' AND stream < 'source;'"
+    "  UNION ALL"
+    "  SELECT (SELECT min(stream) FROM events WHERE stream > s.stream AND stream < 'source;')"
+    "  FROM s WHERE s.stream IS NOT NULL) "
+    "SELECT substr(e.stream, 8), e.observed_at, e.observed_us, e.seq FROM s "
+    "JOIN events e ON e.seq = ("
+    "  SELECT seq FROM events WHERE stream = s.stream AND type = 'standing.checked'"
+    "  AND observed_us <= ? AND recorded_us <= ? ORDER BY observed_us DESC, seq DESC LIMIT 1) "
+    "ORDER BY e.stream"
+)
 _FACT_COLUMNS = "seq, type, observed_at, observed_us, data"
 _ENVELOPE_COLUMNS = (
     "seq, event_id, stream, stream_version, type, observed_at, recorded_at, data, prev_hash, hash"
@@ -327,19 +340,7 @@ class SQLiteReader:
         events_stream_type_time finds its latest check as of T and K, so the cost does not grow
         with the number of checks in the ledger.
         """
-        rows = self.conn.execute(
-            "WITH RECURSIVE s(stream) AS ("
-            "  SELECT min(stream) FROM events WHERE stream >= 'source:' AND stream < 'source;'"
-            "  UNION ALL"
-            "  SELECT (SELECT min(stream) FROM events WHERE stream > s.stream AND stream < 'source;')"
-            "  FROM s WHERE s.stream IS NOT NULL) "
-            "SELECT substr(e.stream, 8), e.observed_at, e.observed_us, e.seq FROM s "
-            "JOIN events e ON e.seq = ("
-            "  SELECT seq FROM events WHERE stream = s.stream AND type = 'standing.checked'"
-            "  AND observed_us <= ? AND recorded_us <= ? ORDER BY observed_us DESC, seq DESC LIMIT 1) "
-            "ORDER BY e.stream",
-            (self.t, self.k),
-        )
+        rows = self.conn.execute(SOURCE_HEADS_SQL, (self.t, self.k))
         return [SourceHead(*r) for r in rows]
 
     def work_checks(self, works: Sequence[tuple[str, int]]) -> list[CheckRow]:

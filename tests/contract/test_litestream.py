@@ -40,6 +40,32 @@ def _event(n: int) -> dict[str, object]:
     return {"type": "measurement.observed", "observed_at": f"2026-11-01T00:00:00.{n:06d}Z", "data": data}
 
 
+def _load(base: str, clients: int, seconds: float) -> list[int]:
+    """Single-event POSTs from `clients` threads for `seconds`; the acknowledged seqs (a refusal fails)."""
+    stop, acked, errors = time.monotonic() + seconds, [], []
+
+    def load(k: int) -> None:
+        with httpx.Client(base_url=base, timeout=30) as c:
+            n = k
+            while time.monotonic() < stop:
+                r = c.post(
+                    "/events", json={"events": [_event(n)]}, headers={"Authorization": "Bearer s3cret"}
+                )
+                if r.status_code != 201:
+                    errors.append(r.text)
+                    return
+                acked.append(r.json()["head"]["seq"])
+                n += clients
+
+    threads = [threading.Thread(target=load, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    return acked
+
+
 def test_replica_restores_after_a_kill(tmp_path: Path) -> None:
     litestream = _litestream()
     db, replica, restored = tmp_path / "ledger.db", tmp_path / "replica", tmp_path / "restored" / "ledger.db"
@@ -50,26 +76,7 @@ def test_replica_restores_after_a_kill(tmp_path: Path) -> None:
     acked: list[int] = []
     try:
         with running_server(db, env={"LEDGER_TOKENS": "s3cret"}, args=["--no-samples"]) as server:
-            stop = time.monotonic() + 3.0
-
-            def load(k: int) -> None:
-                with httpx.Client(base_url=server.base, timeout=30) as c:
-                    n = k
-                    while time.monotonic() < stop:
-                        r = c.post(
-                            "/events",
-                            json={"events": [_event(n)]},
-                            headers={"Authorization": "Bearer s3cret"},
-                        )
-                        assert r.status_code == 201, r.text
-                        acked.append(r.json()["head"]["seq"])
-                        n += 4
-
-            threads = [threading.Thread(target=load, args=(k,)) for k in range(4)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            acked = _load(server.base, clients=4, seconds=3.0)
             time.sleep(2.0)  # ten sync intervals after the last acknowledged append
             server.proc.kill()  # no clean shutdown
             server.proc.wait(timeout=10)
@@ -117,28 +124,10 @@ def test_serve_replicate_flag_then_restore_replica(tmp_path: Path) -> None:
 
     _litestream()
     db, replica, restored = tmp_path / "ledger.db", tmp_path / "replica", tmp_path / "restored.db"
-    acked: list[int] = []
     args = ["--no-samples", "--replicate", str(replica), "--sync-interval", "200ms"]
     with running_server(db, env={"LEDGER_TOKENS": "s3cret"}, args=args) as server:
         assert (replica / "litestream.yml").exists() and _replicators(replica / "litestream.yml")
-        stop = time.monotonic() + 2.0
-
-        def load(k: int) -> None:
-            with httpx.Client(base_url=server.base, timeout=30) as c:
-                n = k
-                while time.monotonic() < stop:
-                    r = c.post(
-                        "/events", json={"events": [_event(n)]}, headers={"Authorization": "Bearer s3cret"}
-                    )
-                    assert r.status_code == 201, r.text
-                    acked.append(r.json()["head"]["seq"])
-                    n += 2
-
-        threads = [threading.Thread(target=load, args=(k,)) for k in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        acked = _load(server.base, clients=2, seconds=2.0)
         time.sleep(2.0)  # ten sync intervals after the last acknowledged append
         server.proc.kill()
         server.proc.wait(timeout=10)
