@@ -181,7 +181,7 @@ def _verify(db: str, as_json: bool, resume: bool) -> None:
 
     ledger = Ledger(db)
     point = ledger.store.tables.verified_point() if resume else None
-    total = ledger.head().seq - (point[0] if point is not None else 0)
+    total = ledger.head().seq - (point.seq if point is not None else 0)
     if total > BAR_THRESHOLD:
         with click.progressbar(length=total, label="verifying", file=sys.stderr) as bar:
 

@@ -83,3 +83,12 @@ class Existing(NamedTuple):
     observed_at: str
     data: bytes
     hash: str
+
+
+class VerifiedPoint(NamedTuple):
+    """Where a full verify last got to: seq, its chain hash, the tree's peaks there, and when."""
+
+    seq: int
+    hash: str
+    peaks: list[bytes]
+    verified_at: str

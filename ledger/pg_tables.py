@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from .codec import decode_data
-from .facts import Fact
+from .facts import Fact, VerifiedPoint
 from .instants import format_recorded, now_us
 from .pg_store import PostgresStore
 
@@ -107,12 +107,12 @@ class PgTables:
             with contextlib.suppress(psycopg.Error):
                 self._q("COMMIT")
 
-    def verified_point(self) -> tuple[int, str, list[bytes], str] | None:
+    def verified_point(self) -> VerifiedPoint | None:
         """(seq, hash, peaks, verified_at) of the last full verify, if remembered."""
         row = self._q("SELECT seq, hash, peaks, verified_at FROM verified_point WHERE id = 1").fetchone()
         if row is None:
             return None
-        return row[0], row[1], [bytes.fromhex(p) for p in row[2].split()], row[3]
+        return VerifiedPoint(row[0], row[1], [bytes.fromhex(p) for p in row[2].split()], row[3])
 
     def save_verified_point(self, seq: int, hash_: str, peaks: Sequence[bytes]) -> None:
         """Remember that seq 1..seq were verified (best effort: a read-only role is skipped)."""

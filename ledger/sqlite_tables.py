@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .codec import decode_data
-from .facts import Fact
+from .facts import Fact, VerifiedPoint
 from .instants import format_recorded, now_us
 from .store import SQLiteStore
 
@@ -102,7 +102,7 @@ class SQLiteTables:
         finally:
             conn.execute("COMMIT")
 
-    def verified_point(self) -> tuple[int, str, list[bytes], str] | None:
+    def verified_point(self) -> VerifiedPoint | None:
         """(seq, hash, peaks, verified_at) of the last full verify, if remembered."""
         row = (
             self._c()
@@ -111,7 +111,7 @@ class SQLiteTables:
         )
         if row is None:
             return None
-        return row[0], row[1], [bytes.fromhex(p) for p in json.loads(row[2])], row[3]
+        return VerifiedPoint(row[0], row[1], [bytes.fromhex(p) for p in json.loads(row[2])], row[3])
 
     def save_verified_point(self, seq: int, hash_: str, peaks: Sequence[bytes]) -> None:
         """Remember that seq 1..seq were verified (best effort: a read-only file is skipped)."""

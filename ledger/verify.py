@@ -78,8 +78,8 @@ def verify_store(
     start = _Start(0, GENESIS, -1, [])
     if resume:
         point = tables.verified_point()
-        if point is not None and tables.event_hash(point[0]) == point[1]:
-            start = _Start(point[0], point[1], tables.recorded_us_at(point[0]), point[2])
+        if point is not None and tables.event_hash(point.seq) == point.hash:
+            start = _Start(point.seq, point.hash, tables.recorded_us_at(point.seq), point.peaks)
         elif point is not None:
             # The remembered point moved: walk everything to name the first break, if there is one.
             full = verify_store(store, progress, every=every)
@@ -87,9 +87,9 @@ def verify_store(
                 return full
             return full._replace(
                 ok=False,
-                first_bad_seq=point[0],
-                reason=f"seq {point[0]} no longer has the hash it had when verified at "
-                f"{point[3]}: the chain was rewritten or cut off up to there",
+                first_bad_seq=point.seq,
+                reason=f"seq {point.seq} no longer has the hash it had when verified at "
+                f"{point.verified_at}: the chain was rewritten or cut off up to there",
             )
     # one consistent read: events appended meanwhile are neither walked nor half-seen in the index
     with tables.consistent_read():
