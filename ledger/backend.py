@@ -27,11 +27,6 @@ class Unsupported(LedgerError):
     http_status = 501
 
 
-def unsupported(feature: str) -> Unsupported:
-    """The error a SQLite-only feature raises on the PostgreSQL backend."""
-    return Unsupported(f"{feature} is not supported on the PostgreSQL backend yet (use SQLite for it)")
-
-
 class WriteTxLike(AppendTx, Protocol):
     """A write transaction: what an append needs, and a savepoint per batch of a group."""
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .append import AppendResult, append_batch
-from .backend import Store, is_pg_url, open_store, unsupported
+from .backend import Store, Unsupported, is_pg_url, open_store
 from .codec import canonical, check_rules, check_types
 from .errors import NotFound
 from .events import Event
@@ -45,7 +45,7 @@ class Ledger:
     def path(self) -> Path:
         """The SQLite file (Unsupported on PostgreSQL, which has no file)."""
         if self._path is None:
-            raise unsupported("A database file path")
+            raise Unsupported(f"a PostgreSQL ledger has no database file (it is {self.url})")
         return self._path
 
     def close(self) -> None:
