@@ -45,7 +45,7 @@ class Ledger:
     def path(self) -> Path:
         """The SQLite file (Unsupported on PostgreSQL, which has no file)."""
         if self._path is None:
-            raise Unsupported(f"a PostgreSQL ledger has no database file (it is {self.url})")
+            raise Unsupported("a PostgreSQL ledger has no database file (its location is Ledger.url)")
         return self._path
 
     def close(self) -> None:
