@@ -110,11 +110,6 @@ WHY_PG: dict[str, str] = {
         "(baseline.into_product_schema) shows what the schema alone costs. The profile shows the "
         "writer thread waiting on the server."
     ),
-    "projection": (
-        "PgReader.source_heads numbers every standing check in the ledger with a window function to "
-        "find the latest per source (as SQLite's statement does), so its cost grows with the number of "
-        "checks; bench/proposed.py's replacement is written for SQLite only."
-    ),
     "verify": (
         "verify re-encodes each body, recomputes its link hash and Merkle leaf, and rebuilds the "
         "check_works rows of every standing check, over rows read from the server in 5000-row pages; the "
@@ -122,9 +117,11 @@ WHY_PG: dict[str, str] = {
         "split."
     ),
     "get_record": (
-        "The route answers from its record cache, keyed by the head, but reads the head with a blocking "
-        "PostgreSQL round trip on the event loop (api/routes.py record_json: ledger.head()), so the 8 "
-        "clients' requests wait for each other's round trips; the profile shows PostgresStore.head "
-        "under the route."
+        "The route answers from its record cache, keyed by the head, so every request first reads the "
+        "head from the server: a round trip, made in the thread pool (api/routes.py record_json, "
+        "store.local is False) so that the event loop is not held. The static reference makes no round "
+        "trip at all. The profile shows PostgresStore.head and the hand-offs to and from the pool "
+        "(Condition.wait) under the route; a head pushed to each node (LISTEN/NOTIFY) instead of read "
+        "per request would remove the round trip."
     ),
 }
