@@ -2,47 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
 from ledger.service import Ledger
-from tests.api_fixtures import free_port
+from tests.api_fixtures import running_server
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"
 TOKEN = "s3cret"
 PER_THREAD = 25
-
-
-@contextmanager
-def node(url: str) -> Iterator[str]:
-    """One API process on a free loopback port over `url` (the app factory `ledger serve` runs)."""
-    port = free_port()
-    env = {**os.environ, "LEDGER_DB": url, "LEDGER_TOKENS": TOKEN, "LEDGER_SSE_POLL": "0.05"}
-    cmd = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--port", str(port)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.stderr else ""
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def _event(n: int) -> dict[str, object]:
@@ -55,9 +25,16 @@ def _event(n: int) -> dict[str, object]:
     }
 
 
-def test_two_nodes_one_ledger(pg_url: str) -> None:
+def test_two_nodes_one_ledger(pg_url: str, tmp_path: Path) -> None:
+    """Two `ledger serve` processes on different ports over one PostgreSQL database."""
     Ledger(pg_url).import_bytes(FIXTURE.read_bytes())
-    with node(pg_url) as a, node(pg_url) as b:
+    env = {"LEDGER_TOKENS": TOKEN, "LEDGER_SSE_POLL": "0.05"}
+    with (
+        running_server(pg_url, env=env, args=["--no-samples"], cwd=tmp_path) as node_a,
+        running_server(pg_url, env=env, args=["--no-samples"], cwd=tmp_path) as node_b,
+    ):
+        a, b = node_a.base, node_b.base
+        assert a != b
         seen: list[int] = []
         ready = threading.Event()
 
@@ -76,13 +53,17 @@ def test_two_nodes_one_ledger(pg_url: str) -> None:
         answers: list[dict[str, object]] = []
         lock = threading.Lock()
 
+        per_writer: dict[int, list[int]] = {}
+
         def write(base: str, first: int) -> None:
+            mine = per_writer.setdefault(first, [])
             with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as c:
                 for n in range(first, first + PER_THREAD):
                     r = c.post("/events", json={"events": [_event(n)]})
                     assert r.status_code == 201, r.text
                     with lock:
                         answers.append(r.json()["events"][0])
+                    mine.append(int(r.json()["events"][0]["seq"]))
 
         writers = [
             threading.Thread(target=write, args=(base, i * PER_THREAD)) for i, base in enumerate([a, b, a, b])
@@ -94,6 +75,8 @@ def test_two_nodes_one_ledger(pg_url: str) -> None:
         sse.join(30)
         assert sorted(int(str(x["seq"])) for x in answers) == list(range(133, 133 + 4 * PER_THREAD))
         assert seen == list(range(133, 133 + 4 * PER_THREAD))  # node A streamed node B's appends too
+        # each client's acknowledged appends hold seqs in the order it was told of them
+        assert all(seqs == sorted(seqs) and len(seqs) == PER_THREAD for seqs in per_writer.values())
         report = httpx.get(b + "/healthz").status_code
         assert report == 200
     ledger = Ledger(pg_url)
