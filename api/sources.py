@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from ledger.codec import canonical
 from ledger.errors import InvalidEvent
 from ledger.instants import now_us
+from ledger.limits import RateLimiter
 from ledger.sources import SOURCES, ingest
 from projections.diff import record_changes
 
@@ -85,16 +86,21 @@ async def post_ingest(
     """The body is the file. 201 when events were appended, 200 when all were already there;
     422 when the body is not the named format (nothing written). Answers the ingest summary."""
     settings = settings_of(request)
-    # auth first: a refused client never gets its body read
-    require_writer(request, settings)
+    # auth (and rate) first: a refused client never gets its body read
+    token = require_writer(request, settings)
     if source not in SOURCES:
         raise InvalidEvent("source", f"unknown source {source!r}; one of {', '.join(SOURCES)}")
     limit = getattr(settings, "max_ingest_body", None) or DEFAULT_MAX_INGEST_BODY
     body = await _spool(request, limit)
+    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    charge = 1  # a refused file costs an attempt, so a client cannot spin on bad files
     try:
         summary = await run_in_threadpool(ingest, ledger_of(request), source, body, observed_at, id)
+        charge = max(1, summary.appended + summary.duplicates)
     finally:
         body.close()
+        if limiter is not None:
+            limiter.charge(token, charge)  # as POST /events: let in while not in debt, then charged
     assert summary.head is not None
     return Response(
         canonical(summary.to_dict()),

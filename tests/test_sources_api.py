@@ -136,3 +136,30 @@ def test_openapi_documents_both_routes(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert "text/csv" in paths["/ingest/{source}"]["post"]["requestBody"]["content"]
     assert {p["name"] for p in paths["/paper/{arxiv_id}/changes"]["get"]["parameters"]} >= {"from", "to"}
+
+
+def test_ingest_is_charged_to_the_tokens_rate(imported_ledger: Ledger) -> None:
+    """An ingest is let in while its token is not in debt, then charged its events; refused files cost one."""
+    from api.auth import hash_token
+    from ledger.limits import RateLimiter
+
+    key = hash_token(TOKEN)
+    client = _client(imported_ledger)
+    now = [1000.0]
+    limiter = RateLimiter(1.0, 2.0, clock=lambda: now[0])
+    client.app.state.rate_limiter = limiter  # type: ignore[attr-defined]
+    bad = client.post("/ingest/crossref", params={"observed_at": T_INGEST}, content=b"not json", headers=AUTH)
+    assert bad.status_code == 422
+    assert limiter.wait(key) == 0  # charged 1 of its 2
+    r = client.post("/ingest/retraction-watch", params={"observed_at": T_INGEST}, content=RW, headers=AUTH)
+    assert r.status_code == 201 and r.json()["appended"] >= 1
+    head = imported_ledger.head()
+    again = client.post(
+        "/ingest/retraction-watch", params={"observed_at": T_INGEST}, content=RW, headers=AUTH
+    )
+    assert again.status_code == 429 and again.json()["error"]["code"] == "rate_limited"
+    assert imported_ledger.head() == head
+    now[0] += 60  # refilled
+    assert limiter.wait(key) == 0
+    ok = client.post("/ingest/retraction-watch", params={"observed_at": T_INGEST}, content=RW, headers=AUTH)
+    assert ok.status_code == 200 and ok.json()["duplicates"] >= 1
