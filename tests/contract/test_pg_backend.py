@@ -1,4 +1,6 @@
-"""What only PostgreSQL needs showing: triggers, tamper detection, statement budget, the API over it."""
+"""What only PostgreSQL needs showing: its triggers, a tamper behind them, the API, a restored database.
+
+The statement budget on PostgreSQL is tests/test_record.py's, in the suite's PostgreSQL pass."""
 
 from __future__ import annotations
 
@@ -11,9 +13,8 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
-from ledger.events import Event
 from ledger.service import Ledger
-from tests.factories import check, citation, oid_of, paper, resolution, ts, work
+from tests.factories import paper, ts
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"
 
@@ -55,40 +56,6 @@ def test_verify_names_an_event_edited_behind_the_triggers(loaded: Ledger) -> Non
     report = loaded.verify()
     assert not report.ok and report.first_bad_seq == 1
     assert report.reason == "stored bytes do not match the stored hash (the event was altered)"
-
-
-def test_statement_budget_150_references_30_inbound(pg_url: str) -> None:
-    """caps.database_statements = 6 on PostgreSQL too: counted by the store's statement trace."""
-    pid = "2101.00001"
-    events: list[Event] = [paper(pid, ts(0)), paper("2101.00002", ts(0, 1)), paper("2101.00003", ts(0, 2))]
-    events.append(check("crossref", ts(500), None))
-    for n in range(150):
-        w = work(f"w-{n}", ts(1, n), pith="2101.00002" if n % 2 else None)
-        events.append(citation(oid_of(n), pid, ts(1, n), n, w))
-        events.append(resolution(oid_of(n), ts(2, n), cited_arxiv="2101.00002" if n % 2 else "2101.00003"))
-    for n in range(30):
-        citing = f"2201.{n:05d}"
-        events.append(paper(citing, ts(3, n)))
-        events.append(citation(oid_of(1000 + n), citing, ts(4, n), 0, work(f"x-{n}", ts(4, n))))
-        events.append(resolution(oid_of(1000 + n), ts(5, n), cited_arxiv=pid))
-    ledger = Ledger(pg_url)
-    ledger.append(events)
-    ledger.record(pid)
-    statements: list[str] = []
-    ledger.store.trace = statements  # type: ignore[attr-defined]
-    try:
-        rec, _, _ = ledger.record(pid)
-    finally:
-        ledger.store.trace = None  # type: ignore[attr-defined]
-    counted = [
-        s
-        for s in statements
-        if not s.startswith(("BEGIN", "COMMIT")) and "ORDER BY seq DESC LIMIT 1" not in s
-    ]
-    assert rec["reference_resolution"]["total_outbound_references"] == 150
-    assert len(rec["inbound"]) == 30
-    assert all(o["standing_notice"]["state"] == "measured" for o in rec["outbound"])
-    assert 5 <= len(counted) <= rec["caps"]["database_statements"], counted
 
 
 def test_api_over_postgresql(loaded: Ledger) -> None:
