@@ -65,7 +65,7 @@ def backup(
     started = time.monotonic()
     # Side files first: a checkpoint signed later than the snapshot below could name more events
     # than the copy holds, and the restored ledger would then rightly refuse to sign.
-    copied = [s for s in SIDE_FILES if _copy_private(_side(src_path, s), _side(dest_path, s))]
+    copied = [s for s in SIDE_FILES if copy_private(_side(src_path, s), _side(dest_path, s))]
     _create_private(dest_path)
     source = sqlite3.connect(src_path, isolation_level=None, timeout=60)
     target = sqlite3.connect(dest_path, isolation_level=None)
@@ -124,7 +124,7 @@ def _backup_postgresql(url: str, dest_path: Path, verify: bool) -> BackupReport:
     copied = [
         s
         for s, origin in ((".key", Path(key) if key else None), (".tokens", None))
-        if _copy_private(origin or source.tables.side_file(s), _side(dest_path, s))
+        if copy_private(origin or source.tables.side_file(s), _side(dest_path, s))
     ]
     # the checkpoint before the events, as above: it never names more events than the copy holds
     note = source.tables.last_checkpoint()
@@ -153,7 +153,8 @@ def _create_private(path: Path) -> None:
     os.close(fd)
 
 
-def _copy_private(src: Path, dest: Path) -> bool:
+def copy_private(src: Path, dest: Path) -> bool:
+    """Copy `src` to the new file `dest`, mode 600 from its creation and fsynced; False if no `src`."""
     if not src.exists():
         return False
     _create_private(dest)

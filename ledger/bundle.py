@@ -17,7 +17,7 @@ import msgspec
 
 from . import merkle_store
 from .chain import link_hash
-from .checkpoint import Checkpoint, Checkpointer, NoteError, Verifier, open_checkpoint, parse_checkpoint
+from .checkpoint import Checkpoint, Checkpointer, NoteError, Verifier, open_checkpoint, unsigned_checkpoint
 from .codec import canonical, decode_data, envelope_json
 from .errors import NotFound
 from .events import StoredEvent
@@ -153,7 +153,7 @@ def _checkpoint(note: str, pinned: Verifier, problems: list[str]) -> Checkpoint 
         problems.append(f"checkpoint: {e.message}")
     # Keep checking the proofs against the unsigned checkpoint, to name every failure at once.
     try:
-        return parse_checkpoint(note[: note.rfind("\n\n") + 1])
+        return unsigned_checkpoint(note)
     except NoteError:
         return None
 

@@ -211,6 +211,23 @@ def parse_checkpoint(text: str) -> Checkpoint:
     return Checkpoint(origin, int(size), root)
 
 
+def unsigned_checkpoint(note: str) -> Checkpoint:
+    """The checkpoint a signed note carries, its signatures not checked (NoteError if it does not parse)."""
+    return parse_checkpoint(note[: note.rfind("\n\n") + 1])
+
+
+def read_note_file(path: Path) -> str | None:
+    """A checkpoint note kept in a file, or None when there is none."""
+    return path.read_text() if path.exists() else None
+
+
+def write_note_file(path: Path, note: str) -> None:
+    """Replace the note kept in `path` atomically (a reader sees the old note or the new one)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(note)
+    os.replace(tmp, path)
+
+
 class SignedCheckpoint(NamedTuple):
     """A checkpoint and its signed note."""
 

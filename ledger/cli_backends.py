@@ -59,18 +59,13 @@ def migrate(source: str, target: str, batch: int) -> None:
 def carry_side_state(src: Store, dst: Store) -> list[str]:
     """Give the target the source's signing key and token file where it has none, and the last signed
     checkpoint when both sign with the same key (checked against the copied tree before it is kept)."""
-    import os
-    import shutil
-
+    from .backup import copy_private
     from .checkpoint import Checkpointer
 
     carried: list[str] = []
     for suffix in (".key", ".tokens"):
         origin, target = src.tables.side_file(suffix), dst.tables.side_file(suffix)
-        if origin.exists() and not target.exists():
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as out, origin.open("rb") as inp:
-                shutil.copyfileobj(inp, out)
+        if not target.exists() and copy_private(origin, target):
             carried.append(str(target))
     src_key, dst_key = Checkpointer.for_db(src).key_path, Checkpointer.for_db(dst).key_path
     same_key = src_key.exists() and dst_key.exists() and src_key.read_bytes() == dst_key.read_bytes()

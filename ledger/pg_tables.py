@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -12,6 +11,8 @@ from typing import Any
 
 import psycopg
 
+from .backend import side_path
+from .checkpoint import NoteError, read_note_file, unsigned_checkpoint, write_note_file
 from .codec import decode_data
 from .facts import Fact, VerifiedPoint
 from .instants import format_recorded, now_us
@@ -34,8 +35,6 @@ class PgTables:
 
     def side_file(self, suffix: str) -> Path:
         """A file of this ledger (the signing key, tokens): see backend.side_path."""
-        from .backend import side_path
-
         return side_path(self.store.url, suffix)
 
     # -- Merkle nodes ----------------------------------------------------------------
@@ -156,9 +155,8 @@ class PgTables:
         """The last signed checkpoint note: the larger of the database's and this node's copy."""
         row = self._q("SELECT note FROM signed_checkpoint WHERE id = 1").fetchone()
         notes = [str(row[0])] if row is not None else []
-        mirror = self.side_file(".checkpoint")
-        if mirror.exists():
-            notes.append(mirror.read_text())
+        mirror = read_note_file(self.side_file(".checkpoint"))
+        notes += [mirror] if mirror is not None else []
         return max(notes, key=_note_size) if notes else None
 
     def save_checkpoint(self, note: str) -> None:
@@ -168,10 +166,7 @@ class PgTables:
             "ON CONFLICT (id) DO UPDATE SET note = excluded.note",
             (note,),
         )
-        mirror = self.side_file(".checkpoint")
-        tmp = mirror.with_name(f"{mirror.name}.{os.getpid()}.tmp")
-        tmp.write_text(note)
-        os.replace(tmp, mirror)
+        write_note_file(self.side_file(".checkpoint"), note)
 
     @contextmanager
     def signing(self) -> Iterator[None]:
@@ -218,6 +213,8 @@ class PgTables:
 
 
 def _note_size(note: str) -> int:
-    """The tree size of a checkpoint note (its second line); an unreadable note wins, to be refused loudly."""
-    lines = note.split("\n")
-    return int(lines[1]) if len(lines) > 1 and lines[1].isdigit() else sys.maxsize
+    """The tree size of a signed checkpoint note; an unreadable note wins, to be refused loudly."""
+    try:
+        return unsigned_checkpoint(note).size
+    except NoteError:
+        return sys.maxsize

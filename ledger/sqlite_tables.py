@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .backend import side_path
+from .checkpoint import read_note_file, write_note_file
 from .codec import decode_data
 from .facts import Fact, VerifiedPoint
 from .instants import format_recorded, now_us
@@ -31,8 +33,6 @@ class SQLiteTables:
 
     def side_file(self, suffix: str) -> Path:
         """The file `<db><suffix>` next to the database."""
-        from .backend import side_path
-
         return side_path(self.store.path, suffix)
 
     # -- Merkle nodes ----------------------------------------------------------------
@@ -145,15 +145,11 @@ class SQLiteTables:
 
     def last_checkpoint(self) -> str | None:
         """The last signed checkpoint note (kept in <db>.checkpoint), if any."""
-        state = self.side_file(".checkpoint")
-        return state.read_text() if state.exists() else None
+        return read_note_file(self.side_file(".checkpoint"))
 
     def save_checkpoint(self, note: str) -> None:
         """Replace the last signed checkpoint (inside `signing`)."""
-        state = self.side_file(".checkpoint")
-        tmp = state.with_name(f"{state.name}.{os.getpid()}.tmp")
-        tmp.write_text(note)
-        os.replace(tmp, state)
+        write_note_file(self.side_file(".checkpoint"), note)
 
     @contextmanager
     def signing(self) -> Iterator[None]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import merkle_store as ms
 from .append import check_rows
 from .chain import GENESIS, row_break
-from .checkpoint import Checkpoint, NoteError, parse_checkpoint
+from .checkpoint import Checkpoint, NoteError, unsigned_checkpoint
 from .codec import decode_data
 from .events import StandingChecked
 from .facts import Head
@@ -241,7 +241,7 @@ def _held_checkpoint(tables: Tables) -> Checkpoint | str | None:
     if note is None:
         return None
     try:
-        return parse_checkpoint(note[: note.rfind("\n\n") + 1])
+        return unsigned_checkpoint(note)
     except NoteError as e:
         return f"the last signed checkpoint does not parse: {e.message}"
 
