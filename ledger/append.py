@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from .chain import body_bytes, link_hash
-from .codec import canonical, derived_event_id, type_of
+from .codec import canonical, check_ijson_data, derived_event_id, type_of
 from .errors import Conflict, InvalidEvent
 from .events import CitationObserved, Event, ResolutionObserved, StandingChecked
 from .facts import CheckWorkRow, Existing, Head, Row
@@ -90,6 +90,7 @@ def append_batch(
     pending = []
     for i, e in enumerate(events):
         data = canonical(e.data)
+        check_ijson_data(data, e, _place(places, i))
         pending.append(_Pending(i, e, e.event_id or derived_event_id(e, data), type_of(e), data))
     head, last_recorded = tx.head()
     stored = tx.existing(sorted({p.event_id for p in pending}))

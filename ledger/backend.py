@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from . import ijson
 from .append import AppendTx, check_rows
 from .chain import GENESIS, row_break
 from .codec import decode_data
@@ -121,6 +123,13 @@ def side_path(db: str | os.PathLike[str], suffix: str) -> Path:
 def open_store(db: str | os.PathLike[str], *, synchronous: str = "FULL") -> Store:
     """A SQLiteStore for a path, a PostgresStore for a postgresql:// URL."""
     if is_pg_url(db):
+        try:
+            import psycopg  # noqa: F401 - only to say which extra is missing
+        except ImportError:
+            raise Unsupported(
+                "a postgresql:// ledger needs the PostgreSQL driver (psycopg 3): "
+                "pip install 'citation-ledger[postgresql]'"
+            ) from None
         from .pg_store import PostgresStore
 
         return PostgresStore(str(db))
@@ -169,6 +178,8 @@ def copy_ledger(
             f"the target already holds {held.seq} events: migrate copies into an empty ledger only",
             details={"target_head": held.seq},
         )
+    if dst.kind == "postgresql":
+        _refuse_unstorable(src, batch)
     walker = ChainWalker()
     rows: list[Row] = []
     for r in src.iter_chain(batch=batch):
@@ -200,6 +211,29 @@ def copy_ledger(
     if rows:
         _insert_chained(dst, rows, walker)
     return Head(walker.last_seq, walker.prev)
+
+
+def _refuse_unstorable(src: Store, batch: int) -> None:
+    """Before anything is copied: name every stored event PostgreSQL text cannot hold (U+0000)."""
+    seqs = [
+        row[0]
+        for row in src.iter_chain(batch=batch)
+        if "\\u0000" in row[7] and ijson.first_problem(json.loads(row[7])) is not None
+    ]
+    if seqs:
+        shown = ", ".join(map(str, seqs[:20])) + (f" and {len(seqs) - 20} more" if len(seqs) > 20 else "")
+        raise Unstorable(
+            f"{len(seqs)} stored event(s) hold the character U+0000, which PostgreSQL text cannot store: "
+            f"seq {shown}; nothing was copied (they stay verifiable where they are)",
+            details={"seqs": seqs},
+        )
+
+
+class Unstorable(LedgerError):
+    """Events the target backend cannot store byte for byte."""
+
+    code = "unstorable"
+    http_status = 422
 
 
 def _insert_chained(dst: Store, rows: list[Row], walker: ChainWalker) -> None:

@@ -21,7 +21,18 @@ def _ledger(db: str):  # type: ignore[no-untyped-def]
     return Ledger(db)
 
 
-@click.group()
+class _Group(click.Group):
+    """A LedgerError of any command (a refused input, a missing driver) is one line on stderr."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the command; a LedgerError leaves as `error: ...` and exit 1."""
+        try:
+            return super().invoke(ctx)
+        except LedgerError as e:
+            fail(e)
+
+
+@click.group(cls=_Group)
 @click.version_option(package_name="citation-ledger")
 def main() -> None:
     """citation-ledger: a hash-chained ledger of citation observations and point-in-time records."""

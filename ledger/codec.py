@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from . import ijson
 from .errors import InvalidEvent
 from .events import (
     DATA_TYPES,
@@ -25,7 +26,6 @@ from .instants import now_us, parse_ts
 _ENCODER = msgspec.json.Encoder(order="sorted")
 _EVENT_DECODER = msgspec.json.Decoder(Event)
 _DATA_DECODERS = {name: msgspec.json.Decoder(t) for name, t in DATA_TYPES.items()}
-_ANY_DECODER = msgspec.json.Decoder()
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 ARXIV_RE = re.compile(r"\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7}")
@@ -39,31 +39,8 @@ def canonical(value: Any) -> bytes:
 
 
 def decode_json(raw: bytes | str, where: str = "") -> Any:
-    """Plain JSON -> Python values, refusing floats anywhere."""
-    try:
-        value = _ANY_DECODER.decode(raw)
-    except msgspec.DecodeError as e:
-        raise InvalidEvent(where, f"not valid JSON ({e})") from None
-    path = _find_float(value, where)
-    if path is not None:
-        raise InvalidEvent(path, "floats are not allowed (use integers or strings)")
-    return value
-
-
-def _find_float(value: Any, path: str) -> str | None:
-    if isinstance(value, float):
-        return path or "$"
-    if isinstance(value, dict):
-        for k, v in value.items():
-            found = _find_float(v, f"{path}.{k}" if path else str(k))
-            if found:
-                return found
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            found = _find_float(v, f"{path}[{i}]")
-            if found:
-                return found
-    return None
+    """A body or a line -> Python values, refused unless it is I-JSON with no floats (ijson.loads)."""
+    return ijson.loads(raw, where)
 
 
 def msgspec_where(err: msgspec.ValidationError, prefix: str) -> tuple[str, str]:
@@ -142,6 +119,21 @@ def _uuid(value: str, where: str) -> None:
 def _work(work: CitedWork | None, where: str) -> None:
     if work is not None:
         _ts(work.snapshot_observed_at, f"{where}.snapshot_observed_at")
+        _safe_int(work.year, f"{where}.year")
+
+
+def _safe_int(value: int | None, where: str) -> None:
+    # the data's only integers; a body was checked when parsed, an event built in code is checked here
+    if value is not None and not -ijson.MAX_SAFE_INTEGER <= value <= ijson.MAX_SAFE_INTEGER:
+        raise InvalidEvent(where, ijson.BIG_INTEGER)
+
+
+def check_ijson_data(data: bytes, event: Event, where: str) -> None:
+    """Refuse U+0000 in the encoded data of an event (the encoder escapes it, so a scan finds it)."""
+    if b"\\u0000" in data:
+        found = ijson.first_problem(msgspec.to_builtins(event.data), f"{where}.data")
+        if found is not None:
+            raise InvalidEvent(*found)
 
 
 def check_rules(event: Event, where: str, now: int | None = None) -> None:
@@ -157,9 +149,11 @@ def check_rules(event: Event, where: str, now: int | None = None) -> None:
         _arxiv(event.data.arxiv_id, f"{d}.arxiv_id")
         _ts(event.data.submitted_at, f"{d}.submitted_at")
         _ts(event.data.last_updated, f"{d}.last_updated")
+        _safe_int(event.data.version, f"{d}.version")
     elif isinstance(event, CitationObserved):
         _uuid(event.data.observation_id, f"{d}.observation_id")
         _arxiv(event.data.citing_arxiv_id, f"{d}.citing_arxiv_id")
+        _safe_int(event.data.reference_index, f"{d}.reference_index")
         _work(event.data.cited_work, f"{d}.cited_work")
     elif isinstance(event, ResolutionObserved):
         _uuid(event.data.observation_id, f"{d}.observation_id")
@@ -170,6 +164,7 @@ def check_rules(event: Event, where: str, now: int | None = None) -> None:
         _check_standing(event, d)
     elif isinstance(event, MeasurementObserved):
         _arxiv(event.data.arxiv_id, f"{d}.arxiv_id")
+        _safe_int(event.data.value, f"{d}.value")
 
 
 def _check_standing(event: StandingChecked, d: str) -> None:

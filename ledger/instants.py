@@ -15,6 +15,9 @@ _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DAY_US = 86_400_000_000
 _ONE_US = timedelta(microseconds=1)
+# The instants a datetime can spell in UTC: an offset may carry a wall time past them (9999-12-31T23:59-01:00).
+MIN_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // _ONE_US
+MAX_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - _EPOCH) // _ONE_US
 
 
 @lru_cache(maxsize=65536)  # an event's instant is read by validation, append and projection alike
@@ -35,7 +38,10 @@ def parse_ts(text: str) -> int:
         dt = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
     except ValueError as e:
         raise ValueError(f"invalid timestamp {text!r}: {e}") from None
-    return (dt - _EPOCH) // _ONE_US
+    us = (dt - _EPOCH) // _ONE_US
+    if not MIN_US <= us <= MAX_US:
+        raise ValueError(f"{text!r} is outside 0001-01-01T00:00:00Z..9999-12-31T23:59:59.999999Z in UTC")
+    return us
 
 
 def parse_as_of(text: str) -> int:

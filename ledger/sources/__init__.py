@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from collections.abc import Callable
 from typing import IO
 
@@ -62,10 +64,18 @@ def parse_source(
     # the Retraction Watch export is known to carry stray non-UTF-8 bytes in names: they are
     # replaced rather than refusing 60k rows over one author; the fields matched on are ASCII
     errors = "replace" if source == "retraction-watch" else "strict"
-    with open_text(data, progress, errors) as text:
-        if source in STANDING:
-            return STANDING[source](text, WorkIndex(works_known(ledger.store, t)), summary)
-        return counts.parse(source, text, PaperIndex(papers_known(ledger.store, t)), summary, paper_id)
+    try:
+        with open_text(data, progress, errors) as text:
+            if source in STANDING:
+                return STANDING[source](text, WorkIndex(works_known(ledger.store, t)), summary)
+            return counts.parse(source, text, PaperIndex(papers_known(ledger.store, t)), summary, paper_id)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        # a .gz file cut short or damaged: what there is of it may parse, but it is not the file
+        raise InvalidEvent(
+            "file", f"a damaged gzip stream ({e or type(e).__name__}); nothing written"
+        ) from None
+    except RecursionError:
+        raise InvalidEvent("file", "JSON nested too deeply to read; nothing written") from None
 
 
 def ingest(

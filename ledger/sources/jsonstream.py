@@ -14,6 +14,8 @@ from typing import IO, Any
 _NON_WS = re.compile(r"[^ \t\n\r]")
 _NUMBER = re.compile(r"[-+0-9.eE]*")
 _CHUNK = 1 << 16
+# One item of a dump (a work, a page's metadata) is kilobytes; a bigger one is a bomb, not data.
+MAX_VALUE_CHARS = 32 * 1024 * 1024
 STREAMED = object()  # stands for a list that was handed out item by item
 
 
@@ -36,6 +38,10 @@ class JsonStream:
     def _more(self, at_least: int = 0) -> bool:
         if self._eof:
             return False
+        if len(self._buf) - self._pos > MAX_VALUE_CHARS:
+            raise JsonSyntaxError(
+                f"a value at character {self.offset()} is longer than {MAX_VALUE_CHARS} characters"
+            )
         # read at least as much again as is pending, so retrying a long value stays linear overall
         data = self._text.read(max(self._chunk, at_least))
         if not data:
