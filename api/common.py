@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
 from fastapi import Request
 
 from ledger.codec import ARXIV_RE
@@ -10,7 +14,7 @@ from ledger.facts import Head
 from ledger.instants import parse_as_of
 from ledger.service import Ledger
 
-from .errors import PayloadTooLarge
+from .errors import PayloadTooLarge, RequestTimeout
 from .settings import Settings
 
 HEAD_HEADER = "Ledger-Head"
@@ -59,18 +63,50 @@ def head_json(head: Head) -> dict[str, int | str]:
     return {"seq": head.seq, "hash": head.hash}
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to exceed `limit` bytes."""
+async def body_chunks(request: Request, limit: int, what: str = "the limit") -> AsyncIterator[bytes]:
+    """The body's chunks: 413 past `limit` bytes, 408 when it arrives slower than the settings allow.
+
+    A client has `body_timeout` seconds for its whole body, plus one second per `body_min_rate` bytes
+    received (a 500 MB source file on a good line is fine); a body trickled a byte at a time is not.
+    """
+    settings = settings_of(request)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(
-            f"the body is {int(declared)} bytes; the limit is {limit} bytes",
+            f"the body is {int(declared)} bytes; {what} is {limit} bytes",
             details={"limit": limit, "content_length": int(declared)},
         )
-    # Count while streaming too: a chunked body has no Content-Length to trust.
+    start = time.monotonic()
+    received = 0
+    chunks = request.stream().__aiter__()
+    while True:
+        allowed = settings.body_timeout + received / settings.body_min_rate
+        try:
+            # the deadline moves with what arrived, and covers a client that stops sending at all
+            chunk = await asyncio.wait_for(chunks.__anext__(), max(start + allowed - time.monotonic(), 0))
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise RequestTimeout(
+                f"the body did not arrive in time: {received} bytes in {time.monotonic() - start:.1f} s; "
+                f"a body has {settings.body_timeout:g} s (LEDGER_BODY_TIMEOUT) plus 1 s per "
+                f"{settings.body_min_rate} bytes received (LEDGER_BODY_MIN_RATE)",
+                details={
+                    "received": received,
+                    "timeout_s": settings.body_timeout,
+                    "min_rate": settings.body_min_rate,
+                },
+            ) from None
+        received += len(chunk)
+        # Count while streaming too: a chunked body has no Content-Length to trust.
+        if received > limit:
+            raise PayloadTooLarge(f"the body exceeds {what} of {limit} bytes", details={"limit": limit})
+        yield chunk
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The whole body in memory (bounded by `limit`), under body_chunks' size and time limits."""
     body = bytearray()
-    async for chunk in request.stream():
+    async for chunk in body_chunks(request, limit):
         body += chunk
-        if len(body) > limit:
-            raise PayloadTooLarge(f"the body exceeds the limit of {limit} bytes", details={"limit": limit})
     return bytes(body)

@@ -6,9 +6,11 @@ import asyncio
 import functools
 import json
 import os
+from http import HTTPStatus
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
+import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -27,17 +29,117 @@ def _idle_timeout() -> float:
     return Settings.from_env().idle_timeout
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, plus a deadline for a new connection's first byte.
+# A request line and headers above this are refused with 431 (h11's own bound, in our error shape).
+MAX_HEAD_BYTES = 16 * 1024
+# After a refusal, what the client still sends is read and dropped for a moment, so that closing does
+# not reset the connection before the client has read the answer (a lingering close, as httpd does).
+LINGER_S = 2.0
+LINGER_BYTES = 4 * 1024 * 1024
 
-    uvicorn times out an idle keep-alive connection only after a first response; a socket opened and
-    left silent would be held for ever, and enough of them would exhaust the server's descriptors.
+
+def raw_error(status: int, code: str, message: str) -> bytes:
+    """A whole HTTP/1.1 error answer in the JSON error shape, closing the connection."""
+    body = json.dumps({"error": {"code": code, "message": message, "details": None}}).encode()
+    phrase = HTTPStatus(status).phrase
+    head = (
+        f"HTTP/1.1 {status} {phrase}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, plus a deadline for each request head and JSON refusals of bad heads.
+
+    uvicorn times out a connection only while it is silent: one that sends a header line now and then
+    would be held for ever, and enough of them exhaust the server's descriptors. Here the whole request
+    line and headers must arrive within LEDGER_IDLE_TIMEOUT of the connection (or of the last answer).
     """
 
+    _head_timer: asyncio.TimerHandle | None = None
+    _head_bytes = 0
+    _lingering = 0
+
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        """Start the idle timer; the first byte received cancels it (uvicorn's own keep-alive path)."""
+        """Start the head deadline."""
         super().connection_made(transport)
-        self.timeout_keep_alive_task = self.loop.call_later(_idle_timeout(), self.timeout_keep_alive_handler)
+        self._start_head_timer()
+
+    def _start_head_timer(self) -> None:
+        self._stop_head_timer()
+        self._head_bytes = 0
+        self._head_timer = self.loop.call_later(_idle_timeout(), self._head_timeout)
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _waiting_for_head(self) -> bool:
+        return self.conn.their_state is h11.IDLE
+
+    def data_received(self, data: bytes) -> None:
+        """Feed h11, unless the head is over its size; stop the deadline once a head is complete."""
+        if self._lingering:
+            self._lingering += len(data)
+            if self._lingering > LINGER_BYTES:
+                self.transport.close()
+            return
+        if self._waiting_for_head():
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._refuse(
+                    431,
+                    "request_header_fields_too_large",
+                    f"the request line and headers exceed {MAX_HEAD_BYTES} bytes",
+                )
+                return
+        super().data_received(data)
+        if not self._waiting_for_head():
+            self._stop_head_timer()
+
+    def on_response_complete(self) -> None:
+        """The next request's head gets its own deadline (pipelined heads may already be complete)."""
+        super().on_response_complete()
+        if self.transport.is_closing() or not self._waiting_for_head():
+            self._stop_head_timer()
+        elif self._head_timer is None:
+            self._start_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """Drop the deadline with the connection."""
+        self._stop_head_timer()
+        super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        """A malformed request gets the JSON error shape, like every other refusal."""
+        self._refuse(400, "bad_request", "the request is not valid HTTP/1.1")
+
+    def _head_timeout(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing() or not self._waiting_for_head():
+            return
+        if self._head_bytes:
+            self._refuse(
+                408,
+                "request_timeout",
+                f"the request line and headers did not arrive within {_idle_timeout():g} s "
+                "(LEDGER_IDLE_TIMEOUT)",
+            )
+        else:  # nothing asked: nothing to answer
+            self.transport.close()
+
+    def _refuse(self, status: int, code: str, message: str) -> None:
+        self._stop_head_timer()
+        self._unset_keepalive_if_required()
+        self.logger.info("refused a connection's request head: %d %s", status, message)
+        self.transport.write(raw_error(status, code, message))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()  # the answer, then end of stream: the client reads it whole
+            self._lingering = 1
+            self.loop.call_later(LINGER_S, self.transport.close)
+        else:
+            self.transport.close()
 
 
 def sample_records(samples: Path = SAMPLES) -> list[tuple[bytes, str, str]]:

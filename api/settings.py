@@ -13,6 +13,10 @@ DEFAULT_MAX_BATCH = 10_000
 DEFAULT_MAX_STRING = 16 * 1024
 DEFAULT_BODY_TIMEOUT = 30.0
 DEFAULT_IDLE_TIMEOUT = 10.0
+DEFAULT_BODY_MIN_RATE = 1024 * 1024
+DEFAULT_SSE_MAX_SUBSCRIBERS = 100
+DEFAULT_SSE_BUFFER = 1024 * 1024
+DEFAULT_SCRUB_INTERVAL = 86_400.0
 
 # The variables `ledger serve` exports before uvicorn starts its workers.
 ENV_DB = "LEDGER_DB"
@@ -29,6 +33,10 @@ ENV_RATE_BURST = "LEDGER_RATE_BURST"
 ENV_BODY_TIMEOUT = "LEDGER_BODY_TIMEOUT"
 ENV_IDLE_TIMEOUT = "LEDGER_IDLE_TIMEOUT"
 ENV_CORS_ORIGINS = "LEDGER_CORS_ORIGINS"
+ENV_BODY_MIN_RATE = "LEDGER_BODY_MIN_RATE"
+ENV_SSE_MAX_SUBSCRIBERS = "LEDGER_SSE_MAX_SUBSCRIBERS"
+ENV_SSE_BUFFER = "LEDGER_SSE_BUFFER"
+ENV_SCRUB_INTERVAL = "LEDGER_SCRUB_INTERVAL"
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -56,8 +64,16 @@ class Settings:
     rate_burst: int = 0
     # Seconds a client has to send a whole write body (a slow client gets 408).
     body_timeout: float = DEFAULT_BODY_TIMEOUT
-    # Seconds a new connection may stay silent before the server closes it.
+    # Seconds a connection has to send a whole request head (line and headers) before it is closed.
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    # Bytes per second a long body must keep up on average past body_timeout (big ingest files).
+    body_min_rate: int = DEFAULT_BODY_MIN_RATE
+    # Live SSE subscriptions per server process; past it, 503 with Retry-After.
+    sse_max_subscribers: int = DEFAULT_SSE_MAX_SUBSCRIBERS
+    # Bytes queued for one SSE subscriber before it is dropped as too slow (it resumes by Last-Event-ID).
+    sse_buffer: int = DEFAULT_SSE_BUFFER
+    # Seconds between two background walks of the whole chain (scrubbing).
+    scrub_interval: float = DEFAULT_SCRUB_INTERVAL
     # Origins allowed cross-origin (CORS); none = no CORS headers at all.
     cors_origins: tuple[str, ...] = ()
 
@@ -94,6 +110,19 @@ class Settings:
             body_timeout=_positive_float(env.get(ENV_BODY_TIMEOUT), DEFAULT_BODY_TIMEOUT, ENV_BODY_TIMEOUT),
             idle_timeout=_positive_float(env.get(ENV_IDLE_TIMEOUT), DEFAULT_IDLE_TIMEOUT, ENV_IDLE_TIMEOUT),
             cors_origins=origins,
+            body_min_rate=_positive_int(
+                env.get(ENV_BODY_MIN_RATE), DEFAULT_BODY_MIN_RATE, ENV_BODY_MIN_RATE, "bytes per second"
+            ),
+            sse_max_subscribers=_positive_int(
+                env.get(ENV_SSE_MAX_SUBSCRIBERS),
+                DEFAULT_SSE_MAX_SUBSCRIBERS,
+                ENV_SSE_MAX_SUBSCRIBERS,
+                "subscriptions",
+            ),
+            sse_buffer=_positive_int(env.get(ENV_SSE_BUFFER), DEFAULT_SSE_BUFFER, ENV_SSE_BUFFER, "bytes"),
+            scrub_interval=_positive_float(
+                env.get(ENV_SCRUB_INTERVAL), DEFAULT_SCRUB_INTERVAL, ENV_SCRUB_INTERVAL
+            ),
         )
 
 

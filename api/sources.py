@@ -20,8 +20,7 @@ from projections.diff import record_changes
 
 from . import docs
 from .auth import require_writer
-from .common import JSON, check_id, head_headers, instant, ledger_of, settings_of
-from .errors import PayloadTooLarge
+from .common import JSON, body_chunks, check_id, head_headers, instant, ledger_of, settings_of
 
 router = APIRouter()
 
@@ -32,22 +31,13 @@ _SPOOL_IN_MEMORY = 8 * 1024 * 1024
 
 
 async def _spool(request: Request, limit: int) -> IO[bytes]:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(
-            f"the body is {int(declared)} bytes; the ingest limit is {limit} bytes",
-            details={"limit": limit, "content_length": int(declared)},
-        )
     spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115 - returned open
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            spool.close()
-            raise PayloadTooLarge(
-                f"the body exceeds the ingest limit of {limit} bytes", details={"limit": limit}
-            )
-        spool.write(chunk)
+    try:
+        async for chunk in body_chunks(request, limit, "the ingest limit"):
+            spool.write(chunk)
+    except BaseException:
+        spool.close()
+        raise
     spool.seek(0)
     return spool  # type: ignore[return-value]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -18,7 +17,7 @@ from ledger.service import Ledger
 from . import docs
 from .auth import require_writer
 from .common import JSON, head_headers, ledger_of, read_body, settings_of
-from .errors import BatchTooLarge, RequestTimeout
+from .errors import BatchTooLarge
 from .settings import Settings
 
 router = APIRouter(tags=["writes"])
@@ -81,15 +80,8 @@ async def _authorized_body(request: Request) -> tuple[_Writer, bytes]:
     settings = settings_of(request)
     # Auth (and rate) first, then size, then parsing: a refused client never gets its body read.
     writer = _Writer(request, require_writer(request, settings))
-    try:
-        # a client trickling its body holds only its own connection, and not forever
-        body = await asyncio.wait_for(read_body(request, settings.max_body), settings.body_timeout)
-    except TimeoutError:
-        raise RequestTimeout(
-            f"the body did not arrive within {settings.body_timeout:g} s (LEDGER_BODY_TIMEOUT)",
-            details={"timeout_s": settings.body_timeout},
-        ) from None
-    return writer, body
+    # a client trickling its body holds only its own connection, and not forever (408)
+    return writer, await read_body(request, settings.max_body)
 
 
 # -- end of write limits -------------------------------------------------------------------------
