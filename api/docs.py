@@ -262,10 +262,14 @@ class EvidencePage(BaseModel):
 
 
 class Health(BaseModel):
+    """Liveness; `last_full_walk` is the last recorded walk of the whole chain (scrub, verify or an
+    integrity report with nothing recorded before), null before the first."""
+
     status: str
     head: HeadModel
     read_only: bool
     writes_enabled: bool
+    last_full_walk: dict[str, Any] | None
 
 
 class PaperAnswer(BaseModel):
@@ -277,12 +281,15 @@ class PaperAnswer(BaseModel):
 
 
 class IntegrityReport(BaseModel):
-    """What was verified for one record: the chain, its events, its digests recomputed."""
+    """What was verified for one record: the chain, its events, its digests recomputed. `chain.walked`
+    is what this answer re-hashed, `chain.trusted` the prefix it did not, `chain.last_full_walk` the
+    recorded walk from seq 1 that vouches for it; `first_bad_seq` is the first break any of them found."""
 
     arxiv_id: str
     as_of: str
     known_at: str | None
     ok: bool
+    first_bad_seq: int | None
     chain: dict[str, Any]
     record: dict[str, Any]
     events: list[dict[str, Any]]
@@ -331,6 +338,8 @@ _DESCRIPTIONS = {
     413: "The body or the batch is above its limit",
     422: "Invalid input; the message names the place and field",
     429: "The token is over its LEDGER_RATE_LIMIT; see Retry-After; nothing written",
+    503: "Unavailable; for /healthz: the last full walk of the chain found it broken (`chain_broken`, "
+    "naming the first broken seq and the head)",
 }
 _HEAD_DOC = {
     "Ledger-Head": {
@@ -383,4 +392,10 @@ def stream_response() -> dict[int | str, dict[str, Any]]:
             "content": {"text/event-stream": {"schema": event}},
         },
         **responses(422),
+        503: {
+            "description": "This server process already serves LEDGER_SSE_MAX_SUBSCRIBERS live "
+            "subscriptions; retry after Retry-After seconds (`too_many_subscribers`)",
+            "headers": {"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}},
+            "content": {"application/json": {"schema": _ref("ErrorBody")}},
+        },
     }

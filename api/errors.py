@@ -132,3 +132,21 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
+
+
+class TooManySubscribers(ApiError):
+    """This server process already serves its LEDGER_SSE_MAX_SUBSCRIBERS live subscriptions."""
+
+    code = "too_many_subscribers"
+    http_status = 503
+
+    def __init__(self, message: str, *, retry_after: str, details: Any = None) -> None:
+        super().__init__(message, details=details)
+        self.headers = {"Retry-After": retry_after}
+
+
+class ChainUnhealthy(ApiError):
+    """The last recorded full walk of the chain (scrub or verify) found it broken: /healthz says so."""
+
+    code = "chain_broken"
+    http_status = 503

@@ -3,27 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Header, Query, Request, Response
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from ledger.codec import canonical, envelope_json
 from ledger.errors import InvalidEvent
-from ledger.events import DATA_TYPES, StoredEvent
+from ledger.events import DATA_TYPES
 
 from . import docs
-from .common import JSON, head_headers, head_json, ledger_of, settings_of
+from .common import JSON, head_headers, head_json, ledger_of
+from .live import Subscription, follow, live_of
 
 router = APIRouter(tags=["evidence"])
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
-STREAM_BATCH = 500
 
 MAX_SEQ = 2**63 - 1  # SQLite's INTEGER range
 After = Annotated[int, Query(ge=0, le=MAX_SEQ, description="Only events with seq > after.")]
@@ -74,31 +72,41 @@ def evidence(
     return Response(canonical(body), media_type=JSON, headers=head_headers(head))
 
 
-def sse_message(e: StoredEvent) -> bytes:
-    """One SSE message: id = seq, event = the event type, data = the stored envelope."""
-    return b"id: %d\nevent: %s\ndata: %s\n\n" % (
-        e.seq,
-        e.type.encode(),
-        canonical(envelope_json(e)),
-    )
-
-
 class SSEResponse(StreamingResponse):
-    """A stream that always watches for the client leaving, whatever the server's ASGI version,
-    so an idle subscription stops polling as soon as its client is gone."""
+    """A stream that always watches for the client leaving, whatever the server's ASGI version, and
+    ends its subscription with it; a subscriber dropped as too slow has its connection closed."""
 
     media_type = "text/event-stream"
 
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        status_code: int = 200,  # FastAPI's OpenAPI reads the default status from this signature
+        headers: dict[str, str] | None = None,
+        *,
+        subscription: Subscription | None = None,
+    ) -> None:
+        super().__init__(content, status_code, headers=headers)
+        self.subscription = subscription
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Stream until the events end or the client disconnects, whichever comes first."""
+        """Stream until the events end, the client disconnects or the subscriber is dropped."""
         watcher = asyncio.ensure_future(_disconnected(receive))
         streamer = asyncio.ensure_future(self.stream_response(send))
+        tasks: set[asyncio.Future[Any]] = {watcher, streamer}
+        if self.subscription is not None:
+            # A dropped subscriber's client is not reading: its stream may be stuck in send() for
+            # good, so it is cancelled and the response left unfinished, which makes the server close
+            # the connection (the client reconnects with Last-Event-ID).
+            tasks.add(asyncio.ensure_future(self.subscription.dropped.wait()))
         try:
-            await asyncio.wait({watcher, streamer}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (watcher, streamer):
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(watcher, streamer, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self.subscription is not None:
+                self.subscription.close()
         if streamer.done() and not streamer.cancelled() and streamer.exception() is not None:
             raise streamer.exception()  # type: ignore[misc]
 
@@ -106,28 +114,6 @@ class SSEResponse(StreamingResponse):
 async def _disconnected(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-async def follow(request: Request, after: int, stream: str | None, type_: str | None) -> AsyncIterator[bytes]:
-    """Catch up from `after`, then poll the database for new events (works across workers)."""
-    settings = settings_of(request)
-    store = ledger_of(request).store
-    cursor = after
-    last_sent = time.monotonic()
-    yield b"retry: 1000\n: catching up after seq %d\n\n" % after
-    while True:
-        rows: list[StoredEvent] = await run_in_threadpool(store.read_log, cursor, STREAM_BATCH, stream, type_)
-        if rows:
-            yield b"".join(sse_message(e) for e in rows)
-            cursor = rows[-1].seq
-            last_sent = time.monotonic()
-            if len(rows) == STREAM_BATCH:
-                continue  # still catching up: no pause
-        elif time.monotonic() - last_sent >= settings.sse_heartbeat:
-            # A comment line keeps proxies from closing an idle stream and detects a gone client.
-            yield b": heartbeat\n\n"
-            last_sent = time.monotonic()
-        await asyncio.sleep(settings.sse_poll)
 
 
 @router.get(
@@ -149,12 +135,14 @@ async def evidence_stream(
         ),
     ] = "",
 ) -> Response:
-    """SSE: `id: <seq>`, `event: <type>`, `data: <envelope>`; resumes from Last-Event-ID."""
+    """SSE: `id: <seq>`, `event: <type>`, `data: <envelope>`; resumes from Last-Event-ID; 503 past the cap."""
     _check_type(type)
     resume = last_event_id.strip()
     if resume:
         if not (resume.isascii() and resume.isdigit() and int(resume) <= MAX_SEQ):
             raise InvalidEvent("Last-Event-ID", "must be the seq of the last event received")
         after = int(resume)
+    # past the cap this raises 503 too_many_subscribers, before any byte of the stream
+    subscription = live_of(request.app).notifier().subscribe(stream, type)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return SSEResponse(follow(request, after, stream, type), headers=headers)
+    return SSEResponse(follow(subscription, after), headers=headers, subscription=subscription)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from .chain import GENESIS
+from .conns import ThreadConnections
 from .errors import LedgerError
 from .events import StoredEvent
 from .facts import CheckRow, CheckWorkRow, Existing, Fact, Head, Row, SourceHead
@@ -42,7 +42,8 @@ class PostgresStore:
         self.serialize = serialize
         # when a list, every statement this store runs is appended to it (the statement-budget test)
         self.trace: list[str] | None = None
-        self._local = threading.local()
+        # one connection per thread, closed when its thread ends (see conns.py)
+        self._conns: ThreadConnections[psycopg.Connection[Any]] = ThreadConnections(psycopg.Connection.close)
         conn = self._pg()
         encoding = conn.execute("SHOW server_encoding").fetchone()
         if encoding is None or encoding[0] != "UTF8":
@@ -50,13 +51,13 @@ class PostgresStore:
         migrate(conn)
 
     def _pg(self) -> psycopg.Connection[Any]:
-        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        conn = self._conns.get()
         if conn is None or conn.closed or conn.broken:
             try:
                 conn = psycopg.connect(self.url, autocommit=True, application_name="citation-ledger")
             except psycopg.OperationalError as e:
                 raise LedgerError(f"cannot connect to PostgreSQL: {str(e).strip()}") from None
-            self._local.conn = conn
+            self._conns.put(conn)
         return conn
 
     def _q(self, conn: psycopg.Connection[Any], sql: str, params: Sequence[Any] = ()) -> Any:
@@ -85,10 +86,7 @@ class PostgresStore:
 
     def close(self) -> None:
         """Close this thread's connection."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._conns.close()
 
     # -- writing ---------------------------------------------------------------------
 

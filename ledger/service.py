@@ -40,6 +40,8 @@ class Ledger:
         self.store: Store = open_store(db, synchronous=synchronous)
         # concurrent writers (API threads) share transactions; a lone script needs no writer thread
         self._committer = GroupCommitter(self.store) if group_commit else None
+        # called after each append of this process commits (e.g. to wake the API's SSE notifier)
+        self._commit_listeners: list[Callable[[], None]] = []
 
     @property
     def path(self) -> Path:
@@ -53,6 +55,14 @@ class Ledger:
         if self._committer is not None:
             self._committer.close()
         self.store.close()
+
+    def on_commit(self, listener: Callable[[], None]) -> None:
+        """Call `listener()`, in the committing thread, after each append through this object commits."""
+        self._commit_listeners.append(listener)
+
+    def _committed(self) -> None:
+        for listener in list(self._commit_listeners):
+            listener()
 
     def head(self) -> Head:
         """The last seq and hash."""
@@ -80,9 +90,11 @@ class Ledger:
             result: AppendResult = self._committer.submit(
                 lambda tx: append_batch(tx, events, expected_versions, places)
             )
-            return result
-        with self.store.write() as tx:
-            return append_batch(tx, events, expected_versions, places)
+        else:
+            with self.store.write() as tx:
+                result = append_batch(tx, events, expected_versions, places)
+        self._committed()
+        return result
 
     def append_batch(self, batch: Batch) -> AppendResult:
         """Append a parsed batch (record decomposition, NDJSON, or POST /events body)."""

@@ -7,7 +7,6 @@ import functools
 import json
 import os
 import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ import sqlite_utils
 
 from .chain import GENESIS
 from .codec import decode_data
+from .conns import ThreadConnections
 from .events import StoredEvent
 from .facts import CheckRow, CheckWorkRow, Existing, Fact, Head, Row, SourceHead
 from .migrations import migrate
@@ -74,7 +74,8 @@ class SQLiteStore:
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
         self.path = str(path)
         self.synchronous = synchronous
-        self._local = threading.local()
+        # one connection per thread, closed when its thread ends (see conns.py)
+        self._conns: ThreadConnections[sqlite3.Connection] = ThreadConnections(sqlite3.Connection.close)
         if not Path(self.path).exists():
             # created 0600 before SQLite opens it: no window in which others can read it
             with contextlib.suppress(FileExistsError):
@@ -82,13 +83,13 @@ class SQLiteStore:
         migrate(self._conn())
 
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        conn = self._conns.get()
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=60, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA busy_timeout=60000")
-            self._local.conn = conn
+            self._conns.put(conn)
         return conn
 
     @property
@@ -110,10 +111,7 @@ class SQLiteStore:
 
     def close(self) -> None:
         """Close this thread's connection."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        self._conns.close()
 
     # -- writing ---------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every full run behind RELIABILITY.md, one after another; figures on stdout and in OUT_DIR.
-# Usage: reliability/run_all.sh [OUT_DIR]   (default /tmp/ledger-reliability; ~20 min on 2 cores)
+# Usage: reliability/run_all.sh [OUT_DIR]   (default /tmp/ledger-reliability; ~30 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-/tmp/ledger-reliability}"
@@ -10,6 +10,7 @@ run() { local name="$1"; shift; echo "== $name: $*"; "$@" 2>&1 | tee "$out/$name
 run concurrency "$py" -m reliability.concurrency --events 10000
 run crash "$py" -m reliability.crash --rounds 12
 run backup "$py" -m reliability.backup_load --events 20000
+run soak "$py" -m reliability.soak --duration 600 --out "$out/soak.json"
 run fuzz env RELIABILITY_FULL=1 "$py" -m pytest -q -s -p no:cacheprovider --hypothesis-show-statistics \
   tests/test_reliability_fuzz.py tests/test_reliability_schemathesis.py
 run limits-security "$py" -m pytest -q -s -p no:cacheprovider \
