@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -11,7 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from ledger.limits import RateLimiter
 from ledger.service import Ledger
 
-from . import docs, evidence, proofs, routes, sources, writes
+from . import docs, evidence, live, proofs, routes, scrub, sources, writes
 from .errors import install_error_handlers
 from .settings import Settings
 
@@ -26,6 +28,22 @@ Every error is `{"error": {"code", "message", "details"}}`. Every answer about a
 """
 
 
+# Background work of one app (one server process): each `start(app)` returns its `stop()`.
+Stop = Callable[[], Awaitable[None]]
+BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [scrub.start, live.start]
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Start the app's background work when the server starts, and stop it (in reverse) on shutdown."""
+    stops = [await start(app) for start in BACKGROUND]
+    try:
+        yield
+    finally:
+        for stop in reversed(stops):
+            await stop()
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The app; with no settings, they come from LEDGER_* environment variables (uvicorn workers)."""
     settings = settings or Settings.from_env()
@@ -35,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         # our own JSON 404 for unknown routes: no redirect from /x/ to /x
         redirect_slashes=False,
+        lifespan=lifespan,
     )
     app.state.settings = settings
     # Concurrent requests share one transaction and one fsync; each batch is still atomic in its own
@@ -51,7 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
-            expose_headers=["Ledger-Head", "Retry-After"],
+            expose_headers=["Ledger-Head", "Ledger-Checkpoint", "Retry-After"],
             allow_credentials=False,
             max_age=600,
         )

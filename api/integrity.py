@@ -1,18 +1,22 @@
-"""The integrity report: what was verified for one record, recomputed from its own events."""
+"""The integrity report: what was verified for one record, recomputed from its own events, and no more."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from ledger.bundle import prove_seqs
-from ledger.chain import link_hash
+from ledger.chain import GENESIS, link_hash
+from ledger.checkpoint import CheckpointRefused, NotSigned, unsigned_checkpoint
 from ledger.codec import canonical
+from ledger.errors import ChainBroken
 from ledger.events import StoredEvent
 from ledger.facts import Head
 from ledger.instants import format_as_of
-from ledger.merkle_store import envelope_body
+from ledger.merkle import ProofError, leaf_hash, verify_inclusion
+from ledger.merkle_store import BLOCK, STORED_LEVEL, envelope_body
+from ledger.scrub import PassLog, chain_status
 from ledger.service import Ledger
-from ledger.verify import verify_store
 from projections.memory import MemoryReader
 from projections.record import build_record
 
@@ -20,22 +24,43 @@ from .common import head_json
 
 
 def integrity_report(
-    ledger: Ledger, arxiv_id: str, as_of_us: int, known_us: int | None
+    ledger: Ledger,
+    arxiv_id: str,
+    as_of_us: int,
+    known_us: int | None,
+    *,
+    passes: PassLog | None = None,
+    read_only: bool = False,
 ) -> tuple[dict[str, Any], Head]:
-    """The chain status, the events behind the record, and its digests rebuilt from those events."""
+    """The chain status, the events behind the record, and its digests rebuilt from those events.
+
+    A read-only server writes nothing: no resume point, no pass (kept in memory), no key, no signed
+    checkpoint, no Merkle node; its proofs are against the last signed checkpoint, if it covers them.
+    """
     record, seqs, head = ledger.record(arxiv_id, as_of_us, known_us)
     envelopes = ledger.store.envelopes(seqs)
     # Rebuild from exactly the listed envelopes, with no database: if the record depended on
     # anything not listed, or the projection disagreed with itself, a digest below would differ.
     rebuilt = build_record(MemoryReader(envelopes, as_of_us, known_us), arxiv_id, as_of_us).record
-    # resume from the last verified point: a full re-walk per request would grow with the ledger
-    chain = verify_store(ledger.store, resume=True, remember=True).to_dict()
-    proven = prove_seqs(ledger, seqs)
-    events = [_event(e) for e in envelopes]
+    # Resume from the last verified point (a full re-walk per request would grow with the ledger);
+    # what it does not re-hash is vouched for by the last recorded full walk, which it names.
+    passes = passes or PassLog(ledger.store, writable=not read_only)
+    chain = chain_status(ledger.store, passes, remember=not read_only)
+    proven, proofs_note, proof_break = _proofs(ledger, seqs, read_only)
+    before = _hashes_before(ledger, envelopes)
+    events = [_event(e, before, proven) for e in envelopes]
     digests = _compare_digests(record, rebuilt)
+    problems = [{"seq": e["seq"], "reason": _EVENT_BREAK} for e in events if not e["hash_ok"]]
+    problems += [{"seq": e["seq"], "reason": _LINK_BREAK} for e in events if e["hash_ok"] and not e["linked"]]
+    named = {p["seq"] for p in problems}
+    located = _locate(ledger, [e["seq"] for e in events if e["proof_ok"] is False], head)
+    problems += [p for p in located if p["seq"] not in named]
+    if proof_break is not None:  # the ledger refused to sign: it no longer extends its last checkpoint
+        problems.append({"seq": proof_break, "reason": proofs_note})
+    bad = [p["seq"] for p in problems] + ([chain["first_bad_seq"]] if chain["first_bad_seq"] else [])
     ok = (
         chain["ok"]
-        and all(e["hash_ok"] for e in events)
+        and not bad
         and digests["context_digest"]["match"]
         and digests["observations_matching"] == digests["observations_checked"]
         and digests["record_identical"]
@@ -45,6 +70,9 @@ def integrity_report(
         "as_of": record["as_of"],
         "known_at": None if known_us is None else format_as_of(known_us),
         "ok": ok,
+        "first_bad_seq": min(bad) if bad else None,
+        # what this answer found beyond the chain walk, each at the seq a walk from seq 1 would name
+        "problems": sorted(problems, key=lambda p: (p["seq"], p["reason"])),
         "chain": chain,
         "record": {
             "head": head_json(head),
@@ -57,18 +85,72 @@ def integrity_report(
         "checkpoint": proven["checkpoint"],
         "key": proven["key"],
         "proofs": proven["proofs"],
-        "method": (
-            "chain: every stored event re-hashed in seq order (ledger verify, resumed from the last "
-            "verified point); events: each listed event's hash recomputed from its envelope and "
-            "prev_hash; recomputed: the record rebuilt in memory from only the listed events and its "
-            "digests compared with the ledger's answer; proofs: each listed event's RFC 6962 "
-            "inclusion proof against the signed checkpoint (C2SP signed note, Ed25519, key below)"
-        ),
+        "proofs_note": proofs_note,
+        "method": _method(chain, proven, proofs_note),
     }
     return report, head
 
 
-def _event(e: StoredEvent) -> dict[str, Any]:
+def _proofs(
+    ledger: Ledger, seqs: list[int], read_only: bool
+) -> tuple[dict[str, Any], str | None, int | None]:
+    """The proofs, why there are none (if so), and the seq a refusal to sign names (a broken ledger)."""
+    try:
+        return prove_seqs(ledger, seqs, sign=not read_only), None, None
+    except NotSigned as e:
+        return {"proofs": [], "checkpoint": None, "key": None}, e.message, None
+    except ChainBroken as e:
+        return {"proofs": [], "checkpoint": None, "key": None}, e.message, e.seq
+    except CheckpointRefused as e:
+        return {"proofs": [], "checkpoint": None, "key": None}, e.message, None
+
+
+_EVENT_BREAK = "stored bytes do not match the stored hash (the event was altered)"
+_LINK_BREAK = "prev_hash does not match the previous event's hash (reordered or removed events)"
+
+
+def _hashes_before(ledger: Ledger, envelopes: list[StoredEvent]) -> dict[int, str | None]:
+    """The stored hash of the event before each listed one (GENESIS before seq 1; None: no such row),
+    in one read of the predecessors not listed themselves."""
+    mine = {e.seq: e for e in envelopes}
+    wanted = sorted({s - 1 for s in mine if s > 1} - set(mine))
+    near = {**{e.seq: e for e in ledger.store.envelopes(wanted)}, **mine}
+    return {s: GENESIS if s == 1 else (near[s - 1].hash if s - 1 in near else None) for s in mine}
+
+
+def _locate(ledger: Ledger, failed: list[int], head: Head) -> list[dict[str, Any]]:
+    """Where the chain breaks near events whose inclusion proof failed: the lower levels of a proof are
+    recomputed from the other events of its 16-leaf block, so re-hash those (and the link into the next
+    block) in seq order and name the first break, as a walk from seq 1 would."""
+    found = []
+    for block in sorted({(s - 1) >> STORED_LEVEL for s in failed}):
+        first, last = (block << STORED_LEVEL) + 1, min(((block + 1) << STORED_LEVEL) + 1, head.seq)
+        rows = {e.seq: e for e in ledger.store.envelopes(list(range(max(first - 1, 1), last + 1)))}
+        prev = GENESIS if first == 1 else rows[first - 1].hash if first - 1 in rows else None
+        where: dict[str, Any] = {
+            "seq": first,
+            "reason": f"the events of seqs {first}..{min(last, first + BLOCK - 1)} no longer hash to the "
+            "Merkle tree the checkpoint signed (a stored Merkle node or the whole block was rewritten)",
+        }
+        for seq in range(first, last + 1):
+            e = rows.get(seq)
+            if e is None:
+                where = {"seq": seq, "reason": "the event is missing: the sequence has a gap"}
+                break
+            if prev is not None and e.prev_hash != prev:
+                where = {"seq": seq, "reason": _LINK_BREAK}
+                break
+            if link_hash(e.prev_hash, envelope_body(e)) != e.hash:
+                where = {"seq": seq, "reason": _EVENT_BREAK}
+                break
+            prev = e.hash
+        where["reason"] += " (found re-hashing the block of an event whose inclusion proof failed)"
+        found.append(where)
+    return found
+
+
+def _event(e: StoredEvent, before: dict[int, str | None], proven: dict[str, Any]) -> dict[str, Any]:
+    # re-hashed from the envelope exactly as /evidence serves it, never taken from the stored hash
     body = envelope_body(e)
     return {
         "seq": e.seq,
@@ -80,7 +162,59 @@ def _event(e: StoredEvent) -> dict[str, Any]:
         "prev_hash": e.prev_hash,
         "hash": e.hash,
         "hash_ok": link_hash(e.prev_hash, body) == e.hash,
+        "linked": e.prev_hash == before[e.seq],
+        "proof_ok": _proof_ok(e.seq, leaf_hash(body), proven),
     }
+
+
+def _proof_ok(seq: int, leaf: bytes, proven: dict[str, Any]) -> bool | None:
+    """Whether the event's inclusion proof leads from its served bytes to the checkpoint root (None:
+    no proof to check)."""
+    if proven["checkpoint"] is None:
+        return None
+    proof = next((p for p in proven["proofs"] if p["seq"] == seq), None)
+    if proof is None:
+        return False
+    cp = unsigned_checkpoint(proven["checkpoint"])
+    try:
+        path = [base64.b64decode(h) for h in proof["inclusion_path"]]
+        verify_inclusion(seq - 1, proof["tree_size"], leaf, path, cp.root)
+    except ProofError:
+        return False
+    return True
+
+
+def _method(chain: dict[str, Any], proven: dict[str, Any], proofs_note: str | None) -> str:
+    """What was done for this answer, in words: no more than what the fields above show."""
+    walked = chain["walked"]
+    now = "no event" if walked is None else f"seqs {walked['from']}..{walked['to']}"
+    trusted = chain["trusted"]
+    last = chain["last_full_walk"]
+    prefix = (
+        ""
+        if trusted is None
+        else f"; seqs 1..{trusted['to']} were not re-hashed for this answer: seq {trusted['to']} still "
+        f"has the hash remembered at {trusted['point_saved_at']}, and the last full walk from seq 1 "
+        f"({last['by']}, finished at {last['finished_at']}) found the chain "
+        + ("whole" if last["ok"] else f"broken at seq {last['first_bad_seq']}")
+    )
+    if proven["checkpoint"] is None:
+        proofs = f"proofs: none ({proofs_note})"
+    else:
+        size = unsigned_checkpoint(proven["checkpoint"]).size
+        proofs = (
+            "proofs: each listed event's leaf hash recomputed from the same bytes and its RFC 6962 "
+            f"inclusion proof checked against the signed checkpoint of size {size} (C2SP signed note, "
+            "Ed25519, key below)"
+        )
+    return (
+        f"chain: {now} re-hashed in seq order for this answer (ledger verify"
+        + (f", resumed after seq {chain['resumed_from']}" if chain["resumed_from"] else ", from seq 1")
+        + f"){prefix}; events: each listed event re-hashed from its envelope as /evidence serves it, and "
+        "its prev_hash compared with the stored hash before it; recomputed: "
+        "the record rebuilt in memory from only the listed events and its digests compared with the "
+        f"ledger's answer; {proofs}"
+    )
 
 
 def _compare_digests(ledger_record: dict[str, Any], rebuilt: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 Hashes are base64 (as in the C2SP checkpoint); the tree is RFC 6962 over the events' body bytes,
 leaf index = seq - 1. No SQL here: everything goes through ledger.merkle_store and ledger.checkpoint.
+A read-only server (--read-only) writes nothing here either: no key file, no signed checkpoint, no
+Merkle node (the ones not stored yet are computed for the answer and dropped).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from ledger import merkle_store
-from ledger.checkpoint import Checkpointer
+from ledger.checkpoint import Checkpointer, NotSigned
 from ledger.codec import canonical
 from ledger.facts import Head
 
@@ -20,6 +22,7 @@ from .common import JSON, head_headers, ledger_of
 
 router = APIRouter(tags=["integrity"])
 TEXT = "text/plain; charset=utf-8"
+CHECKPOINT_HEADER = "Ledger-Checkpoint"
 
 TreeSize = Annotated[
     int | None, Query(ge=0, description="Tree size (number of leaves = events); default: the current head.")
@@ -30,6 +33,12 @@ def _checkpointer(request: Request) -> Checkpointer:
     # Key at backend.side_path(db, ".key"); the last signed checkpoint is kept by store.tables
     # (<db>.checkpoint on SQLite, the signed_checkpoint table on PostgreSQL); origin from $LEDGER_ORIGIN.
     return Checkpointer.for_db(ledger_of(request).store)
+
+
+def _read_only(request: Request) -> bool:
+    # an app built without settings (the routers' own tests) is a writable one
+    settings = getattr(request.app.state, "settings", None)
+    return settings is not None and settings.read_only
 
 
 def _json(body: object, head: Head) -> Response:
@@ -50,7 +59,10 @@ def inclusion_proof(
     store = ledger_of(request).store
     head = store.head()
     proof = merkle_store.inclusion(
-        store, seq, head.seq if tree_size is None and seq <= head.seq else tree_size
+        store,
+        seq,
+        head.seq if tree_size is None and seq <= head.seq else tree_size,
+        fill=not _read_only(request),
     )
     return _json(proof.to_json(), head)
 
@@ -58,10 +70,35 @@ def inclusion_proof(
 @router.get(
     "/checkpoint",
     summary="A signed checkpoint of the head (C2SP tlog-checkpoint, Ed25519 signed note)",
-    responses={200: {"description": "The signed note", "content": {"text/plain": {}}}},
+    responses={
+        200: {
+            "description": "The signed note. On a read-only server: the last one signed (by a server "
+            "that accepts writes, or `ledger checkpoint`), marked `Ledger-Checkpoint: last-signed`; its "
+            "tree size may be behind `Ledger-Head`",
+            "content": {"text/plain": {}},
+            "headers": {
+                CHECKPOINT_HEADER: {
+                    "description": "`last-signed` on a read-only server (nothing signed for this answer)",
+                    "schema": {"type": "string", "enum": ["last-signed"]},
+                }
+            },
+        },
+        409: {
+            "description": "Read-only server and no checkpoint was ever signed (`not_signed`)",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+        },
+    },
 )
 def checkpoint(request: Request) -> Response:
-    """Signs a fresh checkpoint when the head moved since the last one (never an inconsistent one)."""
+    """Signs a fresh checkpoint when the head moved since the last one (never an inconsistent one).
+    A read-only server signs nothing and creates no file: it serves the last signed checkpoint,
+    with `Ledger-Checkpoint: last-signed`, or 409 `not_signed` when there is none."""
+    head = ledger_of(request).head()
+    if _read_only(request):
+        held = _checkpointer(request).held()
+        return Response(
+            held.note, media_type=TEXT, headers={**head_headers(head), CHECKPOINT_HEADER: "last-signed"}
+        )
     signed = _checkpointer(request).latest()
     return Response(signed.note, media_type=TEXT, headers=head_headers(ledger_of(request).head()))
 
@@ -82,12 +119,13 @@ def consistency_proof(
     store = ledger_of(request).store
     head = store.head()
     new = head.seq if new_size is None else new_size
-    path = merkle_store.consistency(store, old_size, new)
+    fill = not _read_only(request)
+    path = merkle_store.consistency(store, old_size, new, fill=fill)
     body = {
         "from": old_size,
         "to": new,
-        "old_root_hash": merkle_store.b64(merkle_store.tree_root(store, old_size)),
-        "new_root_hash": merkle_store.b64(merkle_store.tree_root(store, new)),
+        "old_root_hash": merkle_store.b64(merkle_store.tree_root(store, old_size, fill=fill)),
+        "new_root_hash": merkle_store.b64(merkle_store.tree_root(store, new, fill=fill)),
         "consistency_path": [merkle_store.b64(h) for h in path],
     }
     return _json(body, head)
@@ -96,8 +134,24 @@ def consistency_proof(
 @router.get(
     "/checkpoint/key",
     summary="The ledger's public key (C2SP vkey) that signs its checkpoints",
-    responses={200: {"description": "The vkey", "content": {"text/plain": {}}}},
+    responses={
+        200: {"description": "The vkey", "content": {"text/plain": {}}},
+        409: {
+            "description": "Read-only server without the key file (`not_signed`): it creates none",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+        },
+    },
 )
 def checkpoint_key(request: Request) -> Response:
-    """`<name>+<hex key hash>+<base64(0x01 || Ed25519 public key)>`."""
-    return Response(_checkpointer(request).verifier().vkey + "\n", media_type=TEXT)
+    """`<name>+<hex key hash>+<base64(0x01 || Ed25519 public key)>`; the key pair is created on first
+    use, except by a read-only server, which answers 409 `not_signed` when the key file is not there."""
+    checkpointer = _checkpointer(request)
+    if _read_only(request):
+        verifier = checkpointer.existing_verifier()
+        if verifier is None:
+            raise NotSigned(
+                f"this server is read-only and has no signing key ({checkpointer.key_path}): it creates "
+                "none; ask a server that accepts writes"
+            )
+        return Response(verifier.vkey + "\n", media_type=TEXT)
+    return Response(checkpointer.verifier().vkey + "\n", media_type=TEXT)

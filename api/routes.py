@@ -26,10 +26,12 @@ from .common import (
     read_body,
     settings_of,
 )
+from .errors import ChainUnhealthy
 from .held import verify_held
 from .integrity import integrity_report
 from .record_cache import RecordCache
 from .render import render_error_page, render_index_page, render_paper_page, render_record_page
+from .scrub import passes_of
 
 router = APIRouter()
 
@@ -149,7 +151,9 @@ def integrity(request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at:
     check_id(arxiv_id)
     t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
     t = now_us() if t is None else t  # one instant for the record and its in-memory rebuild
-    report, head = integrity_report(ledger_of(request), arxiv_id, t, k)
+    read_only = settings_of(request).read_only
+    ledger, passes = ledger_of(request), passes_of(request.app)
+    report, head = integrity_report(ledger, arxiv_id, t, k, passes=passes, read_only=read_only)
     return Response(canonical(report), media_type=JSON, headers=head_headers(head))
 
 
@@ -227,18 +231,33 @@ def _verify(request: Request, raw: bytes, known_us: int | None) -> tuple[dict[st
 @router.get(
     "/healthz",
     tags=["service"],
-    summary="Liveness, with the ledger head",
-    responses=docs.responses(200, ok="Health"),
+    summary="Liveness, with the ledger head and the last full walk of the chain",
+    responses=docs.responses(200, 503, ok="Health"),
 )
 def healthz(request: Request) -> Response:
-    """The head, and whether this server accepts writes."""
+    """The head, whether this server accepts writes, and the last recorded full walk of the chain
+    (scrub or verify); 503 `chain_broken` naming the first broken seq when that walk found a break."""
     head = ledger_of(request).head()
     settings = settings_of(request)
+    last = passes_of(request.app).last()
+    if last is not None and not last.ok:
+        error = ChainUnhealthy(
+            f"the chain is broken at seq {last.first_bad_seq}: {last.reason} (found by the last full walk, "
+            f"{last.kind}, finished at {last.finished_at})",
+            details={
+                "first_bad_seq": last.first_bad_seq,
+                "last_full_walk": last.to_dict(),
+                "head": head_json(head),
+            },
+        )
+        error.headers = head_headers(head)
+        raise error
     body = {
         "status": "ok",
         "head": head_json(head),
         "read_only": settings.read_only,
         "writes_enabled": not settings.read_only and bool(token_hashes(settings)),
+        "last_full_walk": None if last is None else last.to_dict(),
     }
     return Response(canonical(body), media_type=JSON, headers=head_headers(head))
 

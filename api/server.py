@@ -103,6 +103,10 @@ class GuardedH11Protocol(H11Protocol):
         super().on_response_complete()
         if self.transport.is_closing() or not self._waiting_for_head():
             self._stop_head_timer()
+            if not self.transport.is_closing() and self.conn.their_state is h11.SEND_BODY:
+                # answered before its body was read (a refusal, a GET with a body): the connection
+                # cannot carry another request, and a body trickled after the answer must not hold it
+                self._linger()
         elif self._head_timer is None:
             self._start_head_timer()
 
@@ -134,6 +138,10 @@ class GuardedH11Protocol(H11Protocol):
         self._unset_keepalive_if_required()
         self.logger.info("refused a connection's request head: %d %s", status, message)
         self.transport.write(raw_error(status, code, message))
+        self._linger()
+
+    def _linger(self) -> None:
+        """End our side after what was written; read and drop the client's rest for a moment, then close."""
         if self.transport.can_write_eof():
             self.transport.write_eof()  # the answer, then end of stream: the client reads it whole
             self._lingering = 1
@@ -214,7 +222,7 @@ def run(
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     ledger = Ledger(db)
-    loaded = load_samples(ledger) if samples else []
+    loaded = load_samples(ledger) if samples and not read_only else []  # read-only writes nothing
     for arxiv_id, as_of in loaded:
         print(f"Loaded the sample record of arXiv:{arxiv_id} (as of {as_of}) into {shown_db(db)}")
     url = first_page(ledger, base_url(host, port))

@@ -17,7 +17,15 @@ import msgspec
 
 from . import merkle_store
 from .chain import link_hash
-from .checkpoint import Checkpoint, Checkpointer, NoteError, Verifier, open_checkpoint, unsigned_checkpoint
+from .checkpoint import (
+    Checkpoint,
+    Checkpointer,
+    NoteError,
+    NotSigned,
+    Verifier,
+    open_checkpoint,
+    unsigned_checkpoint,
+)
 from .codec import canonical, decode_data, envelope_json
 from .errors import NotFound
 from .events import StoredEvent
@@ -48,15 +56,33 @@ def record_evidence(
     }
 
 
-def prove_seqs(ledger: Ledger, seqs: list[int], checkpointer: Checkpointer | None = None) -> dict[str, Any]:
-    """Inclusion proofs of `seqs` against one signed checkpoint, with the note and the public key."""
-    # Signed after the events were read, so the checkpoint covers every seq asked about.
+def prove_seqs(
+    ledger: Ledger, seqs: list[int], checkpointer: Checkpointer | None = None, *, sign: bool = True
+) -> dict[str, Any]:
+    """Inclusion proofs of `seqs` against one signed checkpoint, with the note and the public key.
+
+    sign=False (a read-only server) signs nothing, creates no key and stores no Merkle node: the proofs
+    are against the last signed checkpoint, NotSigned when there is none or it does not cover `seqs`.
+    """
     checkpointer = checkpointer or Checkpointer.for_db(ledger.store)
-    signed = checkpointer.latest()
+    if sign:
+        # Signed after the events were read, so the checkpoint covers every seq asked about.
+        signed = checkpointer.latest()
+        key: str | None = checkpointer.verifier().vkey
+    else:
+        signed = checkpointer.held()
+        verifier = checkpointer.existing_verifier()
+        key = None if verifier is None else verifier.vkey
     size = signed.checkpoint.size
     if seqs and max(seqs) > size:
+        if not sign:
+            raise NotSigned(
+                f"the last signed checkpoint (size {size}) does not cover seq {max(seqs)}, and this "
+                "server is read-only: it signs nothing",
+                details={"checkpoint_size": size, "seq": max(seqs)},
+            )
         raise NotFound(f"the checkpoint (size {size}) does not cover seq {max(seqs)}")
-    tree = merkle_store.ensure(ledger.store, size)
+    tree = merkle_store.ensure(ledger.store, size, fill=sign)
     proofs = []
     for seq in seqs:
         p = merkle_store.inclusion(ledger.store, seq, size, tree)
@@ -68,7 +94,7 @@ def prove_seqs(ledger: Ledger, seqs: list[int], checkpointer: Checkpointer | Non
                 "inclusion_path": [merkle_store.b64(h) for h in p.path],
             }
         )
-    return {"proofs": proofs, "checkpoint": signed.note, "key": checkpointer.verifier().vkey}
+    return {"proofs": proofs, "checkpoint": signed.note, "key": key}
 
 
 def encode_bundle(bundle: dict[str, Any]) -> bytes:

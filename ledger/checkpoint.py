@@ -46,11 +46,18 @@ class NoteError(LedgerError):
     http_status = 422
 
 
+class NotSigned(LedgerError):
+    """A read-only server asked for a checkpoint or key it does not have: it signs and creates nothing."""
+
+    code = "not_signed"
+    http_status = 409
+
+
 class CheckpointRefused(LedgerError):
     """The ledger's own checkpoint state (key or last signed checkpoint) is unusable: nothing is signed."""
 
     code = "checkpoint_refused"
-    http_status = 500
+    http_status = 503  # unavailable until an operator looks at the key or the stored checkpoint
 
 
 def key_hash(name: str, public: bytes) -> bytes:
@@ -297,6 +304,32 @@ class Checkpointer:
     def verifier(self) -> Verifier:
         """The public key."""
         return self.signer().verifier
+
+    def existing_verifier(self) -> Verifier | None:
+        """The public key when the key file exists (never created here: a read-only server)."""
+        if not self.key_path.exists():
+            return None
+        return self.verifier()  # the file exists: nothing is created
+
+    def held(self) -> SignedCheckpoint:
+        """The last signed checkpoint as kept, signing nothing and creating no key (a read-only server);
+        checked against the key when its file is here. NotSigned when none was ever signed."""
+        note = self.store.tables.last_checkpoint()
+        if note is None:
+            raise NotSigned(
+                "no checkpoint has been signed for this ledger, and this server is read-only: it signs "
+                "nothing (ask a server that accepts writes, or run `ledger checkpoint`)"
+            )
+        if self.existing_verifier() is None:
+            # no key here to check it with (another node's, on PostgreSQL): the signature is the client's
+            # to check against the key it pinned
+            try:
+                return SignedCheckpoint(unsigned_checkpoint(note), note)
+            except NoteError as e:
+                raise CheckpointRefused(f"the last signed checkpoint does not parse: {e.message}") from None
+        signed = self.last_signed()
+        assert signed is not None
+        return signed
 
     def last_signed(self) -> SignedCheckpoint | None:
         """The last checkpoint this ledger signed, checked against its own key."""

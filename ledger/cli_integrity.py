@@ -174,44 +174,122 @@ def register(main: click.Group) -> None:
         """Recompute the whole hash chain and Merkle tree; exit non-zero naming the first bad seq."""
         _verify(db, as_json, resume)
 
+    @main.command()
+    @click.option("--json", "as_json", is_flag=True, help="Print the pass as JSON.")
+    @click.option(
+        "--pace",
+        type=click.FloatRange(0, 1, min_open=True),
+        default=1.0,
+        show_default=True,
+        help="Share of the time spent walking (it pauses the rest), to spare a busy database.",
+    )
+    @db_option
+    def scrub(as_json: bool, pace: float, db: str) -> None:
+        """Walk the whole chain again from seq 1 now, a batch per short read, and record the pass (as the
+        server does every LEDGER_SCRUB_INTERVAL); exit 2 naming the first broken seq."""
+        _scrub(db, as_json, pace)
+
+
+def _progress(total: int) -> tuple[Callable[[int], None], int, Any]:
+    """A progress callback on stderr (a bar above BAR_THRESHOLD events), its step, and the bar to close."""
+    if total > BAR_THRESHOLD:
+        bar = click.progressbar(length=total, label="walking", file=sys.stderr)
+        bar.__enter__()
+        return (lambda _: bar.update(_BAR_STEP)), _BAR_STEP, bar
+
+    def progress(n: int) -> None:
+        click.echo(f"  ... {n} events checked", err=True)
+
+    return progress, 10000, None
+
+
+def _walked(span: dict[str, int] | None) -> str:
+    return "no event" if span is None else f"seqs {span['from']}..{span['to']}"
+
+
+def _last_walk(p: dict[str, Any]) -> str:
+    result = "ok" if p["ok"] else f"BROKEN at seq {p['first_bad_seq']}"
+    return f"{p['by']} from {p['started_at']} to {p['finished_at']}, {_walked(p['walked'])}, {result}"
+
 
 def _verify(db: str, as_json: bool, resume: bool) -> None:
+    from .instants import now_us
+    from .scrub import VERIFY, PassLog, chain_status, pass_of
     from .service import Ledger
     from .verify import verify_store
 
     ledger = Ledger(db)
+    passes = PassLog(ledger.store)
     point = ledger.store.tables.verified_point() if resume else None
-    total = ledger.head().seq - (point.seq if point is not None else 0)
-    if total > BAR_THRESHOLD:
-        with click.progressbar(length=total, label="verifying", file=sys.stderr) as bar:
-
-            def step(_: int) -> None:
-                bar.update(_BAR_STEP)
-
-            report = verify_store(ledger.store, step, resume=resume, remember=True, every=_BAR_STEP)
-    else:
-
-        def progress(n: int) -> None:
-            click.echo(f"  ... {n} events checked", err=True)
-
-        report = verify_store(ledger.store, progress, resume=resume, remember=True)
+    progress, every, bar = _progress(ledger.head().seq - (point.seq if point is not None else 0))
+    try:
+        if resume:
+            # the prefix it does not re-hash is vouched for by the last recorded full walk, named below
+            status = chain_status(ledger.store, passes, kind=VERIFY, progress=progress, every=every)
+        else:
+            started = now_us()
+            report = verify_store(ledger.store, progress, remember=True, every=every)
+            done = pass_of(VERIFY, report, started, now_us())
+            passes.record(done)
+            status = {**report.to_dict(), "last_full_walk": done.to_dict()}
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
     if as_json:
-        click.echo(canonical(report.to_dict()).decode())
-    elif report.ok:
-        after = (
-            f" after seq {report.resumed_from} (seqs 1..{report.resumed_from} were verified before and "
-            f"seq {report.resumed_from} still has the hash it had then)"
-            if report.resumed_from
-            else ""
-        )
+        click.echo(canonical(status).decode())
+    elif status["ok"]:
+        after = ""
+        if status["resumed_from"]:
+            after = f" after seq {status['resumed_from']} ({_walked(status['walked'])} re-hashed now)"
+        head = status["head"]
+        n = status["events_checked"]
+        click.echo(f"OK: {n} events verified{after}; head seq {head['seq']} hash {head['hash']}")
+        trusted = status["trusted"]
+        if trusted is not None:
+            click.echo(
+                f"Trusted, not re-hashed now: seqs 1..{trusted['to']} (seq {trusted['to']} still has the "
+                f"hash it had when a walk reached it at {trusted['point_saved_at']}); "
+                f"last full walk from seq 1: {_last_walk(status['last_full_walk'])}"
+            )
+        click.echo("Note: " + status["note"])
+    elif status["resumed_from"]:
         click.echo(
-            f"OK: {report.events_checked} events verified{after}; head seq {report.head.seq} "
-            f"hash {report.head.hash}"
+            f"BROKEN at seq {status['first_bad_seq']}: {status['reason']} (this run re-hashed "
+            f"{_walked(status['walked'])} after seq {status['resumed_from']})"
         )
-        click.echo("Note: " + report.to_dict()["note"])
     else:
         click.echo(
-            f"BROKEN at seq {report.first_bad_seq}: {report.reason} "
-            f"({report.events_checked} events verified before it)"
+            f"BROKEN at seq {status['first_bad_seq']}: {status['reason']} "
+            f"({status['events_checked']} events verified before it)"
         )
-    sys.exit(0 if report.ok else 2)
+    sys.exit(0 if status["ok"] else 2)
+
+
+def _scrub(db: str, as_json: bool, pace: float) -> None:
+    from .scrub import PassLog, scrub_pass
+    from .service import Ledger
+
+    ledger = Ledger(db)
+    passes = PassLog(ledger.store)
+    progress, every, bar = _progress(ledger.head().seq)
+    try:
+        done = scrub_pass(ledger.store, passes, pace=pace, progress=progress, every=every)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    assert done is not None  # nothing stops a CLI pass but Ctrl-C
+    recorded = not passes.in_memory(done)
+    where = "recorded in the database" if recorded else "NOT recorded: the database cannot be written"
+    if as_json:
+        click.echo(canonical({**done.to_dict(), "recorded": recorded}).decode())
+    elif done.ok:
+        click.echo(
+            f"OK: scrub walked seqs 1..{done.events} ({done.events} events) from {done.started_at} "
+            f"to {done.finished_at}; head seq {done.head_seq}; {where}"
+        )
+    else:
+        click.echo(
+            f"BROKEN at seq {done.first_bad_seq}: {done.reason} (scrub walked {done.events} good events "
+            f"before it, from {done.started_at} to {done.finished_at}; head seq {done.head_seq}); {where}"
+        )
+    sys.exit(0 if done.ok else 2)

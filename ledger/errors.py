@@ -53,7 +53,8 @@ class ChainBroken(LedgerError):
     """The stored chain does not match its bytes at `seq`."""
 
     code = "chain_broken"
-    http_status = 500
+    # the ledger cannot vouch for what it serves until an operator looks: unavailable, not a crash
+    http_status = 503
 
     def __init__(self, seq: int, reason: str) -> None:
         super().__init__(f"chain broken at seq {seq}: {reason}", details={"seq": seq, "reason": reason})

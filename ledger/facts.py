@@ -92,3 +92,32 @@ class VerifiedPoint(NamedTuple):
     hash: str
     peaks: list[bytes]
     verified_at: str
+
+
+class ScrubPass(NamedTuple):
+    """One full walk of the chain from seq 1 (by a scrub, `ledger verify` or an integrity report)."""
+
+    kind: str  # "scrub", "verify" or "integrity": who walked
+    started_at: str
+    started_us: int
+    finished_at: str
+    finished_us: int
+    events: int  # events walked and found good: seqs 1..events
+    head_seq: int  # the head when the walk ended
+    ok: bool
+    first_bad_seq: int | None
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape for /healthz, the integrity report and `ledger scrub --json`."""
+        return {
+            "by": self.kind,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "walked": {"from": 1, "to": self.events} if self.events else None,
+            "events": self.events,
+            "head_seq": self.head_seq,
+            "ok": self.ok,
+            "first_bad_seq": self.first_bad_seq,
+            "reason": self.reason,
+        }

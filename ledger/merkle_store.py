@@ -109,8 +109,9 @@ def check_fill(tables: Tables) -> tuple[int, str | None]:
     return filled, chain_hash
 
 
-def ensure(store: Store, size: int) -> StoredTree:
-    """A node source for trees up to `size` leaves, storing the complete subtrees it still lacks."""
+def ensure(store: Store, size: int, *, fill: bool = True) -> StoredTree:
+    """A node source for trees up to `size` leaves, storing the complete subtrees it still lacks; with
+    fill=False (a read-only server) it computes them in memory instead and writes nothing."""
     head = store.head()
     if size < 0 or size > head.seq:
         raise NotFound(
@@ -119,6 +120,12 @@ def ensure(store: Store, size: int) -> StoredTree:
         )
     filled, _ = check_fill(store.tables)
     target = size - size % BLOCK
+    if not fill:
+        tree = StoredTree(store)
+        if filled < target:
+            # one node (some 200 bytes of Python objects) per 8 leaves past the fill, for this answer only
+            tree._nodes.update(((lv, i), h) for lv, i, h in _new_nodes(store, filled, target)[0])
+        return tree
     while filled < target:
         filled = _fill_chunk(store, min(target, filled + FILL_CHUNK))
     return StoredTree(store)
@@ -132,25 +139,32 @@ def _fill_chunk(store: Store, upto: int) -> int:
         filled, _ = check_fill(tables)
         if filled >= upto:
             return filled
-        peaks, offset = [], 0
-        for level in range(filled.bit_length() - 1, STORED_LEVEL - 1, -1):
-            if filled >> level & 1:
-                peaks.append(_stored(tables, level, offset >> level))
-                offset += 1 << level
-        rng = CompactRange(filled, peaks)
-        rows: list[tuple[int, int, bytes]] = []
-        last_hash, expected = "", filled + 1
-        for row in store.iter_chain(after=filled, batch=min(5000, upto - filled)):
-            if row[0] > upto:
-                break
-            if row[0] != expected:
-                raise ChainBroken(row[0], f"seq {row[0]} follows {expected - 1}: the sequence has a gap")
-            rows.extend(n for n in rng.append(leaf_hash(row_body(row))) if n[0] >= STORED_LEVEL)
-            last_hash, expected = row[9], expected + 1
-        if rng.size != upto:
-            raise NotFound(f"the ledger holds {rng.size} events, fewer than the {upto} asked for")
+        rows, last_hash = _new_nodes(store, filled, upto)
         tables.store_nodes(rows, upto, last_hash)
     return upto
+
+
+def _new_nodes(store: Store, filled: int, upto: int) -> tuple[list[tuple[int, int, bytes]], str]:
+    """The stored-level nodes completed by leaves [filled, upto), and the chain hash of seq `upto`."""
+    tables = store.tables
+    peaks, offset = [], 0
+    for level in range(filled.bit_length() - 1, STORED_LEVEL - 1, -1):
+        if filled >> level & 1:
+            peaks.append(_stored(tables, level, offset >> level))
+            offset += 1 << level
+    rng = CompactRange(filled, peaks)
+    rows: list[tuple[int, int, bytes]] = []
+    last_hash, expected = "", filled + 1
+    for row in store.iter_chain(after=filled, batch=min(5000, upto - filled)):
+        if row[0] > upto:
+            break
+        if row[0] != expected:
+            raise ChainBroken(row[0], f"seq {row[0]} follows {expected - 1}: the sequence has a gap")
+        rows.extend(n for n in rng.append(leaf_hash(row_body(row))) if n[0] >= STORED_LEVEL)
+        last_hash, expected = row[9], expected + 1
+    if rng.size != upto:
+        raise NotFound(f"the ledger holds {rng.size} events, fewer than the {upto} asked for")
+    return rows, last_hash
 
 
 def _stored(tables: Tables, level: int, index: int) -> bytes:
@@ -160,13 +174,18 @@ def _stored(tables: Tables, level: int, index: int) -> bytes:
     return h
 
 
-def tree_root(store: Store, size: int) -> bytes:
+def tree_root(store: Store, size: int, *, fill: bool = True) -> bytes:
     """The root of the tree over seq 1..size."""
-    return root(ensure(store, size), size)
+    return root(ensure(store, size, fill=fill), size)
 
 
 def inclusion(
-    store: Store, seq: int, tree_size: int | None = None, tree: StoredTree | None = None
+    store: Store,
+    seq: int,
+    tree_size: int | None = None,
+    tree: StoredTree | None = None,
+    *,
+    fill: bool = True,
 ) -> InclusionProof:
     """The inclusion proof of event `seq` in the tree of `tree_size` leaves (default: the head)."""
     size = store.head().seq if tree_size is None else tree_size
@@ -180,12 +199,12 @@ def inclusion(
             f"event seq {seq} is not in a tree of size {size}; ask with tree_size >= {seq}",
             details={"seq": seq, "tree_size": size},
         )
-    tree = tree or ensure(store, size)
+    tree = tree or ensure(store, size, fill=fill)
     leaf = tree.leaves((seq - 1) >> STORED_LEVEL)[(seq - 1) % BLOCK]
     return InclusionProof(seq, size, leaf, inclusion_proof(tree, seq - 1, size), root(tree, size))
 
 
-def consistency(store: Store, old_size: int, new_size: int) -> list[bytes]:
+def consistency(store: Store, old_size: int, new_size: int, *, fill: bool = True) -> list[bytes]:
     """The consistency proof from the tree of old_size leaves to the one of new_size."""
     if not 0 <= old_size <= new_size:
         raise InvalidEvent(
@@ -193,4 +212,4 @@ def consistency(store: Store, old_size: int, new_size: int) -> list[bytes]:
             f"no consistency proof from size {old_size} to size {new_size}: need 0 <= from <= to",
             details={"from": old_size, "to": new_size},
         )
-    return consistency_proof(ensure(store, new_size), old_size, new_size)
+    return consistency_proof(ensure(store, new_size, fill=fill), old_size, new_size)

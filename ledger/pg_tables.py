@@ -14,12 +14,17 @@ import psycopg
 from .backend import side_path
 from .checkpoint import NoteError, read_note_file, unsigned_checkpoint, write_note_file
 from .codec import decode_data
-from .facts import Fact, VerifiedPoint
+from .facts import Fact, ScrubPass, VerifiedPoint
 from .instants import format_recorded, now_us
 from .pg_store import PostgresStore
 
 # pg_advisory_lock key of the checkpoint signer (one signer at a time, across every node)
 SIGN_LOCK = 0x6C6564676573  # "ledges"
+# pg_try_advisory_lock key of the scrubber (one scrubbing process at a time, across every node)
+SCRUB_LOCK = 0x6C6564677363  # "ledgsc"
+_PASS_COLUMNS = (
+    "kind, started_at, started_us, finished_at, finished_us, events, head_seq, ok, first_bad_seq, reason"
+)
 _CHECK_WORKS = "SELECT seq, work_id, source, observed_us, recorded_us, notices FROM check_works"
 _PAGE = 5000
 
@@ -135,17 +140,19 @@ class PgTables:
         ).fetchone()
         return int(row[0] or 0)
 
-    def check_works_after(self, seq: int) -> Iterator[tuple[Any, ...]]:
-        """check_works rows of events after seq in (seq, work_id) order, a page at a time."""
+    def check_works_after(self, seq: int, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """check_works rows of events after seq (up to `upto`) in (seq, work_id) order, a page at a time."""
+        end = sys.maxsize if upto is None else upto
         rows = self._q(
-            f"{_CHECK_WORKS} WHERE seq > %s ORDER BY seq, work_id LIMIT %s", (seq, _PAGE)
+            f"{_CHECK_WORKS} WHERE seq > %s AND seq <= %s ORDER BY seq, work_id LIMIT %s", (seq, end, _PAGE)
         ).fetchall()
         while rows:
             yield from rows
             last = rows[-1]
             rows = self._q(
-                f"{_CHECK_WORKS} WHERE (seq, work_id) > (%s, %s) ORDER BY seq, work_id LIMIT %s",
-                (last[0], last[1], _PAGE),
+                f"{_CHECK_WORKS} WHERE (seq, work_id) > (%s, %s) AND seq <= %s "
+                "ORDER BY seq, work_id LIMIT %s",
+                (last[0], last[1], end, _PAGE),
             ).fetchall()
 
     # -- the signed checkpoint: in the database, so every node signs after the same one; and a copy in
@@ -176,6 +183,37 @@ class PgTables:
             yield
         finally:
             self._q("SELECT pg_advisory_unlock(%s)", (SIGN_LOCK,))
+
+    # -- scrub passes ----------------------------------------------------------------
+
+    def save_pass(self, p: ScrubPass) -> bool:
+        """Record one full walk; False when the role or the server cannot write."""
+        try:
+            self._q(
+                f"INSERT INTO scrub_passes ({_PASS_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                tuple(p),
+            )
+        except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction):
+            return False
+        return True
+
+    def last_pass(self) -> ScrubPass | None:
+        """The full walk that finished last, if any was recorded."""
+        row = self._q(
+            f"SELECT {_PASS_COLUMNS} FROM scrub_passes ORDER BY finished_us DESC, id DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else ScrubPass(*row)
+
+    @contextmanager
+    def scrubbing(self, create: bool) -> Iterator[bool]:
+        """Try to become this ledger's one scrubber across every node (a session advisory lock, which
+        writes nothing: `create` does not matter here); yields whether it did."""
+        got = bool(self._q("SELECT pg_try_advisory_lock(%s)", (SCRUB_LOCK,)).fetchone()[0])
+        try:
+            yield got
+        finally:
+            if got:
+                self._q("SELECT pg_advisory_unlock(%s)", (SCRUB_LOCK,))
 
     # -- ledger-wide lookups (source adapters, diff) ---------------------------------
 

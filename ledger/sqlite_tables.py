@@ -15,11 +15,14 @@ from typing import Any
 from .backend import side_path
 from .checkpoint import read_note_file, write_note_file
 from .codec import decode_data
-from .facts import Fact, VerifiedPoint
+from .facts import Fact, ScrubPass, VerifiedPoint
 from .instants import format_recorded, now_us
 from .store import SQLiteStore
 
 _CHECK_WORKS = "SELECT seq, work_id, source, observed_us, recorded_us, notices FROM check_works"
+_PASS_COLUMNS = (
+    "kind, started_at, started_us, finished_at, finished_us, events, head_seq, ok, first_bad_seq, reason"
+)
 
 
 class SQLiteTables:
@@ -137,9 +140,12 @@ class SQLiteTables:
         )
         return int(row[0] or 0)
 
-    def check_works_after(self, seq: int) -> Iterator[tuple[Any, ...]]:
-        """check_works rows of events after seq in (seq, work_id) order, read lazily."""
-        return iter(self._c().execute(f"{_CHECK_WORKS} WHERE seq > ? ORDER BY seq, work_id", (seq,)))
+    def check_works_after(self, seq: int, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """check_works rows of events after seq (up to `upto`) in (seq, work_id) order, read lazily."""
+        if upto is None:
+            return iter(self._c().execute(f"{_CHECK_WORKS} WHERE seq > ? ORDER BY seq, work_id", (seq,)))
+        sql = f"{_CHECK_WORKS} WHERE seq > ? AND seq <= ? ORDER BY seq, work_id"
+        return iter(self._c().execute(sql, (seq, upto)))
 
     # -- the signed checkpoint -------------------------------------------------------
 
@@ -160,6 +166,57 @@ class SQLiteTables:
             yield
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    # -- scrub passes ----------------------------------------------------------------
+
+    def save_pass(self, p: ScrubPass) -> bool:
+        """Record one full walk; False when the database cannot be written (a read-only file)."""
+        try:
+            self._c().execute(
+                f"INSERT INTO scrub_passes ({_PASS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*p[:7], int(p.ok), p.first_bad_seq, p.reason),
+            )
+        except sqlite3.Error:
+            return False
+        return True
+
+    def last_pass(self) -> ScrubPass | None:
+        """The full walk that finished last, if any was recorded."""
+        row = (
+            self._c()
+            .execute(f"SELECT {_PASS_COLUMNS} FROM scrub_passes ORDER BY finished_us DESC, id DESC LIMIT 1")
+            .fetchone()
+        )
+        if row is None:
+            return None
+        kind, started_at, started_us, finished_at, finished_us, events, head_seq, ok, bad, reason = row
+        return ScrubPass(
+            kind, started_at, started_us, finished_at, finished_us, events, head_seq, bool(ok), bad, reason
+        )
+
+    @contextmanager
+    def scrubbing(self, create: bool) -> Iterator[bool]:
+        """Try to become this ledger's one scrubber (a non-blocking lock on <db>.scrub.lock); yields
+        whether it did. With create=False (a read-only server) no lock file is made: when there is
+        none, it scrubs unlocked rather than write a file."""
+        path = self.side_file(".scrub.lock")
+        try:
+            fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
+        except FileNotFoundError:
+            yield True
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
             os.close(fd)
 
     # -- ledger-wide lookups (source adapters, diff) ---------------------------------

@@ -4,12 +4,14 @@ Besides the chain, the walk recomputes the Merkle tree over the same body bytes:
 complete-subtree node must match the events, and a checkpoint this ledger signed must match the tree
 (or name the truncation when the ledger now holds fewer events). `resume=True` picks up where the last
 remembered full walk ended, after checking that seq still has the hash it had then: the prefix before
-it is trusted, not re-hashed (run without resume to recheck everything).
+it is trusted, not re-hashed (run without resume to recheck everything), and the report says so.
+`walk_paced` is the scrubber's walk: from seq 1, a batch at a time, each batch in its own short read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import merkle_store as ms
@@ -18,7 +20,7 @@ from .chain import GENESIS, row_break
 from .checkpoint import Checkpoint, NoteError, unsigned_checkpoint
 from .codec import decode_data
 from .events import StandingChecked
-from .facts import Head
+from .facts import Head, VerifiedPoint
 from .merkle import CompactRange, leaf_hash
 
 if TYPE_CHECKING:
@@ -35,12 +37,33 @@ class VerifyReport(NamedTuple):
     reason: str | None
     resumed_from: int | None = None
     merkle_nodes_checked: int = 0
+    # the remembered point a resumed walk started after: seqs 1..point.seq were not re-hashed
+    point: VerifiedPoint | None = None
+
+    @property
+    def walked(self) -> tuple[int, int] | None:
+        """(first, last) seq this walk re-hashed and found good, None when it found none."""
+        first = (self.resumed_from or 0) + 1
+        return (first, first + self.events_checked - 1) if self.events_checked else None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape for the API and `ledger verify --json`."""
+        walked = self.walked
+        point = self.point if self.resumed_from else None
         return {
             "ok": self.ok,
             "events_checked": self.events_checked,
+            "walked": None if walked is None else {"from": walked[0], "to": walked[1]},
+            # not re-hashed by this walk: only the last seq's stored hash was compared with the one
+            # remembered when a walk got there
+            "trusted": None
+            if point is None
+            else {
+                "from": 1,
+                "to": point.seq,
+                "hash_checked_seq": point.seq,
+                "point_saved_at": point.verified_at,
+            },
             "head": {"seq": self.head.seq, "hash": self.head.hash},
             "first_bad_seq": self.first_bad_seq,
             "reason": self.reason,
@@ -76,6 +99,7 @@ def verify_store(
     """Walk the events in seq order: sequence, stream versions, derived columns, hashes, Merkle nodes."""
     tables = store.tables
     start = _Start(0, GENESIS, -1, [])
+    point: VerifiedPoint | None = None
     if resume:
         point = tables.verified_point()
         if point is not None and tables.event_hash(point.seq) == point.hash:
@@ -91,24 +115,86 @@ def verify_store(
                 reason=f"seq {point.seq} no longer has the hash it had when verified at "
                 f"{point.verified_at}: the chain was rewritten or cut off up to there",
             )
-    # one consistent read: events appended meanwhile are neither walked nor half-seen in the index
-    with tables.consistent_read():
-        walk = _Walk(tables, start, progress, every)
-        held = _held_checkpoint(tables)
-        if held is not None and not isinstance(held, str):
-            walk.root_sizes.add(held.size)
-        bad = walk.run(store)
-        leftover = walk.index_leftover()  # also closes the index cursor before anything writes
-        if bad is None:
-            bad = leftover or _check_fill(tables, walk.last_seq) or _check_checkpoint(held, walk)
-        head = store.head()
+    walked = _walk(store, start, progress, every)
+    assert walked is not None  # only a paced walk stops early
     resumed = start.seq if resume and start.seq else None
+    return _report(tables, *walked, resumed, point if resumed else None, remember)
+
+
+def walk_paced(
+    store: Store,
+    *,
+    batch: int,
+    between: Callable[[], bool],
+    remember: bool = False,
+    progress: Callable[[int], None] | None = None,
+    every: int = 10000,
+) -> VerifyReport | None:
+    """A full walk from seq 1, `batch` events per short read (no read held for the whole walk);
+    `between()` runs after each batch (to pause) and stops the walk, answering None, if it is False."""
+    walked = _walk(store, _Start(0, GENESIS, -1, []), progress, every, batch, between)
+    return None if walked is None else _report(store.tables, *walked, None, None, remember)
+
+
+def _walk(
+    store: Store,
+    start: _Start,
+    progress: Callable[[int], None] | None,
+    every: int,
+    batch: int | None = None,
+    between: Callable[[], bool] | None = None,
+) -> tuple[_Walk, tuple[int, str] | None, Head] | None:
+    """Walk after `start` to the head or the first break; the end checks (index rows past the last
+    event, Merkle fill, signed checkpoint) in the same read as the last rows, so an append landing
+    meanwhile is never taken for a cut-off."""
+    tables = store.tables
+    walk = _Walk(tables, start, progress, every)
+    held: Checkpoint | str | None = None
+    first = True
+    while True:
+        # one consistent read per batch (one for everything when unpaced): events appended meanwhile
+        # are neither walked nor half-seen in the index
+        with tables.consistent_read():
+            if first:
+                first = False
+                held = _held_checkpoint(tables)
+                if held is not None and not isinstance(held, str):
+                    walk.root_sizes.add(held.size)
+            rows: Iterable[tuple[Any, ...]]
+            if batch is None:
+                rows, final = store.iter_chain(after=walk.last_seq), True
+                walk.begin(tables.check_works_after(walk.last_seq))
+            else:
+                rows = list(islice(store.iter_chain(after=walk.last_seq, batch=batch), batch))
+                final = len(rows) < batch
+                # the last batch also reads the index rows past its events: rows for no event
+                upto = None if final else rows[-1][0]
+                walk.begin(tables.check_works_after(walk.last_seq, upto))
+            bad = walk.run(rows)
+            leftover = walk.index_leftover()  # also closes the index cursor before anything writes
+            if bad is None and final:
+                bad = leftover or _check_fill(tables, walk.last_seq) or _check_checkpoint(held, walk)
+            if bad is not None or final:
+                return walk, bad, store.head()
+        if between is not None and not between():
+            return None
+
+
+def _report(
+    tables: Tables,
+    walk: _Walk,
+    bad: tuple[int, str] | None,
+    head: Head,
+    resumed: int | None,
+    point: VerifiedPoint | None,
+    remember: bool,
+) -> VerifyReport:
     if bad is not None:
-        return VerifyReport(False, walk.checked, head, bad[0], bad[1], resumed, walk.nodes_checked)
+        return VerifyReport(False, walk.checked, head, bad[0], bad[1], resumed, walk.nodes_checked, point)
     if remember and walk.last_seq:
         # best effort: a read-only ledger still verifies, it just cannot be resumed from later
         tables.save_verified_point(walk.last_seq, walk.prev, walk.tree.peaks)
-    return VerifyReport(True, walk.checked, head, None, None, resumed, walk.nodes_checked)
+    return VerifyReport(True, walk.checked, head, None, None, resumed, walk.nodes_checked, point)
 
 
 class _Walk:
@@ -127,11 +213,10 @@ class _Walk:
         self.every = every
         self.prev, self.last_seq, self.last_recorded = start.hash, start.seq, start.recorded_us
         self.tree = CompactRange(start.seq, start.peaks)
-        self.filled = tables.fill_state()[0]
+        self.filled = 0
         self.versions: dict[str, int] = {}
-        # check_works rows are compared per event as the walk passes it, so memory stays flat
-        self.index_rows = tables.check_works_after(start.seq)
-        self.index_next: tuple[Any, ...] | None = next(self.index_rows, None)
+        self.index_rows: Iterator[tuple[Any, ...]] = iter(())
+        self.index_next: tuple[Any, ...] | None = None
         self.checked = 0
         self.nodes_checked = 0
         self.pending: list[tuple[int, int, bytes]] = []
@@ -146,10 +231,17 @@ class _Walk:
             )
         return self.versions[stream]
 
-    def run(self, store: Store) -> tuple[int, str] | None:
-        """Walk to the end or the first break; the earliest of a chain break and a node mismatch."""
+    def begin(self, index_rows: Iterator[tuple[Any, ...]]) -> None:
+        """Start a read: the check_works rows of the events it walks, and the Merkle fill as of now."""
+        # check_works rows are compared per event as the walk passes it, so memory stays flat
+        self.index_rows = index_rows
+        self.index_next = next(self.index_rows, None)
+        self.filled = self.tables.fill_state()[0]
+
+    def run(self, rows: Iterable[tuple[Any, ...]]) -> tuple[int, str] | None:
+        """Walk `rows` to their end or the first break; the earliest of a chain break and a node mismatch."""
         bad: tuple[int, str] | None = None
-        for row in store.iter_chain(after=self.start.seq):
+        for row in rows:
             seq, _, stream, version, type_, observed_at, _, data, _, h, o_us, r_us = row
             reason, body = row_break(
                 row,

@@ -642,6 +642,7 @@ def test_healthz(loaded: TestClient):
         "head": {"seq": head.seq, "hash": head.hash},
         "read_only": False,
         "writes_enabled": True,
+        "last_full_walk": None,  # no walk of the whole chain recorded yet (tests/test_scrub.py)
     }
     assert_head_header(r, head)
 

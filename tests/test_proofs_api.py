@@ -121,12 +121,12 @@ def test_an_inconsistent_ledger_is_refused_a_checkpoint(client: TestClient, ledg
     signer = Signer.parse(side_path(db, ".key").read_text())
     replace_checkpoint(db, signer.sign_note(Checkpoint(signer.name, 40, bytes(32)).text()))
     r = client.get("/checkpoint")
-    assert r.status_code == 500
+    assert r.status_code == 503
     error = r.json()["error"]
     assert error["code"] == "chain_broken"
     assert "a checkpoint of 40 events was signed, but the ledger now holds 37" in error["message"]
     # A state that does not verify: refused too, never overwritten.
     replace_checkpoint(db, stored_checkpoint(db).replace("\n40\n", "\n41\n"))
     r = client.get("/checkpoint")
-    assert (r.status_code, r.json()["error"]["code"]) == (500, "checkpoint_refused")
+    assert (r.status_code, r.json()["error"]["code"]) == (503, "checkpoint_refused")
     assert "\n41\n" in stored_checkpoint(db)

@@ -1,0 +1,51 @@
+"""The server's scrubber (ledger/scrub.py) as background work of the app, and the pass log it shares
+with /healthz and the integrity report."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+
+from starlette.applications import Starlette
+
+from ledger.scrub import PassLog, run_scrubber
+
+# How long shutdown waits for the scrub thread: it stops between two batches (milliseconds each).
+STOP_TIMEOUT_S = 10.0
+_LOCK = threading.Lock()
+
+
+def passes_of(app: Starlette) -> PassLog:
+    """The app's pass log, made on first use (a TestClient without lifespan has none started)."""
+    state = app.state
+    with _LOCK:
+        passes: PassLog | None = getattr(state, "scrub_passes", None)
+        if passes is None:
+            settings = getattr(state, "settings", None)
+            # a read-only server writes nothing to the database: its passes are kept in memory
+            writable = settings is None or not settings.read_only
+            passes = state.scrub_passes = PassLog(state.ledger.store, writable=writable)
+        return passes
+
+
+async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
+    """Start this process's scrubber thread (a pass whenever the last recorded one is
+    LEDGER_SCRUB_INTERVAL old and no other process is scrubbing); returns its stop()."""
+    settings = app.state.settings
+    stop = threading.Event()
+    # a thread of its own, not the request pool: a pass may take minutes, and its connection (and
+    # PostgreSQL's session advisory lock) stays with that thread
+    thread = threading.Thread(
+        target=run_scrubber,
+        args=(app.state.ledger.store, passes_of(app), settings.scrub_interval, stop),
+        name="ledger-scrub",
+        daemon=True,
+    )
+    thread.start()
+
+    async def stop_scrubber() -> None:
+        stop.set()
+        await asyncio.to_thread(thread.join, STOP_TIMEOUT_S)
+
+    return stop_scrubber
