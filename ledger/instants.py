@@ -15,7 +15,7 @@ _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DAY_US = 86_400_000_000
 _ONE_US = timedelta(microseconds=1)
-# The instants a datetime can spell in UTC: an offset may carry a wall time past them (9999-12-31T23:59-01:00).
+# The instants a datetime spells in UTC: an offset may carry a wall time past them (9999-12-31T23:59-01:00).
 MIN_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // _ONE_US
 MAX_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - _EPOCH) // _ONE_US
 

@@ -245,10 +245,19 @@ def test_floats_are_refused_before_typing(raw: bytes, where: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "raw", [b"{", b"NaN", b"Infinity", b"1E400", b'{"type": "paper.observed",}', b"\xff"]
+    ("raw", "reason"),
+    [
+        (b"{", "not valid JSON"),
+        (b'{"type": "paper.observed",}', "not valid JSON"),
+        (b"NaN", "NaN and Infinity are not JSON numbers"),
+        (b"Infinity", "NaN and Infinity are not JSON numbers"),
+        (b"1E400", "floats are not allowed"),
+        (b"\xff", "not UTF-8"),
+        (b"9007199254740992", "integers must be within"),
+    ],
 )
-def test_malformed_json_is_an_invalid_event(raw: bytes) -> None:
-    with pytest.raises(InvalidEvent, match=r"^events\[0\]: not valid JSON"):
+def test_malformed_json_is_an_invalid_event(raw: bytes, reason: str) -> None:
+    with pytest.raises(InvalidEvent, match=r"^events\[0\]: " + re.escape(reason)):
         decode_event(raw, "events[0]")
 
 
@@ -288,7 +297,7 @@ def test_unhashable_event_type_is_an_invalid_event(bad_type: Any) -> None:
             "standing.checked", "data.notices", [notice(), notice(kind="correction")], id="2-notices"
         ),
         pytest.param("citation.observed", "data.reference_index", 0, id="index-0"),
-        pytest.param("measurement.observed", "data.value", 2**62, id="big-int"),
+        pytest.param("measurement.observed", "data.value", 2**53 - 1, id="largest-safe-int"),
     ],
 )
 def test_strict_decoding_accepts(type_: str, path: str, value: Any) -> None:

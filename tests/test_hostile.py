@@ -192,6 +192,17 @@ def test_a_damaged_gzip_body_is_422(client: TestClient, imported_ledger: Ledger,
     _unchanged(imported_ledger, head)
 
 
+def test_a_gzip_bomb_of_one_value_is_422_not_memory(client: TestClient, imported_ledger: Ledger) -> None:
+    """40 MB of one title, 40 kB gzipped: refused once a value passes 32 MiB, not read to the end."""
+    bomb = gzip.compress(b'{"message": {"title": "' + b"a" * (40 * 1024 * 1024) + b'"}}')
+    assert len(bomb) < 100_000
+    head = imported_ledger.head()
+    r = client.post("/ingest/crossref", params={"observed_at": T_INGEST}, content=bomb, headers=AUTH)
+    error = _refused(r)
+    assert "longer than 33554432 characters" in error["message"]
+    _unchanged(imported_ledger, head)
+
+
 # -- 3. Interoperable JSON (ledger-v1.md): refused on every write route and in ledger import --------
 
 # (name, the body's event JSON with one thing wrong, the place named)

@@ -109,8 +109,11 @@ def test_a_request_that_is_not_http_is_400_in_the_error_shape(server: tuple[Serv
 # -- a head that never ends -----------------------------------------------------------------------
 
 
-def _slow_head(address: tuple[str, int], result: dict[int, bytes], n: int, stop: threading.Event) -> None:
+def _slow_head(
+    address: tuple[str, int], result: dict[int, tuple[bytes, float]], n: int, stop: threading.Event
+) -> None:
     """A header line every 0.5 s, for ever, until the server answers and closes."""
+    started = time.monotonic()
     with socket.create_connection(address, timeout=WAIT_S) as s:
         s.sendall(b"GET /healthz HTTP/1.1\r\n")
         s.settimeout(0.5)
@@ -129,12 +132,12 @@ def _slow_head(address: tuple[str, int], result: dict[int, bytes], n: int, stop:
                 continue
             except OSError:
                 break
-        result[n] = answer
+        result[n] = (answer, time.monotonic() - started)
 
 
 def test_connections_that_send_a_header_line_now_and_then_are_closed(server: tuple[Server, str]) -> None:
     s_, db = server
-    result: dict[int, bytes] = {}
+    result: dict[int, tuple[bytes, float]] = {}
     stop = threading.Event()
     threads = [
         threading.Thread(target=_slow_head, args=(_address(s_), result, n, stop), daemon=True)
@@ -146,8 +149,12 @@ def test_connections_that_send_a_header_line_now_and_then_are_closed(server: tup
         t.join(timeout=WAIT_S)
     stop.set()
     assert len(result) == 30, f"{30 - len(result)} of 30 slow heads still open after {WAIT_S} s"
-    for answer in result.values():
+    for answer, _ in result.values():
         assert _json_error(answer, 408)["code"] == "request_timeout"
+    took = sorted(t for _, t in result.values())
+    print(
+        f"30 slow heads (a line every 0.5 s), idle timeout 2 s: closed after {took[0]:.2f}..{took[-1]:.2f} s"
+    )
     _still_serving(s_, db)
 
 
@@ -161,6 +168,7 @@ def test_a_connection_that_sends_nothing_is_closed_silently(server: tuple[Server
 
 
 def _trickle(address: tuple[str, int], head: bytes) -> bytes:
+    """Send `head`, then a byte every 0.5 s until the server closes; what it answered (fails if never)."""
     with socket.create_connection(address, timeout=WAIT_S) as s:
         s.sendall(head)
         s.settimeout(0.5)
@@ -168,17 +176,16 @@ def _trickle(address: tuple[str, int], head: bytes) -> bytes:
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
             try:
-                if not answer:
-                    s.sendall(b" ")
+                s.sendall(b" ")
                 chunk = s.recv(4096)
                 if not chunk:
-                    break
+                    return answer
                 answer += chunk
             except TimeoutError:
                 continue
             except OSError:
-                break
-        return answer
+                return answer
+        raise AssertionError(f"still open after {WAIT_S} s; the server sent {answer[:200]!r}")
 
 
 @pytest.mark.parametrize(
@@ -196,6 +203,15 @@ def test_a_trickled_body_is_408(server: tuple[Server, str], target: str, auth: b
     error = _json_error(_trickle(_address(s_), head), 408)
     assert error["code"] == "request_timeout" and "LEDGER_BODY_TIMEOUT" in error["message"]
     assert Ledger(db).head() == before
+    _still_serving(s_, db)
+
+
+def test_a_body_trickled_after_the_answer_does_not_hold_the_connection(server: tuple[Server, str]) -> None:
+    """A GET declaring a body it trickles: answered without reading it, then closed."""
+    s_, db = server
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"
+    answer = _trickle(_address(s_), head)
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
     _still_serving(s_, db)
 
 

@@ -38,10 +38,6 @@ class JsonStream:
     def _more(self, at_least: int = 0) -> bool:
         if self._eof:
             return False
-        if len(self._buf) - self._pos > MAX_VALUE_CHARS:
-            raise JsonSyntaxError(
-                f"a value at character {self.offset()} is longer than {MAX_VALUE_CHARS} characters"
-            )
         # read at least as much again as is pending, so retrying a long value stays linear overall
         data = self._text.read(max(self._chunk, at_least))
         if not data:
@@ -50,6 +46,10 @@ class JsonStream:
         self._dropped += self._pos
         self._buf = self._buf[self._pos :] + data
         self._pos = 0
+        if len(self._buf) > MAX_VALUE_CHARS + self._chunk:  # more than one value and a read ahead
+            raise JsonSyntaxError(
+                f"a value at character {self.offset()} is longer than {MAX_VALUE_CHARS} characters"
+            )
         return True
 
     def offset(self) -> int:
