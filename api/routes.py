@@ -128,7 +128,8 @@ def _record_cache(request: Request) -> RecordCache:
     tags=["records"],
     summary="The same record as an HTML page",
     response_class=HTMLResponse,
-    responses=docs.responses(200, 404, 422, html=True, json=False),
+    # an id the path cannot hold (a newline) matches no route: the app-wide JSON 404 answers it
+    responses={**docs.responses(200, 422, html=True, json=False), **docs.responses(404, html=True)},
 )
 def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTMLResponse:
     """The record page; errors are HTML pages with the right status."""
