@@ -10,8 +10,8 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
-from ledger.limits import RateLimiter
-from ledger.service import Ledger
+from api.limits import RateLimiter
+from service.ledger import Ledger
 
 from . import docs, evidence, live, proofs, routes, scrub, sources, writes
 from .errors import install_error_handlers

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fastapi import Request
 
-from ledger.limits import RateLimiter, retry_after
+from api.limits import RateLimiter, retry_after
 
 from .errors import RateLimited, Unauthorized, WritesDisabled
 from .settings import Settings

@@ -12,7 +12,7 @@ from ledger.codec import ARXIV_RE
 from ledger.errors import InvalidEvent
 from ledger.facts import Head
 from ledger.instants import parse_as_of
-from ledger.service import Ledger
+from service.ledger import Ledger
 
 from .errors import PayloadTooLarge, RequestTimeout
 from .settings import Settings

@@ -9,8 +9,8 @@ from ledger.errors import InvalidEvent, NotFound
 from ledger.facts import Head
 from ledger.importer import SCHEMA, record_to_batch
 from ledger.instants import parse_as_of
-from ledger.service import Ledger
 from projections.record import digest
+from service.ledger import Ledger
 
 from .common import head_json
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from ledger.bundle import prove_seqs
 from ledger.chain import GENESIS, link_hash
 from ledger.checkpoint import CheckpointRefused, NotSigned, unsigned_checkpoint
 from ledger.codec import canonical
@@ -15,10 +14,11 @@ from ledger.facts import Head
 from ledger.instants import format_as_of
 from ledger.merkle import ProofError, leaf_hash, verify_inclusion
 from ledger.merkle_store import BLOCK, STORED_LEVEL, envelope_body
-from ledger.scrub import PassLog, chain_status
-from ledger.service import Ledger
 from projections.memory import MemoryReader
 from projections.record import build_record
+from service.bundle import prove_seqs
+from service.ledger import Ledger
+from service.scrub import PassLog, chain_status
 
 from .common import head_json
 

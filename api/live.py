@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from ledger.backend import Store
 from ledger.codec import canonical, envelope_json
 from ledger.events import StoredEvent
-from ledger.service import Ledger
+from service.ledger import Ledger
 
 from .errors import TooManySubscribers
 from .settings import Settings

@@ -1,4 +1,4 @@
-"""The server's scrubber (ledger/scrub.py) as background work of the app, and the pass log it shares
+"""The server's scrubber (service/scrub.py) as background work of the app, and the pass log it shares
 with /healthz and the integrity report."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from starlette.applications import Starlette
 
-from ledger.scrub import PassLog, run_scrubber
+from service.scrub import PassLog, run_scrubber
 
 # How long shutdown waits for the scrub thread: it stops between two batches (milliseconds each).
 STOP_TIMEOUT_S = 10.0

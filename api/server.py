@@ -15,7 +15,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ledger.backend import is_pg_url
-from ledger.service import Ledger
+from service.ledger import Ledger
 
 from .settings import ENV_DB, ENV_READ_ONLY, Settings
 

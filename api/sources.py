@@ -11,12 +11,12 @@ from typing import IO, Annotated
 from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from api.limits import RateLimiter
 from ledger.codec import canonical
 from ledger.errors import InvalidEvent
 from ledger.instants import now_us
-from ledger.limits import RateLimiter
-from ledger.sources import SOURCES, ingest
 from projections.diff import record_changes
+from service.sources import SOURCES, ingest
 
 from . import docs
 from .auth import require_writer

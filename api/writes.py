@@ -7,12 +7,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from api.limits import RateLimiter, long_string
 from ledger.append import AppendResult
 from ledger.codec import canonical, decode_json
 from ledger.errors import InvalidEvent
 from ledger.importer import SCHEMA, Batch, parse_batch, record_to_batch
-from ledger.limits import RateLimiter, long_string
-from ledger.service import Ledger
+from service.ledger import Ledger
 
 from . import docs
 from .auth import require_writer

@@ -1,6 +1,6 @@
 """What a stage needs from a backend: its ledger, consistent copies of it, and the bare references on the
 same engine (SQLite here; PostgreSQL in bench/pg.py). Every database is named by a string: a SQLite path
-or a postgresql:// URL, as `ledger.service.Ledger` and the bench workers take it."""
+or a postgresql:// URL, as `service.ledger.Ledger` and the bench workers take it."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ledger.service import Ledger  # noqa: E402
-from ledger.sources import ingest  # noqa: E402
+from service.ledger import Ledger  # noqa: E402
+from service.sources import ingest  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "2509.02480.record.json"
 HEADER = [

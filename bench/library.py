@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ledger.instants import parse_ts
-from ledger.service import Ledger
+from service.ledger import Ledger
 
 from . import pools
 from .synth import Synth

@@ -112,7 +112,7 @@ class Bench:
             {"idle_rss_mb": self.idle_rss},
         )
         from ledger.instants import parse_ts
-        from ledger.service import Ledger
+        from service.ledger import Ledger
 
         ledger = Ledger(self.db)
         body, _ = ledger.record_bytes(arxiv_id(TARGET), parse_ts(AS_OF))

@@ -22,7 +22,7 @@ def main() -> None:
     out: dict[str, Any]
     if job == "idle":
         import api.app  # noqa: F401
-        import ledger.service  # noqa: F401
+        import service.ledger  # noqa: F401
 
         out = {}
     elif job == "chain" and is_pg_url(args[0]):

@@ -100,7 +100,7 @@ MIGRATIONS: list[str] = [
     WHEN EXISTS (SELECT 1 FROM merkle_nodes WHERE level = NEW.level AND idx = NEW.idx)
     BEGIN SELECT RAISE(ABORT, 'Merkle nodes never change: REPLACE on merkle_nodes refused'); END;
     """,
-    # Scrubbing (ledger/scrub.py): one row per full walk of the chain from seq 1, so every server
+    # Scrubbing (service/scrub.py): one row per full walk of the chain from seq 1, so every server
     # process and the CLI see when the chain was last walked in full, by whom, and what it found.
     """
     CREATE TABLE scrub_passes (

@@ -98,7 +98,7 @@ MIGRATIONS: list[str] = [
     ALTER TABLE merkle_nodes ENABLE ALWAYS TRIGGER merkle_nodes_no_truncate;
     REVOKE UPDATE, DELETE, TRUNCATE ON merkle_nodes FROM PUBLIC;
     """,
-    # Scrubbing (ledger/scrub.py), as SQLite's step 4: one row per full walk of the chain from seq 1.
+    # Scrubbing (service/scrub.py), as SQLite's step 4: one row per full walk of the chain from seq 1.
     """
     CREATE TABLE scrub_passes (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ledger.backup import backup
-from ledger.service import Ledger
+from service.backup import backup
+from service.ledger import Ledger
 
 from .server import ROOT
 from .workload import direct_post, run_client

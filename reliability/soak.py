@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 
 from ledger.codec import canonical
-from ledger.service import Ledger
+from service.ledger import Ledger
 
 from .server import ROOT, serving
 from .workload import Events

@@ -227,7 +227,7 @@ def direct_post(db: str) -> Callable[[Body], Answer]:
     """The same batch through the library in this process (what `ledger import` does)."""
     from ledger.errors import LedgerError
     from ledger.importer import parse_batch
-    from ledger.service import Ledger
+    from service.ledger import Ledger
 
     ledger = Ledger(db)
 

@@ -4,8 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh dev
 scripts/system-deps.sh || echo "warning: Chromium or PostgreSQL unavailable; their tests will skip" >&2
-.venv/bin/ruff check ledger projections api tests bench reliability
-.venv/bin/ruff format --check ledger projections api
+.venv/bin/ruff check ledger projections service api cli tests bench reliability
+.venv/bin/ruff format --check ledger projections service api cli
 .venv/bin/mypy
 # the whole suite on SQLite (tests/contract/ runs on both backends here), then again on PostgreSQL
 .venv/bin/python -m pytest "$@"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.pg_harness import PgCluster, start_or_reason
 
 DATA = Path(__file__).parent / "data"

@@ -21,8 +21,8 @@ from api.settings import Settings
 from ledger.backend import side_path
 from ledger.codec import canonical
 from ledger.facts import Head
-from ledger.service import Ledger
 from projections.record import digest
+from service.ledger import Ledger
 from tests import raw
 from tests.conftest import NewDb
 

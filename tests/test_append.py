@@ -13,7 +13,7 @@ import ledger.append
 from ledger.append import AppendResult
 from ledger.errors import Conflict, InvalidEvent, LedgerError
 from ledger.events import MeasurementData, MeasurementObserved, PaperData, PaperObserved
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests import raw
 
 T = "2026-01-01T00:00:00Z"

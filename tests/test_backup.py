@@ -21,13 +21,12 @@ from click.testing import CliRunner
 
 from api.app import create_app
 from api.settings import Settings
-from ledger import cli_ops
+from cli.main import main
 from ledger.backend import is_pg_url
-from ledger.backup import BackupError, backup
 from ledger.checkpoint import Checkpointer
-from ledger.cli import main
 from ledger.errors import ChainBroken
-from ledger.service import Ledger
+from service.backup import BackupError, backup
+from service.ledger import Ledger
 
 if TYPE_CHECKING:
     from tests.conftest import NewDb
@@ -39,7 +38,6 @@ with warnings.catch_warnings():
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "tests" / "data" / "2509.02480.record.json"
 PAPER, AS_OF = "2509.02480", "2026-08-08T08:47:00Z"
-cli_ops.register(main)  # until ledger/cli.py registers it itself (idempotent)
 
 
 def _source(new_db: NewDb) -> str:

@@ -1,4 +1,4 @@
-"""Offline evidence bundles (ledger/bundle.py, `ledger bundle`, `ledger check-bundle`): the record's
+"""Offline evidence bundles (service/bundle.py, `ledger bundle`, `ledger check-bundle`): the record's
 seqs rebuild it, a good bundle checks with no database, and each kind of damage is named."""
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.bundle import check_bundle, encode_bundle, record_evidence
+from cli.main import main
 from ledger.chain import link_hash
 from ledger.checkpoint import Checkpointer, parse_vkey
-from ledger.cli import main
 from ledger.codec import canonical
 from ledger.errors import NotFound
 from ledger.events import Event
 from ledger.instants import parse_as_of, parse_ts
 from ledger.merkle_store import envelope_body
-from ledger.service import Ledger
 from projections.memory import MemoryReader
 from projections.record import build_record
+from service.bundle import check_bundle, encode_bundle, record_evidence
+from service.ledger import Ledger
 from tests.factories import (
     PAPERS,
     check,

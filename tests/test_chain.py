@@ -9,9 +9,9 @@ import pytest
 from blake3 import blake3
 from click.testing import CliRunner
 
+from cli.main import main
 from ledger.chain import GENESIS, body_bytes, link_hash
-from ledger.cli import main
-from ledger.service import Ledger
+from service.ledger import Ledger
 
 BODY_KEYS = ["data", "event_id", "observed_at", "recorded_at", "seq", "stream", "stream_version", "type"]
 

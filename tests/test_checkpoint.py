@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from cli.main import main
 from ledger import merkle_store
 from ledger.backend import is_pg_url, side_path
 from ledger.checkpoint import (
@@ -24,9 +25,8 @@ from ledger.checkpoint import (
     parse_checkpoint,
     parse_vkey,
 )
-from ledger.cli import main
 from ledger.errors import ChainBroken
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.factories import paper, ts
 from tests.raw import connect, edit, rows, stored_checkpoint
 

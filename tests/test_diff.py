@@ -9,8 +9,8 @@ import pytest
 from ledger.errors import InvalidEvent, NotFound
 from ledger.events import Event
 from ledger.instants import parse_ts
-from ledger.service import Ledger
 from projections.diff import diff_records, field_changes, record_changes
+from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import check, citation, measurement, notice, oid_of, paper, resolution, ts, work
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ledger.errors import Conflict, InvalidEvent
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.factories import measurement, paper, ts
 
 if TYPE_CHECKING:

@@ -15,11 +15,11 @@ from click.testing import CliRunner
 
 from api.app import create_app
 from api.settings import Settings
+from cli.main import main
 from ledger import ijson
-from ledger.cli import main
 from ledger.codec import canonical
 from ledger.errors import InvalidEvent
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.factories import citation, measurement, oid_of, paper, ts, work
 from tests.test_sources_support import SOURCES_DIR, T_INGEST
 

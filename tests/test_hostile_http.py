@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from api.server import MAX_HEAD_BYTES
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.api_fixtures import Server, running_server
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.test_sources_support import T_INGEST

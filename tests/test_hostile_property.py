@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from api.app import create_app
 from api.settings import Settings
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.conftest import FIXTURE_PATH, NewDb
 
 with warnings.catch_warnings():

@@ -11,8 +11,8 @@ import pytest
 from ledger.codec import canonical
 from ledger.errors import InvalidEvent
 from ledger.importer import parse_input, record_to_batch
-from ledger.service import Ledger
 from projections.record import digest
+from service.ledger import Ledger
 
 if TYPE_CHECKING:
     from tests.conftest import NewDb

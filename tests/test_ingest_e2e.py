@@ -8,7 +8,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from ledger.cli import main
+from cli.main import main
 from tests.conftest import FIXTURE_ID, FIXTURE_PATH, NewDb
 from tests.test_sources_support import SOURCES_DIR
 

@@ -28,7 +28,7 @@ from ledger.merkle import (
     verify_consistency,
     verify_inclusion,
 )
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.factories import paper, ts
 from tests.raw import edit, one, rows
 

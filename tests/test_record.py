@@ -18,9 +18,9 @@ from ledger.codec import canonical
 from ledger.errors import NotFound
 from ledger.events import Event
 from ledger.instants import parse_as_of, parse_ts
-from ledger.service import Ledger
 from projections.memory import MemoryReader
 from projections.record import build_record, digest
+from service.ledger import Ledger
 from tests import raw
 from tests.factories import (
     PAPERS,

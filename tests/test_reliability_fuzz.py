@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
-from ledger.cli import main
-from ledger.service import Ledger
+from cli.main import main
+from service.ledger import Ledger
 
 if TYPE_CHECKING:
     from tests.conftest import NewDb

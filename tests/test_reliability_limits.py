@@ -17,8 +17,8 @@ from api_fixtures import running_server
 
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
+from api.limits import RateLimiter, long_string
 from api.settings import Settings
-from ledger.limits import RateLimiter, long_string
 
 if TYPE_CHECKING:
     from tests.conftest import NewDb

@@ -1,7 +1,7 @@
 """Scrubbing and honest integrity answers (issue 12 parts 5 and 6), on the backend under test.
 
 An integrity report resumes from the last verified point, so an event before it edited in place is not
-re-hashed by that answer: the answer must say so, and a scrub pass (ledger/scrub.py: `ledger scrub`, the
+re-hashed by that answer: the answer must say so, and a scrub pass (service/scrub.py: `ledger scrub`, the
 server's background thread) must find the edit, record it, and make /healthz and every integrity
 answer name the seq. A read-only server signs nothing and creates no file.
 """
@@ -24,16 +24,16 @@ from click.testing import CliRunner
 from api.app import create_app
 from api.scrub import passes_of
 from api.settings import Settings
-from ledger import scrub
+from cli.main import main
 from ledger.backend import is_pg_url, side_path
 from ledger.chain import link_hash
 from ledger.checkpoint import open_checkpoint, parse_vkey
-from ledger.cli import main
 from ledger.merkle import leaf_hash, verify_inclusion
 from ledger.merkle_store import envelope_body, inclusion
-from ledger.scrub import PassLog, scrub_pass
-from ledger.service import Ledger
 from ledger.verify import verify_store, walk_paced
+from service import scrub
+from service.ledger import Ledger
+from service.scrub import PassLog, scrub_pass
 from tests import raw
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import paper, ts

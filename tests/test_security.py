@@ -22,7 +22,7 @@ from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
 from ledger.backend import is_pg_url
 from ledger.checkpoint import Checkpointer
-from ledger.service import Ledger
+from service.ledger import Ledger
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from api import sources
 from api.errors import install_error_handlers
 from api.settings import Settings
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.test_sources_support import SOURCES_DIR, T_INGEST
 
 TOKEN = "test-token-for-ingest"
@@ -141,7 +141,7 @@ def test_openapi_documents_both_routes(client: TestClient) -> None:
 def test_ingest_is_charged_to_the_tokens_rate(imported_ledger: Ledger) -> None:
     """An ingest is let in while its token is not in debt, then charged its events; refused files cost one."""
     from api.auth import hash_token
-    from ledger.limits import RateLimiter
+    from api.limits import RateLimiter
 
     key = hash_token(TOKEN)
     client = _client(imported_ledger)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import ledger.cli_sources as cli_sources
-from ledger.cli import main
+import cli.sources as cli_sources
+from cli.main import main
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.test_sources_support import SOURCES_DIR, T_INGEST
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from ledger.service import Ledger
-from ledger.sources import ingest
-from ledger.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
-from ledger.sources.retraction_watch import REQUIRED
+from service.ledger import Ledger
+from service.sources import ingest
+from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
+from service.sources.retraction_watch import REQUIRED
 from tests.conftest import NewDb
 from tests.test_sources_support import SOURCES_DIR, T_INGEST, sample_ledger
 

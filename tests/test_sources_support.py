@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ledger.events import CitedWork, Event
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.factories import citation, oid_of, paper, resolution, ts
 
 SOURCES_DIR = Path(__file__).parent / "data" / "sources"

@@ -31,7 +31,7 @@ from api.live import Notifier, live_of
 from api.settings import Settings
 from ledger.backend import is_pg_url
 from ledger.codec import canonical
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.conftest import FIXTURE_PATH, NewDb
 
 TIMEOUT = 60.0  # a bound on waiting for a condition, never an expectation of speed

@@ -19,7 +19,7 @@ import pytest
 from ledger import pg_migrations
 from ledger.backend import is_pg_url
 from ledger.migrations import MIGRATIONS, migrate
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.conftest import on_postgresql
 from tests.raw import Raw, connect, one, rows
 
@@ -264,7 +264,7 @@ WORKER = r"""
 import json, random, sys, time, uuid
 from pathlib import Path
 from ledger.codec import to_event
-from ledger.service import Ledger
+from service.ledger import Ledger
 
 db, w, go, n_papers = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 rng = random.Random(1000 + w)

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from cli.main import main
 from ledger.backend import is_pg_url
-from ledger.cli import main
-from ledger.service import Ledger
 from ledger.verify import TRUNCATION_NOTE
+from service.ledger import Ledger
 from tests.raw import copy_db, edit, one
 
 FIXTURE = Path(__file__).parent / "data" / "2509.02480.record.json"

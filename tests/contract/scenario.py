@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ledger.events import Event
 from ledger.importer import Batch, parse_input
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.factories import check, citation, measurement, notice, oid_of, paper, resolution, ts, work
 
 PID = "2101.00001"

@@ -10,14 +10,14 @@ import time
 import pytest
 
 from ledger.backend import is_pg_url
-from ledger.service import Ledger
+from service.ledger import Ledger
 
 WORKERS = 4
 BATCHES = 40
 
 _WRITER = """
 import json, sys, time
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.factories import measurement, ts
 url, n, batches, serialize = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 start = float(sys.argv[5])

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from ledger.instants import parse_as_of
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.api_fixtures import running_server
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"
@@ -120,7 +120,7 @@ def test_serve_replicate_flag_then_restore_replica(tmp_path: Path) -> None:
     """`ledger serve --replicate DIR` under load, SIGKILL, `ledger restore-replica DIR DEST` verifies."""
     from click.testing import CliRunner
 
-    from ledger.cli import main
+    from cli.main import main
 
     _litestream()
     db, replica, restored = tmp_path / "ledger.db", tmp_path / "replica", tmp_path / "restored.db"

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from cli.backends import migrate
 from ledger.backend import copy_ledger
-from ledger.cli_backends import migrate
 from ledger.errors import ChainBroken, Conflict
 from ledger.instants import parse_as_of
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.contract.scenario import replay
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"
@@ -67,8 +67,8 @@ def test_backup_of_any_backend_is_a_verified_sqlite_file(
     source: Ledger, store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`ledger backup` of a PostgreSQL ledger writes a new SQLite file, with key and last checkpoint."""
+    from cli.ops import backup_command
     from ledger.checkpoint import Checkpointer
-    from ledger.cli_ops import backup_command
 
     monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path))
     runner = CliRunner()

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.factories import paper, ts
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.api_fixtures import running_server
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"

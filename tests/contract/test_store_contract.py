@@ -12,7 +12,7 @@ import pytest
 from ledger.backend import is_pg_url
 from ledger.errors import Conflict, InvalidEvent
 from ledger.instants import parse_as_of
-from ledger.service import Ledger
+from service.ledger import Ledger
 from tests.contract.conftest import FixedClock
 from tests.contract.scenario import PID, replay
 from tests.factories import citation, measurement, oid_of, paper, resolution, ts

@@ -6,10 +6,10 @@ import re
 from datetime import date
 from typing import IO, Any
 
-from ..events import Notice, NoticeKind
-from .base import NotThatFormat, Parsed, Summary, WorkIndex, standing_batch
-from .doi import normalize_doi
-from .jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
+from ledger.events import Notice, NoticeKind
+from service.sources.base import NotThatFormat, Parsed, Summary, WorkIndex, standing_batch
+from service.sources.doi import normalize_doi
+from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 
 EVENT_SOURCE = "crossref"
 NAME = "Crossref REST works JSON"

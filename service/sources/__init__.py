@@ -7,14 +7,14 @@ import zlib
 from collections.abc import Callable
 from typing import IO
 
-from ..codec import FUTURE_SLACK_US
-from ..errors import InvalidEvent
-from ..instants import now_us, parse_ts
-from ..service import Ledger
-from ..works_store import papers_known, works_known
-from . import counts, crossref, retraction_watch
-from .base import NotThatFormat, PaperIndex, Parsed, Summary, WorkIndex
-from .reader import Input, Progress, input_size, open_text
+from ledger.codec import FUTURE_SLACK_US
+from ledger.errors import InvalidEvent
+from ledger.instants import now_us, parse_ts
+from ledger.works_store import papers_known, works_known
+from service.ledger import Ledger
+from service.sources import counts, crossref, retraction_watch
+from service.sources.base import NotThatFormat, PaperIndex, Parsed, Summary, WorkIndex
+from service.sources.reader import Input, Progress, input_size, open_text
 
 STANDING: dict[str, Callable[[IO[str], WorkIndex, Summary], Parsed]] = {
     "retraction-watch": retraction_watch.parse,

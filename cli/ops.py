@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .backup import BackupError, backup
+from service.backup import BackupError, backup
 
 
 def register(main: click.Group) -> None:
@@ -55,9 +55,9 @@ def backup_command(dest: str, db: str, step_pages: int, no_verify: bool) -> None
 def restore_replica(replica: str, dest: str) -> None:
     """Restore the Litestream replica kept by `ledger serve --replicate REPLICA` into the new file DEST,
     then verify it. Copy the key and last checkpoint (<db>.key, <db>.checkpoint) next to DEST yourself."""
-    from .errors import LedgerError
-    from .replicate import restore
-    from .service import Ledger
+    from ledger.errors import LedgerError
+    from service.ledger import Ledger
+    from service.replicate import restore
 
     try:
         path = restore(replica, dest)

@@ -7,13 +7,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..codec import canonical
-from ..errors import InvalidEvent
-from ..events import Event, Notice, StandingChecked, StandingData
-from ..facts import Head
-from ..importer import notice_sort_key
-from ..works_store import KnownWork
-from .doi import arxiv_key, doi_key
+from ledger.codec import canonical
+from ledger.errors import InvalidEvent
+from ledger.events import Event, Notice, StandingChecked, StandingData
+from ledger.facts import Head
+from ledger.importer import notice_sort_key
+from ledger.works_store import KnownWork
+from service.sources.doi import arxiv_key, doi_key
 
 EXAMPLES_PER_REASON = 3
 

@@ -8,15 +8,17 @@ from pathlib import Path
 import click
 import msgspec
 
-from .cli_common import db_option, fail, instant
-from .codec import envelope_json
-from .errors import LedgerError
+from ledger.codec import envelope_json
+from ledger.errors import LedgerError
+
+from . import backends, integrity, ops, sources
+from .common import db_option, fail, instant
 
 _PROGRESS_BYTES = 4 * 1024 * 1024
 
 
 def _ledger(db: str):  # type: ignore[no-untyped-def]
-    from .service import Ledger
+    from service.ledger import Ledger
 
     return Ledger(db)
 
@@ -44,7 +46,7 @@ def main() -> None:
 @db_option
 def import_(files: tuple[str, ...], force: bool, db: str) -> None:
     """Import record JSON or NDJSON envelopes; one atomic batch per file."""
-    from .importer import parse_input
+    from ledger.importer import parse_input
 
     ledger = _ledger(db)
     total_new = total_dup = 0
@@ -140,8 +142,8 @@ def serve(
     if replica is None:
         go()
         return
-    from .backend import is_pg_url
-    from .replicate import replicating
+    from ledger.backend import is_pg_url
+    from service.replicate import replicating
 
     if is_pg_url(db):
         raise click.UsageError(
@@ -156,13 +158,5 @@ def serve(
         raise click.ClickException(e.message) from None
 
 
-def _register_extensions() -> None:
-    from . import cli_backends, cli_integrity, cli_ops, cli_sources
-
-    cli_integrity.register(main)
-    cli_sources.register(main)
-    cli_backends.register(main)
-    cli_ops.register(main)
-
-
-_register_extensions()
+for commands in (integrity, sources, backends, ops):
+    commands.register(main)

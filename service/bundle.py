@@ -15,9 +15,9 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from . import merkle_store
-from .chain import link_hash
-from .checkpoint import (
+from ledger import merkle_store
+from ledger.chain import link_hash
+from ledger.checkpoint import (
     Checkpoint,
     Checkpointer,
     NoteError,
@@ -26,12 +26,14 @@ from .checkpoint import (
     open_checkpoint,
     unsigned_checkpoint,
 )
-from .codec import canonical, decode_data, envelope_json
-from .errors import NotFound
-from .events import StoredEvent
-from .instants import format_as_of, now_us, parse_ts
-from .merkle import ProofError, leaf_hash, verify_inclusion
-from .service import Ledger
+from ledger.codec import canonical, decode_data, envelope_json
+from ledger.errors import NotFound
+from ledger.events import StoredEvent
+from ledger.instants import format_as_of, now_us, parse_ts
+from ledger.merkle import ProofError, leaf_hash, verify_inclusion
+from projections.memory import MemoryReader
+from projections.record import build_record, digest
+from service.ledger import Ledger
 
 SCHEMA = "citation-ledger.evidence-bundle.v1"
 _MAX_DIFFS = 10
@@ -259,9 +261,6 @@ def _proofs(
 
 def _rebuild(bundle: _Bundle, events: list[StoredEvent], problems: list[str]) -> int:
     """Rebuild the record from the bundled events and compare; recompute its digests. Returns #digests."""
-    from projections.memory import MemoryReader
-    from projections.record import build_record
-
     record = bundle.record
     try:
         arxiv_id = str(record["paper"]["arxiv_id"])
@@ -294,8 +293,6 @@ def _rebuild(bundle: _Bundle, events: list[StoredEvent], problems: list[str]) ->
 
 def _digests(record: dict[str, Any], problems: list[str]) -> int:
     """Each observation_digest and the context_digest recomputed from the record's own content."""
-    from projections.record import digest
-
     n = 0
     for lane in ("outbound", "inbound"):
         for i, o in enumerate(record.get(lane) or []):

@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .facts import ScrubPass
-from .instants import format_recorded, now_us
-from .verify import VerifyReport, verify_store, walk_paced
+from ledger.facts import ScrubPass
+from ledger.instants import format_recorded, now_us
+from ledger.verify import VerifyReport, verify_store, walk_paced
 
 if TYPE_CHECKING:
-    from .backend import Store
+    from ledger.backend import Store
 
 SCRUB, VERIFY, INTEGRITY = "scrub", "verify", "integrity"
 # Events per read: a few milliseconds of work, so appends and readers never wait on a scrub.
@@ -32,7 +32,7 @@ SERVER_PACE = 0.5
 MAX_WAIT_S = 60.0
 MIN_WAIT_S = 0.01
 
-log = logging.getLogger("ledger.scrub")
+log = logging.getLogger("service.scrub")
 
 
 class PassLog:

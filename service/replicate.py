@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import LedgerError
+from ledger.errors import LedgerError
 
 CONFIG_NAME = "litestream.yml"
 _PR_SET_PDEATHSIG = 1

@@ -7,8 +7,8 @@ from typing import NoReturn
 
 import click
 
-from .errors import LedgerError
-from .instants import parse_as_of
+from ledger.errors import LedgerError
+from ledger.instants import parse_as_of
 
 db_option = click.option(
     "--db",

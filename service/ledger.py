@@ -7,16 +7,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .append import AppendResult, append_batch
-from .backend import Store, Unsupported, is_pg_url, open_store
-from .codec import canonical, check_rules, check_types
-from .errors import NotFound
-from .events import Event
-from .facts import Head
-from .group_commit import GroupCommitter
-from .importer import Batch, parse_input
-from .instants import now_us
-from .verify import VerifyReport, verify_store
+from ledger.append import AppendResult, append_batch
+from ledger.backend import Store, Unsupported, is_pg_url, open_store
+from ledger.codec import canonical, check_rules, check_types
+from ledger.errors import NotFound
+from ledger.events import Event
+from ledger.facts import Head
+from ledger.group_commit import GroupCommitter
+from ledger.importer import Batch, parse_input
+from ledger.instants import now_us
+from ledger.verify import VerifyReport, verify_store
+from projections.record import build_record
 
 
 def default_db() -> str:
@@ -108,8 +109,6 @@ class Ledger:
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
     ) -> tuple[dict[str, Any], list[int], Head]:
         """The record as of T (default now) and K, the seqs it was built from, and the head read."""
-        from projections.record import build_record
-
         t = now_us() if as_of_us is None else as_of_us
         with self.store.snapshot(t, known_us) as reader:
             head = reader.head()

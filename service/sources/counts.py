@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import IO, Any, NamedTuple
 
-from ..events import Event, MeasurementData, MeasurementObserved
-from .base import NotThatFormat, PaperIndex, Parsed, Summary
-from .jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
+from ledger.events import Event, MeasurementData, MeasurementObserved
+from service.sources.base import NotThatFormat, PaperIndex, Parsed, Summary
+from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 
 S2_PAPER_URL = "https://api.semanticscholar.org/graph/v1/paper/"
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from .cli_common import db_option, fail, instant
-from .codec import canonical
-from .errors import LedgerError
+from cli.common import db_option, fail, instant
+from ledger.codec import canonical
+from ledger.errors import LedgerError
 
 # Above this many events to walk, `ledger verify` shows a progress bar instead of counting lines.
 BAR_THRESHOLD = 100_000
@@ -29,8 +29,8 @@ def _origin(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _checkpointer(db: str, origin: str | None):  # type: ignore[no-untyped-def]
-    from .checkpoint import Checkpointer
-    from .service import Ledger
+    from ledger.checkpoint import Checkpointer
+    from service.ledger import Ledger
 
     ledger = Ledger(db)
     return ledger, Checkpointer.for_db(ledger.store, origin)
@@ -71,8 +71,8 @@ def register(main: click.Group) -> None:
     @db_option
     def proof(seq: int, tree_size: int | None, db: str) -> None:
         """Print the inclusion proof of event SEQ as JSON (hashes in base64)."""
-        from . import merkle_store
-        from .service import Ledger
+        from ledger import merkle_store
+        from service.ledger import Ledger
 
         try:
             _json(merkle_store.inclusion(Ledger(db).store, seq, tree_size).to_json())
@@ -85,8 +85,8 @@ def register(main: click.Group) -> None:
     @db_option
     def consistency(old_size: int, new_size: int | None, db: str) -> None:
         """Print the consistency proof from tree size OLD_SIZE to NEW_SIZE (default: the head)."""
-        from . import merkle_store
-        from .service import Ledger
+        from ledger import merkle_store
+        from service.ledger import Ledger
 
         store = Ledger(db).store
         new = store.head().seq if new_size is None else new_size
@@ -115,7 +115,7 @@ def register(main: click.Group) -> None:
         arxiv_id: str, as_of: str | None, known_at: str | None, out: str | None, origin: str | None, db: str
     ) -> None:
         """Write an offline evidence bundle: the record, its events, their proofs, a signed checkpoint."""
-        from .bundle import encode_bundle, record_evidence
+        from service.bundle import encode_bundle, record_evidence
 
         t, k = instant(as_of, "--as-of"), instant(known_at, "--known-at")
         try:
@@ -143,8 +143,8 @@ def register(main: click.Group) -> None:
     )
     def check_bundle(file: str, key_arg: str) -> None:
         """Check an evidence bundle offline (no database, no server) against a pinned key."""
-        from .bundle import check_bundle as check
-        from .checkpoint import read_vkey_arg
+        from ledger.checkpoint import read_vkey_arg
+        from service.bundle import check_bundle as check
 
         try:
             verifier = read_vkey_arg(key_arg)
@@ -213,10 +213,10 @@ def _last_walk(p: dict[str, Any]) -> str:
 
 
 def _verify(db: str, as_json: bool, resume: bool) -> None:
-    from .instants import now_us
-    from .scrub import VERIFY, PassLog, chain_status, pass_of
-    from .service import Ledger
-    from .verify import verify_store
+    from ledger.instants import now_us
+    from ledger.verify import verify_store
+    from service.ledger import Ledger
+    from service.scrub import VERIFY, PassLog, chain_status, pass_of
 
     ledger = Ledger(db)
     passes = PassLog(ledger.store)
@@ -266,8 +266,8 @@ def _verify(db: str, as_json: bool, resume: bool) -> None:
 
 
 def _scrub(db: str, as_json: bool, pace: float) -> None:
-    from .scrub import PassLog, scrub_pass
-    from .service import Ledger
+    from service.ledger import Ledger
+    from service.scrub import PassLog, scrub_pass
 
     ledger = Ledger(db)
     passes = PassLog(ledger.store)

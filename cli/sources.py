@@ -7,17 +7,17 @@ from typing import Any
 
 import click
 
-from .cli_common import db_option, required_instant
-from .codec import canonical
-from .errors import LedgerError
+from cli.common import db_option, required_instant
+from ledger.codec import canonical
+from ledger.errors import LedgerError
 
 PROGRESS_BYTES = 4 * 1024 * 1024
 _SOURCES = ("retraction-watch", "crossref", "openalex", "semantic-scholar", "opencitations")
 
 
 def _ingest(source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, db: str) -> None:
-    from .service import Ledger
-    from .sources import ingest, input_size
+    from service.ledger import Ledger
+    from service.sources import ingest, input_size
 
     ledger = Ledger(db)
     data: Any = sys.stdin.buffer if file == "-" else file
@@ -129,8 +129,7 @@ def register(main: click.Group) -> None:
     def diff_cmd(arxiv_id: str, from_: str, to: str, as_text: bool, db: str) -> None:
         """What changed in the record of ARXIV_ID between FROM and TO (RFC 3339 or YYYY-MM-DD)."""
         from projections.diff import record_changes
-
-        from .service import Ledger
+        from service.ledger import Ledger
 
         t1, t2 = required_instant(from_, "FROM"), required_instant(to, "TO")
         try:

@@ -18,9 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from .backend import is_pg_url
-from .facts import Head
-from .verify import VerifyReport, verify_store
+from ledger.backend import copy_ledger, is_pg_url, open_store
+from ledger.checkpoint import ENV_KEY_FILE
+from ledger.facts import Head
+from ledger.store import SQLiteStore
+from ledger.verify import VerifyReport, verify_store
 
 # Files next to the database that belong to it: the signing key (secret, mode 600), the last signed
 # checkpoint (the restored ledger must stay consistent with it) and the hashed write tokens.
@@ -98,8 +100,6 @@ def backup(
     seconds = time.monotonic() - started
     report = None
     if verify:
-        from .store import SQLiteStore
-
         store = SQLiteStore(dest_path)
         try:
             report = verify_store(store)
@@ -112,10 +112,6 @@ def backup(
 
 def _backup_postgresql(url: str, dest_path: Path, verify: bool) -> BackupReport:
     """Copy a PostgreSQL ledger into a new SQLite file with its key, token file and last checkpoint."""
-    from .backend import copy_ledger, open_store
-    from .checkpoint import ENV_KEY_FILE
-    from .store import SQLiteStore
-
     if dest_path.exists() or any(_side(dest_path, s).exists() for s in ("-wal", "-shm", *SIDE_FILES)):
         raise BackupError(f"{dest_path} (or a file next to it) already exists; choose a new name")
     started = time.monotonic()

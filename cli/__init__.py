@@ -1,0 +1,1 @@
+"""The `ledger` command line: a peer of the HTTP API on the top floor."""
