@@ -146,9 +146,7 @@ def project(db: Db, arxiv_id: str, as_of: str, repeats: int, profile: str | None
         "record_bytes": len(body),
         "repeats": repeats,
     }
-    if ledger.store.kind == "sqlite":
-        out["proposed_store_p50_ms"] = _proposed_p50(ledger, arxiv_id, t, repeats, body)
-    else:
+    if ledger.store.kind != "sqlite":
         # the floor under the record on this server: as many bare round trips as it made, in one read tx
         from .pg import round_trips
 
@@ -163,22 +161,6 @@ def project(db: Db, arxiv_id: str, as_of: str, repeats: int, profile: str | None
         )
     ledger.close()
     return out
-
-
-def _proposed_p50(ledger: Ledger, arxiv_id: str, t: int, repeats: int, body: bytes) -> float:
-    """The p50 with the source_heads statement proposed for ledger/store.py (bench/proposed.py)."""
-    from ledger.store import SQLiteReader
-
-    from .proposed import source_heads
-
-    current = SQLiteReader.source_heads
-    SQLiteReader.source_heads = source_heads  # type: ignore[method-assign]
-    try:
-        assert ledger.record_bytes(arxiv_id, t)[0] == body
-        proposed = _samples(ledger, arxiv_id, t, repeats)
-    finally:
-        SQLiteReader.source_heads = current  # type: ignore[method-assign]
-    return round(proposed[len(proposed) // 2] * 1e3, 3)
 
 
 def _statements(ledger: Ledger, arxiv_id: str, t: int) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from .util import ROOT
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def summarise_raw(raw: Path, out: Path, top: int = 40) -> str:
@@ -37,7 +37,7 @@ def _short(frame: str) -> str:
     """`fn (path/to/site-packages/pkg/mod.py:12)` -> `fn (pkg/mod.py)`: lines dropped so calls add up."""
     name, _, where = frame.partition(" (")
     path = where.rstrip(")").rpartition(":")[0] or where.rstrip(")")
-    for marker in ("site-packages/", "/work/main/", "lib/python3"):
+    for marker in ("site-packages/", f"{ROOT}/", "lib/python3"):
         if marker in path:
             path = path.split(marker, 1)[1]
     return f"{name} ({path})"

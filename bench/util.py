@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from .profiles import ROOT, summarise_raw
+
 BENCH = ROOT / "bench"
 DATA = BENCH / ".data"
 PROFILES = BENCH / "profiles"
@@ -70,8 +71,6 @@ def run_worker(*args: str, timeout: float = 3600, spy: str | None = None) -> dic
     hwm = answer.pop("vm_hwm_kb", None)
     answer["peak_rss_mb"] = round(hwm / 1024, 1) if hwm else answer["ru_maxrss_mb"]
     if spy:
-        from .profiles import summarise_raw
-
         answer["profile"] = summarise_raw(raw, PROFILES / f"{spy}.txt")
     return answer
 

@@ -1,4 +1,4 @@
-"""CLI commands for Merkle proofs, checkpoints and offline bundles (issue: verifiable integrity)."""
+"""CLI commands for verification, Merkle proofs, checkpoints, scrubbing and offline bundles."""
 
 from __future__ import annotations
 
@@ -161,7 +161,6 @@ def register(main: click.Group) -> None:
             click.echo(f"  {problem}")
         sys.exit(1)
 
-    # Replaces the plain `verify` of cli.py: same output, plus --resume and a progress bar.
     @main.command()
     @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
     @click.option(

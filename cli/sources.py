@@ -1,4 +1,4 @@
-"""CLI commands for ingesting real sources and diffing records (issue: real sources in)."""
+"""CLI commands for ingesting real sources and diffing records."""
 
 from __future__ import annotations
 

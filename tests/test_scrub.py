@@ -1,4 +1,4 @@
-"""Scrubbing and honest integrity answers (issue 12 parts 5 and 6), on the backend under test.
+"""Scrubbing, integrity answers that say what they checked, and a read-only server (backend under test).
 
 An integrity report resumes from the last verified point, so an event before it edited in place is not
 re-hashed by that answer: the answer must say so, and a scrub pass (service/scrub.py: `ledger scrub`, the
