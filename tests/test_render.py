@@ -12,7 +12,8 @@ import pytest
 
 from api.render import render_error_page, render_paper_page, render_record_page
 
-FIXTURE_DIRS = [Path(__file__).parent / "fixtures", Path("/work/shared/fixtures")]
+# the repository's own copy, else shared/ beside the checkout (where CI lays it too)
+FIXTURE_DIRS = [Path(__file__).parent / "data", Path(__file__).resolve().parents[2] / "shared" / "fixtures"]
 PAPER_TITLE = (
     "MLP-Offload: Multi-Level, Multi-Path Offloading for LLM Pre-training to Break the GPU Memory Wall"
 )
