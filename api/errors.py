@@ -17,10 +17,38 @@ from ledger.errors import LedgerError
 log = logging.getLogger("api")
 
 
-class ApiError(LedgerError):
-    """A refusal made by the HTTP layer itself (auth, size); may carry response headers."""
+# How the API answers each code of the ledger's errors: the core names what went wrong, the API says
+# it in HTTP. A broken chain or checkpoint state is 503: unavailable until an operator looks, not a crash.
+STATUS_OF_CODE = {
+    "invalid": 422,
+    "invalid_note": 422,
+    "unstorable": 422,
+    "conflict": 409,
+    "not_signed": 409,
+    "not_found": 404,
+    "not_supported": 501,
+    "chain_broken": 503,
+    "checkpoint_refused": 503,
+}
 
+
+class ApiError(LedgerError):
+    """A refusal made by the HTTP layer itself (auth, size), with its status; may carry headers."""
+
+    http_status = 500
     headers: dict[str, str] | None = None
+
+
+def status_of(err: LedgerError) -> int:
+    """The HTTP status that answers `err` (500 for a code the API does not know: a bug to look at)."""
+    if isinstance(err, ApiError):
+        return err.http_status
+    return STATUS_OF_CODE.get(err.code, 500)
+
+
+def error_answer(err: LedgerError) -> dict[str, Any]:
+    """The JSON body that answers `err`."""
+    return error_body(err.code, err.message, err.details)
 
 
 class Unauthorized(ApiError):
@@ -97,7 +125,7 @@ def _status_code_name(status: int) -> str:
 
 async def _ledger_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LedgerError)
-    return JSONResponse(exc.to_dict(), status_code=exc.http_status, headers=getattr(exc, "headers", None))
+    return JSONResponse(error_answer(exc), status_code=status_of(exc), headers=getattr(exc, "headers", None))
 
 
 async def _http_error(_: Request, exc: Exception) -> JSONResponse:

@@ -26,7 +26,7 @@ from .common import (
     read_body,
     settings_of,
 )
-from .errors import ChainUnhealthy
+from .errors import ChainUnhealthy, status_of
 from .held import verify_held
 from .integrity import integrity_report
 from .record_cache import RecordCache
@@ -70,8 +70,8 @@ def _html_error(err: LedgerError) -> HTMLResponse:
         href = f"/paper/{arxiv_id}/citation-record?as_of={quote(first, safe='')}"
         links = [(f"The record as of {first}, when it was first observed", href)]
         links.append(("Its snapshots over time", f"/paper/{arxiv_id}"))
-    page = render_error_page(err.http_status, err.message, links)
-    return HTMLResponse(page, status_code=err.http_status)
+    status = status_of(err)
+    return HTMLResponse(render_error_page(status, err.message, links), status_code=status)
 
 
 def _wants_json(request: Request) -> bool:

@@ -16,7 +16,7 @@ from service.ledger import Ledger
 
 from . import docs
 from .auth import require_writer
-from .common import JSON, head_headers, ledger_of, read_body, settings_of
+from .common import JSON, head_headers, head_json, ledger_of, read_body, settings_of
 from .errors import BatchTooLarge
 from .settings import Settings
 
@@ -87,10 +87,29 @@ async def _authorized_body(request: Request) -> tuple[_Writer, bytes]:
 # -- end of write limits -------------------------------------------------------------------------
 
 
+def append_answer(result: AppendResult) -> dict[str, Any]:
+    """The JSON answer of a write: counts, the head, and each event's seq, id, hash and duplicate flag."""
+    return {
+        "appended": result.appended,
+        "duplicates": result.duplicates,
+        "head": head_json(result.head),
+        "events": [
+            {
+                "index": i.position,
+                "seq": i.seq,
+                "event_id": i.event_id,
+                "hash": i.hash,
+                "duplicate": i.duplicate,
+            }
+            for i in result.items
+        ],
+    }
+
+
 def _answer(result: AppendResult) -> Response:
     status = 201 if result.appended else 200
     return Response(
-        canonical(result.to_dict()),
+        canonical(append_answer(result)),
         status_code=status,
         media_type=JSON,
         headers=head_headers(result.head),

@@ -49,24 +49,6 @@ class AppendResult(NamedTuple):
         """How many events were already in the ledger (or earlier in the batch)."""
         return sum(i.duplicate for i in self.items)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON answer of POST /events."""
-        return {
-            "appended": self.appended,
-            "duplicates": self.duplicates,
-            "head": {"seq": self.head.seq, "hash": self.head.hash},
-            "events": [
-                {
-                    "index": i.position,
-                    "seq": i.seq,
-                    "event_id": i.event_id,
-                    "hash": i.hash,
-                    "duplicate": i.duplicate,
-                }
-                for i in self.items
-            ],
-        }
-
 
 class _Pending(NamedTuple):
     position: int

@@ -225,6 +225,8 @@ def http_post(url: str, token: str) -> Callable[[Body], Answer]:
 
 def direct_post(db: str) -> Callable[[Body], Answer]:
     """The same batch through the library in this process (what `ledger import` does)."""
+    from api.errors import error_answer, status_of
+    from api.writes import append_answer
     from ledger.errors import LedgerError
     from ledger.importer import parse_batch
     from service.ledger import Ledger
@@ -235,8 +237,8 @@ def direct_post(db: str) -> Callable[[Body], Answer]:
         try:
             result = ledger.append_batch(parse_batch(json.loads(json.dumps(body))))
         except LedgerError as e:
-            return e.http_status, e.to_dict()
-        return (201 if result.appended else 200), result.to_dict()
+            return status_of(e), error_answer(e)
+        return (201 if result.appended else 200), append_answer(result)
 
     return post
 
