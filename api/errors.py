@@ -88,15 +88,19 @@ class BatchTooLarge(ApiError):
     http_status = 413
 
 
-class RateLimited(ApiError):
-    """The token has sent more events per second than the configured rate; retry after a while."""
-
-    code = "rate_limited"
-    http_status = 429
+class RetryLater(ApiError):
+    """A refusal that passes with time: it says when to come back (Retry-After, in seconds)."""
 
     def __init__(self, message: str, *, retry_after: str, details: Any = None) -> None:
         super().__init__(message, details=details)
         self.headers = {"Retry-After": retry_after}
+
+
+class RateLimited(RetryLater):
+    """The token has sent more events per second than the configured rate; retry after a while."""
+
+    code = "rate_limited"
+    http_status = 429
 
 
 class RequestTimeout(ApiError):
@@ -162,15 +166,11 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, _unexpected)
 
 
-class TooManySubscribers(ApiError):
+class TooManySubscribers(RetryLater):
     """This server process already serves its LEDGER_SSE_MAX_SUBSCRIBERS live subscriptions."""
 
     code = "too_many_subscribers"
     http_status = 503
-
-    def __init__(self, message: str, *, retry_after: str, details: Any = None) -> None:
-        super().__init__(message, details=details)
-        self.headers = {"Retry-After": retry_after}
 
 
 class ChainUnhealthy(ApiError):

@@ -13,18 +13,12 @@ from typing import Any
 
 import jinja2
 
+from ledger.events import STATUSES
+
 __all__ = ["render_record_page", "render_paper_page", "render_error_page", "render_index_page"]
 
 # Display order of the reference-resolution states (``pending`` only when present).
-STATUS_ORDER = (
-    "verified_exact",
-    "verified_fuzzy",
-    "unresolved",
-    "parse_uncertain",
-    "malformed_identifier",
-    "metadata_mismatch",
-    "pending",
-)
+STATUS_ORDER = (*STATUSES, "pending")
 
 STANDING_REASONS = {
     "canonical_work_link_unavailable": "Unavailable: canonical work link unavailable.",
@@ -99,12 +93,10 @@ ENV = jinja2.Environment(
     lstrip_blocks=True,
 )
 ENV.filters.update(
-    words=_words,
-    safe_href=_safe_href,
-    title_of=_title_of,
-    sentence=_sentence,
-    id_from_link=_id_from_link,
-    standing_text=_standing_text,
+    {
+        f.__name__.removeprefix("_"): f
+        for f in (_words, _safe_href, _title_of, _sentence, _id_from_link, _standing_text)
+    }
 )
 
 

@@ -139,24 +139,25 @@ def _positive_int(text: str | None, default: int, name: str, unit: str) -> int:
 
 
 def _positive_float(text: str | None, default: float, name: str) -> float:
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a positive number of seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"{name} must be a positive number of seconds, got {text!r}")
-    return value
+    value = _number(text, name, "a positive number of seconds")
+    return default if value is None else value
 
 
 def _rate(text: str | None) -> float:
-    if not text or text.strip() == "0":
-        return 0.0
+    if text and text.strip() == "0":
+        return 0.0  # explicitly off
+    value = _number(text, ENV_RATE_LIMIT, "a positive number of events per second")
+    return 0.0 if value is None else value
+
+
+def _number(text: str | None, name: str, what: str) -> float | None:
+    """A positive, finite number from the environment; None when unset."""
+    if not text:
+        return None
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"{ENV_RATE_LIMIT} must be a number of events per second, got {text!r}") from None
+        raise ValueError(f"{name} must be {what}, got {text!r}") from None
     if not value > 0 or value == float("inf"):
-        raise ValueError(f"{ENV_RATE_LIMIT} must be a positive number of events per second, got {text!r}")
+        raise ValueError(f"{name} must be {what}, got {text!r}")
     return value
