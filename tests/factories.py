@@ -97,6 +97,21 @@ def measurement(
     )
 
 
+def measurement_json(
+    arxiv_id: str = "2509.02480", at: str = "2026-11-01T00:00:00Z", **data: Any
+) -> dict[str, Any]:
+    """A measurement.observed envelope as a client sends it (plain JSON values); `data` overrides fields."""
+    fields = {
+        "arxiv_id": arxiv_id,
+        "source": "openalex",
+        "metric": "cited_by_count",
+        "value": 4,
+        "source_release": None,
+        "query_url": None,
+    }
+    return {"type": "measurement.observed", "observed_at": at, "data": {**fields, **data}}
+
+
 def oid_of(n: int) -> str:
     """A deterministic lowercase UUID."""
     return str(uuid.UUID(int=n + 1, version=4))

@@ -20,7 +20,7 @@ from ledger import ijson
 from ledger.codec import canonical
 from ledger.errors import InvalidEvent
 from service.ledger import Ledger
-from tests.factories import citation, measurement, oid_of, paper, ts, work
+from tests.factories import citation, measurement, measurement_json, oid_of, paper, ts, work
 from tests.test_sources_support import SOURCES_DIR, T_INGEST
 
 with warnings.catch_warnings():
@@ -56,16 +56,7 @@ def _unchanged(ledger: Ledger, head: Any) -> None:
 
 
 def _measurement_body(**data: Any) -> dict[str, Any]:
-    d = {
-        "arxiv_id": PAPER,
-        "source": "openalex",
-        "metric": "cited_by_count",
-        "value": 4,
-        "source_release": None,
-        "query_url": None,
-    }
-    d.update(data)
-    return {"events": [{"type": "measurement.observed", "observed_at": "2026-11-01T00:00:00Z", "data": d}]}
+    return {"events": [measurement_json(**data)]}
 
 
 # -- 1. instants at the calendar's edges ----------------------------------------------------------

@@ -16,6 +16,7 @@ from api.app import create_app
 from api.settings import Settings
 from service.ledger import Ledger
 from tests.conftest import FIXTURE_PATH, NewDb
+from tests.factories import measurement_json
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -34,18 +35,7 @@ ROUTES = [
     "/ingest/opencitations?observed_at=2026-09-01T12:00:00Z&id=doi:10.48550/arXiv.2509.02480",
     "/ingest/retraction-watch?observed_at=2026-09-01T12:00:00Z",
 ]
-VALID_EVENT = {
-    "type": "measurement.observed",
-    "observed_at": "2026-09-01T00:00:00Z",
-    "data": {
-        "arxiv_id": "2509.02480",
-        "source": "openalex",
-        "metric": "cited_by_count",
-        "value": 4,
-        "source_release": None,
-        "query_url": None,
-    },
-}
+VALID_EVENT = measurement_json(at="2026-09-01T00:00:00Z")
 
 # -- JSON text, including what json.dumps never writes (duplicate keys, NaN, lone surrogates) --------
 

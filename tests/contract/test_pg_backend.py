@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.settings import Settings
 from service.ledger import Ledger
-from tests.factories import paper, ts
+from tests.factories import measurement_json, paper, ts
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"
 
@@ -65,22 +65,7 @@ def test_api_over_postgresql(loaded: Ledger) -> None:
     got = client.get(f"/paper/2509.02480/citation-record.json?as_of={as_of}")
     assert got.status_code == 200 and got.content == FIXTURE.read_bytes()
     assert got.headers["ledger-head"].startswith("132 ")
-    body = {
-        "events": [
-            {
-                "type": "measurement.observed",
-                "observed_at": "2026-11-01T00:00:00Z",
-                "data": {
-                    "arxiv_id": "2509.02480",
-                    "source": "openalex",
-                    "metric": "cited_by_count",
-                    "value": 4,
-                    "source_release": None,
-                    "query_url": None,
-                },
-            }
-        ]
-    }
+    body = {"events": [measurement_json()]}
     posted = client.post("/events", json=body, headers={"Authorization": "Bearer s3cret"})
     assert posted.status_code == 201, posted.text
     assert posted.json()["head"]["seq"] == 133
