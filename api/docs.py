@@ -5,14 +5,14 @@ Nothing here parses a request: bodies are read raw and decoded by msgspec in the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, WithJsonSchema
 from pydantic.json_schema import models_json_schema
 
 from ledger.codec import ARXIV_RE, UUID_RE
-from ledger.events import EVENT_TYPES, Event, NonNegInt
+from ledger.events import EVENT_TYPES, Event, NonNegInt, StoredEvent
 from ledger.record_types import Record
 
 # Documented constraints the ledger checks in code (the msgspec types alone say "string").
@@ -72,11 +72,12 @@ _RULES: dict[str, dict[str, dict[str, Any]]] = {
 
 
 def schema_components() -> dict[str, Any]:
-    """JSON Schema components of the request bodies, named as the ledger's own types, with the
-    ledger's rules on ids and timestamps written in (so a generated body is more often valid)."""
+    """JSON Schema components of the request bodies, the record and the envelope, named as the ledger's
+    own types, with its rules on ids and timestamps written in (so a generated body is more often valid)."""
     _, components = msgspec.json.schema_components(
-        [EventBatch, Record], ref_template="#/components/schemas/{name}"
+        [EventBatch, Record, StoredEvent], ref_template="#/components/schemas/{name}"
     )
+    components["Envelope"] = _envelope(components.pop("StoredEvent"))
     for name, rules in _RULES.items():
         properties = components[name]["properties"]
         for field_name, rule in rules.items():
@@ -86,6 +87,18 @@ def schema_components() -> dict[str, Any]:
             for branch in branches:
                 branch.update(rule)
     return components
+
+
+def _envelope(stored: dict[str, Any]) -> dict[str, Any]:
+    """The served envelope: StoredEvent's fields, with `data` embedded as the JSON object it encodes."""
+    stored["properties"]["data"] = {"type": "object", "additionalProperties": True}
+    # an answer's schema: a client should accept an envelope that grows a field
+    del stored["additionalProperties"]
+    return {
+        **stored,
+        "title": "Envelope",
+        "description": "A stored event: enough to recompute its hash with no server code.",
+    }
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -237,25 +250,10 @@ class AppendAnswer(BaseModel):
     events: list[AppendedItem]
 
 
-class Envelope(BaseModel):
-    """A stored event: enough to recompute its hash with no server code."""
-
-    seq: int
-    event_id: str
-    stream: str
-    stream_version: int
-    type: str
-    observed_at: str
-    recorded_at: str
-    data: dict[str, Any]
-    prev_hash: str
-    hash: str
-
-
 class EvidencePage(BaseModel):
     """One page of the log; `next_after` is null when there is no further page."""
 
-    events: list[Envelope]
+    events: list[Annotated[dict[str, Any], WithJsonSchema(_ref("Envelope"))]]
     head: HeadModel
     next_after: int | None
     next: str | None

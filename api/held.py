@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.codec import canonical
+from ledger.codec import context_digest, observation_digest
 from ledger.errors import InvalidEvent, NotFound
 from ledger.facts import Head
 from ledger.importer import SCHEMA, record_to_batch
 from ledger.instants import parse_as_of
-from projections.record import digest
+from projections.diff import json_diff
 from service.ledger import Ledger
 
 from .common import head_json
@@ -69,7 +69,7 @@ def _digests(held: dict[str, Any]) -> dict[str, Any]:
     for lane in ("outbound", "inbound"):
         for i, o in enumerate(held[lane]):
             checked += 1
-            again = digest({k: v for k, v in o.items() if k != "observation_digest"})
+            again = observation_digest(o)
             if again != o["observation_digest"]:
                 mismatches.append(
                     {
@@ -79,7 +79,7 @@ def _digests(held: dict[str, Any]) -> dict[str, Any]:
                         "recomputed": again,
                     }
                 )
-    context = digest({k: v for k, v in held.items() if k not in ("as_of", "context_digest")})
+    context = context_digest(held)
     context_ok = context == held["context_digest"]
     return {
         "ok": context_ok and not mismatches,
@@ -93,25 +93,6 @@ def _digests(held: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
+def diff_paths(a: Any, b: Any) -> list[str]:
     """JSON paths (importer style, e.g. `outbound[3].resolution.status`) where a and b differ."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        out: list[str] = []
-        for key in sorted(set(a) | set(b)):
-            where = f"{path}.{key}" if path else str(key)
-            if key not in a or key not in b:
-                out.append(where)
-            else:
-                out.extend(diff_paths(a[key], b[key], where))
-        return out
-    if isinstance(a, list) and isinstance(b, list):
-        out = []
-        for i in range(max(len(a), len(b))):
-            where = f"{path}[{i}]"
-            if i >= len(a) or i >= len(b):
-                out.append(where)
-            else:
-                out.extend(diff_paths(a[i], b[i], where))
-        return out
-    # canonical() so that 1 and True, or other type confusions, count as different
-    return [] if canonical(a) == canonical(b) else [path or "$"]
+    return [path or "$" for path, _, _ in json_diff(a, b)]

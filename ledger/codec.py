@@ -38,6 +38,21 @@ def canonical(value: Any) -> bytes:
     return _ENCODER.encode(value)
 
 
+def digest(value: Any) -> str:
+    """ "sha256:" + sha256(canonical(value)).hexdigest(): the digest rule of record-v1.md."""
+    return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
+
+
+def observation_digest(observation: dict[str, Any]) -> str:
+    """The observation_digest of a record's observation: its content without that key."""
+    return digest({k: v for k, v in observation.items() if k != "observation_digest"})
+
+
+def context_digest(record: dict[str, Any]) -> str:
+    """The context_digest of a record: its content without as_of and context_digest."""
+    return digest({k: v for k, v in record.items() if k not in ("as_of", "context_digest")})
+
+
 def decode_json(raw: bytes | str, where: str = "") -> Any:
     """A body or a line -> Python values, refused unless it is I-JSON with no floats (ijson.loads)."""
     return ijson.loads(raw, where)

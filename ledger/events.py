@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Generic, Literal, TypeVar
 
 from msgspec import Meta, Struct
 
@@ -142,8 +142,18 @@ DATA_TYPES: dict[str, type[_Data]] = {
 }
 
 
-class StoredEvent(Struct, frozen=True, kw_only=True):
-    """The stored envelope, as served by GET /evidence and `ledger events`."""
+# What an envelope's `data` holds: the stored canonical bytes, or (decoding a bundle) the JSON as sent.
+# Bare `StoredEvent` means bytes to the type checker; 3.11's TypeVar takes no default at run time.
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as _TypeVar
+
+    DataT = _TypeVar("DataT", default=bytes)
+else:
+    DataT = TypeVar("DataT")
+
+
+class StoredEvent(Struct, Generic[DataT], frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The stored envelope, as served by GET /evidence and `ledger events`, and listed in a bundle."""
 
     seq: int
     event_id: str
@@ -152,6 +162,6 @@ class StoredEvent(Struct, frozen=True, kw_only=True):
     type: str
     observed_at: str
     recorded_at: str
-    data: bytes  # canonical JSON bytes of the data object, exactly as hashed
+    data: DataT  # canonical JSON bytes of the data object, exactly as hashed
     prev_hash: str
     hash: str

@@ -127,6 +127,9 @@ def _raise_first(text: str, where: str) -> None:
         )
     except RecursionError:
         raise InvalidEvent(where, TOO_DEEP) from None
+    except json.JSONDecodeError as e:
+        # the fast parse stopped at a refused value before it reached this: the text is not JSON at all
+        raise InvalidEvent(where, f"not valid JSON ({e.msg} at character {e.pos})") from None
     found = first_problem(value, where)
     if found is not None:
         raise InvalidEvent(*found)

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import msgspec
 
-from .codec import ARXIV_RE, UUID_RE, canonical, decode_json, msgspec_where, to_event
+from .codec import (
+    ARXIV_RE,
+    UUID_RE,
+    canonical,
+    context_digest,
+    decode_json,
+    msgspec_where,
+    observation_digest,
+    to_event,
+)
 from .errors import InvalidEvent
 from .events import (
     CitationData,
@@ -37,10 +45,6 @@ class Batch(NamedTuple):
     places: list[str]
     expected_versions: dict[str, int] | None = None
     kind: str = "events"
-
-
-def _digest(value: Any) -> str:
-    return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
 
 
 def parse_input(raw: bytes, *, force: bool = False, progress: Callable[[int], Any] | None = None) -> Batch:
@@ -120,15 +124,13 @@ def record_to_batch(raw: dict[str, Any], *, force: bool = False) -> Batch:
 def _check_digests(raw: dict[str, Any]) -> None:
     for lane in ("outbound", "inbound"):
         for i, o in enumerate(raw[lane]):
-            body = {k: v for k, v in o.items() if k != "observation_digest"}
-            if _digest(body) != o["observation_digest"]:
+            if observation_digest(o) != o["observation_digest"]:
                 raise InvalidEvent(
                     f"{lane}[{i}].observation_digest",
                     "does not match the observation's content (the record was altered); "
                     "pass --force (?force=true) to import it anyway",
                 )
-    body = {k: v for k, v in raw.items() if k not in ("as_of", "context_digest")}
-    if _digest(body) != raw["context_digest"]:
+    if context_digest(raw) != raw["context_digest"]:
         raise InvalidEvent(
             "context_digest",
             "does not match the record's content (the record was altered); "

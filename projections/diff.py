@@ -24,16 +24,53 @@ def event_ref(f: Fact) -> dict[str, Any]:
     return {"observed_at": f.observed_at, "seq": f.seq, "type": f.type}
 
 
+class _Missing:
+    """The value on the side of a JSON diff where a key or list item is absent."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+def json_diff(
+    a: Any, b: Any, path: str = "", *, lists: bool = True, missing: Any = MISSING
+) -> list[tuple[str, Any, Any]]:
+    """Every leaf path where JSON values a and b differ, as (path, a's value, b's value), sorted by key.
+
+    Objects are walked key by key, a key absent on one side standing as `missing` (compared like any
+    value unless it is MISSING); lists item by item (lists=False: each list is one value). Paths read
+    `outbound[3].resolution.status`; the root is "". Leaves differ unless their canonical JSON is the
+    same, so 1 and true, or [] and {}, differ.
+    """
+    out: list[tuple[str, Any, Any]] = []
+    _walk(a, b, path, lists, missing, out)
+    return out
+
+
+def _walk(a: Any, b: Any, path: str, lists: bool, missing: Any, out: list[tuple[str, Any, Any]]) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            _walk(
+                a.get(k, missing), b.get(k, missing), f"{path}.{k}" if path else str(k), lists, missing, out
+            )
+    elif lists and isinstance(a, list) and isinstance(b, list):
+        for i in range(max(len(a), len(b))):
+            x = a[i] if i < len(a) else missing
+            y = b[i] if i < len(b) else missing
+            _walk(x, y, f"{path}[{i}]", lists, missing, out)
+    elif a is MISSING or b is MISSING or canonical(a) != canonical(b):
+        out.append((path, a, b))
+
+
 def field_changes(before: Any, after: Any, prefix: str = "") -> list[Change]:
-    """Paths whose values differ: [{path, from, to}]; objects are compared key by key, a list is one value."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        out: list[Change] = []
-        for k in sorted(set(before) | set(after)):
-            out += field_changes(before.get(k), after.get(k), f"{prefix}.{k}" if prefix else k)
-        return out
-    if canonical(before) == canonical(after):
-        return []
-    return [{"from": before, "path": prefix, "to": after}]
+    """Paths whose values differ: [{path, from, to}]; objects are compared key by key, a list is one
+    value, and an absent key is null."""
+    return [
+        {"from": x, "path": path, "to": y}
+        for path, x, y in json_diff(before, after, prefix, lists=False, missing=None)
+    ]
 
 
 def _notice_key(n: dict[str, Any]) -> bytes:

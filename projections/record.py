@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
-from ledger.codec import canonical
+from ledger.codec import canonical, context_digest, observation_digest
 from ledger.errors import NotFound
 from ledger.events import STATUSES
 from ledger.facts import CheckRow, Fact, SourceHead
@@ -73,11 +72,6 @@ def _group(f: Fact) -> Any:
     if f.type == "measurement.observed":
         return (f.type, f.data.source, f.data.metric)
     return (f.type, f.data.arxiv_id)
-
-
-def digest(value: Any) -> str:
-    """ "sha256:" + sha256(canonical(value)).hexdigest()."""
-    return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
 
 
 def paper_block(snap: Fact) -> dict[str, Any]:
@@ -205,7 +199,7 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
             used.add(cited_snap.seq)
         if citing_snap:
             used.add(citing_snap.seq)
-        obs["observation_digest"] = digest(obs)
+        obs["observation_digest"] = observation_digest(obs)
         return obs
 
     out_objs = [observation(o) for o in outbound]
@@ -361,7 +355,7 @@ def _assemble(
             f"for arXiv:{arxiv_id}."
         ),
     }
-    record["context_digest"] = digest(record)
+    record["context_digest"] = context_digest(record)
     record["as_of"] = format_as_of(as_of_us)
     return record
 

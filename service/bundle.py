@@ -26,13 +26,14 @@ from ledger.checkpoint import (
     open_checkpoint,
     unsigned_checkpoint,
 )
-from ledger.codec import canonical, decode_data, envelope_json
+from ledger.codec import canonical, context_digest, decode_data, envelope_json, observation_digest
 from ledger.errors import NotFound
 from ledger.events import StoredEvent
 from ledger.instants import format_as_of, now_us, parse_ts
 from ledger.merkle import ProofError, leaf_hash, verify_inclusion
+from projections.diff import MISSING, json_diff
 from projections.memory import MemoryReader
-from projections.record import build_record, digest
+from projections.record import build_record
 from service.ledger import Ledger
 
 SCHEMA = "citation-ledger.evidence-bundle.v1"
@@ -104,19 +105,6 @@ def encode_bundle(bundle: dict[str, Any]) -> bytes:
     return canonical(bundle) + b"\n"
 
 
-class _Event(msgspec.Struct, forbid_unknown_fields=True):
-    seq: int
-    event_id: str
-    stream: str
-    stream_version: int
-    type: str
-    observed_at: str
-    recorded_at: str
-    data: msgspec.Raw
-    prev_hash: str
-    hash: str
-
-
 class _Proof(msgspec.Struct, forbid_unknown_fields=True):
     seq: int
     leaf_index: int
@@ -128,7 +116,7 @@ class _Bundle(msgspec.Struct, forbid_unknown_fields=True):
     schema: str
     record: dict[str, Any]
     known_at: str | None
-    events: list[_Event]
+    events: list[StoredEvent[msgspec.Raw]]
     proofs: list[_Proof]
     checkpoint: str
     key: str
@@ -186,7 +174,9 @@ def _checkpoint(note: str, pinned: Verifier, problems: list[str]) -> Checkpoint 
         return None
 
 
-def _events(raw_events: list[_Event], problems: list[str]) -> tuple[list[StoredEvent], dict[int, bytes]]:
+def _events(
+    raw_events: list[StoredEvent[msgspec.Raw]], problems: list[str]
+) -> tuple[list[StoredEvent], dict[int, bytes]]:
     """Each event's hash from its envelope fields, its leaf hash, and the chain between neighbours."""
     events: dict[int, StoredEvent] = {}
     leaves: dict[int, bytes] = {}
@@ -276,8 +266,7 @@ def _rebuild(bundle: _Bundle, events: list[StoredEvent], problems: list[str]) ->
         problems.append(f"the bundled events give no record: {e.message}")
         return digests
     if canonical(rebuilt) != canonical(record):
-        diffs: list[tuple[str, Any, Any]] = []
-        _diff(record, json.loads(canonical(rebuilt)), "", diffs)
+        diffs = [(p or "$", a, b) for p, a, b in json_diff(record, json.loads(canonical(rebuilt)))]
         # a changed digest only echoes the content difference: name the content, if any
         content = [d for d in diffs if not d[0].endswith(("observation_digest", "context_digest"))]
         diffs = content or diffs
@@ -297,33 +286,15 @@ def _digests(record: dict[str, Any], problems: list[str]) -> int:
     for lane in ("outbound", "inbound"):
         for i, o in enumerate(record.get(lane) or []):
             n += 1
-            body = {k: v for k, v in o.items() if k != "observation_digest"}
-            if o.get("observation_digest") != digest(body):
+            if o.get("observation_digest") != observation_digest(o):
                 problems.append(f"record: {lane}[{i}].observation_digest does not match its content")
-    context = {k: v for k, v in record.items() if k not in ("as_of", "context_digest")}
-    if record.get("context_digest") != digest(context):
+    if record.get("context_digest") != context_digest(record):
         problems.append("record: context_digest does not match its content")
     return n
 
 
-_MISSING = object()
-
-
-def _diff(a: Any, b: Any, path: str, out: list[tuple[str, Any, Any]]) -> None:
-    """Every path where a and b differ (a key or item missing on one side counts)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b)):
-            child = f"{path}.{k}" if path else k
-            _diff(a.get(k, _MISSING), b.get(k, _MISSING), child, out)
-    elif isinstance(a, list) and isinstance(b, list):
-        for i in range(max(len(a), len(b))):
-            _diff(a[i] if i < len(a) else _MISSING, b[i] if i < len(b) else _MISSING, f"{path}[{i}]", out)
-    elif type(a) is not type(b) or a != b:
-        out.append((path or "$", a, b))
-
-
 def _short(value: Any) -> str:
-    if value is _MISSING:
+    if value is MISSING:
         return "nothing"
     text = canonical(value).decode()
     return text if len(text) <= 80 else text[:77] + "..."

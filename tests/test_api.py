@@ -19,9 +19,8 @@ from api.app import create_app
 from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
 from ledger.backend import side_path
-from ledger.codec import canonical
+from ledger.codec import canonical, digest
 from ledger.facts import Head
-from projections.record import digest
 from service.ledger import Ledger
 from tests import raw
 from tests.conftest import NewDb

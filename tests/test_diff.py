@@ -9,7 +9,7 @@ import pytest
 from ledger.errors import InvalidEvent, NotFound
 from ledger.events import Event
 from ledger.instants import parse_ts
-from projections.diff import diff_records, field_changes, record_changes
+from projections.diff import MISSING, diff_records, field_changes, json_diff, record_changes
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import check, citation, measurement, notice, oid_of, paper, resolution, ts, work
@@ -137,6 +137,53 @@ def test_pure_diff_of_identical_records_is_empty(ledger: Ledger) -> None:
     record, _, _ = ledger.record(P, _at(22))
     d = diff_records(record, record, [])
     assert not d["changed"] and d["from"] == d["to"]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        pytest.param({"x": [1, {"y": 2}]}, {"x": [1, {"y": 2}]}, [], id="equal"),
+        pytest.param(None, None, [], id="equal-null"),
+        pytest.param(
+            {"l": [[1, 2], [3]]},
+            {"l": [[1], [3, 4], [5]]},
+            [("l[0][1]", 2, MISSING), ("l[1][1]", MISSING, 4), ("l[2]", MISSING, [5])],
+            id="nested-lists-of-different-lengths",
+        ),
+        pytest.param(
+            {"gone": 1, "kept": {"n": 1}},
+            {"kept": {"n": 1, "new": None}, "added": {"k": []}},
+            [("added", MISSING, {"k": []}), ("gone", 1, MISSING), ("kept.new", MISSING, None)],
+            id="keys-added-and-removed",
+        ),
+        pytest.param(
+            {"a": 1, "b": [], "c": "1", "d": {"x": 1}},
+            {"a": True, "b": {}, "c": 1, "d": [1]},
+            [("a", 1, True), ("b", [], {}), ("c", "1", 1), ("d", {"x": 1}, [1])],
+            id="type-changes",
+        ),
+        pytest.param([1], [2], [("[0]", 1, 2)], id="root-list"),
+        pytest.param(1, "1", [("", 1, "1")], id="root-leaf"),
+    ],
+)
+def test_json_diff(a: Any, b: Any, expected: list[tuple[str, Any, Any]]) -> None:
+    assert json_diff(a, b) == expected
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        pytest.param({"l": [1, 2]}, {"l": [1, 2]}, [], id="equal-lists"),
+        pytest.param({"l": [1, 2]}, {"l": [1]}, [("p.l", [1, 2], [1])], id="list-is-one-value"),
+        pytest.param({"l": [1]}, {"l": [True]}, [("p.l", [1], [True])], id="list-item-type-change"),
+        pytest.param({"k": None}, {}, [], id="absent-key-is-null"),
+        pytest.param({}, {"k": {"n": 1}}, [("p.k", None, {"n": 1})], id="key-added"),
+    ],
+)
+def test_json_diff_lists_as_values_absent_as_null(
+    a: Any, b: Any, expected: list[tuple[str, Any, Any]]
+) -> None:
+    assert json_diff(a, b, "p", lists=False, missing=None) == expected
 
 
 def test_field_changes_lists_leaves() -> None:

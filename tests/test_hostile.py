@@ -302,6 +302,17 @@ def test_events_built_in_code_are_held_to_the_same_rules(
     assert fresh_ledger.head().seq == 0
 
 
+@pytest.mark.parametrize(
+    "text",
+    ['{"a": 1.5, "b": }', '{"a": 9007199254740992, "b"', '{"a": NaN, ', '{"a": 1, "a": 2, "b": [}'],
+    ids=["float-then-cut", "big-int-then-cut", "nan-then-cut", "duplicate-then-cut"],
+)
+def test_a_refused_value_before_a_syntax_error_is_still_not_json(text: str) -> None:
+    """The fast parse stops at the first refused value; the text after it must still be JSON."""
+    with pytest.raises(InvalidEvent, match="^body: not valid JSON"):
+        ijson.loads(text, "body")
+
+
 def test_one_parse_names_the_first_problem_in_document_order() -> None:
     with pytest.raises(InvalidEvent, match=r"^a\[1\]\.b: a duplicate"):
         ijson.loads('{"a":[1,{"b":2,"b":3}],"c":1.5}')

@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ledger.codec import canonical
+from ledger.codec import canonical, digest
 from ledger.errors import InvalidEvent
 from ledger.importer import parse_input, record_to_batch
-from projections.record import digest
 from service.ledger import Ledger
 
 if TYPE_CHECKING:

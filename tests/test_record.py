@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.backend import is_pg_url
-from ledger.codec import canonical
+from ledger.codec import canonical, digest
 from ledger.errors import NotFound
 from ledger.events import Event
 from ledger.instants import parse_as_of, parse_ts
 from projections.memory import MemoryReader
-from projections.record import build_record, digest
+from projections.record import build_record
 from service.ledger import Ledger
 from tests import raw
 from tests.factories import (
