@@ -84,7 +84,7 @@ WHY_PG: dict[str, str] = {
         "Random UUID keys spread each 1000-row commit over many index pages. Each batch also takes the "
         "append lock (LOCK TABLE events IN EXCLUSIVE MODE) and reads the head, existing ids, citing papers "
         "and stream versions first, each a round trip; the profile shows most of the time waiting on the "
-        "server inside PgWriteTx.insert. The same rows inserted bare into a copy of the ledger's database "
+        "server inside SqlWriteTx.insert. The same rows inserted bare into a copy of the ledger's database "
         "(baseline.into_product_schema) bound what any ledger code could reach."
     ),
     "append_http": (

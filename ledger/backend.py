@@ -1,127 +1,34 @@
-"""The narrow store interface every backend offers, and `open_store` choosing SQLite or PostgreSQL."""
+"""`open_store` choosing SQLite or PostgreSQL, and `copy_ledger` between any two stores."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
-from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from . import ijson
-from .append import AppendTx, check_rows
+from .append import check_rows
 from .chain import GENESIS, row_break
 from .codec import decode_data
 from .errors import ChainBroken, Conflict, LedgerError
-from .events import StandingChecked, StoredEvent
-from .facts import CheckWorkRow, Fact, Head, Row, ScrubPass, VerifiedPoint
+from .events import StandingChecked
+from .facts import CheckWorkRow, Head, Row
+from .interface import Store, Tables, Unsupported, is_pg_url, side_path
+from .store import SQLiteStore
 
-PG_SCHEMES = ("postgresql://", "postgres://")
-
-
-class Unsupported(LedgerError):
-    """A feature this backend does not offer (yet)."""
-
-    code = "not_supported"
-    http_status = 501
-
-
-class WriteTxLike(AppendTx, Protocol):
-    """A write transaction: what an append needs, and a savepoint per batch of a group."""
-
-    def savepoint(self) -> AbstractContextManager[None]: ...
-
-
-class ReaderLike(Protocol):
-    """A consistent read as of T and K: the head it sees and the five record reads."""
-
-    def head(self) -> Head: ...
-    def paper_stream(self, arxiv_id: str) -> list[Fact]: ...
-    def citing_events(self, arxiv_id: str) -> list[Fact]: ...
-    def snapshots(self, arxiv_ids: Sequence[str]) -> list[Fact]: ...
-    def source_heads(self) -> list[Any]: ...
-    def work_checks(self, works: Sequence[tuple[str, int]]) -> list[Any]: ...
-
-
-class Tables(Protocol):
-    """The ledger's other tables and ledger-wide lookups: Merkle nodes, verify's resume point, checkpoint,
-    scrub passes."""
-
-    def side_file(self, suffix: str) -> Path: ...
-    def fill_state(self) -> tuple[int, str | None]: ...
-    def event_hash(self, seq: int) -> str | None: ...
-    def node(self, level: int, index: int) -> bytes | None: ...
-    def nodes(self, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]: ...
-    def filling(self) -> AbstractContextManager[None]: ...
-    def store_nodes(self, rows: Sequence[tuple[int, int, bytes]], leaves: int, chain_hash: str) -> None: ...
-    def consistent_read(self) -> AbstractContextManager[None]: ...
-    def verified_point(self) -> VerifiedPoint | None: ...
-    def save_verified_point(self, seq: int, hash_: str, peaks: Sequence[bytes]) -> None: ...
-    def recorded_us_at(self, seq: int) -> int: ...
-    def stream_version_at(self, stream: str, seq: int) -> int: ...
-    def check_works_after(self, seq: int, upto: int | None = None) -> Iterator[tuple[Any, ...]]: ...
-    def last_checkpoint(self) -> str | None: ...
-    def save_checkpoint(self, note: str) -> None: ...
-    def signing(self) -> AbstractContextManager[None]: ...
-    def save_pass(self, p: ScrubPass) -> bool: ...
-    def last_pass(self) -> ScrubPass | None: ...
-    def scrubbing(self, create: bool) -> AbstractContextManager[bool]: ...
-    def latest_cited_works(self, as_of_us: int) -> list[tuple[str, str, str | None]]: ...
-    def paper_ids(self, as_of_us: int) -> list[str]: ...
-    def observation_facts(
-        self, observation_ids: Sequence[str], after_us: int, until_us: int
-    ) -> list[Fact]: ...
-
-
-class Store(Protocol):
-    """What the Ledger, the append, the projections, the API and the CLI need from a backend."""
-
-    kind: str
-    local: bool  # reads are a local file's (microseconds): the event loop may do a small one itself
-
-    @property
-    def db(self) -> str:
-        """The path or URL it was opened with."""
-        ...
-
-    @property
-    def tables(self) -> Tables: ...
-
-    def write(self) -> AbstractContextManager[Any]: ...
-    def head(self) -> Head: ...
-    def snapshot(self, as_of_us: int, known_us: int | None = None) -> AbstractContextManager[Any]: ...
-    def read_log(
-        self,
-        after: int = 0,
-        limit: int | None = None,
-        stream: str | None = None,
-        type: str | None = None,
-    ) -> list[StoredEvent]: ...
-    def envelopes(self, seqs: Sequence[int]) -> list[StoredEvent]: ...
-    def paper_history(self, arxiv_id: str) -> list[Fact]: ...
-    def papers(self, limit: int = 100) -> list[str]: ...
-    def iter_chain(self, after: int = 0, batch: int = 5000) -> Iterator[tuple[Any, ...]]: ...
-    def iter_check_works(self) -> Iterator[tuple[Any, ...]]: ...
-    def close(self) -> None: ...
-
-
-def is_pg_url(db: str | os.PathLike[str]) -> bool:
-    """Whether `db` names a PostgreSQL database rather than a SQLite file."""
-    return isinstance(db, str) and db.startswith(PG_SCHEMES)
-
-
-def side_path(db: str | os.PathLike[str], suffix: str) -> Path:
-    """A file of ledger `db` (signing key, tokens; SQLite's checkpoint): `<db><suffix>` next to a SQLite
-    file; for PostgreSQL, `<host>-<port>-<database><suffix>` in $LEDGER_STATE_DIR (default: .)."""
-    if not is_pg_url(db):
-        p = Path(db)
-        return p.with_name(p.name + suffix)
-    parts = urlsplit(str(db))
-    name = f"{parts.hostname or 'localhost'}-{parts.port or 5432}-{parts.path.lstrip('/') or 'postgres'}"
-    return Path(os.environ.get("LEDGER_STATE_DIR") or ".") / (re.sub(r"[^A-Za-z0-9._-]", "_", name) + suffix)
+# the interface's names, for the callers that import them from here
+__all__ = [
+    "ChainWalker",
+    "Store",
+    "Tables",
+    "Unstorable",
+    "Unsupported",
+    "copy_ledger",
+    "is_pg_url",
+    "open_store",
+    "side_path",
+]
 
 
 def open_store(db: str | os.PathLike[str], *, synchronous: str = "FULL") -> Store:
@@ -134,11 +41,9 @@ def open_store(db: str | os.PathLike[str], *, synchronous: str = "FULL") -> Stor
                 "a postgresql:// ledger needs the PostgreSQL driver (psycopg 3): "
                 "pip install 'citation-ledger[postgresql]'"
             ) from None
-        from .pg_store import PostgresStore
+        from .pg_store import PostgresStore  # psycopg is an optional dependency
 
         return PostgresStore(str(db))
-    from .store import SQLiteStore
-
     return SQLiteStore(db, synchronous=synchronous)
 
 
@@ -237,7 +142,6 @@ class Unstorable(LedgerError):
     """Events the target backend cannot store byte for byte."""
 
     code = "unstorable"
-    http_status = 422
 
 
 def _insert_chained(dst: Store, rows: list[Row], walker: ChainWalker) -> None:

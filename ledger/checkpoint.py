@@ -25,11 +25,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from . import merkle_store
+from .checkpoint_notes import Checkpoint, NoteError, parse_checkpoint, unsigned_checkpoint
 from .errors import ChainBroken, InvalidEvent, LedgerError
-from .merkle import HASH_SIZE, ProofError, verify_consistency
+from .merkle import ProofError, verify_consistency
 
 if TYPE_CHECKING:
-    from .backend import Store
+    from .interface import Store
 
 ED25519 = 0x01  # the signature type byte of C2SP signed-note
 SIG_PREFIX = "\u2014 "  # em dash, space
@@ -39,25 +40,16 @@ ENV_KEY_FILE = "LEDGER_KEY_FILE"
 _RAW = serialization.Encoding.Raw
 
 
-class NoteError(LedgerError):
-    """A signed note, checkpoint or key that does not parse or does not verify."""
-
-    code = "invalid_note"
-    http_status = 422
-
-
 class NotSigned(LedgerError):
     """A read-only server asked for a checkpoint or key it does not have: it signs and creates nothing."""
 
     code = "not_signed"
-    http_status = 409
 
 
 class CheckpointRefused(LedgerError):
     """The ledger's own checkpoint state (key or last signed checkpoint) is unusable: nothing is signed."""
 
     code = "checkpoint_refused"
-    http_status = 503  # unavailable until an operator looks at the key or the stored checkpoint
 
 
 def key_hash(name: str, public: bytes) -> bytes:
@@ -187,54 +179,6 @@ def open_note(note: str, verifier: Verifier) -> str:
     )
 
 
-class Checkpoint(NamedTuple):
-    """A tlog-checkpoint body: origin, tree size, root hash."""
-
-    origin: str
-    size: int
-    root: bytes
-
-    def text(self) -> str:
-        """The note text."""
-        return f"{self.origin}\n{self.size}\n{base64.b64encode(self.root).decode()}\n"
-
-
-def parse_checkpoint(text: str) -> Checkpoint:
-    """A checkpoint note text (unsigned part) -> Checkpoint; extension lines are ignored."""
-    lines = text.split("\n")
-    if len(lines) < 4 or lines[-1] != "":
-        raise NoteError("a checkpoint is origin, tree size and root hash lines, each ending in a newline")
-    origin, size, root_b64 = lines[:3]
-    if not origin:
-        raise NoteError("the checkpoint has an empty origin")
-    if not size.isdigit() or (size != "0" and size.startswith("0")) or not size.isascii():
-        raise NoteError(f"checkpoint tree size {size!r} is not a decimal number")
-    try:
-        root = base64.b64decode(root_b64, validate=True)
-    except binascii.Error:
-        raise NoteError("the checkpoint root hash is not base64") from None
-    if len(root) != HASH_SIZE:
-        raise NoteError(f"the checkpoint root hash is {len(root)} bytes, not {HASH_SIZE}")
-    return Checkpoint(origin, int(size), root)
-
-
-def unsigned_checkpoint(note: str) -> Checkpoint:
-    """The checkpoint a signed note carries, its signatures not checked (NoteError if it does not parse)."""
-    return parse_checkpoint(note[: note.rfind("\n\n") + 1])
-
-
-def read_note_file(path: Path) -> str | None:
-    """A checkpoint note kept in a file, or None when there is none."""
-    return path.read_text() if path.exists() else None
-
-
-def write_note_file(path: Path, note: str) -> None:
-    """Replace the note kept in `path` atomically (a reader sees the old note or the new one)."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(note)
-    os.replace(tmp, path)
-
-
 class SignedCheckpoint(NamedTuple):
     """A checkpoint and its signed note."""
 
@@ -289,7 +233,7 @@ class Checkpointer:
 
     @classmethod
     def for_db(cls, store: Store, origin: str | None = None) -> Checkpointer:
-        """Key at $LEDGER_KEY_FILE or backend.side_path(db, ".key"); origin from arg or $LEDGER_ORIGIN.
+        """Key at $LEDGER_KEY_FILE or interface.side_path(db, ".key"); origin from arg or $LEDGER_ORIGIN.
 
         The last signed checkpoint is kept by store.tables (<db>.checkpoint on SQLite, a table on
         PostgreSQL, so every node signs after the same one).

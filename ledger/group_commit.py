@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from .group_tx import group as staged
 
 if TYPE_CHECKING:
-    from .backend import Store
-    from .backend import WriteTxLike as WriteTx
+    from .append import AppendTx as WriteTx
+    from .interface import Store
 
 Job = tuple[Callable[["WriteTx"], Any], "Future[Any]"]
 

@@ -4,8 +4,7 @@ The batches of a group stage their rows here; a batch that is refused raises bef
 anything (append_batch inserts last), so nothing of it is kept and no savepoint is needed. The reads
 an append makes (head, existing ids, citing papers, stream versions) answer from the store plus the
 rows staged by earlier batches of the group, and all staged rows go to the store in one insert just
-before COMMIT. Should a job reach past the append protocol, the staged rows are written first and the
-job runs in its own savepoint, as before.
+before COMMIT. A job sees only the append protocol (AppendTx).
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from .append import AppendTx
 from .facts import CheckWorkRow, Existing, Head, Row
 
 _CITATION = "citation.observed"
@@ -31,7 +31,7 @@ _OID = msgspec.json.Decoder(_Oid)
 class GroupTx:
     """The append protocol over a write transaction, with the group's staged rows laid over it."""
 
-    def __init__(self, tx: Any) -> None:
+    def __init__(self, tx: AppendTx) -> None:
         self.tx = tx
         self._head: tuple[Head, int] | None = None
         self._rows: list[Row] = []
@@ -40,7 +40,6 @@ class GroupTx:
         self._citing: dict[str, str] = {}
         self._versions: dict[str, int] = {}
         self._job: tuple[list[Row], list[CheckWorkRow]] | None = None
-        self._savepoint: Any = None
 
     # -- the append protocol -------------------------------------------------------------
 
@@ -74,8 +73,6 @@ class GroupTx:
 
     def insert(self, rows: Sequence[Row], checks: Sequence[CheckWorkRow]) -> None:
         """Stage a batch's rows; they count once the batch returns (see `run`)."""
-        if self._savepoint is not None:
-            self.tx.insert(rows, checks)
         self._job = (list(rows), list(checks))
 
     # -- the group -----------------------------------------------------------------------
@@ -86,10 +83,8 @@ class GroupTx:
         try:
             result = job(self)
         except BaseException:
-            self._end_savepoint(ok=False)
             self._job = None
             raise
-        self._end_savepoint(ok=True)
         if self._job is not None:
             self._keep(*self._job)
             self._job = None
@@ -104,9 +99,8 @@ class GroupTx:
     def _keep(self, rows: list[Row], checks: list[CheckWorkRow]) -> None:
         if not rows:
             return
-        if self._savepoint is None:
-            self._rows.extend(rows)
-            self._checks.extend(checks)
+        self._rows.extend(rows)
+        self._checks.extend(checks)
         for r in rows:
             self._by_id[r.event_id] = r
             self._versions[r.stream] = r.stream_version
@@ -115,37 +109,9 @@ class GroupTx:
         last = rows[-1]
         self._head = (Head(last.seq, last.hash), last.recorded_us)
 
-    def __getattr__(self, name: str) -> Any:
-        """Anything beyond the append protocol: write what is staged, then a savepoint for this job."""
-        if self._savepoint is None:
-            self.flush()
-            self._savepoint = self._open_savepoint()
-            if self._job is not None:
-                self.tx.insert(*self._job)
-        return getattr(self.tx, name)
-
-    def _open_savepoint(self) -> Any:
-        cm = self.tx.savepoint()
-        cm.__enter__()
-        return cm
-
-    def _end_savepoint(self, ok: bool) -> None:
-        cm, self._savepoint = self._savepoint, None
-        if cm is None:
-            return
-        if ok:
-            cm.__exit__(None, None, None)
-        else:
-            try:
-                raise RuntimeError("job failed")
-            except RuntimeError as e:
-                cm.__exit__(type(e), e, e.__traceback__)
-        # the store now holds everything: answer from it again
-        self._head, self._by_id, self._citing, self._versions = None, {}, {}, {}
-
 
 @contextmanager
-def group(tx: Any) -> Iterator[GroupTx]:
+def group(tx: AppendTx) -> Iterator[GroupTx]:
     """A GroupTx over `tx`, flushed when the block ends without an error."""
     g = GroupTx(tx)
     yield g

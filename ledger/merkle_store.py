@@ -11,7 +11,7 @@ from .events import StoredEvent
 from .merkle import CompactRange, complete_root, consistency_proof, inclusion_proof, leaf_hash, root
 
 if TYPE_CHECKING:
-    from .backend import Store, Tables
+    from .interface import Store, Tables
 
 # Nodes are stored from this level up (subtrees of 16 leaves): an eighth of a row per event instead
 # of two, and anything lower is recomputed from at most 16 events read in one query.

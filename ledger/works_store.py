@@ -1,6 +1,6 @@
 """Ledger-wide reads the source adapters and the diff need (works and papers known as of T).
 
-The record's own reads live in store.py; these span every observation, so they are kept apart.
+The record's own reads live in sql_store.py; these span every observation, so they are kept apart.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from .facts import Fact
 
 if TYPE_CHECKING:
-    from .backend import Store
+    from .interface import Store
 
 
 class KnownWork(NamedTuple):

@@ -234,6 +234,19 @@ def test_migrate_is_idempotent(imported_ledger: Ledger) -> None:
     assert snapshot(db) == before
 
 
+def test_stats_counts_the_rows_of_every_table(imported_ledger: Ledger) -> None:
+    """stats() names each table of the ledger with its row count, and leaves the connection as it was."""
+    store = imported_ledger.store
+    stats = store.stats()
+    assert {"events", "check_works", "merkle_nodes", "verified_point", "scrub_passes"} <= set(stats)
+    assert stats["events"] == imported_ledger.head().seq
+    assert stats["check_works"] == len(list(store.iter_check_works()))
+    if store.kind == "sqlite":
+        # sqlite-utils must not have switched recursive triggers on for the store's connection
+        assert store._conn().execute("PRAGMA recursive_triggers").fetchone()[0] == 0  # type: ignore[attr-defined]
+    assert imported_ledger.verify().ok
+
+
 @pytest.mark.sqlite_only("file modes of the SQLite db file and its -wal and -shm")
 @pytest.mark.parametrize("umask", [0o022, 0o000], ids=["umask-022", "umask-000"])
 def test_db_files_are_created_private(tmp_path: Path, umask: int, fixture_bytes: bytes) -> None:
