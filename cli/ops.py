@@ -1,4 +1,4 @@
-"""Operations commands: `ledger backup DEST` (online, verified copy of a live ledger)."""
+"""Operations commands: `ledger backup DEST` (online, verified copy of a live ledger), `ledger stats`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import sys
 
 import click
 
+from ledger.codec import canonical
 from service.backup import BackupError, backup
+from service.ledger import Ledger
+
+from .common import db_option
 
 
 def register(main: click.Group) -> None:
@@ -14,6 +18,23 @@ def register(main: click.Group) -> None:
     if "backup" not in main.commands:
         main.add_command(backup_command)
         main.add_command(restore_replica)
+        main.add_command(stats)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as canonical JSON.")
+@db_option
+def stats(as_json: bool, db: str) -> None:
+    """Rows in each table of the ledger, and its head."""
+    ledger = Ledger(db)
+    tables, head = ledger.store.stats(), ledger.head()
+    if as_json:
+        click.echo(canonical({"head": {"seq": head.seq, "hash": head.hash}, "tables": tables}).decode())
+        return
+    width = max(map(len, tables), default=0)
+    for name, rows in tables.items():
+        click.echo(f"{name:<{width}}  {rows:>10,}")
+    click.echo(f"head seq {head.seq} hash {head.hash}")
 
 
 @click.command("backup")
