@@ -17,6 +17,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from ledger.backend import is_pg_url
 from service.ledger import Ledger
 
+from .errors import error_body
 from .settings import ENV_DB, ENV_READ_ONLY, Settings
 
 SHUTDOWN_GRACE_S = 3
@@ -39,7 +40,7 @@ LINGER_BYTES = 4 * 1024 * 1024
 
 def raw_error(status: int, code: str, message: str) -> bytes:
     """A whole HTTP/1.1 error answer in the JSON error shape, closing the connection."""
-    body = json.dumps({"error": {"code": code, "message": message, "details": None}}).encode()
+    body = json.dumps(error_body(code, message)).encode()
     phrase = HTTPStatus(status).phrase
     head = (
         f"HTTP/1.1 {status} {phrase}\r\ncontent-type: application/json\r\n"

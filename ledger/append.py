@@ -72,7 +72,7 @@ def append_batch(
     pending = []
     for i, e in enumerate(events):
         data = canonical(e.data)
-        check_ijson_data(data, e, _place(places, i))
+        check_ijson_data(data, _place(places, i))
         pending.append(_Pending(i, e, e.event_id or derived_event_id(e, data), type_of(e), data))
     head, last_recorded = tx.head()
     stored = tx.existing(sorted({p.event_id for p in pending}))

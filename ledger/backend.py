@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -124,11 +123,7 @@ def copy_ledger(
 
 def _refuse_unstorable(src: Store, batch: int) -> None:
     """Before anything is copied: name every stored event PostgreSQL text cannot hold (U+0000)."""
-    seqs = [
-        row[0]
-        for row in src.iter_chain(batch=batch)
-        if "\\u0000" in row[7] and ijson.first_problem(json.loads(row[7])) is not None
-    ]
+    seqs = [row[0] for row in src.iter_chain(batch=batch) if ijson.nul_place(row[7]) is not None]
     if seqs:
         shown = ", ".join(map(str, seqs[:20])) + (f" and {len(seqs) - 20} more" if len(seqs) > 20 else "")
         raise Unstorable(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from .errors import InvalidEvent
@@ -137,24 +138,39 @@ def _raise_first(text: str, where: str) -> None:
 
 def first_problem(value: Any, where: str = "") -> tuple[str, str] | None:
     """(place, reason) of the first value, in document order, that I-JSON or the ledger refuses."""
+    return next(_problems(value, where), None)
+
+
+def nul_place(encoded: bytes | str, where: str = "") -> str | None:
+    """Where stored JSON holds U+0000 (in a string or a key), else None; a scan unless the escape is there."""
+    found = b"\\u0000" in encoded if isinstance(encoded, bytes) else "\\u0000" in encoded
+    if not found:
+        return None
+    # the escape may be a harmless escaped backslash before "u0000": parse and look at the strings
+    return next((place for place, reason in _problems(json.loads(encoded), where) if reason == NUL), None)
+
+
+def _problems(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    """Every (place, reason) I-JSON or the ledger refuses, in document order (not below a refused key)."""
     stack: list[tuple[str, Any, int]] = [(where, value, 1)]
     while stack:
         place, v, depth = stack.pop()
         here = place or "$"
         if isinstance(v, _Number):
-            return here, v.reason
-        if isinstance(v, float):
-            return here, FLOAT
-        if isinstance(v, int) and not isinstance(v, bool) and not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
-            return here, BIG_INTEGER
-        if isinstance(v, str):
+            yield here, v.reason
+        elif isinstance(v, float):
+            yield here, FLOAT
+        elif (
+            isinstance(v, int) and not isinstance(v, bool) and not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER
+        ):
+            yield here, BIG_INTEGER
+        elif isinstance(v, str):
             reason = _string_problem(v)
             if reason is not None:
-                return here, reason
-            continue
-        if isinstance(v, _Pairs | dict | list) and depth > MAX_DEPTH:
-            return where or "$", TOO_DEEP  # its place would be 64 steps long
-        if isinstance(v, _Pairs | dict):
+                yield here, reason
+        elif isinstance(v, _Pairs | dict | list) and depth > MAX_DEPTH:
+            yield where or "$", TOO_DEEP  # its place would be 64 steps long
+        elif isinstance(v, _Pairs | dict):
             members = list(v) if isinstance(v, _Pairs) else list(v.items())
             seen: set[str] = set()
             children = []
@@ -172,7 +188,6 @@ def first_problem(value: Any, where: str = "") -> tuple[str, str] | None:
             stack.extend(reversed(children))
         elif isinstance(v, list):
             stack.extend((f"{place}[{i}]", v[i], depth + 1) for i in range(len(v) - 1, -1, -1))
-    return None
 
 
 def _string_problem(s: str) -> str | None:

@@ -313,6 +313,22 @@ def test_a_refused_value_before_a_syntax_error_is_still_not_json(text: str) -> N
         ijson.loads(text, "body")
 
 
+@pytest.mark.parametrize(
+    "stored, place",
+    [
+        ('{"a":"x","b":"y\\u0000"}', "b"),
+        ('{"k\\u0000":1}', "'k\\x00'"),
+        # an escaped backslash before "u0000", and a big integer: both storable
+        ('{"a":"\\\\u0000","b":18446744073709551616}', None),
+        ('{"a":1}', None),
+    ],
+)
+def test_nul_place_names_only_a_real_u0000(stored: str, place: str | None) -> None:
+    """What `ledger migrate` and the append ask of stored bytes: U+0000 only, whatever else is there."""
+    assert ijson.nul_place(stored) == place
+    assert ijson.nul_place(stored.encode()) == place
+
+
 def test_one_parse_names_the_first_problem_in_document_order() -> None:
     with pytest.raises(InvalidEvent, match=r"^a\[1\]\.b: a duplicate"):
         ijson.loads('{"a":[1,{"b":2,"b":3}],"c":1.5}')
