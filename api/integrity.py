@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from ledger.chain import GENESIS, link_hash
+from ledger.chain import GENESIS, envelope_body, link_hash
 from ledger.checkpoint import CheckpointRefused, NotSigned, unsigned_checkpoint
 from ledger.codec import canonical
 from ledger.errors import ChainBroken
@@ -13,7 +13,7 @@ from ledger.events import StoredEvent
 from ledger.facts import Head
 from ledger.instants import format_as_of
 from ledger.merkle import ProofError, leaf_hash, verify_inclusion
-from ledger.merkle_store import BLOCK, STORED_LEVEL, envelope_body
+from ledger.merkle_store import BLOCK, STORED_LEVEL
 from projections.memory import MemoryReader
 from projections.record import build_record
 from service.bundle import prove_seqs

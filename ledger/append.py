@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from .chain import body_bytes, link_hash
-from .codec import canonical, check_ijson_data, derived_event_id, type_of
+from .codec import canonical, check_ijson_data, decode_data, derived_event_id, type_of
 from .errors import Conflict, InvalidEvent
-from .events import CitationObserved, Event, ResolutionObserved, StandingChecked
-from .facts import CheckWorkRow, Existing, Head, Row
+from .events import ChainLink, CitationObserved, Event, ResolutionObserved, StandingChecked, StoredEvent
+from .facts import CheckWorkRow, Head
 from .instants import format_recorded, now_us, parse_ts
 
 
@@ -17,10 +17,10 @@ class AppendTx(Protocol):
     """What a backend's write transaction offers an append."""
 
     def head(self) -> tuple[Head, int]: ...
-    def existing(self, event_ids: Sequence[str]) -> dict[str, Existing]: ...
+    def existing(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]: ...
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]: ...
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]: ...
-    def insert(self, rows: Sequence[Row], checks: Sequence[CheckWorkRow]) -> None: ...
+    def insert(self, links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> None: ...
 
 
 class Appended(NamedTuple):
@@ -126,43 +126,23 @@ def append_batch(
 
     recorded_us = max(now_us(), last_recorded)
     recorded_at = format_recorded(recorded_us)
-    rows: list[Row] = []
+    links: list[ChainLink] = []
     checks: list[CheckWorkRow] = []
     prev, seq = head.hash, head.seq
     for p, stream in new:
         seq += 1
         version = versions.get(stream, 0) + 1
         versions[stream] = version
-        body = body_bytes(
-            data=p.data,
-            event_id=p.event_id,
-            observed_at=p.event.observed_at,
-            recorded_at=recorded_at,
-            seq=seq,
-            stream=stream,
-            stream_version=version,
-            type=p.type,
-        )
+        observed_at = p.event.observed_at
+        body = body_bytes(p.data, p.event_id, observed_at, recorded_at, seq, stream, version, p.type)
         h = link_hash(prev, body)
-        observed_us = parse_ts(p.event.observed_at)
-        rows.append(
-            Row(
-                seq,
-                p.event_id,
-                stream,
-                version,
-                p.type,
-                p.event.observed_at,
-                observed_us,
-                recorded_at,
-                recorded_us,
-                p.data,
-                prev,
-                h,
-            )
+        event = StoredEvent(
+            seq, p.event_id, stream, version, p.type, observed_at, recorded_at, p.data, prev, h
         )
+        link = ChainLink(event, parse_ts(observed_at), recorded_us)
+        links.append(link)
         if isinstance(p.event, StandingChecked):
-            checks.extend(check_rows(p.event, seq, observed_us, recorded_us))
+            checks.extend(check_rows(p.event, seq, link.observed_us, recorded_us))
         items[p.position] = Appended(p.position, seq, p.event_id, h, False)
         prev = h
     for p in pending:
@@ -170,8 +150,8 @@ def append_batch(
             first = items[in_batch[p.event_id].position]
             assert first is not None
             items[p.position] = first._replace(position=p.position, duplicate=True)
-    if rows:
-        tx.insert(rows, checks)
+    if links:
+        tx.insert(links, checks)
     return AppendResult([i for i in items if i is not None], Head(seq, prev))
 
 
@@ -210,3 +190,12 @@ def check_rows(event: StandingChecked, seq: int, observed_us: int, recorded_us: 
     return [
         CheckWorkRow(w, source, observed_us, seq, recorded_us, canonical(ns)) for w, ns in by_work.items()
     ]
+
+
+def link_checks(link: ChainLink) -> list[CheckWorkRow]:
+    """The check_works rows a stored event implies (none unless it is a standing check)."""
+    e = link.event
+    if e.type != "standing.checked":
+        return []
+    event = StandingChecked(observed_at=e.observed_at, data=decode_data(e.type, e.data))
+    return check_rows(event, e.seq, link.observed_us, link.recorded_us)

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from . import ijson
-from .append import check_rows
-from .chain import GENESIS, row_break
-from .codec import decode_data
+from .append import link_checks
+from .chain import Follower
 from .errors import ChainBroken, Conflict, LedgerError
-from .events import StandingChecked
-from .facts import CheckWorkRow, Head, Row
+from .events import ChainLink
+from .facts import CheckWorkRow, Head
 from .interface import Store, Tables, Unsupported, is_pg_url, side_path
 from .store import SQLiteStore
 
@@ -46,32 +44,21 @@ def open_store(db: str | os.PathLike[str], *, synchronous: str = "FULL") -> Stor
     return SQLiteStore(db, synchronous=synchronous)
 
 
-class ChainWalker:
-    """Checks rows of `iter_chain` one by one, in seq order: sequence, versions, hashes, index columns."""
+class ChainWalker(Follower):
+    """Checks stored events one by one, in seq order, and keeps the check_works rows they imply."""
 
     def __init__(self) -> None:
-        self.prev, self.last_seq, self.last_recorded = GENESIS, 0, -1
-        self.versions: dict[str, int] = {}
+        super().__init__()
         self.checks: dict[int, list[CheckWorkRow]] = {}
         self.checked = 0
 
-    def step(self, row: Sequence[Any]) -> str | None:
-        """Why this row breaks the chain, or None (then it becomes the new head)."""
-        seq, _, stream, version, type_, observed_at, _, data, _, h, o_us, r_us = row
-        reason, _ = row_break(
-            row,
-            prev=self.prev,
-            last_seq=self.last_seq,
-            last_recorded=self.last_recorded,
-            version_before=self.versions.get(stream, 0),
-        )
+    def step(self, link: ChainLink) -> str | None:
+        """Why this event breaks the chain, or None (then it becomes the new head)."""
+        reason, _ = self.check(link)
         if reason is not None:
             return reason
-        if type_ == "standing.checked":
-            event = StandingChecked(observed_at=observed_at, data=decode_data(type_, data.encode()))
-            self.checks[seq] = check_rows(event, seq, o_us, r_us)
-        self.versions[stream] = version
-        self.prev, self.last_seq, self.last_recorded = h, seq, r_us
+        self.checks[link.event.seq] = link_checks(link)
+        self.take(link)
         self.checked += 1
         return None
 
@@ -89,41 +76,25 @@ def copy_ledger(
     if dst.kind == "postgresql":
         _refuse_unstorable(src, batch)
     walker = ChainWalker()
-    rows: list[Row] = []
-    for r in src.iter_chain(batch=batch):
-        reason = walker.step(r)
+    links: list[ChainLink] = []
+    for link in src.iter_chain(batch=batch):
+        reason = walker.step(link)
         if reason is not None:
-            raise ChainBroken(r[0], f"in the source: {reason}")
-        seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev_hash, h, o_us, r_us = r
-        rows.append(
-            Row(
-                seq,
-                event_id,
-                stream,
-                version,
-                type_,
-                observed_at,
-                o_us,
-                recorded_at,
-                r_us,
-                data.encode(),
-                prev_hash,
-                h,
-            )
-        )
-        if len(rows) >= batch:
-            _insert_chained(dst, rows, walker)
-            rows = []
+            raise ChainBroken(link.event.seq, f"in the source: {reason}")
+        links.append(link)
+        if len(links) >= batch:
+            _insert_chained(dst, links, walker)
+            links = []
             if progress is not None:
                 progress(walker.last_seq)
-    if rows:
-        _insert_chained(dst, rows, walker)
+    if links:
+        _insert_chained(dst, links, walker)
     return Head(walker.last_seq, walker.prev)
 
 
 def _refuse_unstorable(src: Store, batch: int) -> None:
     """Before anything is copied: name every stored event PostgreSQL text cannot hold (U+0000)."""
-    seqs = [row[0] for row in src.iter_chain(batch=batch) if ijson.nul_place(row[7]) is not None]
+    seqs = [k.event.seq for k in src.iter_chain(batch=batch) if ijson.nul_place(k.event.data) is not None]
     if seqs:
         shown = ", ".join(map(str, seqs[:20])) + (f" and {len(seqs) - 20} more" if len(seqs) > 20 else "")
         raise Unstorable(
@@ -139,11 +110,12 @@ class Unstorable(LedgerError):
     code = "unstorable"
 
 
-def _insert_chained(dst: Store, rows: list[Row], walker: ChainWalker) -> None:
-    """Insert already-chained rows after checking they continue the target's head."""
-    checks = [c for r in rows for c in walker.checks.pop(r.seq, [])]
+def _insert_chained(dst: Store, links: list[ChainLink], walker: ChainWalker) -> None:
+    """Insert already-chained events after checking they continue the target's head."""
+    checks = [c for k in links for c in walker.checks.pop(k.event.seq, [])]
+    first = links[0].event
     with dst.write() as tx:
         head, _ = tx.head()
-        if head != Head(rows[0].seq - 1, rows[0].prev_hash):
+        if head != Head(first.seq - 1, first.prev_hash):
             raise Conflict(f"the target's head moved to seq {head.seq} during the copy; nothing more copied")
-        tx.insert(rows, checks)
+        tx.insert(links, checks)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable
 
 import msgspec
 from blake3 import blake3
 
+from .events import ChainLink, StoredEvent
 from .instants import parse_ts
 
 GENESIS = "0" * 64
@@ -30,7 +30,6 @@ _ENCODER = msgspec.json.Encoder()
 
 
 def body_bytes(
-    *,
     data: bytes,
     event_id: str,
     observed_at: str,
@@ -46,42 +45,59 @@ def body_bytes(
     )
 
 
+def envelope_body(e: StoredEvent) -> bytes:
+    """body(e) of ledger-v1.md from a stored envelope: the bytes both the chain and the tree hash."""
+    return body_bytes(
+        e.data, e.event_id, e.observed_at, e.recorded_at, e.seq, e.stream, e.stream_version, e.type
+    )
+
+
 def link_hash(prev_hash: str, body: bytes) -> str:
     """hash(e) = blake3(bytes.fromhex(prev_hash) || body(e)).hexdigest()."""
     return blake3(bytes.fromhex(prev_hash) + body).hexdigest()
 
 
-def row_body(row: Sequence[Any]) -> bytes:
-    """body(e) of a stored row (the column order of SQLiteStore.iter_chain)."""
-    seq, event_id, stream, version, type_, observed_at, recorded_at, data = row[:8]
-    return body_bytes(
-        data=data.encode(),
-        event_id=event_id,
-        observed_at=observed_at,
-        recorded_at=recorded_at,
-        seq=seq,
-        stream=stream,
-        stream_version=version,
-        type=type_,
-    )
+class Follower:
+    """The chain as walked so far: checks that each next stored event follows it."""
 
+    def __init__(
+        self,
+        prev: str = GENESIS,
+        last_seq: int = 0,
+        last_recorded: int = -1,
+        version_before: Callable[[str], int] | None = None,
+    ) -> None:
+        self.prev, self.last_seq, self.last_recorded = prev, last_seq, last_recorded
+        self.versions: dict[str, int] = {}
+        # a walk that starts mid-chain asks where a stream stood before it
+        self._version_before = version_before
 
-def row_break(
-    row: Sequence[Any], *, prev: str, last_seq: int, last_recorded: int, version_before: int
-) -> tuple[str | None, bytes]:
-    """Why a stored row does not follow (prev, last_seq, last_recorded) in the chain, and its body."""
-    seq, _, stream, version, _, observed_at, recorded_at, _, prev_hash, h, o_us, r_us = row
-    body = row_body(row)
-    if seq != last_seq + 1:
-        return f"seq {seq} follows {last_seq}: the sequence has a gap or is reordered", body
-    if prev_hash != prev:
-        return "prev_hash does not match the previous event's hash (reordered or removed events)", body
-    if version != version_before + 1:
-        return f"stream_version {version} of {stream} does not follow {version_before}", body
-    if link_hash(prev, body) != h:
-        return "stored bytes do not match the stored hash (the event was altered)", body
-    if r_us < last_recorded or parse_ts(recorded_at) != r_us:
-        return "recorded_at goes backwards or does not match its index column", body
-    if parse_ts(observed_at) != o_us:
-        return "observed_us index column does not match observed_at", body
-    return None, body
+    def _version(self, stream: str) -> int:
+        if stream not in self.versions:
+            self.versions[stream] = self._version_before(stream) if self._version_before else 0
+        return self.versions[stream]
+
+    def check(self, link: ChainLink) -> tuple[str | None, bytes]:
+        """Why `link` does not follow the chain walked so far (None when it does), and its body."""
+        e = link.event
+        body = envelope_body(e)
+        if e.seq != self.last_seq + 1:
+            return f"seq {e.seq} follows {self.last_seq}: the sequence has a gap or is reordered", body
+        if e.prev_hash != self.prev:
+            return "prev_hash does not match the previous event's hash (reordered or removed events)", body
+        version_before = self._version(e.stream)
+        if e.stream_version != version_before + 1:
+            return f"stream_version {e.stream_version} of {e.stream} does not follow {version_before}", body
+        if link_hash(self.prev, body) != e.hash:
+            return "stored bytes do not match the stored hash (the event was altered)", body
+        if link.recorded_us < self.last_recorded or parse_ts(e.recorded_at) != link.recorded_us:
+            return "recorded_at goes backwards or does not match its index column", body
+        if parse_ts(e.observed_at) != link.observed_us:
+            return "observed_us index column does not match observed_at", body
+        return None, body
+
+    def take(self, link: ChainLink) -> None:
+        """Make `link` (checked) the end of the chain walked."""
+        e = link.event
+        self.versions[e.stream] = e.stream_version
+        self.prev, self.last_seq, self.last_recorded = e.hash, e.seq, link.recorded_us

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Generic, Literal, NamedTuple, TypeVar
 
 from msgspec import Meta, Struct
 
@@ -152,7 +152,7 @@ else:
     DataT = TypeVar("DataT")
 
 
-class StoredEvent(Struct, Generic[DataT], frozen=True, kw_only=True, forbid_unknown_fields=True):
+class StoredEvent(Struct, Generic[DataT], frozen=True, forbid_unknown_fields=True):
     """The stored envelope, as served by GET /evidence and `ledger events`, and listed in a bundle."""
 
     seq: int
@@ -165,3 +165,11 @@ class StoredEvent(Struct, Generic[DataT], frozen=True, kw_only=True, forbid_unkn
     data: DataT  # canonical JSON bytes of the data object, exactly as hashed
     prev_hash: str
     hash: str
+
+
+class ChainLink(NamedTuple):
+    """A stored event and the index columns its instants derive: what stores insert and walks read."""
+
+    event: StoredEvent
+    observed_us: int
+    recorded_us: int

@@ -47,23 +47,6 @@ class Head(NamedTuple):
         return f"{self.seq} {self.hash}"
 
 
-class Row(NamedTuple):
-    """One events row to insert (data = canonical bytes, exactly as hashed)."""
-
-    seq: int
-    event_id: str
-    stream: str
-    stream_version: int
-    type: str
-    observed_at: str
-    observed_us: int
-    recorded_at: str
-    recorded_us: int
-    data: bytes
-    prev_hash: str
-    hash: str
-
-
 class CheckWorkRow(NamedTuple):
     """One check_works row: a work's notices in one standing check."""
 
@@ -73,16 +56,6 @@ class CheckWorkRow(NamedTuple):
     seq: int
     recorded_us: int
     notices: bytes
-
-
-class Existing(NamedTuple):
-    """An event already stored under an event_id."""
-
-    seq: int
-    type: str
-    observed_at: str
-    data: bytes
-    hash: str
 
 
 class VerifiedPoint(NamedTuple):

@@ -16,7 +16,8 @@ from typing import Any
 import msgspec
 
 from .append import AppendTx
-from .facts import CheckWorkRow, Existing, Head, Row
+from .events import ChainLink, StoredEvent
+from .facts import CheckWorkRow, Head
 
 _CITATION = "citation.observed"
 
@@ -34,12 +35,12 @@ class GroupTx:
     def __init__(self, tx: AppendTx) -> None:
         self.tx = tx
         self._head: tuple[Head, int] | None = None
-        self._rows: list[Row] = []
+        self._links: list[ChainLink] = []
         self._checks: list[CheckWorkRow] = []
-        self._by_id: dict[str, Row] = {}
+        self._by_id: dict[str, StoredEvent] = {}
         self._citing: dict[str, str] = {}
         self._versions: dict[str, int] = {}
-        self._job: tuple[list[Row], list[CheckWorkRow]] | None = None
+        self._job: tuple[list[ChainLink], list[CheckWorkRow]] | None = None
 
     # -- the append protocol -------------------------------------------------------------
 
@@ -49,13 +50,10 @@ class GroupTx:
             self._head = self.tx.head()
         return self._head
 
-    def existing(self, event_ids: Sequence[str]) -> dict[str, Existing]:
+    def existing(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
         """Stored events under these ids, and those staged by earlier batches of the group."""
-        found: dict[str, Existing] = self.tx.existing(event_ids)
-        for event_id in event_ids:
-            r = self._by_id.get(event_id)
-            if r is not None:
-                found[event_id] = Existing(r.seq, r.type, r.observed_at, r.data, r.hash)
+        found: dict[str, StoredEvent] = self.tx.existing(event_ids)
+        found.update((i, self._by_id[i]) for i in event_ids if i in self._by_id)
         return found
 
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
@@ -71,9 +69,9 @@ class GroupTx:
         found.update((s, self._versions[s]) for s in streams if s in self._versions)
         return found
 
-    def insert(self, rows: Sequence[Row], checks: Sequence[CheckWorkRow]) -> None:
-        """Stage a batch's rows; they count once the batch returns (see `run`)."""
-        self._job = (list(rows), list(checks))
+    def insert(self, links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> None:
+        """Stage a batch's events; they count once the batch returns (see `run`)."""
+        self._job = (list(links), list(checks))
 
     # -- the group -----------------------------------------------------------------------
 
@@ -91,23 +89,24 @@ class GroupTx:
         return result
 
     def flush(self) -> None:
-        """Write every staged row (one insert for the whole group); the caller commits."""
-        if self._rows:
-            self.tx.insert(self._rows, self._checks)
-            self._rows, self._checks = [], []
+        """Write every staged event (one insert for the whole group); the caller commits."""
+        if self._links:
+            self.tx.insert(self._links, self._checks)
+            self._links, self._checks = [], []
 
-    def _keep(self, rows: list[Row], checks: list[CheckWorkRow]) -> None:
-        if not rows:
+    def _keep(self, links: list[ChainLink], checks: list[CheckWorkRow]) -> None:
+        if not links:
             return
-        self._rows.extend(rows)
+        self._links.extend(links)
         self._checks.extend(checks)
-        for r in rows:
-            self._by_id[r.event_id] = r
-            self._versions[r.stream] = r.stream_version
-            if r.type == _CITATION:
-                self._citing.setdefault(_OID.decode(r.data).observation_id, r.stream.removeprefix("paper:"))
-        last = rows[-1]
-        self._head = (Head(last.seq, last.hash), last.recorded_us)
+        for link in links:
+            e = link.event
+            self._by_id[e.event_id] = e
+            self._versions[e.stream] = e.stream_version
+            if e.type == _CITATION:
+                self._citing.setdefault(_OID.decode(e.data).observation_id, e.stream.removeprefix("paper:"))
+        last = links[-1]
+        self._head = (Head(last.event.seq, last.event.hash), last.recorded_us)
 
 
 @contextmanager

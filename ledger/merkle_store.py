@@ -5,9 +5,8 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .chain import body_bytes, row_body
+from .chain import envelope_body
 from .errors import ChainBroken, InvalidEvent, NotFound
-from .events import StoredEvent
 from .merkle import CompactRange, complete_root, consistency_proof, inclusion_proof, leaf_hash, root
 
 if TYPE_CHECKING:
@@ -24,20 +23,6 @@ FILL_CHUNK = 1 << 14
 def b64(h: bytes) -> str:
     """Standard base64, the encoding of hashes in checkpoints and proofs."""
     return base64.b64encode(h).decode()
-
-
-def envelope_body(e: StoredEvent) -> bytes:
-    """body(e) of ledger-v1.md from a stored envelope: the bytes both the chain and the tree hash."""
-    return body_bytes(
-        data=e.data,
-        event_id=e.event_id,
-        observed_at=e.observed_at,
-        recorded_at=e.recorded_at,
-        seq=e.seq,
-        stream=e.stream,
-        stream_version=e.stream_version,
-        type=e.type,
-    )
 
 
 class InclusionProof(NamedTuple):
@@ -155,13 +140,14 @@ def _new_nodes(store: Store, filled: int, upto: int) -> tuple[list[tuple[int, in
     rng = CompactRange(filled, peaks)
     rows: list[tuple[int, int, bytes]] = []
     last_hash, expected = "", filled + 1
-    for row in store.iter_chain(after=filled, batch=min(5000, upto - filled)):
-        if row[0] > upto:
+    for link in store.iter_chain(after=filled, batch=min(5000, upto - filled)):
+        e = link.event
+        if e.seq > upto:
             break
-        if row[0] != expected:
-            raise ChainBroken(row[0], f"seq {row[0]} follows {expected - 1}: the sequence has a gap")
-        rows.extend(n for n in rng.append(leaf_hash(row_body(row))) if n[0] >= STORED_LEVEL)
-        last_hash, expected = row[9], expected + 1
+        if e.seq != expected:
+            raise ChainBroken(e.seq, f"seq {e.seq} follows {expected - 1}: the sequence has a gap")
+        rows.extend(n for n in rng.append(leaf_hash(envelope_body(e))) if n[0] >= STORED_LEVEL)
+        last_hash, expected = e.hash, expected + 1
     if rng.size != upto:
         raise NotFound(f"the ledger holds {rng.size} events, fewer than the {upto} asked for")
     return rows, last_hash

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .codec import decode_data
-from .events import StoredEvent
+from .events import ChainLink, StoredEvent
 from .facts import Fact
 
 FAR_FUTURE = 2**62
@@ -109,17 +109,20 @@ def envelope_row(row: Sequence[Any]) -> StoredEvent:
     """A StoredEvent from a row of ENVELOPE_COLUMNS."""
     seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev, h = row
     return StoredEvent(
-        seq=seq,
-        event_id=event_id,
-        stream=stream,
-        stream_version=version,
-        type=type_,
-        observed_at=observed_at,
-        recorded_at=recorded_at,
-        data=data.encode(),
-        prev_hash=prev,
-        hash=h,
+        seq, event_id, stream, version, type_, observed_at, recorded_at, data.encode(), prev, h
     )
+
+
+def link_row(row: Sequence[Any]) -> ChainLink:
+    """A ChainLink from a row of ENVELOPE_COLUMNS, observed_us, recorded_us."""
+    return ChainLink(envelope_row(row[:10]), row[10], row[11])
+
+
+def link_params(link: ChainLink) -> tuple[Any, ...]:
+    """The parameters of INSERT_EVENTS for one link."""
+    e = link.event
+    head = (e.seq, e.event_id, e.stream, e.stream_version, e.type, e.observed_at, link.observed_us)
+    return (*head, e.recorded_at, link.recorded_us, e.data.decode(), e.prev_hash, e.hash)
 
 
 def encode_peaks(peaks: Sequence[bytes]) -> str:

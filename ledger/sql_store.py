@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from .chain import GENESIS
-from .events import StoredEvent
-from .facts import CheckRow, CheckWorkRow, Existing, Fact, Head, Row, ScrubPass, SourceHead, VerifiedPoint
+from .events import ChainLink, StoredEvent
+from .facts import CheckRow, CheckWorkRow, Fact, Head, ScrubPass, SourceHead, VerifiedPoint
 from .instants import format_recorded, now_us
 from .sql import (
     CHECK_WORKS_COLUMNS,
@@ -30,6 +30,8 @@ from .sql import (
     encode_peaks,
     envelope_row,
     fact_row,
+    link_params,
+    link_row,
 )
 
 _INSERT_EVENTS = (
@@ -131,11 +133,7 @@ class SqlStore:
             yield SqlReader(self, conn, as_of_us, FAR_FUTURE if known_us is None else known_us)
 
     def read_log(
-        self,
-        after: int = 0,
-        limit: int | None = None,
-        stream: str | None = None,
-        type: str | None = None,
+        self, after: int = 0, limit: int | None = None, stream: str | None = None, type: str | None = None
     ) -> list[StoredEvent]:
         """Stored envelopes in seq order after `after`, optionally one stream or type."""
         sql = f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE seq > ?"
@@ -152,8 +150,8 @@ class SqlStore:
             params.append(limit)
         return [envelope_row(r) for r in self._q(self._conn(), sql, params)]
 
-    def iter_chain(self, after: int = 0, batch: int = 5000) -> Iterator[tuple[Any, ...]]:
-        """Every stored row in seq order, with the derived columns verify rechecks."""
+    def iter_chain(self, after: int = 0, batch: int = 5000) -> Iterator[ChainLink]:
+        """Every stored event in seq order, with the index columns verify rechecks."""
         conn = self._conn()
         while True:
             rows = self._q(
@@ -164,7 +162,7 @@ class SqlStore:
             ).fetchall()
             if not rows:
                 return
-            yield from rows
+            yield from map(link_row, rows)
             after = rows[-1][0]
 
     def iter_check_works(self) -> Iterator[tuple[Any, ...]]:
@@ -222,14 +220,14 @@ class SqlWriteTx:
         row = self._q("SELECT seq, hash, recorded_us FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         return (Head(0, GENESIS), 0) if row is None else (Head(row[0], row[1]), row[2])
 
-    def existing(self, event_ids: Sequence[str]) -> dict[str, Existing]:
+    def existing(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
         """Events already stored under any of these ids."""
         d = self.store.dialect
         rows = self._q(
-            f"SELECT event_id, seq, type, observed_at, data, hash FROM events WHERE {d.any_of('event_id')}",
+            f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {d.any_of('event_id')}",
             (d.bind_list(event_ids),),
         )
-        return {r[0]: Existing(r[1], r[2], r[3], r[4].encode(), r[5]) for r in rows}
+        return {e.event_id: e for e in map(envelope_row, rows)}
 
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
         """observation_id -> its citing paper, for ids that have a citation.observed."""
@@ -250,11 +248,9 @@ class SqlWriteTx:
         )
         return {r[0]: r[1] for r in rows}
 
-    def insert(self, rows: Sequence[Row], checks: Sequence[CheckWorkRow]) -> None:
-        """Insert the new rows (the caller commits)."""
-        self.store._many(
-            self.conn, _INSERT_EVENTS, [(*r[:9], r.data.decode(), r.prev_hash, r.hash) for r in rows]
-        )
+    def insert(self, links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> None:
+        """Insert the new events (the caller commits)."""
+        self.store._many(self.conn, _INSERT_EVENTS, [link_params(k) for k in links])
         if checks:
             self.store._many(self.conn, _INSERT_CHECK_WORKS, [(*c[:5], c.notices.decode()) for c in checks])
 

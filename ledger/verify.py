@@ -15,11 +15,10 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import merkle_store as ms
-from .append import check_rows
-from .chain import GENESIS, row_break
+from .append import link_checks
+from .chain import GENESIS, Follower
 from .checkpoint import Checkpoint, NoteError, unsigned_checkpoint
-from .codec import decode_data
-from .events import StandingChecked
+from .events import ChainLink
 from .facts import Head, VerifiedPoint
 from .merkle import CompactRange, leaf_hash
 
@@ -160,7 +159,7 @@ def _walk(
                 held = _held_checkpoint(tables)
                 if held is not None and not isinstance(held, str):
                     walk.root_sizes.add(held.size)
-            rows: Iterable[tuple[Any, ...]]
+            rows: Iterable[ChainLink]
             if batch is None:
                 rows, final = store.iter_chain(after=walk.last_seq), True
                 walk.begin(tables.check_works_after(walk.last_seq))
@@ -168,7 +167,7 @@ def _walk(
                 rows = list(islice(store.iter_chain(after=walk.last_seq, batch=batch), batch))
                 final = len(rows) < batch
                 # the last batch also reads the index rows past its events: rows for no event
-                upto = None if final else rows[-1][0]
+                upto = None if final else rows[-1].event.seq
                 walk.begin(tables.check_works_after(walk.last_seq, upto))
             bad = walk.run(rows)
             leftover = walk.index_leftover()  # also closes the index cursor before anything writes
@@ -211,10 +210,11 @@ class _Walk:
         self.start = start
         self.progress = progress
         self.every = every
-        self.prev, self.last_seq, self.last_recorded = start.hash, start.seq, start.recorded_us
+        # after a resume, a stream may have events before the starting point
+        before = (lambda stream: tables.stream_version_at(stream, start.seq)) if start.seq else None
+        self.chain = Follower(start.hash, start.seq, start.recorded_us, before)
         self.tree = CompactRange(start.seq, start.peaks)
         self.filled = 0
-        self.versions: dict[str, int] = {}
         self.index_rows: Iterator[tuple[Any, ...]] = iter(())
         self.index_next: tuple[Any, ...] | None = None
         self.checked = 0
@@ -223,13 +223,15 @@ class _Walk:
         self.roots: dict[int, bytes] = {}  # tree size -> root, for the sizes a checkpoint names
         self.root_sizes: set[int] = set()
 
-    def _version(self, stream: str) -> int:
-        if stream not in self.versions:
-            # after a resume, a stream may have events before the starting point
-            self.versions[stream] = (
-                self.tables.stream_version_at(stream, self.start.seq) if self.start.seq else 0
-            )
-        return self.versions[stream]
+    @property
+    def last_seq(self) -> int:
+        """The last seq walked and found good."""
+        return self.chain.last_seq
+
+    @property
+    def prev(self) -> str:
+        """The chain hash at `last_seq`."""
+        return self.chain.prev
 
     def begin(self, index_rows: Iterator[tuple[Any, ...]]) -> None:
         """Start a read: the check_works rows of the events it walks, and the Merkle fill as of now."""
@@ -238,28 +240,19 @@ class _Walk:
         self.index_next = next(self.index_rows, None)
         self.filled = self.tables.fill_state()[0]
 
-    def run(self, rows: Iterable[tuple[Any, ...]]) -> tuple[int, str] | None:
-        """Walk `rows` to their end or the first break; the earliest of a chain break and a node mismatch."""
+    def run(self, links: Iterable[ChainLink]) -> tuple[int, str] | None:
+        """Walk `links` to their end or the first break; the earliest of a chain break and a node mismatch."""
         bad: tuple[int, str] | None = None
-        for row in rows:
-            seq, _, stream, version, type_, observed_at, _, data, _, h, o_us, r_us = row
-            reason, body = row_break(
-                row,
-                prev=self.prev,
-                last_seq=self.last_seq,
-                last_recorded=self.last_recorded,
-                version_before=self._version(stream),
-            )
+        for link in links:
+            seq = link.event.seq
+            reason, body = self.chain.check(link)
             if reason is not None:
                 bad = (seq, reason)
                 break
-            expected: list[tuple[Any, ...]] = []
-            if type_ == "standing.checked":
-                event = StandingChecked(observed_at=observed_at, data=decode_data(type_, data.encode()))
-                expected = sorted(
-                    (c.seq, c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
-                    for c in check_rows(event, seq, o_us, r_us)
-                )
+            expected = sorted(
+                (c.seq, c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
+                for c in link_checks(link)
+            )
             index_bad = self._index_upto(seq, expected)
             if index_bad is not None:
                 bad = index_bad
@@ -269,8 +262,7 @@ class _Walk:
                     self.pending.append(node)
             if seq in self.root_sizes:
                 self.roots[seq] = self.tree.root()
-            self.versions[stream] = version
-            self.prev, self.last_seq, self.last_recorded = h, seq, r_us
+            self.chain.take(link)
             self.checked += 1
             if len(self.pending) >= _NODE_BATCH and (node_bad := self._flush()) is not None:
                 return node_bad

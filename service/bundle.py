@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ledger import merkle_store
-from ledger.chain import link_hash
+from ledger.chain import envelope_body, link_hash
 from ledger.checkpoint import (
     Checkpoint,
     Checkpointer,
@@ -189,7 +189,7 @@ def _events(
             # the ledger hashes canonical data bytes: a re-indented bundle still checks
             data = canonical(msgspec.json.decode(e.data))
             stored = StoredEvent(**{**msgspec.structs.asdict(e), "data": data})
-            body = merkle_store.envelope_body(stored)
+            body = envelope_body(stored)
             if link_hash(e.prev_hash, body) != e.hash:
                 problems.append(f"{where}: its hash does not match its envelope (the event was altered)")
         except (msgspec.DecodeError, ValueError) as err:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger import merkle_store
+from ledger.chain import envelope_body
 from ledger.errors import ChainBroken, InvalidEvent, NotFound
 from ledger.merkle import (
     EMPTY_ROOT,
@@ -206,7 +207,7 @@ def stored(
     events = [paper(f"2101.{i:05d}", ts(i)) for i in range(STORED_EVENTS)]
     for start in range(0, STORED_EVENTS, 100):
         ledger.append(events[start : start + 100])
-    bodies = [merkle_store.envelope_body(e) for e in ledger.store.read_log()]
+    bodies = [envelope_body(e) for e in ledger.store.read_log()]
     return ledger, bodies
 
 
@@ -249,7 +250,7 @@ def test_nodes_are_stored_from_level_4_and_filled_in_chunks(
     db = new_db("l.db")
     ledger = Ledger(db)
     ledger.append([paper(f"2101.{i:05d}", ts(i)) for i in range(150)])
-    bodies = [merkle_store.envelope_body(e) for e in ledger.store.read_log()]
+    bodies = [envelope_body(e) for e in ledger.store.read_log()]
     assert merkle_store.tree_root(ledger.store, 150) == naive_mth(bodies)
     assert ledger.store.tables.fill_state()[0] == 144  # 150 rounded down to whole blocks of 16
     assert rows(db, "SELECT leaves, chain_hash FROM merkle_fill") == [

@@ -15,7 +15,7 @@ from api.proofs import router
 from ledger.backend import side_path
 from ledger.checkpoint import open_checkpoint, parse_vkey
 from ledger.merkle import leaf_hash, verify_consistency, verify_inclusion
-from ledger.merkle_store import envelope_body
+from ledger.chain import envelope_body
 from service.ledger import Ledger
 from tests.factories import paper, ts
 from tests.raw import replace_checkpoint, stored_checkpoint
