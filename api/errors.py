@@ -38,6 +38,14 @@ class ApiError(LedgerError):
     http_status = 500
     headers: dict[str, str] | None = None
 
+    def __init_subclass__(cls, *, code: str | None = None, status: int | None = None, **kw: Any) -> None:
+        # `class X(ApiError, code=..., status=...)`: a refusal's code and status stand on its first line
+        super().__init_subclass__(**kw)
+        if code is not None:
+            cls.code = code
+        if status is not None:
+            cls.http_status = status
+
 
 def status_of(err: LedgerError) -> int:
     """The HTTP status that answers `err` (500 for a code the API does not know: a bug to look at)."""
@@ -51,11 +59,8 @@ def error_answer(err: LedgerError) -> dict[str, Any]:
     return error_body(err.code, err.message, err.details)
 
 
-class Unauthorized(ApiError):
+class Unauthorized(ApiError, code="unauthorized", status=401):
     """No bearer token, or one that matches no configured token."""
-
-    code = "unauthorized"
-    http_status = 401
 
     def __init__(self, message: str, *, invalid_token: bool = False) -> None:
         super().__init__(message)
@@ -67,25 +72,16 @@ class Unauthorized(ApiError):
         }
 
 
-class WritesDisabled(ApiError):
+class WritesDisabled(ApiError, code="writes_disabled", status=403):
     """The server refuses every write (no token configured, or --read-only)."""
 
-    code = "writes_disabled"
-    http_status = 403
 
-
-class PayloadTooLarge(ApiError):
+class PayloadTooLarge(ApiError, code="payload_too_large", status=413):
     """The request body is above the configured limit."""
 
-    code = "payload_too_large"
-    http_status = 413
 
-
-class BatchTooLarge(ApiError):
+class BatchTooLarge(ApiError, code="batch_too_large", status=413):
     """More events in one write than the configured batch limit."""
-
-    code = "batch_too_large"
-    http_status = 413
 
 
 class RetryLater(ApiError):
@@ -96,18 +92,12 @@ class RetryLater(ApiError):
         self.headers = {"Retry-After": retry_after}
 
 
-class RateLimited(RetryLater):
+class RateLimited(RetryLater, code="rate_limited", status=429):
     """The token has sent more events per second than the configured rate; retry after a while."""
 
-    code = "rate_limited"
-    http_status = 429
 
-
-class RequestTimeout(ApiError):
+class RequestTimeout(ApiError, code="request_timeout", status=408):
     """The client did not send its whole body in time (a slow or stalled client)."""
-
-    code = "request_timeout"
-    http_status = 408
 
     def __init__(self, message: str, *, details: Any = None) -> None:
         super().__init__(message, details=details)
@@ -166,15 +156,9 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, _unexpected)
 
 
-class TooManySubscribers(RetryLater):
+class TooManySubscribers(RetryLater, code="too_many_subscribers", status=503):
     """This server process already serves its LEDGER_SSE_MAX_SUBSCRIBERS live subscriptions."""
 
-    code = "too_many_subscribers"
-    http_status = 503
 
-
-class ChainUnhealthy(ApiError):
+class ChainUnhealthy(ApiError, code="chain_broken", status=503):
     """The last recorded full walk of the chain (scrub or verify) found it broken: /healthz says so."""
-
-    code = "chain_broken"
-    http_status = 503

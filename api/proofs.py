@@ -8,7 +8,8 @@ Merkle node (the ones not stored yet are computed for the answer and dropped).
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request, Response
 
@@ -21,12 +22,23 @@ from . import docs
 from .common import JSON, head_headers, ledger_of
 
 router = APIRouter(tags=["integrity"])
+_Route = TypeVar("_Route", bound=Callable[..., Response])
 TEXT = "text/plain; charset=utf-8"
 CHECKPOINT_HEADER = "Ledger-Checkpoint"
 
 TreeSize = Annotated[
     int | None, Query(ge=0, description="Tree size (number of leaves = events); default: the current head.")
 ]
+Seq = Annotated[int, Path(ge=1, description="The event's seq (leaf index = seq - 1).")]
+OldSize = Annotated[int, Query(alias="from", ge=0, description="The older tree size.")]
+NewSize = Annotated[
+    int | None, Query(alias="to", ge=0, description="The newer tree size; default: the head.")
+]
+
+
+def _proof_route(path: str, summary: str) -> Callable[[_Route], _Route]:
+    """A GET route answering a Merkle proof as JSON (404 for a seq or size past the head)."""
+    return router.get(path, summary=summary, responses=docs.responses(200, 404, 422))
 
 
 def _checkpointer(request: Request) -> Checkpointer:
@@ -45,16 +57,8 @@ def _json(body: object, head: Head) -> Response:
     return Response(canonical(body), media_type=JSON, headers=head_headers(head))
 
 
-@router.get(
-    "/evidence/{seq}/proof",
-    summary="Inclusion proof of one event in the Merkle tree (RFC 6962)",
-    responses=docs.responses(200, 404, 422),
-)
-def inclusion_proof(
-    request: Request,
-    seq: Annotated[int, Path(ge=1, description="The event's seq (leaf index = seq - 1).")],
-    tree_size: TreeSize = None,
-) -> Response:
+@_proof_route("/evidence/{seq}/proof", "Inclusion proof of one event in the Merkle tree (RFC 6962)")
+def inclusion_proof(request: Request, seq: Seq, tree_size: TreeSize = None) -> Response:
     """The audit path of event `seq` in the tree of `tree_size` events, with that tree's root."""
     store = ledger_of(request).store
     head = store.head()
@@ -103,18 +107,8 @@ def checkpoint(request: Request) -> Response:
     return Response(signed.note, media_type=TEXT, headers=head_headers(ledger_of(request).head()))
 
 
-@router.get(
-    "/checkpoint/consistency",
-    summary="Consistency proof between two tree sizes (RFC 6962)",
-    responses=docs.responses(200, 404, 422),
-)
-def consistency_proof(
-    request: Request,
-    old_size: Annotated[int, Query(alias="from", ge=0, description="The older tree size.")],
-    new_size: Annotated[
-        int | None, Query(alias="to", ge=0, description="The newer tree size; default: the head.")
-    ] = None,
-) -> Response:
+@_proof_route("/checkpoint/consistency", "Consistency proof between two tree sizes (RFC 6962)")
+def consistency_proof(request: Request, old_size: OldSize, new_size: NewSize = None) -> Response:
     """The proof that the tree of `from` events is a prefix of the tree of `to` events."""
     store = ledger_of(request).store
     head = store.head()

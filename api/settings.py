@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ledger.backend import side_path
@@ -127,15 +127,8 @@ class Settings:
 
 
 def _positive_int(text: str | None, default: int, name: str, unit: str) -> int:
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a positive integer ({unit}), got {text!r}") from None
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive integer ({unit}), got {text!r}")
-    return value
+    value = _number(text, name, f"a positive integer ({unit})", int)
+    return default if value is None else int(value)
 
 
 def _positive_float(text: str | None, default: float, name: str) -> float:
@@ -150,12 +143,12 @@ def _rate(text: str | None) -> float:
     return 0.0 if value is None else value
 
 
-def _number(text: str | None, name: str, what: str) -> float | None:
-    """A positive, finite number from the environment; None when unset."""
+def _number(text: str | None, name: str, what: str, kind: Callable[[str], float] = float) -> float | None:
+    """A positive, finite number (`kind` parses it) from the environment; None when unset."""
     if not text:
         return None
     try:
-        value = float(text)
+        value = kind(text)
     except ValueError:
         raise ValueError(f"{name} must be {what}, got {text!r}") from None
     if not value > 0 or value == float("inf"):

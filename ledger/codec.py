@@ -111,14 +111,16 @@ def decode_event(raw: bytes | str, where: str = "event") -> Event:
     return to_event(decode_json(raw, where), where)
 
 
-def _ts(value: str, where: str) -> int:
+def check_instant(value: str, where: str) -> int:
+    """The instant in microseconds since the epoch, or InvalidEvent naming `where`."""
     try:
         return parse_ts(value)
     except ValueError as e:
         raise InvalidEvent(where, str(e)) from None
 
 
-def _arxiv(value: str, where: str) -> None:
+def check_arxiv(value: str, where: str) -> None:
+    """InvalidEvent naming `where` unless `value` is an arXiv id without version."""
     if not ARXIV_RE.fullmatch(value):
         raise InvalidEvent(
             where,
@@ -133,7 +135,7 @@ def _uuid(value: str, where: str) -> None:
 
 def _work(work: CitedWork | None, where: str) -> None:
     if work is not None:
-        _ts(work.snapshot_observed_at, f"{where}.snapshot_observed_at")
+        check_instant(work.snapshot_observed_at, f"{where}.snapshot_observed_at")
         _safe_int(work.year, f"{where}.year")
 
 
@@ -152,7 +154,7 @@ def check_ijson_data(data: bytes, where: str) -> None:
 
 def check_rules(event: Event, where: str, now: int | None = None) -> None:
     """The rules beyond types (ledger-v1.md "Appending") that need no ledger state."""
-    observed = _ts(event.observed_at, f"{where}.observed_at")
+    observed = check_instant(event.observed_at, f"{where}.observed_at")
     limit = (now_us() if now is None else now) + FUTURE_SLACK_US
     if observed > limit:
         raise InvalidEvent(f"{where}.observed_at", "more than 5 minutes in the future")
@@ -160,24 +162,24 @@ def check_rules(event: Event, where: str, now: int | None = None) -> None:
         _uuid(event.event_id, f"{where}.event_id")
     d = f"{where}.data"
     if isinstance(event, PaperObserved):
-        _arxiv(event.data.arxiv_id, f"{d}.arxiv_id")
-        _ts(event.data.submitted_at, f"{d}.submitted_at")
-        _ts(event.data.last_updated, f"{d}.last_updated")
+        check_arxiv(event.data.arxiv_id, f"{d}.arxiv_id")
+        check_instant(event.data.submitted_at, f"{d}.submitted_at")
+        check_instant(event.data.last_updated, f"{d}.last_updated")
         _safe_int(event.data.version, f"{d}.version")
     elif isinstance(event, CitationObserved):
         _uuid(event.data.observation_id, f"{d}.observation_id")
-        _arxiv(event.data.citing_arxiv_id, f"{d}.citing_arxiv_id")
+        check_arxiv(event.data.citing_arxiv_id, f"{d}.citing_arxiv_id")
         _safe_int(event.data.reference_index, f"{d}.reference_index")
         _work(event.data.cited_work, f"{d}.cited_work")
     elif isinstance(event, ResolutionObserved):
         _uuid(event.data.observation_id, f"{d}.observation_id")
         if event.data.cited_arxiv_id is not None:
-            _arxiv(event.data.cited_arxiv_id, f"{d}.cited_arxiv_id")
+            check_arxiv(event.data.cited_arxiv_id, f"{d}.cited_arxiv_id")
         _work(event.data.cited_work, f"{d}.cited_work")
     elif isinstance(event, StandingChecked):
         _check_standing(event, d)
     elif isinstance(event, MeasurementObserved):
-        _arxiv(event.data.arxiv_id, f"{d}.arxiv_id")
+        check_arxiv(event.data.arxiv_id, f"{d}.arxiv_id")
         _safe_int(event.data.value, f"{d}.value")
 
 

@@ -8,9 +8,10 @@ from typing import Any, NamedTuple
 import msgspec
 
 from .codec import (
-    ARXIV_RE,
     UUID_RE,
     canonical,
+    check_arxiv,
+    check_instant,
     context_digest,
     decode_json,
     msgspec_where,
@@ -140,20 +141,12 @@ def _check_digests(raw: dict[str, Any]) -> None:
 
 def _ts(value: str | None, where: str) -> None:
     if value is not None:
-        try:
-            parse_ts(value)
-        except ValueError as e:
-            raise InvalidEvent(where, str(e)) from None
-
-
-def _arxiv(value: str, where: str) -> None:
-    if not ARXIV_RE.fullmatch(value):
-        raise InvalidEvent(where, f"bad arXiv id {value!r}: expected NNNN.NNNNN or archive/NNNNNNN")
+        check_instant(value, where)
 
 
 def _snapshot(block: SnapshotBlock | None, where: str) -> None:
     if block is not None:
-        _arxiv(block.arxiv_id, f"{where}.arxiv_id")
+        check_arxiv(block.arxiv_id, f"{where}.arxiv_id")
         for f in ("last_updated", "snapshot_observed_at", "submitted_at"):
             _ts(getattr(block, f), f"{where}.{f}")
         if block.version < 1:
@@ -172,7 +165,7 @@ def _citing_id(o: Observation, where: str) -> str:
 def _check_record(rec: Record) -> None:
     _ts(rec.as_of, "as_of")
     p = rec.paper
-    _arxiv(p.arxiv_id, "paper.arxiv_id")
+    check_arxiv(p.arxiv_id, "paper.arxiv_id")
     for f in ("last_updated", "snapshot_observed_at", "submitted_at"):
         _ts(getattr(p, f), f"paper.{f}")
     if p.latest_version < 1:
@@ -199,9 +192,9 @@ def _check_observation(o: Observation, w: str) -> None:
         _ts(c.cited_work.snapshot_observed_at, f"{w}.citation.cited_work.snapshot_observed_at")
     _snapshot(c.cited_paper, f"{w}.citation.cited_paper")
     _snapshot(c.citing_paper, f"{w}.citation.citing_paper")
-    _arxiv(_citing_id(o, w), f"{w}.links.citing_paper")
+    check_arxiv(_citing_id(o, w), f"{w}.links.citing_paper")
     if c.cited_paper is None and c.cited_work is not None and c.cited_work.pith_arxiv_id:
-        _arxiv(c.cited_work.pith_arxiv_id, f"{w}.citation.cited_work.pith_arxiv_id")
+        check_arxiv(c.cited_work.pith_arxiv_id, f"{w}.citation.cited_work.pith_arxiv_id")
     if r.status == "pending":
         for f in ("observed_at", "resolver_source"):
             if getattr(r, f) is not None:

@@ -10,7 +10,7 @@ can keep them and answer any proof in O(log N) lookups without loading the tree.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 HASH_SIZE = 32
@@ -135,20 +135,27 @@ def root_from_inclusion(index: int, size: int, leaf: bytes, proof: Sequence[byte
     if not 0 <= index < size:
         raise ProofError(f"leaf index {index} is not below the tree size {size}")
     _check_hashes(proof)
-    fn, sn, r = index, size - 1, leaf
-    for p in proof:
+    r = leaf
+    counted = f"the proof has {len(proof)} hashes"
+    for p, left in _climb(index, size - 1, proof, counted, f"a tree of size {size} needs"):
+        r = node_hash(p, r) if left else node_hash(r, p)
+    return r
+
+
+def _climb(fn: int, sn: int, path: Sequence[bytes], counted: str, needs: str) -> Iterator[tuple[bytes, bool]]:
+    """RFC 9162's climb from node `fn` of a tree whose last node is `sn`: each path hash, and whether it
+    is the left sibling; ProofError when the path is longer or shorter than the climb."""
+    for c in path:
         if sn == 0:
-            raise ProofError(f"the proof has {len(proof)} hashes, more than a tree of size {size} needs")
-        if fn & 1 or fn == sn:
-            r = node_hash(p, r)
+            raise ProofError(f"{counted}, more than {needs}")
+        left = bool(fn & 1) or fn == sn
+        yield c, left
+        if left:
             while fn and not fn & 1:
                 fn, sn = fn >> 1, sn >> 1
-        else:
-            r = node_hash(r, p)
         fn, sn = fn >> 1, sn >> 1
     if sn != 0:
-        raise ProofError(f"the proof has {len(proof)} hashes, fewer than a tree of size {size} needs")
-    return r
+        raise ProofError(f"{counted}, fewer than {needs}")
 
 
 def verify_inclusion(index: int, size: int, leaf: bytes, proof: Sequence[bytes], root_hash: bytes) -> None:
@@ -183,18 +190,11 @@ def verify_consistency(
     while fn & 1:
         fn, sn = fn >> 1, sn >> 1
     fr = sr = path[0]
-    for c in path[1:]:
-        if sn == 0:
-            raise ProofError(f"the consistency proof has {len(proof)} hashes, more than it needs")
-        if fn & 1 or fn == sn:
+    for c, left in _climb(fn, sn, path[1:], f"the consistency proof has {len(proof)} hashes", "it needs"):
+        if left:
             fr, sr = node_hash(c, fr), node_hash(c, sr)
-            while fn and not fn & 1:
-                fn, sn = fn >> 1, sn >> 1
         else:
             sr = node_hash(sr, c)
-        fn, sn = fn >> 1, sn >> 1
-    if sn != 0:
-        raise ProofError(f"the consistency proof has {len(proof)} hashes, fewer than it needs")
     if fr != old_root:
         raise ProofError(f"the consistency proof does not lead to the old root (size {old_size})")
     if sr != new_root:

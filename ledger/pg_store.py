@@ -3,7 +3,6 @@ so it stores and reads byte for byte what the SQLite store does."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +32,7 @@ class PostgresStore(SqlStore):
     rollback_errors = (psycopg.Error,)
 
     def __init__(self, url: str, *, serialize: bool = True) -> None:
-        self.url = url
+        self.url = self.db = url
         # test-only switch: False drops the write lock, to show what it prevents
         self.serialize = serialize
         self.trace: list[str] | None = None
@@ -75,15 +74,8 @@ class PostgresStore(SqlStore):
         """Whether `conn` is inside a transaction already."""
         return conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
 
-    @property
-    def db(self) -> str:
-        """The URL it was opened with."""
-        return self.url
-
-    @functools.cached_property
-    def tables(self) -> PgTables:
-        """The Merkle nodes, resume point, signed checkpoint and ledger-wide lookups."""
-        return PgTables(self, self.url)
+    def _new_tables(self) -> PgTables:
+        return PgTables(self)
 
     def stats(self) -> dict[str, int]:
         """Rows per table of the ledger's schema, by name."""
@@ -98,7 +90,3 @@ class PostgresStore(SqlStore):
             name: self._q(conn, 'SELECT count(*) FROM "{}"'.format(name.replace('"', '""'))).fetchone()[0]
             for (name,) in names
         }
-
-    def close(self) -> None:
-        """Close this thread's connection."""
-        self._conns.close()

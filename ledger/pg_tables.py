@@ -6,13 +6,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import psycopg
 
 from .checkpoint_notes import NoteError, read_note_file, unsigned_checkpoint, write_note_file
-from .interface import side_path
-from .sql_store import SqlStore, SqlTables
+from .sql_store import SqlTables
 
 # pg_advisory_lock key of the checkpoint signer (one signer at a time, across every node)
 SIGN_LOCK = 0x6C6564676573  # "ledges"
@@ -27,14 +25,6 @@ class PgTables(SqlTables):
     fill_begin = ("BEGIN", "LOCK TABLE merkle_fill IN EXCLUSIVE MODE")
     # a read-only role or a hot standby; any other error is a real failure
     readonly_errors = (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction)
-
-    def __init__(self, store: SqlStore, url: str) -> None:
-        super().__init__(store)
-        self.url = url
-
-    def side_file(self, suffix: str) -> Path:
-        """A file of this ledger (the signing key, tokens): see interface.side_path."""
-        return side_path(self.url, suffix)
 
     # -- the signed checkpoint: in the database, so every node signs after the same one; and a copy in
     # this node's state dir, so a database restored from an older backup cannot make it forget ------

@@ -7,16 +7,20 @@ tolerates; SqlTables likewise for the ledger's other tables (see store.py and pg
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, ClassVar
 
 from .chain import GENESIS
+from .conns import ThreadConnections
 from .events import ChainLink, StoredEvent
 from .facts import CheckRow, CheckWorkRow, Fact, Head, ScrubPass, SourceHead, VerifiedPoint
 from .instants import format_recorded, now_us
+from .interface import Tables, side_path
 from .sql import (
     CHECK_WORKS_COLUMNS,
     ENVELOPE_COLUMNS,
@@ -55,6 +59,20 @@ class SqlStore:
     rollback_errors: ClassVar[tuple[type[BaseException], ...]] = ()  # ignored when ending a failed tx
     # when a list, every statement this store runs is appended to it (the statement-budget test)
     trace: list[str] | None = None
+    db: str  # the path or URL it was opened with
+    _conns: ThreadConnections[Any]
+
+    @functools.cached_property
+    def tables(self) -> Tables:
+        """The Merkle nodes, resume point, signed checkpoint and ledger-wide lookups."""
+        return self._new_tables()
+
+    def _new_tables(self) -> Tables:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close this thread's connection."""
+        self._conns.close()
 
     def _conn(self) -> Any:
         raise NotImplementedError
@@ -339,6 +357,10 @@ class SqlTables:
 
     def __init__(self, store: SqlStore) -> None:
         self.store = store
+
+    def side_file(self, suffix: str) -> Path:
+        """A file of this ledger (signing key, tokens): see interface.side_path."""
+        return side_path(self.store.db, suffix)
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self.store._q(self.store._conn(), sql, params)

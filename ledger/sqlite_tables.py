@@ -8,11 +8,9 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from .checkpoint_notes import read_note_file, write_note_file
-from .interface import side_path
-from .sql_store import SqlStore, SqlTables
+from .sql_store import SqlTables
 
 
 class SQLiteTables(SqlTables):
@@ -22,14 +20,6 @@ class SQLiteTables(SqlTables):
     fill_begin = ("BEGIN IMMEDIATE",)
     # a read-only file or directory surfaces as any of several sqlite3 errors
     readonly_errors = (sqlite3.Error,)
-
-    def __init__(self, store: SqlStore, path: str) -> None:
-        super().__init__(store)
-        self.path = path
-
-    def side_file(self, suffix: str) -> Path:
-        """The file `<db><suffix>` next to the database."""
-        return side_path(self.path, suffix)
 
     # -- the signed checkpoint -------------------------------------------------------
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -29,7 +28,7 @@ class SQLiteStore(SqlStore):
     read_begin = "BEGIN"
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
-        self.path = str(path)
+        self.path = self.db = str(path)
         self.synchronous = synchronous
         # one connection per thread, closed when its thread ends (see conns.py)
         self._conns: ThreadConnections[sqlite3.Connection] = ThreadConnections(sqlite3.Connection.close)
@@ -63,15 +62,8 @@ class SQLiteStore(SqlStore):
         """Whether `conn` is inside a transaction already."""
         return conn.in_transaction
 
-    @property
-    def db(self) -> str:
-        """The path it was opened with."""
-        return self.path
-
-    @functools.cached_property
-    def tables(self) -> SQLiteTables:
-        """The Merkle nodes, resume point, signed checkpoint and ledger-wide lookups."""
-        return SQLiteTables(self, self.path)
+    def _new_tables(self) -> SQLiteTables:
+        return SQLiteTables(self)
 
     def stats(self) -> dict[str, int]:
         """Rows per table, by name (sqlite-utils' introspection)."""
@@ -79,7 +71,3 @@ class SQLiteStore(SqlStore):
         # the triggers a REPLACE fires
         db = sqlite_utils.Database(self._conn(), recursive_triggers=False, execute_plugins=False)
         return {name: db.table(name).count for name in sorted(db.table_names())}
-
-    def close(self) -> None:
-        """Close this thread's connection."""
-        self._conns.close()

@@ -23,7 +23,7 @@ from .facts import Head, VerifiedPoint
 from .merkle import CompactRange, leaf_hash
 
 if TYPE_CHECKING:
-    from .backend import Store, Tables
+    from .interface import Store, Tables
 
 
 class VerifyReport(NamedTuple):

@@ -1,0 +1,38 @@
+"""Settings from LEDGER_* variables: each number refused with the variable's name, the unit and the text."""
+
+from __future__ import annotations
+
+import pytest
+
+from api.settings import Settings
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"LEDGER_MAX_BODY": "1.5"}, r"LEDGER_MAX_BODY must be a positive integer \(bytes\), got '1.5'"),
+        ({"LEDGER_MAX_BATCH": "0"}, r"LEDGER_MAX_BATCH must be a positive integer \(events\), got '0'"),
+        ({"LEDGER_MAX_STRING": "-3"}, r"LEDGER_MAX_STRING must be a positive integer \(characters\)"),
+        ({"LEDGER_BODY_TIMEOUT": "inf"}, r"LEDGER_BODY_TIMEOUT must be a positive number of seconds"),
+        ({"LEDGER_IDLE_TIMEOUT": "nan"}, r"LEDGER_IDLE_TIMEOUT must be a positive number of seconds"),
+        ({"LEDGER_SCRUB_INTERVAL": "soon"}, r"LEDGER_SCRUB_INTERVAL must be a positive number of seconds"),
+        ({"LEDGER_RATE_LIMIT": "-1"}, r"LEDGER_RATE_LIMIT must be a positive number of events per second"),
+    ],
+)
+def test_bad_numbers_are_refused_with_name_unit_and_text(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Settings.from_env(env)
+
+
+@pytest.mark.parametrize(
+    ("env", "field", "value"),
+    [
+        ({}, "max_batch", Settings().max_batch),
+        ({"LEDGER_MAX_BATCH": " 7 "}, "max_batch", 7),
+        ({"LEDGER_BODY_MIN_RATE": "4096"}, "body_min_rate", 4096),
+        ({"LEDGER_BODY_TIMEOUT": "2.5"}, "body_timeout", 2.5),
+        ({"LEDGER_RATE_LIMIT": "0"}, "rate_limit", 0.0),
+    ],
+)
+def test_numbers_parse_or_default(env: dict[str, str], field: str, value: float) -> None:
+    assert getattr(Settings.from_env(env), field) == value
