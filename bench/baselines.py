@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,32 +62,45 @@ def bare_batches(
 
     Into a fresh plain table, or (schema=True) into the events table of the ledger file at `path`.
     """
-    conn = schema_db(path) if schema else plain_db(path)
-    start = time.perf_counter()
-    for k in range(0, len(rows), batch):
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(_INSERT, rows[k : k + batch])
-        conn.execute("COMMIT")
-    seconds = time.perf_counter() - start
-    conn.close()
-    if not schema:
-        remove_db(path)
-    return {"events": len(rows), "seconds": round(seconds, 4), "events_per_s": round(len(rows) / seconds)}
+    with _bare_db(path, schema) as conn:
+        write = partial(conn.executemany, _INSERT)
+        return timed_commits(conn, "BEGIN IMMEDIATE", write, chunks(rows, batch), len(rows))
 
 
 def bare_one_row(path: Path, rows: Sequence[tuple[Any, ...]], schema: bool = False) -> dict[str, Any]:
     """One row per BEGIN IMMEDIATE ... COMMIT at synchronous=FULL, back to back (one fsync each)."""
+    with _bare_db(path, schema) as conn:
+        return timed_commits(conn, "BEGIN IMMEDIATE", partial(conn.execute, _INSERT), rows, len(rows))
+
+
+@contextmanager
+def _bare_db(path: Path, schema: bool) -> Iterator[sqlite3.Connection]:
+    """schema_db or a fresh plain_db; closed afterwards, and a plain one's file removed."""
     conn = schema_db(path) if schema else plain_db(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+        if not schema:
+            remove_db(path)
+
+
+def chunks(rows: Sequence[tuple[Any, ...]], size: int) -> Iterator[Sequence[tuple[Any, ...]]]:
+    """`rows` in consecutive slices of `size` (the last one may be shorter)."""
+    return (rows[k : k + size] for k in range(0, len(rows), size))
+
+
+def timed_commits(
+    cur: Any, begin: str, write: Callable[[Any], object], units: Iterable[Any], events: int
+) -> dict[str, Any]:
+    """Each unit in a transaction of its own (`begin`, write(unit), COMMIT), back to back; events/s."""
     start = time.perf_counter()
-    for row in rows:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute(_INSERT, row)
-        conn.execute("COMMIT")
+    for unit in units:
+        cur.execute(begin)
+        write(unit)
+        cur.execute("COMMIT")
     seconds = time.perf_counter() - start
-    conn.close()
-    if not schema:
-        remove_db(path)
-    return {"events": len(rows), "seconds": round(seconds, 4), "events_per_s": round(len(rows) / seconds)}
+    return {"events": events, "seconds": round(seconds, 4), "events_per_s": round(events / seconds)}
 
 
 CHAIN_SELECT = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -57,19 +58,24 @@ def append_batches(db: Db, first_paper: int, count: int, profile: str | None = N
         for b in work:
             ledger.append(b)
 
-    start = time.perf_counter()
-    if profile:
-        from .util import pyinstrument_profile
-
-        path = pyinstrument_profile(profile, go)
-    else:
-        go()
-    seconds = time.perf_counter() - start
+    seconds, profiled = _timed(go, profile)
     after = ledger.head().seq
     ledger.close()
     n = after - before
     out = {"events": n, "seconds": round(seconds, 4), "events_per_s": round(n / seconds), "after": before}
-    return out | ({"profile": path} if profile else {})
+    return out | profiled
+
+
+def _timed(go: Callable[[], None], profile: str | None) -> tuple[float, dict[str, Any]]:
+    """Seconds go() takes; under pyinstrument if `profile` names one, then also {"profile": its path}."""
+    start = time.perf_counter()
+    if not profile:
+        go()
+        return time.perf_counter() - start, {}
+    from .util import pyinstrument_profile
+
+    path = pyinstrument_profile(profile, go)
+    return time.perf_counter() - start, {"profile": path}
 
 
 def concurrent(
@@ -102,14 +108,7 @@ def concurrent(
         for t in threads:
             t.join()
 
-    start = time.perf_counter()
-    if profile:
-        from .util import pyinstrument_profile
-
-        path = pyinstrument_profile(profile, go)
-    else:
-        go()
-    elapsed = time.perf_counter() - start
+    elapsed, profiled = _timed(go, profile)
     seqs = sorted(s for a in acked for s in a)
     ledger.close()
     check = Ledger(db)
@@ -122,7 +121,7 @@ def concurrent(
         "after": before + 1,
         "acked_all_stored": set(seqs) <= stored and len(set(seqs)) == len(seqs),
     }
-    return out | ({"profile": path} if profile else {})
+    return out | profiled
 
 
 def project(db: Db, arxiv_id: str, as_of: str, repeats: int, profile: str | None = None) -> dict[str, Any]:

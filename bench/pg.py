@@ -15,10 +15,11 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .baselines import CHAIN_SELECT, COLUMNS, chain_pages
+from .baselines import CHAIN_SELECT, COLUMNS, chain_pages, chunks, timed_commits
 
 _PLAIN = (
     "CREATE TABLE events (seq bigint, event_id text, stream text, stream_version bigint, type text, "
@@ -156,24 +157,13 @@ class PgEngine:
     def bare_batches(self, rows: Sequence[tuple[Any, ...]], into: str | None = None) -> dict[str, Any]:
         """BEGIN; executemany of 1000 rows; COMMIT: a fresh plain table, or (into) a ledger copy's table."""
         with self._bare(into) as conn, conn.cursor() as cur:
-            start = time.perf_counter()
-            for k in range(0, len(rows), 1000):
-                cur.execute("BEGIN")
-                cur.executemany(_INSERT, rows[k : k + 1000])
-                cur.execute("COMMIT")
-            seconds = time.perf_counter() - start
-        return {"events": len(rows), "seconds": round(seconds, 4), "events_per_s": round(len(rows) / seconds)}
+            write = partial(cur.executemany, _INSERT)
+            return timed_commits(cur, "BEGIN", write, chunks(rows, 1000), len(rows))
 
     def bare_one_row(self, rows: Sequence[tuple[Any, ...]], into: str | None = None) -> dict[str, Any]:
         """BEGIN; INSERT one row; COMMIT, back to back (one WAL flush each)."""
         with self._bare(into) as conn, conn.cursor() as cur:
-            start = time.perf_counter()
-            for row in rows:
-                cur.execute("BEGIN")
-                cur.execute(_INSERT, row)
-                cur.execute("COMMIT")
-            seconds = time.perf_counter() - start
-        return {"events": len(rows), "seconds": round(seconds, 4), "events_per_s": round(len(rows) / seconds)}
+            return timed_commits(cur, "BEGIN", partial(cur.execute, _INSERT), rows, len(rows))
 
     def meta(self) -> dict[str, Any]:
         """The server's durability settings and what each ratio is here."""

@@ -10,21 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
-from ledger.events import (
-    CitationData,
-    CitationObserved,
-    CitedWork,
-    Event,
-    MeasurementData,
-    MeasurementObserved,
-    Notice,
-    PaperData,
-    PaperObserved,
-    ResolutionData,
-    ResolutionObserved,
-    StandingChecked,
-    StandingData,
-)
+from ledger import events as ev
 from ledger.importer import parse_input
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,17 +60,17 @@ def _uuid(rng: random.Random) -> str:
 class _Ref(NamedTuple):
     """One reference of the fixture: its citation, its resolution (or None) and whether it links a paper."""
 
-    citation: CitationObserved
-    resolution: ResolutionObserved | None
+    citation: ev.CitationObserved
+    resolution: ev.ResolutionObserved | None
     linked: bool
 
 
 class Shapes(NamedTuple):
     """What the generator copies from the fixture."""
 
-    paper: PaperObserved
+    paper: ev.PaperObserved
     refs: list[_Ref]
-    checks: list[StandingChecked]
+    checks: list[ev.StandingChecked]
     start: datetime
     title_lengths: list[int]
 
@@ -92,8 +78,8 @@ class Shapes(NamedTuple):
 def load_shapes(path: Path = FIXTURE) -> Shapes:
     """Decompose the real record into its events and group them by reference."""
     events = parse_input(path.read_bytes()).events
-    paper = next(e for e in events if isinstance(e, PaperObserved))
-    resolutions = {e.data.observation_id: e for e in events if isinstance(e, ResolutionObserved)}
+    paper = next(e for e in events if isinstance(e, ev.PaperObserved))
+    resolutions = {e.data.observation_id: e for e in events if isinstance(e, ev.ResolutionObserved)}
     refs = [
         _Ref(
             e,
@@ -101,11 +87,11 @@ def load_shapes(path: Path = FIXTURE) -> Shapes:
             r is not None and r.data.cited_arxiv_id is not None,
         )
         for e in events
-        if isinstance(e, CitationObserved)
+        if isinstance(e, ev.CitationObserved)
     ]
-    checks = [e for e in events if isinstance(e, StandingChecked)]
+    checks = [e for e in events if isinstance(e, ev.StandingChecked)]
     start = min(datetime.fromisoformat(e.observed_at.replace("Z", "+00:00")) for e in events)
-    titles = [len(e.data.title) for e in events if isinstance(e, PaperObserved)]
+    titles = [len(e.data.title) for e in events if isinstance(e, ev.PaperObserved)]
     return Shapes(paper, refs, checks, start, titles)
 
 
@@ -123,13 +109,13 @@ class Synth:
         rng = random.Random(self.seed * 7 + i)
         return _text(rng, rng.choice(self.shapes.title_lengths))
 
-    def paper_events(self, i: int) -> list[Event]:
+    def paper_events(self, i: int) -> list[ev.Event]:
         """Every event of paper i's import: snapshot, references, cited snapshots, checks, measurement."""
         s, rng = self.shapes, random.Random(self.seed * 1_000_003 + i)
         pid = arxiv_id(i)
         delta = BASE + i * PAPER_STEP - s.start
         count = TARGET_REFS if i == TARGET else rng.randint(*self.ref_range)
-        events: list[Event] = [self._snapshot(i, s.paper.data.primary_category)]
+        events: list[ev.Event] = [self._snapshot(i, s.paper.data.primary_category)]
         works: list[str] = []
         cited_snaps: set[int] = set()
         for index in range(1, count + 1):
@@ -151,20 +137,20 @@ class Synth:
         if rng.random() < MEASUREMENT_RATE:
             at = _shift(s.checks[-1].observed_at, delta + timedelta(minutes=5))
             events.append(
-                MeasurementObserved(
+                ev.MeasurementObserved(
                     observed_at=at,
-                    data=MeasurementData(pid, "openalex", "cited_by_count", rng.randrange(500), "2024-06-01",
-                                         f"https://api.openalex.org/works/doi:10.48550/arXiv.{pid}"),
+                    data=ev.MeasurementData(pid, "openalex", "cited_by_count", rng.randrange(500),
+                                            "2024-06-01", f"https://api.openalex.org/works/doi:10.48550/arXiv.{pid}"),
                 )
             )  # fmt: skip
         return events
 
-    def _snapshot(self, i: int, category: str | None) -> PaperObserved:
+    def _snapshot(self, i: int, category: str | None) -> ev.PaperObserved:
         """Paper i's snapshot as its own import observes it (category) or a citing record shows it."""
         at = _shift(self.shapes.paper.observed_at, BASE + i * PAPER_STEP - self.shapes.start)
-        data = PaperData(arxiv_id(i), self.title(i), category, "2023-10-02T16:30:49Z", "2023-10-02T16:30:49Z",
-                         1 + i % 3)  # fmt: skip
-        return PaperObserved(observed_at=at, data=data)
+        data = ev.PaperData(arxiv_id(i), self.title(i), category, "2023-10-02T16:30:49Z",
+                            "2023-10-02T16:30:49Z", 1 + i % 3)  # fmt: skip
+        return ev.PaperObserved(observed_at=at, data=data)
 
     def _reference(
         self,
@@ -175,15 +161,15 @@ class Synth:
         cited: int | None,
         delta: timedelta,
         works: list[str],
-    ) -> list[Event]:
+    ) -> list[ev.Event]:
         oid = _uuid(rng)
         c = ref.citation
         cited_id = arxiv_id(cited) if cited is not None else None
         work = self._work(rng, c.data.cited_work, delta, cited_id, works)
-        out: list[Event] = [
-            CitationObserved(
+        out: list[ev.Event] = [
+            ev.CitationObserved(
                 observed_at=_shift(c.observed_at, delta),
-                data=CitationData(oid, pid, index, c.data.source, work),
+                data=ev.CitationData(oid, pid, index, c.data.source, work),
             )
         ]
         r = ref.resolution
@@ -192,23 +178,28 @@ class Synth:
             status = "verified_exact" if cited == TARGET else d.status
             work = self._work(rng, d.cited_work, delta, cited_id, works)
             out.append(
-                ResolutionObserved(
+                ev.ResolutionObserved(
                     observed_at=_shift(r.observed_at, delta),
-                    data=ResolutionData(oid, status, d.resolver_source, work, cited_id),
+                    data=ev.ResolutionData(oid, status, d.resolver_source, work, cited_id),
                 )
             )
         return out
 
     def _work(
-        self, rng: random.Random, w: CitedWork | None, delta: timedelta, cited: str | None, works: list[str]
-    ) -> CitedWork | None:
+        self,
+        rng: random.Random,
+        w: ev.CitedWork | None,
+        delta: timedelta,
+        cited: str | None,
+        works: list[str],
+    ) -> ev.CitedWork | None:
         if w is None:
             return None
         work_id = None
         if w.work_id is not None:
             work_id = _uuid(rng)
             works.append(work_id)
-        return CitedWork(
+        return ev.CitedWork(
             cited if w.arxiv_id is not None else None,
             w.doi,
             w.metadata_source,
@@ -221,21 +212,21 @@ class Synth:
         )
 
     def _check(
-        self, rng: random.Random, check: StandingChecked, delta: timedelta, works: list[str]
-    ) -> StandingChecked:
+        self, rng: random.Random, check: ev.StandingChecked, delta: timedelta, works: list[str]
+    ) -> ev.StandingChecked:
         source = check.data.source
         notices = [
-            Notice(w, "retraction", f"10.5555/notice.{w[:8]}", str(rng.randrange(10**5)), "Retraction",
+            ev.Notice(w, "retraction", f"10.5555/notice.{w[:8]}", str(rng.randrange(10**5)), "Retraction",
                    ["+Concerns/Issues About Data;"], "2024-03-14", None)
             for w in sorted(works)
             if rng.random() < NOTICE_RATE
         ]  # fmt: skip
-        return StandingChecked(
+        return ev.StandingChecked(
             observed_at=_shift(check.observed_at, delta),
-            data=StandingData(source, sorted(set(works)), notices),
+            data=ev.StandingData(source, sorted(set(works)), notices),
         )
 
-    def events(self, first_paper: int = 0) -> Iterator[tuple[int, list[Event]]]:
+    def events(self, first_paper: int = 0) -> Iterator[tuple[int, list[ev.Event]]]:
         """(paper index, its events) from `first_paper` on, forever."""
         i = first_paper
         while True:

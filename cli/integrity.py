@@ -36,6 +36,22 @@ def _checkpointer(db: str, origin: str | None):  # type: ignore[no-untyped-def]
     return ledger, Checkpointer.for_db(ledger.store, origin)
 
 
+def _checkpointer_command(
+    main: click.Group, name: str, doc: str, text: Callable[[Any], str], nl: bool = True
+) -> None:
+    """Add `ledger NAME`, which prints text(the ledger's Checkpointer)."""
+
+    @main.command(name, help=doc)
+    @_origin
+    @db_option
+    def command(origin: str | None, db: str) -> None:
+        try:
+            _, cp = _checkpointer(db, origin)
+            click.echo(text(cp), nl=nl)
+        except LedgerError as e:
+            fail(e)
+
+
 def _json(value: Any) -> None:
     click.echo(canonical(value).decode())
 
@@ -43,27 +59,19 @@ def _json(value: Any) -> None:
 def register(main: click.Group) -> None:
     """Add this module's commands to the `ledger` group."""
 
-    @main.command()
-    @_origin
-    @db_option
-    def key(origin: str | None, db: str) -> None:
-        """Print the ledger's public key (C2SP vkey); the key pair is created on first use."""
-        try:
-            _, cp = _checkpointer(db, origin)
-            click.echo(cp.verifier().vkey)
-        except LedgerError as e:
-            fail(e)
-
-    @main.command()
-    @_origin
-    @db_option
-    def checkpoint(origin: str | None, db: str) -> None:
-        """Print a signed checkpoint of the head (a new one only if the head moved)."""
-        try:
-            _, cp = _checkpointer(db, origin)
-            click.echo(cp.latest().note, nl=False)
-        except LedgerError as e:
-            fail(e)
+    _checkpointer_command(
+        main,
+        "key",
+        "Print the ledger's public key (C2SP vkey); the key pair is created on first use.",
+        lambda cp: cp.verifier().vkey,
+    )
+    _checkpointer_command(
+        main,
+        "checkpoint",
+        "Print a signed checkpoint of the head (a new one only if the head moved).",
+        lambda cp: cp.latest().note,
+        nl=False,  # a signed note ends with its own newline
+    )
 
     @main.command()
     @click.argument("seq", type=int)

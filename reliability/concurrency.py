@@ -7,16 +7,15 @@ JSON and exits non-zero if any check fails; the default suite runs the same code
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from . import driver
 from .check import LedgerRows, check_attempts, interleaving, verify_cli
 from .server import ROOT, is_url, serving
 
@@ -82,15 +81,8 @@ def run(
 
 def main() -> None:
     """Run with the given size; print the figures."""
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--events", type=int, default=10_000, help="new events per client")
-    p.add_argument("--max-batch", type=int, default=50)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--db", help="an empty ledger (postgresql:// URL); default: a new SQLite file")
-    a = p.parse_args()
-    with tempfile.TemporaryDirectory(prefix="ledger-concurrency-") as tmp:
-        figures = run(Path(tmp), a.events, max_batch=a.max_batch, seed=a.seed, db=a.db)
-    print(json.dumps(figures, indent=2))
+    options = [("events", 10_000, "new events per client"), ("max-batch", 50, None), ("seed", 1, None)]
+    driver.main(__doc__, "concurrency", run, options)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,7 @@ must be all-duplicate (it had committed) or all-new (it had not), never a mix.
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
-import tempfile
 import threading
 import time
 import uuid
@@ -23,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from . import driver
 from .check import LedgerRows, verify_cli
 from .server import Server
 
@@ -194,15 +192,7 @@ def run(
 
 def main() -> None:
     """Run the rounds; print the figures."""
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--rounds", type=int, default=12)
-    p.add_argument("--clients", type=int, default=4)
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--db", help="an empty ledger (postgresql:// URL); default: a new SQLite file")
-    a = p.parse_args()
-    with tempfile.TemporaryDirectory(prefix="ledger-crash-") as tmp:
-        figures = run(Path(tmp), a.rounds, clients=a.clients, seed=a.seed, db=a.db)
-    print(json.dumps(figures, indent=2))
+    driver.main(__doc__, "crash", run, [("rounds", 12, None), ("clients", 4, None), ("seed", 7, None)])
 
 
 if __name__ == "__main__":

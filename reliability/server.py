@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -130,15 +131,10 @@ class Server:
 
 @contextmanager
 def serving(
-    db: str | Path,
-    *,
-    env: Mapping[str, str] | None = None,
-    args: Sequence[str] = (),
-    workers: int = 1,
-    workdir: Path | None = None,
+    db: str | Path, *, args: Sequence[str] = (), workers: int = 1, **options: Any
 ) -> Iterator[Server]:
-    """A healthy server for the block; always stopped afterwards."""
-    server = Server(db, env=env, args=[*args, "--workers", str(workers)], workdir=workdir)
+    """A healthy server for the block (other options as Server's); always stopped afterwards."""
+    server = Server(db, args=[*args, "--workers", str(workers)], **options)
     try:
         server.wait_healthy(workers=workers)
         yield server

@@ -88,9 +88,7 @@ def db_factory(request: pytest.FixtureRequest) -> Callable[[Path, str], str]:
 
 
 @pytest.fixture
-def new_db(
-    db_factory: Callable[[Path, str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> NewDb:
+def new_db(db_factory: Callable[[Path, str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NewDb:
     """new_db(name="ledger.db"): a new empty ledger on the backend under test; side files in tmp_path."""
     # a PostgreSQL ledger keeps its key and token files in $LEDGER_STATE_DIR: here, not the cwd
     monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path))

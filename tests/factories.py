@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hypothesis import strategies as st
 
-from ledger.events import (
-    STATUSES,
-    CitationData,
-    CitationObserved,
-    CitedWork,
-    Event,
-    MeasurementData,
-    MeasurementObserved,
-    Notice,
-    PaperData,
-    PaperObserved,
-    ResolutionData,
-    ResolutionObserved,
-    StandingChecked,
-    StandingData,
-)
+from ledger import events as ev
 
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
 PAPERS = ["2101.00001", "2101.00002", "2101.00003", "hep-th/9901001"]
@@ -43,26 +30,26 @@ def ts(step: int, micro: int = 0, style: int = 0) -> str:
 
 def paper(
     arxiv_id: str, at: str, *, title: str = "A paper", category: str | None = "cs.DC", version: int = 1
-) -> PaperObserved:
+) -> ev.PaperObserved:
     """A paper.observed event."""
-    return PaperObserved(
+    return ev.PaperObserved(
         observed_at=at,
-        data=PaperData(arxiv_id, title, category, "2025-09-02T16:30:49Z", "2025-09-02T16:30:49Z", version),
+        data=ev.PaperData(arxiv_id, title, category, "2025-09-02T16:30:49Z", "2025-09-02T16:30:49Z", version),
     )
 
 
 def work(
     work_id: str | None, at: str, *, title: str | None = "A cited work", pith: str | None = None
-) -> CitedWork:
+) -> ev.CitedWork:
     """A cited_work object."""
-    return CitedWork(None, None, "raw_reference", pith, at, title, None, work_id, 2024)
+    return ev.CitedWork(None, None, "raw_reference", pith, at, title, None, work_id, 2024)
 
 
 def citation(
-    oid: str, citing: str, at: str, index: int = 0, cited: CitedWork | None = None
-) -> CitationObserved:
+    oid: str, citing: str, at: str, index: int = 0, cited: ev.CitedWork | None = None
+) -> ev.CitationObserved:
     """A citation.observed event."""
-    return CitationObserved(observed_at=at, data=CitationData(oid, citing, index, "pdf_text", cited))
+    return ev.CitationObserved(observed_at=at, data=ev.CitationData(oid, citing, index, "pdf_text", cited))
 
 
 def resolution(
@@ -71,29 +58,37 @@ def resolution(
     status: str = "verified_exact",
     *,
     cited_arxiv: str | None = None,
-    cited: CitedWork | None = None,
+    cited: ev.CitedWork | None = None,
     resolver: str | None = "local_arxiv",
-) -> ResolutionObserved:
+) -> ev.ResolutionObserved:
     """A resolution.observed event."""
-    return ResolutionObserved(observed_at=at, data=ResolutionData(oid, status, resolver, cited, cited_arxiv))  # type: ignore[arg-type]
+    return ev.ResolutionObserved(
+        observed_at=at,
+        data=ev.ResolutionData(oid, status, resolver, cited, cited_arxiv),  # type: ignore[arg-type]
+    )
 
 
-def notice(work_id: str, kind: str = "retraction", doi: str | None = "10.1000/notice") -> Notice:
+def notice(work_id: str, kind: str = "retraction", doi: str | None = "10.1000/notice") -> ev.Notice:
     """A standing notice."""
-    return Notice(work_id, kind, doi, "42", kind.title(), ["Misconduct"], "2026-01-02", None)  # type: ignore[arg-type]
+    return ev.Notice(work_id, kind, doi, "42", kind.title(), ["Misconduct"], "2026-01-02", None)  # type: ignore[arg-type]
 
 
-def check(source: str, at: str, work_ids: list[str] | None, notices: list[Notice] = ()) -> StandingChecked:  # type: ignore[assignment]
+def check(
+    source: str,
+    at: str,
+    work_ids: list[str] | None,
+    notices: list[ev.Notice] = (),  # type: ignore[assignment]
+) -> ev.StandingChecked:
     """A standing.checked event."""
-    return StandingChecked(observed_at=at, data=StandingData(source, work_ids, list(notices)))
+    return ev.StandingChecked(observed_at=at, data=ev.StandingData(source, work_ids, list(notices)))
 
 
 def measurement(
     arxiv_id: str, at: str, value: int, source: str = "openalex", metric: str = "cited_by_count"
-) -> MeasurementObserved:
+) -> ev.MeasurementObserved:
     """A measurement.observed event."""
-    return MeasurementObserved(
-        observed_at=at, data=MeasurementData(arxiv_id, source, metric, value, None, None)
+    return ev.MeasurementObserved(
+        observed_at=at, data=ev.MeasurementData(arxiv_id, source, metric, value, None, None)
     )
 
 
@@ -118,7 +113,7 @@ def oid_of(n: int) -> str:
 
 
 @st.composite
-def ledgers(draw: Any, max_obs: int = 8) -> list[Event]:
+def ledgers(draw: Any, max_obs: int = 8) -> list[ev.Event]:
     """Random but valid event histories with all-distinct instants (so order is never a tie-break)."""
     slots = iter(draw(st.permutations(range(400))))
     # checks mostly come after the works they check (steps 380..419), so notices show up
@@ -127,7 +122,7 @@ def ledgers(draw: Any, max_obs: int = 8) -> list[Event]:
     def at() -> str:
         return ts(next(slots), draw(st.integers(0, 999_999)), draw(st.integers(0, 2)))
 
-    events: list[Event] = []
+    events: list[ev.Event] = []
     for pid in PAPERS:
         for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2]))):
             events.append(
@@ -139,11 +134,11 @@ def ledgers(draw: Any, max_obs: int = 8) -> list[Event]:
                     version=draw(st.integers(1, 3)),
                 )
             )
-    citations: list[tuple[CitationObserved, list[Event]]] = []
+    citations: list[tuple[ev.CitationObserved, list[ev.Event]]] = []
     for n in range(draw(st.integers(2, max_obs))):
         oid, citing = oid_of(n), draw(st.sampled_from(PAPERS))
         first = citation(oid, citing, at(), draw(st.integers(0, 4)), _maybe_work(draw, at))
-        later: list[Event] = []
+        later: list[ev.Event] = []
         for _ in range(draw(st.integers(0, 1))):
             later.append(citation(oid, citing, at(), draw(st.integers(0, 4)), _maybe_work(draw, at)))
         for _ in range(draw(st.integers(0, 2))):
@@ -153,7 +148,7 @@ def ledgers(draw: Any, max_obs: int = 8) -> list[Event]:
                 resolution(
                     oid,
                     at(),
-                    draw(st.sampled_from(STATUSES)),
+                    draw(st.sampled_from(ev.STATUSES)),
                     cited_arxiv=cited_arxiv,
                     cited=w,
                     resolver=draw(st.sampled_from([None, "local_arxiv"])),
@@ -205,13 +200,13 @@ def ledgers(draw: Any, max_obs: int = 8) -> list[Event]:
     return events
 
 
-def _instant(e: Event) -> int:
+def _instant(e: ev.Event) -> int:
     from ledger.instants import parse_ts
 
     return parse_ts(e.observed_at)
 
 
-def _maybe_work(draw: Any, at: Any, pith: str | None = None) -> CitedWork | None:
+def _maybe_work(draw: Any, at: Any, pith: str | None = None) -> ev.CitedWork | None:
     if draw(st.integers(0, 4)) == 0:
         return None
     return work(
@@ -222,12 +217,21 @@ def _maybe_work(draw: Any, at: Any, pith: str | None = None) -> CitedWork | None
     )
 
 
-def valid_order(events: list[Event]) -> list[Event]:
+def valid_order(events: list[ev.Event]) -> list[ev.Event]:
     """Reorder so each observation's first citation precedes everything else about it."""
     firsts: dict[str, int] = {}
     for i, e in enumerate(events):
-        if isinstance(e, CitationObserved):
+        if isinstance(e, ev.CitationObserved):
             firsts.setdefault(e.data.observation_id, i)
     head = [events[i] for i in sorted(firsts.values())]
     rest = [e for i, e in enumerate(events) if i not in set(firsts.values())]
     return head + rest
+
+
+def run_threads(*targets: Callable[[], object]) -> None:
+    """Run each target in its own thread, all started before any is joined."""
+    threads = [threading.Thread(target=t) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

@@ -683,9 +683,9 @@ def test_integrity_carries_an_inclusion_proof_per_event_against_a_signed_checkpo
     """Proof-carrying records: every event that built the record is proven in one signed tree."""
     import base64
 
+    from ledger.chain import envelope_body
     from ledger.checkpoint import open_checkpoint, parse_vkey
     from ledger.merkle import leaf_hash, verify_inclusion
-    from ledger.chain import envelope_body
 
     report = loaded.get(f"/paper/{PAPER}/integrity", params={"as_of": AS_OF}).json()
     pinned = parse_vkey(loaded.get("/checkpoint/key").text.strip())

@@ -16,30 +16,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
-from ledger.chain import link_hash
+from ledger.chain import envelope_body, link_hash
 from ledger.checkpoint import Checkpointer, parse_vkey
 from ledger.codec import canonical
 from ledger.errors import NotFound
 from ledger.events import Event
 from ledger.instants import parse_as_of, parse_ts
-from ledger.merkle_store import envelope_body
 from projections.memory import MemoryReader
 from projections.record import build_record
 from service.bundle import check_bundle, encode_bundle, record_evidence
 from service.ledger import Ledger
-from tests.factories import (
-    PAPERS,
-    check,
-    citation,
-    ledgers,
-    measurement,
-    notice,
-    oid_of,
-    paper,
-    resolution,
-    ts,
-    work,
-)
+from tests import factories as fx
 
 FIX_ID = "2509.02480"
 FIX_AS_OF = "2026-08-09"
@@ -49,25 +36,26 @@ A, B, C = "2101.00001", "2101.00002", "2101.00003"
 def rich_events() -> list[Event]:
     """Outbound and inbound observations, cited papers, standing notices from two sources, measurements."""
     return [
-        paper(A, ts(0)),
-        paper(B, ts(1)),
-        paper(C, ts(2), category=None),
-        citation(oid_of(0), A, ts(3), 0, work("w-1", ts(3))),
-        resolution(oid_of(0), ts(4), cited_arxiv=C, cited=work("w-1", ts(4), pith=C)),
-        citation(oid_of(1), A, ts(5), 1, None),  # pending
-        citation(oid_of(2), B, ts(6), 0, work("w-2", ts(6))),  # B cites A: inbound for A
-        resolution(oid_of(2), ts(7), cited_arxiv=A, cited=work("w-2", ts(7), pith=A)),
-        citation(oid_of(3), C, ts(8), 2, work("w-3", ts(8))),  # C cites A, later resolved elsewhere
-        resolution(oid_of(3), ts(9), cited_arxiv=A, cited=work("w-3", ts(9))),
-        check("crossref", ts(10), ["w-1", "w-2"], [notice("w-1"), notice("w-2", "correction")]),
-        check("retraction_watch", ts(11), None, [notice("w-1", "expression_of_concern", None)]),
-        check("crossref", ts(12), ["w-9"], []),  # the crossref head, not covering w-1
-        measurement(A, ts(13), 5),
-        measurement(A, ts(14), 7),
-        measurement(A, ts(14, 5), 3, source="semantic_scholar"),
-        paper(A, ts(15), title="A paper, v2", category=None, version=2),
-        resolution(oid_of(3), ts(16), "unresolved", cited_arxiv=B),
-        paper(B, ts(17), title="B, v2"),
+        fx.paper(A, fx.ts(0)),
+        fx.paper(B, fx.ts(1)),
+        fx.paper(C, fx.ts(2), category=None),
+        fx.citation(fx.oid_of(0), A, fx.ts(3), 0, fx.work("w-1", fx.ts(3))),
+        fx.resolution(fx.oid_of(0), fx.ts(4), cited_arxiv=C, cited=fx.work("w-1", fx.ts(4), pith=C)),
+        fx.citation(fx.oid_of(1), A, fx.ts(5), 1, None),  # pending
+        fx.citation(fx.oid_of(2), B, fx.ts(6), 0, fx.work("w-2", fx.ts(6))),  # B cites A: inbound for A
+        fx.resolution(fx.oid_of(2), fx.ts(7), cited_arxiv=A, cited=fx.work("w-2", fx.ts(7), pith=A)),
+        # C cites A, later resolved elsewhere
+        fx.citation(fx.oid_of(3), C, fx.ts(8), 2, fx.work("w-3", fx.ts(8))),
+        fx.resolution(fx.oid_of(3), fx.ts(9), cited_arxiv=A, cited=fx.work("w-3", fx.ts(9))),
+        fx.check("crossref", fx.ts(10), ["w-1", "w-2"], [fx.notice("w-1"), fx.notice("w-2", "correction")]),
+        fx.check("retraction_watch", fx.ts(11), None, [fx.notice("w-1", "expression_of_concern", None)]),
+        fx.check("crossref", fx.ts(12), ["w-9"], []),  # the crossref head, not covering w-1
+        fx.measurement(A, fx.ts(13), 5),
+        fx.measurement(A, fx.ts(14), 7),
+        fx.measurement(A, fx.ts(14, 5), 3, source="semantic_scholar"),
+        fx.paper(A, fx.ts(15), title="A paper, v2", category=None, version=2),
+        fx.resolution(fx.oid_of(3), fx.ts(16), "unresolved", cited_arxiv=B),
+        fx.paper(B, fx.ts(17), title="B, v2"),
     ]
 
 
@@ -115,25 +103,25 @@ def test_the_fixture_record_seqs_rebuild_it(fixture_ledger: Ledger) -> None:
 @pytest.mark.parametrize("step", [8, 10, 12, 14, 16, 18, 60])
 @pytest.mark.parametrize("pid", [A, B, C])
 def test_seqs_rebuild_records_with_inbound_and_notices(rich: Ledger, pid: str, step: int) -> None:
-    t = parse_ts(ts(step))
+    t = parse_ts(fx.ts(step))
     record, again = _rebuilt(rich, pid, t)
     assert canonical(again) == canonical(record)
     if pid == A and step == 60:
-        assert [o["observation_id"] for o in record["inbound"]] == [oid_of(2)]  # oid 3 moved to B
+        assert [o["observation_id"] for o in record["inbound"]] == [fx.oid_of(2)]  # oid 3 moved to B
         sn = record["outbound"][0]["standing_notice"]
         assert sn["state"] == "measured" and len(sn["events"]) == 2
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(events=ledgers(), cut=st.integers(0, 430))
+@given(events=fx.ledgers(), cut=st.integers(0, 430))
 def test_any_record_bundle_checks_offline(
     db_factory: DbFactory, tmp_path_factory: Any, events: list[Event], cut: int
 ) -> None:
     ledger = Ledger(db_factory(tmp_path_factory.mktemp("prop"), "ledger.db"))  # a new one per example
     ledger.append(events)
     verifier = Checkpointer.for_db(ledger.store).verifier()
-    t = parse_ts(ts(cut))
-    for pid in PAPERS:
+    t = parse_ts(fx.ts(cut))
+    for pid in fx.PAPERS:
         try:
             record, again = _rebuilt(ledger, pid, t)
         except NotFound:
@@ -154,7 +142,7 @@ def test_known_at_bundle(new_db: Callable[[str], str]) -> None:
     known = now_us()
     time.sleep(0.002)
     ledger.append(rich_events()[10:])
-    t = parse_ts(ts(60))
+    t = parse_ts(fx.ts(60))
     bundle = record_evidence(ledger, A, t, known)
     assert bundle["known_at"] is not None and bundle["record"] == ledger.record(A, t, known)[0]
     assert bundle["record"] != ledger.record(A, t)[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import TYPE_CHECKING
 
@@ -9,7 +10,7 @@ import pytest
 
 from ledger.errors import Conflict, InvalidEvent
 from service.ledger import Ledger
-from tests.factories import measurement, paper, ts
+from tests.factories import measurement, paper, run_threads, ts
 
 if TYPE_CHECKING:
     from tests.conftest import NewDb
@@ -31,11 +32,7 @@ def test_threads_share_transactions_and_lose_nothing(new_db: NewDb) -> None:
             except BaseException as e:  # pragma: no cover - reported below
                 errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(*(functools.partial(worker, k) for k in range(8)))
     assert not errors
     assert sorted(acked) == list(range(2, 402))
     assert ledger.verify().ok
@@ -66,11 +63,7 @@ def test_a_refused_batch_does_not_sink_its_group(new_db: NewDb) -> None:
         except InvalidEvent as e:
             results["invalid"] = e
 
-    threads = [threading.Thread(target=f) for f in (good, conflicting, invalid)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(good, conflicting, invalid)
     assert isinstance(results["conflict"], Conflict)
     assert isinstance(results["invalid"], InvalidEvent)
     assert ledger.head().seq == 2  # the paper and the one good measurement, nothing of the others
@@ -113,11 +106,7 @@ def test_a_batch_failing_after_its_inserts_is_rolled_back_alone(new_db: NewDb) -
         barrier.wait()
         outcome["good"] = committer.submit(lambda tx: append_batch(tx, [paper("2101.00001", ts(0))]))
 
-    threads = [threading.Thread(target=run_failing), threading.Thread(target=run_good)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(run_failing, run_good)
     committer.close()
     assert isinstance(outcome["failed"], RuntimeError)
     assert [e.stream for e in ledger.store.read_log()] == ["paper:2101.00001"]

@@ -13,9 +13,9 @@ from fastapi.testclient import TestClient
 from api.errors import install_error_handlers
 from api.proofs import router
 from ledger.backend import side_path
+from ledger.chain import envelope_body
 from ledger.checkpoint import open_checkpoint, parse_vkey
 from ledger.merkle import leaf_hash, verify_consistency, verify_inclusion
-from ledger.chain import envelope_body
 from service.ledger import Ledger
 from tests.factories import paper, ts
 from tests.raw import replace_checkpoint, stored_checkpoint

@@ -380,12 +380,19 @@ def _chunks(events: list[Event], seed: int) -> list[list[Event]]:
     return out
 
 
+@contextmanager
+def _ledger_and_cut(
+    scratch: Scratch, name: str, events: list[Event], cut: int
+) -> Iterator[tuple[NewLedger, Ledger, int]]:
+    """In one example: `new` for more ledgers, the ledger `name` of `events`, and the instant `cut`."""
+    with scratch.example() as new:
+        yield new, _ledger_with(new(name), events), parse_ts(ts(cut))
+
+
 @_SETTINGS
 @given(events=ledgers(), cut=st.integers(0, 430))
 def test_round_trip_import_of_any_projected_record(scratch: Scratch, events: list[Event], cut: int) -> None:
-    with scratch.example() as new:
-        source = _ledger_with(new("src.db"), events)
-        t = parse_ts(ts(cut))
+    with _ledger_and_cut(scratch, "src.db", events, cut) as (new, source, t):
         for pid, body in _records(source, t).items():
             if body is None:
                 continue
@@ -400,9 +407,7 @@ def test_round_trip_import_of_any_projected_record(scratch: Scratch, events: lis
 @_SETTINGS
 @given(events=ledgers(), cut=st.integers(0, 430))
 def test_memory_reader_agrees_with_the_store(scratch: Scratch, events: list[Event], cut: int) -> None:
-    with scratch.example() as new:
-        ledger = _ledger_with(new("mem.db"), events)
-        t = parse_ts(ts(cut))
+    with _ledger_and_cut(scratch, "mem.db", events, cut) as (_, ledger, t):
         log = ledger.store.read_log()
         for pid, body in _records(ledger, t).items():
             try:

@@ -26,15 +26,16 @@ from api.scrub import passes_of
 from api.settings import Settings
 from cli.main import main
 from ledger.backend import is_pg_url, side_path
-from ledger.chain import link_hash
+from ledger.chain import envelope_body, link_hash
 from ledger.checkpoint import open_checkpoint, parse_vkey
 from ledger.merkle import leaf_hash, verify_inclusion
-from ledger.merkle_store import envelope_body, inclusion
+from ledger.merkle_store import inclusion
 from ledger.verify import verify_store, walk_paced
 from service import scrub
 from service.ledger import Ledger
 from service.scrub import PassLog, scrub_pass
 from tests import raw
+from tests.chain_helpers import imported_fixture_db
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import paper, ts
 from tests.test_verify import BROKEN
@@ -255,13 +256,7 @@ def test_verify_resume_names_what_it_walked_now(db: str) -> None:
 @pytest.fixture(scope="module")
 def base_db(db_factory: Callable[[Path, str], str], tmp_path_factory: pytest.TempPathFactory) -> str:
     """The imported fixture, its WAL checkpointed on SQLite (as tests/test_verify.py's), to copy."""
-    db = db_factory(tmp_path_factory.mktemp("scrub"), "ledger.db")
-    ledger = Ledger(db)
-    ledger.import_bytes(FIXTURE_PATH.read_bytes())
-    if not is_pg_url(db):
-        ledger.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[attr-defined]
-    ledger.close()
-    return db
+    return imported_fixture_db(db_factory, tmp_path_factory.mktemp("scrub"))
 
 
 @pytest.mark.parametrize("batch", [1, 7, 132], ids=["batch-1", "batch-7", "batch-all"])

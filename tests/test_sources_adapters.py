@@ -214,6 +214,17 @@ def _measurements(ledger: Ledger) -> list[tuple[Any, ...]]:
     return out
 
 
+# 2310.04610's count as the OpenAlex fixtures give it (a results page and a single work alike)
+OPENALEX_2310 = (
+    "2310.04610",
+    "openalex",
+    "cited_by_count",
+    37,
+    "2026-08-30T06:12:45.118245",
+    "https://openalex.org/W4387598116",
+)
+
+
 def test_openalex_results_page(ledger: Ledger) -> None:
     ledger.append([paper("2509.02480", ts(0))])
     s = ingest(ledger, "openalex", SOURCES_DIR / "openalex_works.json", T_INGEST)
@@ -226,14 +237,7 @@ def test_openalex_results_page(ledger: Ledger) -> None:
             "2026-08-29T22:01:13.554101",
             "https://openalex.org/W4414002480",
         ),
-        (
-            "2310.04610",
-            "openalex",
-            "cited_by_count",
-            37,
-            "2026-08-30T06:12:45.118245",
-            "https://openalex.org/W4387598116",
-        ),
+        OPENALEX_2310,
     ]
     assert s.skipped == {"duplicate_paper": 1, "no_matching_paper": 1}
     assert (s.read, s.matched, s.measurements) == (4, 2, 2)
@@ -243,14 +247,7 @@ def test_openalex_work_and_semantic_scholar_paper(ledger: Ledger) -> None:
     ingest(ledger, "openalex", SOURCES_DIR / "openalex_work.json", T_INGEST)
     ingest(ledger, "semantic-scholar", SOURCES_DIR / "semantic_scholar_paper.json", T_INGEST)
     assert _measurements(ledger) == [
-        (
-            "2310.04610",
-            "openalex",
-            "cited_by_count",
-            37,
-            "2026-08-30T06:12:45.118245",
-            "https://openalex.org/W4387598116",
-        ),
+        OPENALEX_2310,
         (
             "2310.04610",
             "semantic_scholar",

@@ -15,9 +15,9 @@ from cli.main import main
 from ledger.backend import is_pg_url
 from ledger.verify import TRUNCATION_NOTE
 from service.ledger import Ledger
+from tests.chain_helpers import imported_fixture_db
 from tests.raw import copy_db, edit, one
 
-FIXTURE = Path(__file__).parent / "data" / "2509.02480.record.json"
 TITLE = b"MLP-Offload"
 N = 132  # events of the imported fixture; 131 and 132 are its two standing checks
 
@@ -25,14 +25,7 @@ N = 132  # events of the imported fixture; 131 and 132 are its two standing chec
 @pytest.fixture(scope="module")
 def base_db(db_factory: Callable[[Path, str], str], tmp_path_factory: pytest.TempPathFactory) -> str:
     """The imported fixture; on SQLite checkpointed so the db FILE holds every event (the WAL is empty)."""
-    db = db_factory(tmp_path_factory.mktemp("verify"), "ledger.db")
-    ledger_ = Ledger(db)
-    ledger_.import_bytes(FIXTURE.read_bytes())
-    if not is_pg_url(db):
-        busy, _, _ = ledger_.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()  # type: ignore[attr-defined]
-        assert busy == 0
-    ledger_.store.close()
-    return db
+    return imported_fixture_db(db_factory, tmp_path_factory.mktemp("verify"))
 
 
 @pytest.fixture

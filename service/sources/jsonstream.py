@@ -100,39 +100,40 @@ class JsonStream:
 
     def members(self) -> Iterator[str]:
         """Each key of the object here; the caller consumes its value before asking for the next."""
-        self._expect("{")
-        if self.peek() == "}":
-            self._pos += 1
-            return
-        while True:
+        more = self._open("{", "}")
+        while more:
             if self.peek() != '"':
                 raise JsonSyntaxError(f"expected a key at character {self.offset()}")
             key = self.value()
             self._expect(":")
             yield key
-            sep = self.peek()
-            self._pos += 1
-            if sep == "}":
-                return
-            if sep != ",":
-                raise JsonSyntaxError(f"expected ',' or '}}' at character {self.offset() - 1}")
+            more = self._after_item("}")
 
     def elements(self) -> Iterator[int]:
         """The index of each element of the array here; the caller consumes each element."""
-        self._expect("[")
-        if self.peek() == "]":
-            self._pos += 1
-            return
-        i = 0
-        while True:
+        i, more = 0, self._open("[", "]")
+        while more:
             yield i
             i += 1
-            sep = self.peek()
+            more = self._after_item("]")
+
+    def _open(self, opening: str, closing: str) -> bool:
+        """Consume `opening`; False (and the closing too) if the object or array is empty."""
+        self._expect(opening)
+        if self.peek() == closing:
             self._pos += 1
-            if sep == "]":
-                return
-            if sep != ",":
-                raise JsonSyntaxError(f"expected ',' or ']' at character {self.offset() - 1}")
+            return False
+        return True
+
+    def _after_item(self, closing: str) -> bool:
+        """Consume the separator after a member or element: True at ',', False at `closing`."""
+        sep = self.peek()
+        self._pos += 1
+        if sep == closing:
+            return False
+        if sep != ",":
+            raise JsonSyntaxError(f"expected ',' or {closing!r} at character {self.offset() - 1}")
+        return True
 
     def end(self) -> None:
         """Refuse anything after the top-level value."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -15,6 +15,7 @@ import pytest
 from ledger.instants import parse_as_of
 from service.ledger import Ledger
 from tests.api_fixtures import running_server
+from tests.factories import run_threads
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"
 CONFIG = """dbs:
@@ -57,11 +58,7 @@ def _load(base: str, clients: int, seconds: float) -> list[int]:
                 acked.append(r.json()["head"]["seq"])
                 n += clients
 
-    threads = [threading.Thread(target=load, args=(k,)) for k in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(*(functools.partial(load, k) for k in range(clients)))
     assert errors == []
     return acked
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from ledger.instants import parse_as_of
 from service.ledger import Ledger
 from tests.contract.conftest import FixedClock
 from tests.contract.scenario import PID, replay
-from tests.factories import citation, measurement, oid_of, paper, resolution, ts
+from tests.factories import citation, measurement, oid_of, paper, resolution, run_threads, ts
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"
 FIXTURE_ID = "2509.02480"
@@ -164,11 +164,7 @@ def test_group_commit_threads_share_transactions(store_url: str) -> None:
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(*(functools.partial(worker, n) for n in range(6)))
     ledger.close()
     assert errors == []
     reopened = Ledger(store_url)

@@ -1,0 +1,23 @@
+"""Ledgers for the tests that damage the chain and walk it (tests/test_verify.py, tests/test_scrub.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ledger.backend import is_pg_url
+from service.ledger import Ledger
+from tests.conftest import FIXTURE_PATH
+
+
+def imported_fixture_db(db_factory: Callable[[Path, str], str], directory: Path) -> str:
+    """A new ledger of the imported fixture, to copy and damage; on SQLite checkpointed so the db FILE
+    holds every event (the WAL is empty), which is what tests/raw.py copies and edits."""
+    db = db_factory(directory, "ledger.db")
+    ledger = Ledger(db)
+    ledger.import_bytes(FIXTURE_PATH.read_bytes())
+    if not is_pg_url(db):
+        busy, _, _ = ledger.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()  # type: ignore[attr-defined]
+        assert busy == 0
+    ledger.close()
+    return db
