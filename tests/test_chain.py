@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 from blake3 import blake3
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cli.main import main
-from ledger.chain import GENESIS, body_bytes, link_hash
+from ledger.chain import GENESIS, body_bytes, envelope_body, link_hash
+from ledger.events import StoredEvent
 from service.ledger import Ledger
 
 BODY_KEYS = ["data", "event_id", "observed_at", "recorded_at", "seq", "stream", "stream_version", "type"]
@@ -52,6 +56,61 @@ def test_body_bytes_is_the_stdlib_canonical_of_the_body(data: dict[str, Any]) ->
     got = body_bytes(data=stdlib_canonical(data), **ENVELOPE)  # type: ignore[arg-type]
     assert got == stdlib_canonical({**ENVELOPE, "data": data})
     assert list(json.loads(got)) == BODY_KEYS  # code-point order, no other key
+
+
+# printable text (the fast join's domain) with the characters it must still leave to the encoder mixed in
+_FIELD = st.text(
+    st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from("\\\x7f\u2028/"), max_size=12
+)
+
+
+@given(
+    event_id=_FIELD,
+    observed_at=_FIELD,
+    recorded_at=_FIELD,
+    stream=_FIELD,
+    type_=_FIELD,
+    seq=st.integers(0, 2**53),
+    version=st.integers(1, 2**53),
+)
+def test_envelope_body_is_body_bytes_for_any_stored_strings(
+    event_id: str, observed_at: str, recorded_at: str, stream: str, type_: str, seq: int, version: int
+) -> None:
+    data = b'{"t":"x"}'
+    e = StoredEvent(seq, event_id, stream, version, type_, observed_at, recorded_at, data, GENESIS, GENESIS)
+    assert envelope_body(e) == body_bytes(
+        data, event_id, observed_at, recorded_at, seq, stream, version, type_
+    )
+
+
+@pytest.mark.parametrize("char", ['"', "\\", "\x00", "\x1f", "\n", "\x7f", "\u2028", "é", "😀"])
+@pytest.mark.parametrize("field", ["event_id", "observed_at", "recorded_at", "stream", "type"])
+def test_envelope_body_escapes_what_the_encoder_escapes(field: str, char: str) -> None:
+    e = StoredEvent(12, "i", "s", 3, "t", "o", "r", b"{}", GENESIS, GENESIS)
+    e = msgspec.structs.replace(e, **{field: f"a{char}b"})
+    want = body_bytes(b"{}", e.event_id, e.observed_at, e.recorded_at, 12, e.stream, 3, e.type)
+    assert envelope_body(e) == want
+
+
+@pytest.mark.parametrize("field", ["event_id", "observed_at", "recorded_at", "stream", "type"])
+def test_envelope_body_cannot_be_forged_by_moving_text_between_fields(field: str) -> None:
+    # a stored column holding '","observed_at":"...' must not join into another event's body bytes
+    honest = StoredEvent(
+        12,
+        *[ENVELOPE[k] for k in ("event_id", "stream")],
+        3,
+        "paper.observed",  # type: ignore[misc]
+        ENVELOPE["observed_at"],
+        ENVELOPE["recorded_at"],
+        b"{}",
+        GENESIS,
+        GENESIS,
+    )
+    moved = msgspec.structs.replace(honest, **{field: getattr(honest, field) + '","x":"'})
+    assert envelope_body(moved) == body_bytes(
+        b"{}", moved.event_id, moved.observed_at, moved.recorded_at, 12, moved.stream, 3, moved.type
+    )
+    assert envelope_body(moved) != envelope_body(honest)
 
 
 def test_body_bytes_keeps_strings_verbatim() -> None:
