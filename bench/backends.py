@@ -22,6 +22,7 @@ class Engine(Protocol):
 
     def after_build(self) -> dict[str, Any]: ...  # settle the built ledger; facts about it
     def copy(self, name: str) -> str: ...  # a consistent copy of the ledger as it is now
+    def fresh(self, name: str) -> str: ...  # a new empty database (the peer's store)
     def drop(self, db: str) -> None: ...
     def stored_rows(self, db: str, after: int) -> list[tuple[Any, ...]]: ...
     def bare_batches(self, rows: Sequence[tuple[Any, ...]], into: str | None = None) -> dict[str, Any]: ...
@@ -51,6 +52,12 @@ class SQLiteEngine:
         """bench/.data/NAME.db, a checkpointed file copy."""
         dst = DATA / f"{name}.db"
         copy_db(Path(self.ledger), dst)
+        return str(dst)
+
+    def fresh(self, name: str) -> str:
+        """bench/.data/NAME.db, not there yet."""
+        dst = DATA / f"{name}.db"
+        remove_db(dst)
         return str(dst)
 
     def drop(self, db: str) -> None:

@@ -53,16 +53,18 @@ def append_batches(db: Db, first_paper: int, count: int, profile: str | None = N
     work = pools.batches(first_paper, count)
     ledger = Ledger(db)
     before = ledger.head().seq
+    heads: list[int] = []  # the head after each batch: where its rows end (the peer commits the same)
 
     def go() -> None:
         for b in work:
-            ledger.append(b)
+            heads.append(ledger.append(b).head.seq)
 
     seconds, profiled = _timed(go, profile)
     after = ledger.head().seq
     ledger.close()
     n = after - before
-    out = {"events": n, "seconds": round(seconds, 4), "events_per_s": round(n / seconds), "after": before}
+    out = {"events": n, "seconds": round(seconds, 4), "events_per_s": round(n / seconds), "after": before,
+           "heads": heads}  # fmt: skip
     return out | profiled
 
 

@@ -44,6 +44,12 @@ RATIOS = {
     "get_record": "requests/s over a static route of the same app returning the same bytes",
     "rss_import": "MB of the client process (the server's memory is PostgreSQL's own)",
     "rss_verify": "MB of the client process (the server's memory is PostgreSQL's own)",
+    "append_vs_peer": "events/s of append_library over events/s of eventsourcing's "
+    "PostgresApplicationRecorder.insert_events of the same rows, 1000 per call, into its own database of "
+    "the same server pre-filled with the ledger's events at this size (synchronous_commit=on)",
+    "singles_vs_peer": "events/s of library_singles (8 threads, group commit) over events/s of one "
+    "eventsourcing insert_events call per event, one caller, back to back (synchronous_commit=on)",
+    "append_flat": "append_library events/s at the largest PostgreSQL size over its events/s at the smallest",
 }
 
 
@@ -130,6 +136,10 @@ class PgEngine:
     def copy(self, name: str) -> str:
         """A new database copied from the ledger's (no session may be open on it)."""
         return self._create(name, urlsplit(self.ledger).path.lstrip("/"))
+
+    def fresh(self, name: str) -> str:
+        """A new empty database of the same server."""
+        return self._create(name, "template0")
 
     def drop(self, db: str) -> None:
         """DROP DATABASE, closing any session left on it."""

@@ -46,6 +46,7 @@ class Bench:
         self.results = results
         self.idle_rss = idle
         self.p50_first: float | None = None
+        self.append_first: dict[str, Any] | None = None  # append_library at the smallest size
 
     def _profile_name(self, key: str, size: int) -> str | None:
         last = self.profile and size == self.sizes[-1]
@@ -182,9 +183,44 @@ class Bench:
             c,
             one,
         )
+        self.peer(size, a, bare, c)
         self._profile_writes(size, first, a, bare, c, one)
         self.http_writes(size, first)
         eng.drop(self.scratch)
+
+    def peer(self, size: int, a: dict[str, Any], bare: dict[str, Any], c: dict[str, Any]) -> None:
+        """The peer (eventsourcing's application recorder, bench/peer.py) given the rows the ledger stored
+        in its two append stages, its store pre-filled with the ledger's events at this size; and, at the
+        largest size, the library append's rate over its rate at the smallest."""
+        eng = self.engine
+        store = eng.fresh("peer")
+        try:
+            heads = ",".join(map(str, a["heads"]))
+            p = run_worker("peer", store, self.scratch, str(a["after"]), heads, "4")
+        finally:
+            eng.drop(store)
+        raw = {k: p[k] for k in ("peer", "durability", "fill", "peak_rss_mb")}
+        for key, ours, theirs in (("append_vs_peer", a, p["batches"]), ("singles_vs_peer", c, p["singles"])):
+            self.add(
+                key,
+                size,
+                ours["events_per_s"] / theirs["events_per_s"],
+                f"{_k(ours['events_per_s'])} vs {_k(theirs['events_per_s'])} ev/s",
+                {k: ours[k] for k in ("events", "seconds", "events_per_s")},
+                theirs | raw,
+            )
+        schema = bare["into_product_schema"]["events_per_s"]
+        flat = {"events_per_s": a["events_per_s"], "size": size, "schema_events_per_s": schema}
+        first = self.append_first = self.append_first or flat
+        if size == self.sizes[-1] and size != first["size"]:
+            self.add(
+                "append_flat",
+                size,
+                flat["events_per_s"] / first["events_per_s"],
+                f"{_k(flat['events_per_s'])} vs {_k(first['events_per_s'])} ev/s at {first['size']:,}",
+                flat,
+                first,
+            )
 
     def _profile_writes(self, size: int, first: dict[str, int], a: Any, bare: Any, c: Any, one: Any) -> None:
         """Profile runs (fresh events, not timed as figures) for the append figures that missed."""

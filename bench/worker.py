@@ -25,6 +25,10 @@ def main() -> None:
         import service.ledger  # noqa: F401
 
         out = {}
+    elif job == "peer":
+        from .peer import measure
+
+        out = measure(args[0], args[1], int(args[2]), [int(h) for h in args[3].split(",")], float(args[4]))
     elif job == "chain" and is_pg_url(args[0]):
         from .pg import bare_chain as pg_chain
 
