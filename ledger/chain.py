@@ -84,7 +84,6 @@ class Follower:
         self.prev, self.last_seq, self.last_recorded = prev, last_seq, last_recorded
         self._prev_raw = bytes.fromhex(prev)  # the link hash's input, kept so no step decodes hex
         self.versions: dict[str, int] = {}
-        self._instants: dict[str, int] = {}
         # a walk that starts mid-chain asks where a stream stood before it
         self._version_before = version_before
 
@@ -108,19 +107,11 @@ class Follower:
         if digest.hex() != e.hash:
             return "stored bytes do not match the stored hash (the event was altered)", body
         self._next_raw = digest
-        if link.recorded_us < self.last_recorded or self._us(e.recorded_at) != link.recorded_us:
+        if link.recorded_us < self.last_recorded or parse_ts(e.recorded_at) != link.recorded_us:
             return "recorded_at goes backwards or does not match its index column", body
-        if self._us(e.observed_at) != link.observed_us:
+        if parse_ts(e.observed_at) != link.observed_us:
             return "observed_us index column does not match observed_at", body
         return None, body
-
-    def _us(self, text: str) -> int:
-        # a batch shares its recorded_at and a paper's events often their observed_at: parse each once
-        if text not in self._instants:
-            if len(self._instants) >= 4096:
-                self._instants.clear()
-            self._instants[text] = parse_ts(text)
-        return self._instants[text]
 
     def take(self, link: ChainLink) -> None:
         """Make `link` (checked) the end of the chain walked."""
