@@ -22,7 +22,7 @@ TARGETS: dict[str, tuple[str, str, float]] = {
     "verify": ("ledger verify, full chain", ">=", 0.5),
     "get_record": ("GET record over HTTP, 8 clients", ">=", 0.5),
     "rss_import": ("peak RSS MB, import (1000-event batches)", "<", 300),
-    "rss_verify": ("peak RSS MB, ledger verify", "<", 300),
+    "rss_verify": ("peak RSS MB, ledger verify", "<", 100),
     "append_vs_peer": ("append, library, over eventsourcing's recorder (same batches)", ">=", 1.5),
     "singles_vs_peer": ("single-event appends, 8 threads, over eventsourcing one at a time", ">=", 3.0),
     "append_flat": ("append, library, largest size over smallest", ">=", 0.7),

@@ -42,17 +42,17 @@ WHY: dict[str, str] = {
         "backward seek for each), so a miss is the Python projection itself; see the profile."
     ),
     "verify": (
-        "verify rebuilds and re-encodes each body with msgspec, parses two timestamps, keeps a Merkle "
-        "compact range (sha256 per leaf) and stream versions, and rebuilds the check_works rows of "
-        "every standing check; the bare chain only concatenates the stored columns and hashes them. "
-        "The profile shows the split (ledger/verify.py)."
+        "verify joins each body from the stored columns (the bare chain's bytes), checks seq, prev_hash "
+        "and the stream version, links it with blake3 like the bare chain, then does what it does not: "
+        "parses observed_at and recorded_at to compare them with their index columns (observed_at is mostly "
+        "unique, so parse_ts's cache misses about half the time), hashes a Merkle leaf and its completed "
+        "nodes (SHA-256, a compact range in Python) and compares the check_works rows of each standing "
+        "check. About 25 Python calls an event; the profile shows the split (ledger/verify.py, "
+        "ledger/chain.py, ledger/merkle.py)."
     ),
     "rss_verify": (
-        "verify keeps every standing check's expected check_works rows in a dict for the whole walk "
-        "(_Walk.expected_checks) and then loads every check_works row into a list "
-        "(merkle_store.check_works_after): memory grows with the number of checked works in the ledger "
-        "(two sources x every cited work). Comparing them per standing check while walking would "
-        "keep it flat."
+        "verify holds one page of rows, the stream versions, parse_ts's cache (65,536 instants) and the "
+        "Merkle compact range; see the profile for what else grew."
     ),
     "get_record": ("Below the cache's reach, the record is rebuilt; see the profile."),
     "append_vs_peer": (
@@ -134,10 +134,10 @@ WHY_PG: dict[str, str] = {
         "writer thread waiting on the server."
     ),
     "verify": (
-        "verify re-encodes each body, recomputes its link hash and Merkle leaf, and rebuilds the "
-        "check_works rows of every standing check, over rows read from the server in 5000-row pages; the "
-        "bare chain only concatenates the same stored columns and hashes them. The profile shows the "
-        "split."
+        "verify joins each body from the stored columns and links it with blake3 as the bare chain does, "
+        "over rows read from the server in 5000-row pages, then also parses two instants, hashes a Merkle "
+        "leaf and its nodes and compares the check_works rows of each standing check; the profile shows "
+        "the split."
     ),
     "get_record": (
         "The route answers from its record cache, keyed by the head, so every request first reads the "
