@@ -198,7 +198,8 @@ def verify(db: Db, profile: str | None = None) -> dict[str, Any]:
     out = {"ok": report.ok, "reason": report.reason, "events": report.events_checked,
            "seconds": round(seconds, 3), "events_per_s": round(report.events_checked / seconds)}  # fmt: skip
     if profile:
-        from .util import pyinstrument_profile
+        from .util import pyinstrument_profile, vm_hwm_kb
 
+        out["vm_hwm_kb"] = vm_hwm_kb()  # the walk's own peak, not the profiler's samples
         out["profile"] = pyinstrument_profile(profile, ledger.verify)
     return out

@@ -125,6 +125,18 @@ def _fs(path: Path) -> str:
         return "unknown"
 
 
+def vm_hwm_kb() -> int | None:
+    """This process's own peak RSS (VmHWM). wait4's ru_maxrss cannot tell it: Linux floors a child's
+    ru_maxrss at its parent's peak RSS when the child is forked and exec'd (run_worker)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def pyinstrument_profile(name: str, fn: Callable[[], Any]) -> str:
     """Run fn under pyinstrument; write bench/profiles/NAME.txt; return its path."""
     from pyinstrument import Profiler

@@ -12,6 +12,8 @@ from typing import Any
 
 from ledger.backend import is_pg_url
 
+from .util import vm_hwm_kb
+
 
 def main() -> None:
     """Dispatch one job and print its answer as one JSON line."""
@@ -53,20 +55,9 @@ def main() -> None:
             out = library.verify(db, profile)
         else:
             raise SystemExit(f"unknown job {job!r}")
-    out["vm_hwm_kb"] = _vm_hwm_kb()
+    # a job that profiles read its peak before the profile run (pyinstrument keeps every sample)
+    out.setdefault("vm_hwm_kb", vm_hwm_kb())
     print(json.dumps(out))
-
-
-def _vm_hwm_kb() -> int | None:
-    """This process's own peak RSS (VmHWM). wait4's ru_maxrss cannot tell it: Linux floors a child's
-    ru_maxrss at its parent's peak RSS when the child is forked and exec'd (bench/util.run_worker)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 if __name__ == "__main__":
