@@ -17,6 +17,7 @@ Run in its own process (bench/worker.py, job `peer`): no ledger code is imported
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -78,41 +79,38 @@ def ledger_rows(ledger: str, after: int, upto: int | None = None) -> Iterator[li
 def recorder(store: str, fill: bool = False) -> Iterator[tuple[ApplicationRecorder, Callable[[], dict]]]:
     """The peer's application recorder on `store`, its table created; and a function that reads the
     durability settings of its connection. `fill`: synchronous OFF (SQLite) / synchronous_commit off."""
+    datastore: Any
     if is_pg(store):
-        from eventsourcing.postgres import PostgresApplicationRecorder
+        from eventsourcing.postgres import PostgresApplicationRecorder as Recorder
 
-        pg = _pg_datastore(store, "SET synchronous_commit = off" if fill else "")
-        pg_rec = PostgresApplicationRecorder(pg)
-        pg_rec.create_table()
+        datastore = _pg_datastore(store, "SET synchronous_commit = off" if fill else "")
+        settings = functools.partial(_pg_settings, datastore)
+    else:
+        from eventsourcing.sqlite import SQLiteApplicationRecorder as Recorder  # type: ignore[assignment]
 
-        def pg_settings() -> dict[str, Any]:
-            with pg.transaction(commit=False) as cur:
-                cur.execute("SHOW synchronous_commit")
-                row = cur.fetchone()
-            return {"synchronous_commit": row["synchronous_commit"] if row else None}
-
-        try:
-            yield pg_rec, pg_settings
-        finally:
-            pg.close()
-        return
-    from eventsourcing.sqlite import SQLiteApplicationRecorder
-
-    lite = _sqlite_datastore(store, "OFF" if fill else "FULL")
-    lite_rec = SQLiteApplicationRecorder(lite)
-    lite_rec.create_table()
-
-    def lite_settings() -> dict[str, Any]:
-        with lite.transaction(commit=False) as cur:
-            cur.execute("PRAGMA synchronous")
-            sync = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}[cur.fetchone()[0]]
-            cur.execute("PRAGMA journal_mode")
-            return {"synchronous": sync, "journal_mode": cur.fetchone()[0]}
-
+        datastore = _sqlite_datastore(store, "OFF" if fill else "FULL")
+        settings = functools.partial(_sqlite_settings, datastore)
+    rec = Recorder(datastore)
+    rec.create_table()
     try:
-        yield lite_rec, lite_settings
+        yield rec, settings
     finally:
-        lite.close()
+        datastore.close()
+
+
+def _pg_settings(datastore: Any) -> dict[str, Any]:
+    with datastore.transaction(commit=False) as cur:
+        cur.execute("SHOW synchronous_commit")
+        row = cur.fetchone()
+    return {"synchronous_commit": row["synchronous_commit"] if row else None}
+
+
+def _sqlite_settings(datastore: Any) -> dict[str, Any]:
+    with datastore.transaction(commit=False) as cur:
+        cur.execute("PRAGMA synchronous")
+        sync = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}[cur.fetchone()[0]]
+        cur.execute("PRAGMA journal_mode")
+        return {"synchronous": sync, "journal_mode": cur.fetchone()[0]}
 
 
 def _sqlite_datastore(path: str, synchronous: str) -> Any:
