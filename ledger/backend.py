@@ -57,7 +57,8 @@ class ChainWalker(Follower):
         reason, _ = self.check(link)
         if reason is not None:
             return reason
-        self.checks[link.event.seq] = link_checks(link)
+        if rows := link_checks(link):
+            self.checks[link.event.seq] = rows
         self.take(link)
         self.checked += 1
         return None

@@ -82,7 +82,6 @@ class Follower:
         version_before: Callable[[str], int] | None = None,
     ) -> None:
         self.prev, self.last_seq, self.last_recorded = prev, last_seq, last_recorded
-        self._prev_raw = bytes.fromhex(prev)  # the link hash's input, kept so no step decodes hex
         self.versions: dict[str, int] = {}
         # a walk that starts mid-chain asks where a stream stood before it
         self._version_before = version_before
@@ -103,10 +102,8 @@ class Follower:
         version_before = self._version(e.stream)
         if e.stream_version != version_before + 1:
             return f"stream_version {e.stream_version} of {e.stream} does not follow {version_before}", body
-        digest = blake3(self._prev_raw + body).digest()
-        if digest.hex() != e.hash:
+        if link_hash(self.prev, body) != e.hash:
             return "stored bytes do not match the stored hash (the event was altered)", body
-        self._next_raw = digest
         if link.recorded_us < self.last_recorded or parse_ts(e.recorded_at) != link.recorded_us:
             return "recorded_at goes backwards or does not match its index column", body
         if parse_ts(e.observed_at) != link.observed_us:
@@ -118,4 +115,3 @@ class Follower:
         e = link.event
         self.versions[e.stream] = e.stream_version
         self.prev, self.last_seq, self.last_recorded = e.hash, e.seq, link.recorded_us
-        self._prev_raw = self._next_raw

@@ -121,8 +121,20 @@ def link_row(row: Sequence[Any]) -> ChainLink:
 def link_params(link: ChainLink) -> tuple[Any, ...]:
     """The parameters of INSERT_EVENTS for one link."""
     e = link.event
-    head = (e.seq, e.event_id, e.stream, e.stream_version, e.type, e.observed_at, link.observed_us)
-    return (*head, e.recorded_at, link.recorded_us, e.data.decode(), e.prev_hash, e.hash)
+    return (
+        e.seq,
+        e.event_id,
+        e.stream,
+        e.stream_version,
+        e.type,
+        e.observed_at,
+        link.observed_us,
+        e.recorded_at,
+        link.recorded_us,
+        e.data.decode(),
+        e.prev_hash,
+        e.hash,
+    )
 
 
 def encode_peaks(peaks: Sequence[bytes]) -> str:

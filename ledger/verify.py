@@ -78,7 +78,6 @@ TRUNCATION_NOTE = (
 )
 _NODE_BATCH = 2048
 _INDEX_MISMATCH = "the check_works index does not match the standing check's data"
-_STANDING = "standing.checked"  # the one event type that implies check_works rows
 
 
 class _Start(NamedTuple):
@@ -250,12 +249,13 @@ class _Walk:
             if reason is not None:
                 bad = (seq, reason)
                 break
+            implied = link_checks(link)
             nxt = self.index_next
             # most events imply no index row and have none before them: nothing to compare
-            if link.event.type == _STANDING or (nxt is not None and nxt[0] <= seq):
+            if implied or (nxt is not None and nxt[0] <= seq):
                 expected = sorted(
                     (c.seq, c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
-                    for c in link_checks(link)
+                    for c in implied
                 )
                 index_bad = self._index_upto(seq, expected)
                 if index_bad is not None:
