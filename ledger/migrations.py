@@ -118,6 +118,70 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX scrub_passes_finished ON scrub_passes (finished_us);
     """,
+    # Appends at a log's cost (ledger/keys.py): the random keys (event_id, observation_id, cited_arxiv_id)
+    # leave the events table for the two-level event_keys; the events are copied verbatim into a table
+    # without those indexes (SQLite cannot drop a UNIQUE constraint in place), so seq, hashes and
+    # every stored byte stay as they were.
+    """
+    CREATE TABLE events_v5 (
+        seq INTEGER PRIMARY KEY,
+        event_id TEXT NOT NULL,
+        stream TEXT NOT NULL,
+        stream_version INTEGER NOT NULL CHECK (stream_version >= 1),
+        type TEXT NOT NULL,
+        observed_at TEXT NOT NULL,
+        observed_us INTEGER NOT NULL,
+        recorded_at TEXT NOT NULL,
+        recorded_us INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        UNIQUE (stream, stream_version)
+    );
+    INSERT INTO events_v5 (seq, event_id, stream, stream_version, type, observed_at, observed_us,
+        recorded_at, recorded_us, data, prev_hash, hash)
+    SELECT seq, event_id, stream, stream_version, type, observed_at, observed_us,
+        recorded_at, recorded_us, data, prev_hash, hash FROM events ORDER BY seq;
+
+    CREATE TABLE event_keys (
+        key TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (key, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX event_keys_seq ON event_keys (seq);
+    CREATE TABLE event_keys_recent (
+        key TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (key, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX event_keys_recent_seq ON event_keys_recent (seq);
+    CREATE VIEW event_keys_all AS
+        SELECT key, seq FROM event_keys UNION ALL SELECT key, seq FROM event_keys_recent;
+    INSERT INTO event_keys (key, seq)
+    SELECT key, seq FROM (
+        SELECT 'e:' || event_id AS key, seq FROM events
+        UNION ALL SELECT 'o:' || observation_id, seq FROM events WHERE observation_id IS NOT NULL
+        UNION ALL SELECT 'c:' || cited_arxiv_id, seq FROM events WHERE cited_arxiv_id IS NOT NULL
+    ) ORDER BY key, seq;
+
+    DROP TABLE events;
+    ALTER TABLE events_v5 RENAME TO events;
+    CREATE INDEX events_stream_type_time ON events (stream, type, observed_us);
+    CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: UPDATE on events refused'); END;
+    CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: DELETE on events refused'); END;
+    CREATE TRIGGER events_no_replace BEFORE INSERT ON events
+    WHEN EXISTS (SELECT 1 FROM events WHERE seq = NEW.seq
+                 OR (stream = NEW.stream AND stream_version = NEW.stream_version))
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: REPLACE on events refused'); END;
+    -- the merged level only grows (its rows are all key: REPLACE cannot change one); the recent
+    -- level is emptied into it by each merge
+    CREATE TRIGGER event_keys_no_update BEFORE UPDATE ON event_keys
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: UPDATE on event_keys refused'); END;
+    CREATE TRIGGER event_keys_no_delete BEFORE DELETE ON event_keys
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: DELETE on event_keys refused'); END;
+    """,
 ]
 
 

@@ -115,6 +115,43 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX scrub_passes_finished ON scrub_passes (finished_us);
     """,
+    # Appends at a log's cost, as SQLite's step 5 (ledger/keys.py): the random keys leave the events
+    # table for the two-level event_keys; the events' rows are not touched.
+    """
+    CREATE TABLE event_keys (
+        key text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        PRIMARY KEY (key, seq)
+    );
+    CREATE INDEX event_keys_seq ON event_keys (seq);
+    CREATE TABLE event_keys_recent (
+        key text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        PRIMARY KEY (key, seq)
+    );
+    CREATE INDEX event_keys_recent_seq ON event_keys_recent (seq);
+    CREATE VIEW event_keys_all AS
+        SELECT key, seq FROM event_keys UNION ALL SELECT key, seq FROM event_keys_recent;
+    INSERT INTO event_keys (key, seq)
+    SELECT key, seq FROM (
+        SELECT 'e:' || event_id AS key, seq FROM events
+        UNION ALL SELECT 'o:' || observation_id, seq FROM events WHERE observation_id IS NOT NULL
+        UNION ALL SELECT 'c:' || cited_arxiv_id, seq FROM events WHERE cited_arxiv_id IS NOT NULL
+    ) AS k ORDER BY key, seq;
+    ALTER TABLE events DROP CONSTRAINT events_event_id_key;
+    DROP INDEX events_observation;
+    DROP INDEX events_cited;
+    ALTER TABLE events DROP COLUMN observation_id;
+    ALTER TABLE events DROP COLUMN cited_arxiv_id;
+
+    CREATE TRIGGER event_keys_append_only BEFORE UPDATE OR DELETE ON event_keys
+        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+    CREATE TRIGGER event_keys_no_truncate BEFORE TRUNCATE ON event_keys
+        FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+    ALTER TABLE event_keys ENABLE ALWAYS TRIGGER event_keys_append_only;
+    ALTER TABLE event_keys ENABLE ALWAYS TRIGGER event_keys_no_truncate;
+    REVOKE UPDATE, DELETE, TRUNCATE ON event_keys FROM PUBLIC;
+    """,
 ]
 
 

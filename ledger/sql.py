@@ -78,7 +78,7 @@ class Dialect:
 
     def json_text(self, key: str) -> str:
         """The string at `key` of the event's data, as text."""
-        return f"json_extract(data, '$.{key}')" if self.json_lists else f"data::jsonb ->> '{key}'"
+        return f"json_extract(data, '$.{key}')" if self.json_lists else f"(data::jsonb ->> '{key}')"
 
     def json_value(self, key: str) -> str:
         """The JSON value at `key` of the event's data, as JSON text (NULL when absent or null)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import heapq
 import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -21,6 +22,7 @@ from .events import ChainLink, StoredEvent
 from .facts import CheckRow, CheckWorkRow, Fact, Head, ScrubPass, SourceHead, VerifiedPoint
 from .instants import format_recorded, now_us
 from .interface import Tables, side_path
+from .keys import CITED, EVENT, MERGE_EVENTS, OBSERVATION, key_rows
 from .sql import (
     CHECK_WORKS_COLUMNS,
     ENVELOPE_COLUMNS,
@@ -47,6 +49,13 @@ _INSERT_CHECK_WORKS = (
     "INSERT INTO check_works (work_id, source, observed_us, seq, recorded_us, notices) "
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
+_INSERT_KEYS = "INSERT INTO event_keys_recent (key, seq) VALUES (?, ?)"
+# the merge (ledger/keys.py): the recent level's keys, sorted, into the merged level, then emptied
+_MERGE_KEYS = (
+    "INSERT INTO event_keys (key, seq) SELECT key, seq FROM event_keys_recent ORDER BY key, seq",
+    "DELETE FROM event_keys_recent",
+)
+_KEYED = "seq IN (SELECT seq FROM event_keys_all WHERE {})"
 
 
 class SqlStore:
@@ -242,18 +251,19 @@ class SqlWriteTx:
         """Events already stored under any of these ids."""
         d = self.store.dialect
         rows = self._q(
-            f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {d.any_of('event_id')}",
-            (d.bind_list(event_ids),),
+            f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {_KEYED.format(d.any_of('key'))}",
+            (d.bind_list([EVENT + i for i in event_ids]),),
         )
         return {e.event_id: e for e in map(envelope_row, rows)}
 
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
         """observation_id -> its citing paper, for ids that have a citation.observed."""
         d = self.store.dialect
+        oid = d.json_text("observation_id")
         rows = self._q(
-            f"SELECT observation_id, min({d.json_text('citing_arxiv_id')}) FROM events "
-            f"WHERE {d.any_of('observation_id')} AND type = 'citation.observed' GROUP BY observation_id",
-            (d.bind_list(observation_ids),),
+            f"SELECT {oid}, min({d.json_text('citing_arxiv_id')}) FROM events "
+            f"WHERE {_KEYED.format(d.any_of('key'))} AND type = 'citation.observed' GROUP BY {oid}",
+            (d.bind_list([OBSERVATION + o for o in observation_ids]),),
         )
         return {r[0]: r[1] for r in rows}
 
@@ -267,10 +277,16 @@ class SqlWriteTx:
         return {r[0]: r[1] for r in rows}
 
     def insert(self, links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> None:
-        """Insert the new events (the caller commits)."""
+        """Insert the new events and their keys, merging the keys' recent level when it is full (the
+        caller commits)."""
         self.store._many(self.conn, _INSERT_EVENTS, [link_params(k) for k in links])
+        self.store._many(self.conn, _INSERT_KEYS, key_rows(list(links)))
         if checks:
             self.store._many(self.conn, _INSERT_CHECK_WORKS, [(*c[:5], c.notices.decode()) for c in checks])
+        oldest = self._q("SELECT min(seq) FROM event_keys_recent").fetchone()[0]
+        if oldest is not None and links[-1].event.seq - oldest + 1 >= MERGE_EVENTS:
+            for sql in _MERGE_KEYS:
+                self._q(sql)
 
 
 class SqlReader:
@@ -300,11 +316,14 @@ class SqlReader:
     def citing_events(self, arxiv_id: str) -> list[Fact]:
         """Statement 2: citations and resolutions of every observation ever resolved to the paper."""
         return self._facts(
-            f"SELECT {FACT_COLUMNS} FROM events WHERE observation_id IN ("
-            "  SELECT observation_id FROM events WHERE cited_arxiv_id = ? "
-            "  AND observed_us <= ? AND recorded_us <= ?) "
+            f"SELECT {FACT_COLUMNS} FROM events WHERE seq IN ("
+            "  SELECT o.seq FROM event_keys_all AS o WHERE o.key IN ("
+            f"   SELECT '{OBSERVATION}' || {self.store.dialect.json_text('observation_id')}"
+            "    FROM event_keys_all AS c"
+            "    JOIN events ON events.seq = c.seq"
+            "    WHERE c.key = ? AND events.observed_us <= ? AND events.recorded_us <= ?)) "
             "AND observed_us <= ? AND recorded_us <= ? ORDER BY seq",
-            (arxiv_id, self.t, self.k, self.t, self.k),
+            (CITED + arxiv_id, self.t, self.k, self.t, self.k),
         )
 
     def snapshots(self, arxiv_ids: Sequence[str]) -> list[Fact]:
@@ -453,28 +472,56 @@ class SqlTables:
     def check_works_after(self, seq: int, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
         """check_works rows of events after seq (up to `upto`) in (seq, work_id) order, read lazily
         (a page at a time where the dialect says)."""
-        end = sys.maxsize if upto is None else upto
-        page = self.store.dialect.page
-        sql = (
-            f"SELECT {CHECK_WORKS_COLUMNS} FROM check_works WHERE seq > ? AND seq <= ? ORDER BY seq, work_id"
-        )
-        if page is None:
-            return iter(self._q(sql, (seq, end)))
-        return self._pages(seq, end, page)
+        return self._by_seq("check_works", CHECK_WORKS_COLUMNS, seq, upto)
 
-    def _pages(self, seq: int, end: int, page: int) -> Iterator[tuple[Any, ...]]:
-        rows = self._q(
-            f"SELECT {CHECK_WORKS_COLUMNS} FROM check_works WHERE seq > ? AND seq <= ? "
-            "ORDER BY seq, work_id LIMIT ?",
-            (seq, end, page),
-        ).fetchall()
+    def index_after(self, seq: int, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """Every derived row of the events after seq (up to `upto`) in seq order, read lazily:
+        (seq, "check", work_id, source, observed_us, recorded_us, notices) for check_works and
+        (seq, "key", key) for event_keys at either level."""
+        checks = ((r[0], "check", *r[1:]) for r in self.check_works_after(seq, upto))
+        keys = (
+            (r[0], "key", r[1])
+            for r in heapq.merge(
+                self._by_seq("event_keys", "seq, key", seq, upto),
+                self._by_seq("event_keys_recent", "seq, key", seq, upto),
+            )
+        )
+        return heapq.merge(checks, keys)
+
+    def repeated_event_id(self) -> tuple[str, list[int]] | None:
+        """An event id stored under more than one seq, with its seqs (the ledger holds none)."""
+        row = self._q(
+            "SELECT key FROM event_keys WHERE key >= 'e:' AND key < 'e;' GROUP BY key HAVING count(*) > 1 "
+            "UNION ALL SELECT r.key FROM event_keys_recent AS r WHERE r.key >= 'e:' AND r.key < 'e;' "
+            "AND EXISTS (SELECT 1 FROM event_keys_all AS b WHERE b.key = r.key AND b.seq <> r.seq) LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None
+        seqs = self._q("SELECT seq FROM event_keys_all WHERE key = ? ORDER BY seq", (row[0],))
+        return row[0].removeprefix(EVENT), [r[0] for r in seqs]
+
+    def _by_seq(self, table: str, columns: str, seq: int, upto: int | None) -> Iterator[tuple[Any, ...]]:
+        """The rows of `table` (whose `columns` start with seq and a second key) after seq, up to
+        `upto`, in that order."""
+        end = sys.maxsize if upto is None else upto
+        second = columns.split(", ")[1]
+        page = self.store.dialect.page
+        select, order = f"SELECT {columns} FROM {table} WHERE ", f" AND seq <= ? ORDER BY seq, {second}"
+        if page is None:
+            return iter(self._q(select + "seq > ?" + order, (seq, end)))
+        return self._pages(select, order, (seq, end), page)
+
+    def _pages(
+        self, select: str, order: str, bounds: tuple[int, int], page: int
+    ) -> Iterator[tuple[Any, ...]]:
+        seq, end = bounds
+        rows = self._q(select + "seq > ?" + order + " LIMIT ?", (seq, end, page)).fetchall()
+        second = order.rsplit(", ", 1)[1]
         while rows:
             yield from rows
             last = rows[-1]
             rows = self._q(
-                f"SELECT {CHECK_WORKS_COLUMNS} FROM check_works WHERE (seq, work_id) > (?, ?) AND seq <= ? "
-                "ORDER BY seq, work_id LIMIT ?",
-                (last[0], last[1], end, page),
+                select + f"(seq, {second}) > (?, ?)" + order + " LIMIT ?", (last[0], last[1], end, page)
             ).fetchall()
 
     # -- scrub passes ----------------------------------------------------------------
@@ -506,12 +553,13 @@ class SqlTables:
     def latest_cited_works(self, as_of_us: int) -> list[tuple[str, str, str | None]]:
         """(observation_id, type, cited_work JSON) of each observation's latest citation and resolution."""
         # greatest observed_us, ties to the later seq, with only cited_work extracted
+        d = self.store.dialect
+        oid = d.json_text("observation_id")
         rows = self._q(
             "SELECT observation_id, type, cited_work FROM ("
-            f"  SELECT observation_id, type, {self.store.dialect.json_value('cited_work')} AS cited_work,"
-            "   row_number() OVER (PARTITION BY observation_id, type"
-            "   ORDER BY observed_us DESC, seq DESC) AS rn"
-            "  FROM events WHERE observation_id IS NOT NULL AND observed_us <= ?"
+            f"  SELECT {oid} AS observation_id, type, {d.json_value('cited_work')} AS cited_work,"
+            f"   row_number() OVER (PARTITION BY {oid}, type ORDER BY observed_us DESC, seq DESC) AS rn"
+            "  FROM events WHERE type IN ('citation.observed', 'resolution.observed') AND observed_us <= ?"
             ") AS latest WHERE rn = 1",
             (as_of_us,),
         )
@@ -530,8 +578,8 @@ class SqlTables:
         """Citations and resolutions of the given observations observed in (after, until], in seq order."""
         d = self.store.dialect
         rows = self._q(
-            f"SELECT {FACT_COLUMNS} FROM events WHERE {d.any_of('observation_id')} "
+            f"SELECT {FACT_COLUMNS} FROM events WHERE {_KEYED.format(d.any_of('key'))} "
             "AND observed_us > ? AND observed_us <= ? ORDER BY seq",
-            (d.bind_list(observation_ids), after_us, until_us),
+            (d.bind_list([OBSERVATION + o for o in observation_ids]), after_us, until_us),
         )
         return [fact_row(r) for r in rows]

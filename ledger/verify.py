@@ -20,6 +20,7 @@ from .chain import GENESIS, Follower
 from .checkpoint import Checkpoint, NoteError, unsigned_checkpoint
 from .events import ChainLink
 from .facts import Head, VerifiedPoint
+from .keys import link_keys
 from .merkle import CompactRange, leaf_hash
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ TRUNCATION_NOTE = (
     "checkpoint you hold to detect truncation."
 )
 _NODE_BATCH = 2048
-_INDEX_MISMATCH = "the check_works index does not match the standing check's data"
+_INDEX_MISMATCH = "the derived index rows (check_works, event_keys) do not match the event's data"
 
 
 class _Start(NamedTuple):
@@ -162,17 +163,23 @@ def _walk(
             rows: Iterable[ChainLink]
             if batch is None:
                 rows, final = store.iter_chain(after=walk.last_seq), True
-                walk.begin(tables.check_works_after(walk.last_seq))
+                walk.begin(tables.index_after(walk.last_seq))
             else:
                 rows = list(islice(store.iter_chain(after=walk.last_seq, batch=batch), batch))
                 final = len(rows) < batch
                 # the last batch also reads the index rows past its events: rows for no event
                 upto = None if final else rows[-1].event.seq
-                walk.begin(tables.check_works_after(walk.last_seq, upto))
+                walk.begin(tables.index_after(walk.last_seq, upto))
             bad = walk.run(rows)
             leftover = walk.index_leftover()  # also closes the index cursor before anything writes
             if bad is None and final:
-                bad = leftover or _check_fill(tables, walk.last_seq) or _check_checkpoint(held, walk)
+                # a cut-off end is named as such first, then rows the events do not account for
+                bad = (
+                    _check_fill(tables, walk.last_seq)
+                    or _check_checkpoint(held, walk)
+                    or leftover
+                    or _check_event_ids(tables)
+                )
             if bad is not None or final:
                 return walk, bad, store.head()
         if between is not None and not between():
@@ -189,7 +196,9 @@ def _report(
     remember: bool,
 ) -> VerifyReport:
     if bad is not None:
-        return VerifyReport(False, walk.checked, head, bad[0], bad[1], resumed, walk.nodes_checked, point)
+        # a check after the walk (a repeated event id) can name a seq the walk passed: count up to it
+        checked = min(walk.checked, bad[0] - 1 - walk.start.seq)
+        return VerifyReport(False, checked, head, bad[0], bad[1], resumed, walk.nodes_checked, point)
     if remember and walk.last_seq:
         # best effort: a read-only ledger still verifies, it just cannot be resumed from later
         tables.save_verified_point(walk.last_seq, walk.prev, walk.tree.peaks)
@@ -234,8 +243,8 @@ class _Walk:
         return self.chain.prev
 
     def begin(self, index_rows: Iterator[tuple[Any, ...]]) -> None:
-        """Start a read: the check_works rows of the events it walks, and the Merkle fill as of now."""
-        # check_works rows are compared per event as the walk passes it, so memory stays flat
+        """Start a read: the derived rows of the events it walks, and the Merkle fill as of now."""
+        # derived rows are compared per event as the walk passes it, so memory stays flat
         self.index_rows = index_rows
         self.index_next = next(self.index_rows, None)
         self.filled = self.tables.fill_state()[0]
@@ -249,18 +258,17 @@ class _Walk:
             if reason is not None:
                 bad = (seq, reason)
                 break
-            implied = link_checks(link)
-            nxt = self.index_next
-            # most events imply no index row and have none before them: nothing to compare
-            if implied or (nxt is not None and nxt[0] <= seq):
-                expected = sorted(
-                    (c.seq, c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
-                    for c in implied
-                )
-                index_bad = self._index_upto(seq, expected)
-                if index_bad is not None:
-                    bad = index_bad
-                    break
+            expected = sorted(
+                [(seq, "key", k) for k in link_keys(link)]
+                + [
+                    (c.seq, "check", c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
+                    for c in link_checks(link)
+                ]
+            )
+            index_bad = self._index_upto(seq, expected)
+            if index_bad is not None:
+                bad = index_bad
+                break
             for node in self.tree.append(leaf_hash(body)):
                 if node[0] >= ms.STORED_LEVEL and (node[1] + 1) << node[0] <= self.filled:
                     self.pending.append(node)
@@ -278,7 +286,7 @@ class _Walk:
         return bad
 
     def _index_upto(self, seq: int, expected: list[tuple[Any, ...]]) -> tuple[int, str] | None:
-        """Consume the index rows up to `seq`; they must be exactly `expected` (the check's rows)."""
+        """Consume the derived rows up to `seq`; they must be exactly `expected` (the event's)."""
         found: list[tuple[Any, ...]] = []
         while self.index_next is not None and self.index_next[0] <= seq:
             row, self.index_next = tuple(self.index_next), next(self.index_rows, None)
@@ -293,7 +301,9 @@ class _Walk:
         """Index rows past the last event walked: rows for events the ledger does not hold."""
         row, self.index_next = self.index_next, None
         self.index_rows = iter(())
-        return None if row is None else (row[0], _INDEX_MISMATCH)
+        if row is None:
+            return None
+        return row[0], f"{_INDEX_MISMATCH}: rows for seq {row[0]}, past the last event (events cut off?)"
 
     def _flush(self) -> tuple[int, str] | None:
         """Compare the nodes the walk completed with the stored ones."""
@@ -308,6 +318,16 @@ class _Walk:
                 what = "is missing" if (level, index) not in stored else "does not match the events"
                 return first, f"the stored Merkle node ({level}, {index}) over seqs {first}..{last} {what}"
         return None
+
+
+def _check_event_ids(tables: Tables) -> tuple[int, str] | None:
+    """No event id is stored twice (appends refuse it; only a write around them can do it)."""
+    repeated = tables.repeated_event_id()
+    if repeated is None:
+        return None
+    event_id, seqs = repeated
+    shown = " and ".join(map(str, seqs))
+    return seqs[-1], f"event_id {event_id} is stored more than once (seq {shown})"
 
 
 def _check_fill(tables: Tables, last_seq: int) -> tuple[int, str] | None:

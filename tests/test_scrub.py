@@ -38,6 +38,7 @@ from tests import raw
 from tests.chain_helpers import imported_fixture_db
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import paper, ts
+from tests.old_layout import build_old_ledger
 from tests.test_verify import BROKEN
 
 with warnings.catch_warnings():
@@ -320,19 +321,17 @@ def test_the_server_scrubs_in_the_background_and_healthz_turns_503(db: str) -> N
 # -- the schema step ---------------------------------------------------------------------------------
 
 
-def test_the_scrub_passes_step_upgrades_an_existing_ledger(db: str) -> None:
+def test_the_scrub_passes_step_upgrades_an_existing_ledger(db: str, new_db: NewDb) -> None:
     from ledger import migrations, pg_migrations
 
-    if is_pg_url(db):
-        n = len(pg_migrations.MIGRATIONS)
-        raw.edit(db, "DROP TABLE scrub_passes", f"DELETE FROM ledger_schema WHERE version = {n}")
-    else:
-        n = len(migrations.MIGRATIONS)
-        raw.edit(db, "DROP TABLE scrub_passes", f"PRAGMA user_version = {n - 1}")
-    ledger = Ledger(db)  # migrates the older schema
+    old = new_db("old.db")
+    steps = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS
+    before = next(i for i, script in enumerate(steps) if "CREATE TABLE scrub_passes" in script)
+    build_old_ledger(old, before, Ledger(db))
+    ledger = Ledger(old)  # migrates the older schema
     assert ledger.store.tables.last_pass() is None and ledger.head().seq == N
     done = scrub_pass(ledger.store, PassLog(ledger.store))
-    assert done is not None and ledger.store.tables.last_pass() == done
+    assert done is not None and done.ok and ledger.store.tables.last_pass() == done
 
 
 # -- a read-only server writes nothing --------------------------------------------------------------

@@ -13,10 +13,11 @@ from click.testing import CliRunner, Result
 
 from cli.main import main
 from ledger.backend import is_pg_url
+from ledger.chain import body_bytes, link_hash
 from ledger.verify import TRUNCATION_NOTE
 from service.ledger import Ledger
-from tests.chain_helpers import imported_fixture_db
-from tests.raw import copy_db, edit, one
+from tests.chain_helpers import cut_sql, imported_fixture_db
+from tests.raw import copy_db, edit, one, rows
 
 TITLE = b"MLP-Offload"
 N = 132  # events of the imported fixture; 131 and 132 are its two standing checks
@@ -135,6 +136,42 @@ def truncated_leaving_check_rows(db: str) -> int:
     return 131
 
 
+def _key_tables(sql: str) -> list[str]:
+    """`sql` on both levels of event_keys (the fixture's keys are all still in the recent one)."""
+    return [sql.format(table) for table in ("event_keys", "event_keys_recent")]
+
+
+def removed_event_key(db: str) -> int:
+    edit(db, *_key_tables("DELETE FROM {} WHERE seq = 50 AND key LIKE 'e:%'"))
+    return 50
+
+
+def forged_event_key(db: str) -> int:
+    edit(db, "INSERT INTO event_keys_recent (key, seq) VALUES ('c:2101.99999', 20)")
+    return 20
+
+
+def repeated_event_id(db: str) -> int:
+    """The last event re-made with the event_id of seq 5, re-chained, with its key: only the
+    uniqueness of event ids is broken."""
+    row = rows(db, f"SELECT {', '.join(_ENVELOPE)} FROM events WHERE seq = {N}")[0]
+    e = dict(zip(_ENVELOPE, row, strict=True))
+    taken = str(one(db, "SELECT event_id FROM events WHERE seq = 5"))
+    body = body_bytes(e["data"].encode(), taken, e["observed_at"], e["recorded_at"], N, e["stream"],
+                      e["stream_version"], e["type"])  # fmt: skip
+    edit(
+        db,
+        *_key_tables(f"UPDATE {{}} SET key = 'e:{taken}' WHERE seq = {N} AND key LIKE 'e:%'"),
+        "UPDATE events SET event_id = ?, hash = ? WHERE seq = ?",
+        params=(taken, link_hash(e["prev_hash"], body), N),
+    )
+    return N
+
+
+_ENVELOPE = ["event_id", "stream", "stream_version", "type", "observed_at", "recorded_at", "data",
+             "prev_hash"]  # fmt: skip
+
+
 BROKEN: list[Any] = [
     pytest.param(
         flipped_bit_data,
@@ -155,12 +192,16 @@ BROKEN: list[Any] = [
         edited_recorded_us, "recorded_at .* does not match its index column", id="edited-recorded_us"
     ),
     pytest.param(edited_stream_version, "stream_version 1000 of paper:", id="edited-stream_version"),
-    pytest.param(edited_check_index, "check_works index does not match", id="edited-check-index"),
-    pytest.param(removed_check_index_row, "check_works index does not match", id="removed-check-index-row"),
-    pytest.param(added_check_index_row, "check_works index does not match", id="added-check-index-row"),
+    pytest.param(edited_check_index, "derived index rows .* do not match", id="edited-check-index"),
+    pytest.param(removed_check_index_row, "derived index rows .* do not match", id="removed-check-index-row"),
+    pytest.param(added_check_index_row, "derived index rows .* do not match", id="added-check-index-row"),
+    pytest.param(removed_event_key, "derived index rows .* do not match", id="removed-event-key"),
+    pytest.param(forged_event_key, "derived index rows .* do not match", id="forged-event-key"),
+    pytest.param(repeated_event_id, r"event_id .* is stored more than once \(seq 5 and 132\)",
+                 id="repeated-event-id"),  # fmt: skip
     pytest.param(
         truncated_leaving_check_rows,
-        "check_works index does not match",
+        "derived index rows .* do not match",
         id="truncated-leaving-check-rows",
     ),
 ]
@@ -205,7 +246,7 @@ def test_flipped_bit_in_the_data_column_is_valid_json_but_not_to_verify(copy: st
 @pytest.mark.parametrize("keep", [131, 120, 1], ids=["truncated", "truncated-12", "truncated-to-1"])
 def test_truncated_chain_still_verifies_but_the_note_says_so(copy: str, keep: int) -> None:
     # the index rows first: PostgreSQL refuses to delete events they still reference
-    edit(copy, f"DELETE FROM check_works WHERE seq > {keep}", f"DELETE FROM events WHERE seq > {keep}")
+    edit(copy, *cut_sql(keep))
     report = Ledger(copy).verify()
     assert (report.ok, report.first_bad_seq, report.events_checked) == (True, None, keep)
     assert report.head.seq == keep < N
@@ -221,7 +262,7 @@ def test_truncated_chain_still_verifies_but_the_note_says_so(copy: str, keep: in
 
 def test_truncation_shows_against_a_held_checkpoint(copy: str) -> None:
     checkpoint = Ledger(copy).head()
-    edit(copy, "DELETE FROM check_works WHERE seq > 100", "DELETE FROM events WHERE seq > 100")
+    edit(copy, *cut_sql(100))
     report = Ledger(copy).verify()
     assert report.ok and report.head != checkpoint and report.head.seq < checkpoint.seq
 

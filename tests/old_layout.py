@@ -1,0 +1,53 @@
+"""Ledgers in an older stored layout, to test that opening one upgrades it: the schema steps up to a
+given one, then the rows of a ledger of today (the columns of events and check_works never changed)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ledger import migrations, pg_migrations
+from ledger.backend import is_pg_url
+from ledger.sql import link_params
+from service.ledger import Ledger
+
+EVENT_COLUMNS = (
+    "seq, event_id, stream, stream_version, type, observed_at, observed_us, recorded_at, recorded_us, "
+    "data, prev_hash, hash"
+)
+CHECK_COLUMNS = "seq, work_id, source, observed_us, recorded_us, notices"
+
+
+def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
+    """Make empty `db` a ledger of schema version `steps` holding `source`'s events."""
+    events = [link_params(link) for link in source.store.iter_chain()]
+    checks = list(source.store.iter_check_works())
+    insert_events = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join(['?'] * 12)})"
+    insert_checks = f"INSERT INTO check_works ({CHECK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+    if is_pg_url(db):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("CREATE TABLE ledger_schema (version integer NOT NULL)")
+            for number, script in enumerate(pg_migrations.MIGRATIONS[:steps], start=1):
+                conn.execute(script)
+                conn.execute("INSERT INTO ledger_schema (version) VALUES (%s)", (number,))
+            _insert(conn, insert_events.replace("?", "%s"), events)
+            _insert(conn, insert_checks.replace("?", "%s"), checks)
+        return
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        for script in migrations.MIGRATIONS[:steps]:
+            for statement in migrations._split(script):
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {steps}")
+        _insert(conn, insert_events, events)
+        _insert(conn, insert_checks, checks)
+    finally:
+        conn.close()
+
+
+def _insert(conn: Any, sql: str, rows: list[Any]) -> None:
+    if rows:
+        conn.cursor().executemany(sql, rows)

@@ -1,0 +1,119 @@
+"""The lookup keys (ledger/keys.py): what each event implies, the two levels, and the layout upgrade."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger import events as ev
+from ledger import migrations, pg_migrations
+from ledger.backend import is_pg_url
+from ledger.instants import parse_ts
+from ledger.keys import key_rows, link_keys
+from service.ledger import Ledger
+from tests.conftest import NewDb
+from tests.factories import check, citation, paper, resolution, ts
+from tests.old_layout import build_old_ledger
+from tests.raw import rows
+
+OID = "0b7f3c9e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
+A, B = "2101.00001", "2101.00002"
+
+
+def _keys_of(ledger: Ledger, event: ev.Event) -> list[str]:
+    ledger.append([event])
+    link = list(ledger.store.iter_chain(after=ledger.head().seq - 1))[0]
+    return link_keys(link)
+
+
+@pytest.mark.parametrize(
+    ("events", "kinds"),
+    [
+        pytest.param([paper(A, ts(0))], ["e:"], id="paper"),
+        pytest.param([citation(OID, A, ts(1))], ["e:", "o:"], id="citation"),
+        pytest.param([citation(OID, A, ts(1)), resolution(OID, ts(2), cited_arxiv=B)], ["e:", "o:", "c:"],
+                     id="resolution-to-an-arxiv-paper"),
+        pytest.param([citation(OID, A, ts(1)), resolution(OID, ts(2), "unresolved")], ["e:", "o:"],
+                     id="resolution-to-no-paper"),
+        pytest.param([check("crossref", ts(3), ["w-1"])], ["e:"], id="standing-check"),
+    ],
+)  # fmt: skip
+def test_each_event_implies_its_keys(fresh_ledger: Ledger, events: list[ev.Event], kinds: list[str]) -> None:
+    fresh_ledger.append(events[:-1])
+    keys = _keys_of(fresh_ledger, events[-1])
+    assert [k[:2] for k in keys] == kinds
+    appended = fresh_ledger.store.read_log()[-1]
+    assert keys[0] == "e:" + appended.event_id
+    if "o:" in kinds:
+        assert keys[1] == "o:" + OID
+    if "c:" in kinds:
+        assert keys[2] == "c:" + B
+
+
+def _levels(db: str) -> tuple[int, int]:
+    return (
+        int(rows(db, "SELECT count(*) FROM event_keys")[0][0]),
+        int(rows(db, "SELECT count(*) FROM event_keys_recent")[0][0]),
+    )
+
+
+def _cite(i: int) -> list[ev.Event]:
+    """Paper A's i-th citation of paper B, resolved to it."""
+    oid = f"0b7f3c9e-1c2d-4e5f-8a9b-{i:012d}"
+    return [citation(oid, A, ts(10 + i), i), resolution(oid, ts(10 + i, 1), cited_arxiv=B)]
+
+
+def test_keys_move_to_the_merged_level_and_lookups_read_both(
+    fresh_ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", 4)
+    ledger, db = fresh_ledger, fresh_ledger.url
+    ledger.append([paper(A, ts(0)), paper(B, ts(1))])
+    assert _levels(db) == (0, 2)
+    ledger.append(_cite(0))  # 4 events: the merge runs in this append
+    assert _levels(db) == (2 + 5, 0)
+    ledger.append(_cite(1))
+    assert _levels(db) == (7, 5)
+    # a duplicate of a merged event and one of a recent event are both found
+    again = ledger.append(_cite(0) + _cite(1))
+    assert again.duplicates == 4 and ledger.head().seq == 6
+    # a resolution whose citation's keys were merged still finds its citing paper
+    oid = "0b7f3c9e-1c2d-4e5f-8a9b-000000000000"
+    ledger.append([resolution(oid, ts(30), "unresolved")])
+    record, _, _ = ledger.record(B, as_of_us=None)
+    assert len(record["inbound"]) == 1  # citation 0 was re-resolved away from B; citation 1 remains
+    assert ledger.verify().ok
+
+
+def test_a_record_is_the_same_whichever_level_holds_its_keys(
+    new_db: NewDb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = [paper(A, ts(0)), paper(B, ts(1))] + [e for i in range(6) for e in _cite(i)]
+    built = {}
+    for merge in (3, 10**9):
+        monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", merge)
+        ledger = Ledger(new_db(f"m{merge}.db"))
+        for i in range(0, len(events), 2):
+            ledger.append(events[i : i + 2])
+        merged, recent = _levels(ledger.url)
+        assert (merged > 0) == (merge == 3) and recent > 0
+        record, seqs, _ = ledger.record(B, as_of_us=None)
+        built[merge] = (len(record["inbound"]), [o["observation_id"] for o in record["inbound"]], seqs)
+        assert ledger.verify().ok
+    assert built[3] == built[10**9] and built[3][0] == 6
+
+
+def test_opening_a_ledger_of_the_older_layout_upgrades_it(imported_ledger: Ledger, new_db: NewDb) -> None:
+    old = new_db("old.db")
+    layout_step = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS
+    before = next(i for i, script in enumerate(layout_step) if "CREATE TABLE event_keys" in script)
+    build_old_ledger(old, before, imported_ledger)
+    assert rows(old, "SELECT count(*) FROM events")[0][0] == imported_ledger.head().seq
+    upgraded = Ledger(old)  # migrates the stored layout
+    assert upgraded.head() == imported_ledger.head()
+    report = upgraded.verify()
+    assert report.ok and report.events_checked == imported_ledger.head().seq
+    want = sorted(key_rows(list(imported_ledger.store.iter_chain())))
+    got = sorted(rows(old, "SELECT key, seq FROM event_keys_all"))
+    assert got == [tuple(r) for r in want]
+    t = parse_ts("2026-08-10T00:00:00Z")
+    assert upgraded.record_bytes("2509.02480", t)[0] == imported_ledger.record_bytes("2509.02480", t)[0]
