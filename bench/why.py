@@ -6,13 +6,16 @@ from typing import Any
 
 WHY: dict[str, str] = {
     "append_library": (
-        "The bare reference appends rows to a table with only a rowid. The ledger's events table has five "
-        "more B-trees (UNIQUE event_id and UNIQUE (stream, stream_version), events_stream_type_time, and the "
-        "partial indexes on the generated observation_id / cited_arxiv_id columns, each a json_extract of "
-        "the data) plus the events_no_replace trigger, which runs three more index probes per row. Random "
-        "UUID keys spread each 1000-row commit over hundreds of index pages, so every commit writes and "
-        "fsyncs far more WAL than the plain table, more as the ledger grows. The same rows inserted with a "
-        "bare executemany into a copy of the ledger at this size (baseline.into_product_schema) bound what "
+        "The bare reference appends rows to a table with only a rowid. The ledger's events table keeps "
+        "two more B-trees whose keys have locality (UNIQUE (stream, stream_version) and "
+        "events_stream_type_time: a batch's events share a few streams) and the events_no_replace "
+        "trigger (two index probes per row). The keys without order (event ids, observation ids, cited "
+        "arXiv ids, the standing checks' work ids) go to the small recent levels of event_keys and "
+        "check_works (ledger/keys.py): each commit rewrites most of their few hundred leaf pages, and "
+        "every 25,000 events a merge writes the merged levels' leaf pages once. bench/floor.py measures "
+        "this layout bare, with no ledger code, at about 0.4 of the peer's table: the two-level keys "
+        "are what idempotency and the record's lookups cost. The same rows inserted with a bare "
+        "executemany into a copy of the ledger at this size (baseline.into_product_schema) bound what "
         "any ledger code could reach; the rest (validation, canonical encoding, uuid5, blake3) is the "
         "Python share in the profile."
     ),
@@ -24,18 +27,17 @@ WHY: dict[str, str] = {
         "These are in ledger/codec.py, ledger/importer.py and api/writes.py."
     ),
     "http_singles": (
-        "Each acknowledged append waits for a COMMIT whose WAL write covers the pages of six B-trees "
+        "Each acknowledged append waits for a COMMIT whose WAL write covers the rows and their keys "
         "(see append_library), and the server's one Python process does the write path's validation, "
         "group-commit hand-off and the transaction on top of the same per-request HTTP work the no-op "
         "route does; the profile shows the split."
     ),
     "library_singles": (
-        "Group commit shares each fsync among the waiting callers (8 here), but the group's COMMIT "
-        "writes the dirty pages of all six B-trees of the events table (random UUID keys: about one "
-        "leaf page per index per event), so it costs several times the bare one-row commit; the "
-        "bare one-row transaction into the product schema (baseline.into_product_schema) shows it. "
-        "The rest is the per-batch reads (existing ids, stream versions) and validation in Python, "
-        "serialised by the GIL."
+        "Group commit shares each fsync among the waiting callers (8 here); the group's COMMIT writes "
+        "the events' pages and the recent key levels' pages (see append_library), so it costs more than "
+        "the bare one-row commit; the bare one-row transaction into the product schema "
+        "(baseline.into_product_schema) shows it. The rest is the per-batch reads (existing ids, stream "
+        "versions) and validation in Python, serialised by the GIL."
     ),
     "projection": (
         "The record's reads are index seeks (source_heads: a skip-scan over the source streams and a "
@@ -44,11 +46,11 @@ WHY: dict[str, str] = {
     "verify": (
         "verify joins each body from the stored columns (the bare chain's bytes), checks seq, prev_hash "
         "and the stream version, links it with blake3 like the bare chain, then does what it does not: "
-        "parses observed_at and recorded_at to compare them with their index columns (observed_at is mostly "
-        "unique, so parse_ts's cache misses about half the time), hashes a Merkle leaf and its completed "
-        "nodes (SHA-256, a compact range in Python) and compares the check_works rows of each standing "
-        "check. About 25 Python calls an event; the profile shows the split (ledger/verify.py, "
-        "ledger/chain.py, ledger/merkle.py)."
+        "parses observed_at and recorded_at to compare them with their index columns, hashes a Merkle "
+        "leaf and its completed nodes (SHA-256, a compact range in Python), and compares every derived "
+        "row (each event's keys, each standing check's per-work rows, read in seq order from both "
+        "levels and merged) with the event's data. About 30 Python calls an event; the profile shows "
+        "the split (ledger/verify.py, ledger/chain.py, ledger/merkle.py, ledger/keys.py)."
     ),
     "rss_verify": (
         "verify holds one page of rows, the stream versions, parse_ts's cache (65,536 instants) and the "
@@ -56,23 +58,24 @@ WHY: dict[str, str] = {
     ),
     "get_record": ("Below the cache's reach, the record is rebuilt; see the profile."),
     "append_vs_peer": (
-        "eventsourcing's SQLiteApplicationRecorder.insert_events runs, in one BEGIN ... COMMIT per call, one "
-        "INSERT per event of four values already serialised (originator_id, originator_version, topic, "
-        "state) into a table of two B-trees (rowid, and the (originator_id, originator_version) primary "
-        "key), and reads nothing. Ledger.append re-checks each event's type, encodes it canonically, derives "
-        "its uuid5 id, reads the existing ids and stream versions, chains blake3 hashes and writes 12 "
-        "columns into six B-trees and a trigger (see append_library)."
+        "eventsourcing's SQLiteApplicationRecorder.insert_events runs, in one BEGIN ... COMMIT per "
+        "call, one INSERT per event of four values already serialised (originator_id, "
+        "originator_version, topic, state) into a table of two B-trees (rowid, and the (originator_id, "
+        "originator_version) primary key), and reads nothing. Ledger.append re-checks each event's "
+        "type, encodes it canonically, derives its uuid5 id, reads the existing ids and stream "
+        "versions, chains blake3 hashes and writes 12 columns into three B-trees and the two-level keys "
+        "(see append_library); bench/floor.py measures the bare cost of those keys."
     ),
     "singles_vs_peer": (
-        "The peer's single event is one BEGIN, one INSERT into two B-trees and one COMMIT (one WAL fsync at "
-        "FULL), from one caller. The ledger's group commit shares each COMMIT among the waiting callers "
-        "(8 here), but each group's transaction does the ledger's per-batch reads, checks and six-B-tree "
-        "writes in one Python process (see library_singles)."
+        "The peer's single event is one BEGIN, one INSERT into two B-trees and one COMMIT (one WAL "
+        "fsync at FULL), from one caller. The ledger's group commit shares each COMMIT among the "
+        "waiting callers (8 here), but each group's transaction does the ledger's per-batch reads, "
+        "checks and writes (rows and keys) in one Python process (see library_singles)."
     ),
     "append_flat": (
-        "The events table's secondary indexes have random keys (event_id, observation_id: UUIDs), so as "
-        "the ledger grows each 1000-event batch touches more distinct index pages that are not in "
-        "SQLite's page cache: read from the file, then written to the WAL at every commit."
+        "The recent key levels stay small, but the merged levels grow with the ledger: each merge "
+        "(every 25,000 events) writes their leaf pages once, and each batch's lookups (existing ids, "
+        "citing papers) probe them, reading pages outside SQLite's page cache as they grow."
     ),
 }
 
@@ -105,15 +108,13 @@ def explain(
 WHY_PG: dict[str, str] = {
     "append_library": (
         "The bare reference appends heap rows to a table without any index. The ledger's events table "
-        "keeps six B-trees (primary key seq, UNIQUE event_id, UNIQUE (stream, stream_version), "
-        "events_stream_type_time, and the partial indexes on the generated observation_id / "
-        "cited_arxiv_id columns, which PostgreSQL computes by parsing data as jsonb), and every standing "
-        "check adds check_works rows (their own primary key, and a foreign-key check against events). "
-        "Random UUID keys spread each 1000-row commit over many index pages. Each batch also takes the "
-        "append lock (LOCK TABLE events IN EXCLUSIVE MODE) and reads the head, existing ids, citing papers "
-        "and stream versions first, each a round trip; the profile shows most of the time waiting on the "
-        "server inside SqlWriteTx.insert. The same rows inserted bare into a copy of the ledger's database "
-        "(baseline.into_product_schema) bound what any ledger code could reach."
+        "keeps three B-trees (primary key seq, UNIQUE (stream, stream_version), "
+        "events_stream_type_time) and the keys without order go to the recent levels of event_keys and "
+        "check_works (ledger/keys.py), merged every 25,000 events. Each batch also takes the append "
+        "lock and reads the head, existing ids, citing papers and stream versions first, each a round "
+        "trip; the profile shows most of the time waiting on the server inside SqlWriteTx.insert. The "
+        "same rows inserted bare into a copy of the ledger's database (baseline.into_product_schema) "
+        "bound what any ledger code could reach."
     ),
     "append_http": (
         "Everything of the library append on PostgreSQL (see append_library), plus what the API does "
@@ -122,22 +123,22 @@ WHY_PG: dict[str, str] = {
     "http_singles": (
         "Each acknowledged append waits for its group's COMMIT (a WAL flush at synchronous_commit=on); "
         "the group's transaction takes the append lock, then every batch in it makes its own reads "
-        "(existing ids, citing papers, stream versions: round trips to the server) before the rows go "
-        "into the six B-trees; the server's one Python process does this on top of the HTTP work the "
-        "no-op route does. The profile shows the group-commit writer waiting on the server."
+        "(existing ids, citing papers, stream versions: round trips to the server) before the rows and "
+        "keys go in; the server's one Python process does this on top of the HTTP work the no-op route "
+        "does. The profile shows the group-commit writer waiting on the server."
     ),
     "library_singles": (
         "Group commit shares each WAL flush among the waiting callers, but each group's transaction "
-        "takes the append lock and makes per-batch reads (round trips) before inserting into six "
-        "B-trees plus check_works; the bare one-row transaction into the ledger's own database "
-        "(baseline.into_product_schema) shows what the schema alone costs. The profile shows the "
-        "writer thread waiting on the server."
+        "takes the append lock and makes per-batch reads (round trips) before inserting the rows and "
+        "their keys; the bare one-row transaction into the ledger's own database "
+        "(baseline.into_product_schema) shows what the schema alone costs. The profile shows the writer "
+        "thread waiting on the server."
     ),
     "verify": (
-        "verify joins each body from the stored columns and links it with blake3 as the bare chain does, "
-        "over rows read from the server in 5000-row pages, then also parses two instants, hashes a Merkle "
-        "leaf and its nodes and compares the check_works rows of each standing check; the profile shows "
-        "the split."
+        "verify joins each body from the stored columns and links it with blake3 as the bare chain "
+        "does, over rows read from the server in 5000-row pages, then also parses two instants, hashes "
+        "a Merkle leaf and its nodes and compares every derived row (keys and per-work check rows, "
+        "paged from both levels) with the event's data; the profile shows the split."
     ),
     "get_record": (
         "The route answers from its record cache, keyed by the head, so every request first reads the "
@@ -150,20 +151,20 @@ WHY_PG: dict[str, str] = {
     "append_vs_peer": (
         "eventsourcing's PostgresApplicationRecorder.insert_events sends, pipelined in one transaction, "
         "LOCK TABLE ... IN EXCLUSIVE MODE, NOTIFY and one INSERT ... SELECT FROM unnest(%s) RETURNING "
-        "notification_id carrying the whole batch as one array parameter of four values an event, into a "
-        "heap with two B-trees (primary key (originator_id, originator_version), unique notification_id). "
-        "Ledger.append takes its lock too, but reads the head, existing ids, citing papers and stream "
-        "versions first (round trips) and writes 12 columns into six B-trees plus check_works rows (see "
-        "append_library)."
+        "notification_id carrying the whole batch as one array parameter of four values an event, into "
+        "a heap with two B-trees (primary key (originator_id, originator_version), unique "
+        "notification_id). Ledger.append takes its lock too, but reads the head, existing ids, citing "
+        "papers and stream versions first (round trips) and writes 12 columns into three B-trees plus "
+        "the two-level keys (see append_library)."
     ),
     "singles_vs_peer": (
-        "The peer's single event is one pipelined transaction (lock, NOTIFY, INSERT, COMMIT: one WAL flush "
-        "at synchronous_commit=on) from one caller. The ledger's group commit shares each flush among the "
-        "waiting callers, but each group's transaction makes its per-batch round trips and writes six "
-        "B-trees plus check_works (see library_singles)."
+        "The peer's single event is one pipelined transaction (lock, NOTIFY, INSERT, COMMIT: one WAL "
+        "flush at synchronous_commit=on) from one caller. The ledger's group commit shares each flush "
+        "among the waiting callers, but each group's transaction makes its per-batch round trips and "
+        "writes rows and keys (see library_singles)."
     ),
     "append_flat": (
-        "The events table's secondary indexes have random keys (event_id, observation_id: UUIDs), so as "
-        "the ledger grows each 1000-event batch touches more distinct index pages outside shared_buffers."
+        "The merged key levels grow with the ledger: each merge (every 25,000 events) writes their leaf "
+        "pages, and each batch's lookups probe them, outside shared_buffers as they grow."
     ),
 }

@@ -157,6 +157,21 @@ MIGRATIONS: list[str] = [
     CREATE INDEX event_keys_recent_seq ON event_keys_recent (seq);
     CREATE VIEW event_keys_all AS
         SELECT key, seq FROM event_keys UNION ALL SELECT key, seq FROM event_keys_recent;
+    -- the standing checks' per-work rows, keyed by random work ids, get the same two levels
+    CREATE TABLE check_works_recent (
+        work_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        observed_us INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        recorded_us INTEGER NOT NULL,
+        notices TEXT NOT NULL,
+        PRIMARY KEY (work_id, source, observed_us, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX check_works_recent_seq ON check_works_recent (seq);
+    CREATE INDEX check_works_seq ON check_works (seq);
+    CREATE VIEW check_works_all AS
+        SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works
+        UNION ALL SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works_recent;
     INSERT INTO event_keys (key, seq)
     SELECT key, seq FROM (
         SELECT 'e:' || event_id AS key, seq FROM events
@@ -181,6 +196,15 @@ MIGRATIONS: list[str] = [
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: UPDATE on event_keys refused'); END;
     CREATE TRIGGER event_keys_no_delete BEFORE DELETE ON event_keys
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: DELETE on event_keys refused'); END;
+    -- the recent levels' rows are never changed, only moved by a merge (which deletes them)
+    CREATE TRIGGER event_keys_recent_no_update BEFORE UPDATE ON event_keys_recent
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: UPDATE on event_keys_recent refused'); END;
+    CREATE TRIGGER check_works_recent_no_update BEFORE UPDATE ON check_works_recent
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: UPDATE on check_works_recent refused'); END;
+    CREATE TRIGGER check_works_recent_no_replace BEFORE INSERT ON check_works_recent
+    WHEN EXISTS (SELECT 1 FROM check_works_recent WHERE work_id = NEW.work_id AND source = NEW.source
+                 AND observed_us = NEW.observed_us AND seq = NEW.seq)
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: REPLACE on check_works_recent refused'); END;
     """,
 ]
 

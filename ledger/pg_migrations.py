@@ -132,6 +132,20 @@ MIGRATIONS: list[str] = [
     CREATE INDEX event_keys_recent_seq ON event_keys_recent (seq);
     CREATE VIEW event_keys_all AS
         SELECT key, seq FROM event_keys UNION ALL SELECT key, seq FROM event_keys_recent;
+    CREATE TABLE check_works_recent (
+        work_id text COLLATE "C" NOT NULL,
+        source text COLLATE "C" NOT NULL,
+        observed_us bigint NOT NULL,
+        seq bigint NOT NULL,
+        recorded_us bigint NOT NULL,
+        notices text COLLATE "C" NOT NULL,
+        PRIMARY KEY (work_id, source, observed_us, seq)
+    );
+    CREATE INDEX check_works_recent_seq ON check_works_recent (seq);
+    CREATE INDEX check_works_seq ON check_works (seq);
+    CREATE VIEW check_works_all AS
+        SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works
+        UNION ALL SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works_recent;
     INSERT INTO event_keys (key, seq)
     SELECT key, seq FROM (
         SELECT 'e:' || event_id AS key, seq FROM events
@@ -151,6 +165,13 @@ MIGRATIONS: list[str] = [
     ALTER TABLE event_keys ENABLE ALWAYS TRIGGER event_keys_append_only;
     ALTER TABLE event_keys ENABLE ALWAYS TRIGGER event_keys_no_truncate;
     REVOKE UPDATE, DELETE, TRUNCATE ON event_keys FROM PUBLIC;
+    -- the recent levels' rows are never changed, only moved by a merge (which deletes them)
+    CREATE TRIGGER event_keys_recent_no_update BEFORE UPDATE ON event_keys_recent
+        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+    CREATE TRIGGER check_works_recent_no_update BEFORE UPDATE ON check_works_recent
+        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+    ALTER TABLE event_keys_recent ENABLE ALWAYS TRIGGER event_keys_recent_no_update;
+    ALTER TABLE check_works_recent ENABLE ALWAYS TRIGGER check_works_recent_no_update;
     """,
 ]
 

@@ -46,14 +46,19 @@ _INSERT_EVENTS = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_CHECK_WORKS = (
-    "INSERT INTO check_works (work_id, source, observed_us, seq, recorded_us, notices) "
+    "INSERT INTO check_works_recent (work_id, source, observed_us, seq, recorded_us, notices) "
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
 _INSERT_KEYS = "INSERT INTO event_keys_recent (key, seq) VALUES (?, ?)"
-# the merge (ledger/keys.py): the recent level's keys, sorted, into the merged level, then emptied
-_MERGE_KEYS = (
+# the merge (ledger/keys.py): each recent level's rows, sorted by its key, into its merged level,
+# which is then emptied
+_MERGE = (
     "INSERT INTO event_keys (key, seq) SELECT key, seq FROM event_keys_recent ORDER BY key, seq",
     "DELETE FROM event_keys_recent",
+    "INSERT INTO check_works (work_id, source, observed_us, seq, recorded_us, notices) "
+    "SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works_recent "
+    "ORDER BY work_id, source, observed_us, seq",
+    "DELETE FROM check_works_recent",
 )
 _KEYED = "seq IN (SELECT seq FROM event_keys_all WHERE {})"
 
@@ -193,9 +198,10 @@ class SqlStore:
             after = rows[-1][0]
 
     def iter_check_works(self) -> Iterator[tuple[Any, ...]]:
-        """Every check_works row, ordered by seq (verify compares them with the data)."""
+        """Every check_works row at either level, ordered by seq (verify compares them with the data)."""
         yield from self._q(
-            self._conn(), f"SELECT {CHECK_WORKS_COLUMNS} FROM check_works ORDER BY seq, work_id"
+            self._conn(),
+            f"SELECT {CHECK_WORKS_COLUMNS} FROM check_works_all ORDER BY seq, work_id, source, observed_us",
         )
 
     def envelopes(self, seqs: Sequence[int]) -> list[StoredEvent]:
@@ -285,7 +291,7 @@ class SqlWriteTx:
             self.store._many(self.conn, _INSERT_CHECK_WORKS, [(*c[:5], c.notices.decode()) for c in checks])
         oldest = self._q("SELECT min(seq) FROM event_keys_recent").fetchone()[0]
         if oldest is not None and links[-1].event.seq - oldest + 1 >= MERGE_EVENTS:
-            for sql in _MERGE_KEYS:
+            for sql in _MERGE:
                 self._q(sql)
 
 
@@ -352,18 +358,23 @@ class SqlReader:
         if not works:
             return []
         d = self.store.dialect
+        # each level joined on its own (a join into the UNION ALL view would read all of it)
+        covering = " UNION ALL ".join(
+            "SELECT w.work_id, w.since, c.source, e.observed_at, c.observed_us, c.seq, c.notices"
+            f" FROM wanted w JOIN {table} c ON c.work_id IN (w.work_id, '*')"
+            " JOIN events e ON e.seq = c.seq"
+            " WHERE c.observed_us <= ? AND c.observed_us >= w.since AND c.recorded_us <= ?"
+            for table in ("check_works", "check_works_recent")
+        )
         rows = self.store._q(
             self.conn,
             f"WITH wanted(work_id, since) AS ({d.pairs('text', 'bigint')}) "
             "SELECT work_id, since, source, observed_at, observed_us, seq, notices FROM ("
-            "  SELECT w.work_id, w.since, c.source, e.observed_at, c.observed_us, c.seq,"
-            "   c.notices, row_number() OVER (PARTITION BY w.work_id, w.since, c.source"
-            "   ORDER BY c.observed_us DESC, c.seq DESC) AS rn"
-            "  FROM wanted w JOIN check_works c ON c.work_id IN (w.work_id, '*')"
-            "  JOIN events e ON e.seq = c.seq"
-            "  WHERE c.observed_us <= ? AND c.observed_us >= w.since AND c.recorded_us <= ?"
+            "  SELECT *, row_number() OVER (PARTITION BY work_id, since, source"
+            "   ORDER BY observed_us DESC, seq DESC) AS rn"
+            f"  FROM ({covering}) AS c"
             ") AS r WHERE rn = 1",
-            (*d.bind_pairs(works), self.t, self.k),
+            (*d.bind_pairs(works), self.t, self.k, self.t, self.k),
         )
         return [CheckRow(w, s, src, oa, ous, seq, json.loads(n)) for w, s, src, oa, ous, seq, n in rows]
 
@@ -470,9 +481,12 @@ class SqlTables:
         return int(row[0] or 0)
 
     def check_works_after(self, seq: int, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
-        """check_works rows of events after seq (up to `upto`) in (seq, work_id) order, read lazily
-        (a page at a time where the dialect says)."""
-        return self._by_seq("check_works", CHECK_WORKS_COLUMNS, seq, upto)
+        """check_works rows (at either level) of events after seq (up to `upto`) in (seq, work_id)
+        order, read lazily (a page at a time where the dialect says)."""
+        return heapq.merge(
+            self._by_seq("check_works", CHECK_WORKS_COLUMNS, seq, upto),
+            self._by_seq("check_works_recent", CHECK_WORKS_COLUMNS, seq, upto),
+        )
 
     def index_after(self, seq: int, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
         """Every derived row of the events after seq (up to `upto`) in seq order, read lazily:

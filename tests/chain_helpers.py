@@ -25,5 +25,5 @@ def imported_fixture_db(db_factory: Callable[[Path, str], str], directory: Path)
 
 def cut_sql(keep: int) -> list[str]:
     """What a careful attacker runs to cut the events after `keep` off: every table that names them."""
-    tables = ("check_works", "event_keys", "event_keys_recent", "events")
+    tables = ("check_works", "check_works_recent", "event_keys", "event_keys_recent", "events")
     return [f"DELETE FROM {t} WHERE seq > {keep}" for t in tables]

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ledger.backend import is_pg_url
 
 # tables whose append-only triggers an attacker switches off before editing rows
-GUARDED = ("events", "check_works", "merkle_nodes", "event_keys")
+GUARDED = ("events", "check_works", "merkle_nodes", "event_keys", "event_keys_recent", "check_works_recent")
 
 
 class Raw:

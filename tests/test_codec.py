@@ -9,12 +9,15 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ledger.codec import canonical, decode_event, derived_event_id, to_event
+from ledger import events as ev
+from ledger.codec import canonical, check_types, decode_event, derived_event_id, to_event
 from ledger.errors import InvalidEvent
+from tests import factories
 
 OID = "8f7cb4e3-557e-49d1-9dc8-6b681dc73b8b"
 WORK = "0e9c0fae-80e7-43d4-b024-395603f598f7"
@@ -348,3 +351,39 @@ def test_ledger_stores_the_derived_id_when_none_is_given(fresh_ledger: Any) -> N
     envs = [envelope("paper.observed"), {**envelope("measurement.observed"), "event_id": OID}]
     result = fresh_ledger.import_bytes(json.dumps({"events": envs}).encode())
     assert [i.event_id for i in result.items] == [stdlib_event_id(envs[0]), OID]
+
+
+def _exact_check(event: Any) -> str | None:
+    """The reference: the builtins conversion check_types falls back to, as a message or None."""
+    try:
+        msgspec.convert(msgspec.to_builtins(event), ev.Event, strict=True)
+    except msgspec.ValidationError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        pytest.param("year", 2024, id="valid"),
+        pytest.param("year", None, id="valid-null"),
+        pytest.param("year", float("nan"), id="nan-encodes-as-null"),
+        pytest.param("year", float("inf"), id="inf-encodes-as-null"),
+        pytest.param("year", 2024.0, id="float"),
+        pytest.param("year", True, id="bool-as-int"),
+        pytest.param("year", "2024", id="str-as-int"),
+        pytest.param("title", 7, id="int-as-str"),
+        pytest.param("title", b"bytes", id="bytes-as-str"),
+    ],
+)
+def test_check_types_fast_path_agrees_with_the_exact_check(field: str, value: Any) -> None:
+    cited = msgspec.structs.replace(factories.work("w-1", factories.ts(0)), **{field: value})
+    event = factories.citation(
+        "0b7f3c9e-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "2101.00001", factories.ts(1), 0, cited
+    )
+    expected = _exact_check(event)
+    if expected is None:
+        check_types(event, "events[0]")
+    else:
+        with pytest.raises(InvalidEvent, match=r"events\[0\]\.data\.cited_work\." + field):
+            check_types(event, "events[0]")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ledger import events as ev
@@ -11,7 +13,7 @@ from ledger.instants import parse_ts
 from ledger.keys import key_rows, link_keys
 from service.ledger import Ledger
 from tests.conftest import NewDb
-from tests.factories import check, citation, paper, resolution, ts
+from tests.factories import check, citation, notice, paper, resolution, ts, work
 from tests.old_layout import build_old_ledger
 from tests.raw import rows
 
@@ -59,7 +61,10 @@ def _levels(db: str) -> tuple[int, int]:
 def _cite(i: int) -> list[ev.Event]:
     """Paper A's i-th citation of paper B, resolved to it."""
     oid = f"0b7f3c9e-1c2d-4e5f-8a9b-{i:012d}"
-    return [citation(oid, A, ts(10 + i), i), resolution(oid, ts(10 + i, 1), cited_arxiv=B)]
+    return [
+        citation(oid, A, ts(10 + i), i, work(f"w-{i}", ts(10 + i))),
+        resolution(oid, ts(10 + i, 1), cited_arxiv=B),
+    ]
 
 
 def test_keys_move_to_the_merged_level_and_lookups_read_both(
@@ -87,19 +92,33 @@ def test_keys_move_to_the_merged_level_and_lookups_read_both(
 def test_a_record_is_the_same_whichever_level_holds_its_keys(
     new_db: NewDb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    events = [paper(A, ts(0)), paper(B, ts(1))] + [e for i in range(6) for e in _cite(i)]
+    works = [f"w-{i}" for i in range(6)]
+    # standing checks (their per-work rows take the same two levels): w-1's latest check is the first
+    # (merged below), w-4's the second (recent), each flagging its work
+    events = [paper(A, ts(0)), paper(B, ts(1))] + [e for i in range(3) for e in _cite(i)]
+    events += [check("crossref", ts(40), works, [notice("w-1")])] + [e for i in range(3, 6) for e in _cite(i)]
+    events += [check("crossref", ts(41), works[3:], [notice("w-4")])]
     built = {}
-    for merge in (3, 10**9):
+    for merge in (5, 10**9):
         monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", merge)
         ledger = Ledger(new_db(f"m{merge}.db"))
         for i in range(0, len(events), 2):
             ledger.append(events[i : i + 2])
         merged, recent = _levels(ledger.url)
-        assert (merged > 0) == (merge == 3) and recent > 0
-        record, seqs, _ = ledger.record(B, as_of_us=None)
-        built[merge] = (len(record["inbound"]), [o["observation_id"] for o in record["inbound"]], seqs)
+        assert (merged > 0) == (merge == 5) and recent > 0
+        if merge == 5:  # the first check's rows were merged, the second's are recent
+            assert rows(ledger.url, "SELECT DISTINCT seq FROM check_works") == [(9,)]
+            assert rows(ledger.url, "SELECT DISTINCT seq FROM check_works_recent") == [(16,)]
+        inbound, seqs, _ = ledger.record(B, as_of_us=None)
+        outbound, _, _ = ledger.record(A, as_of_us=None)
+        built[merge] = (
+            [o["observation_id"] for o in inbound["inbound"]],
+            seqs,
+            json.dumps(outbound["outbound"], sort_keys=True),
+        )
         assert ledger.verify().ok
-    assert built[3] == built[10**9] and built[3][0] == 6
+    assert built[5] == built[10**9] and len(built[5][0]) == 6
+    assert built[5][2].count('"retraction"') == 2  # both notices, from both levels, reached the record
 
 
 def test_opening_a_ledger_of_the_older_layout_upgrades_it(imported_ledger: Ledger, new_db: NewDb) -> None:

@@ -27,7 +27,8 @@ from tests.raw import Raw, connect, one, rows
 def snapshot(db: str) -> tuple[Any, ...]:
     return (
         rows(db, "SELECT * FROM events ORDER BY seq"),
-        rows(db, "SELECT * FROM check_works ORDER BY seq, work_id"),
+        rows(db, "SELECT * FROM check_works_all ORDER BY seq, work_id"),
+        rows(db, "SELECT * FROM event_keys_all ORDER BY seq, key"),
     )
 
 
@@ -77,8 +78,18 @@ if on_postgresql():  # statements only PostgreSQL has
     ]
 
 
+@pytest.fixture
+def merged_ledger(fresh_ledger: Ledger, fixture_bytes: bytes, monkeypatch: pytest.MonkeyPatch) -> Ledger:
+    """The real record's events with every derived row merged (ledger/keys.py): the guarded level."""
+    monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", 1)
+    fresh_ledger.import_bytes(fixture_bytes)
+    assert one(fresh_ledger.url, "SELECT count(*) FROM check_works_recent") == 0
+    return fresh_ledger
+
+
 @pytest.mark.parametrize(("sql", "message"), TRIGGER_CASES)
-def test_triggers_refuse_update_and_delete(imported_ledger: Ledger, sql: list[str], message: str) -> None:
+def test_triggers_refuse_update_and_delete(merged_ledger: Ledger, sql: list[str], message: str) -> None:
+    imported_ledger = merged_ledger
     db = imported_ledger.url
     before = snapshot(db)
     with connect(db) as raw:
@@ -122,9 +133,19 @@ OVERWRITES: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("sql", OVERWRITES)
-def test_replace_cannot_overwrite_a_row(imported_ledger: Ledger, sql: dict[str, str]) -> None:
+@pytest.mark.parametrize("table", ["event_keys_recent", "check_works_recent"])
+def test_the_recent_levels_refuse_update(imported_ledger: Ledger, table: str) -> None:
+    """A merge moves the recent levels' rows (it deletes them); nothing changes one."""
     db = imported_ledger.url
+    before = snapshot(db)
+    with connect(db) as raw, pytest.raises(refused(db), match=f"append-only: UPDATE on {table}"):
+        raw.execute(f"UPDATE {table} SET seq = seq + 1000 WHERE seq = 131")
+    assert snapshot(db) == before
+
+
+@pytest.mark.parametrize("sql", OVERWRITES)
+def test_replace_cannot_overwrite_a_row(merged_ledger: Ledger, sql: dict[str, str]) -> None:
+    db = merged_ledger.url
     before = snapshot(db)
     with connect(db) as raw, pytest.raises(refused(db), match="the ledger is append-only"):
         raw.execute(sql["postgresql" if raw.pg else "sqlite"])
@@ -185,6 +206,11 @@ def test_synchronous_is_the_operators_choice(tmp_path: Path) -> None:
 
 
 SQLITE_TRIGGERS = {
+    "event_keys_no_update",
+    "event_keys_no_delete",
+    "event_keys_recent_no_update",
+    "check_works_recent_no_update",
+    "check_works_recent_no_replace",
     "events_no_update",
     "events_no_delete",
     "events_no_replace",
@@ -196,6 +222,10 @@ SQLITE_TRIGGERS = {
     "merkle_nodes_no_replace",
 }
 PG_TRIGGERS = {
+    ("event_keys", "event_keys_append_only"),
+    ("event_keys", "event_keys_no_truncate"),
+    ("event_keys_recent", "event_keys_recent_no_update"),
+    ("check_works_recent", "check_works_recent_no_update"),
     ("events", "events_append_only"),
     ("events", "events_no_truncate"),
     ("check_works", "check_works_append_only"),
@@ -240,7 +270,7 @@ def test_stats_counts_the_rows_of_every_table(imported_ledger: Ledger) -> None:
     stats = store.stats()
     assert {"events", "check_works", "merkle_nodes", "verified_point", "scrub_passes"} <= set(stats)
     assert stats["events"] == imported_ledger.head().seq
-    assert stats["check_works"] == len(list(store.iter_check_works()))
+    assert stats["check_works"] + stats["check_works_recent"] == len(list(store.iter_check_works()))
     if store.kind == "sqlite":
         # sqlite-utils must not have switched recursive triggers on for the store's connection
         assert store._conn().execute("PRAGMA recursive_triggers").fetchone()[0] == 0  # type: ignore[attr-defined]
@@ -371,4 +401,4 @@ def test_concurrent_processes_keep_the_chain_gapless_and_unforked(
     report = Ledger(db).verify()
     assert report.ok, report
     assert report.events_checked == len(acks) and report.head.seq == len(acks)
-    assert one(db, "SELECT count(*) FROM check_works") == n_procs * n_papers // 2
+    assert one(db, "SELECT count(*) FROM check_works_all") == n_procs * n_papers // 2

@@ -107,18 +107,26 @@ def edited_stream_version(db: str) -> int:
     return 80
 
 
+def _levels(sql: str, table: str) -> list[str]:
+    """`sql` on both levels of a derived table (the fixture's rows are all still in the recent one)."""
+    return [sql.format(t) for t in (table, f"{table}_recent")]
+
+
 def edited_check_index(db: str) -> int:
     edit(
         db,
-        'UPDATE check_works SET notices = \'[{"kind":"retraction"}]\' WHERE seq = 131 '
-        "AND work_id = (SELECT min(work_id) FROM check_works WHERE seq = 131)",
+        *_levels(
+            'UPDATE {0} SET notices = \'[{{"kind":"retraction"}}]\' WHERE seq = 131 '
+            "AND work_id = (SELECT min(work_id) FROM {0} WHERE seq = 131)",
+            "check_works",
+        ),
     )
     return 131
 
 
 def removed_check_index_row(db: str) -> int:
-    edit(db, "DELETE FROM check_works WHERE seq = 132 AND work_id = "
-             "(SELECT max(work_id) FROM check_works WHERE seq = 132)")  # fmt: skip
+    edit(db, *_levels("DELETE FROM {0} WHERE seq = 132 AND work_id = "
+                      "(SELECT max(work_id) FROM {0} WHERE seq = 132)", "check_works"))  # fmt: skip
     return 132
 
 
@@ -132,17 +140,12 @@ def truncated_leaving_check_rows(db: str) -> int:
     # PostgreSQL enforces check_works.seq REFERENCES events (seq): the attacker drops that first
     drop_fk = ["ALTER TABLE check_works DROP CONSTRAINT check_works_seq_fkey"] if is_pg_url(db) else []
     edit(db, *drop_fk, "DELETE FROM events WHERE seq > 130")  # the check_works rows of 131, 132 remain
-    assert one(db, "SELECT count(*) FROM check_works WHERE seq > 130") > 0
+    assert one(db, "SELECT count(*) FROM check_works_all WHERE seq > 130") > 0
     return 131
 
 
-def _key_tables(sql: str) -> list[str]:
-    """`sql` on both levels of event_keys (the fixture's keys are all still in the recent one)."""
-    return [sql.format(table) for table in ("event_keys", "event_keys_recent")]
-
-
 def removed_event_key(db: str) -> int:
-    edit(db, *_key_tables("DELETE FROM {} WHERE seq = 50 AND key LIKE 'e:%'"))
+    edit(db, *_levels("DELETE FROM {} WHERE seq = 50 AND key LIKE 'e:%'", "event_keys"))
     return 50
 
 
@@ -161,7 +164,7 @@ def repeated_event_id(db: str) -> int:
                       e["stream_version"], e["type"])  # fmt: skip
     edit(
         db,
-        *_key_tables(f"UPDATE {{}} SET key = 'e:{taken}' WHERE seq = {N} AND key LIKE 'e:%'"),
+        *_levels(f"UPDATE {{}} SET key = 'e:{taken}' WHERE seq = {N} AND key LIKE 'e:%'", "event_keys"),
         "UPDATE events SET event_id = ?, hash = ? WHERE seq = ?",
         params=(taken, link_hash(e["prev_hash"], body), N),
     )

@@ -20,8 +20,9 @@ FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.j
 
 
 @pytest.fixture
-def loaded(pg_url: str) -> Ledger:
-    """A PostgreSQL ledger holding the real record."""
+def loaded(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Ledger:
+    """A PostgreSQL ledger holding the real record, its derived rows merged (the guarded level)."""
+    monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", 1)
     ledger = Ledger(pg_url)
     ledger.import_bytes(FIXTURE.read_bytes())
     return ledger
@@ -36,6 +37,8 @@ def loaded(pg_url: str) -> Ledger:
         "UPDATE check_works SET notices = notices",
         "DELETE FROM check_works",
         "TRUNCATE check_works",
+        "DELETE FROM event_keys",
+        "TRUNCATE event_keys",
         "INSERT INTO events SELECT seq, event_id, stream, stream_version, type, observed_at, observed_us,"
         " recorded_at, recorded_us, data, prev_hash, hash FROM events WHERE seq = 1"
         " ON CONFLICT (seq) DO UPDATE SET data = '{}'",
