@@ -9,9 +9,8 @@ layouts that differ only in their keys; the rate over the last 50,000 rows as th
 - `ledger`: plus the ledger's other random keys: an observation id on 85% of rows (inbound citations,
   observation ownership) and a work key on 85% (the standing checks' per-work index), the layout
   before ledger/keys.py;
-- `keys`: the layout of ledger/keys.py: the (stream, version) key and the work keys as in `ledger`, the
-  event ids and observation ids in a small recent tree merged, sorted, into the big one every
-  25,000 rows.
+- `keys`: the layout of ledger/keys.py: the (stream, version) key, and the event ids, observation ids and
+  work keys in a small recent tree merged, sorted, into the big one every 25,000 rows.
 
     .venv/bin/python -m bench.floor --events 300000
 """
@@ -41,7 +40,6 @@ LAYOUTS = {
     ],
     "keys": [
         "CREATE UNIQUE INDEX sv ON e (stream, ver)",
-        "CREATE TABLE w (work BLOB, seq INTEGER, PRIMARY KEY (work, seq)) WITHOUT ROWID",
         "CREATE TABLE k (key BLOB, seq INTEGER, PRIMARY KEY (key, seq)) WITHOUT ROWID",
         "CREATE INDEX k_seq ON k (seq)",
         "CREATE TABLE r (key BLOB, seq INTEGER, PRIMARY KEY (key, seq)) WITHOUT ROWID",
@@ -77,10 +75,10 @@ def rate(layout: str, events: int, directory: Path, every: int = 50_000) -> dict
                 works.append((uuid.uuid4().bytes, seq))
         conn.execute("BEGIN")
         conn.executemany("INSERT INTO e VALUES (?, ?, ?, ?, ?, ?)", rows)
-        if layout in ("ledger", "keys"):
+        if layout == "ledger":
             conn.executemany("INSERT INTO w VALUES (?, ?)", works)
         if layout == "keys":
-            keys = [(r[3], r[0]) for r in rows] + [(r[4], r[0]) for r in rows if r[4] is not None]
+            keys = [(r[3], r[0]) for r in rows] + [(r[4], r[0]) for r in rows if r[4] is not None] + works
             conn.executemany("INSERT INTO r VALUES (?, ?)", keys)
             if seq - conn.execute("SELECT min(seq) FROM r").fetchone()[0] + 1 >= MERGE:
                 conn.execute("INSERT INTO k SELECT key, seq FROM r ORDER BY key, seq")

@@ -15,9 +15,9 @@ WHY: dict[str, str] = {
         "every 25,000 events a merge writes the merged levels' leaf pages once. bench/floor.py measures "
         "this layout bare, with no ledger code, at about 0.4 of the peer's table: the two-level keys "
         "are what idempotency and the record's lookups cost. The same rows inserted with a bare "
-        "executemany into a copy of the ledger at this size (baseline.into_product_schema) bound what "
-        "any ledger code could reach; the rest (validation, canonical encoding, uuid5, blake3) is the "
-        "Python share in the profile."
+        "executemany into a copy of the ledger at this size (baseline.into_product_schema: the "
+        "events' rows, not their keys) bound the events table alone; the rest (validation, canonical "
+        "encoding, uuid5, blake3) is the Python share in the profile."
     ),
     "append_http": (
         "Everything of the library append (see append_library), plus what the API does before it: the "
@@ -89,7 +89,8 @@ def explain(
     if schema:
         bare, own, ours = baseline["events_per_s"], schema["events_per_s"], value["events_per_s"]
         why += (
-            f" Measured here: the same rows bare into the ledger's table {own:,} ev/s, {own / bare:.3f} of "
+            " Measured here: the same rows bare into the ledger's events table (without their keys) "
+            f"{own:,} ev/s, {own / bare:.3f} of "
             f"the plain table's {bare:,}; the ledger reaches {ours / own:.2f} of that."
         )
     if key in ("append_vs_peer", "singles_vs_peer"):
@@ -113,8 +114,8 @@ WHY_PG: dict[str, str] = {
         "check_works (ledger/keys.py), merged every 25,000 events. Each batch also takes the append "
         "lock and reads the head, existing ids, citing papers and stream versions first, each a round "
         "trip; the profile shows most of the time waiting on the server inside SqlWriteTx.insert. The "
-        "same rows inserted bare into a copy of the ledger's database (baseline.into_product_schema) "
-        "bound what any ledger code could reach."
+        "same rows inserted bare into a copy of the ledger's events table (baseline.into_product_schema, "
+        "without their keys) bound the events table alone."
     ),
     "append_http": (
         "Everything of the library append on PostgreSQL (see append_library), plus what the API does "
