@@ -10,7 +10,8 @@ layouts that differ only in their keys; the rate over the last 50,000 rows as th
   observation ownership) and a work key on 85% (the standing checks' per-work index), the layout
   before ledger/keys.py;
 - `keys`: the layout of ledger/keys.py: the (stream, version) key, and the event ids, observation ids and
-  work keys in a small recent tree merged, sorted, into the big one every 25,000 rows.
+  work keys in a small recent tree moved, sorted, into a middle one every 25,000 rows, and that into
+  the big one every 250,000 rows.
 
     .venv/bin/python -m bench.floor --events 300000
 """
@@ -42,11 +43,13 @@ LAYOUTS = {
         "CREATE UNIQUE INDEX sv ON e (stream, ver)",
         "CREATE TABLE k (key BLOB, seq INTEGER, PRIMARY KEY (key, seq)) WITHOUT ROWID",
         "CREATE INDEX k_seq ON k (seq)",
+        "CREATE TABLE m (key BLOB, seq INTEGER, PRIMARY KEY (key, seq)) WITHOUT ROWID",
+        "CREATE INDEX m_seq ON m (seq)",
         "CREATE TABLE r (key BLOB, seq INTEGER, PRIMARY KEY (key, seq)) WITHOUT ROWID",
         "CREATE INDEX r_seq ON r (seq)",
     ],
 }
-MERGE = 25_000  # ledger/keys.py MERGE_EVENTS
+MERGE, MIDDLE = 25_000, 250_000  # ledger/keys.py MERGE_EVENTS, MIDDLE_EVENTS
 
 
 def rate(layout: str, events: int, directory: Path, every: int = 50_000) -> dict[int, int]:
@@ -81,8 +84,11 @@ def rate(layout: str, events: int, directory: Path, every: int = 50_000) -> dict
             keys = [(r[3], r[0]) for r in rows] + [(r[4], r[0]) for r in rows if r[4] is not None] + works
             conn.executemany("INSERT INTO r VALUES (?, ?)", keys)
             if seq - conn.execute("SELECT min(seq) FROM r").fetchone()[0] + 1 >= MERGE:
-                conn.execute("INSERT INTO k SELECT key, seq FROM r ORDER BY key, seq")
+                conn.execute("INSERT INTO m SELECT key, seq FROM r ORDER BY key, seq")
                 conn.execute("DELETE FROM r")
+                if seq - conn.execute("SELECT min(seq) FROM m").fetchone()[0] + 1 >= MIDDLE:
+                    conn.execute("INSERT INTO k SELECT key, seq FROM m ORDER BY key, seq")
+                    conn.execute("DELETE FROM m")
         conn.execute("COMMIT")
         if seq % every == 0:
             now = time.perf_counter()

@@ -13,7 +13,8 @@ from .synth import Synth
 
 # each workload takes its events from its own papers, so no two workloads append the same event
 # (about 130 events a paper, 60 of them singles: a pool of 20,000 singles spans some 340 papers)
-OFFSETS = {"library_batches": 0, "http_batches": 100, "library_singles": 200, "http_singles": 600,
+# (the library append's 25 batches take about 200 papers: 25,000 events hold one move of the key levels)
+OFFSETS = {"library_batches": 0, "http_batches": 250, "library_singles": 350, "http_singles": 600,
            "profile_batches": 1000, "profile_singles": 1100, "profile_http": 1300,
            "profile_batches_http": 1700}  # fmt: skip
 

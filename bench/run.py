@@ -27,6 +27,7 @@ from .why import explain
 
 AS_OF = "2025-01-01T00:00:00Z"  # after every synthetic event: the target's whole history is in view
 SIZES = [10_000, 100_000, 1_000_000]
+LIBRARY_BATCHES = 25  # 1000-event batches of the library append stage
 
 
 def _k(x: float) -> str:
@@ -148,7 +149,8 @@ class Bench:
         eng = self.engine
         self.scratch, schema = eng.copy("scratch"), eng.copy("schema")
         first = {k: self.next_paper + off for k, off in pools.OFFSETS.items()}
-        a = run_worker("append", self.scratch, str(first["library_batches"]), "10")
+        # 25 batches: a window of 25,000 events always holds one move of the key levels (ledger/keys.py)
+        a = run_worker("append", self.scratch, str(first["library_batches"]), str(LIBRARY_BATCHES))
         rows = eng.stored_rows(self.scratch, a["after"])
         bare = eng.bare_batches(rows)
         # the same rows, no ledger code, into the product's schema at this size: what the schema costs

@@ -12,8 +12,9 @@ WHY: dict[str, str] = {
         "trigger (two index probes per row). The keys without order (event ids, observation ids, cited "
         "arXiv ids, the standing checks' work ids) go to the small recent levels of event_keys and "
         "check_works (ledger/keys.py): each commit rewrites most of their few hundred leaf pages, and "
-        "every 25,000 events a merge writes the merged levels' leaf pages once. bench/floor.py measures "
-        "this layout bare, with no ledger code, at about 0.4 of the peer's table: the two-level keys "
+        "every 25,000 events a move writes the middle levels' leaf pages once (every 250,000 the big "
+        "levels'). bench/floor.py measures this layout bare, with no ledger code, at about 0.4 of the "
+        "peer's table: the levelled keys "
         "are what idempotency and the record's lookups cost. The same rows inserted with a bare "
         "executemany into a copy of the ledger at this size (baseline.into_product_schema: the "
         "events' rows, not their keys) bound the events table alone; the rest (validation, canonical "
@@ -73,9 +74,11 @@ WHY: dict[str, str] = {
         "checks and writes (rows and keys) in one Python process (see library_singles)."
     ),
     "append_flat": (
-        "The recent key levels stay small, but the merged levels grow with the ledger: each merge "
-        "(every 25,000 events) writes their leaf pages once, and each batch's lookups (existing ids, "
-        "citing papers) probe them, reading pages outside SQLite's page cache as they grow."
+        "The recent key levels stay small, but the bigger levels grow with the ledger: each move "
+        "(every 25,000 events into the middle level, every 250,000 into the merged one) writes their "
+        "leaf pages once, and each batch's lookups (existing ids, citing papers) probe them, reading "
+        "pages outside SQLite's page cache as they grow; the 25-batch window holds one move into the "
+        "middle level."
     ),
 }
 
@@ -111,7 +114,7 @@ WHY_PG: dict[str, str] = {
         "The bare reference appends heap rows to a table without any index. The ledger's events table "
         "keeps three B-trees (primary key seq, UNIQUE (stream, stream_version), "
         "events_stream_type_time) and the keys without order go to the recent levels of event_keys and "
-        "check_works (ledger/keys.py), merged every 25,000 events. Each batch also takes the append "
+        "check_works (ledger/keys.py), moved down every 25,000 events. Each batch also takes the append "
         "lock and reads the head, existing ids, citing papers and stream versions first, each a round "
         "trip; the profile shows most of the time waiting on the server inside SqlWriteTx.insert. The "
         "same rows inserted bare into a copy of the ledger's events table (baseline.into_product_schema, "
@@ -165,7 +168,7 @@ WHY_PG: dict[str, str] = {
         "writes rows and keys (see library_singles)."
     ),
     "append_flat": (
-        "The merged key levels grow with the ledger: each merge (every 25,000 events) writes their leaf "
-        "pages, and each batch's lookups probe them, outside shared_buffers as they grow."
+        "The bigger key levels grow with the ledger: each move (every 25,000 and 250,000 events) writes "
+        "their leaf pages, and each batch's lookups probe them, outside shared_buffers as they grow."
     ),
 }

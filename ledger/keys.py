@@ -1,12 +1,15 @@
-"""The lookup keys an event implies, and the two-level table that holds them.
+"""The lookup keys an event implies, and the levels of tables that hold them.
 
-Idempotency needs every `event_id`, and records need every observation id and every cited arXiv id:
-three keys with no order in time (UUIDs, arXiv ids). A B-tree over such keys, on the events table,
-dirties about one leaf page per key per append, so each 1000-event commit wrote thousands of pages
-and the append rate fell with the ledger's size. Here the keys go to `event_keys_recent`, a small
-tree whose pages stay few and hot; once it covers `MERGE_EVENTS` events they move, sorted, into
-`event_keys` in one statement, which touches each of its leaf pages at most once. Lookups read both
-(the `event_keys_all` view). `ledger verify` checks both against the events, key by key.
+Idempotency needs every `event_id`, records need every observation id and cited arXiv id, and the
+standing checks' rows are found by work id: keys with no order in time (UUIDs, arXiv ids). A B-tree
+over such keys dirties about one leaf page per key per append, so each 1000-event commit wrote
+thousands of pages and the append rate fell with the ledger's size. Here they go to small `*_recent`
+tables whose pages stay few and hot. Once the recent level covers `MERGE_EVENTS` events its rows
+move, sorted, into the `*_middle` level, and once that covers `MIDDLE_EVENTS` events, into the merged
+level (`event_keys`, `check_works`): a move touches each leaf page of the level it goes to at most
+once, and the big level is rewritten only every `MIDDLE_EVENTS` events (the write amplification of a
+three-level LSM tree). Lookups read all three (the `event_keys_all` and `check_works_all` views);
+`ledger verify` checks every row against the events.
 """
 
 from __future__ import annotations
@@ -15,9 +18,19 @@ import msgspec
 
 from .events import ChainLink
 
-# events whose keys are kept in the recent level before they are merged (bench/floor.py measured
-# 100,000 keys as the point past which the recent level's own pages grow costly)
+# events whose rows the recent level holds before they move to the middle one (bench/floor.py
+# measured 100,000 keys as the point past which the recent level's own pages grow costly), and
+# events the middle level holds before its rows move to the merged level
 MERGE_EVENTS = 25_000
+MIDDLE_EVENTS = 250_000
+# each derived table's levels, from the one appends write to the one that keeps the most
+LEVELS = ("recent", "middle", "merged")
+
+
+def level_table(table: str, level: str) -> str:
+    """The table of `table`'s rows at `level` (the merged level keeps the plain name)."""
+    return table if level == "merged" else f"{table}_{level}"
+
 
 EVENT = "e:"
 OBSERVATION = "o:"

@@ -119,9 +119,9 @@ MIGRATIONS: list[str] = [
     CREATE INDEX scrub_passes_finished ON scrub_passes (finished_us);
     """,
     # Appends at a log's cost (ledger/keys.py): the random keys (event_id, observation_id, cited_arxiv_id)
-    # leave the events table for the two-level event_keys; the events are copied verbatim into a table
-    # without those indexes (SQLite cannot drop a UNIQUE constraint in place), so seq, hashes and
-    # every stored byte stay as they were.
+    # leave the events table for the levels of event_keys, and the check rows get levels too; the
+    # events are copied verbatim into a table without those indexes (SQLite cannot drop a UNIQUE
+    # constraint in place), so seq, hashes and every stored byte stay as they were.
     """
     CREATE TABLE events_v5 (
         seq INTEGER PRIMARY KEY,
@@ -155,8 +155,15 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (key, seq)
     ) WITHOUT ROWID;
     CREATE INDEX event_keys_recent_seq ON event_keys_recent (seq);
+    CREATE TABLE event_keys_middle (
+        key TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (key, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX event_keys_middle_seq ON event_keys_middle (seq);
     CREATE VIEW event_keys_all AS
-        SELECT key, seq FROM event_keys UNION ALL SELECT key, seq FROM event_keys_recent;
+        SELECT key, seq FROM event_keys UNION ALL SELECT key, seq FROM event_keys_middle
+        UNION ALL SELECT key, seq FROM event_keys_recent;
     -- the standing checks' per-work rows, keyed by random work ids, get the same two levels
     CREATE TABLE check_works_recent (
         work_id TEXT NOT NULL,
@@ -168,9 +175,20 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (work_id, source, observed_us, seq)
     ) WITHOUT ROWID;
     CREATE INDEX check_works_recent_seq ON check_works_recent (seq);
+    CREATE TABLE check_works_middle (
+        work_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        observed_us INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        recorded_us INTEGER NOT NULL,
+        notices TEXT NOT NULL,
+        PRIMARY KEY (work_id, source, observed_us, seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX check_works_middle_seq ON check_works_middle (seq);
     CREATE INDEX check_works_seq ON check_works (seq);
     CREATE VIEW check_works_all AS
         SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works
+        UNION ALL SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works_middle
         UNION ALL SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works_recent;
     INSERT INTO event_keys (key, seq)
     SELECT key, seq FROM (
@@ -196,15 +214,23 @@ MIGRATIONS: list[str] = [
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: UPDATE on event_keys refused'); END;
     CREATE TRIGGER event_keys_no_delete BEFORE DELETE ON event_keys
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: DELETE on event_keys refused'); END;
-    -- the recent levels' rows are never changed, only moved by a merge (which deletes them)
+    -- the smaller levels' rows are never changed, only moved by a merge (which deletes them)
     CREATE TRIGGER event_keys_recent_no_update BEFORE UPDATE ON event_keys_recent
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: UPDATE on event_keys_recent refused'); END;
+    CREATE TRIGGER event_keys_middle_no_update BEFORE UPDATE ON event_keys_middle
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: UPDATE on event_keys_middle refused'); END;
     CREATE TRIGGER check_works_recent_no_update BEFORE UPDATE ON check_works_recent
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: UPDATE on check_works_recent refused'); END;
+    CREATE TRIGGER check_works_middle_no_update BEFORE UPDATE ON check_works_middle
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: UPDATE on check_works_middle refused'); END;
     CREATE TRIGGER check_works_recent_no_replace BEFORE INSERT ON check_works_recent
     WHEN EXISTS (SELECT 1 FROM check_works_recent WHERE work_id = NEW.work_id AND source = NEW.source
                  AND observed_us = NEW.observed_us AND seq = NEW.seq)
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: REPLACE on check_works_recent refused'); END;
+    CREATE TRIGGER check_works_middle_no_replace BEFORE INSERT ON check_works_middle
+    WHEN EXISTS (SELECT 1 FROM check_works_middle WHERE work_id = NEW.work_id AND source = NEW.source
+                 AND observed_us = NEW.observed_us AND seq = NEW.seq)
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: REPLACE on check_works_middle refused'); END;
     """,
 ]
 

@@ -116,7 +116,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX scrub_passes_finished ON scrub_passes (finished_us);
     """,
     # Appends at a log's cost, as SQLite's step 5 (ledger/keys.py): the random keys leave the events
-    # table for the two-level event_keys; the events' rows are not touched.
+    # table for the levels of event_keys, and the check rows get levels too; the events' rows are not
+    # touched.
     """
     CREATE TABLE event_keys (
         key text COLLATE "C" NOT NULL,
@@ -130,8 +131,15 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (key, seq)
     );
     CREATE INDEX event_keys_recent_seq ON event_keys_recent (seq);
+    CREATE TABLE event_keys_middle (
+        key text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        PRIMARY KEY (key, seq)
+    );
+    CREATE INDEX event_keys_middle_seq ON event_keys_middle (seq);
     CREATE VIEW event_keys_all AS
-        SELECT key, seq FROM event_keys UNION ALL SELECT key, seq FROM event_keys_recent;
+        SELECT key, seq FROM event_keys UNION ALL SELECT key, seq FROM event_keys_middle
+        UNION ALL SELECT key, seq FROM event_keys_recent;
     CREATE TABLE check_works_recent (
         work_id text COLLATE "C" NOT NULL,
         source text COLLATE "C" NOT NULL,
@@ -142,9 +150,20 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (work_id, source, observed_us, seq)
     );
     CREATE INDEX check_works_recent_seq ON check_works_recent (seq);
+    CREATE TABLE check_works_middle (
+        work_id text COLLATE "C" NOT NULL,
+        source text COLLATE "C" NOT NULL,
+        observed_us bigint NOT NULL,
+        seq bigint NOT NULL,
+        recorded_us bigint NOT NULL,
+        notices text COLLATE "C" NOT NULL,
+        PRIMARY KEY (work_id, source, observed_us, seq)
+    );
+    CREATE INDEX check_works_middle_seq ON check_works_middle (seq);
     CREATE INDEX check_works_seq ON check_works (seq);
     CREATE VIEW check_works_all AS
         SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works
+        UNION ALL SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works_middle
         UNION ALL SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works_recent;
     INSERT INTO event_keys (key, seq)
     SELECT key, seq FROM (
@@ -165,13 +184,19 @@ MIGRATIONS: list[str] = [
     ALTER TABLE event_keys ENABLE ALWAYS TRIGGER event_keys_append_only;
     ALTER TABLE event_keys ENABLE ALWAYS TRIGGER event_keys_no_truncate;
     REVOKE UPDATE, DELETE, TRUNCATE ON event_keys FROM PUBLIC;
-    -- the recent levels' rows are never changed, only moved by a merge (which deletes them)
+    -- the smaller levels' rows are never changed, only moved by a merge (which deletes them)
     CREATE TRIGGER event_keys_recent_no_update BEFORE UPDATE ON event_keys_recent
+        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+    CREATE TRIGGER event_keys_middle_no_update BEFORE UPDATE ON event_keys_middle
         FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
     CREATE TRIGGER check_works_recent_no_update BEFORE UPDATE ON check_works_recent
         FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+    CREATE TRIGGER check_works_middle_no_update BEFORE UPDATE ON check_works_middle
+        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
     ALTER TABLE event_keys_recent ENABLE ALWAYS TRIGGER event_keys_recent_no_update;
+    ALTER TABLE event_keys_middle ENABLE ALWAYS TRIGGER event_keys_middle_no_update;
     ALTER TABLE check_works_recent ENABLE ALWAYS TRIGGER check_works_recent_no_update;
+    ALTER TABLE check_works_middle ENABLE ALWAYS TRIGGER check_works_middle_no_update;
     """,
 ]
 

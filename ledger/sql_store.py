@@ -22,7 +22,7 @@ from .events import ChainLink, StoredEvent
 from .facts import CheckRow, CheckWorkRow, Fact, Head, ScrubPass, SourceHead, VerifiedPoint
 from .instants import format_recorded, now_us
 from .interface import Tables, side_path
-from .keys import CITED, EVENT, MERGE_EVENTS, OBSERVATION, key_rows
+from .keys import CITED, EVENT, LEVELS, MERGE_EVENTS, MIDDLE_EVENTS, OBSERVATION, key_rows, level_table
 from .sql import (
     CHECK_WORKS_COLUMNS,
     ENVELOPE_COLUMNS,
@@ -50,15 +50,33 @@ _INSERT_CHECK_WORKS = (
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
 _INSERT_KEYS = "INSERT INTO event_keys_recent (key, seq) VALUES (?, ?)"
-# the merge (ledger/keys.py): each recent level's rows, sorted by its key, into its merged level,
-# which is then emptied
-_MERGE = (
-    "INSERT INTO event_keys (key, seq) SELECT key, seq FROM event_keys_recent ORDER BY key, seq",
-    "DELETE FROM event_keys_recent",
-    "INSERT INTO check_works (work_id, source, observed_us, seq, recorded_us, notices) "
-    "SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works_recent "
-    "ORDER BY work_id, source, observed_us, seq",
-    "DELETE FROM check_works_recent",
+# each derived table: its columns and its key (ledger/keys.py)
+_DERIVED = {
+    "event_keys": ("key, seq", "key, seq"),
+    "check_works": (
+        "work_id, source, observed_us, seq, recorded_us, notices",
+        "work_id, source, observed_us, seq",
+    ),
+}
+
+
+def _move(source: str, target: str) -> list[str]:
+    """A merge: every derived table's rows at level `source`, sorted by key, into level `target`,
+    then `source` emptied."""
+    out = []
+    for table, (columns, key) in _DERIVED.items():
+        src, dst = level_table(table, source), level_table(table, target)
+        out += [
+            f"INSERT INTO {dst} ({columns}) SELECT {columns} FROM {src} ORDER BY {key}",
+            f"DELETE FROM {src}",
+        ]
+    return out
+
+
+# (the table whose oldest seq says how many events a level covers, that level, the level it moves to)
+_MERGES = (
+    ("event_keys_recent", "recent", "middle"),
+    ("event_keys_middle", "middle", "merged"),
 )
 _KEYED = "seq IN (SELECT seq FROM event_keys_all WHERE {})"
 
@@ -289,9 +307,12 @@ class SqlWriteTx:
         self.store._many(self.conn, _INSERT_KEYS, key_rows(list(links)))
         if checks:
             self.store._many(self.conn, _INSERT_CHECK_WORKS, [(*c[:5], c.notices.decode()) for c in checks])
-        oldest = self._q("SELECT min(seq) FROM event_keys_recent").fetchone()[0]
-        if oldest is not None and links[-1].event.seq - oldest + 1 >= MERGE_EVENTS:
-            for sql in _MERGE:
+        last = links[-1].event.seq
+        for (table, source, target), limit in zip(_MERGES, (MERGE_EVENTS, MIDDLE_EVENTS), strict=True):
+            oldest = self._q(f"SELECT min(seq) FROM {table}").fetchone()[0]
+            if oldest is None or last - oldest + 1 < limit:
+                return
+            for sql in _move(source, target):
                 self._q(sql)
 
 
@@ -361,10 +382,10 @@ class SqlReader:
         # each level joined on its own (a join into the UNION ALL view would read all of it)
         covering = " UNION ALL ".join(
             "SELECT w.work_id, w.since, c.source, e.observed_at, c.observed_us, c.seq, c.notices"
-            f" FROM wanted w JOIN {table} c ON c.work_id IN (w.work_id, '*')"
+            f" FROM wanted w JOIN {level_table('check_works', level)} c ON c.work_id IN (w.work_id, '*')"
             " JOIN events e ON e.seq = c.seq"
             " WHERE c.observed_us <= ? AND c.observed_us >= w.since AND c.recorded_us <= ?"
-            for table in ("check_works", "check_works_recent")
+            for level in LEVELS
         )
         rows = self.store._q(
             self.conn,
@@ -374,7 +395,7 @@ class SqlReader:
             "   ORDER BY observed_us DESC, seq DESC) AS rn"
             f"  FROM ({covering}) AS c"
             ") AS r WHERE rn = 1",
-            (*d.bind_pairs(works), self.t, self.k, self.t, self.k),
+            (*d.bind_pairs(works), *(self.t, self.k) * len(LEVELS)),
         )
         return [CheckRow(w, s, src, oa, ous, seq, json.loads(n)) for w, s, src, oa, ous, seq, n in rows]
 
@@ -484,8 +505,7 @@ class SqlTables:
         """check_works rows (at either level) of events after seq (up to `upto`) in (seq, work_id)
         order, read lazily (a page at a time where the dialect says)."""
         return heapq.merge(
-            self._by_seq("check_works", CHECK_WORKS_COLUMNS, seq, upto),
-            self._by_seq("check_works_recent", CHECK_WORKS_COLUMNS, seq, upto),
+            *(self._by_seq(level_table("check_works", lv), CHECK_WORKS_COLUMNS, seq, upto) for lv in LEVELS)
         )
 
     def index_after(self, seq: int, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
@@ -496,17 +516,21 @@ class SqlTables:
         keys = (
             (r[0], "key", r[1])
             for r in heapq.merge(
-                self._by_seq("event_keys", "seq, key", seq, upto),
-                self._by_seq("event_keys_recent", "seq, key", seq, upto),
+                *(self._by_seq(level_table("event_keys", lv), "seq, key", seq, upto) for lv in LEVELS)
             )
         )
         return heapq.merge(checks, keys)
 
     def repeated_event_id(self) -> tuple[str, list[int]] | None:
         """An event id stored under more than one seq, with its seqs (the ledger holds none)."""
+        # each level in key order (no sort); a smaller level's keys probed in the levels above it
+        ids = "key >= 'e:' AND key < 'e;'"
         row = self._q(
-            "SELECT key FROM event_keys WHERE key >= 'e:' AND key < 'e;' GROUP BY key HAVING count(*) > 1 "
-            "UNION ALL SELECT r.key FROM event_keys_recent AS r WHERE r.key >= 'e:' AND r.key < 'e;' "
+            f"SELECT key FROM event_keys WHERE {ids} GROUP BY key HAVING count(*) > 1 "
+            f"UNION ALL SELECT key FROM event_keys_middle WHERE {ids} GROUP BY key HAVING count(*) > 1 "
+            f"UNION ALL SELECT m.key FROM event_keys_middle AS m WHERE {ids} "
+            "AND EXISTS (SELECT 1 FROM event_keys AS b WHERE b.key = m.key) "
+            f"UNION ALL SELECT r.key FROM event_keys_recent AS r WHERE {ids} "
             "AND EXISTS (SELECT 1 FROM event_keys_all AS b WHERE b.key = r.key AND b.seq <> r.seq) LIMIT 1"
         ).fetchone()
         if row is None:

@@ -23,7 +23,10 @@ def imported_fixture_db(db_factory: Callable[[Path, str], str], directory: Path)
     return db
 
 
+LEVEL_SUFFIXES = ("", "_middle", "_recent")  # the derived tables' levels (ledger/keys.py)
+
+
 def cut_sql(keep: int) -> list[str]:
     """What a careful attacker runs to cut the events after `keep` off: every table that names them."""
-    tables = ("check_works", "check_works_recent", "event_keys", "event_keys_recent", "events")
+    tables = (*(f"{t}{level}" for t in ("check_works", "event_keys") for level in LEVEL_SUFFIXES), "events")
     return [f"DELETE FROM {t} WHERE seq > {keep}" for t in tables]

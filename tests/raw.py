@@ -16,7 +16,13 @@ from urllib.parse import urlsplit, urlunsplit
 from ledger.backend import is_pg_url
 
 # tables whose append-only triggers an attacker switches off before editing rows
-GUARDED = ("events", "check_works", "merkle_nodes", "event_keys", "event_keys_recent", "check_works_recent")
+GUARDED = (
+    "events",
+    "check_works",
+    "merkle_nodes",
+    *(f"{t}_{level}" for t in ("event_keys", "check_works") for level in ("middle", "recent")),
+    "event_keys",
+)
 
 
 class Raw:

@@ -51,10 +51,10 @@ def test_each_event_implies_its_keys(fresh_ledger: Ledger, events: list[ev.Event
         assert keys[2] == "c:" + B
 
 
-def _levels(db: str) -> tuple[int, int]:
-    return (
-        int(rows(db, "SELECT count(*) FROM event_keys")[0][0]),
-        int(rows(db, "SELECT count(*) FROM event_keys_recent")[0][0]),
+def _levels(db: str) -> tuple[int, ...]:
+    """Keys at the merged, middle and recent levels."""
+    return tuple(
+        int(rows(db, f"SELECT count(*) FROM event_keys{s}")[0][0]) for s in ("", "_middle", "_recent")
     )
 
 
@@ -67,25 +67,33 @@ def _cite(i: int) -> list[ev.Event]:
     ]
 
 
-def test_keys_move_to_the_merged_level_and_lookups_read_both(
+def test_keys_move_down_the_levels_and_lookups_read_all_three(
     fresh_ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", 4)
+    monkeypatch.setattr("ledger.sql_store.MIDDLE_EVENTS", 8)
     ledger, db = fresh_ledger, fresh_ledger.url
     ledger.append([paper(A, ts(0)), paper(B, ts(1))])
-    assert _levels(db) == (0, 2)
-    ledger.append(_cite(0))  # 4 events: the merge runs in this append
-    assert _levels(db) == (2 + 5, 0)
+    assert _levels(db) == (0, 0, 2)
+    ledger.append(_cite(0))  # seqs 1-4: the recent level covers 4 events and moves to the middle
+    assert _levels(db) == (0, 2 + 5, 0)
     ledger.append(_cite(1))
-    assert _levels(db) == (7, 5)
-    # a duplicate of a merged event and one of a recent event are both found
-    again = ledger.append(_cite(0) + _cite(1))
-    assert again.duplicates == 4 and ledger.head().seq == 6
+    assert _levels(db) == (0, 7, 5)
+    ledger.append(_cite(2))  # the middle level now covers 8 events and moves to the merged one
+    assert _levels(db) == (17, 0, 0)
+    ledger.append(_cite(3))
+    ledger.append(_cite(4))  # seqs 9-12 move to the middle level
+    assert _levels(db) == (17, 10, 0)
+    ledger.append(_cite(5))
+    assert _levels(db) == (17, 10, 5)
+    # a duplicate is found at every level
+    again = ledger.append(_cite(0) + _cite(4) + _cite(5))
+    assert again.duplicates == 6 and ledger.head().seq == 14
     # a resolution whose citation's keys were merged still finds its citing paper
     oid = "0b7f3c9e-1c2d-4e5f-8a9b-000000000000"
     ledger.append([resolution(oid, ts(30), "unresolved")])
     record, _, _ = ledger.record(B, as_of_us=None)
-    assert len(record["inbound"]) == 1  # citation 0 was re-resolved away from B; citation 1 remains
+    assert len(record["inbound"]) == 5  # citation 0 was re-resolved away from B; 1 to 5 remain
     assert ledger.verify().ok
 
 
@@ -93,7 +101,7 @@ def test_a_record_is_the_same_whichever_level_holds_its_keys(
     new_db: NewDb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     works = [f"w-{i}" for i in range(6)]
-    # standing checks (their per-work rows take the same two levels): w-1's latest check is the first
+    # standing checks (their per-work rows take the same levels): w-1's latest check is the first
     # (merged below), w-4's the second (recent), each flagging its work
     events = [paper(A, ts(0)), paper(B, ts(1))] + [e for i in range(3) for e in _cite(i)]
     events += [check("crossref", ts(40), works, [notice("w-1")])] + [e for i in range(3, 6) for e in _cite(i)]
@@ -101,10 +109,11 @@ def test_a_record_is_the_same_whichever_level_holds_its_keys(
     built = {}
     for merge in (5, 10**9):
         monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", merge)
+        monkeypatch.setattr("ledger.sql_store.MIDDLE_EVENTS", merge + 2)
         ledger = Ledger(new_db(f"m{merge}.db"))
         for i in range(0, len(events), 2):
             ledger.append(events[i : i + 2])
-        merged, recent = _levels(ledger.url)
+        merged, _, recent = _levels(ledger.url)
         assert (merged > 0) == (merge == 5) and recent > 0
         if merge == 5:  # the first check's rows were merged, the second's are recent
             assert rows(ledger.url, "SELECT DISTINCT seq FROM check_works") == [(9,)]

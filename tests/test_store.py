@@ -82,8 +82,9 @@ if on_postgresql():  # statements only PostgreSQL has
 def merged_ledger(fresh_ledger: Ledger, fixture_bytes: bytes, monkeypatch: pytest.MonkeyPatch) -> Ledger:
     """The real record's events with every derived row merged (ledger/keys.py): the guarded level."""
     monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", 1)
+    monkeypatch.setattr("ledger.sql_store.MIDDLE_EVENTS", 1)
     fresh_ledger.import_bytes(fixture_bytes)
-    assert one(fresh_ledger.url, "SELECT count(*) FROM check_works_recent") == 0
+    assert one(fresh_ledger.url, "SELECT count(*) FROM check_works") == 74
     return fresh_ledger
 
 
@@ -133,10 +134,20 @@ OVERWRITES: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("table", ["event_keys_recent", "check_works_recent"])
-def test_the_recent_levels_refuse_update(imported_ledger: Ledger, table: str) -> None:
-    """A merge moves the recent levels' rows (it deletes them); nothing changes one."""
+@pytest.mark.parametrize(
+    ("table", "merge"),
+    [("event_keys_recent", 10**9), ("check_works_recent", 10**9), ("event_keys_middle", 1),
+     ("check_works_middle", 1)],
+)  # fmt: skip
+def test_the_smaller_levels_refuse_update(
+    fresh_ledger: Ledger, fixture_bytes: bytes, monkeypatch: pytest.MonkeyPatch, table: str, merge: int
+) -> None:
+    """A merge moves the smaller levels' rows (it deletes them); nothing changes one."""
+    monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", merge)
+    imported_ledger = fresh_ledger
+    imported_ledger.import_bytes(fixture_bytes)
     db = imported_ledger.url
+    assert one(db, f"SELECT count(*) FROM {table} WHERE seq = 131") > 0
     before = snapshot(db)
     with connect(db) as raw, pytest.raises(refused(db), match=f"append-only: UPDATE on {table}"):
         raw.execute(f"UPDATE {table} SET seq = seq + 1000 WHERE seq = 131")
@@ -209,8 +220,11 @@ SQLITE_TRIGGERS = {
     "event_keys_no_update",
     "event_keys_no_delete",
     "event_keys_recent_no_update",
+    "event_keys_middle_no_update",
     "check_works_recent_no_update",
+    "check_works_middle_no_update",
     "check_works_recent_no_replace",
+    "check_works_middle_no_replace",
     "events_no_update",
     "events_no_delete",
     "events_no_replace",
@@ -225,7 +239,9 @@ PG_TRIGGERS = {
     ("event_keys", "event_keys_append_only"),
     ("event_keys", "event_keys_no_truncate"),
     ("event_keys_recent", "event_keys_recent_no_update"),
+    ("event_keys_middle", "event_keys_middle_no_update"),
     ("check_works_recent", "check_works_recent_no_update"),
+    ("check_works_middle", "check_works_middle_no_update"),
     ("events", "events_append_only"),
     ("events", "events_no_truncate"),
     ("check_works", "check_works_append_only"),
@@ -270,7 +286,8 @@ def test_stats_counts_the_rows_of_every_table(imported_ledger: Ledger) -> None:
     stats = store.stats()
     assert {"events", "check_works", "merkle_nodes", "verified_point", "scrub_passes"} <= set(stats)
     assert stats["events"] == imported_ledger.head().seq
-    assert stats["check_works"] + stats["check_works_recent"] == len(list(store.iter_check_works()))
+    held = sum(n for name, n in stats.items() if name.startswith("check_works"))
+    assert held == len(list(store.iter_check_works()))
     if store.kind == "sqlite":
         # sqlite-utils must not have switched recursive triggers on for the store's connection
         assert store._conn().execute("PRAGMA recursive_triggers").fetchone()[0] == 0  # type: ignore[attr-defined]

@@ -108,8 +108,8 @@ def edited_stream_version(db: str) -> int:
 
 
 def _levels(sql: str, table: str) -> list[str]:
-    """`sql` on both levels of a derived table (the fixture's rows are all still in the recent one)."""
-    return [sql.format(t) for t in (table, f"{table}_recent")]
+    """`sql` on every level of a derived table (the fixture's rows are all still in the recent one)."""
+    return [sql.format(t) for t in (table, f"{table}_middle", f"{table}_recent")]
 
 
 def edited_check_index(db: str) -> int:
