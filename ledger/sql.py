@@ -49,6 +49,9 @@ class Dialect:
     percent: bool  # placeholders are %s (psycopg), not ? (sqlite3)
     json_lists: bool  # lists are bound as one JSON text and unpacked by json_each (SQLite has no arrays)
     page: int | None  # check_works rows read per statement; None: one statement, read lazily
+    # statistics renewed for a table whose rows a merge just moved (ledger/keys.py); PostgreSQL plans
+    # by them, and a level it last saw empty would be scanned whole for every key looked up
+    analyze: bool = False
 
     def sql(self, text: str) -> str:
         """`text` with this backend's placeholders."""
@@ -91,7 +94,7 @@ class Dialect:
 SQLITE = Dialect("sqlite", percent=False, json_lists=True, page=None)
 # psycopg's client-side cursor holds every row of a statement, and verify walks the chain on the same
 # connection meanwhile: PostgreSQL reads check_works a page at a time
-POSTGRESQL = Dialect("postgresql", percent=True, json_lists=False, page=5000)
+POSTGRESQL = Dialect("postgresql", percent=True, json_lists=False, page=5000, analyze=True)
 
 
 @functools.lru_cache(maxsize=512)

@@ -60,9 +60,9 @@ _DERIVED = {
 }
 
 
-def _move(source: str, target: str) -> list[str]:
+def _move(source: str, target: str, analyze: bool = False) -> list[str]:
     """A merge: every derived table's rows at level `source`, sorted by key, into level `target`,
-    then `source` emptied."""
+    then `source` emptied (and both tables' statistics renewed, where the dialect plans by them)."""
     out = []
     for table, (columns, key) in _DERIVED.items():
         src, dst = level_table(table, source), level_table(table, target)
@@ -70,6 +70,8 @@ def _move(source: str, target: str) -> list[str]:
             f"INSERT INTO {dst} ({columns}) SELECT {columns} FROM {src} ORDER BY {key}",
             f"DELETE FROM {src}",
         ]
+        if analyze:
+            out += [f"ANALYZE {src}", f"ANALYZE {dst}"]
     return out
 
 
@@ -312,7 +314,7 @@ class SqlWriteTx:
             oldest = self._q(f"SELECT min(seq) FROM {table}").fetchone()[0]
             if oldest is None or last - oldest + 1 < limit:
                 return
-            for sql in _move(source, target):
+            for sql in _move(source, target, self.store.dialect.analyze):
                 self._q(sql)
 
 
