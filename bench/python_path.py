@@ -1,0 +1,85 @@
+"""The write path's Python work per event, with no database: what no storage layout can remove.
+
+Runs Ledger.append's per-event work (type re-check, rules, canonical encoding, uuid5, stream and
+version bookkeeping, blake3 link, the row and key tuples) over 20,000 synthetic events against a
+transaction that stores nothing, and prints microseconds per event.
+
+    .venv/bin/python -m bench.python_path
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ledger.append import append_batch
+from ledger.chain import GENESIS
+from ledger.codec import check_rules, check_types
+from ledger.events import ChainLink, StoredEvent
+from ledger.facts import CheckWorkRow, Head
+from ledger.instants import now_us
+from ledger.keys import key_rows
+from ledger.sql import link_params
+
+from .synth import Synth
+
+
+class _Citation(msgspec.Struct):
+    observation_id: str
+    citing_arxiv_id: str
+
+
+class _NoStore:
+    """The append protocol over nothing: reads answer from what was 'inserted', inserts build the rows."""
+
+    def __init__(self) -> None:
+        self._head = (Head(0, GENESIS), 0)
+        self.citing: dict[str, str] = {}
+
+    def head(self) -> tuple[Head, int]:
+        return self._head
+
+    def existing(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
+        return {}
+
+    def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
+        return {o: self.citing[o] for o in observation_ids if o in self.citing}
+
+    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
+        return {}
+
+    def insert(self, links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> None:
+        [link_params(k) for k in links], key_rows(list(links))
+        for k in links:
+            if k.event.type == "citation.observed":
+                c = msgspec.json.decode(k.event.data, type=_Citation)
+                self.citing[c.observation_id] = c.citing_arxiv_id
+        last = links[-1]
+        self._head = (Head(last.event.seq, last.event.hash), last.recorded_us)
+
+
+def main(events: int = 20_000) -> None:
+    """Print the per-event Python cost of the write path."""
+    pending: list[Any] = []
+    for _, evs in Synth().events():
+        pending.extend(evs)
+        if len(pending) >= events:
+            break
+    batches = [pending[i : i + 1000] for i in range(0, events, 1000)]
+    tx = _NoStore()
+    start = time.perf_counter()
+    for batch in batches:
+        now = now_us()
+        for e in batch:
+            check_types(e, "e")
+            check_rules(e, "e", now)
+        append_batch(tx, batch)
+    seconds = time.perf_counter() - start
+    print(f"{events} events, {seconds / events * 1e6:.1f} us an event in Python, no database")
+
+
+if __name__ == "__main__":
+    main()
