@@ -164,7 +164,7 @@ MIGRATIONS: list[str] = [
     CREATE VIEW event_keys_all AS
         SELECT key, seq FROM event_keys UNION ALL SELECT key, seq FROM event_keys_middle
         UNION ALL SELECT key, seq FROM event_keys_recent;
-    -- the standing checks' per-work rows, keyed by random work ids, get the same two levels
+    -- the standing checks' per-work rows, keyed by random work ids, get the same levels
     CREATE TABLE check_works_recent (
         work_id TEXT NOT NULL,
         source TEXT NOT NULL,
