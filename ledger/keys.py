@@ -4,12 +4,13 @@ Idempotency needs every `event_id`, records need every observation id and cited 
 standing checks' rows are found by work id: keys with no order in time (UUIDs, arXiv ids). A B-tree
 over such keys dirties about one leaf page per key per append, so each 1000-event commit wrote
 thousands of pages and the append rate fell with the ledger's size. Here they go to small `*_recent`
-tables whose pages stay few and hot. Once the recent level covers `MERGE_EVENTS` events its rows
-move, sorted, into the `*_middle` level, and once that covers `MIDDLE_EVENTS` events, into the merged
-level (`event_keys`, `check_works`): a move touches each leaf page of the level it goes to at most
-once, and the big level is rewritten only every `MIDDLE_EVENTS` events (the write amplification of a
-three-level LSM tree). Lookups read all three (the `event_keys_all` and `check_works_all` views);
-`ledger verify` checks every row against the events.
+tables whose pages stay few and hot. The append whose seqs pass a multiple of `MERGE_EVENTS` moves
+their rows, sorted, into the `*_middle` level, and the one that passes a multiple of `MIDDLE_EVENTS`
+moves those on into the merged level (`event_keys`, `check_works`), so where the levels stand follows
+from the seqs alone. A move touches each leaf page of the level it goes to at most once, and the big
+level is rewritten only every `MIDDLE_EVENTS` events (the write amplification of a three-level LSM
+tree). Lookups read all three (the `event_keys_all` and `check_works_all` views); `ledger verify`
+checks every row against the events.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from .events import ChainLink
 
 # events whose rows the recent level holds before they move to the middle one (bench/floor.py
 # measured 100,000 keys as the point past which the recent level's own pages grow costly), and
-# events the middle level holds before its rows move to the merged level
+# events the middle level holds before its rows move to the merged level (a multiple of the first:
+# the middle level moves only in an append that moved the recent one)
 MERGE_EVENTS = 25_000
 MIDDLE_EVENTS = 250_000
 # each derived table's levels, from the one appends write to the one that keeps the most

@@ -75,11 +75,8 @@ def _move(source: str, target: str, analyze: bool = False) -> list[str]:
     return out
 
 
-# (the table whose oldest seq says how many events a level covers, that level, the level it moves to)
-_MERGES = (
-    ("event_keys_recent", "recent", "middle"),
-    ("event_keys_middle", "middle", "merged"),
-)
+# (a level, the level its rows move to), smallest first
+_MERGES = (("recent", "middle"), ("middle", "merged"))
 _KEYED = "seq IN (SELECT seq FROM event_keys_all WHERE {})"
 
 
@@ -303,16 +300,16 @@ class SqlWriteTx:
         return {r[0]: r[1] for r in rows}
 
     def insert(self, links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> None:
-        """Insert the new events and their keys, merging the keys' recent level when it is full (the
-        caller commits)."""
+        """Insert the new events and their keys, moving levels down when the seqs pass a level's size
+        (the caller commits)."""
         self.store._many(self.conn, _INSERT_EVENTS, [link_params(k) for k in links])
         self.store._many(self.conn, _INSERT_KEYS, key_rows(list(links)))
         if checks:
             self.store._many(self.conn, _INSERT_CHECK_WORKS, [(*c[:5], c.notices.decode()) for c in checks])
-        last = links[-1].event.seq
-        for (table, source, target), limit in zip(_MERGES, (MERGE_EVENTS, MIDDLE_EVENTS), strict=True):
-            oldest = self._q(f"SELECT min(seq) FROM {table}").fetchone()[0]
-            if oldest is None or last - oldest + 1 < limit:
+        # a level moves in the append whose seqs pass a multiple of its size: no read needed to know
+        before, last = links[0].event.seq - 1, links[-1].event.seq
+        for (source, target), every in zip(_MERGES, (MERGE_EVENTS, MIDDLE_EVENTS), strict=True):
+            if last // every == before // every:
                 return
             for sql in _move(source, target, self.store.dialect.analyze):
                 self._q(sql)

@@ -107,15 +107,15 @@ def test_a_record_is_the_same_whichever_level_holds_its_keys(
     events += [check("crossref", ts(40), works, [notice("w-1")])] + [e for i in range(3, 6) for e in _cite(i)]
     events += [check("crossref", ts(41), works[3:], [notice("w-4")])]
     built = {}
-    for merge in (5, 10**9):
+    for merge in (6, 10**9):
         monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", merge)
-        monkeypatch.setattr("ledger.sql_store.MIDDLE_EVENTS", merge + 2)
+        monkeypatch.setattr("ledger.sql_store.MIDDLE_EVENTS", 2 * merge)
         ledger = Ledger(new_db(f"m{merge}.db"))
         for i in range(0, len(events), 2):
             ledger.append(events[i : i + 2])
         merged, _, recent = _levels(ledger.url)
-        assert (merged > 0) == (merge == 5) and recent > 0
-        if merge == 5:  # the first check's rows were merged, the second's are recent
+        assert (merged > 0) == (merge == 6) and recent > 0
+        if merge == 6:  # the first check's rows were merged, the second's are recent
             assert rows(ledger.url, "SELECT DISTINCT seq FROM check_works") == [(9,)]
             assert rows(ledger.url, "SELECT DISTINCT seq FROM check_works_recent") == [(16,)]
         inbound, seqs, _ = ledger.record(B, as_of_us=None)
@@ -126,8 +126,8 @@ def test_a_record_is_the_same_whichever_level_holds_its_keys(
             json.dumps(outbound["outbound"], sort_keys=True),
         )
         assert ledger.verify().ok
-    assert built[5] == built[10**9] and len(built[5][0]) == 6
-    assert built[5][2].count('"retraction"') == 2  # both notices, from both levels, reached the record
+    assert built[6] == built[10**9] and len(built[6][0]) == 6
+    assert built[6][2].count('"retraction"') == 2  # both notices, from both levels, reached the record
 
 
 def test_opening_a_ledger_of_the_older_layout_upgrades_it(imported_ledger: Ledger, new_db: NewDb) -> None:
