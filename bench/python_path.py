@@ -52,7 +52,7 @@ class _NoStore:
         return {}
 
     def insert(self, links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> None:
-        [link_params(k) for k in links], key_rows(list(links))
+        [link_params(k) for k in links], key_rows(links)
         for k in links:
             if k.event.type == "citation.observed":
                 c = msgspec.json.decode(k.event.data, type=_Citation)

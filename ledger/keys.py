@@ -15,6 +15,8 @@ checks every row against the events.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from .events import ChainLink
@@ -62,6 +64,6 @@ def link_keys(link: ChainLink) -> list[str]:
     return keys
 
 
-def key_rows(links: list[ChainLink]) -> list[tuple[str, int]]:
+def key_rows(links: Sequence[ChainLink]) -> list[tuple[str, int]]:
     """(key, seq) rows of the given events."""
     return [(k, link.event.seq) for link in links for k in link_keys(link)]

@@ -303,7 +303,7 @@ class SqlWriteTx:
         """Insert the new events and their keys, moving levels down when the seqs pass a level's size
         (the caller commits)."""
         self.store._many(self.conn, _INSERT_EVENTS, [link_params(k) for k in links])
-        self.store._many(self.conn, _INSERT_KEYS, key_rows(list(links)))
+        self.store._many(self.conn, _INSERT_KEYS, key_rows(links))
         if checks:
             self.store._many(self.conn, _INSERT_CHECK_WORKS, [(*c[:5], c.notices.decode()) for c in checks])
         # a level moves in the append whose seqs pass a multiple of its size: no read needed to know
@@ -523,7 +523,7 @@ class SqlTables:
     def repeated_event_id(self) -> tuple[str, list[int]] | None:
         """An event id stored under more than one seq, with its seqs (the ledger holds none)."""
         # each level in key order (no sort); a smaller level's keys probed in the levels above it
-        ids = "key >= 'e:' AND key < 'e;'"
+        ids = f"key >= '{EVENT}' AND key < '{EVENT[0]};'"
         row = self._q(
             f"SELECT key FROM event_keys WHERE {ids} GROUP BY key HAVING count(*) > 1 "
             f"UNION ALL SELECT key FROM event_keys_middle WHERE {ids} GROUP BY key HAVING count(*) > 1 "
@@ -546,14 +546,13 @@ class SqlTables:
         select, order = f"SELECT {columns} FROM {table} WHERE ", f" AND seq <= ? ORDER BY seq, {second}"
         if page is None:
             return iter(self._q(select + "seq > ?" + order, (seq, end)))
-        return self._pages(select, order, (seq, end), page)
+        return self._pages(select, order, second, (seq, end), page)
 
     def _pages(
-        self, select: str, order: str, bounds: tuple[int, int], page: int
+        self, select: str, order: str, second: str, bounds: tuple[int, int], page: int
     ) -> Iterator[tuple[Any, ...]]:
         seq, end = bounds
         rows = self._q(select + "seq > ?" + order + " LIMIT ?", (seq, end, page)).fetchall()
-        second = order.rsplit(", ", 1)[1]
         while rows:
             yield from rows
             last = rows[-1]
