@@ -232,6 +232,27 @@ MIGRATIONS: list[str] = [
                  AND observed_us = NEW.observed_us AND seq = NEW.seq)
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: REPLACE on check_works_middle refused'); END;
     """,
+    # Records in O(caps) (ledger/spans.py): when each observation points at which paper, by observed
+    # and by recorded time. Its rows are computed in Python, so a ledger that already holds events is
+    # marked for the store to fill the table when it opens (SqlStore.finish_migrations).
+    """
+    CREATE TABLE inbound_spans (
+        cited TEXT NOT NULL,
+        citing TEXT NOT NULL,
+        reference_index INTEGER NOT NULL,
+        observation_id TEXT NOT NULL,
+        t_from INTEGER NOT NULL,
+        t_to INTEGER NOT NULL,
+        citation_seq INTEGER NOT NULL,
+        resolution_seq INTEGER NOT NULL,
+        k_from INTEGER NOT NULL,
+        k_to INTEGER NOT NULL,
+        PRIMARY KEY (cited, citing, reference_index, observation_id, t_from, k_from)
+    ) WITHOUT ROWID;
+    CREATE INDEX inbound_spans_observation ON inbound_spans (observation_id, t_from, k_from);
+    CREATE TABLE derived_pending (name TEXT PRIMARY KEY) WITHOUT ROWID;
+    INSERT INTO derived_pending (name) SELECT 'inbound_spans' WHERE EXISTS (SELECT 1 FROM events);
+    """,
 ]
 
 

@@ -43,6 +43,7 @@ class PostgresStore(SqlStore):
         if encoding is None or encoding[0] != "UTF8":
             raise LedgerError(f"the PostgreSQL database must use UTF8 encoding, not {encoding}")
         migrate(conn)
+        self.tables.fill_spans()
 
     def write_begin(self) -> tuple[str, ...]:
         """BEGIN, then the append lock unless a test dropped it."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import heapq
+import itertools
 import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,7 +23,9 @@ from .events import ChainLink, StoredEvent
 from .facts import CheckRow, CheckWorkRow, Fact, Head, ScrubPass, SourceHead, VerifiedPoint
 from .instants import format_recorded, now_us
 from .interface import Tables, side_path
-from .keys import CITED, EVENT, LEVELS, MERGE_EVENTS, MIDDLE_EVENTS, OBSERVATION, key_rows, level_table
+from .keys import EVENT, LEVELS, MERGE_EVENTS, MIDDLE_EVENTS, OBSERVATION, key_rows, level_table
+from .spans import COLUMNS as SPAN_COLUMNS
+from .spans import OPEN, Row, Step, delta, history, link_step, step_row
 from .sql import (
     CHECK_WORKS_COLUMNS,
     ENVELOPE_COLUMNS,
@@ -75,8 +78,27 @@ def _move(source: str, target: str, analyze: bool = False) -> list[str]:
     return out
 
 
+_INSERT_SPANS = f"INSERT INTO inbound_spans ({SPAN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# a span opened at the recorded_us that closes it was never visible to a read: it goes
+_DROP_SPAN = "DELETE FROM inbound_spans WHERE observation_id = ? AND t_from = ? AND k_to = ? AND k_from = ?"
+_CLOSE_SPAN = "UPDATE inbound_spans SET k_to = ? WHERE observation_id = ? AND t_from = ? AND k_to = ?"
+# an inbound span visible as of T (observed) and K (recorded), for one cited paper
+_VISIBLE = "cited = ? AND t_from <= ? AND t_to > ? AND k_from <= ? AND k_to > ?"
+_INBOUND_ORDER = "citing, reference_index, observation_id"
+
+
+def step_columns(d: Dialect, events: str = "") -> str:
+    """The columns of a Step, read from a citation or resolution row of events (`events`: its alias
+    and a dot, in a join)."""
+    return (
+        f"{d.json_text('observation_id')}, {events}seq, type, observed_us, recorded_us, "
+        f"{d.json_text('citing_arxiv_id')}, {d.json_text('reference_index')}, {d.json_text('cited_arxiv_id')}"
+    )
+
+
 # (a level, the level its rows move to), smallest first
 _MERGES = (("recent", "middle"), ("middle", "merged"))
+_AFTER_O = OBSERVATION[0] + ";"  # the first key past every observation key ("o:" < "o;")
 _KEYED = "seq IN (SELECT seq FROM event_keys_all WHERE {})"
 
 
@@ -300,8 +322,9 @@ class SqlWriteTx:
         return {r[0]: r[1] for r in rows}
 
     def insert(self, links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> None:
-        """Insert the new events and their keys, moving levels down when the seqs pass a level's size
-        (the caller commits)."""
+        """Insert the new events, their keys and their observations' spans, moving levels down when the
+        seqs pass a level's size (the caller commits)."""
+        self._spans(links)
         self.store._many(self.conn, _INSERT_EVENTS, [link_params(k) for k in links])
         self.store._many(self.conn, _INSERT_KEYS, key_rows(links))
         if checks:
@@ -313,6 +336,36 @@ class SqlWriteTx:
                 return
             for sql in _move(source, target, self.store.dialect.analyze):
                 self._q(sql)
+
+    def _spans(self, links: Sequence[ChainLink]) -> None:
+        """Close and open the inbound spans of the observations these events change (read before the
+        events are inserted: the prior steps are the stored ones)."""
+        new: dict[str, list[Step]] = {}
+        for link in links:
+            step = link_step(link)
+            if step is not None:
+                new.setdefault(step.observation_id, []).append(step)
+        if not new:
+            return
+        d = self.store.dialect
+        prior: dict[str, list[Step]] = {}
+        rows = self._q(
+            f"SELECT {step_columns(d)} FROM events WHERE {_KEYED.format(d.any_of('key'))}",
+            (d.bind_list([OBSERVATION + o for o in sorted(new)]),),
+        )
+        for step in map(step_row, rows):
+            prior.setdefault(step.observation_id, []).append(step)
+        closed: list[tuple[Any, ...]] = []
+        opened: list[Row] = []
+        for oid, steps in new.items():
+            change = delta(prior.get(oid, []), steps)
+            closed += [(s.observation_id, s.t_from, OPEN, k) for s, k in change.closed]
+            opened += change.opened
+        if closed:
+            self.store._many(self.conn, _DROP_SPAN, closed)
+            self.store._many(self.conn, _CLOSE_SPAN, [(k, o, t, end) for o, t, end, k in closed])
+        if opened:
+            self.store._many(self.conn, _INSERT_SPANS, opened)
 
 
 class SqlReader:
@@ -339,18 +392,34 @@ class SqlReader:
             (f"paper:{arxiv_id}", self.t, self.k),
         )
 
-    def citing_events(self, arxiv_id: str) -> list[Fact]:
-        """Statement 2: citations and resolutions of every observation ever resolved to the paper."""
-        return self._facts(
-            f"SELECT {FACT_COLUMNS} FROM events WHERE seq IN ("
-            "  SELECT o.seq FROM event_keys_all AS o WHERE o.key IN ("
-            f"   SELECT '{OBSERVATION}' || {self.store.dialect.json_text('observation_id')}"
-            "    FROM event_keys_all AS c"
-            "    JOIN events ON events.seq = c.seq"
-            "    WHERE c.key = ? AND events.observed_us <= ? AND events.recorded_us <= ?)) "
-            "AND observed_us <= ? AND recorded_us <= ? ORDER BY seq",
-            (CITED + arxiv_id, self.t, self.k, self.t, self.k),
+    def inbound(self, arxiv_id: str, limit: int) -> tuple[int, list[Fact]]:
+        """Statement 2: how many observations are inbound to the paper, counted over its spans, and
+        the citations and resolutions of the first `limit` of them in the record's order."""
+        where = (arxiv_id, self.t, self.t, self.k, self.k)
+        # the count on a row of its own, joined to the shown events (none when nothing is shown)
+        rows = self.store._q(
+            self.conn,
+            f"WITH shown AS (SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {_VISIBLE}"
+            f"  ORDER BY {_INBOUND_ORDER} LIMIT ?) "
+            f"SELECT c.n, {', '.join('e.' + c for c in FACT_COLUMNS.split(', '))} "
+            f"FROM (SELECT count(*) AS n FROM inbound_spans WHERE {_VISIBLE}) AS c "
+            "LEFT JOIN events AS e ON e.seq IN "
+            "(SELECT citation_seq FROM shown UNION ALL SELECT resolution_seq FROM shown) "
+            "ORDER BY e.seq",
+            (*where, limit, *where),
+        ).fetchall()
+        return rows[0][0], [fact_row(r[1:]) for r in rows if r[1] is not None]
+
+    def inbound_seqs(self, arxiv_id: str, offset: int, limit: int) -> list[tuple[int, int]]:
+        """(citation seq, resolution seq) of the inbound observations `offset`.. `offset + limit` in
+        the record's order (the integrity report's and the bundle's pages)."""
+        rows = self.store._q(
+            self.conn,
+            f"SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {_VISIBLE} "
+            f"ORDER BY {_INBOUND_ORDER} LIMIT ? OFFSET ?",
+            (arxiv_id, self.t, self.t, self.k, self.k, limit, offset),
         )
+        return [(r[0], r[1]) for r in rows]
 
     def snapshots(self, arxiv_ids: Sequence[str]) -> list[Fact]:
         """Statement 3: paper.observed events of the given papers."""
@@ -541,24 +610,73 @@ class SqlTables:
         """The rows of `table` (whose `columns` start with seq and a second key) after seq, up to
         `upto`, in that order."""
         end = sys.maxsize if upto is None else upto
-        second = columns.split(", ")[1]
+        return self._ordered(
+            f"SELECT {columns} FROM {table} WHERE seq > ? AND seq <= ?", columns.split(", ")[:2], (seq, end)
+        )
+
+    def _ordered(self, sql: str, order: Sequence[str], params: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+        """The rows of `sql` (a SELECT ... WHERE whose first columns are `order`, a unique key) in that
+        order, read lazily: one statement, or one page per statement where the dialect says."""
+        by = ", ".join(order)
         page = self.store.dialect.page
-        select, order = f"SELECT {columns} FROM {table} WHERE ", f" AND seq <= ? ORDER BY seq, {second}"
         if page is None:
-            return iter(self._q(select + "seq > ?" + order, (seq, end)))
-        return self._pages(select, order, second, (seq, end), page)
+            return iter(self._q(f"{sql} ORDER BY {by}", params))
+        return self._pages(sql, by, len(order), params, page)
 
     def _pages(
-        self, select: str, order: str, second: str, bounds: tuple[int, int], page: int
+        self, sql: str, by: str, width: int, params: Sequence[Any], page: int
     ) -> Iterator[tuple[Any, ...]]:
-        seq, end = bounds
-        rows = self._q(select + "seq > ?" + order + " LIMIT ?", (seq, end, page)).fetchall()
+        rows = self._q(f"{sql} ORDER BY {by} LIMIT ?", (*params, page)).fetchall()
+        after = f" AND ({by}) > ({', '.join('?' * width)}) ORDER BY {by} LIMIT ?"
         while rows:
             yield from rows
-            last = rows[-1]
-            rows = self._q(
-                select + f"(seq, {second}) > (?, ?)" + order + " LIMIT ?", (last[0], last[1], end, page)
-            ).fetchall()
+            rows = self._q(sql + after, (*params, *rows[-1][:width], page)).fetchall()
+
+    # -- inbound spans ---------------------------------------------------------------
+
+    def observation_steps(self) -> Iterator[tuple[str, list[Step]]]:
+        """Every observation's citations and resolutions as Steps, by observation id, read lazily."""
+        d = self.store.dialect
+        levels = [
+            self._ordered(
+                f"SELECT k.key, k.seq, {step_columns(d, 'e.')} FROM {level_table('event_keys', lv)} AS k "
+                f"JOIN events AS e ON e.seq = k.seq WHERE k.key >= '{OBSERVATION}' AND k.key < '{_AFTER_O}'",
+                ["k.key", "k.seq"],
+                (),
+            )
+            for lv in LEVELS
+        ]
+        for key, rows in itertools.groupby(heapq.merge(*levels), key=lambda r: r[0]):
+            yield key.removeprefix(OBSERVATION), [step_row(r[2:]) for r in rows]
+
+    def span_rows(self) -> Iterator[Row]:
+        """Every stored inbound span by (observation_id, t_from, k_from), read lazily."""
+        rows = self._ordered(
+            f"SELECT observation_id, t_from, k_from, {SPAN_COLUMNS} FROM inbound_spans WHERE 1 = 1",
+            ["observation_id", "t_from", "k_from"],
+            (),
+        )
+        return (Row(*r[3:]) for r in rows)
+
+    def fill_spans(self) -> bool:
+        """Fill inbound_spans from the events if a migration left it to the store (False: nothing to
+        do); one write transaction, holding the append lock."""
+        if self._q("SELECT name FROM derived_pending WHERE name = 'inbound_spans'").fetchone() is None:
+            return False
+        with self.store.transaction(self.store.write_begin()) as conn:
+            if self._q("SELECT name FROM derived_pending WHERE name = 'inbound_spans'").fetchone() is None:
+                return False  # another process filled it meanwhile
+            self._q("DELETE FROM inbound_spans")
+            batch: list[Row] = []
+            for _, steps in self.observation_steps():
+                batch += history(steps)
+                if len(batch) >= 5000:
+                    self.store._many(conn, _INSERT_SPANS, batch)
+                    batch = []
+            if batch:
+                self.store._many(conn, _INSERT_SPANS, batch)
+            self._q("DELETE FROM derived_pending WHERE name = 'inbound_spans'")
+        return True
 
     # -- scrub passes ----------------------------------------------------------------
 

@@ -37,6 +37,7 @@ class SQLiteStore(SqlStore):
             with contextlib.suppress(FileExistsError):
                 os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         migrate(self._conn())
+        self.tables.fill_spans()
 
     def _conn(self) -> sqlite3.Connection:
         conn = self._conns.get()

@@ -10,6 +10,7 @@ it is trusted, not re-hashed (run without resume to recheck everything), and the
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -22,6 +23,7 @@ from .events import ChainLink
 from .facts import Head, VerifiedPoint
 from .keys import link_keys
 from .merkle import CompactRange, leaf_hash
+from .spans import Row, Step, history
 
 if TYPE_CHECKING:
     from .interface import Store, Tables
@@ -179,6 +181,7 @@ def _walk(
                     or _check_checkpoint(held, walk)
                     or leftover
                     or _check_event_ids(tables)
+                    or _check_spans(tables)
                 )
             if bad is not None or final:
                 return walk, bad, store.head()
@@ -328,6 +331,32 @@ def _check_event_ids(tables: Tables) -> tuple[int, str] | None:
     event_id, seqs = repeated
     shown = " and ".join(map(str, seqs))
     return seqs[-1], f"event_id {event_id} is stored more than once (seq {shown})"
+
+
+def _check_spans(tables: Tables) -> tuple[int, str] | None:
+    """The inbound spans are the ones the events give (ledger/spans.py), observation by observation."""
+    stored = itertools.groupby(tables.span_rows(), key=lambda r: r.observation_id)
+    have = next(stored, None)
+    for oid, steps in tables.observation_steps():
+        rows: list[Row] = []
+        while have is not None and have[0] <= oid:
+            if have[0] < oid:  # rows of an observation with no event
+                return _span_break(have[0], list(have[1]), [])
+            rows = list(have[1])
+            have = next(stored, None)
+        if rows != history(steps):
+            return _span_break(oid, rows, steps)
+    if have is not None:
+        return _span_break(have[0], list(have[1]), [])
+    return None
+
+
+def _span_break(oid: str, rows: list[Row], steps: list[Step]) -> tuple[int, str]:
+    seq = max([s.seq for s in steps] or [r.resolution_seq for r in rows])
+    return seq, (
+        f"the inbound spans of observation {oid} do not match its citations and resolutions "
+        "(inbound_spans rows altered, added or removed)"
+    )
 
 
 def _check_fill(tables: Tables, last_seq: int) -> tuple[int, str] | None:

@@ -10,12 +10,23 @@ from ledger.codec import decode_data
 from ledger.events import StandingChecked, StoredEvent
 from ledger.facts import CheckRow, CheckWorkRow, Fact, SourceHead
 from ledger.instants import parse_ts
+from projections.record import inbound_facts, inbound_observations
 
 
 class MemoryReader:
     """Answers RecordSource's five reads from envelopes, filtered to observed <= T, recorded <= K."""
 
-    def __init__(self, envelopes: Iterable[StoredEvent], as_of_us: int, known_us: int | None = None):
+    def __init__(
+        self,
+        envelopes: Iterable[StoredEvent],
+        as_of_us: int,
+        known_us: int | None = None,
+        *,
+        inbound_total: int | None = None,
+    ):
+        # inbound_total: the count of inbound observations, when the envelopes hold only those shown
+        # (an integrity report's first page); None counts the envelopes' own
+        self.inbound_total = inbound_total
         self.facts: list[tuple[StoredEvent, Fact, int]] = []
         for e in sorted(envelopes, key=lambda e: e.seq):
             o_us, r_us = parse_ts(e.observed_at), parse_ts(e.recorded_at)
@@ -27,18 +38,12 @@ class MemoryReader:
         """The paper's own stream."""
         return [f for e, f, _ in self.facts if e.stream == f"paper:{arxiv_id}"]
 
-    def citing_events(self, arxiv_id: str) -> list[Fact]:
-        """Citations and resolutions of observations ever resolved to the paper."""
-        oids = {
-            f.data.observation_id
-            for _, f, _ in self.facts
-            if f.type == "resolution.observed" and f.data.cited_arxiv_id == arxiv_id
-        }
-        return [
-            f
-            for _, f, _ in self.facts
-            if f.type in ("citation.observed", "resolution.observed") and f.data.observation_id in oids
-        ]
+    def inbound(self, arxiv_id: str, limit: int) -> tuple[int, list[Fact]]:
+        """How many observations are inbound to the paper, and the facts of the first `limit`."""
+        facts = (f for _, f, _ in self.facts if f.type in ("citation.observed", "resolution.observed"))
+        found = inbound_observations(facts, arxiv_id)
+        total = len(found) if self.inbound_total is None else self.inbound_total
+        return total, inbound_facts(found[:limit])
 
     def snapshots(self, arxiv_ids: Sequence[str]) -> list[Fact]:
         """paper.observed facts of the given papers."""

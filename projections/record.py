@@ -38,17 +38,24 @@ class RecordSource(Protocol):
     """The five reads one record needs, already filtered to observed <= T (and recorded <= K)."""
 
     def paper_stream(self, arxiv_id: str) -> list[Fact]: ...
-    def citing_events(self, arxiv_id: str) -> list[Fact]: ...
+    def inbound(self, arxiv_id: str, limit: int) -> tuple[int, list[Fact]]:
+        """How many observations are inbound to the paper, and the latest citation and resolution of
+        the first `limit` of them in the record's order (see `inbound_observations`)."""
+        ...
+
     def snapshots(self, arxiv_ids: Sequence[str]) -> list[Fact]: ...
     def source_heads(self) -> list[SourceHead]: ...
     def work_checks(self, works: Sequence[tuple[str, int]]) -> list[CheckRow]: ...
 
 
 class Built(NamedTuple):
-    """A record and the seqs of the events it was built from."""
+    """A record, the seqs of the events it shows, and how many inbound observations it counts."""
 
     record: dict[str, Any]
     seqs: list[int]
+    # the events of the inbound observations past the cap also built the record (its count): they are
+    # read page by page where needed (integrity report, bundle), never with the record
+    inbound_total: int
 
 
 def _key(f: Fact) -> tuple[int, int]:
@@ -124,6 +131,20 @@ def _observations(facts: Iterable[Fact]) -> dict[str, _Obs]:
     return out
 
 
+def inbound_observations(facts: Iterable[Fact], arxiv_id: str) -> list[_Obs]:
+    """The observations inbound to `arxiv_id` among the citations and resolutions `facts` (their
+    latest resolution names it, the citing paper is another), in the record's order."""
+    return sorted(
+        (o for o in _observations(facts).values() if o.cited == arxiv_id and o.citing != arxiv_id),
+        key=lambda o: (o.citing, o.cit.data.reference_index, o.oid),
+    )
+
+
+def inbound_facts(observations: Iterable[_Obs]) -> list[Fact]:
+    """The citation and resolution facts of these observations."""
+    return [f for o in observations for f in o if f is not None]
+
+
 def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
     """The record of `arxiv_id` as of T from the source's events; NotFound without a snapshot."""
     own = src.paper_stream(arxiv_id)
@@ -137,18 +158,11 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
     used.update(f.seq for f in (snap, category_snap) if f is not None)
 
     outbound_all = sorted(_observations(own).values(), key=lambda o: (o.cit.data.reference_index, o.oid))
-    inbound_all = sorted(
-        (
-            o
-            for o in _observations(src.citing_events(arxiv_id)).values()
-            if o.cited == arxiv_id and o.citing != arxiv_id
-        ),
-        key=lambda o: (o.citing, o.cit.data.reference_index, o.oid),
-    )
-    for o in (*outbound_all, *inbound_all):
+    total_in, shown = src.inbound(arxiv_id, CAPS["inbound"])
+    inbound = inbound_observations(shown, arxiv_id)[: CAPS["inbound"]]
+    for o in (*outbound_all, *inbound):
         used.update(f.seq for f in o if f is not None)
     outbound = outbound_all[: CAPS["outbound"]]
-    inbound = inbound_all[: CAPS["inbound"]]
 
     wanted = {o.cited for o in outbound if o.cited} | {o.citing for o in inbound}
     wanted.discard(arxiv_id)
@@ -216,11 +230,11 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
         out_objs,
         len(outbound_all),
         in_objs,
-        len(inbound_all),
+        total_in,
         heads,
         [measurements[k] for k in sorted(measurements)],
     )
-    return Built(record, sorted(used))
+    return Built(record, sorted(used), total_in)
 
 
 def _standing(work: Any, checks: dict[tuple[str, int], list[CheckRow]], used: set[int]) -> dict:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,35 @@ from ledger.group_commit import GroupCommitter
 from ledger.importer import Batch, parse_input
 from ledger.instants import now_us
 from ledger.verify import VerifyReport, verify_store
-from projections.record import build_record
+from projections.record import Built, build_record
+
+
+class Evidence:
+    """A record, the head it was read at, and its inbound observations past the cap, page by page."""
+
+    def __init__(self, built: Built, head: Head, reader: Any) -> None:
+        self.built = built
+        self.head = head
+        self._reader = reader
+
+    @property
+    def hidden(self) -> int:
+        """Inbound observations the record counts but does not show."""
+        return self.built.inbound_total - len(self.built.record["inbound"])
+
+    def hidden_seqs(self, offset: int, limit: int) -> list[int]:
+        """The seqs of the citations and resolutions of hidden observations offset..offset+limit (in the
+        record's order), sorted."""
+        start = len(self.built.record["inbound"]) + offset
+        pairs = self._reader.inbound_seqs(self.built.record["paper"]["arxiv_id"], start, limit)
+        return sorted(s for pair in pairs for s in pair)
+
+    def all_seqs(self, page: int = 5000) -> list[int]:
+        """Every seq the record was built from, sorted: the shown events and every hidden page."""
+        seqs = set(self.built.seqs)
+        for offset in range(0, self.hidden, page):
+            seqs.update(self.hidden_seqs(offset, page))
+        return sorted(seqs)
 
 
 def default_db() -> str:
@@ -108,7 +137,16 @@ class Ledger:
     def record(
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
     ) -> tuple[dict[str, Any], list[int], Head]:
-        """The record as of T (default now) and K, the seqs it was built from, and the head read."""
+        """The record as of T (default now) and K, the seqs of the events it shows, and the head read."""
+        with self.evidence(arxiv_id, as_of_us, known_us) as ev:
+            return ev.built.record, ev.built.seqs, ev.head
+
+    @contextmanager
+    def evidence(
+        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
+    ) -> Iterator[Evidence]:
+        """The record as of T (default now) and K, and a way to read every event it was built from, in
+        one consistent read of the ledger (held until the block ends)."""
         t = now_us() if as_of_us is None else as_of_us
         with self.store.snapshot(t, known_us) as reader:
             head = reader.head()
@@ -126,7 +164,7 @@ class Ledger:
                     msg,
                     details={"arxiv_id": arxiv_id, "first_observed_at": first.observed_at if first else None},
                 ) from None
-        return built.record, built.seqs, head
+            yield Evidence(built, head, reader)
 
     def record_bytes(
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None

@@ -29,4 +29,9 @@ LEVEL_SUFFIXES = ("", "_middle", "_recent")  # the derived tables' levels (ledge
 def cut_sql(keep: int) -> list[str]:
     """What a careful attacker runs to cut the events after `keep` off: every table that names them."""
     tables = (*(f"{t}{level}" for t in ("check_works", "event_keys") for level in LEVEL_SUFFIXES), "events")
-    return [f"DELETE FROM {t} WHERE seq > {keep}" for t in tables]
+    # the spans are rebuilt from what is left by the store's own fill, when the ledger is next opened
+    return [
+        *(f"DELETE FROM {t} WHERE seq > {keep}" for t in tables),
+        "DELETE FROM inbound_spans",
+        "INSERT INTO derived_pending (name) VALUES ('inbound_spans')",
+    ]
