@@ -40,7 +40,7 @@ class RecordSource(Protocol):
     def paper_stream(self, arxiv_id: str) -> list[Fact]: ...
     def inbound(self, arxiv_id: str, limit: int) -> tuple[int, list[Fact]]:
         """How many observations are inbound to the paper, and the latest citation and resolution of
-        the first `limit` of them in the record's order (see `inbound_observations`)."""
+        the first `limit` of them in the record's order (see `inbound_observations`), in seq order."""
         ...
 
     def snapshots(self, arxiv_ids: Sequence[str]) -> list[Fact]: ...
@@ -141,8 +141,8 @@ def inbound_observations(facts: Iterable[Fact], arxiv_id: str) -> list[_Obs]:
 
 
 def inbound_facts(observations: Iterable[_Obs]) -> list[Fact]:
-    """The citation and resolution facts of these observations."""
-    return [f for o in observations for f in o if f is not None]
+    """The citation and resolution facts of these observations, in seq order."""
+    return sorted((f for o in observations for f in o if f is not None), key=lambda f: f.seq)
 
 
 def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:

@@ -8,6 +8,7 @@ from typing import Any
 
 from ledger import migrations, pg_migrations
 from ledger.backend import is_pg_url
+from ledger.keys import key_rows
 from ledger.sql import link_params
 from service.ledger import Ledger
 
@@ -24,6 +25,11 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
     checks = list(source.store.iter_check_works())
     insert_events = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join(['?'] * 12)})"
     insert_checks = f"INSERT INTO check_works ({CHECK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+    # from the layout with event_keys on, the keys are rows of their own (all at the merged level)
+    layout = pg_migrations.MIGRATIONS if is_pg_url(db) else migrations.MIGRATIONS
+    keyed = any("CREATE TABLE event_keys" in script for script in layout[:steps])
+    keys = key_rows(list(source.store.iter_chain())) if keyed else []
+    insert_keys = "INSERT INTO event_keys (key, seq) VALUES (?, ?)"
     if is_pg_url(db):
         import psycopg
 
@@ -34,6 +40,7 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
                 conn.execute("INSERT INTO ledger_schema (version) VALUES (%s)", (number,))
             _insert(conn, insert_events.replace("?", "%s"), events)
             _insert(conn, insert_checks.replace("?", "%s"), checks)
+            _insert(conn, insert_keys.replace("?", "%s"), keys)
         return
     conn = sqlite3.connect(db, isolation_level=None)
     try:
@@ -44,6 +51,7 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
         conn.execute(f"PRAGMA user_version = {steps}")
         _insert(conn, insert_events, events)
         _insert(conn, insert_checks, checks)
+        _insert(conn, insert_keys, keys)
     finally:
         conn.close()
 

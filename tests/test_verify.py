@@ -171,6 +171,33 @@ def repeated_event_id(db: str) -> int:
     return N
 
 
+def _span(db: str) -> tuple[str, int]:
+    """An inbound span of the fixture, and the last event of its observation."""
+    oid, cit, res = rows(db, "SELECT observation_id, citation_seq, resolution_seq FROM inbound_spans "
+                         "ORDER BY observation_id LIMIT 1")[0]  # fmt: skip
+    return oid, max(cit, res)
+
+
+def forged_inbound_span(db: str) -> int:
+    """An observation made to point at another paper in the spans only (the record would count it)."""
+    oid, last = _span(db)
+    edit(db, "UPDATE inbound_spans SET cited = '2101.99999' WHERE observation_id = ?", params=(oid,))
+    return last
+
+
+def removed_inbound_span(db: str) -> int:
+    oid, last = _span(db)
+    edit(db, "DELETE FROM inbound_spans WHERE observation_id = ?", params=(oid,))
+    return last
+
+
+def added_inbound_span(db: str) -> int:
+    """A span for an observation that has no event."""
+    edit(db, "INSERT INTO inbound_spans SELECT cited, citing, reference_index, 'zz-forged', t_from, t_to, "
+         "citation_seq, resolution_seq, k_from, k_to FROM inbound_spans LIMIT 1")  # fmt: skip
+    return int(one(db, "SELECT resolution_seq FROM inbound_spans WHERE observation_id = 'zz-forged'"))
+
+
 _ENVELOPE = ["event_id", "stream", "stream_version", "type", "observed_at", "recorded_at", "data",
              "prev_hash"]  # fmt: skip
 
@@ -200,8 +227,16 @@ BROKEN: list[Any] = [
     pytest.param(added_check_index_row, "derived index rows .* do not match", id="added-check-index-row"),
     pytest.param(removed_event_key, "derived index rows .* do not match", id="removed-event-key"),
     pytest.param(forged_event_key, "derived index rows .* do not match", id="forged-event-key"),
-    pytest.param(repeated_event_id, r"event_id .* is stored more than once \(seq 5 and 132\)",
-                 id="repeated-event-id"),  # fmt: skip
+    pytest.param(
+        forged_inbound_span, "inbound spans of observation .* do not match", id="forged-inbound-span"
+    ),
+    pytest.param(
+        removed_inbound_span, "inbound spans of observation .* do not match", id="removed-inbound-span"
+    ),
+    pytest.param(added_inbound_span, "inbound spans of observation zz-forged", id="added-inbound-span"),
+    pytest.param(
+        repeated_event_id, r"event_id .* is stored more than once \(seq 5 and 132\)", id="repeated-event-id"
+    ),  # fmt: skip
     pytest.param(
         truncated_leaving_check_rows,
         "derived index rows .* do not match",
