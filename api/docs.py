@@ -281,7 +281,9 @@ class PaperAnswer(BaseModel):
 class IntegrityReport(BaseModel):
     """What was verified for one record: the chain, its events, its digests recomputed. `chain.walked`
     is what this answer re-hashed, `chain.trusted` the prefix it did not, `chain.last_full_walk` the
-    recorded walk from seq 1 that vouches for it; `first_bad_seq` is the first break any of them found."""
+    recorded walk from seq 1 that vouches for it; `first_bad_seq` is the first break any of them found.
+    Page 1 proves what the record shows; `page.next` links the pages that prove the inbound observations
+    it counts but does not show, and `counts` says how the count was obtained."""
 
     arxiv_id: str
     as_of: str
@@ -290,6 +292,8 @@ class IntegrityReport(BaseModel):
     first_bad_seq: int | None
     chain: dict[str, Any]
     record: dict[str, Any]
+    page: dict[str, Any]
+    counts: dict[str, Any]
     events: list[dict[str, Any]]
     recomputed: dict[str, Any]
     method: str

@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import base64
 from typing import Any
+from urllib.parse import urlencode
 
 from ledger.chain import GENESIS, envelope_body, link_hash
 from ledger.checkpoint import CheckpointRefused, NotSigned, unsigned_checkpoint
 from ledger.codec import canonical
-from ledger.errors import ChainBroken
+from ledger.errors import ChainBroken, NotFound
 from ledger.events import StoredEvent
 from ledger.facts import Head
 from ledger.instants import format_as_of
 from ledger.merkle import ProofError, leaf_hash, verify_inclusion
 from ledger.merkle_store import BLOCK, STORED_LEVEL
 from projections.memory import MemoryReader
-from projections.record import build_record
+from projections.record import build_record, inbound_observations
 from service.bundle import prove_seqs
 from service.ledger import Ledger
 from service.scrub import PassLog, chain_status
 
 from .common import head_json
+
+# hidden inbound observations proven per page past the first (2 events each: a page stays near 3 MB)
+PAGE_OBSERVATIONS = 1000
 
 
 def integrity_report(
@@ -29,19 +33,45 @@ def integrity_report(
     as_of_us: int,
     known_us: int | None,
     *,
+    page: int = 1,
     passes: PassLog | None = None,
     read_only: bool = False,
 ) -> tuple[dict[str, Any], Head]:
     """The chain status, the events behind the record, and its digests rebuilt from those events.
 
-    A read-only server writes nothing: no resume point, no pass (kept in memory), no key, no signed
-    checkpoint, no Merkle node; its proofs are against the last signed checkpoint, if it covers them.
+    Page 1 proves what the record shows; pages 2.. prove the inbound observations it counts but does
+    not show, PAGE_OBSERVATIONS at a time. A read-only server writes nothing: no resume point, no pass
+    (kept in memory), no key, no signed checkpoint, no Merkle node; its proofs are against the last
+    signed checkpoint, if it covers them.
     """
-    record, seqs, head = ledger.record(arxiv_id, as_of_us, known_us)
-    envelopes = ledger.store.envelopes(seqs)
-    # Rebuild from exactly the listed envelopes, with no database: if the record depended on
-    # anything not listed, or the projection disagreed with itself, a digest below would differ.
-    rebuilt = build_record(MemoryReader(envelopes, as_of_us, known_us), arxiv_id, as_of_us).record
+    with ledger.evidence(arxiv_id, as_of_us, known_us) as ev:
+        pages = 1 + -(-ev.hidden // PAGE_OBSERVATIONS)
+        if page > pages:
+            raise NotFound(
+                f"page {page}: the integrity report of arXiv:{arxiv_id} as of {format_as_of(as_of_us)} "
+                f"has {pages} page{'s' if pages > 1 else ''}",
+                details={"page": page, "pages": pages},
+            )
+        offset = (page - 2) * PAGE_OBSERVATIONS
+        seqs = ev.built.seqs if page == 1 else ev.hidden_seqs(offset, PAGE_OBSERVATIONS)
+        envelopes = ledger.store.envelopes(seqs)  # in the same read as the record
+        record, head, total = ev.built.record, ev.head, ev.built.inbound_total
+    shown = len(record["inbound"])
+    if page == 1:
+        # Rebuild from exactly the listed envelopes, with no database: if the record depended on
+        # anything not listed, or the projection disagreed with itself, a digest below would differ.
+        # Only the count of inbound observations not shown is taken from the ledger (see "counts").
+        reader = MemoryReader(envelopes, as_of_us, known_us, inbound_total=total if total > shown else None)
+        recomputed = _compare_digests(record, build_record(reader, arxiv_id, as_of_us).record)
+        recomputed_ok = (
+            recomputed["context_digest"]["match"]
+            and recomputed["observations_matching"] == recomputed["observations_checked"]
+            and recomputed["record_identical"]
+        )
+    else:
+        expected = min(PAGE_OBSERVATIONS, total - shown - offset)
+        recomputed = _hidden_inbound(envelopes, arxiv_id, as_of_us, known_us, expected)
+        recomputed_ok = recomputed["observations_inbound"] == recomputed["observations_expected"]
     # Resume from the last verified point (a full re-walk per request would grow with the ledger);
     # what it does not re-hash is vouched for by the last recorded full walk, which it names.
     passes = passes or PassLog(ledger.store, writable=not read_only)
@@ -49,7 +79,6 @@ def integrity_report(
     proven, proofs_note, proof_break = _proofs(ledger, seqs, read_only)
     before = _hashes_before(ledger, envelopes)
     events = [_event(e, before, proven) for e in envelopes]
-    digests = _compare_digests(record, rebuilt)
     problems = [{"seq": e["seq"], "reason": _EVENT_BREAK} for e in events if not e["hash_ok"]]
     problems += [{"seq": e["seq"], "reason": _LINK_BREAK} for e in events if e["hash_ok"] and not e["linked"]]
     named = {p["seq"] for p in problems}
@@ -58,18 +87,11 @@ def integrity_report(
     if proof_break is not None:  # the ledger refused to sign: it no longer extends its last checkpoint
         problems.append({"seq": proof_break, "reason": proofs_note})
     bad = [p["seq"] for p in problems] + ([chain["first_bad_seq"]] if chain["first_bad_seq"] else [])
-    ok = (
-        chain["ok"]
-        and not bad
-        and digests["context_digest"]["match"]
-        and digests["observations_matching"] == digests["observations_checked"]
-        and digests["record_identical"]
-    )
     report = {
         "arxiv_id": arxiv_id,
         "as_of": record["as_of"],
         "known_at": None if known_us is None else format_as_of(known_us),
-        "ok": ok,
+        "ok": chain["ok"] and not bad and recomputed_ok,
         "first_bad_seq": min(bad) if bad else None,
         # what this answer found beyond the chain walk, each at the seq a walk from seq 1 would name
         "problems": sorted(problems, key=lambda p: (p["seq"], p["reason"])),
@@ -80,15 +102,62 @@ def integrity_report(
             "events_used": len(envelopes),
             "links": record["links"],
         },
+        "page": _page(record, known_us, page, pages),
+        "counts": _counts(total, shown, pages),
         "events": events,
-        "recomputed": digests,
+        "recomputed": recomputed,
         "checkpoint": proven["checkpoint"],
         "key": proven["key"],
         "proofs": proven["proofs"],
         "proofs_note": proofs_note,
-        "method": _method(chain, proven, proofs_note),
+        "method": _method(chain, proven, proofs_note, page),
     }
     return report, head
+
+
+def _page(record: dict[str, Any], known_us: int | None, page: int, pages: int) -> dict[str, Any]:
+    """Which page this is, and the link to the next (same as_of and known_at: the same record)."""
+    query = {"as_of": record["as_of"]} | ({} if known_us is None else {"known_at": format_as_of(known_us)})
+    link = f"{record['links']['integrity']}?{urlencode(query)}&page="
+    return {
+        "page": page,
+        "pages": pages,
+        "next": f"{link}{page + 1}" if page < pages else None,
+        "proves": "what the record shows (paper, outbound, the first inbound, checks, measurements)"
+        if page == 1
+        else f"inbound observations {(page - 2) * PAGE_OBSERVATIONS + 1}.. of those counted but not shown",
+    }
+
+
+def _counts(total: int, shown: int, pages: int) -> dict[str, Any]:
+    """How the record's inbound count was obtained, and where the rest of its evidence is."""
+    if total == shown:
+        how = "every inbound observation is shown: the count is recomputed from the listed events"
+    else:
+        how = (
+            f"the {total} inbound observations were counted by the database over inbound_spans (when each "
+            "observation pointed at which paper, by observed and by recorded time: kept by every append, "
+            "rebuilt from the events and compared by ledger verify); page 1 rebuilds the record from its "
+            f"listed events with that count; pages 2..{pages} prove the {total - shown} not shown, "
+            f"{PAGE_OBSERVATIONS} per page, each recomputed as inbound as of T from its own events"
+        )
+    return {"inbound": {"total": total, "shown": shown, "not_shown": total - shown, "how": how}}
+
+
+def _hidden_inbound(
+    envelopes: list[StoredEvent], arxiv_id: str, as_of_us: int, known_us: int | None, expected: int
+) -> dict[str, Any]:
+    """Each listed observation recomputed from its own events: inbound to the paper as of T and K."""
+    reader = MemoryReader(envelopes, as_of_us, known_us)
+    total, _ = reader.inbound(arxiv_id, 0)
+    facts = [f for _, f, _ in reader.facts]
+    found = {o.oid for o in inbound_observations(facts, arxiv_id)}
+    listed = sorted({f.data.observation_id for f in facts if f.type == "citation.observed"})
+    return {
+        "observations_expected": expected,
+        "observations_inbound": total,
+        "observations": [{"observation_id": o, "inbound": o in found} for o in listed],
+    }
 
 
 def _proofs(
@@ -105,6 +174,12 @@ def _proofs(
         return {"proofs": [], "checkpoint": None, "key": None}, e.message, None
 
 
+_RECOMPUTED = (
+    "the record rebuilt in memory from only the listed events and its digests compared with the ledger's "
+    "answer",
+    "each listed observation's latest citation and resolution as of T rebuilt in memory from the listed "
+    "events and checked to point at this paper",
+)
 _EVENT_BREAK = "stored bytes do not match the stored hash (the event was altered)"
 _LINK_BREAK = "prev_hash does not match the previous event's hash (reordered or removed events)"
 
@@ -184,7 +259,7 @@ def _proof_ok(seq: int, leaf: bytes, proven: dict[str, Any]) -> bool | None:
     return True
 
 
-def _method(chain: dict[str, Any], proven: dict[str, Any], proofs_note: str | None) -> str:
+def _method(chain: dict[str, Any], proven: dict[str, Any], proofs_note: str | None, page: int) -> str:
     """What was done for this answer, in words: no more than what the fields above show."""
     walked = chain["walked"]
     now = "no event" if walked is None else f"seqs {walked['from']}..{walked['to']}"
@@ -211,9 +286,8 @@ def _method(chain: dict[str, Any], proven: dict[str, Any], proofs_note: str | No
         f"chain: {now} re-hashed in seq order for this answer (ledger verify"
         + (f", resumed after seq {chain['resumed_from']}" if chain["resumed_from"] else ", from seq 1")
         + f"){prefix}; events: each listed event re-hashed from its envelope as /evidence serves it, and "
-        "its prev_hash compared with the stored hash before it; recomputed: "
-        "the record rebuilt in memory from only the listed events and its digests compared with the "
-        f"ledger's answer; {proofs}"
+        f"its prev_hash compared with the stored hash before it; recomputed: {_RECOMPUTED[page > 1]}; "
+        f"{proofs}"
     )
 
 
