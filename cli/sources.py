@@ -43,6 +43,11 @@ def diff_lines(d: dict[str, Any]) -> list[str]:
     """A record diff as human lines."""
     before = d["from"]["as_of"] if d["from"] else "(no record yet)"
     out = [f"arXiv:{d['arxiv_id']}: {before} -> {d['to']['as_of']}"]
+    out += [
+        f"  {lane} {c['from']:,} -> {c['to']:,} ({c['shown_to']:,} shown)"
+        for lane, c in d["counts"].items()
+        if c["from"] != c["to"] or c["shown_to"] < c["to"]
+    ]
     if not d["changed"]:
         return [*out, "  no change"]
     for c in d["paper"]["changes"]:

@@ -272,6 +272,7 @@ def diff_records(
     return {
         "arxiv_id": after["paper"]["arxiv_id"],
         "changed": changed,
+        "counts": _counts(before, after),
         "coverage": coverage,
         "events": _refs(responsible),
         "external_citation_measurements": measurements,
@@ -287,6 +288,27 @@ def diff_records(
         "schema": SCHEMA,
         "standing_sources": standing,
         "to": {"as_of": after["as_of"], "context_digest": after["context_digest"]},
+    }
+
+
+def _counts(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:
+    """Each lane's count and how many it shows, FROM -> TO: a long lane lists only what it shows (the
+    records' caps), so the counts say how much more moved."""
+
+    def of(record: dict[str, Any] | None) -> dict[str, tuple[int, int]]:
+        if record is None:
+            return {"inbound": (0, 0), "outbound": (0, 0)}
+        inbound = next(c for c in record["coverage"] if c["lane"] == "inbound_itemization")
+        total_out = record["reference_resolution"]["total_outbound_references"]
+        return {
+            "inbound": (inbound["denominator"], len(record["inbound"])),
+            "outbound": (total_out, len(record["outbound"])),
+        }
+
+    a, b = of(before), of(after)
+    return {
+        lane: {"from": a[lane][0], "shown_from": a[lane][1], "shown_to": b[lane][1], "to": b[lane][0]}
+        for lane in ("inbound", "outbound")
     }
 
 

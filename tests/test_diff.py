@@ -193,3 +193,28 @@ def test_field_changes_lists_leaves() -> None:
         {"from": None, "path": "k", "to": {"n": 1}},
         {"from": 1, "path": "x.y", "to": 2},
     ]
+
+
+def test_a_long_lane_is_counted_before_it_is_listed(new_db: NewDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten citing papers arrive; the record shows four: the diff lists those and counts all ten."""
+    from cli.sources import diff_lines
+
+    monkeypatch.setitem(__import__("projections.record").record.CAPS, "inbound", 4)
+    ledger = Ledger(new_db())
+    ledger.append([paper("2101.00001", ts(0))])
+    for n in range(10):
+        citing = f"2201.{n:05d}"
+        ledger.append(
+            [
+                paper(citing, ts(1, n)),
+                citation(oid_of(n), citing, ts(2, n), 0),
+                resolution(oid_of(n), ts(3, n), cited_arxiv="2101.00001"),
+            ]
+        )
+    d, _ = record_changes(ledger, "2101.00001", _at(0), _at(10))
+    assert d["counts"] == {
+        "inbound": {"from": 0, "shown_from": 0, "shown_to": 4, "to": 10},
+        "outbound": {"from": 0, "shown_from": 0, "shown_to": 0, "to": 0},
+    }
+    assert [o["change"] for o in d["observations"]] == ["added"] * 4
+    assert diff_lines(d)[1] == "  inbound 0 -> 10 (4 shown)"
