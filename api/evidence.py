@@ -13,7 +13,7 @@ from starlette.types import Receive, Scope, Send
 
 from ledger.codec import canonical, envelope_json
 from ledger.errors import InvalidEvent
-from ledger.events import DATA_TYPES
+from ledger.events import DATA_TYPES, StoredEvent
 
 from . import docs
 from .common import JSON, head_headers, head_json, ledger_of
@@ -57,7 +57,8 @@ def evidence(
     # One extra row tells whether another page exists without a second query.
     rows = ledger.store.read_log(after, limit + 1, stream, type)
     head = ledger.head()  # read after the page, so it is never behind the events listed
-    page, more = rows[:limit], len(rows) > limit
+    page = _within_budget(rows[:limit])
+    more = len(rows) > len(page)
     next_after = page[-1].seq if more else None
     next_url = None
     if next_after is not None:
@@ -70,6 +71,21 @@ def evidence(
         "next": next_url,
     }
     return Response(canonical(body), media_type=JSON, headers=head_headers(head))
+
+
+# an evidence page ends early past this many bytes of event data (at least one event), so that no
+# answer nears 10 MB: an event can be as large as a request body (8 MB by default)
+PAGE_DATA_BYTES = 4 * 1024 * 1024
+
+
+def _within_budget(rows: list[StoredEvent]) -> list[StoredEvent]:
+    """The first rows whose data fits the page's byte budget (the first row always)."""
+    total = 0
+    for i, e in enumerate(rows):
+        total += len(e.data)
+        if i and total > PAGE_DATA_BYTES:
+            return rows[:i]
+    return rows
 
 
 class SSEResponse(StreamingResponse):

@@ -739,3 +739,20 @@ def test_record_cache_never_serves_bytes_of_an_older_head(loaded: TestClient):
     # "as of now" moves with every call, so it is never cached
     loaded.get(url)
     assert len(loaded.app.state.record_cache._items) == 2
+
+
+def test_an_evidence_page_of_large_events_ends_early(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No page nears 10 MB: past the data budget the page ends and `next` goes on from there."""
+    from tests.factories import paper, ts
+
+    ledger = ledger_of(client)
+    ledger.append([paper(f"2101.{n:05d}", ts(0), title="x" * 400) for n in range(5)])
+    size = len(ledger.store.read_log(limit=1)[0].data)  # the same for each
+    monkeypatch.setattr("api.evidence.PAGE_DATA_BYTES", size * 5 // 2)
+    first = client.get("/evidence", params={"limit": 1000}).json()
+    assert [e["seq"] for e in first["events"]] == [1, 2] and first["next_after"] == 2
+    rest = client.get(first["next"]).json()
+    assert [e["seq"] for e in rest["events"]] == [3, 4] and rest["next_after"] == 4
+    assert [e["seq"] for e in client.get(rest["next"]).json()["events"]] == [5]
