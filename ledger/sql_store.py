@@ -589,8 +589,23 @@ class SqlTables:
         )
         return heapq.merge(checks, keys)
 
-    def repeated_event_id(self) -> tuple[str, list[int]] | None:
-        """An event id stored under more than one seq, with its seqs (the ledger holds none)."""
+    def repeated_event_id(self, event_ids: Sequence[str] | None = None) -> tuple[str, list[int]] | None:
+        """An event id (of all, or of these) stored under more than one seq, with its seqs (the ledger
+        holds none)."""
+        d = self.store.dialect
+        if event_ids is not None:
+            if not event_ids:
+                return None
+            # each level probed by key (the planner would scan the view rather than push the list in)
+            probes = " UNION ALL ".join(
+                f"SELECT key FROM {level_table('event_keys', lv)} WHERE {d.any_of('key')}" for lv in LEVELS
+            )
+            keys = d.bind_list([EVENT + i for i in event_ids])
+            row = self._q(
+                f"SELECT key FROM ({probes}) AS k GROUP BY key HAVING count(*) > 1 LIMIT 1",
+                (keys,) * len(LEVELS),
+            ).fetchone()
+            return None if row is None else self._seqs_of(row[0])
         # each level in key order (no sort); a smaller level's keys probed in the levels above it
         ids = f"key >= '{EVENT}' AND key < '{EVENT[0]};'"
         row = self._q(
@@ -601,10 +616,11 @@ class SqlTables:
             f"UNION ALL SELECT r.key FROM event_keys_recent AS r WHERE {ids} "
             "AND EXISTS (SELECT 1 FROM event_keys_all AS b WHERE b.key = r.key AND b.seq <> r.seq) LIMIT 1"
         ).fetchone()
-        if row is None:
-            return None
-        seqs = self._q("SELECT seq FROM event_keys_all WHERE key = ? ORDER BY seq", (row[0],))
-        return row[0].removeprefix(EVENT), [r[0] for r in seqs]
+        return None if row is None else self._seqs_of(row[0])
+
+    def _seqs_of(self, key: str) -> tuple[str, list[int]]:
+        seqs = self._q("SELECT seq FROM event_keys_all WHERE key = ? ORDER BY seq", (key,))
+        return key.removeprefix(EVENT), [r[0] for r in seqs]
 
     def _by_seq(self, table: str, columns: str, seq: int, upto: int | None) -> Iterator[tuple[Any, ...]]:
         """The rows of `table` (whose `columns` start with seq and a second key) after seq, up to
@@ -634,9 +650,18 @@ class SqlTables:
 
     # -- inbound spans ---------------------------------------------------------------
 
-    def observation_steps(self) -> Iterator[tuple[str, list[Step]]]:
-        """Every observation's citations and resolutions as Steps, by observation id, read lazily."""
+    def observation_steps(self, oids: Sequence[str] | None = None) -> Iterator[tuple[str, list[Step]]]:
+        """Every observation's citations and resolutions as Steps (or only these observations'), by
+        observation id, read lazily."""
         d = self.store.dialect
+        if oids is not None:
+            rows = self._q(
+                f"SELECT {step_columns(d)} FROM events WHERE {_KEYED.format(d.any_of('key'))}",
+                (d.bind_list([OBSERVATION + o for o in oids]),),
+            )
+            steps = sorted(map(step_row, rows), key=lambda s: (s.observation_id, s.seq))
+            yield from ((o, list(g)) for o, g in itertools.groupby(steps, key=lambda s: s.observation_id))
+            return
         levels = [
             self._ordered(
                 f"SELECT k.key, k.seq, {step_columns(d, 'e.')} FROM {level_table('event_keys', lv)} AS k "
@@ -646,15 +671,18 @@ class SqlTables:
             )
             for lv in LEVELS
         ]
-        for key, rows in itertools.groupby(heapq.merge(*levels), key=lambda r: r[0]):
-            yield key.removeprefix(OBSERVATION), [step_row(r[2:]) for r in rows]
+        for key, group in itertools.groupby(heapq.merge(*levels), key=lambda r: r[0]):
+            yield key.removeprefix(OBSERVATION), [step_row(r[2:]) for r in group]
 
-    def span_rows(self) -> Iterator[Row]:
-        """Every stored inbound span by (observation_id, t_from, k_from), read lazily."""
+    def span_rows(self, oids: Sequence[str] | None = None) -> Iterator[Row]:
+        """Every stored inbound span (or only these observations') by (observation_id, t_from, k_from),
+        read lazily."""
+        d = self.store.dialect
+        where, params = ("1 = 1", ()) if oids is None else (d.any_of("observation_id"), (d.bind_list(oids),))
         rows = self._ordered(
-            f"SELECT observation_id, t_from, k_from, {SPAN_COLUMNS} FROM inbound_spans WHERE 1 = 1",
+            f"SELECT observation_id, t_from, k_from, {SPAN_COLUMNS} FROM inbound_spans WHERE {where}",
             ["observation_id", "t_from", "k_from"],
-            (),
+            params,
         )
         return (Row(*r[3:]) for r in rows)
 

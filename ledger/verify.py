@@ -21,7 +21,7 @@ from .chain import GENESIS, Follower
 from .checkpoint import Checkpoint, NoteError, unsigned_checkpoint
 from .events import ChainLink
 from .facts import Head, VerifiedPoint
-from .keys import link_keys
+from .keys import EVENT, OBSERVATION, link_keys
 from .merkle import CompactRange, leaf_hash
 from .spans import Row, Step, history
 
@@ -80,6 +80,8 @@ TRUNCATION_NOTE = (
     "checkpoint you hold to detect truncation."
 )
 _NODE_BATCH = 2048
+# keys a resumed walk remembers to check the ids and spans of what it passed (a few MB)
+_TOUCHED_MAX = 100_000
 _INDEX_MISMATCH = "the derived index rows (check_works, event_keys) do not match the event's data"
 
 
@@ -180,8 +182,8 @@ def _walk(
                     _check_fill(tables, walk.last_seq)
                     or _check_checkpoint(held, walk)
                     or leftover
-                    or _check_event_ids(tables)
-                    or _check_spans(tables)
+                    or _check_event_ids(tables, walk.touched)
+                    or _check_spans(tables, walk.touched)
                 )
             if bad is not None or final:
                 return walk, bad, store.head()
@@ -234,6 +236,9 @@ class _Walk:
         self.pending: list[tuple[int, int, bytes]] = []
         self.roots: dict[int, bytes] = {}  # tree size -> root, for the sizes a checkpoint names
         self.root_sizes: set[int] = set()
+        # a resumed walk checks the event ids and spans of the events it walks past (their keys; None:
+        # every event id and observation)
+        self.touched: set[str] | None = set() if start.seq else None
 
     @property
     def last_seq(self) -> int:
@@ -261,8 +266,13 @@ class _Walk:
             if reason is not None:
                 bad = (seq, reason)
                 break
+            keys = link_keys(link)
+            if self.touched is not None:
+                self.touched.update(k for k in keys if k.startswith((OBSERVATION, EVENT)))
+                if len(self.touched) > _TOUCHED_MAX:
+                    self.touched = None  # a long resumed walk: check everything rather than hold it
             expected = sorted(
-                [(seq, "key", k) for k in link_keys(link)]
+                [(seq, "key", k) for k in keys]
                 + [
                     (c.seq, "check", c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
                     for c in link_checks(link)
@@ -323,9 +333,11 @@ class _Walk:
         return None
 
 
-def _check_event_ids(tables: Tables) -> tuple[int, str] | None:
-    """No event id is stored twice (appends refuse it; only a write around them can do it)."""
-    repeated = tables.repeated_event_id()
+def _check_event_ids(tables: Tables, touched: set[str] | None) -> tuple[int, str] | None:
+    """No event id is stored twice (appends refuse it; only a write around them can do it): every id,
+    or those of the events a resumed walk passed."""
+    ids = None if touched is None else sorted(k[len(EVENT) :] for k in touched if k.startswith(EVENT))
+    repeated = tables.repeated_event_id(ids)
     if repeated is None:
         return None
     event_id, seqs = repeated
@@ -333,11 +345,13 @@ def _check_event_ids(tables: Tables) -> tuple[int, str] | None:
     return seqs[-1], f"event_id {event_id} is stored more than once (seq {shown})"
 
 
-def _check_spans(tables: Tables) -> tuple[int, str] | None:
-    """The inbound spans are the ones the events give (ledger/spans.py), observation by observation."""
-    stored = itertools.groupby(tables.span_rows(), key=lambda r: r.observation_id)
+def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | None:
+    """The inbound spans are the ones the events give (ledger/spans.py), observation by observation:
+    every one, or those whose keys are in `only` (a resumed walk: the walk it resumes checked the rest)."""
+    oids = None if only is None else sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
+    stored = itertools.groupby(tables.span_rows(oids), key=lambda r: r.observation_id)
     have = next(stored, None)
-    for oid, steps in tables.observation_steps():
+    for oid, steps in tables.observation_steps(oids):
         rows: list[Row] = []
         while have is not None and have[0] <= oid:
             if have[0] < oid:  # rows of an observation with no event

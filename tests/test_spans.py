@@ -183,3 +183,19 @@ def test_an_older_ledger_gets_its_spans_when_opened(new_db: NewDb, tmp_path: Pat
     assert upgraded.verify().ok
     t = parse_ts(ts(2, 5))
     assert upgraded.record_bytes(P, t)[0] == source.record_bytes(P, t)[0]
+
+
+def test_a_resumed_verify_checks_the_spans_and_ids_of_what_it_walks(new_db: NewDb) -> None:
+    """chain_status resumes from the last verified point: the observations appended since are
+    checked (a forged span of one is caught); the rest was checked by the walk it resumes from."""
+    from ledger.verify import verify_store
+    from tests.raw import edit
+
+    ledger = Ledger(new_db())
+    ledger.append([paper(P, ts(0)), citation(oid_of(1), "2201.00001", ts(1), 0)])
+    assert verify_store(ledger.store, remember=True).ok
+    ledger.append([resolution(oid_of(1), ts(2), cited_arxiv=P)])
+    assert verify_store(ledger.store, resume=True).ok
+    edit(ledger.url, "UPDATE inbound_spans SET reference_index = 9")
+    report = verify_store(ledger.store, resume=True)
+    assert not report.ok and "inbound spans of observation" in (report.reason or "")
