@@ -174,6 +174,14 @@ def _observation_entries(
 ) -> tuple[list[dict[str, Any]], dict[str, list[Fact]]]:
     """One entry per added, removed or changed observation, and the facts named per lane."""
     old_obs, new_obs = _by_id(before), _by_id(after)
+    # each observation's and each paper's facts, found once (a record lists hundreds of observations)
+    by_observation: dict[str, list[Fact]] = {}
+    by_paper: dict[str, list[Fact]] = {}
+    for f in facts:
+        if f.type in ("citation.observed", "resolution.observed"):
+            by_observation.setdefault(f.data.observation_id, []).append(f)
+        elif f.type == "paper.observed":
+            by_paper.setdefault(f.data.arxiv_id, []).append(f)
     entries = []
     lane_facts: dict[str, list[Fact]] = {"outbound": [], "inbound": []}
     for oid in sorted(set(old_obs) | set(new_obs), key=lambda i: _obs_order(i, old_obs, new_obs)):
@@ -191,12 +199,10 @@ def _observation_entries(
         cit = obs["citation"]
         papers = {(cit["cited_paper"] or {}).get("arxiv_id"), (cit["citing_paper"] or {}).get("arxiv_id")}
         paper_moved = bool({c["kind"] for c in changes} & {"cited_paper", "citing_paper"})
-        mine = [
-            f
-            for f in facts
-            if (f.type in ("citation.observed", "resolution.observed") and f.data.observation_id == oid)
-            or (paper_moved and f.type == "paper.observed" and f.data.arxiv_id in papers)
-        ]
+        mine = list(by_observation.get(oid, ()))
+        if paper_moved:
+            moved = (f for p in papers if p is not None for f in by_paper.get(p, ()))
+            mine = sorted([*mine, *moved], key=lambda f: f.seq)
         now = {r["source"]: r["observed_at"] for r in obs["standing_notice"]["source_receipts"]}
         for src in sorted(sources):
             mine += _checks(facts, src, now.get(src))
