@@ -400,11 +400,11 @@ class SqlReader:
         rows = self.store._q(
             self.conn,
             f"WITH shown AS (SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {_VISIBLE}"
-            f"  ORDER BY {_INBOUND_ORDER} LIMIT ?) "
+            f"  ORDER BY {_INBOUND_ORDER} LIMIT ?), "
+            " picked AS (SELECT citation_seq AS seq FROM shown UNION ALL SELECT resolution_seq FROM shown) "
             f"SELECT c.n, {', '.join('e.' + c for c in FACT_COLUMNS.split(', '))} "
             f"FROM (SELECT count(*) AS n FROM inbound_spans WHERE {_VISIBLE}) AS c "
-            "LEFT JOIN events AS e ON e.seq IN "
-            "(SELECT citation_seq FROM shown UNION ALL SELECT resolution_seq FROM shown) "
+            "LEFT JOIN (picked AS p JOIN events AS e ON e.seq = p.seq) ON 1 = 1 "
             "ORDER BY e.seq",
             (*where, limit, *where),
         ).fetchall()
