@@ -233,8 +233,9 @@ MIGRATIONS: list[str] = [
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: REPLACE on check_works_middle refused'); END;
     """,
     # Records in O(caps) (ledger/spans.py): when each observation points at which paper, by observed
-    # and by recorded time. Its rows are computed in Python, so a ledger that already holds events is
-    # marked for the store to fill the table when it opens (SqlStore.finish_migrations).
+    # and by recorded time, and the spans known now counted per paper and bucket of observed time. Its
+    # rows are computed in Python, so a ledger that already holds events is marked for the store to fill
+    # both tables when it opens (SqlTables.fill_spans).
     """
     CREATE TABLE inbound_spans (
         cited TEXT NOT NULL,
@@ -250,6 +251,15 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (cited, citing, reference_index, observation_id, t_from, k_from)
     ) WITHOUT ROWID;
     CREATE INDEX inbound_spans_observation ON inbound_spans (observation_id, t_from, k_from);
+    CREATE INDEX inbound_spans_from ON inbound_spans (cited, k_to, t_from);
+    CREATE INDEX inbound_spans_to ON inbound_spans (cited, k_to, t_to);
+    CREATE TABLE inbound_counts (
+        cited TEXT NOT NULL,
+        bucket INTEGER NOT NULL,
+        starts INTEGER NOT NULL,
+        ends INTEGER NOT NULL,
+        PRIMARY KEY (cited, bucket)
+    ) WITHOUT ROWID;
     CREATE TABLE derived_pending (name TEXT PRIMARY KEY) WITHOUT ROWID;
     INSERT INTO derived_pending (name) SELECT 'inbound_spans' WHERE EXISTS (SELECT 1 FROM events);
     """,

@@ -214,6 +214,15 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (cited, citing, reference_index, observation_id, t_from, k_from)
     );
     CREATE INDEX inbound_spans_observation ON inbound_spans (observation_id, t_from, k_from);
+    CREATE INDEX inbound_spans_from ON inbound_spans (cited, k_to, t_from);
+    CREATE INDEX inbound_spans_to ON inbound_spans (cited, k_to, t_to);
+    CREATE TABLE inbound_counts (
+        cited text COLLATE "C" NOT NULL,
+        bucket bigint NOT NULL,
+        starts bigint NOT NULL,
+        ends bigint NOT NULL,
+        PRIMARY KEY (cited, bucket)
+    );
     CREATE TABLE derived_pending (name text COLLATE "C" PRIMARY KEY);
     INSERT INTO derived_pending (name) SELECT 'inbound_spans' WHERE EXISTS (SELECT 1 FROM events);
     """,

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
+from . import spans
 from .chain import GENESIS
 from .conns import ThreadConnections
 from .events import ChainLink, StoredEvent
@@ -25,7 +26,7 @@ from .instants import format_recorded, now_us
 from .interface import Tables, side_path
 from .keys import EVENT, LEVELS, MERGE_EVENTS, MIDDLE_EVENTS, OBSERVATION, key_rows, level_table
 from .spans import COLUMNS as SPAN_COLUMNS
-from .spans import OPEN, Row, Step, delta, history, link_step, step_row
+from .spans import OPEN, Row, Span, Step, bucket_deltas, delta, history, link_step, step_row
 from .sql import (
     CHECK_WORKS_COLUMNS,
     ENVELOPE_COLUMNS,
@@ -82,6 +83,19 @@ _INSERT_SPANS = f"INSERT INTO inbound_spans ({SPAN_COLUMNS}) VALUES (?, ?, ?, ?,
 # a span opened at the recorded_us that closes it was never visible to a read: it goes
 _DROP_SPAN = "DELETE FROM inbound_spans WHERE observation_id = ? AND t_from = ? AND k_to = ? AND k_from = ?"
 _CLOSE_SPAN = "UPDATE inbound_spans SET k_to = ? WHERE observation_id = ? AND t_from = ? AND k_to = ?"
+_COUNT_BUCKETS = (
+    "INSERT INTO inbound_counts (cited, bucket, starts, ends) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (cited, bucket) DO UPDATE SET starts = inbound_counts.starts + excluded.starts, "
+    "ends = inbound_counts.ends + excluded.ends"
+)
+# the inbound observations of a paper as of T known now (params: cited, T's bucket, cited, the bucket's
+# start, T, cited, the bucket's start, T): spans started minus spans ended by T (see spans.BUCKET_US)
+_COUNT_NOW = (
+    "(SELECT coalesce(sum(starts - ends), 0) FROM inbound_counts WHERE cited = ? AND bucket < ?)"
+    f" + (SELECT count(*) FROM inbound_spans WHERE cited = ? AND k_to = {OPEN}"
+    "   AND t_from >= ? AND t_from <= ?)"
+    f" - (SELECT count(*) FROM inbound_spans WHERE cited = ? AND k_to = {OPEN} AND t_to >= ? AND t_to <= ?)"
+)
 # an inbound span visible as of T (observed) and K (recorded), for one cited paper
 _VISIBLE = "cited = ? AND t_from <= ? AND t_to > ? AND k_from <= ? AND k_to > ?"
 _INBOUND_ORDER = "citing, reference_index, observation_id"
@@ -356,16 +370,21 @@ class SqlWriteTx:
         for step in map(step_row, rows):
             prior.setdefault(step.observation_id, []).append(step)
         closed: list[tuple[Any, ...]] = []
+        gone: list[Span] = []
         opened: list[Row] = []
         for oid, steps in new.items():
             change = delta(prior.get(oid, []), steps)
             closed += [(s.observation_id, s.t_from, OPEN, k) for s, k in change.closed]
+            gone += [s for s, _ in change.closed]
             opened += change.opened
         if closed:
             self.store._many(self.conn, _DROP_SPAN, closed)
             self.store._many(self.conn, _CLOSE_SPAN, [(k, o, t, end) for o, t, end, k in closed])
         if opened:
             self.store._many(self.conn, _INSERT_SPANS, opened)
+        counts = bucket_deltas(opened, gone)
+        if counts:
+            self.store._many(self.conn, _COUNT_BUCKETS, counts)
 
 
 class SqlReader:
@@ -396,6 +415,12 @@ class SqlReader:
         """Statement 2: how many observations are inbound to the paper, counted over its spans, and
         the citations and resolutions of the first `limit` of them in the record's order."""
         where = (arxiv_id, self.t, self.t, self.k, self.k)
+        if self.k >= FAR_FUTURE:  # known now: the buckets count all but T's own bucket
+            start = self.t - self.t % spans.BUCKET_US
+            count = _COUNT_NOW
+            counted: tuple[Any, ...] = (arxiv_id, self.t // spans.BUCKET_US, *(arxiv_id, start, self.t) * 2)
+        else:  # known at an earlier K: every span of the paper is read
+            count, counted = f"SELECT count(*) FROM inbound_spans WHERE {_VISIBLE}", where
         # the count on a row of its own, joined to the shown events (none when nothing is shown)
         rows = self.store._q(
             self.conn,
@@ -403,12 +428,13 @@ class SqlReader:
             f"  ORDER BY {_INBOUND_ORDER} LIMIT ?), "
             " picked AS (SELECT citation_seq AS seq FROM shown UNION ALL SELECT resolution_seq FROM shown) "
             f"SELECT c.n, {', '.join('e.' + c for c in FACT_COLUMNS.split(', '))} "
-            f"FROM (SELECT count(*) AS n FROM inbound_spans WHERE {_VISIBLE}) AS c "
+            f"FROM (SELECT ({count}) AS n) AS c "
             "LEFT JOIN (picked AS p JOIN events AS e ON e.seq = p.seq) ON 1 = 1 "
             "ORDER BY e.seq",
-            (*where, limit, *where),
+            (*where, limit, *counted),
         ).fetchall()
-        return rows[0][0], [fact_row(r[1:]) for r in rows if r[1] is not None]
+        # int(): PostgreSQL sums bigints as numeric
+        return int(rows[0][0]), [fact_row(r[1:]) for r in rows if r[1] is not None]
 
     def inbound_seqs(self, arxiv_id: str, offset: int, limit: int) -> list[tuple[int, int]]:
         """(citation seq, resolution seq) of the inbound observations `offset`.. `offset + limit` in
@@ -686,6 +712,28 @@ class SqlTables:
         )
         return (Row(*r[3:]) for r in rows)
 
+    def _fill(self, conn: Any, rows: list[Row]) -> None:
+        if rows:
+            self.store._many(conn, _INSERT_SPANS, rows)
+            self.store._many(conn, _COUNT_BUCKETS, bucket_deltas(rows, []))
+
+    def count_rows(
+        self, cited: Sequence[str] | None = None
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """(stored inbound_counts rows, the same counted from the spans known now), of every paper or of
+        these cited ones, as sorted (cited, bucket, starts, ends) with zeros left out."""
+        d = self.store.dialect
+        where, params = ("", ()) if cited is None else (f" AND {d.any_of('cited')}", (d.bind_list(cited),))
+        stored = self._q(
+            f"SELECT cited, bucket, starts, ends FROM inbound_counts WHERE (starts <> 0 OR ends <> 0){where}",
+            params,
+        ).fetchall()
+        rows = self._q(
+            f"SELECT cited, t_from, t_to FROM inbound_spans WHERE k_to = {OPEN}{where}", params
+        ).fetchall()
+        spans_now = [Span(c, "", 0, "", f, t, 0, 0) for c, f, t in rows]
+        return sorted((c, b, n, e) for c, b, n, e in stored), bucket_deltas(spans_now, [])
+
     def fill_spans(self) -> bool:
         """Fill inbound_spans from the events if a migration left it to the store (False: nothing to
         do); one write transaction, holding the append lock."""
@@ -695,14 +743,14 @@ class SqlTables:
             if self._q("SELECT name FROM derived_pending WHERE name = 'inbound_spans'").fetchone() is None:
                 return False  # another process filled it meanwhile
             self._q("DELETE FROM inbound_spans")
+            self._q("DELETE FROM inbound_counts")
             batch: list[Row] = []
             for _, steps in self.observation_steps():
                 batch += history(steps)
                 if len(batch) >= 5000:
-                    self.store._many(conn, _INSERT_SPANS, batch)
+                    self._fill(conn, batch)
                     batch = []
-            if batch:
-                self.store._many(conn, _INSERT_SPANS, batch)
+            self._fill(conn, batch)
             self._q("DELETE FROM derived_pending WHERE name = 'inbound_spans'")
         return True
 

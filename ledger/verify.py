@@ -184,6 +184,7 @@ def _walk(
                     or leftover
                     or _check_event_ids(tables, walk.touched)
                     or _check_spans(tables, walk.touched)
+                    or _check_counts(tables, walk.touched, walk.last_seq)
                 )
             if bad is not None or final:
                 return walk, bad, store.head()
@@ -363,6 +364,23 @@ def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | Non
     if have is not None:
         return _span_break(have[0], list(have[1]), [])
     return None
+
+
+def _check_counts(tables: Tables, only: set[str] | None, last_seq: int) -> tuple[int, str] | None:
+    """inbound_counts holds what the spans known now add up to: of every paper, or of those the
+    observations whose keys are in `only` point at."""
+    oids = None if only is None else sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
+    cited = None if oids is None else sorted({r.cited for r in tables.span_rows(oids)})
+    if cited == []:
+        return None
+    stored, counted = tables.count_rows(cited)
+    if stored == counted:
+        return None
+    wrong = sorted(set(stored) ^ set(counted))[0]
+    return last_seq, (
+        f"inbound_counts of arXiv:{wrong[0]} (bucket {wrong[1]}) do not add up to its inbound spans "
+        "(counts altered, added or removed)"
+    )
 
 
 def _span_break(oid: str, rows: list[Row], steps: list[Step]) -> tuple[int, str]:

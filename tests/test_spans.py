@@ -134,6 +134,8 @@ def test_appended_spans_equal_the_events_and_give_the_record_of_every_event(
     data: st.DataObject,
 ) -> None:
     monkeypatch.setattr("ledger.append.now_us", _Clock(stills))
+    # buckets of 7 minutes: counts as of T sum some buckets and count inside T's own
+    monkeypatch.setattr("ledger.spans.BUCKET_US", 7 * 60 * 1_000_000)
     ledger = Ledger(new_db(f"h{next(_names)}.db"))
     try:
         for batch in batches:
@@ -163,8 +165,11 @@ def _counter() -> Iterator[int]:
 _names = _counter()
 
 
-def test_an_older_ledger_gets_its_spans_when_opened(new_db: NewDb, tmp_path: Path) -> None:
+def test_an_older_ledger_gets_its_spans_when_opened(
+    new_db: NewDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The migration leaves the rows to the store: they equal the ones appends would have kept."""
+    monkeypatch.setattr("ledger.spans.BUCKET_US", 60 * 1_000_000)
     source = Ledger(new_db("source.db"))
     source.append([paper(P, ts(0)), paper(Q, ts(0, 1))])
     source.append([citation(oid_of(n), "2201.00001", ts(1, n), n) for n in range(3)])
@@ -179,6 +184,8 @@ def test_an_older_ledger_gets_its_spans_when_opened(new_db: NewDb, tmp_path: Pat
     build_old_ledger(old, before, source)
     upgraded = Ledger(old)
     assert rows(old, spans_sql) == kept
+    counts_sql = "SELECT * FROM inbound_counts WHERE starts <> 0 OR ends <> 0 ORDER BY cited, bucket"
+    assert rows(old, counts_sql) == rows(source.url, counts_sql) != []
     assert rows(old, "SELECT count(*) FROM derived_pending") == [(0,)]
     assert upgraded.verify().ok
     t = parse_ts(ts(2, 5))

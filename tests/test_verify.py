@@ -198,6 +198,16 @@ def added_inbound_span(db: str) -> int:
     return int(one(db, "SELECT resolution_seq FROM inbound_spans WHERE observation_id = 'zz-forged'"))
 
 
+def forged_inbound_count(db: str) -> int:
+    """One more observation counted for a paper, in the counts only: the walk's last seq is named."""
+    edit(
+        db,
+        "UPDATE inbound_counts SET starts = starts + 1 "
+        "WHERE bucket = (SELECT min(bucket) FROM inbound_counts)",
+    )
+    return N
+
+
 _ENVELOPE = ["event_id", "stream", "stream_version", "type", "observed_at", "recorded_at", "data",
              "prev_hash"]  # fmt: skip
 
