@@ -215,7 +215,8 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX inbound_spans_observation ON inbound_spans (observation_id, t_from, k_from);
     CREATE INDEX inbound_spans_from ON inbound_spans (cited, k_to, t_from);
-    CREATE INDEX inbound_spans_to ON inbound_spans (cited, k_to, t_to);
+    -- only spans that end (an observation re-resolved away): most never do
+    CREATE INDEX inbound_spans_to ON inbound_spans (cited, k_to, t_to) WHERE t_to < 9223372036854775807;
     CREATE TABLE inbound_counts (
         cited text COLLATE "C" NOT NULL,
         bucket bigint NOT NULL,

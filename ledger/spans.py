@@ -127,6 +127,9 @@ class Delta(NamedTuple):
 
 def delta(prior: Sequence[Step], new: Sequence[Step]) -> Delta:
     """The rows an insert of `new` closes and opens, one recorded_us at a time, over `prior`'s."""
+    if not prior and all(s.recorded_us == new[0].recorded_us for s in new):
+        # the usual case: a new observation, in one append
+        return Delta([], [Row(*s, new[0].recorded_us, OPEN) for s in spans(new)])
     current: dict[Span, int | None] = dict.fromkeys(spans(prior))  # None: stored, opened earlier
     known = list(prior)
     closed: list[tuple[Span, int]] = []

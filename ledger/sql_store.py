@@ -25,8 +25,8 @@ from .facts import CheckRow, CheckWorkRow, Fact, Head, ScrubPass, SourceHead, Ve
 from .instants import format_recorded, now_us
 from .interface import Tables, side_path
 from .keys import EVENT, LEVELS, MERGE_EVENTS, MIDDLE_EVENTS, OBSERVATION, key_rows, level_table
+from .spans import CITATION, OPEN, Row, Span, Step, bucket_deltas, delta, history, link_step, step_row
 from .spans import COLUMNS as SPAN_COLUMNS
-from .spans import OPEN, Row, Span, Step, bucket_deltas, delta, history, link_step, step_row
 from .sql import (
     CHECK_WORKS_COLUMNS,
     ENVELOPE_COLUMNS,
@@ -94,7 +94,8 @@ _COUNT_NOW = (
     "(SELECT coalesce(sum(starts - ends), 0) FROM inbound_counts WHERE cited = ? AND bucket < ?)"
     f" + (SELECT count(*) FROM inbound_spans WHERE cited = ? AND k_to = {OPEN}"
     "   AND t_from >= ? AND t_from <= ?)"
-    f" - (SELECT count(*) FROM inbound_spans WHERE cited = ? AND k_to = {OPEN} AND t_to >= ? AND t_to <= ?)"
+    f" - (SELECT count(*) FROM inbound_spans WHERE cited = ? AND k_to = {OPEN} AND t_to >= ? AND t_to <= ?"
+    f"   AND t_to < {OPEN})"
 )
 # an inbound span visible as of T (observed) and K (recorded), for one cited paper
 _VISIBLE = "cited = ? AND t_from <= ? AND t_to > ? AND k_from <= ? AND k_to > ?"
@@ -300,6 +301,9 @@ class SqlWriteTx:
     def __init__(self, store: SqlStore, conn: Any) -> None:
         self.store = store
         self.conn = conn
+        # the stored citations and resolutions of the observations citing_papers read: the spans of
+        # the same observations start from them, with no second read
+        self._steps: dict[str, list[Step]] = {}
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self.store._q(self.conn, sql, params)
@@ -320,14 +324,25 @@ class SqlWriteTx:
 
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
         """observation_id -> its citing paper, for ids that have a citation.observed."""
+        steps = self._read_steps(observation_ids)
+        return {
+            oid: min(s.citing for s in mine if s.citing is not None)
+            for oid, mine in steps.items()
+            if any(s.type == CITATION for s in mine)
+        }
+
+    def _read_steps(self, observation_ids: Sequence[str]) -> dict[str, list[Step]]:
+        """The stored citations and resolutions of these observations (remembered for the spans)."""
         d = self.store.dialect
-        oid = d.json_text("observation_id")
         rows = self._q(
-            f"SELECT {oid}, min({d.json_text('citing_arxiv_id')}) FROM events "
-            f"WHERE {_KEYED.format(d.any_of('key'))} AND type = 'citation.observed' GROUP BY {oid}",
+            f"SELECT {step_columns(d)} FROM events WHERE {_KEYED.format(d.any_of('key'))}",
             (d.bind_list([OBSERVATION + o for o in observation_ids]),),
         )
-        return {r[0]: r[1] for r in rows}
+        found: dict[str, list[Step]] = {o: [] for o in observation_ids}
+        for step in map(step_row, rows):
+            found[step.observation_id].append(step)
+        self._steps.update(found)
+        return {o: mine for o, mine in found.items() if mine}
 
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
         """Current version of each stream (absent streams are left out)."""
@@ -364,14 +379,8 @@ class SqlWriteTx:
                 new.setdefault(step.observation_id, []).append(step)
         if not new:
             return
-        d = self.store.dialect
-        prior: dict[str, list[Step]] = {}
-        rows = self._q(
-            f"SELECT {step_columns(d)} FROM events WHERE {_KEYED.format(d.any_of('key'))}",
-            (d.bind_list([OBSERVATION + o for o in sorted(new)]),),
-        )
-        for step in map(step_row, rows):
-            prior.setdefault(step.observation_id, []).append(step)
+        unread = [o for o in sorted(new) if o not in self._steps]
+        prior = {**(self._read_steps(unread) if unread else {}), **self._steps}
         closed: list[tuple[Any, ...]] = []
         gone: list[Span] = []
         opened: list[Row] = []
@@ -380,6 +389,8 @@ class SqlWriteTx:
             closed += [(s.observation_id, s.t_from, OPEN, k) for s, k in change.closed]
             gone += [s for s, _ in change.closed]
             opened += change.opened
+        # a later insert in this transaction starts from these
+        self._steps.update({oid: [*prior.get(oid, []), *steps] for oid, steps in new.items()})
         if closed:
             self.store._many(self.conn, _DROP_SPAN, closed)
             self.store._many(self.conn, _CLOSE_SPAN, [(k, o, t, end) for o, t, end, k in closed])
