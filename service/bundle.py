@@ -21,7 +21,6 @@ from ledger.checkpoint import (
     Checkpoint,
     Checkpointer,
     NoteError,
-    NotSigned,
     Verifier,
     open_checkpoint,
     unsigned_checkpoint,
@@ -35,6 +34,9 @@ from projections.diff import MISSING, json_diff
 from projections.memory import MemoryReader
 from projections.record import build_record
 from service.ledger import Ledger
+from service.proofs import prove_seqs
+
+__all__ = ["SCHEMA", "BundleReport", "check_bundle", "encode_bundle", "prove_seqs", "record_evidence"]
 
 SCHEMA = "citation-ledger.evidence-bundle.v1"
 _MAX_DIFFS = 10
@@ -57,47 +59,6 @@ def record_evidence(
         "events": [envelope_json(e) for e in ledger.store.envelopes(seqs)],
         **prove_seqs(ledger, seqs, checkpointer),
     }
-
-
-def prove_seqs(
-    ledger: Ledger, seqs: list[int], checkpointer: Checkpointer | None = None, *, sign: bool = True
-) -> dict[str, Any]:
-    """Inclusion proofs of `seqs` against one signed checkpoint, with the note and the public key.
-
-    sign=False (a read-only server) signs nothing, creates no key and stores no Merkle node: the proofs
-    are against the last signed checkpoint, NotSigned when there is none or it does not cover `seqs`.
-    """
-    checkpointer = checkpointer or Checkpointer.for_db(ledger.store)
-    if sign:
-        # Signed after the events were read, so the checkpoint covers every seq asked about.
-        signed = checkpointer.latest()
-        key: str | None = checkpointer.verifier().vkey
-    else:
-        signed = checkpointer.held()
-        verifier = checkpointer.existing_verifier()
-        key = None if verifier is None else verifier.vkey
-    size = signed.checkpoint.size
-    if seqs and max(seqs) > size:
-        if not sign:
-            raise NotSigned(
-                f"the last signed checkpoint (size {size}) does not cover seq {max(seqs)}, and this "
-                "server is read-only: it signs nothing",
-                details={"checkpoint_size": size, "seq": max(seqs)},
-            )
-        raise NotFound(f"the checkpoint (size {size}) does not cover seq {max(seqs)}")
-    tree = merkle_store.ensure(ledger.store, size, fill=sign)
-    proofs = []
-    for seq in seqs:
-        p = merkle_store.inclusion(ledger.store, seq, size, tree)
-        proofs.append(
-            {
-                "seq": seq,
-                "leaf_index": seq - 1,
-                "tree_size": size,
-                "inclusion_path": [merkle_store.b64(h) for h in p.path],
-            }
-        )
-    return {"proofs": proofs, "checkpoint": signed.note, "key": key}
 
 
 def encode_bundle(bundle: dict[str, Any]) -> bytes:
