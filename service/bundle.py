@@ -1,9 +1,11 @@
-"""Proof-carrying records: an offline evidence bundle, and checking one with no database and no server.
+"""Proof-carrying records: an offline evidence bundle, written as it is read.
 
-A bundle is one JSON object: the record, the stored envelopes of exactly the events that built it
-(Ledger.record's seqs), an inclusion proof of each in one signed checkpoint, the checkpoint and the
-public key. Checking it rebuilds the record from those envelopes with the ledger's own projection
-code and recomputes every hash, leaf, proof, digest and the checkpoint signature.
+A bundle is one JSON object: the record, the stored envelopes of every event that built it (the
+events it shows and those of the inbound observations past its cap, which it counts), an inclusion
+proof of each in one signed checkpoint, the checkpoint and the public key; one line of canonical JSON
+(sorted keys, event data embedded verbatim). Checking it rebuilds the record from those envelopes with
+the ledger's own projection code and recomputes every hash, leaf, proof, digest and the checkpoint
+signature.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import msgspec
@@ -28,17 +31,27 @@ from ledger.checkpoint import (
 from ledger.codec import canonical, context_digest, decode_data, envelope_json, observation_digest
 from ledger.errors import NotFound
 from ledger.events import StoredEvent
-from ledger.instants import format_as_of, now_us, parse_ts
+from ledger.instants import format_as_of, parse_ts
 from ledger.merkle import ProofError, leaf_hash, verify_inclusion
 from projections.diff import MISSING, json_diff
 from projections.memory import MemoryReader
 from projections.record import build_record
 from service.ledger import Ledger
-from service.proofs import prove_seqs
+from service.proofs import Leaves, Signed, prove, prove_seqs, sign_covering
 
-__all__ = ["SCHEMA", "BundleReport", "check_bundle", "encode_bundle", "prove_seqs", "record_evidence"]
+__all__ = [
+    "SCHEMA",
+    "BundleReport",
+    "BundleStream",
+    "check_bundle",
+    "encode_bundle",
+    "open_bundle",
+    "prove_seqs",
+    "record_evidence",
+]
 
 SCHEMA = "citation-ledger.evidence-bundle.v1"
+CHUNK = 1000  # seqs per read of envelopes and per chunk of proofs
 _MAX_DIFFS = 10
 
 
@@ -49,9 +62,9 @@ def record_evidence(
     known_us: int | None = None,
     checkpointer: Checkpointer | None = None,
 ) -> dict[str, Any]:
-    """The record as of T and K with, for each event that built it, its envelope and inclusion proof."""
-    t = now_us() if as_of_us is None else as_of_us
-    record, seqs, _ = ledger.record(arxiv_id, t, known_us)
+    """The whole bundle as one value in memory (small records, tests); open_bundle streams the same."""
+    with ledger.evidence(arxiv_id, as_of_us, known_us) as ev:
+        record, seqs = ev.built.record, ev.all_seqs()
     return {
         "schema": SCHEMA,
         "record": record,
@@ -64,6 +77,95 @@ def record_evidence(
 def encode_bundle(bundle: dict[str, Any]) -> bytes:
     """The bundle as one line of canonical JSON (event data embedded verbatim)."""
     return canonical(bundle) + b"\n"
+
+
+class BundleStream:
+    """A bundle ready to be written: what it holds, and its bytes chunk by chunk in bounded memory."""
+
+    def __init__(
+        self, ledger: Ledger, record: dict[str, Any], known_at: str | None, seqs: list[int], signed: Signed
+    ) -> None:
+        self.ledger = ledger
+        self.record = record
+        self.known_at = known_at
+        self.seqs = seqs
+        self.signed = signed
+        self._leaves = Leaves()
+
+    @property
+    def tree_size(self) -> int:
+        """The size of the checkpoint its proofs lead to (0 for a bundle with no events)."""
+        return self.signed.size if self.seqs else 0
+
+    def chunks(self, chunk: int = CHUNK) -> Iterator[bytes]:
+        """The bytes of encode_bundle(record_evidence(...)), written by hand in canonical key order, each
+        piece by the same encoder: the events and proofs `chunk` seqs at a time."""
+        members = {
+            "checkpoint": [canonical(self.signed.note)],
+            "events": self._array(self._events(chunk)),
+            "key": [canonical(self.signed.key)],
+            "known_at": [canonical(self.known_at)],
+            "proofs": self._array(self._proofs(chunk)),
+            "record": [canonical(self.record)],
+            "schema": [canonical(SCHEMA)],
+        }
+        sep = b"{"
+        for name in sorted(members):  # canonical JSON sorts keys
+            yield sep + canonical(name) + b":"
+            yield from members[name]
+            sep = b","
+        yield b"}\n"
+
+    def _events(self, chunk: int) -> Iterator[list[bytes]]:
+        # each leaf hash is kept (40 bytes an event read): the proofs need not read the events again
+        self._leaves = Leaves()
+        for i in range(0, len(self.seqs), chunk):
+            seqs = self.seqs[i : i + chunk]
+            if seqs[-1] - seqs[0] < 2 * len(seqs):
+                # dense (a much-cited paper): one range of rows is read faster than a list of seqs, and
+                # its other events are the proofs' block neighbours
+                rows = self.ledger.store.read_log(after=seqs[0] - 1, limit=seqs[-1] - seqs[0] + 1)
+                wanted = set(seqs)
+            else:
+                rows, wanted = self.ledger.store.envelopes(seqs), None
+            for e in rows:
+                self._leaves.add(e.seq, leaf_hash(envelope_body(e)))
+            yield [canonical(envelope_json(e)) for e in rows if wanted is None or e.seq in wanted]
+
+    def _proofs(self, chunk: int) -> Iterator[list[bytes]]:
+        for i in range(0, len(self.seqs), chunk):
+            yield [
+                canonical(p) for p in prove(self.ledger, self.seqs[i : i + chunk], self.signed, self._leaves)
+            ]
+
+    @staticmethod
+    def _array(parts: Iterator[list[bytes]]) -> Iterator[bytes]:
+        sep = b"["
+        for items in parts:
+            if items:
+                yield sep + b",".join(items)
+                sep = b","
+        yield b"[]" if sep == b"[" else b"]"
+
+
+def open_bundle(
+    ledger: Ledger,
+    arxiv_id: str,
+    as_of_us: int | None = None,
+    known_us: int | None = None,
+    checkpointer: Checkpointer | None = None,
+    *,
+    sign: bool = True,
+) -> BundleStream:
+    """Read the record and the seqs of every event that built it, then sign one checkpoint covering
+    them: what can refuse a bundle (NotFound, NotSigned) is raised here, before its first byte."""
+    with ledger.evidence(arxiv_id, as_of_us, known_us) as ev:
+        record, seqs = ev.built.record, ev.all_seqs()
+    # Signed after that read (the checkpoint covers every seq it found) and outside it: signing writes,
+    # which the read transaction of this thread's connection cannot hold. The envelopes are read after
+    # it too: a seq's event never changes, and a long write-out holds no read open.
+    signed = sign_covering(ledger, max(seqs, default=0), checkpointer, sign=sign)
+    return BundleStream(ledger, record, None if known_us is None else format_as_of(known_us), seqs, signed)
 
 
 class _Proof(msgspec.Struct, forbid_unknown_fields=True):
