@@ -150,13 +150,13 @@ def register(main: click.Group) -> None:
     def check_bundle(file: str, key_arg: str) -> None:
         """Check an evidence bundle offline (no database, no server) against a pinned key."""
         from ledger.checkpoint import read_vkey_arg
-        from service.bundle import check_bundle as check
+        from service.bundle_check import check_bundle_file
 
         try:
             verifier = read_vkey_arg(key_arg)
         except LedgerError as e:
             raise click.BadParameter(e.message, param_hint="--key") from None
-        report = check(Path(file).read_bytes(), verifier)
+        report = check_bundle_file(file, verifier)
         for note in report.notes:
             click.echo(f"note: {note}")
         if report.ok:

@@ -25,9 +25,11 @@ from ledger.instants import parse_as_of, parse_ts
 from projections import record as projection
 from projections.memory import MemoryReader
 from projections.record import build_record
-from service.bundle import check_bundle, encode_bundle, open_bundle, record_evidence
+from service.bundle import encode_bundle, open_bundle, record_evidence
+from service.bundle_check import check_bundle
 from service.ledger import Ledger
 from tests import factories as fx
+from tests.bundle_oracle import check_bundle_in_memory
 
 FIX_ID = "2509.02480"
 FIX_AS_OF = "2026-08-09"
@@ -141,6 +143,7 @@ def test_any_record_bundle_checks_offline(
             assert streamed(ledger, pid, t, chunk=cut % 5 + 1) == whole
             report = check_bundle(whole, verifier)
             assert report.ok, report.problems
+            assert report == check_bundle_in_memory(whole, verifier)
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 1000])
@@ -472,3 +475,150 @@ def test_a_bundle_missing_a_hidden_event_fails(cited: Ledger, tmp_path: Path) ->
         "record differs from the events at coverage[2].denominator: the bundle says 301, the events give 300"
     )
     assert differs in report.problems
+    assert report == check_bundle_in_memory(damaged.read_bytes(), verifier)
+
+
+# -- the streamed check against the in-memory one ---------------------------------------------------
+
+
+def _pick(data: st.DataObject, items: list[Any]) -> int:
+    return data.draw(st.integers(0, len(items) - 1))
+
+
+def shuffle_events(b: dict[str, Any], data: st.DataObject) -> None:
+    b["events"] = data.draw(st.permutations(b["events"]))
+
+
+def duplicate_event(b: dict[str, Any], data: st.DataObject) -> None:
+    e = json.loads(json.dumps(b["events"][_pick(data, b["events"])]))
+    if data.draw(st.booleans()):
+        e["observed_at"] = "2026-08-09T00:00:00Z"  # altered: a second, different event of that seq
+    b["events"].insert(_pick(data, b["events"]), e)
+
+
+def drop_event(b: dict[str, Any], data: st.DataObject) -> None:
+    b["events"].pop(_pick(data, b["events"]))
+
+
+def alter_data(b: dict[str, Any], data: st.DataObject) -> None:
+    e = b["events"][_pick(data, b["events"])]
+    key = data.draw(st.sampled_from(sorted(e["data"])))
+    e["data"][key] = data.draw(st.sampled_from(["x", 7, None, "2026-01-01T00:00:00Z"]))
+
+
+def alter_link(b: dict[str, Any], data: st.DataObject) -> None:
+    e = b["events"][_pick(data, b["events"])]
+    field = data.draw(st.sampled_from(["hash", "prev_hash"]))
+    e[field] = data.draw(st.sampled_from([e[field].upper(), "0" * 64, "zz", b["events"][0]["hash"]]))
+
+
+def alter_seq(b: dict[str, Any], data: st.DataObject) -> None:
+    b["events"][_pick(data, b["events"])]["seq"] += data.draw(st.sampled_from([-1, 1, 1000]))
+
+
+def drop_proof(b: dict[str, Any], data: st.DataObject) -> None:
+    b["proofs"].pop(_pick(data, b["proofs"]))
+
+
+def duplicate_proof(b: dict[str, Any], data: st.DataObject) -> None:
+    p = json.loads(json.dumps(b["proofs"][_pick(data, b["proofs"])]))
+    if data.draw(st.booleans()):
+        p["inclusion_path"] = p["inclusion_path"][::-1]
+    b["proofs"].insert(_pick(data, b["proofs"]), p)
+
+
+def alter_proof(b: dict[str, Any], data: st.DataObject) -> None:
+    p = b["proofs"][_pick(data, b["proofs"])]
+    how = data.draw(st.sampled_from(["path", "index", "size", "seq", "base64", "short", "swap"]))
+    if how == "path":
+        p["inclusion_path"][_pick(data, p["inclusion_path"])] = _flip_b64(p["inclusion_path"][0], 3)
+    elif how == "index":
+        p["leaf_index"] += 1
+    elif how == "size":
+        p["tree_size"] -= 1
+    elif how == "seq":
+        p["seq"] += 10_000
+    elif how == "base64":
+        p["inclusion_path"][-1] = "not*base64"
+    elif how == "short":
+        p["inclusion_path"].pop()
+    else:
+        other = b["proofs"][_pick(data, b["proofs"])]
+        p["inclusion_path"], other["inclusion_path"] = other["inclusion_path"], p["inclusion_path"]
+
+
+def alter_top(b: dict[str, Any], data: st.DataObject) -> None:
+    what = data.draw(st.sampled_from(["schema", "key", "checkpoint", "thesis", "as_of", "known_at"]))
+    if what == "schema":
+        b["schema"] = "another.v1"
+    elif what == "key":
+        b["key"] = "someone+00000000+AAAA"
+    elif what == "checkpoint":
+        head, _, sig = b["checkpoint"].rstrip("\n").rpartition(" ")
+        b["checkpoint"] = f"{head} {_flip_b64(sig, 5)}\n"
+    elif what == "thesis":
+        b["record"]["thesis"] = "As of never."
+    elif what == "as_of":
+        b["record"]["as_of"] = "2026-08-08T00:00:00Z"
+    else:
+        b["known_at"] = "2026-08-08T06:00:00Z"
+
+
+MUTATIONS = [
+    shuffle_events,
+    duplicate_event,
+    drop_event,
+    alter_data,
+    alter_link,
+    alter_seq,
+    drop_proof,
+    duplicate_proof,
+    alter_proof,
+    alter_top,
+]
+
+
+def _layout(b: dict[str, Any], how: str) -> bytes:
+    if how == "canonical":
+        return encode_bundle(b)
+    if how == "indented":
+        return json.dumps(b, indent=2, ensure_ascii=False).encode()
+    # every key in reverse order: the proofs come before the events and the checkpoint
+    return json.dumps(dict(reversed(list(b.items()))), ensure_ascii=False).encode()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_streamed_check_names_what_the_in_memory_one_names(written: tuple[Path, str], data: Any) -> None:
+    path, vkey = written
+    bundle = json.loads(path.read_bytes())
+    for mutate in data.draw(st.lists(st.sampled_from(MUTATIONS), min_size=0, max_size=3)):
+        mutate(bundle, data)
+    raw = _layout(bundle, data.draw(st.sampled_from(["canonical", "indented", "reversed"])))
+    verifier = parse_vkey(vkey)
+    streamed_report, memory_report = check_bundle(raw, verifier), check_bundle_in_memory(raw, verifier)
+    if memory_report.problems[:1] and memory_report.problems[0].startswith("not an evidence bundle"):
+        assert not streamed_report.ok and streamed_report.problems[0].startswith("not an evidence bundle")
+    else:
+        assert streamed_report == memory_report
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(b"", id="empty"),
+        pytest.param(b"[]", id="an-array"),
+        pytest.param(b'{"schema": "x"', id="cut-off"),
+        pytest.param(b'{"schema": 1}', id="wrong-type"),
+        pytest.param(b'{"schema": "x", "schema": "y"}', id="repeated-member"),
+        pytest.param(b'{"nope": 1}', id="unknown-member"),
+        pytest.param(b'{"events": [1]}', id="an-event-that-is-not-an-object"),
+        pytest.param(b'{"events": [{"seq": "one"}]}', id="a-seq-that-is-not-a-number"),
+        pytest.param(b'{"events": []} trailing', id="trailing-bytes"),
+    ],
+)
+def test_what_is_not_a_bundle_is_named(text: bytes) -> None:
+    vkey = parse_vkey("PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW")
+    report = check_bundle(text, vkey)
+    assert not report.ok and len(report.problems) == 1
+    assert report.problems[0].startswith("not an evidence bundle: ")
