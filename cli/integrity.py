@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -123,24 +124,21 @@ def register(main: click.Group) -> None:
         arxiv_id: str, as_of: str | None, known_at: str | None, out: str | None, origin: str | None, db: str
     ) -> None:
         """Write an offline evidence bundle: the record, its events, their proofs, a signed checkpoint."""
-        from service.bundle import encode_bundle, record_evidence
+        from service.bundle import open_bundle
 
         t, k = instant(as_of, "--as-of"), instant(known_at, "--known-at")
         try:
             ledger, cp = _checkpointer(db, origin)
-            evidence = record_evidence(ledger, arxiv_id, t, k, cp)
+            bundle = open_bundle(ledger, arxiv_id, t, k, cp)
+            if out is None:
+                sys.stdout.buffer.writelines(bundle.chunks())
+            else:
+                _write_whole(Path(out), bundle.chunks())
         except LedgerError as e:
             fail(e)
-        data = encode_bundle(evidence)
-        if out is None:
-            sys.stdout.buffer.write(data)
-        else:
-            Path(out).write_bytes(data)
-        size = evidence["proofs"][0]["tree_size"] if evidence["proofs"] else 0
-        n = len(evidence["events"])
         click.echo(
-            f"bundle: arXiv:{arxiv_id} as of {evidence['record']['as_of']}, {n} events, "
-            f"checkpoint size {size}" + (f", written to {out}" if out else ""),
+            f"bundle: arXiv:{arxiv_id} as of {bundle.record['as_of']}, {len(bundle.seqs)} events, "
+            f"checkpoint size {bundle.tree_size}" + (f", written to {out}" if out else ""),
             err=True,
         )
 
@@ -152,13 +150,13 @@ def register(main: click.Group) -> None:
     def check_bundle(file: str, key_arg: str) -> None:
         """Check an evidence bundle offline (no database, no server) against a pinned key."""
         from ledger.checkpoint import read_vkey_arg
-        from service.bundle import check_bundle as check
+        from service.bundle_check import check_bundle_file
 
         try:
             verifier = read_vkey_arg(key_arg)
         except LedgerError as e:
             raise click.BadParameter(e.message, param_hint="--key") from None
-        report = check(Path(file).read_bytes(), verifier)
+        report = check_bundle_file(file, verifier)
         for note in report.notes:
             click.echo(f"note: {note}")
         if report.ok:
@@ -195,6 +193,18 @@ def register(main: click.Group) -> None:
         """Walk the whole chain again from seq 1 now, a batch per short read, and record the pass (as the
         server does every LEDGER_SCRUB_INTERVAL); exit 2 naming the first broken seq."""
         _scrub(db, as_json, pace)
+
+
+def _write_whole(path: Path, chunks: Iterable[bytes]) -> None:
+    """Write the chunks to `path` through a temporary file beside it: a bundle that fails half-way leaves
+    no partial file under the name asked for."""
+    part = path.with_name(path.name + ".part")
+    try:
+        with part.open("wb") as f:
+            f.writelines(chunks)
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def _progress(total: int) -> tuple[Callable[[int], None], int, Any]:

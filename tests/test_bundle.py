@@ -22,11 +22,14 @@ from ledger.codec import canonical
 from ledger.errors import NotFound
 from ledger.events import Event
 from ledger.instants import parse_as_of, parse_ts
+from projections import record as projection
 from projections.memory import MemoryReader
 from projections.record import build_record
-from service.bundle import check_bundle, encode_bundle, record_evidence
+from service.bundle import encode_bundle, open_bundle, record_evidence
+from service.bundle_check import check_bundle
 from service.ledger import Ledger
 from tests import factories as fx
+from tests.bundle_oracle import check_bundle_in_memory
 
 FIX_ID = "2509.02480"
 FIX_AS_OF = "2026-08-09"
@@ -112,23 +115,68 @@ def test_seqs_rebuild_records_with_inbound_and_notices(rich: Ledger, pid: str, s
         assert sn["state"] == "measured" and len(sn["events"]) == 2
 
 
+def streamed(ledger: Ledger, pid: str, t: int, k: int | None = None, chunk: int = 1000) -> bytes:
+    """The bundle as `ledger bundle` writes it, chunk by chunk."""
+    return b"".join(open_bundle(ledger, pid, t, k).chunks(chunk))
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(events=fx.ledgers(), cut=st.integers(0, 430))
+@given(events=fx.ledgers(), cut=st.integers(0, 430), cap=st.sampled_from([100, 1, 2]))
 def test_any_record_bundle_checks_offline(
-    db_factory: DbFactory, tmp_path_factory: Any, events: list[Event], cut: int
+    db_factory: DbFactory, tmp_path_factory: Any, events: list[Event], cut: int, cap: int
 ) -> None:
     ledger = Ledger(db_factory(tmp_path_factory.mktemp("prop"), "ledger.db"))  # a new one per example
     ledger.append(events)
     verifier = Checkpointer.for_db(ledger.store).verifier()
     t = parse_ts(fx.ts(cut))
-    for pid in fx.PAPERS:
-        try:
-            record, again = _rebuilt(ledger, pid, t)
-        except NotFound:
-            continue
-        assert canonical(again) == canonical(record)
-        report = check_bundle(encode_bundle(record_evidence(ledger, pid, t)), verifier)
-        assert report.ok, report.problems
+    with pytest.MonkeyPatch.context() as mp:
+        # a small cap leaves inbound observations counted but not shown: the bundle holds them too
+        mp.setitem(projection.CAPS, "inbound", cap)
+        for pid in fx.PAPERS:
+            try:
+                record, again = _rebuilt(ledger, pid, t)
+            except NotFound:
+                continue
+            if len(record["inbound"]) == record["coverage"][2]["denominator"]:
+                assert canonical(again) == canonical(record)
+            whole = encode_bundle(record_evidence(ledger, pid, t))
+            assert streamed(ledger, pid, t, chunk=cut % 5 + 1) == whole
+            report = check_bundle(whole, verifier)
+            assert report.ok, report.problems
+            assert report == check_bundle_in_memory(whole, verifier)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1000])
+@pytest.mark.parametrize(
+    "which",
+    [
+        *[
+            pytest.param(("fixture", FIX_ID, a), id=f"fixture-{a}")
+            for a in ("2026-08-07T17:00:00Z", FIX_AS_OF)
+        ],
+        *[
+            pytest.param(("rich", pid, fx.ts(step)), id=f"rich-{pid}-{step}")
+            for pid in (A, B, C)
+            for step in (8, 60)
+        ],
+    ],
+)
+def test_streamed_bytes_equal_the_in_memory_encoding(
+    fixture_ledger: Ledger, rich: Ledger, which: tuple[str, str, str], chunk: int
+) -> None:
+    name, pid, at = which
+    ledger = fixture_ledger if name == "fixture" else rich
+    t = parse_as_of(at)
+    whole = encode_bundle(record_evidence(ledger, pid, t))
+    assert streamed(ledger, pid, t, chunk=chunk) == whole
+    assert whole.endswith(b"\n") and whole.count(b"\n") == 1
+
+
+def test_a_bundle_is_refused_before_its_first_byte(rich: Ledger) -> None:
+    with pytest.raises(NotFound, match="has no paper snapshot as of"):
+        open_bundle(rich, A, parse_ts(fx.ts(0)) - 1)
+    with pytest.raises(NotFound, match="has never been observed in this ledger"):
+        open_bundle(rich, "2912.99999", parse_ts(fx.ts(60)))
 
 
 def test_known_at_bundle(new_db: Callable[[str], str]) -> None:
@@ -149,6 +197,7 @@ def test_known_at_bundle(new_db: Callable[[str], str]) -> None:
     assert max(e["seq"] for e in bundle["events"]) <= 10 < bundle["proofs"][0]["tree_size"]
     report = check_bundle(encode_bundle(bundle), Checkpointer.for_db(ledger.store).verifier())
     assert report.ok and f"known at {bundle['known_at']}" in report.summary
+    assert streamed(ledger, A, t, known) == encode_bundle(bundle)
 
 
 # -- the CLI round trip and the tamper vectors ----------------------------------------------------
@@ -358,3 +407,218 @@ def test_garbage_is_not_a_bundle(tmp_path: Path) -> None:
     vkey = parse_vkey("PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW")
     report = check_bundle(junk.read_bytes(), vkey)
     assert not report.ok and report.problems[0].startswith("not an evidence bundle")
+
+
+# -- a much-cited paper: inbound observations past the cap --------------------------------------
+
+
+def _citing(i: int) -> list[Event]:
+    """Paper i's snapshot, its reference 0 to A, and that reference resolved to A."""
+    pid, oid = f"2201.{i:05d}", fx.oid_of(1000 + i)
+    return [
+        fx.paper(pid, fx.ts(100 + i)),
+        fx.citation(oid, pid, fx.ts(100 + i, 1), 0, fx.work(None, fx.ts(100 + i, 1))),
+        fx.resolution(oid, fx.ts(100 + i, 2), cited_arxiv=A),
+    ]
+
+
+@pytest.fixture(scope="module")
+def cited(db_factory: DbFactory, tmp_path_factory: pytest.TempPathFactory) -> Ledger:
+    """The rich ledger plus 300 papers citing A: the record shows 100 inbound observations of 301."""
+    ledger = Ledger(db_factory(tmp_path_factory.mktemp("cited"), "ledger.db"))
+    ledger.append(rich_events())
+    for first in range(0, 300, 100):
+        ledger.append([e for i in range(first, first + 100) for e in _citing(i)])
+    return ledger
+
+
+def test_a_bundle_holds_the_hidden_inbound_events_and_checks(cited: Ledger, tmp_path: Path) -> None:
+    t = parse_ts(fx.ts(1000))
+    with cited.evidence(A, t) as ev:
+        assert ev.hidden == 201 and len(ev.built.record["inbound"]) == 100
+        every = ev.all_seqs()
+    out = tmp_path / "b.json"
+    args = ["bundle", A, "--as-of", fx.ts(1000), "--out", str(out), "--db", cited.url]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert f"{len(every)} events" in result.output
+    bundle = json.loads(out.read_bytes())
+    assert [e["seq"] for e in bundle["events"]] == every == [p["seq"] for p in bundle["proofs"]]
+    kinds = [e["type"] for e in bundle["events"]]
+    assert kinds.count("citation.observed") >= 301 and kinds.count("resolution.observed") >= 301
+    assert out.read_bytes() == encode_bundle(record_evidence(cited, A, t))
+    vkey = Checkpointer.for_db(cited.store).verifier().vkey
+    checked = check_cli(out, vkey)
+    assert checked.exit_code == 0, checked.output
+    assert f"rebuilt byte for byte from its {len(every)} events" in checked.output
+
+
+def test_a_bundle_missing_a_hidden_event_fails(cited: Ledger, tmp_path: Path) -> None:
+    t = parse_ts(fx.ts(1000))
+    bundle = json.loads(encode_bundle(record_evidence(cited, A, t)))
+    # the last inbound observation in the record's order is hidden: drop its resolution
+    last = f"2201.{299:05d}"
+    oid = next(
+        e["data"]["observation_id"] for e in bundle["events"] if e["data"].get("citing_arxiv_id") == last
+    )
+    gone = next(
+        e["seq"] for e in bundle["events"] if e["data"].get("observation_id") == oid and "status" in e["data"]
+    )
+    bundle["events"] = [e for e in bundle["events"] if e["seq"] != gone]
+    bundle["proofs"] = [p for p in bundle["proofs"] if p["seq"] != gone]
+    damaged = tmp_path / "damaged.json"
+    damaged.write_bytes(canonical(bundle))
+    verifier = Checkpointer.for_db(cited.store).verifier()
+    report = check_bundle(damaged.read_bytes(), verifier)
+    assert not report.ok
+    differs = (
+        "record differs from the events at coverage[2].denominator: the bundle says 301, the events give 300"
+    )
+    assert differs in report.problems
+    assert report == check_bundle_in_memory(damaged.read_bytes(), verifier)
+
+
+# -- the streamed check against the in-memory one ---------------------------------------------------
+
+
+def _pick(data: st.DataObject, items: list[Any]) -> int:
+    return data.draw(st.integers(0, len(items) - 1))
+
+
+def shuffle_events(b: dict[str, Any], data: st.DataObject) -> None:
+    b["events"] = data.draw(st.permutations(b["events"]))
+
+
+def duplicate_event(b: dict[str, Any], data: st.DataObject) -> None:
+    e = json.loads(json.dumps(b["events"][_pick(data, b["events"])]))
+    if data.draw(st.booleans()):
+        e["observed_at"] = "2026-08-09T00:00:00Z"  # altered: a second, different event of that seq
+    b["events"].insert(_pick(data, b["events"]), e)
+
+
+def drop_event(b: dict[str, Any], data: st.DataObject) -> None:
+    b["events"].pop(_pick(data, b["events"]))
+
+
+def alter_data(b: dict[str, Any], data: st.DataObject) -> None:
+    e = b["events"][_pick(data, b["events"])]
+    key = data.draw(st.sampled_from(sorted(e["data"])))
+    e["data"][key] = data.draw(st.sampled_from(["x", 7, None, "2026-01-01T00:00:00Z"]))
+
+
+def alter_link(b: dict[str, Any], data: st.DataObject) -> None:
+    e = b["events"][_pick(data, b["events"])]
+    field = data.draw(st.sampled_from(["hash", "prev_hash"]))
+    e[field] = data.draw(st.sampled_from([e[field].upper(), "0" * 64, "zz", b["events"][0]["hash"]]))
+
+
+def alter_seq(b: dict[str, Any], data: st.DataObject) -> None:
+    b["events"][_pick(data, b["events"])]["seq"] += data.draw(st.sampled_from([-1, 1, 1000]))
+
+
+def drop_proof(b: dict[str, Any], data: st.DataObject) -> None:
+    b["proofs"].pop(_pick(data, b["proofs"]))
+
+
+def duplicate_proof(b: dict[str, Any], data: st.DataObject) -> None:
+    p = json.loads(json.dumps(b["proofs"][_pick(data, b["proofs"])]))
+    if data.draw(st.booleans()):
+        p["inclusion_path"] = p["inclusion_path"][::-1]
+    b["proofs"].insert(_pick(data, b["proofs"]), p)
+
+
+def alter_proof(b: dict[str, Any], data: st.DataObject) -> None:
+    p = b["proofs"][_pick(data, b["proofs"])]
+    how = data.draw(st.sampled_from(["path", "index", "size", "seq", "base64", "short", "swap"]))
+    if how == "path":
+        p["inclusion_path"][_pick(data, p["inclusion_path"])] = _flip_b64(p["inclusion_path"][0], 3)
+    elif how == "index":
+        p["leaf_index"] += 1
+    elif how == "size":
+        p["tree_size"] -= 1
+    elif how == "seq":
+        p["seq"] += 10_000
+    elif how == "base64":
+        p["inclusion_path"][-1] = "not*base64"
+    elif how == "short":
+        p["inclusion_path"].pop()
+    else:
+        other = b["proofs"][_pick(data, b["proofs"])]
+        p["inclusion_path"], other["inclusion_path"] = other["inclusion_path"], p["inclusion_path"]
+
+
+def alter_top(b: dict[str, Any], data: st.DataObject) -> None:
+    what = data.draw(st.sampled_from(["schema", "key", "checkpoint", "thesis", "as_of", "known_at"]))
+    if what == "schema":
+        b["schema"] = "another.v1"
+    elif what == "key":
+        b["key"] = "someone+00000000+AAAA"
+    elif what == "checkpoint":
+        head, _, sig = b["checkpoint"].rstrip("\n").rpartition(" ")
+        b["checkpoint"] = f"{head} {_flip_b64(sig, 5)}\n"
+    elif what == "thesis":
+        b["record"]["thesis"] = "As of never."
+    elif what == "as_of":
+        b["record"]["as_of"] = "2026-08-08T00:00:00Z"
+    else:
+        b["known_at"] = "2026-08-08T06:00:00Z"
+
+
+MUTATIONS = [
+    shuffle_events,
+    duplicate_event,
+    drop_event,
+    alter_data,
+    alter_link,
+    alter_seq,
+    drop_proof,
+    duplicate_proof,
+    alter_proof,
+    alter_top,
+]
+
+
+def _layout(b: dict[str, Any], how: str) -> bytes:
+    if how == "canonical":
+        return encode_bundle(b)
+    if how == "indented":
+        return json.dumps(b, indent=2, ensure_ascii=False).encode()
+    # every key in reverse order: the proofs come before the events and the checkpoint
+    return json.dumps(dict(reversed(list(b.items()))), ensure_ascii=False).encode()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_the_streamed_check_names_what_the_in_memory_one_names(written: tuple[Path, str], data: Any) -> None:
+    path, vkey = written
+    bundle = json.loads(path.read_bytes())
+    for mutate in data.draw(st.lists(st.sampled_from(MUTATIONS), min_size=0, max_size=3)):
+        mutate(bundle, data)
+    raw = _layout(bundle, data.draw(st.sampled_from(["canonical", "indented", "reversed"])))
+    verifier = parse_vkey(vkey)
+    streamed_report, memory_report = check_bundle(raw, verifier), check_bundle_in_memory(raw, verifier)
+    if memory_report.problems[:1] and memory_report.problems[0].startswith("not an evidence bundle"):
+        assert not streamed_report.ok and streamed_report.problems[0].startswith("not an evidence bundle")
+    else:
+        assert streamed_report == memory_report
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(b"", id="empty"),
+        pytest.param(b"[]", id="an-array"),
+        pytest.param(b'{"schema": "x"', id="cut-off"),
+        pytest.param(b'{"schema": 1}', id="wrong-type"),
+        pytest.param(b'{"schema": "x", "schema": "y"}', id="repeated-member"),
+        pytest.param(b'{"nope": 1}', id="unknown-member"),
+        pytest.param(b'{"events": [1]}', id="an-event-that-is-not-an-object"),
+        pytest.param(b'{"events": [{"seq": "one"}]}', id="a-seq-that-is-not-a-number"),
+        pytest.param(b'{"events": []} trailing', id="trailing-bytes"),
+    ],
+)
+def test_what_is_not_a_bundle_is_named(text: bytes) -> None:
+    vkey = parse_vkey("PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW")
+    report = check_bundle(text, vkey)
+    assert not report.ok and len(report.problems) == 1
+    assert report.problems[0].startswith("not an evidence bundle: ")
