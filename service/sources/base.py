@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.codec import canonical
+from ledger.doi import arxiv_key, doi_key
 from ledger.errors import InvalidEvent
 from ledger.events import Event, Notice, StandingChecked, StandingData
 from ledger.facts import Head
 from ledger.importer import notice_sort_key
 from ledger.works_store import KnownWork
-from service.sources.doi import arxiv_key, doi_key
 
 EXAMPLES_PER_REASON = 3
 

@@ -7,9 +7,9 @@ import re
 from datetime import date
 from typing import IO
 
+from ledger.doi import normalize_doi
 from ledger.events import Notice, NoticeKind
 from service.sources.base import NotThatFormat, Parsed, Summary, WorkIndex, standing_batch
-from service.sources.doi import normalize_doi
 
 EVENT_SOURCE = "retraction_watch"
 NAME = "Retraction Watch CSV"

@@ -1,4 +1,6 @@
-"""DOI and arXiv-id keys for matching source rows to works and papers (sources-v1.md)."""
+"""DOI and arXiv-id keys for matching source rows to works and papers (sources-v1.md).
+
+They sit on the ground floor because the works index (ledger/keys.py) stores them with each event."""
 
 from __future__ import annotations
 
@@ -40,3 +42,8 @@ def arxiv_key(arxiv_id: str | None) -> str | None:
     if arxiv_id is None or not arxiv_id.strip():
         return None
     return match_key(ARXIV_DOI_PREFIX + arxiv_id.strip().lower())
+
+
+def work_keys(doi: str | None, arxiv_id: str | None, pith_arxiv_id: str | None) -> set[str]:
+    """The keys a cited work matches on: its DOI's, and the arXiv DOI of each arXiv id it names."""
+    return {k for k in (doi_key(doi), arxiv_key(arxiv_id), arxiv_key(pith_arxiv_id)) if k is not None}
