@@ -8,6 +8,7 @@ from typing import Any
 
 from ledger import migrations, pg_migrations
 from ledger.backend import is_pg_url
+from ledger.keys import WORK, key_rows
 from ledger.sql import link_params
 from service.ledger import Ledger
 
@@ -19,11 +20,17 @@ CHECK_COLUMNS = "seq, work_id, source, observed_us, recorded_us, notices"
 
 
 def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
-    """Make empty `db` a ledger of schema version `steps` holding `source`'s events."""
-    events = [link_params(link) for link in source.store.iter_chain()]
+    """Make empty `db` a ledger of schema version `steps` holding `source`'s events (and, from the
+    layout that keeps event_keys on, their keys as it kept them: no works-index keys yet)."""
+    links = list(source.store.iter_chain())
+    events = [link_params(link) for link in links]
     checks = list(source.store.iter_check_works())
+    scripts = (pg_migrations.MIGRATIONS if is_pg_url(db) else migrations.MIGRATIONS)[:steps]
+    keyed = any("CREATE TABLE event_keys" in script for script in scripts)
+    keys = [(k, seq) for k, seq in key_rows(links) if not k.startswith(WORK)] if keyed else []
     insert_events = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join(['?'] * 12)})"
     insert_checks = f"INSERT INTO check_works ({CHECK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+    insert_keys = "INSERT INTO event_keys (key, seq) VALUES (?, ?)"
     if is_pg_url(db):
         import psycopg
 
@@ -34,6 +41,7 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
                 conn.execute("INSERT INTO ledger_schema (version) VALUES (%s)", (number,))
             _insert(conn, insert_events.replace("?", "%s"), events)
             _insert(conn, insert_checks.replace("?", "%s"), checks)
+            _insert(conn, insert_keys.replace("?", "%s"), keys)
         return
     conn = sqlite3.connect(db, isolation_level=None)
     try:
@@ -44,6 +52,7 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
         conn.execute(f"PRAGMA user_version = {steps}")
         _insert(conn, insert_events, events)
         _insert(conn, insert_checks, checks)
+        _insert(conn, insert_keys, keys)
     finally:
         conn.close()
 
