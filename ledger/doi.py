@@ -13,8 +13,9 @@ _VERSION = re.compile(r"v\d+$")
 
 def normalize_doi(value: str) -> str:
     """Spaces and a doi.org / dx.doi.org / doi: prefix removed (any case), lowercased."""
-    text = value.strip()
-    low = text.lower()
+    low = value.strip().lower()
+    if not low.startswith(_PREFIXES):
+        return low  # the usual case, tested once (a file may hold millions of DOIs)
     for prefix in _PREFIXES:
         if low.startswith(prefix):
             # "doi: 10.1/x" is seen in hand-edited files: the space after the prefix is not part of it

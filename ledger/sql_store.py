@@ -624,12 +624,14 @@ class SqlTables:
         """Citations and resolutions observed as of T of the observations with an event observed as
         of T under one of these works-index keys (ledger/keys.py), in seq order."""
         d = self.store.dialect
+        # the observations found once (inlined, they were found again for each level of their keys)
         rows = self._q(
+            "WITH found(key) AS MATERIALIZED ("
+            f"  SELECT '{OBSERVATION}' || {d.json_text('observation_id')} FROM event_keys_all AS w"
+            "   JOIN events ON events.seq = w.seq"
+            f"   WHERE {d.any_of('w.key')} AND events.observed_us <= ?) "
             f"SELECT {FACT_COLUMNS} FROM events WHERE seq IN ("
-            "  SELECT o.seq FROM event_keys_all AS o WHERE o.key IN ("
-            f"   SELECT '{OBSERVATION}' || {d.json_text('observation_id')} FROM event_keys_all AS w"
-            "    JOIN events ON events.seq = w.seq"
-            f"    WHERE {d.any_of('w.key')} AND events.observed_us <= ?)) "
+            "  SELECT o.seq FROM event_keys_all AS o WHERE o.key IN (SELECT key FROM found)) "
             "AND observed_us <= ? ORDER BY seq",
             (d.bind_list(index_keys), as_of_us, as_of_us),
         )

@@ -119,17 +119,20 @@ class WorkIndex:
         self._store = store
         self._t = as_of_us
         self._loaded: dict[str, list[str]] = {}
+        self._keys: dict[str, str | None] = {}  # the loaded DOIs as read -> their keys
 
     def load(self, dois: Iterable[Any]) -> None:
         """Look up the keys of these DOIs read from a file (one statement per CHUNK keys); the keys of
         the previous load are forgotten, so memory follows the chunk, not the file."""
-        self._loaded = works_matching(self._store, _keys(dois, doi_key), self._t)
+        self._keys = {d: doi_key(d) for d in dois if isinstance(d, str)}
+        keys = {k for k in self._keys.values() if k}
+        self._loaded = works_matching(self._store, keys, self._t)
 
     def match(self, doi: Any) -> list[str]:
         """The work_ids a DOI read from a file matches (sorted; [] when none or not a string)."""
         if not isinstance(doi, str):
             return []
-        key = doi_key(doi)
+        key = self._keys[doi] if doi in self._keys else doi_key(doi)
         if not key:
             return []
         if key not in self._loaded:  # not loaded with its chunk: looked up alone
