@@ -17,12 +17,12 @@ from ledger.events import Event, StandingChecked
 from ledger.instants import parse_ts
 from ledger.interface import Store
 from service.ledger import Ledger
-from service.sources import counts, crossref, parse_source, retraction_watch
+from service.sources import base, counts, crossref, parse_source, retraction_watch
 from service.sources.base import PaperIndex, Parsed, WorkIndex
 from tests.conftest import NewDb
-from tests.factories import ts
+from tests.factories import oid_of, resolution, ts
 from tests.test_sources_support import SOURCES_DIR, sample_events
-from tests.test_works_store import LONG_DOI, OLD_STYLE, _full_scan, rebound_events
+from tests.test_works_store import LONG_DOI, OLD_STYLE, _full_scan, _work, rebound_events
 
 
 class FullScanWorks(WorkIndex):
@@ -175,3 +175,29 @@ def test_the_indexes_answer_keys_they_were_not_loaded_with(new_db: NewDb) -> Non
     papers.load(dois=["10.48550/arxiv.2101.00001"])
     assert papers.by_arxiv("math.ag/0601001v2") == OLD_STYLE and papers.by_doi(7) is None
     assert arxiv_key(OLD_STYLE) == "10.48550/arxiv.math.ag/0601001"
+
+
+def test_an_append_during_a_parse_is_not_seen_by_its_later_chunks(
+    new_db: NewDb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = new_db()
+    ledger, other = Ledger(db), Ledger(db)
+    ledger.append(rebound_events())
+    body = _rw_csv(["10.5555/B", "10.5555/C"])
+    before = _parsed(ledger, "retraction-watch", body, ts(6))
+    monkeypatch.setattr(retraction_watch, "CHUNK", 1)
+    lookup, appended = base.works_matching, []
+
+    def then_append(store: Store, keys: Iterable[str], t: int) -> dict[str, list[str]]:
+        found = lookup(store, keys, t)
+        if not appended:  # after the first row's lookup: w-b re-bound to w-z, back-dated before T
+            rebind = resolution(oid_of(0), ts(5), cited=_work("w-z", doi="10.5555/Z"))
+            appended.append(other.append([rebind]).appended)
+        return found
+
+    monkeypatch.setattr(base, "works_matching", then_append)
+    assert _parsed(ledger, "retraction-watch", body, ts(6)) == before
+    assert appended == [1]
+    # the next ingest sees it: w-b is no longer known, w-z is
+    works = _parsed(ledger, "retraction-watch", body, ts(6))[0][0].data.work_ids  # type: ignore[attr-defined]
+    assert "w-b" not in works and "w-z" in works

@@ -64,7 +64,9 @@ def parse_source(
     # replaced rather than refusing 60k rows over one author; the fields matched on are ASCII
     errors = "replace" if source == "retraction-watch" else "strict"
     try:
-        with open_text(data, progress, errors) as text:
+        # every chunk's lookups see one state of the ledger, as the one statement of the full scan they
+        # replaced did: an append meanwhile cannot leave a notice for a work the check no longer covers
+        with ledger.store.tables.consistent_read(), open_text(data, progress, errors) as text:
             if source in STANDING:
                 return STANDING[source](text, WorkIndex(ledger.store, t), summary)
             return counts.parse(source, text, PaperIndex(ledger.store, t), summary, paper_id)
