@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+
+from .backfill import FILL_TABLE, fill_work_keys
+from .sql import SQLITE
 
 # Each step is applied once, in its own transaction; never edit a released step, add one.
 MIGRATIONS: list[str] = [
@@ -264,7 +268,16 @@ MIGRATIONS: list[str] = [
     CREATE TABLE derived_pending (name TEXT PRIMARY KEY) WITHOUT ROWID;
     INSERT INTO derived_pending (name) SELECT 'inbound_spans' WHERE EXISTS (SELECT 1 FROM events);
     """,
+    # Step 7, the works index (ledger/keys.py): each citation and resolution keeps `w:` keys, the
+    # DOI and arXiv keys of its cited work, so a source ingest looks up the works a file names
+    # instead of reading every observation. The keys of the events already stored are derived by
+    # Python (AFTER) into this table, then moved into the merged level in key order.
+    f"""
+    CREATE TEMP TABLE {FILL_TABLE} (key TEXT NOT NULL, seq INTEGER NOT NULL);
+    """,
 ]
+# Python a step runs after its SQL, in the same transaction: what SQL alone cannot derive
+AFTER: dict[int, Callable[[sqlite3.Connection], object]] = {7: lambda conn: fill_work_keys(conn, SQLITE)}
 
 
 def migrate(conn: sqlite3.Connection) -> int:
@@ -279,6 +292,8 @@ def migrate(conn: sqlite3.Connection) -> int:
                 continue
             for statement in _split(script):
                 conn.execute(statement)
+            if number in AFTER:
+                AFTER[number](conn)
             conn.execute(f"PRAGMA user_version = {number}")
             conn.execute("COMMIT")
         except BaseException:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from .backfill import FILL_TABLE, fill_work_keys
+from .sql import POSTGRESQL
 
 # pg_advisory_xact_lock key held while migrating, so nodes starting together migrate once
 MIGRATE_LOCK = 0x6C6564676572  # "ledger"
@@ -227,7 +231,14 @@ MIGRATIONS: list[str] = [
     CREATE TABLE derived_pending (name text COLLATE "C" PRIMARY KEY);
     INSERT INTO derived_pending (name) SELECT 'inbound_spans' WHERE EXISTS (SELECT 1 FROM events);
     """,
+    # Step 6, the works index, as SQLite's step 7: the `w:` keys of the events already stored are
+    # derived by Python (AFTER) into this table, then moved into the merged level in key order.
+    f"""
+    CREATE TEMP TABLE {FILL_TABLE} (key text COLLATE "C" NOT NULL, seq bigint NOT NULL);
+    """,
 ]
+# Python a step runs after its SQL, in the same transaction: what SQL alone cannot derive
+AFTER: dict[int, Callable[[Any], object]] = {6: lambda conn: fill_work_keys(conn, POSTGRESQL)}
 
 
 def migrate(conn: Any) -> int:
@@ -244,6 +255,8 @@ def migrate(conn: Any) -> int:
                 conn.execute("COMMIT")
                 continue
             conn.execute(script)
+            if number in AFTER:
+                AFTER[number](conn)
             conn.execute("INSERT INTO ledger_schema (version) VALUES (%s)", (number,))
             conn.execute("COMMIT")
         except BaseException:

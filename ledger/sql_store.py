@@ -24,7 +24,16 @@ from .events import ChainLink, StoredEvent
 from .facts import CheckRow, CheckWorkRow, Fact, Head, ScrubPass, SourceHead, VerifiedPoint
 from .instants import format_recorded, now_us
 from .interface import Tables, side_path
-from .keys import EVENT, LEVELS, MERGE_EVENTS, MIDDLE_EVENTS, OBSERVATION, key_rows, level_table
+from .keys import (
+    EVENT,
+    LEVELS,
+    MERGE_EVENTS,
+    MIDDLE_EVENTS,
+    OBSERVATION,
+    WORK,
+    key_rows,
+    level_table,
+)
 from .spans import CITATION, OPEN, Row, Span, Step, bucket_deltas, delta, history, link_step, step_row
 from .spans import COLUMNS as SPAN_COLUMNS
 from .sql import (
@@ -837,6 +846,44 @@ class SqlTables:
             "SELECT DISTINCT substr(stream, 7) AS id FROM events "
             "WHERE type = 'paper.observed' AND observed_us <= ? ORDER BY 1",
             (as_of_us,),
+        )
+        return [r[0] for r in rows]
+
+    def work_facts(self, index_keys: Sequence[str], as_of_us: int) -> list[Fact]:
+        """Citations and resolutions observed as of T of the observations with an event observed as
+        of T under one of these works-index keys (ledger/keys.py), in seq order."""
+        d = self.store.dialect
+        # the observations found once (inlined, they were found again for each level of their keys)
+        rows = self._q(
+            "WITH found(key) AS MATERIALIZED ("
+            f"  SELECT '{OBSERVATION}' || {d.json_text('observation_id')} FROM event_keys_all AS w"
+            "   JOIN events ON events.seq = w.seq"
+            f"   WHERE {d.any_of('w.key')} AND events.observed_us <= ?) "
+            f"SELECT {FACT_COLUMNS} FROM events WHERE seq IN ("
+            "  SELECT o.seq FROM event_keys_all AS o WHERE o.key IN (SELECT key FROM found)) "
+            "AND observed_us <= ? ORDER BY seq",
+            (d.bind_list(index_keys), as_of_us, as_of_us),
+        )
+        return [fact_row(r) for r in rows]
+
+    def work_observations(self, as_of_us: int) -> list[str]:
+        """Ids of the observations with an event observed as of T under any works-index key, sorted."""
+        # a range of the keys' order on each level: only events whose cited work has a key are read
+        rows = self._q(
+            f"SELECT DISTINCT {self.store.dialect.json_text('observation_id')} FROM events WHERE seq IN ("
+            f"  SELECT seq FROM event_keys_all WHERE key >= '{WORK}' AND key < '{WORK[0]};') "
+            "AND observed_us <= ? ORDER BY 1",
+            (as_of_us,),
+        )
+        return [r[0] for r in rows]
+
+    def papers_among(self, arxiv_ids: Sequence[str], as_of_us: int) -> list[str]:
+        """Those of the given arXiv ids with a paper.observed snapshot as of T, sorted."""
+        d = self.store.dialect
+        rows = self._q(
+            "SELECT DISTINCT substr(stream, 7) FROM events "
+            f"WHERE {d.any_of('stream')} AND type = 'paper.observed' AND observed_us <= ? ORDER BY 1",
+            (d.bind_list([f"paper:{a}" for a in arxiv_ids]), as_of_us),
         )
         return [r[0] for r in rows]
 

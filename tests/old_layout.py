@@ -8,7 +8,7 @@ from typing import Any
 
 from ledger import migrations, pg_migrations
 from ledger.backend import is_pg_url
-from ledger.keys import key_rows
+from ledger.keys import WORK, key_rows
 from ledger.sql import link_params
 from service.ledger import Ledger
 
@@ -20,15 +20,16 @@ CHECK_COLUMNS = "seq, work_id, source, observed_us, recorded_us, notices"
 
 
 def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
-    """Make empty `db` a ledger of schema version `steps` holding `source`'s events."""
-    events = [link_params(link) for link in source.store.iter_chain()]
+    """Make empty `db` a ledger of schema version `steps` holding `source`'s events (and, from the
+    layout that keeps event_keys on, their keys as it kept them: no works-index keys yet)."""
+    links = list(source.store.iter_chain())
+    events = [link_params(link) for link in links]
     checks = list(source.store.iter_check_works())
+    scripts = (pg_migrations.MIGRATIONS if is_pg_url(db) else migrations.MIGRATIONS)[:steps]
+    keyed = any("CREATE TABLE event_keys" in script for script in scripts)
+    keys = [(k, seq) for k, seq in key_rows(links) if not k.startswith(WORK)] if keyed else []
     insert_events = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join(['?'] * 12)})"
     insert_checks = f"INSERT INTO check_works ({CHECK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
-    # from the layout with event_keys on, the keys are rows of their own (all at the merged level)
-    layout = pg_migrations.MIGRATIONS if is_pg_url(db) else migrations.MIGRATIONS
-    keyed = any("CREATE TABLE event_keys" in script for script in layout[:steps])
-    keys = key_rows(list(source.store.iter_chain())) if keyed else []
     insert_keys = "INSERT INTO event_keys (key, seq) VALUES (?, ?)"
     if is_pg_url(db):
         import psycopg

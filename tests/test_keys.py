@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -9,16 +10,21 @@ import pytest
 from ledger import events as ev
 from ledger import migrations, pg_migrations
 from ledger.backend import is_pg_url
+from ledger.backfill import FILL_TABLE
 from ledger.instants import parse_ts
-from ledger.keys import key_rows, link_keys
+from ledger.keys import LONG_KEY, key_rows, link_keys, work_index_key
 from service.ledger import Ledger
+from service.sources import parse_source
 from tests.conftest import NewDb
 from tests.factories import check, citation, notice, paper, resolution, ts, work
 from tests.old_layout import build_old_ledger
 from tests.raw import rows
+from tests.test_sources_support import SOURCES_DIR
+from tests.test_works_store import rebound_events
 
 OID = "0b7f3c9e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
 A, B = "2101.00001", "2101.00002"
+DOI_WORK = ev.CitedWork(B, "https://doi.org/10.5555/X.1", "crossref", B, ts(2), None, None, "w-doi", None)
 
 
 def _keys_of(ledger: Ledger, event: ev.Event) -> list[str]:
@@ -37,6 +43,12 @@ def _keys_of(ledger: Ledger, event: ev.Event) -> list[str]:
         pytest.param([citation(OID, A, ts(1)), resolution(OID, ts(2), "unresolved")], ["e:", "o:"],
                      id="resolution-to-no-paper"),
         pytest.param([check("crossref", ts(3), ["w-1"])], ["e:"], id="standing-check"),
+        pytest.param([citation(OID, A, ts(1), 0, work("w-1", ts(1), pith=B))], ["e:", "o:", "w:"],
+                     id="citation-of-a-keyed-work"),
+        pytest.param([citation(OID, A, ts(1), 0, work(None, ts(1), pith=B))], ["e:", "o:"],
+                     id="citation-of-a-keyed-work-without-work-id"),
+        pytest.param([citation(OID, A, ts(1)), resolution(OID, ts(2), cited_arxiv=B, cited=DOI_WORK)],
+                     ["e:", "o:", "c:", "w:", "w:"], id="resolution-to-a-work-with-a-doi-and-arxiv-id"),
     ],
 )  # fmt: skip
 def test_each_event_implies_its_keys(fresh_ledger: Ledger, events: list[ev.Event], kinds: list[str]) -> None:
@@ -49,6 +61,22 @@ def test_each_event_implies_its_keys(fresh_ledger: Ledger, events: list[ev.Event
         assert keys[1] == "o:" + OID
     if "c:" in kinds:
         assert keys[2] == "c:" + B
+    # the cited work's match keys, one each (its arXiv id and pith_arxiv_id give one key)
+    want = {"w-1": ["w:10.48550/arxiv.2101.00002"], "w-doi": ["w:10.48550/arxiv.2101.00002", "w:10.5555/x.1"]}
+    assert [k for k in keys if k.startswith("w:")] == want.get(_work_id(events[-1]), [])
+
+
+def _work_id(event: ev.Event) -> str | None:
+    w = getattr(event.data, "cited_work", None)
+    return None if w is None else w.work_id
+
+
+def test_a_long_match_key_is_kept_as_its_digest(fresh_ledger: Ledger) -> None:
+    long_doi = "10.5555/" + "Y" * LONG_KEY
+    cited = ev.CitedWork(None, long_doi, "crossref", None, ts(1), None, None, "w-long", None)
+    keys = _keys_of(fresh_ledger, citation(OID, A, ts(1), 0, cited))
+    digest = hashlib.sha256(long_doi.lower().encode()).hexdigest()
+    assert keys[2:] == ["w:#" + digest] == [work_index_key(long_doi.lower())]
 
 
 def _levels(db: str) -> tuple[int, ...]:
@@ -145,6 +173,28 @@ def test_opening_a_ledger_of_the_older_layout_upgrades_it(imported_ledger: Ledge
     assert got == [tuple(r) for r in want]
     t = parse_ts("2026-08-10T00:00:00Z")
     assert upgraded.record_bytes("2509.02480", t)[0] == imported_ledger.record_bytes("2509.02480", t)[0]
+
+
+def test_opening_a_ledger_from_before_the_works_index_adds_its_keys(
+    imported_ledger: Ledger, new_db: NewDb
+) -> None:
+    source = imported_ledger
+    source.append(rebound_events())
+    old = new_db("old.db")
+    layout_step = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS
+    before = next(i for i, script in enumerate(layout_step) if FILL_TABLE in script)
+    build_old_ledger(old, before, source)
+    assert rows(old, "SELECT count(*) FROM event_keys_all WHERE key LIKE 'w:%'")[0][0] == 0
+    upgraded = Ledger(old)  # derives the works-index keys of the stored events
+    want = sorted(key_rows(list(source.store.iter_chain())))
+    got = sorted(rows(old, "SELECT key, seq FROM event_keys_all"))
+    assert got == [tuple(r) for r in want] and sum(k.startswith("w:") for k, _ in got) > 10
+    report = upgraded.verify()
+    assert report.ok and report.events_checked == source.head().seq
+    body = (SOURCES_DIR / "retraction_watch.csv").read_bytes()
+    for at in (ts(2), ts(6)):
+        a, b = (parse_source(x, "retraction-watch", body, at) for x in (upgraded, source))
+        assert (a.events, a.summary.to_dict()) == (b.events, b.summary.to_dict())
 
 
 def test_a_move_renews_the_statistics_postgresql_plans_by(

@@ -7,13 +7,13 @@ from typing import Any
 import msgspec
 import pytest
 
+from ledger.doi import arxiv_key, doi_key, normalize_doi
 from ledger.errors import InvalidEvent
 from ledger.instants import parse_ts
 from ledger.works_store import papers_known, works_known
 from service.ledger import Ledger
 from service.sources import ingest
 from service.sources.crossref import kind_of, notice_date
-from service.sources.doi import arxiv_key, doi_key, normalize_doi
 from service.sources.retraction_watch import parse_date, split_reasons
 from tests.conftest import NewDb
 from tests.factories import citation, oid_of, paper, ts

@@ -10,7 +10,6 @@ from typing import IO
 from ledger.codec import FUTURE_SLACK_US
 from ledger.errors import InvalidEvent
 from ledger.instants import now_us, parse_ts
-from ledger.works_store import papers_known, works_known
 from service.ledger import Ledger
 from service.sources import counts, crossref, retraction_watch
 from service.sources.base import NotThatFormat, PaperIndex, Parsed, Summary, WorkIndex
@@ -65,10 +64,12 @@ def parse_source(
     # replaced rather than refusing 60k rows over one author; the fields matched on are ASCII
     errors = "replace" if source == "retraction-watch" else "strict"
     try:
-        with open_text(data, progress, errors) as text:
+        # every chunk's lookups see one state of the ledger, as the one statement of the full scan they
+        # replaced did: an append meanwhile cannot leave a notice for a work the check no longer covers
+        with ledger.store.tables.consistent_read(), open_text(data, progress, errors) as text:
             if source in STANDING:
-                return STANDING[source](text, WorkIndex(works_known(ledger.store, t)), summary)
-            return counts.parse(source, text, PaperIndex(papers_known(ledger.store, t)), summary, paper_id)
+                return STANDING[source](text, WorkIndex(ledger.store, t), summary)
+            return counts.parse(source, text, PaperIndex(ledger.store, t), summary, paper_id)
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         # a .gz file cut short or damaged: what there is of it may parse, but it is not the file
         raise InvalidEvent(

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.codec import canonical
+from ledger.doi import arxiv_key, doi_key
 from ledger.errors import InvalidEvent
 from ledger.events import Event, Notice, StandingChecked, StandingData
 from ledger.facts import Head
 from ledger.importer import notice_sort_key
-from ledger.works_store import KnownWork
-from service.sources.doi import arxiv_key, doi_key
+from ledger.interface import Store
+from ledger.works_store import checkable_works, papers_matching, works_matching
 
 EXAMPLES_PER_REASON = 3
 
@@ -111,46 +112,73 @@ class Parsed:
 
 
 class WorkIndex:
-    """Works known as of T, by matching key (normalized DOI, arXiv DOI without version)."""
+    """Works known as of T, by matching key (normalized DOI, arXiv DOI without version), looked up in
+    the ledger's works index: an adapter loads the keys of a chunk of rows, then matches each row."""
 
-    def __init__(self, works: Iterable[KnownWork]) -> None:
-        self._by_key: dict[str, set[str]] = {}
-        checkable: set[str] = set()
-        for w in works:
-            keys = {doi_key(w.doi), arxiv_key(w.arxiv_id), arxiv_key(w.pith_arxiv_id)} - {None}
-            for k in keys:
-                self._by_key.setdefault(k, set()).add(w.work_id)  # type: ignore[arg-type]
-            if keys:
-                checkable.add(w.work_id)
-        self.checkable: list[str] = sorted(checkable)
+    def __init__(self, store: Store, as_of_us: int) -> None:
+        self._store = store
+        self._t = as_of_us
+        self._loaded: dict[str, list[str]] = {}
+        self._keys: dict[str, str | None] = {}  # the loaded DOIs as read -> their keys
+
+    def load(self, dois: Iterable[Any]) -> None:
+        """Look up the keys of these DOIs read from a file (one statement per CHUNK keys); the keys of
+        the previous load are forgotten, so memory follows the chunk, not the file."""
+        self._keys = {d: doi_key(d) for d in dois if isinstance(d, str)}
+        keys = {k for k in self._keys.values() if k}
+        self._loaded = works_matching(self._store, keys, self._t)
 
     def match(self, doi: Any) -> list[str]:
         """The work_ids a DOI read from a file matches (sorted; [] when none or not a string)."""
         if not isinstance(doi, str):
             return []
-        key = doi_key(doi)
-        return sorted(self._by_key.get(key, ())) if key else []
+        key = self._keys[doi] if doi in self._keys else doi_key(doi)
+        if not key:
+            return []
+        if key not in self._loaded:  # not loaded with its chunk: looked up alone
+            self._loaded.update(works_matching(self._store, [key], self._t))
+        return self._loaded[key]
+
+    def checkable(self) -> list[str]:
+        """Every work known as of T with a DOI or arXiv id to match on, sorted (all the ledger's keyed
+        works: what a check of a whole database covers)."""
+        return checkable_works(self._store, self._t)
 
 
 class PaperIndex:
-    """Papers known as of T, matched by their arXiv DOI (or an arXiv id)."""
+    """Papers known as of T, matched by their arXiv DOI (or an arXiv id), looked up by their streams:
+    an adapter loads the keys of a chunk of items, then matches each item."""
 
-    def __init__(self, arxiv_ids: Iterable[str]) -> None:
-        self._by_key: dict[str, str] = {}
-        for a in arxiv_ids:
-            key = arxiv_key(a)
-            if key is not None:
-                self._by_key.setdefault(key, a)
+    def __init__(self, store: Store, as_of_us: int) -> None:
+        self._store = store
+        self._t = as_of_us
+        self._loaded: dict[str, str | None] = {}
+
+    def load(self, dois: Iterable[Any] = (), arxiv_ids: Iterable[Any] = ()) -> None:
+        """Look up the papers these DOIs and arXiv ids read from a file name (the previous load is
+        forgotten)."""
+        keys = _keys(dois, doi_key) | _keys(arxiv_ids, arxiv_key)
+        self._loaded = papers_matching(self._store, keys, self._t)
 
     def by_doi(self, doi: Any) -> str | None:
         """The paper whose arXiv DOI this DOI is (version suffix ignored), else None."""
-        key = doi_key(doi) if isinstance(doi, str) else None
-        return self._by_key.get(key) if key else None
+        return self._get(doi_key(doi) if isinstance(doi, str) else None)
 
     def by_arxiv(self, arxiv_id: Any) -> str | None:
         """The paper with this arXiv id (version suffix ignored), else None."""
-        key = arxiv_key(arxiv_id) if isinstance(arxiv_id, str) else None
-        return self._by_key.get(key) if key else None
+        return self._get(arxiv_key(arxiv_id) if isinstance(arxiv_id, str) else None)
+
+    def _get(self, key: str | None) -> str | None:
+        if not key:
+            return None
+        if key not in self._loaded:
+            self._loaded.update(papers_matching(self._store, [key], self._t))
+        return self._loaded[key]
+
+
+def _keys(values: Iterable[Any], key: Callable[[str], str | None]) -> set[str]:
+    """The matching keys of the strings among `values` (none for an empty one)."""
+    return {k for v in values if isinstance(v, str) and (k := key(v))}
 
 
 def standing_batch(

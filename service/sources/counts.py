@@ -13,16 +13,23 @@ from service.sources.base import NotThatFormat, PaperIndex, Parsed, Summary
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 
 S2_PAPER_URL = "https://api.semanticscholar.org/graph/v1/paper/"
+CHUNK = 500  # items whose papers are looked up together
 
 
 class Reading(NamedTuple):
-    """One item's measurement before matching: the paper it names, the count, release and URL."""
+    """One item's measurement before matching: how it names its paper (an arXiv id, else a DOI; the
+    one given), the count, release and URL."""
 
-    paper: str | None
+    arxiv_id: str | None
+    doi: Any
     key: str
     value: Any
     source_release: str | None
     query_url: str | None
+
+    def paper(self, papers: PaperIndex) -> str | None:
+        """The paper known as of T this item names, else None."""
+        return papers.by_arxiv(self.arxiv_id) if self.arxiv_id is not None else papers.by_doi(self.doi)
 
 
 def _str(value: Any) -> str | None:
@@ -75,13 +82,14 @@ def _json_items(
         raise NotThatFormat(name, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
-def _openalex(item: dict[str, Any], papers: PaperIndex) -> Reading:
+def _openalex(item: dict[str, Any]) -> Reading:
     doi = item.get("doi")
     if doi is None:
         ids = item.get("ids")
         doi = ids.get("doi") if isinstance(ids, dict) else None
     return Reading(
-        papers.by_doi(doi),
+        None,
+        doi,
         str(doi),
         item.get("cited_by_count"),
         _str(item.get("updated_date")),
@@ -89,17 +97,16 @@ def _openalex(item: dict[str, Any], papers: PaperIndex) -> Reading:
     )
 
 
-def _semantic_scholar(item: dict[str, Any], papers: PaperIndex) -> Reading:
+def _semantic_scholar(item: dict[str, Any]) -> Reading:
     ext = item.get("externalIds")
     ext = ext if isinstance(ext, dict) else {}
     arxiv = ext.get("ArXiv")
-    if isinstance(arxiv, str) and arxiv:
-        paper, key = papers.by_arxiv(arxiv), f"arXiv:{arxiv}"
-    else:
-        paper, key = papers.by_doi(ext.get("DOI")), str(ext.get("DOI"))
     pid = _str(item.get("paperId"))
     url = S2_PAPER_URL + pid if pid else None
-    return Reading(paper, key, item.get("citationCount"), None, url)
+    if isinstance(arxiv, str) and arxiv:
+        return Reading(arxiv, None, f"arXiv:{arxiv}", item.get("citationCount"), None, url)
+    doi = ext.get("DOI")
+    return Reading(None, doi, str(doi), item.get("citationCount"), None, url)
 
 
 class _Spec(NamedTuple):
@@ -139,39 +146,65 @@ def parse(
 ) -> Parsed:
     """One measurement.observed per matched paper; the first item of a paper counts, later ones skip."""
     spec = SPECS[source]
-    events: list[Event] = []
-    places: list[str] = []
-    seen: set[str] = set()
-    oc_paper = papers.by_doi(paper_id) if source == "opencitations" else None
+    out = _Out(source, spec, papers, summary)
+    chunk: list[tuple[int, Any]] = []  # (item number, its Reading, or the item when it is not an object)
     for n, item in enumerate(_json_items(text, spec.name, spec.list_key, spec.bare_list, spec.is_one), 1):
         summary.read += 1
-        if item is None:
-            # a batch answer holds null where the source found no paper for a requested id
-            summary.skip("not_found_by_source", f"item {n}: null")
-            continue
-        if not isinstance(item, dict):
-            summary.skip("unreadable", f"item {n}: not an object")
-            continue
-        if source == "openalex":
-            r = _openalex(item, papers)
-        elif source == "semantic-scholar":
-            r = _semantic_scholar(item, papers)
-        else:
-            r = Reading(oc_paper, str(paper_id), item.get("count"), None, None)
-        if r.paper is None:
-            summary.skip("no_matching_paper", f"item {n}: {r.key}")
-            continue
-        value = _count(r.value, source == "opencitations")
-        if value is None:
-            summary.skip("unreadable", f"item {n}: {spec.metric} {r.value!r}")
-            continue
-        if r.paper in seen:
-            summary.skip("duplicate_paper", f"item {n}: arXiv:{r.paper} already measured in this file")
-            continue
-        seen.add(r.paper)
-        summary.matched += 1
-        data = MeasurementData(r.paper, spec.event_source, spec.metric, value, r.source_release, r.query_url)
-        events.append(MeasurementObserved(observed_at=summary.observed_at, data=data))
-        places.append(f"{source} item {n}")
-    summary.measurements = len(events)
-    return Parsed(events, places, summary)
+        if isinstance(item, dict):
+            if source == "openalex":
+                item = _openalex(item)
+            elif source == "semantic-scholar":
+                item = _semantic_scholar(item)
+            else:
+                item = Reading(None, paper_id, str(paper_id), item.get("count"), None, None)
+        chunk.append((n, item))
+        if len(chunk) == CHUNK:
+            out.add(chunk)
+            chunk = []
+    out.add(chunk)
+    summary.measurements = len(out.events)
+    return Parsed(out.events, out.places, summary)
+
+
+class _Out:
+    """The measurements so far, and the papers already measured (a paper's first item counts)."""
+
+    def __init__(self, source: str, spec: _Spec, papers: PaperIndex, summary: Summary) -> None:
+        self.source, self.spec, self.papers, self.summary = source, spec, papers, summary
+        self.events: list[Event] = []
+        self.places: list[str] = []
+        self.seen: set[str] = set()
+
+    def add(self, chunk: list[tuple[int, Any]]) -> None:
+        """Match a chunk of items in order, the papers they name looked up together."""
+        readings = [r for _, r in chunk if isinstance(r, Reading)]
+        self.papers.load(
+            (r.doi for r in readings if r.arxiv_id is None), (r.arxiv_id for r in readings if r.arxiv_id)
+        )
+        summary, spec = self.summary, self.spec
+        for n, r in chunk:
+            if r is None:
+                # a batch answer holds null where the source found no paper for a requested id
+                summary.skip("not_found_by_source", f"item {n}: null")
+                continue
+            if not isinstance(r, Reading):
+                summary.skip("unreadable", f"item {n}: not an object")
+                continue
+            paper = r.paper(self.papers)
+            if paper is None:
+                summary.skip("no_matching_paper", f"item {n}: {r.key}")
+                continue
+            value = _count(r.value, self.source == "opencitations")
+            if value is None:
+                summary.skip("unreadable", f"item {n}: {spec.metric} {r.value!r}")
+                continue
+            if paper in self.seen:
+                summary.skip("duplicate_paper", f"item {n}: arXiv:{paper} already measured in this file")
+                continue
+            self.seen.add(paper)
+            summary.matched += 1
+            data = MeasurementData(
+                paper, spec.event_source, spec.metric, value, r.source_release, r.query_url
+            )
+            self.events.append(MeasurementObserved(observed_at=summary.observed_at, data=data))
+            self.places.append(f"{self.source} item {n}")

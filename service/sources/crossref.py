@@ -6,9 +6,9 @@ import re
 from datetime import date
 from typing import IO, Any
 
+from ledger.doi import normalize_doi
 from ledger.events import Notice, NoticeKind
 from service.sources.base import NotThatFormat, Parsed, Summary, WorkIndex, standing_batch
-from service.sources.doi import normalize_doi
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 
 EVENT_SOURCE = "crossref"
@@ -26,6 +26,8 @@ KINDS: dict[str, NoticeKind] = {
     "clarification": "correction",
 }
 NOT_NOTICES = ("new_version", "new_edition")
+CHUNK = 500  # items whose DOIs are looked up together
+KEPT = ("DOI", "updated-by")  # the fields of an item that are read
 _DATE_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
 
@@ -119,12 +121,23 @@ def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
     js = JsonStream(text)
     checked: set[str] = set()
     notices: list[Notice] = []
+    chunk: list[tuple[int, Any]] = []  # (item number, item)
     count = 0
+
+    def flush() -> None:
+        # the chunk's DOIs looked up together, then its items in order
+        index.load(item.get("DOI") for _, item in chunk if isinstance(item, dict))
+        for n, item in chunk:
+            _item(item, n, index, summary, checked, notices)
+        chunk.clear()
 
     def handle(item: Any) -> None:
         nonlocal count
         count += 1
-        _item(item, count, index, summary, checked, notices)
+        # only what _item reads is kept while the chunk waits: an item's other fields can be large
+        chunk.append((count, {k: item[k] for k in KEPT if k in item} if isinstance(item, dict) else item))
+        if len(chunk) == CHUNK:
+            flush()
 
     top: dict[str, Any] = {}
     found = False
@@ -150,6 +163,7 @@ def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
             else:
                 top[key] = js.value()
         js.end()
+        flush()
     except JsonSyntaxError as e:
         raise NotThatFormat(NAME, f"not JSON ({e})") from None
     except UnicodeDecodeError as e:

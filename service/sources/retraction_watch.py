@@ -7,11 +7,12 @@ import re
 from datetime import date
 from typing import IO
 
+from ledger.doi import normalize_doi
 from ledger.events import Notice, NoticeKind
 from service.sources.base import NotThatFormat, Parsed, Summary, WorkIndex, standing_batch
-from service.sources.doi import normalize_doi
 
 EVENT_SOURCE = "retraction_watch"
+CHUNK = 500  # rows whose DOIs are looked up together
 NAME = "Retraction Watch CSV"
 # Only the columns read are required: the export's other columns come and go over the years.
 REQUIRED = (
@@ -77,6 +78,7 @@ def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
         raise NotThatFormat(NAME, f"missing column(s) {', '.join(missing)} (found {found} ...)")
     col = {c: names.index(c) for c in REQUIRED}
     notices: list[Notice] = []
+    chunk: list[tuple[int, list[str]]] = []
     while True:
         try:
             row = next(reader)
@@ -89,32 +91,48 @@ def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
         if not any(cell.strip() for cell in row):
             continue  # a blank line is not a row
         summary.read += 1
-        line = reader.line_num
+        chunk.append((reader.line_num, row))
+        if len(chunk) == CHUNK:
+            _rows(chunk, col, index, summary, notices)
+            chunk = []
+    _rows(chunk, col, index, summary, notices)
+    # The file is the whole database: every work it could have named was checked.
+    return standing_batch(summary, index.checkable(), notices, f"{EVENT_SOURCE} check")
 
-        def get(name: str, row: list[str] = row) -> str:
-            i = col[name]
-            return row[i] if i < len(row) else ""
 
-        original = get("OriginalPaperDOI")
+def _rows(
+    chunk: list[tuple[int, list[str]]],
+    col: dict[str, int],
+    index: WorkIndex,
+    summary: Summary,
+    notices: list[Notice],
+) -> None:
+    """The notices of a chunk of rows, in order, their DOIs looked up together."""
+
+    def get(row: list[str], name: str) -> str:
+        i = col[name]
+        return row[i] if i < len(row) else ""
+
+    index.load(get(row, "OriginalPaperDOI") for _, row in chunk)
+    for line, row in chunk:
+        original = get(row, "OriginalPaperDOI")
         works = index.match(original)
         if not works:
             summary.skip("no_matching_work", f"line {line}: {original.strip() or 'no DOI'}")
             continue
-        nature = get("RetractionNature")
+        nature = get(row, "RetractionNature")
         kind = KINDS.get(nature.strip().lower())
         if kind is None:
             summary.skip("unknown_type", f"line {line}: RetractionNature {nature!r}")
             continue
         summary.matched += 1
-        raw_date = get("RetractionDate")
+        raw_date = get(row, "RetractionDate")
         notice_date, unparsable = parse_date(raw_date)
         if unparsable:
             summary.note("unparsable_date", f"line {line}: RetractionDate {raw_date!r}")
-        record_id = get("Record ID").strip() or None
-        url = get("URLS").split(";")[0].strip() or None
-        reasons = split_reasons(get("Reason"))
-        notice_doi = _notice_doi(get("RetractionDOI"))
+        record_id = get(row, "Record ID").strip() or None
+        url = get(row, "URLS").split(";")[0].strip() or None
+        reasons = split_reasons(get(row, "Reason"))
+        notice_doi = _notice_doi(get(row, "RetractionDOI"))
         for work_id in works:
             notices.append(Notice(work_id, kind, notice_doi, record_id, nature, reasons, notice_date, url))
-    # The file is the whole database: every work it could have named was checked.
-    return standing_batch(summary, index.checkable, notices, f"{EVENT_SOURCE} check")

@@ -203,9 +203,13 @@ def test_integrity_identical_across_backends(
     assert a.tables.last_checkpoint() == note
     report, want = ledger.verify(), reference.verify()
     assert report.ok and report.merkle_nodes_checked == want.merkle_nodes_checked > 0
+    keys = ["10.48550/arxiv.2310.04610", "10.48550/arxiv.2509.02480", "10.5555/nowhere"]
     for t in (0, parse_as_of("2026-01-01T09:00:00Z"), 2**62):
         assert works_store.works_known(a, t) == works_store.works_known(b, t)
         assert works_store.papers_known(a, t) == works_store.papers_known(b, t)
+        assert works_store.works_matching(a, keys, t) == works_store.works_matching(b, keys, t)
+        assert works_store.checkable_works(a, t) == works_store.checkable_works(b, t)
+        assert works_store.papers_matching(a, keys, t) == works_store.papers_matching(b, keys, t)
     oids = [o for o, *_ in b.tables.latest_cited_works(2**62)][:20]
     assert works_store.observation_events(a, oids, 0, 2**62) == works_store.observation_events(
         b, oids, 0, 2**62

@@ -1,4 +1,6 @@
-"""DOI and arXiv-id keys for matching source rows to works and papers (sources-v1.md)."""
+"""DOI and arXiv-id keys for matching source rows to works and papers (sources-v1.md).
+
+They sit on the ground floor because the works index (ledger/keys.py) stores them with each event."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ _VERSION = re.compile(r"v\d+$")
 
 def normalize_doi(value: str) -> str:
     """Spaces and a doi.org / dx.doi.org / doi: prefix removed (any case), lowercased."""
-    text = value.strip()
-    low = text.lower()
+    low = value.strip().lower()
+    if not low.startswith(_PREFIXES):
+        return low  # the usual case, tested once (a file may hold millions of DOIs)
     for prefix in _PREFIXES:
         if low.startswith(prefix):
             # "doi: 10.1/x" is seen in hand-edited files: the space after the prefix is not part of it
@@ -40,3 +43,8 @@ def arxiv_key(arxiv_id: str | None) -> str | None:
     if arxiv_id is None or not arxiv_id.strip():
         return None
     return match_key(ARXIV_DOI_PREFIX + arxiv_id.strip().lower())
+
+
+def work_keys(doi: str | None, arxiv_id: str | None, pith_arxiv_id: str | None) -> set[str]:
+    """The keys a cited work matches on: its DOI's, and the arXiv DOI of each arXiv id it names."""
+    return {k for k in (doi_key(doi), arxiv_key(arxiv_id), arxiv_key(pith_arxiv_id)) if k is not None}
