@@ -213,6 +213,7 @@ def paper(request: Request, arxiv_id: ArxivId) -> Response:
         "html": f"{base}/citation-record",
         "json": f"{base}/citation-record.json",
         "integrity": f"{base}/integrity",
+        "bundle": f"{base}/bundle",
         "evidence": "/evidence",
     }
     if as_json:

@@ -202,6 +202,8 @@ def test_paper_page_html_and_json(loaded: TestClient):
     assert body["snapshots"][0]["observed_at"] == "2026-08-07T16:39:03.985890Z"
     assert body["links"]["json"] == f"/paper/{PAPER}/citation-record.json"
     assert_head_header(r, head_of(loaded))
+    bundle = loaded.get(body["links"]["bundle"])  # routed before /paper/{id:path} takes it
+    assert bundle.status_code == 200 and bundle.json()["schema"] == "citation-ledger.evidence-bundle.v1"
 
 
 def test_paper_page_errors(loaded: TestClient):
