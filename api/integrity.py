@@ -165,7 +165,7 @@ def _proofs(
 ) -> tuple[dict[str, Any], str | None, int | None]:
     """The proofs, why there are none (if so), and the seq a refusal to sign names (a broken ledger)."""
     try:
-        return prove_seqs(ledger, seqs, sign=not read_only), None, None
+        return prove_seqs(ledger, seqs, sign=not read_only, stored_above=True), None, None
     except NotSigned as e:
         return {"proofs": [], "checkpoint": None, "key": None}, e.message, None
     except ChainBroken as e:

@@ -65,27 +65,43 @@ def sign_covering(
 
 
 def prove_seqs(
-    ledger: Ledger, seqs: list[int], checkpointer: Checkpointer | None = None, *, sign: bool = True
+    ledger: Ledger,
+    seqs: list[int],
+    checkpointer: Checkpointer | None = None,
+    *,
+    sign: bool = True,
+    stored_above: bool = False,
 ) -> dict[str, Any]:
     """Inclusion proofs of `seqs` against one signed checkpoint, with the note and the public key
-    (sign=False: see sign_covering)."""
+    (sign=False: see sign_covering; stored_above: see prove)."""
     signed = sign_covering(ledger, max(seqs, default=0), checkpointer, sign=sign)
-    return {"proofs": prove(ledger, seqs, signed), "checkpoint": signed.note, "key": signed.key}
+    proofs = prove(ledger, seqs, signed, stored_above=stored_above)
+    return {"proofs": proofs, "checkpoint": signed.note, "key": signed.key}
 
 
 def prove(
-    ledger: Ledger, seqs: Sequence[int], signed: Signed, leaves: Leaves | Mapping[int, bytes] | None = None
+    ledger: Ledger,
+    seqs: Sequence[int],
+    signed: Signed,
+    leaves: Leaves | Mapping[int, bytes] | None = None,
+    *,
+    stored_above: bool = False,
 ) -> list[dict[str, Any]]:
     """The inclusion proof of each of `seqs` in the signed tree, in the order given, as JSON values.
 
     `leaves` may hold the leaf hashes of some events already read (seq -> hash); the others of the
     blocks these seqs touch are read. Memory holds those blocks: call it a chunk of seqs at a time.
+    Every node above a block is hashed from the leaves read when they hold it, unless `stored_above`:
+    then it is the stored tree's, so an edited event fails its own block's proofs only (an audit
+    names the damage; on an intact ledger both give the same proofs).
     """
     size = signed.size
     for seq in seqs:
         if not 1 <= seq <= size:
             raise NotFound(f"seq {seq} is not in the tree of size {size}")
-    blocks = _Blocks(ledger, sorted({(s - 1) >> STORED_LEVEL for s in seqs}), signed, leaves or {})
+    blocks = _Blocks(
+        ledger, sorted({(s - 1) >> STORED_LEVEL for s in seqs}), signed, leaves or {}, stored_above
+    )
     return [
         {"seq": seq, "leaf_index": seq - 1, "tree_size": size, "inclusion_path": blocks.path(seq - 1)}
         for seq in seqs
@@ -98,10 +114,15 @@ class _Blocks:
     block costs a hash, not a read), any other is the stored tree's."""
 
     def __init__(
-        self, ledger: Ledger, blocks: list[int], signed: Signed, known: Leaves | Mapping[int, bytes]
+        self,
+        ledger: Ledger,
+        blocks: list[int],
+        signed: Signed,
+        known: Leaves | Mapping[int, bytes],
+        stored_above: bool = False,
     ) -> None:
         self.tree, self.size = signed.tree, signed.size
-        self.runs = _runs(blocks)
+        self.runs = [] if stored_above else _runs(blocks)  # no run held: every node above is stored
         self.memo: dict[tuple[int, int], bytes] = {}
         self.inner: dict[int, list[list[str]]] = {}  # whole block -> base64 of its levels 0..3
         self.above: dict[int, list[str]] = {}  # whole block -> base64 of the path above it
@@ -114,7 +135,8 @@ class _Blocks:
                 levels.append([_node(below[i], below[i + 1]) for i in range(0, len(below), 2)])
             if len(leaves) == BLOCK:
                 self.inner[block] = [[_b64(h) for h in hashes] for hashes in levels[:STORED_LEVEL]]
-                self.memo[(STORED_LEVEL, block)] = levels[STORED_LEVEL][0]
+                if not stored_above:
+                    self.memo[(STORED_LEVEL, block)] = levels[STORED_LEVEL][0]
             else:  # the tree's right edge: its proofs ask for the nodes inside the block
                 for level, hashes in enumerate(levels):
                     first = block << (STORED_LEVEL - level)

@@ -31,6 +31,11 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
     insert_events = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join(['?'] * 12)})"
     insert_checks = f"INSERT INTO check_works ({CHECK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
     insert_keys = "INSERT INTO event_keys (key, seq) VALUES (?, ?)"
+    # from the layout with inbound spans on, they are derived when the ledger opens, as for a ledger
+    # that held events when it took that step
+    spanned = any("CREATE TABLE inbound_spans" in script for script in scripts)
+    pending = [("inbound_spans",)] if spanned and events else []
+    insert_pending = "INSERT INTO derived_pending (name) VALUES (?)"
     if is_pg_url(db):
         import psycopg
 
@@ -42,6 +47,7 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
             _insert(conn, insert_events.replace("?", "%s"), events)
             _insert(conn, insert_checks.replace("?", "%s"), checks)
             _insert(conn, insert_keys.replace("?", "%s"), keys)
+            _insert(conn, insert_pending.replace("?", "%s"), pending)
         return
     conn = sqlite3.connect(db, isolation_level=None)
     try:
@@ -53,6 +59,7 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
         _insert(conn, insert_events, events)
         _insert(conn, insert_checks, checks)
         _insert(conn, insert_keys, keys)
+        _insert(conn, insert_pending, pending)
     finally:
         conn.close()
 
