@@ -13,16 +13,16 @@ import msgspec
 from ledger import merkle_store
 from ledger.chain import envelope_body, link_hash
 from ledger.checkpoint import Checkpoint, NoteError, Verifier, open_checkpoint, unsigned_checkpoint
-from ledger.codec import canonical, context_digest, decode_data, observation_digest
+from ledger.codec import canonical, decode_data
 from ledger.errors import NotFound
 from ledger.events import StoredEvent
 from ledger.instants import parse_ts
 from ledger.merkle import ProofError, leaf_hash, verify_inclusion
-from projections.diff import MISSING, json_diff
+from projections.diff import json_diff
 from projections.memory import MemoryReader
 from projections.record import build_record
 from service.bundle import SCHEMA
-from service.bundle_check import BundleReport
+from service.bundle_check import BundleReport, _digests, _short  # the same rules, not a copy
 
 _MAX_DIFFS = 10
 
@@ -191,23 +191,3 @@ def _rebuild(bundle: _Bundle, events: list[StoredEvent], problems: list[str]) ->
         if len(diffs) > _MAX_DIFFS:
             problems.append(f"... and {len(diffs) - _MAX_DIFFS} more differences")
     return digests
-
-
-def _digests(record: dict[str, Any], problems: list[str]) -> int:
-    """Each observation_digest and the context_digest recomputed from the record's own content."""
-    n = 0
-    for lane in ("outbound", "inbound"):
-        for i, o in enumerate(record.get(lane) or []):
-            n += 1
-            if o.get("observation_digest") != observation_digest(o):
-                problems.append(f"record: {lane}[{i}].observation_digest does not match its content")
-    if record.get("context_digest") != context_digest(record):
-        problems.append("record: context_digest does not match its content")
-    return n
-
-
-def _short(value: Any) -> str:
-    if value is MISSING:
-        return "nothing"
-    text = canonical(value).decode()
-    return text if len(text) <= 80 else text[:77] + "..."
