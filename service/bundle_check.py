@@ -530,19 +530,25 @@ def _rebuild(
     except NotFound as e:
         problems.append(f"the bundled events give no record: {e.message}")
         return digests
-    if canonical(rebuilt) != canonical(record):
-        diffs = [(p or "$", a, b) for p, a, b in json_diff(record, json.loads(canonical(rebuilt)))]
-        # a changed digest only echoes the content difference: name the content, if any
-        content = [d for d in diffs if not d[0].endswith(("observation_digest", "context_digest"))]
-        diffs = content or diffs
-        for path, mine, theirs in diffs[:_MAX_DIFFS]:
-            problems.append(
-                f"record differs from the events at {path}: the bundle says {_short(mine)}, "
-                f"the events give {_short(theirs)}"
-            )
-        if len(diffs) > _MAX_DIFFS:
-            problems.append(f"... and {len(diffs) - _MAX_DIFFS} more differences")
+    compare_record(record, rebuilt, problems)
     return digests
+
+
+def compare_record(record: dict[str, Any], rebuilt: dict[str, Any], problems: list[str]) -> None:
+    """Name where the bundle's record differs from the one its events give (at most _MAX_DIFFS)."""
+    if canonical(rebuilt) == canonical(record):
+        return
+    diffs = [(p or "$", a, b) for p, a, b in json_diff(record, json.loads(canonical(rebuilt)))]
+    # a changed digest only echoes the content difference: name the content, if any
+    content = [d for d in diffs if not d[0].endswith(("observation_digest", "context_digest"))]
+    diffs = content or diffs
+    for path, mine, theirs in diffs[:_MAX_DIFFS]:
+        problems.append(
+            f"record differs from the events at {path}: the bundle says {_short(mine)}, "
+            f"the events give {_short(theirs)}"
+        )
+    if len(diffs) > _MAX_DIFFS:
+        problems.append(f"... and {len(diffs) - _MAX_DIFFS} more differences")
 
 
 def _rebuilt(opener: Opener, events: _Events, arxiv_id: str, t: int, k: int | None) -> dict[str, Any]:

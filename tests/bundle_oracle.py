@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from typing import Any
 
 import msgspec
@@ -18,11 +17,10 @@ from ledger.errors import NotFound
 from ledger.events import StoredEvent
 from ledger.instants import parse_ts
 from ledger.merkle import ProofError, leaf_hash, verify_inclusion
-from projections.diff import json_diff
 from projections.memory import MemoryReader
 from projections.record import build_record
 from service.bundle import SCHEMA
-from service.bundle_check import BundleReport, _digests, _short  # the same rules, not a copy
+from service.bundle_check import BundleReport, _digests, compare_record  # the same rules, not a copy
 
 _MAX_DIFFS = 10
 
@@ -178,16 +176,5 @@ def _rebuild(bundle: _Bundle, events: list[StoredEvent], problems: list[str]) ->
     except NotFound as e:
         problems.append(f"the bundled events give no record: {e.message}")
         return digests
-    if canonical(rebuilt) != canonical(record):
-        diffs = [(p or "$", a, b) for p, a, b in json_diff(record, json.loads(canonical(rebuilt)))]
-        # a changed digest only echoes the content difference: name the content, if any
-        content = [d for d in diffs if not d[0].endswith(("observation_digest", "context_digest"))]
-        diffs = content or diffs
-        for path, mine, theirs in diffs[:_MAX_DIFFS]:
-            problems.append(
-                f"record differs from the events at {path}: the bundle says {_short(mine)}, "
-                f"the events give {_short(theirs)}"
-            )
-        if len(diffs) > _MAX_DIFFS:
-            problems.append(f"... and {len(diffs) - _MAX_DIFFS} more differences")
+    compare_record(record, rebuilt, problems)
     return digests
