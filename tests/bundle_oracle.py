@@ -22,8 +22,6 @@ from projections.record import build_record
 from service.bundle import SCHEMA
 from service.bundle_check import BundleReport, _digests, compare_record  # the same rules, not a copy
 
-_MAX_DIFFS = 10
-
 
 class _Proof(msgspec.Struct, forbid_unknown_fields=True):
     seq: int
