@@ -12,19 +12,25 @@ from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from ledger import merkle_store
-from ledger.checkpoint import Checkpointer, NotSigned
+from ledger.checkpoint import Checkpointer, NoteError, NotSigned, SignedCheckpoint, open_checkpoint
+from ledger.checkpoint_notes import unsigned_checkpoint
 from ledger.codec import canonical
+from ledger.errors import InvalidEvent
 from ledger.facts import Head
+from ledger.held_checkpoint import hold_against
 
 from . import docs
-from .common import JSON, head_headers, ledger_of
+from .common import JSON, head_headers, ledger_of, read_body
 
 router = APIRouter(tags=["integrity"])
 _Route = TypeVar("_Route", bound=Callable[..., Response])
 TEXT = "text/plain; charset=utf-8"
 CHECKPOINT_HEADER = "Ledger-Checkpoint"
+_NOTE_EXAMPLE = "<origin>\n<tree size>\n<base64 root>\n\n\u2014 <origin> <base64 signature>\n"
+MAX_NOTE_BYTES = 64 * 1024  # a checkpoint with a few dozen cosignatures is under 4 KiB
 
 TreeSize = Annotated[
     int | None, Query(ge=0, description="Tree size (number of leaves = events); default: the current head.")
@@ -149,3 +155,46 @@ def checkpoint_key(request: Request) -> Response:
             )
         return Response(verifier.vkey + "\n", media_type=TEXT)
     return Response(checkpointer.verifier().vkey + "\n", media_type=TEXT)
+
+
+@router.post(
+    "/checkpoint/check",
+    summary="Check a checkpoint you hold: does the ledger now extend it, or was it truncated or rewritten?",
+    responses={
+        **docs.responses(200, 413, 422),
+        200: {
+            "description": (
+                "The verdict: `status` is `consistent` (`ok` true, with the consistency proof from the "
+                "held size to the head), `truncated` (the ledger now holds fewer events than the held "
+                "checkpoint) or `rewritten` (the root at the held size differs; both roots given)"
+            )
+        },
+    },
+    openapi_extra={
+        "requestBody": {"content": {"text/plain": {"example": "<origin>\n<size>\n<root>\n\n— ..."}}}
+    },
+)
+async def check_checkpoint(request: Request) -> Response:
+    """The body is a signed checkpoint note as `GET /checkpoint` served it. Its signature is verified
+    with this ledger's key (422 naming the reason when it does not verify), then the tree now is held
+    against it. A server without the key file (a read-only node) says the signature was not checked."""
+    note = (await read_body(request, MAX_NOTE_BYTES)).decode("utf-8", errors="replace")
+    verdict, signature = await run_in_threadpool(_check_held, request, note)
+    head = ledger_of(request).head()
+    return _json({**verdict, "signature": signature}, head)
+
+
+def _check_held(request: Request, note: str) -> tuple[dict[str, object], str]:
+    checkpointer = _checkpointer(request)
+    verifier = checkpointer.existing_verifier()
+    try:
+        if verifier is None:
+            held = SignedCheckpoint(unsigned_checkpoint(note), note)
+            signature = "not checked: this server holds no signing key; check it with the key you pinned"
+        else:
+            held = open_checkpoint(note, verifier)
+            signature = f"verified with {verifier.vkey}"
+    except NoteError as e:
+        raise InvalidEvent("note", e.message) from None
+    verdict = hold_against(ledger_of(request).store, held, fill=not _read_only(request))
+    return verdict.to_dict(), signature

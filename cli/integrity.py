@@ -12,7 +12,7 @@ import click
 
 from cli.common import db_option, fail, instant
 from ledger.codec import canonical
-from ledger.errors import LedgerError
+from ledger.errors import InvalidEvent, LedgerError
 
 # Above this many events to walk, `ledger verify` shows a progress bar instead of counting lines.
 BAR_THRESHOLD = 100_000
@@ -174,10 +174,26 @@ def register(main: click.Group) -> None:
         is_flag=True,
         help="Continue from the last fully verified seq (if it still has the hash it had) instead of seq 1.",
     )
+    @click.option(
+        "--checkpoint",
+        "held",
+        type=click.File("r"),
+        default=None,
+        help="A signed checkpoint you hold (from GET /checkpoint, `ledger checkpoint` or a bundle; - for "
+        "stdin): the ledger must extend it (exit 2 and 'truncated' or 'rewritten' otherwise).",
+    )
+    @click.option(
+        "--key",
+        "key_arg",
+        default=None,
+        help="The pinned public key (vkey, or a file) the held checkpoint is signed with; default: the "
+        "ledger's own key file.",
+    )
     @db_option
-    def verify(as_json: bool, resume: bool, db: str) -> None:
-        """Recompute the whole hash chain and Merkle tree; exit non-zero naming the first bad seq."""
-        _verify(db, as_json, resume)
+    def verify(as_json: bool, resume: bool, held: Any, key_arg: str | None, db: str) -> None:
+        """Recompute the whole hash chain and Merkle tree; exit non-zero naming the first bad seq.
+        With --checkpoint, also hold the ledger to a checkpoint you kept."""
+        _verify(db, as_json, resume, None if held is None else held.read(), key_arg)
 
     @main.command()
     @click.option("--json", "as_json", is_flag=True, help="Print the pass as JSON.")
@@ -229,13 +245,16 @@ def _last_walk(p: dict[str, Any]) -> str:
     return f"{p['by']} from {p['started_at']} to {p['finished_at']}, {_walked(p['walked'])}, {result}"
 
 
-def _verify(db: str, as_json: bool, resume: bool) -> None:
+def _verify(
+    db: str, as_json: bool, resume: bool, note: str | None = None, key_arg: str | None = None
+) -> None:
     from ledger.instants import now_us
     from ledger.verify import verify_store
     from service.ledger import Ledger
     from service.scrub import VERIFY, PassLog, chain_status, pass_of
 
     ledger = Ledger(db)
+    held = None if note is None else _open_held(ledger, note, key_arg)
     passes = PassLog(ledger.store)
     point = ledger.store.tables.verified_point() if resume else None
     progress, every, bar = _progress(ledger.head().seq - (point.seq if point is not None else 0))
@@ -252,6 +271,17 @@ def _verify(db: str, as_json: bool, resume: bool) -> None:
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
+    verdict = None
+    if held is not None:
+        from ledger.held_checkpoint import hold_against
+
+        try:
+            verdict = hold_against(ledger.store, held)
+        except LedgerError as e:  # a chain too broken to give a root at that size
+            status["note"] = f"the held checkpoint could not be checked: {e.message}"
+        else:
+            status["held_checkpoint"] = verdict.to_dict()
+            status["note"] = verdict.message()
     if as_json:
         click.echo(canonical(status).decode())
     elif status["ok"]:
@@ -268,7 +298,7 @@ def _verify(db: str, as_json: bool, resume: bool) -> None:
                 f"hash it had when a walk reached it at {trusted['point_saved_at']}); "
                 f"last full walk from seq 1: {_last_walk(status['last_full_walk'])}"
             )
-        click.echo("Note: " + status["note"])
+        click.echo(("Held checkpoint: " if held is not None else "Note: ") + status["note"])
     elif status["resumed_from"]:
         click.echo(
             f"BROKEN at seq {status['first_bad_seq']}: {status['reason']} (this run re-hashed "
@@ -279,7 +309,33 @@ def _verify(db: str, as_json: bool, resume: bool) -> None:
             f"BROKEN at seq {status['first_bad_seq']}: {status['reason']} "
             f"({status['events_checked']} events verified before it)"
         )
-    sys.exit(0 if status["ok"] else 2)
+        if held is not None:
+            click.echo("Held checkpoint: " + status["note"])
+    sys.exit(0 if status["ok"] and (held is None or (verdict is not None and verdict.ok)) else 2)
+
+
+def _open_held(ledger: Any, note: str, key_arg: str | None) -> Any:
+    """The held checkpoint, its signature verified with --key or the ledger's key file (exit 1 if not)."""
+    from ledger.checkpoint import Checkpointer, NoteError, open_checkpoint, read_vkey_arg
+
+    if key_arg is not None:
+        verifier = read_vkey_arg(key_arg)  # InvalidEvent naming --key: exit 1
+    else:
+        checkpointer = Checkpointer.for_db(ledger.store)
+        existing = checkpointer.existing_verifier()
+        if existing is None:
+            fail(
+                InvalidEvent(
+                    "--key",
+                    f"no key file at {checkpointer.key_path} to check the held checkpoint's signature "
+                    "with: pass the key you pinned with --key",
+                )
+            )
+        verifier = existing
+    try:
+        return open_checkpoint(note, verifier)
+    except NoteError as e:
+        fail(NoteError(f"--checkpoint: the held checkpoint does not verify with {verifier.vkey}: {e.message}"))
 
 
 def _scrub(db: str, as_json: bool, pace: float) -> None:

@@ -76,8 +76,8 @@ class VerifyReport(NamedTuple):
 
 
 TRUNCATION_NOTE = (
-    "A chain cut off at the end is still a valid shorter chain: compare the head with a "
-    "checkpoint you hold to detect truncation."
+    "A chain cut off at the end, or rewritten and re-chained, still verifies by itself: hold it to a "
+    "checkpoint you kept (ledger verify --checkpoint NOTE) to detect a truncation or a rewrite."
 )
 _NODE_BATCH = 2048
 # keys a resumed walk remembers to check the ids and spans of what it passed (a few MB)
