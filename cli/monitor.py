@@ -1,0 +1,138 @@
+"""`ledger monitor URL`: follow a remote ledger's checkpoints over HTTP (service/monitor.py decides)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger.checkpoint_notes import NoteError
+from ledger.errors import LedgerError
+
+from .common import fail
+
+EXIT_CAUGHT = 2  # truncated, rewritten or badly signed: the same code as `ledger verify --checkpoint`
+TIMEOUT = 30.0
+MAX_NOTE = 64 * 1024
+MAX_PROOF = 1024 * 1024  # a consistency proof is at most ~2 log2(size) hashes: a few kB
+
+
+def register(main: click.Group) -> None:
+    """Add `ledger monitor`."""
+
+    @main.command()
+    @click.argument("url")
+    @click.option(
+        "--key", "key_arg", required=True, help="The ledger's public key (vkey) you pinned, or a file."
+    )
+    @click.option(
+        "--state",
+        "state_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Where the last verified checkpoint is kept (default: ~/.citation-ledger/monitor/<host>).",
+    )
+    @click.option(
+        "--once", is_flag=True, help="Check the current checkpoint against the kept one, then exit."
+    )
+    @click.option(
+        "--interval",
+        type=click.FloatRange(0.05),
+        default=60.0,
+        show_default=True,
+        help="Seconds between looks.",
+    )
+    def monitor(url: str, key_arg: str, state_dir: Path | None, once: bool, interval: float) -> None:
+        """Follow a remote ledger's signed checkpoints: each must verify with the pinned key and extend
+        the last one kept (its consistency proof checked here). Exit 2 with 'truncated', 'rewritten' or
+        'bad signature' when the ledger is caught; 0 after --once when it is consistent."""
+        import httpx
+
+        from ledger.checkpoint import read_vkey_arg
+        from service.monitor import MonitorState, observe
+
+        verifier = read_vkey_arg(key_arg)
+        base = url.rstrip("/")
+        state = MonitorState(state_dir or _default_dir(base))
+        try:
+            kept = state.load(verifier)
+        except NoteError as e:
+            fail(NoteError(f"the checkpoint kept in {state.path} does not verify with the key: {e.message}"))
+        with httpx.Client(timeout=TIMEOUT, follow_redirects=False) as client:
+            while True:
+                try:
+                    note = _get(client, f"{base}/checkpoint", MAX_NOTE).decode("utf-8", errors="replace")
+                    seen = observe(kept, note, verifier, lambda a, b: _proof(client, base, a, b))
+                except (httpx.HTTPError, _Refused) as e:
+                    if once:
+                        fail(LedgerError(f"could not read the ledger at {base}: {e}"))
+                    click.echo(f"{_now()} unreachable: {e}", err=True)
+                    time.sleep(interval)
+                    continue
+                click.echo(f"{_now()} {seen.message}")
+                if not seen.ok:
+                    where = state.evidence(kept, note, seen.message)
+                    click.echo(f"evidence kept in {where}", err=True)
+                    sys.exit(EXIT_CAUGHT)
+                if seen.kept is not None and seen.kept != kept:
+                    state.keep(seen.kept)
+                    kept = seen.kept
+                if once:
+                    return
+                time.sleep(interval)
+
+
+class _Refused(Exception):
+    """The server answered, but not with what was asked for."""
+
+
+def _get(client: Any, url: str, limit: int) -> bytes:
+    """The body of a 200 answer, at most `limit` bytes (a server cannot make the monitor hold more)."""
+    with client.stream("GET", url) as response:
+        if response.status_code != 200:
+            raise _Refused(f"GET {url} answered {response.status_code}")
+        body = bytearray()
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise _Refused(f"GET {url} answered more than {limit} bytes")
+        return bytes(body)
+
+
+def _proof(client: Any, base: str, old: int, new: int) -> list[bytes]:
+    import msgspec
+
+    from service.monitor import Gone, proof_from_json
+
+    url = f"{base}/checkpoint/consistency?from={old}&to={new}"
+    response = client.get(url)
+    if response.status_code == 404:  # a size past the ledger's head
+        raise Gone(_error_message(response))
+    if response.status_code != 200 or len(response.content) > MAX_PROOF:
+        raise _Refused(f"GET {url} answered {response.status_code}")
+    try:
+        body = msgspec.json.decode(response.content)
+    except msgspec.DecodeError:
+        raise _Refused(f"GET {url} answered something that is not JSON") from None
+    return proof_from_json(body, old, new)
+
+
+def _error_message(response: Any) -> str:
+    try:
+        return str(response.json()["error"]["message"])
+    except Exception:  # any body at all: the status says enough
+        return f"HTTP {response.status_code}"
+
+
+def _default_dir(base: str) -> Path:
+    from urllib.parse import urlsplit
+
+    host = urlsplit(base).netloc.replace(":", "_") or "ledger"
+    return Path.home() / ".citation-ledger" / "monitor" / host
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
