@@ -14,8 +14,8 @@ from .sql_store import SqlTables
 
 # pg_advisory_lock key of the checkpoint signer (one signer at a time, across every node)
 SIGN_LOCK = 0x6C6564676573  # "ledges"
-# pg_try_advisory_lock key of the scrubber (one scrubbing process at a time, across every node)
-SCRUB_LOCK = 0x6C6564677363  # "ledgsc"
+# pg_try_advisory_lock keys of the one-process roles (one scrubber, one cosigner, across every node)
+ROLE_LOCKS = {"scrub": 0x6C6564677363, "cosign": 0x6C6564676373}  # "ledgsc", "ledgcs"
 
 
 class PgTables(SqlTables):
@@ -55,18 +55,19 @@ class PgTables(SqlTables):
         finally:
             self._q("SELECT pg_advisory_unlock(?)", (SIGN_LOCK,))
 
-    # -- scrub passes ----------------------------------------------------------------
+    # -- one process at a time: the scrubber, the cosigner ----------------------------
 
     @contextmanager
-    def scrubbing(self, create: bool) -> Iterator[bool]:
-        """Try to become this ledger's one scrubber across every node (a session advisory lock, which
-        writes nothing: `create` does not matter here); yields whether it did."""
-        got = bool(self._q("SELECT pg_try_advisory_lock(?)", (SCRUB_LOCK,)).fetchone()[0])
+    def exclusive(self, role: str, create: bool) -> Iterator[bool]:
+        """Try to become this ledger's one `role` process across every node (a session advisory lock,
+        which writes nothing: `create` does not matter here); yields whether it did."""
+        key = ROLE_LOCKS[role]
+        got = bool(self._q("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()[0])
         try:
             yield got
         finally:
             if got:
-                self._q("SELECT pg_advisory_unlock(?)", (SCRUB_LOCK,))
+                self._q("SELECT pg_advisory_unlock(?)", (key,))
 
 
 def _note_size(note: str) -> int:

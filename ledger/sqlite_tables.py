@@ -42,14 +42,14 @@ class SQLiteTables(SqlTables):
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
-    # -- scrub passes ------------------------------------------------------------------
+    # -- one process at a time: the scrubber, the cosigner ----------------------------
 
     @contextmanager
-    def scrubbing(self, create: bool) -> Iterator[bool]:
-        """Try to become this ledger's one scrubber (a non-blocking lock on <db>.scrub.lock); yields
-        whether it did. With create=False (a read-only server) no lock file is made: when there is
-        none, it scrubs unlocked rather than write a file."""
-        path = self.side_file(".scrub.lock")
+    def exclusive(self, role: str, create: bool) -> Iterator[bool]:
+        """Try to become this ledger's one `role` process ("scrub", "cosign": a non-blocking lock on
+        <db>.<role>.lock); yields whether it did. With create=False (a read-only server) no lock file
+        is made: when there is none, it goes on unlocked rather than write a file."""
+        path = self.side_file(f".{role}.lock")
         try:
             fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
         except FileNotFoundError:

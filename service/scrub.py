@@ -159,7 +159,7 @@ def _scrub_if_due(
     wait = due_in(passes.last(), interval_s)
     if wait > 0:
         return min(wait, MAX_WAIT_S)
-    with store.tables.scrubbing(create=passes.writable) as mine:
+    with store.tables.exclusive("scrub", create=passes.writable) as mine:
         # re-read under the lock: another process may have recorded a pass since the look above
         if not mine or due_in(passes.last(), interval_s) > 0:
             return min(interval_s, MAX_WAIT_S)

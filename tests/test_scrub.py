@@ -290,7 +290,7 @@ def test_a_pass_is_recorded_stops_promptly_and_moves_the_resume_point(db: str) -
 def test_only_one_process_scrubs_at_a_time(db: str) -> None:
     mine, other = Ledger(db).store, Ledger(db).store  # two connections, as two server processes have
     passes = PassLog(mine)
-    with other.tables.scrubbing(create=True) as got:
+    with other.tables.exclusive("scrub", create=True) as got:
         assert got
         wait = scrub._scrub_if_due(mine, passes, 3600.0, threading.Event(), 1.0, scrub.BATCH)
         assert wait > 0 and passes.last() is None  # the other one holds the lock: no pass here
