@@ -203,8 +203,8 @@ def split_note(note: str) -> tuple[str, list[str]]:
     return note[: split + 1], note[split + 2 : -1].split("\n")
 
 
-def _signature_line(line: str) -> tuple[str, str] | None:
-    """(name, base64 blob) of a well-formed signature line, else None."""
+def parse_signature_line(line: str) -> tuple[str, str] | None:
+    """(name, base64 blob) of a well-formed signature line (without its newline), else None."""
     if not line.startswith(SIG_PREFIX) or line.count(" ") != 2:
         return None
     name, blob = line[len(SIG_PREFIX) :].split(" ")
@@ -221,7 +221,7 @@ def cosignatures(note: str, witnesses: Sequence[WitnessVerifier]) -> dict[str, i
     by_id = {(w.name, w.hash): w for w in witnesses}
     found: dict[str, int] = {}
     for line in lines:
-        parsed = _signature_line(line)
+        parsed = parse_signature_line(line)
         if parsed is None:
             continue
         name, blob_b64 = parsed
@@ -242,7 +242,7 @@ def add_cosignatures(note: str, lines: Iterable[str]) -> str:
     added: list[str] = []
     for raw in lines:
         line = raw.removesuffix("\n")
-        if "\n" in line or _signature_line(line) is None:
+        if "\n" in line or parse_signature_line(line) is None:
             raise NoteError(f"not a signature line: {raw!r}")
         if line not in have:
             have.add(line)
