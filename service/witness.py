@@ -25,6 +25,7 @@ MAX_BODY_BYTES = 64 * 1024
 SIZE_CONTENT_TYPE = "text/x.tlog.size"  # the 409 body: the latest cosigned size, per tlog-witness
 TEXT_CONTENT_TYPE = "text/plain; charset=utf-8"
 OLD_PREFIX = "old "
+MAX_TREE_SIZE = 2**64 - 1  # tree sizes are u64 in RFC 6962 and the C2SP formats
 
 
 class WitnessAnswer(NamedTuple):
@@ -59,7 +60,9 @@ class Request(NamedTuple):
 def _decimal(text: str, what: str) -> int:
     # ASCII decimal, no leading zeroes unless the number is 0 (tlog-witness, tlog-checkpoint)
     if not (text.isascii() and text.isdigit()) or (text != "0" and text.startswith("0")):
-        raise Malformed(f"{what} {text!r} is not a decimal number without leading zeroes")
+        raise Malformed(f"{what} {text[:40]!r} is not a decimal number without leading zeroes")
+    if len(text) > len(str(MAX_TREE_SIZE)) or int(text) > MAX_TREE_SIZE:
+        raise Malformed(f"{what} {text[:40]!r} is above 2^64-1")
     return int(text)
 
 
@@ -91,6 +94,7 @@ def parse_request(body: bytes) -> Request:
         raise Malformed("the checkpoint holds control characters")
     try:
         checkpoint_text, signatures = split_note(note)
+        _decimal(checkpoint_text.split("\n")[1] if checkpoint_text.count("\n") > 1 else "", "checkpoint size")
         checkpoint = parse_checkpoint(checkpoint_text)
     except NoteError as e:
         raise Malformed(f"not a signed checkpoint: {e.message}") from None

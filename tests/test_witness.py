@@ -146,6 +146,12 @@ MALFORMED: list[Any] = [
     pytest.param(add(0, 5)[:-1], "not a signed checkpoint", id="no-final-newline"),
     pytest.param(add(0, 5).replace(b"log.example/a\n5", b"log.example/a\n05"), "decimal", id="size-zero"),
     pytest.param(add(0, 5) + b"\xff", "not UTF-8", id="not-utf8"),
+    pytest.param(add(0, 5).replace(b"old 0", b"old " + b"9" * 5000), "above 2^64-1", id="old-huge"),
+    pytest.param(add(0, 5).replace(b"old 0", b"old 18446744073709551616"), "above 2^64-1", id="old-2^64"),
+    pytest.param(
+        add(0, 5).replace(b"/a\n5\n", b"/a\n" + b"9" * 5000 + b"\n"), "above 2^64-1", id="size-huge"
+    ),
+    pytest.param(add(0, 5).replace(b"/a\n5\n", b"/a\n"), "decimal", id="no-size-line"),
     pytest.param(add(0, 5).replace(b"old 0\n", b"old 0\x07\n"), "decimal", id="control-char"),
 ]
 
