@@ -199,20 +199,24 @@ def default_origin() -> str:
     return os.environ.get(ENV_ORIGIN) or f"citation-ledger/{socket.gethostname() or 'localhost'}"
 
 
+def create_key_file(path: Path, skey: str) -> None:
+    """Write a new private key file (mode 600) unless one appeared meanwhile: the first writer wins."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")  # mode 600
+    tmp = Path(name)
+    with os.fdopen(fd, "w") as f:
+        f.write(skey + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    # link, not rename: when two processes race to create the key, the first one wins for both
+    with contextlib.suppress(FileExistsError):
+        os.link(tmp, path)
+    tmp.unlink()
+
+
 def load_or_create_key(path: Path, origin: str | None = None) -> Signer:
     """The key at `path`, created (mode 600) on first use for `origin` (default: default_origin())."""
     if not path.exists():
-        signer = Signer(origin or default_origin(), Ed25519PrivateKey.generate())
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")  # mode 600
-        tmp = Path(name)
-        with os.fdopen(fd, "w") as f:
-            f.write(signer.skey + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        # link, not rename: when two processes race to create the key, the first one wins for both
-        with contextlib.suppress(FileExistsError):
-            os.link(tmp, path)
-        tmp.unlink()
+        create_key_file(path, Signer(origin or default_origin(), Ed25519PrivateKey.generate()).skey)
     signer = Signer.parse(path.read_text())
     if origin is not None and origin != signer.name:
         raise NoteError(
