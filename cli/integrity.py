@@ -335,7 +335,8 @@ def _open_held(ledger: Any, note: str, key_arg: str | None) -> Any:
     try:
         return open_checkpoint(note, verifier)
     except NoteError as e:
-        fail(NoteError(f"--checkpoint: the held checkpoint does not verify with {verifier.vkey}: {e.message}"))
+        why = f"--checkpoint: the held checkpoint does not verify with {verifier.vkey}: {e.message}"
+        fail(NoteError(why))
 
 
 def _scrub(db: str, as_json: bool, pace: float) -> None:
