@@ -13,7 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from api.limits import RateLimiter
 from service.ledger import Ledger
 
-from . import bundles, docs, evidence, live, proofs, routes, scrub, sources, writes
+from . import bundles, docs, evidence, live, proofs, routes, scrub, sources, witnesses, writes
 from .errors import install_error_handlers
 from .settings import Settings
 
@@ -30,7 +30,7 @@ Every error is `{"error": {"code", "message", "details"}}`. Every answer about a
 
 # Background work of one app (one server process): each `start(app)` returns its `stop()`.
 Stop = Callable[[], Awaitable[None]]
-BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [scrub.start, live.start]
+BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [scrub.start, live.start, witnesses.start]
 
 
 @asynccontextmanager

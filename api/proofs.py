@@ -24,6 +24,7 @@ from ledger.held_checkpoint import hold_against
 
 from . import docs
 from .common import JSON, head_headers, ledger_of, read_body
+from .witnesses import cosigner_of
 
 router = APIRouter(tags=["integrity"])
 _Route = TypeVar("_Route", bound=Callable[..., Response])
@@ -82,14 +83,17 @@ def inclusion_proof(request: Request, seq: Seq, tree_size: TreeSize = None) -> R
     summary="A signed checkpoint of the head (C2SP tlog-checkpoint, Ed25519 signed note)",
     responses={
         200: {
-            "description": "The signed note. On a read-only server: the last one signed (by a server "
+            "description": "The signed note. With witnesses (LEDGER_WITNESSES): the newest checkpoint "
+            "they cosigned, with their cosignature lines (C2SP tlog-cosignature), marked "
+            "`Ledger-Checkpoint: cosigned`. On a read-only server: the last one signed (by a server "
             "that accepts writes, or `ledger checkpoint`), marked `Ledger-Checkpoint: last-signed`; its "
             "tree size may be behind `Ledger-Head`",
             "content": {"text/plain": {}},
             "headers": {
                 CHECKPOINT_HEADER: {
-                    "description": "`last-signed` on a read-only server (nothing signed for this answer)",
-                    "schema": {"type": "string", "enum": ["last-signed"]},
+                    "description": "`cosigned` (witnesses' cosignatures), `last-signed` on a read-only "
+                    "server (nothing signed for this answer)",
+                    "schema": {"type": "string", "enum": ["cosigned", "last-signed"]},
                 }
             },
         },
@@ -104,6 +108,13 @@ def checkpoint(request: Request) -> Response:
     A read-only server signs nothing and creates no file: it serves the last signed checkpoint,
     with `Ledger-Checkpoint: last-signed`, or 409 `not_signed` when there is none."""
     head = ledger_of(request).head()
+    cosigner = cosigner_of(request.app)
+    cosigned = None if cosigner is None else cosigner.cosigned()
+    if cosigned is not None:
+        # the newest checkpoint the witnesses cosigned: at most LEDGER_CHECKPOINT_INTERVAL behind an append
+        return Response(
+            cosigned, media_type=TEXT, headers={**head_headers(head), CHECKPOINT_HEADER: "cosigned"}
+        )
     if _read_only(request):
         held = _checkpointer(request).held()
         return Response(

@@ -37,6 +37,8 @@ ENV_BODY_MIN_RATE = "LEDGER_BODY_MIN_RATE"
 ENV_SSE_MAX_SUBSCRIBERS = "LEDGER_SSE_MAX_SUBSCRIBERS"
 ENV_SSE_BUFFER = "LEDGER_SSE_BUFFER"
 ENV_SCRUB_INTERVAL = "LEDGER_SCRUB_INTERVAL"
+ENV_WITNESSES = "LEDGER_WITNESSES"
+ENV_CHECKPOINT_INTERVAL = "LEDGER_CHECKPOINT_INTERVAL"
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -76,6 +78,10 @@ class Settings:
     scrub_interval: float = DEFAULT_SCRUB_INTERVAL
     # Origins allowed cross-origin (CORS); none = no CORS headers at all.
     cors_origins: tuple[str, ...] = ()
+    # A file of `URL VKEY` lines: the witnesses each new checkpoint is sent to (none: no cosigning).
+    witnesses_file: str | None = None
+    # Seconds between two looks of the cosigner at the head (a checkpoint cosigned that long after an append).
+    checkpoint_interval: float = 1.0
 
     @property
     def token_file_path(self) -> str:
@@ -122,6 +128,10 @@ class Settings:
             sse_buffer=_positive_int(env.get(ENV_SSE_BUFFER), DEFAULT_SSE_BUFFER, ENV_SSE_BUFFER, "bytes"),
             scrub_interval=_positive_float(
                 env.get(ENV_SCRUB_INTERVAL), DEFAULT_SCRUB_INTERVAL, ENV_SCRUB_INTERVAL
+            ),
+            witnesses_file=env.get(ENV_WITNESSES) or None,
+            checkpoint_interval=_positive_float(
+                env.get(ENV_CHECKPOINT_INTERVAL), 1.0, ENV_CHECKPOINT_INTERVAL
             ),
         )
 

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from ledger.errors import LedgerError
 from ledger.instants import parse_as_of
+
+if TYPE_CHECKING:
+    from ledger.cosign import Quorum
 
 db_option = click.option(
     "--db",
@@ -41,3 +46,45 @@ def fail(err: LedgerError) -> NoReturn:
     """Print the ledger's message on stderr and exit 1."""
     click.echo(f"error: {err.message}", err=True)
     sys.exit(1)
+
+
+def quorum_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--witness VKEY (repeatable) and --quorum K: the cosignatures a checkpoint must carry."""
+    f = click.option(
+        "--quorum",
+        type=click.IntRange(1),
+        default=None,
+        help="How many of the --witness keys must have cosigned the checkpoint (default: all of them).",
+    )(f)
+    return click.option(
+        "--witness",
+        "witness_keys",
+        multiple=True,
+        help="A witness's public key (C2SP vkey, or a file holding it) whose cosignature the checkpoint "
+        "must carry; repeatable.",
+    )(f)
+
+
+def quorum_of(witness_keys: Sequence[str], quorum: int | None) -> Quorum:
+    """The Quorum of --witness and --quorum (click's BadParameter naming the option when wrong)."""
+    from ledger.cosign import Quorum, parse_witness_vkey
+
+    witnesses = []
+    for value in witness_keys:
+        text = value
+        if not (value.count("+") >= 2 and "\n" not in value.strip()):
+            try:
+                text = Path(value).read_text()
+            except OSError as e:
+                why = f"neither a verifier key nor a readable file: {e}"
+                raise click.BadParameter(why, param_hint="--witness") from None
+        try:
+            witnesses.append(parse_witness_vkey(text))
+        except LedgerError as e:
+            raise click.BadParameter(e.message, param_hint="--witness") from None
+    if quorum is not None and quorum > len(witnesses):
+        raise click.BadParameter(
+            f"{quorum} cosignatures required of {len(witnesses)} --witness key(s) given",
+            param_hint="--quorum",
+        )
+    return Quorum(tuple(witnesses), len(witnesses) if quorum is None else quorum)

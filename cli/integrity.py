@@ -10,8 +10,9 @@ from typing import Any
 
 import click
 
-from cli.common import db_option, fail, instant
+from cli.common import db_option, fail, instant, quorum_of, quorum_options
 from ledger.codec import canonical
+from ledger.cosign import NO_QUORUM, Quorum
 from ledger.errors import InvalidEvent, LedgerError
 
 # Above this many events to walk, `ledger verify` shows a progress bar instead of counting lines.
@@ -147,7 +148,8 @@ def register(main: click.Group) -> None:
     @click.option(
         "--key", "key_arg", required=True, help="The pinned public key (vkey) or a file holding it."
     )
-    def check_bundle(file: str, key_arg: str) -> None:
+    @quorum_options
+    def check_bundle(file: str, key_arg: str, witness_keys: tuple[str, ...], quorum: int | None) -> None:
         """Check an evidence bundle offline (no database, no server) against a pinned key."""
         from ledger.checkpoint import read_vkey_arg
         from service.bundle_check import check_bundle_file
@@ -156,7 +158,7 @@ def register(main: click.Group) -> None:
             verifier = read_vkey_arg(key_arg)
         except LedgerError as e:
             raise click.BadParameter(e.message, param_hint="--key") from None
-        report = check_bundle_file(file, verifier)
+        report = check_bundle_file(file, verifier, quorum_of(witness_keys, quorum))
         for note in report.notes:
             click.echo(f"note: {note}")
         if report.ok:
@@ -190,10 +192,22 @@ def register(main: click.Group) -> None:
         "ledger's own key file.",
     )
     @db_option
-    def verify(as_json: bool, resume: bool, held: Any, key_arg: str | None, db: str) -> None:
+    @quorum_options
+    def verify(
+        as_json: bool,
+        resume: bool,
+        held: Any,
+        key_arg: str | None,
+        witness_keys: tuple[str, ...],
+        quorum: int | None,
+        db: str,
+    ) -> None:
         """Recompute the whole hash chain and Merkle tree; exit non-zero naming the first bad seq.
         With --checkpoint, also hold the ledger to a checkpoint you kept."""
-        _verify(db, as_json, resume, None if held is None else held.read(), key_arg)
+        if witness_keys and held is None:
+            raise click.BadParameter("witnesses cosign a held checkpoint: give it with --checkpoint")
+        note = None if held is None else held.read()
+        _verify(db, as_json, resume, note, key_arg, quorum_of(witness_keys, quorum))
 
     @main.command()
     @click.option("--json", "as_json", is_flag=True, help="Print the pass as JSON.")
@@ -246,7 +260,12 @@ def _last_walk(p: dict[str, Any]) -> str:
 
 
 def _verify(
-    db: str, as_json: bool, resume: bool, note: str | None = None, key_arg: str | None = None
+    db: str,
+    as_json: bool,
+    resume: bool,
+    note: str | None = None,
+    key_arg: str | None = None,
+    quorum: Quorum = NO_QUORUM,
 ) -> None:
     from ledger.instants import now_us
     from ledger.verify import verify_store
@@ -254,7 +273,7 @@ def _verify(
     from service.scrub import VERIFY, PassLog, chain_status, pass_of
 
     ledger = Ledger(db)
-    held = None if note is None else _open_held(ledger, note, key_arg)
+    held = None if note is None else _open_held(ledger, note, key_arg, quorum)
     passes = PassLog(ledger.store)
     point = ledger.store.tables.verified_point() if resume else None
     progress, every, bar = _progress(ledger.head().seq - (point.seq if point is not None else 0))
@@ -314,7 +333,7 @@ def _verify(
     sys.exit(0 if status["ok"] and (held is None or (verdict is not None and verdict.ok)) else 2)
 
 
-def _open_held(ledger: Any, note: str, key_arg: str | None) -> Any:
+def _open_held(ledger: Any, note: str, key_arg: str | None, quorum: Quorum) -> Any:
     """The held checkpoint, its signature verified with --key or the ledger's key file (exit 1 if not)."""
     from ledger.checkpoint import Checkpointer, NoteError, open_checkpoint, read_vkey_arg
 
@@ -333,10 +352,16 @@ def _open_held(ledger: Any, note: str, key_arg: str | None) -> Any:
             )
         verifier = existing
     try:
-        return open_checkpoint(note, verifier)
+        held = open_checkpoint(note, verifier)
     except NoteError as e:
-        why = f"--checkpoint: the held checkpoint does not verify with {verifier.vkey}: {e.message}"
-        fail(NoteError(why))
+        fail(
+            NoteError(f"--checkpoint: the held checkpoint does not verify with {verifier.vkey}: {e.message}")
+        )
+    try:
+        quorum.check(note)
+    except NoteError as e:
+        fail(NoteError(f"--checkpoint: {e.message}"))
+    return held
 
 
 def _scrub(db: str, as_json: bool, pace: float) -> None:

@@ -12,7 +12,7 @@ import click
 from ledger.checkpoint_notes import NoteError
 from ledger.errors import LedgerError
 
-from .common import fail
+from .common import fail, quorum_of, quorum_options
 
 EXIT_CAUGHT = 2  # truncated, rewritten or badly signed: the same code as `ledger verify --checkpoint`
 TIMEOUT = 30.0
@@ -45,16 +45,27 @@ def register(main: click.Group) -> None:
         show_default=True,
         help="Seconds between looks.",
     )
-    def monitor(url: str, key_arg: str, state_dir: Path | None, once: bool, interval: float) -> None:
+    @quorum_options
+    def monitor(
+        url: str,
+        key_arg: str,
+        state_dir: Path | None,
+        once: bool,
+        interval: float,
+        witness_keys: tuple[str, ...],
+        quorum: int | None,
+    ) -> None:
         """Follow a remote ledger's signed checkpoints: each must verify with the pinned key and extend
-        the last one kept (its consistency proof checked here). Exit 2 with 'truncated', 'rewritten' or
-        'bad signature' when the ledger is caught; 0 after --once when it is consistent."""
+        the last one kept (its consistency proof checked here), and carry the cosignatures of --quorum of
+        the --witness keys. Exit 2 with 'truncated', 'rewritten', 'bad signature' or 'not cosigned' when
+        the ledger is caught; 0 after --once when it is consistent."""
         import httpx
 
         from ledger.checkpoint import read_vkey_arg
         from service.monitor import MonitorState, observe
 
         verifier = read_vkey_arg(key_arg)
+        required = quorum_of(witness_keys, quorum)
         base = url.rstrip("/")
         state = MonitorState(state_dir or _default_dir(base))
         try:
@@ -65,7 +76,7 @@ def register(main: click.Group) -> None:
             while True:
                 try:
                     note = _get(client, f"{base}/checkpoint", MAX_NOTE).decode("utf-8", errors="replace")
-                    seen = observe(kept, note, verifier, lambda a, b: _proof(client, base, a, b))
+                    seen = observe(kept, note, verifier, lambda a, b: _proof(client, base, a, b), required)
                 except (httpx.HTTPError, _Refused) as e:
                     if once:
                         fail(LedgerError(f"could not read the ledger at {base}: {e}"))

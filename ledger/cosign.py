@@ -248,3 +248,29 @@ def add_cosignatures(note: str, lines: Iterable[str]) -> str:
             have.add(line)
             added.append(line + "\n")
     return note + "".join(added)
+
+
+def require_cosignatures(note: str, witnesses: Sequence[WitnessVerifier], quorum: int) -> dict[str, int]:
+    """The valid cosignatures of the note by `witnesses`; NoteError when fewer than `quorum` verify."""
+    found = cosignatures(note, witnesses)
+    if len(found) < quorum:
+        names = ", ".join(sorted(w.name for w in witnesses)) or "none given"
+        raise NoteError(
+            f"{len(found)} valid witness cosignature(s) where {quorum} are required (witnesses: {names}): "
+            "a checkpoint the witnesses did not cosign may be a view shown to you alone"
+        )
+    return found
+
+
+class Quorum(NamedTuple):
+    """The witnesses a checkpoint must be cosigned by, `required` of them at least (0: none asked)."""
+
+    witnesses: Sequence[WitnessVerifier] = ()
+    required: int = 0
+
+    def check(self, note: str) -> dict[str, int]:
+        """The note's valid cosignatures; NoteError when fewer than `required` (nothing asked: {})."""
+        return require_cosignatures(note, self.witnesses, self.required) if self.required else {}
+
+
+NO_QUORUM = Quorum()

@@ -28,6 +28,7 @@ from ledger import merkle_store
 from ledger.chain import envelope_body, link_hash
 from ledger.checkpoint import Checkpoint, NoteError, Verifier, open_checkpoint, unsigned_checkpoint
 from ledger.codec import canonical, context_digest, decode_data, observation_digest
+from ledger.cosign import NO_QUORUM, Quorum
 from ledger.errors import NotFound
 from ledger.events import StoredEvent
 from ledger.instants import parse_ts
@@ -73,18 +74,19 @@ class BundleReport(NamedTuple):
     notes: list[str]
 
 
-def check_bundle(raw: bytes, pinned: Verifier) -> BundleReport:
+def check_bundle(raw: bytes, pinned: Verifier, quorum: Quorum = NO_QUORUM) -> BundleReport:
     """Check an evidence bundle held in memory against a pinned key (see check_bundle_file)."""
-    return _check(lambda: io.BytesIO(raw), pinned)
+    return _check(lambda: io.BytesIO(raw), pinned, quorum)
 
 
-def check_bundle_file(path: str | Path, pinned: Verifier) -> BundleReport:
-    """Check an evidence bundle file against a pinned key, with no database: names every failure."""
-    return _check(lambda: open(path, "rb"), pinned)  # noqa: SIM115 (each pass closes what it opens)
+def check_bundle_file(path: str | Path, pinned: Verifier, quorum: Quorum = NO_QUORUM) -> BundleReport:
+    """Check an evidence bundle file against a pinned key (and a quorum of witnesses' cosignatures on its
+    checkpoint, when asked), with no database: names every failure."""
+    return _check(lambda: open(path, "rb"), pinned, quorum)  # noqa: SIM115 (each pass closes what it opens)
 
 
-def _check(opener: Opener, pinned: Verifier) -> BundleReport:
-    seen = _Pass1(pinned)
+def _check(opener: Opener, pinned: Verifier, quorum: Quorum) -> BundleReport:
+    seen = _Pass1(pinned, quorum)
     try:
         seen.read(opener)
     except Malformed as e:
@@ -109,7 +111,8 @@ def _check(opener: Opener, pinned: Verifier) -> BundleReport:
         f"OK: arXiv:{record['paper']['arxiv_id']} as of {record['as_of']}{known}: the record was rebuilt "
         f"byte for byte from its {seen.events.valid_count} events; each event's hash was recomputed and its "
         f"inclusion proof leads to checkpoint {cp.origin} of size {cp.size} (root "
-        f"{merkle_store.b64(cp.root)}), signed by {pinned.name}+{pinned.hash.hex()}; "
+        f"{merkle_store.b64(cp.root)}), signed by {pinned.name}+{pinned.hash.hex()}"
+        f"{_cosigned_by(seen.cosigned)}; "
         f"{digests} observation digests and the context digest recomputed."
     )
     return BundleReport(True, [], summary, notes)
@@ -118,8 +121,10 @@ def _check(opener: Opener, pinned: Verifier) -> BundleReport:
 class _Pass1:
     """The first read of the whole file: every member, events and proofs checked as they stream."""
 
-    def __init__(self, pinned: Verifier) -> None:
+    def __init__(self, pinned: Verifier, quorum: Quorum) -> None:
         self.pinned = pinned
+        self.quorum = quorum
+        self.cosigned: dict[str, int] = {}
         self.values: dict[str, Any] = {}
         self.checkpoint: Checkpoint | None = None
         self.checkpoint_problems: list[str] = []
@@ -163,7 +168,9 @@ class _Pass1:
 
     def _checkpoint(self, note: str) -> Checkpoint | None:
         try:
-            return open_checkpoint(note, self.pinned).checkpoint
+            checkpoint = open_checkpoint(note, self.pinned).checkpoint
+            self.cosigned = self.quorum.check(note)
+            return checkpoint
         except NoteError as e:
             self.checkpoint_problems.append(f"checkpoint: {e.message}")
         # Keep checking the proofs against the unsigned checkpoint, to name every failure at once.
@@ -171,6 +178,13 @@ class _Pass1:
             return unsigned_checkpoint(note)
         except NoteError:
             return None
+
+
+def _cosigned_by(found: dict[str, int]) -> str:
+    if not found:
+        return ""
+    names = ", ".join(sorted(vkey.split("+", 1)[0] for vkey in found))
+    return f", cosigned by {len(found)} witness(es) ({names})"
 
 
 class _Events:

@@ -21,10 +21,12 @@ from typing import Any, NamedTuple
 
 from ledger.checkpoint import SignedCheckpoint, Verifier, open_checkpoint
 from ledger.checkpoint_notes import NoteError
+from ledger.cosign import NO_QUORUM, Quorum
 from ledger.held_checkpoint import CONSISTENT, REWRITTEN, TRUNCATED
 from ledger.merkle import ProofError, verify_consistency
 
 BAD_SIGNATURE = "bad signature"
+NOT_COSIGNED = "not cosigned"  # fewer witness cosignatures than the quorum: possibly a view for us alone
 FIRST = "first"  # no checkpoint kept yet: this one is kept (trust on first use)
 STALE = "stale"  # an older checkpoint than the one kept, proven a prefix of it: nothing to keep
 STATE_FILE = "checkpoint"
@@ -91,13 +93,23 @@ class MonitorState:
             raise
 
 
-def observe(kept: SignedCheckpoint | None, note: str, verifier: Verifier, proof: ProofFetch) -> Observation:
+def observe(
+    kept: SignedCheckpoint | None,
+    note: str,
+    verifier: Verifier,
+    proof: ProofFetch,
+    quorum: Quorum = NO_QUORUM,
+) -> Observation:
     """Hold a checkpoint just served against the one kept; say what the remote ledger did."""
     try:
         seen = open_checkpoint(note, verifier)
     except NoteError as e:
         why = f"bad signature: the checkpoint served does not verify: {e.message}"
         return Observation(BAD_SIGNATURE, why, kept)
+    try:
+        quorum.check(note)
+    except NoteError as e:
+        return Observation(NOT_COSIGNED, f"not cosigned: {e.message}", kept)
     new = seen.checkpoint
     if kept is None:
         return Observation(FIRST, f"first checkpoint kept: size {new.size}, root {_b64(new.root)}", seen)

@@ -18,11 +18,12 @@ from typing import Any, NamedTuple
 
 from ledger import merkle_store
 from ledger.chain import envelope_body
-from ledger.checkpoint import Checkpointer, NotSigned
+from ledger.checkpoint import Checkpointer, NoteError, NotSigned, SignedCheckpoint, open_checkpoint
 from ledger.errors import ChainBroken, NotFound
 from ledger.merkle import inclusion_proof, leaf_hash, split_point, subtree_hash
 from ledger.merkle_store import BLOCK, STORED_LEVEL
 from service.ledger import Ledger
+from service.witnessing import cosigned_note
 
 
 class Signed(NamedTuple):
@@ -52,6 +53,9 @@ def sign_covering(
         signed = checkpointer.held()
         verifier = checkpointer.existing_verifier()
         key = None if verifier is None else verifier.vkey
+    cosigned = _cosigned(ledger, checkpointer, last_seq)
+    if cosigned is not None:  # the witnesses' cosignatures travel with the proofs
+        signed = cosigned
     size = signed.checkpoint.size
     if last_seq > size:
         if not sign:
@@ -62,6 +66,19 @@ def sign_covering(
             )
         raise NotFound(f"the checkpoint (size {size}) does not cover seq {last_seq}")
     return Signed(signed.note, key, size, merkle_store.ensure(ledger.store, size, fill=sign))
+
+
+def _cosigned(ledger: Ledger, checkpointer: Checkpointer, last_seq: int) -> SignedCheckpoint | None:
+    """The newest cosigned checkpoint when it covers `last_seq` and verifies with the ledger's key."""
+    note = cosigned_note(ledger.store)
+    verifier = checkpointer.existing_verifier()
+    if note is None or verifier is None:
+        return None
+    try:
+        signed = open_checkpoint(note, verifier)
+    except NoteError:
+        return None  # not this key's (the key was changed since): the plain signed checkpoint serves
+    return signed if signed.checkpoint.size >= last_seq else None
 
 
 def prove_seqs(
