@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-from api_fixtures import free_port
 
 from ledger.cosign import cosignatures, parse_witness_vkey
+from tests.api_fixtures import free_port
 from tests.test_witness import FORKED, LOG, add, body, note, proof
 
 REPO = Path(__file__).resolve().parent.parent
