@@ -34,11 +34,13 @@ def _env() -> dict[str, str]:
 
 
 @contextmanager
-def witness_process(tmp: Path, port: int) -> Iterator[subprocess.Popen[str]]:
+def witness_process(
+    tmp: Path, port: int, name: str = "witness.example/w1", log: str = LOG.verifier.vkey
+) -> Iterator[subprocess.Popen[str]]:
     """`ledger witness serve` on 127.0.0.1:port with its key and state in `tmp`, up and answering."""
     cmd = _ledger(
-        "witness", "serve", "--key", str(tmp / "witness.key"), "--name", "witness.example/w1",
-        "--log", LOG.verifier.vkey, "--db", str(tmp / "witness.db"), "--port", str(port),
+        "witness", "serve", "--key", str(tmp / "witness.key"), "--name", name,
+        "--log", log, "--db", str(tmp / "witness.db"), "--port", str(port),
     )  # fmt: skip
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=REPO
