@@ -13,7 +13,7 @@ import click
 from cli.common import db_option, fail, instant, quorum_of, quorum_options
 from ledger.codec import canonical
 from ledger.cosign import NO_QUORUM, Quorum
-from ledger.errors import InvalidEvent, LedgerError
+from ledger.errors import InvalidEvent, LedgerError, NotFound
 
 # Above this many events to walk, `ledger verify` shows a progress bar instead of counting lines.
 BAR_THRESHOLD = 100_000
@@ -100,6 +100,14 @@ def register(main: click.Group) -> None:
 
         store = Ledger(db).store
         new = store.head().seq if new_size is None else new_size
+        if new_size is None and old_size > new:
+            fail(
+                NotFound(
+                    f"the ledger holds {new} events, fewer than the {old_size} asked for: if you hold a "
+                    f"checkpoint of {old_size} events from it, it was truncated (ledger verify --checkpoint "
+                    "NOTE says so, with the roots)"
+                )
+            )
         try:
             path = merkle_store.consistency(store, old_size, new)
             _json(

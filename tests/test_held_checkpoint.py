@@ -222,3 +222,11 @@ def test_an_oversized_note_is_refused_before_it_is_read(new_db: NewDb) -> None:
     db, _ = _signed_ledger(new_db)
     answer = _client(db).post("/checkpoint/check", content=b"x" * (MAX_NOTE_BYTES + 1))
     assert answer.status_code == 413
+
+
+def test_a_consistency_proof_from_past_the_head_says_truncated(new_db: NewDb) -> None:
+    db = _rolled_back(_victim(new_db), new_db)
+    result = CliRunner().invoke(main, ["consistency", "40", "--db", db])
+    assert result.exit_code == 1
+    assert "the ledger holds 30 events, fewer than the 40 asked for" in result.output
+    assert "it was truncated" in result.output
