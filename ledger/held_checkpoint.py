@@ -43,9 +43,14 @@ class HeldVerdict(NamedTuple):
         """One line a person reads: the verdict and the sizes and roots behind it."""
         b64 = merkle_store.b64
         if self.status == TRUNCATED:
+            gone = (
+                f"event {self.held_size} was"
+                if self.size + 1 == self.held_size
+                else f"events {self.size + 1}..{self.held_size} were"
+            )
             return (
                 f"truncated: the held checkpoint covers {self.held_size} events, the ledger now holds "
-                f"{self.size}: events {self.size + 1}..{self.held_size} were cut off or rolled back"
+                f"{self.size}: {gone} cut off or rolled back"
             )
         if self.status == REWRITTEN:
             assert self.root_at_held_size is not None
