@@ -19,11 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ledger.cosign import WitnessVerifier, add_cosignatures, cosignatures, parse_witness_vkey
-
 from ledger import merkle_store
 from ledger.checkpoint import Checkpointer, SignedCheckpoint
 from ledger.checkpoint_notes import NoteError, read_note_file, unsigned_checkpoint, write_note_file
+from ledger.cosign import WitnessVerifier, add_cosignatures, cosignatures, parse_witness_vkey
 from ledger.errors import InvalidEvent
 
 if TYPE_CHECKING:
