@@ -1,16 +1,45 @@
-"""Appending a batch: idempotency, ledger rules, optimistic concurrency, then the chain."""
+"""Appending a batch: idempotency, ledger rules, optimistic concurrency, then the chain.
+
+The per-event work here is what every append pays, in Python, so it is written to run once per event
+and no more: the data encoded once (the bytes hashed and stored), the event id, body and link built from
+those bytes, and every row an insert writes (the event's, its keys, its standing check's works, its
+observation's step) taken from the typed event in hand instead of decoded again from what was stored.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
-from .chain import body_bytes, link_hash
-from .codec import canonical, check_ijson_data, decode_data, derived_event_id, type_of
+import msgspec
+from blake3 import blake3
+
+from .codec import canonical, check_ijson_data, decode_data, derived_id
 from .errors import Conflict, InvalidEvent
-from .events import ChainLink, CitationObserved, Event, ResolutionObserved, StandingChecked, StoredEvent
+from .events import (
+    ChainLink,
+    CitationObserved,
+    Event,
+    MeasurementObserved,
+    PaperObserved,
+    ResolutionObserved,
+    StandingChecked,
+    StoredEvent,
+)
 from .facts import CheckWorkRow, Head
 from .instants import format_recorded, now_us, parse_ts
+from .keys import event_keys, link_keys
+from .spans import CITATION, RESOLUTION, Step, link_step
+
+
+class Rows(NamedTuple):
+    """What one insert writes: each new event's row (the parameters of the events INSERT, in seq
+    order), its keys, its standing check's per-work rows, and each citation's or resolution's step."""
+
+    events: list[tuple[Any, ...]]
+    keys: list[tuple[str, int]]
+    checks: list[CheckWorkRow]
+    steps: list[Step]
 
 
 class AppendTx(Protocol):
@@ -20,7 +49,7 @@ class AppendTx(Protocol):
     def existing(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]: ...
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]: ...
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]: ...
-    def insert(self, links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> None: ...
+    def insert(self, rows: Rows) -> None: ...
 
 
 class Appended(NamedTuple):
@@ -50,12 +79,16 @@ class AppendResult(NamedTuple):
         return sum(i.duplicate for i in self.items)
 
 
-class _Pending(NamedTuple):
-    position: int
-    event: Event
-    event_id: str
-    type: str
-    data: bytes
+_TYPES: dict[type, str] = {
+    PaperObserved: "paper.observed",
+    CitationObserved: CITATION,
+    ResolutionObserved: RESOLUTION,
+    StandingChecked: "standing.checked",
+    MeasurementObserved: "measurement.observed",
+}
+_CANONICAL = msgspec.json.Encoder(order="sorted")
+_STRING = msgspec.json.Encoder()
+_NUL = b"\\u0000"
 
 
 def _place(places: Sequence[str] | None, index: int) -> str:
@@ -69,49 +102,48 @@ def append_batch(
     places: Sequence[str] | None = None,
 ) -> AppendResult:
     """Append `events` atomically inside `tx`; raise (and write nothing) on any refusal."""
-    pending = []
+    encode = _CANONICAL.encode
+    types = [_TYPES[type(e)] for e in events]
+    datas = [encode(e.data) for e in events]
+    ids: list[str] = []
     for i, e in enumerate(events):
-        data = canonical(e.data)
-        check_ijson_data(data, _place(places, i))
-        pending.append(_Pending(i, e, e.event_id or derived_event_id(e, data), type_of(e), data))
+        data = datas[i]
+        if _NUL in data:  # the encoder escapes U+0000, so the escape's absence proves there is none
+            check_ijson_data(data, _place(places, i))
+        ids.append(e.event_id or derived_id(data, e.observed_at, types[i]))
     head, last_recorded = tx.head()
-    stored = tx.existing(sorted({p.event_id for p in pending}))
-    oids = sorted(
-        {
-            p.event.data.observation_id
-            for p in pending
-            if isinstance(p.event, CitationObserved | ResolutionObserved)
-        }
-    )
+    stored = tx.existing(sorted(set(ids)))
+    observed: list[Any] = [e.data for e, t in zip(events, types, strict=True) if t in _OBSERVED]
+    oids = sorted({d.observation_id for d in observed})
     citing = tx.citing_papers(oids) if oids else {}
 
-    items: list[Appended | None] = [None] * len(pending)
-    new: list[tuple[_Pending, str]] = []
-    in_batch: dict[str, _Pending] = {}
-    for p in pending:
-        where = _place(places, p.position)
-        prior = stored.get(p.event_id)
-        earlier = in_batch.get(p.event_id)
-        same = (p.type, p.event.observed_at, p.data)
+    items: list[Appended | None] = [None] * len(events)
+    new: list[tuple[int, str]] = []  # (position, stream) of each new event, in batch order
+    first_at: dict[str, int] = {}  # event id -> position of its first new occurrence
+    for i, e in enumerate(events):
+        event_id = ids[i]
+        prior = stored.get(event_id)
         if prior is not None:
-            if (prior.type, prior.observed_at, prior.data) != same:
+            if prior.type != types[i] or prior.observed_at != e.observed_at or prior.data != datas[i]:
                 raise Conflict(
-                    f"{where}.event_id: {p.event_id} is already stored (seq {prior.seq}) "
+                    f"{_place(places, i)}.event_id: {event_id} is already stored (seq {prior.seq}) "
                     "with different content",
-                    details={"index": p.position, "event_id": p.event_id, "seq": prior.seq},
+                    details={"index": i, "event_id": event_id, "seq": prior.seq},
                 )
-            items[p.position] = Appended(p.position, prior.seq, p.event_id, prior.hash, True)
+            items[i] = Appended(i, prior.seq, event_id, prior.hash, True)
             continue
+        earlier = first_at.get(event_id)
         if earlier is not None:
-            if (earlier.type, earlier.event.observed_at, earlier.data) != same:
+            same = (types[i], e.observed_at, datas[i])
+            if (types[earlier], events[earlier].observed_at, datas[earlier]) != same:
                 raise Conflict(
-                    f"{where}.event_id: {p.event_id} appears earlier in the batch "
-                    f"(index {earlier.position}) with different content",
-                    details={"index": p.position, "event_id": p.event_id, "earlier": earlier.position},
+                    f"{_place(places, i)}.event_id: {event_id} appears earlier in the batch "
+                    f"(index {earlier}) with different content",
+                    details={"index": i, "event_id": event_id, "earlier": earlier},
                 )
             continue  # answered once the earlier one has its seq
-        in_batch[p.event_id] = p
-        new.append((p, _stream(p.event, citing, where)))
+        first_at[event_id] = i
+        new.append((i, _stream(e, types[i], citing, places, i)))
 
     streams = sorted({s for _, s in new} | set(expected_versions or {}))
     versions = tx.stream_versions(streams) if streams else {}
@@ -126,56 +158,96 @@ def append_batch(
 
     recorded_us = max(now_us(), last_recorded)
     recorded_at = format_recorded(recorded_us)
-    links: list[ChainLink] = []
-    checks: list[CheckWorkRow] = []
+    # the body's fields after `data`, in code-point order; each value below is JSON-encoded exactly
+    # as canonical() would (the strings by the same encoder), so the bytes are those of chain.body_bytes
+    recorded_json = _STRING.encode(recorded_at)
+    rows = Rows([], [], [], [])
     prev, seq = head.hash, head.seq
-    for p, stream in new:
+    prev_digest = bytes.fromhex(prev)  # hash(e) = blake3(bytes.fromhex(prev_hash) || body(e))
+    for i, stream in new:
+        e, type_, data, event_id = events[i], types[i], datas[i], ids[i]
         seq += 1
         version = versions.get(stream, 0) + 1
         versions[stream] = version
-        observed_at = p.event.observed_at
-        body = body_bytes(p.data, p.event_id, observed_at, recorded_at, seq, stream, version, p.type)
-        h = link_hash(prev, body)
-        event = StoredEvent(
-            seq, p.event_id, stream, version, p.type, observed_at, recorded_at, p.data, prev, h
+        observed_at = e.observed_at
+        body = b"".join(
+            (
+                b'{"data":',
+                data,
+                b',"event_id":',
+                _STRING.encode(event_id),
+                b',"observed_at":',
+                _STRING.encode(observed_at),
+                b',"recorded_at":',
+                recorded_json,
+                b',"seq":',
+                str(seq).encode(),
+                b',"stream":',
+                _STRING.encode(stream),
+                b',"stream_version":',
+                str(version).encode(),
+                b',"type":"',
+                type_.encode(),
+                b'"}',
+            )
         )
-        link = ChainLink(event, parse_ts(observed_at), recorded_us)
-        links.append(link)
-        if isinstance(p.event, StandingChecked):
-            checks.extend(check_rows(p.event, seq, link.observed_us, recorded_us))
-        items[p.position] = Appended(p.position, seq, p.event_id, h, False)
-        prev = h
-    for p in pending:
-        if items[p.position] is None:  # a repeat within the batch: same answer as the first
-            first = items[in_batch[p.event_id].position]
+        digest = blake3(prev_digest + body).digest()
+        h = digest.hex()
+        observed_us = parse_ts(observed_at)
+        rows.events.append(
+            (seq, event_id, stream, version, type_, observed_at, observed_us, recorded_at, recorded_us,
+             data.decode(), prev, h)
+        )  # fmt: skip
+        if type_ in _OBSERVED:
+            d: Any = e.data
+            rows.keys.extend((k, seq) for k in event_keys(event_id, d))
+            if type_ == CITATION:
+                step = Step(d.observation_id, seq, type_, observed_us, recorded_us, d.citing_arxiv_id,
+                            d.reference_index, None)  # fmt: skip
+            else:
+                step = Step(d.observation_id, seq, type_, observed_us, recorded_us, None, None,
+                            d.cited_arxiv_id)  # fmt: skip
+            rows.steps.append(step)
+        else:
+            rows.keys.append((f"e:{event_id}", seq))
+            if type_ == "standing.checked":
+                rows.checks.extend(check_rows(e, seq, observed_us, recorded_us))  # type: ignore[arg-type]
+        items[i] = Appended(i, seq, event_id, h, False)
+        prev, prev_digest = h, digest
+    for i in range(len(events)):
+        if items[i] is None:  # a repeat within the batch: same answer as the first
+            first = items[first_at[ids[i]]]
             assert first is not None
-            items[p.position] = first._replace(position=p.position, duplicate=True)
-    if links:
-        tx.insert(links, checks)
-    return AppendResult([i for i in items if i is not None], Head(seq, prev))
+            items[i] = first._replace(position=i, duplicate=True)
+    if rows.events:
+        tx.insert(rows)
+    return AppendResult(cast(list[Appended], items), Head(seq, prev))
 
 
-def _stream(event: Event, citing: dict[str, str], where: str) -> str:
+_OBSERVED = (CITATION, RESOLUTION)
+
+
+def _stream(event: Any, type_: str, citing: dict[str, str], places: Sequence[str] | None, i: int) -> str:
     """Derive the stream; records observation ownership as the batch goes."""
-    if isinstance(event, StandingChecked):
-        return f"source:{event.data.source}"
-    if isinstance(event, CitationObserved):
+    if type_ == CITATION:
         oid, paper = event.data.observation_id, event.data.citing_arxiv_id
         owner = citing.setdefault(oid, paper)
         if owner != paper:
             raise InvalidEvent(
-                f"{where}.data.citing_arxiv_id",
+                f"{_place(places, i)}.data.citing_arxiv_id",
                 f"observation {oid} belongs to paper {owner}, not {paper}",
             )
         return f"paper:{paper}"
-    if isinstance(event, ResolutionObserved):
+    if type_ == RESOLUTION:
         oid = event.data.observation_id
         if oid not in citing:
             raise InvalidEvent(
-                f"{where}.data.observation_id",
+                f"{_place(places, i)}.data.observation_id",
                 f"no citation.observed for observation {oid} in the ledger or earlier in the batch",
             )
         return f"paper:{citing[oid]}"
+    if type_ == "standing.checked":
+        return f"source:{event.data.source}"
     return f"paper:{event.data.arxiv_id}"
 
 
@@ -199,3 +271,20 @@ def link_checks(link: ChainLink) -> list[CheckWorkRow]:
         return []
     event = StandingChecked(observed_at=e.observed_at, data=decode_data(e.type, e.data))
     return check_rows(event, e.seq, link.observed_us, link.recorded_us)
+
+
+def rows_of(links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> Rows:
+    """The rows an insert writes for events already chained (a copy between stores): as an append
+    would have built them, here derived from the stored bytes."""
+    rows = Rows([], [], list(checks), [])
+    for link in links:
+        e = link.event
+        rows.events.append(
+            (e.seq, e.event_id, e.stream, e.stream_version, e.type, e.observed_at, link.observed_us,
+             e.recorded_at, link.recorded_us, e.data.decode(), e.prev_hash, e.hash)
+        )  # fmt: skip
+        rows.keys.extend((k, e.seq) for k in link_keys(link))
+        step = link_step(link)
+        if step is not None:
+            rows.steps.append(step)
+    return rows

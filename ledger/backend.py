@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 
 from . import ijson
-from .append import link_checks
+from .append import link_checks, rows_of
 from .chain import Follower
 from .errors import ChainBroken, Conflict, LedgerError
 from .events import ChainLink
@@ -119,4 +119,4 @@ def _insert_chained(dst: Store, links: list[ChainLink], walker: ChainWalker) -> 
         head, _ = tx.head()
         if head != Head(first.seq - 1, first.prev_hash):
             raise Conflict(f"the target's head moved to seq {head.seq} during the copy; nothing more copied")
-        tx.insert(links, checks)
+        tx.insert(rows_of(links, checks))

@@ -216,26 +216,24 @@ def _check_standing(event: StandingChecked, d: str) -> None:
 
 def derived_event_id(event: Event, data: bytes | None = None) -> str:
     """uuid5(NAMESPACE_URL, canonical({data, observed_at, type})): same fact, same id."""
-    raw = canonical(event.data) if data is None else data
-    body = _ID_BODY.encode(_IdBody(msgspec.Raw(raw), event.observed_at, type_of(event)))
-    # uuid.uuid5 without its object overhead: SHA-1 of namespace || name, version and variant bits
-    digest = bytearray(hashlib.sha1(_NAMESPACE_URL + body).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50
-    digest[8] = (digest[8] & 0x3F) | 0x80
-    h = digest.hex()
+    return derived_id(canonical(event.data) if data is None else data, event.observed_at, type_of(event))
+
+
+def derived_id(data: bytes, observed_at: str, type_: str) -> str:
+    """derived_event_id from the data's canonical bytes (what an append holds already)."""
+    # canonical({data, observed_at, type}) joined around the stored data bytes, each string encoded
+    # by the same encoder; then uuid.uuid5 without its object overhead: SHA-1 of namespace || name,
+    # its first 16 bytes with the version and variant bits set
+    name = b'{"data":' + data + b',"observed_at":' + _STRING.encode(observed_at) + b',"type":'
+    digest = hashlib.sha1(_NAMESPACE_URL + name + _STRING.encode(type_) + b"}").digest()
+    h = f"{int.from_bytes(digest[:16], 'big') & _UUID_KEEP | _UUID_SET:032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-class _IdBody(msgspec.Struct):
-    """canonical({data, observed_at, type}) with the data bytes embedded as they are stored."""
-
-    data: msgspec.Raw
-    observed_at: str
-    type: str
-
-
-_ID_BODY = msgspec.json.Encoder()
+_STRING = msgspec.json.Encoder()
 _NAMESPACE_URL = uuid.NAMESPACE_URL.bytes
+_UUID_KEEP = ~((0xF << 76) | (0x3 << 62)) & ((1 << 128) - 1)
+_UUID_SET = (0x5 << 76) | (0x2 << 62)
 
 
 def type_of(event: Event) -> str:

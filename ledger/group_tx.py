@@ -13,20 +13,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import msgspec
-
-from .append import AppendTx
-from .events import ChainLink, StoredEvent
-from .facts import CheckWorkRow, Head
-
-_CITATION = "citation.observed"
-
-
-class _Oid(msgspec.Struct):
-    observation_id: str
-
-
-_OID = msgspec.json.Decoder(_Oid)
+from .append import AppendTx, Rows
+from .events import StoredEvent
+from .facts import Head
+from .spans import CITATION
 
 
 class GroupTx:
@@ -35,12 +25,11 @@ class GroupTx:
     def __init__(self, tx: AppendTx) -> None:
         self.tx = tx
         self._head: tuple[Head, int] | None = None
-        self._links: list[ChainLink] = []
-        self._checks: list[CheckWorkRow] = []
-        self._by_id: dict[str, StoredEvent] = {}
+        self._rows = Rows([], [], [], [])
+        self._by_id: dict[str, tuple[Any, ...]] = {}  # event id -> its staged row
         self._citing: dict[str, str] = {}
         self._versions: dict[str, int] = {}
-        self._job: tuple[list[ChainLink], list[CheckWorkRow]] | None = None
+        self._job: Rows | None = None
 
     # -- the append protocol -------------------------------------------------------------
 
@@ -53,7 +42,7 @@ class GroupTx:
     def existing(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
         """Stored events under these ids, and those staged by earlier batches of the group."""
         found: dict[str, StoredEvent] = self.tx.existing(event_ids)
-        found.update((i, self._by_id[i]) for i in event_ids if i in self._by_id)
+        found.update((i, _stored(self._by_id[i])) for i in event_ids if i in self._by_id)
         return found
 
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
@@ -69,9 +58,9 @@ class GroupTx:
         found.update((s, self._versions[s]) for s in streams if s in self._versions)
         return found
 
-    def insert(self, links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> None:
+    def insert(self, rows: Rows) -> None:
         """Stage a batch's events; they count once the batch returns (see `run`)."""
-        self._job = (list(links), list(checks))
+        self._job = rows
 
     # -- the group -----------------------------------------------------------------------
 
@@ -84,29 +73,40 @@ class GroupTx:
             self._job = None
             raise
         if self._job is not None:
-            self._keep(*self._job)
+            self._keep(self._job)
             self._job = None
         return result
 
     def flush(self) -> None:
         """Write every staged event (one insert for the whole group); the caller commits."""
-        if self._links:
-            self.tx.insert(self._links, self._checks)
-            self._links, self._checks = [], []
+        if self._rows.events:
+            self.tx.insert(self._rows)
+            self._rows = Rows([], [], [], [])
 
-    def _keep(self, links: list[ChainLink], checks: list[CheckWorkRow]) -> None:
-        if not links:
+    def _keep(self, rows: Rows) -> None:
+        if not rows.events:
             return
-        self._links.extend(links)
-        self._checks.extend(checks)
-        for link in links:
-            e = link.event
-            self._by_id[e.event_id] = e
-            self._versions[e.stream] = e.stream_version
-            if e.type == _CITATION:
-                self._citing.setdefault(_OID.decode(e.data).observation_id, e.stream.removeprefix("paper:"))
-        last = links[-1]
-        self._head = (Head(last.event.seq, last.event.hash), last.recorded_us)
+        self._rows.events.extend(rows.events)
+        self._rows.keys.extend(rows.keys)
+        self._rows.checks.extend(rows.checks)
+        self._rows.steps.extend(rows.steps)
+        for row in rows.events:
+            self._by_id[row[1]] = row
+            self._versions[row[2]] = row[3]
+        for step in rows.steps:
+            if step.type == CITATION:
+                assert step.citing is not None
+                self._citing.setdefault(step.observation_id, step.citing)
+        last = rows.events[-1]
+        self._head = (Head(last[0], last[11]), last[8])
+
+
+def _stored(row: tuple[Any, ...]) -> StoredEvent:
+    """The envelope of a staged row (the parameters of the events INSERT)."""
+    seq, event_id, stream, version, type_, observed_at, _, recorded_at, _, data, prev, h = row
+    return StoredEvent(
+        seq, event_id, stream, version, type_, observed_at, recorded_at, data.encode(), prev, h
+    )
 
 
 @contextmanager

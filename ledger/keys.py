@@ -1,37 +1,37 @@
 """The lookup keys an event implies, and the levels of tables that hold them.
 
-Idempotency needs every `event_id`, records need every observation id and cited arXiv id, source
-ingests need the works by the DOI and arXiv keys they match on (sources-v1.md), and the standing
-checks' rows are found by work id: keys with no order in time (UUIDs, arXiv ids). A B-tree
-over such keys dirties about one leaf page per key per append, so each 1000-event commit wrote
-thousands of pages and the append rate fell with the ledger's size. Here they go to small `*_recent`
-tables whose pages stay few and hot. The append whose seqs pass a multiple of `MERGE_EVENTS` moves
-their rows, sorted, into the `*_middle` level, and the one that passes a multiple of `MIDDLE_EVENTS`
-moves those on into the merged level (`event_keys`, `check_works`), so where the levels stand follows
-from the seqs alone. A move touches each leaf page of the level it goes to at most once, and the big
-level is rewritten only every `MIDDLE_EVENTS` events (the write amplification of a three-level LSM
-tree). Lookups read all three (the `event_keys_all` and `check_works_all` views); `ledger verify`
-checks every row against the events.
+Idempotency needs every `event_id`, appends and diffs need every observation id, source ingests need
+the works by the DOI and arXiv keys they match on (sources-v1.md), and the standing checks' rows are
+found by work id: keys with no order in time (UUIDs, DOIs). A B-tree over such keys dirties about one
+leaf page per key per append, and a SQLite commit writes every page it dirtied, so a 1000-event commit
+into one big tree wrote thousands of pages and the append rate fell with the ledger's size. Here they
+go to a small `*_recent` level whose few pages every commit rewrites, and move down, sorted, through
+levels ten times bigger each (`MOVES`: the append whose seqs pass a multiple of a level's size moves
+it into the next, so where the levels stand follows from the seqs alone). A move rewrites the level it
+goes to once, so each key is written about five times per level over its life (a levelled LSM tree
+with fan-out 10) and no append rewrites the big level more than once every `MOVES[-1]` events. Lookups
+read every level (the `event_keys_all` and `check_works_all` views); `ledger verify` checks every row
+against the events. Only the two big levels keep an index by seq (for verify's walk): a move appends
+to it a range of seqs, where the small levels' would be rewritten by every commit.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
 from .doi import work_keys
 from .events import ChainLink
 
-# events whose rows the recent level holds before they move to the middle one (bench/floor.py
-# measured 100,000 keys as the point past which the recent level's own pages grow costly), and
-# events the middle level holds before its rows move to the merged level (a multiple of the first:
-# the middle level moves only in an append that moved the recent one)
-MERGE_EVENTS = 25_000
-MIDDLE_EVENTS = 250_000
+# the events whose rows each level but the last holds before they move to the next one, each size a
+# multiple of the one before (a level moves only in an append that moved the one above it); the recent
+# level's 5,000 events (about 10,000 keys, a hundred-odd pages) are what every commit rewrites
+MOVES = (5_000, 50_000, 500_000)
 # each derived table's levels, from the one appends write to the one that keeps the most
-LEVELS = ("recent", "middle", "merged")
+LEVELS = ("recent", "middle", "deep", "merged")
 
 
 def level_table(table: str, level: str) -> str:
@@ -41,7 +41,6 @@ def level_table(table: str, level: str) -> str:
 
 EVENT = "e:"
 OBSERVATION = "o:"
-CITED = "c:"
 WORK = "w:"
 # a match key longer than this is stored as its digest: PostgreSQL refuses B-tree entries over about
 # 2.7 kB, and a lookup confirms every candidate against the event's own cited work anyway
@@ -60,7 +59,6 @@ class _Work(msgspec.Struct):
 
 class _Refs(msgspec.Struct):
     observation_id: str
-    cited_arxiv_id: str | None = None
     cited_work: _Work | None = None
 
 
@@ -75,19 +73,24 @@ def work_index_key(match_key: str) -> str:
 
 
 def link_keys(link: ChainLink) -> list[str]:
-    """The keys of one stored event: its event id, then its observation id and cited arXiv id if any,
-    then the works-index keys of its cited work when that has a work_id (sorted)."""
+    """The keys of one stored event: its event id, then its observation id if any, then the
+    works-index keys of its cited work when that has a work_id (sorted)."""
     e = link.event
-    keys = [EVENT + e.event_id]
-    if e.type == _CITATION or e.type == _RESOLUTION:
-        refs = _REFS.decode(e.data)
-        keys.append(OBSERVATION + refs.observation_id)
-        if e.type == _RESOLUTION and refs.cited_arxiv_id is not None:
-            keys.append(CITED + refs.cited_arxiv_id)
-        w = refs.cited_work
-        # only a work with a work_id can be known to a source ingest (ledger/works_store.py)
-        if w is not None and w.work_id is not None:
-            keys += sorted({work_index_key(k) for k in work_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)})
+    if e.type != _CITATION and e.type != _RESOLUTION:
+        return [EVENT + e.event_id]
+    return event_keys(e.event_id, _REFS.decode(e.data))
+
+
+def event_keys(event_id: str, refs: Any = None) -> list[str]:
+    """The keys of an event with this id and, for a citation or resolution, its data (decoded: the
+    typed Struct an append holds, or what `link_keys` reads back from stored bytes)."""
+    if refs is None:
+        return [EVENT + event_id]
+    keys = [EVENT + event_id, OBSERVATION + refs.observation_id]
+    w = refs.cited_work
+    # only a work with a work_id can be known to a source ingest (ledger/works_store.py)
+    if w is not None and w.work_id is not None:
+        keys += sorted({work_index_key(k) for k in work_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)})
     return keys
 
 

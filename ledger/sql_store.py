@@ -18,23 +18,22 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from . import spans
+from .append import Rows
 from .chain import GENESIS
 from .conns import ThreadConnections
 from .events import ChainLink, StoredEvent
-from .facts import CheckRow, CheckWorkRow, Fact, Head, ScrubPass, SourceHead, VerifiedPoint
+from .facts import CheckRow, Fact, Head, ScrubPass, SourceHead, VerifiedPoint
 from .instants import format_recorded, now_us
 from .interface import Tables, side_path
 from .keys import (
     EVENT,
     LEVELS,
-    MERGE_EVENTS,
-    MIDDLE_EVENTS,
+    MOVES,
     OBSERVATION,
     WORK,
-    key_rows,
     level_table,
 )
-from .spans import CITATION, OPEN, Row, Span, Step, bucket_deltas, delta, history, link_step, step_row
+from .spans import CITATION, OPEN, Row, Span, Step, bucket_deltas, delta, history, step_row
 from .spans import COLUMNS as SPAN_COLUMNS
 from .sql import (
     CHECK_WORKS_COLUMNS,
@@ -49,7 +48,6 @@ from .sql import (
     encode_peaks,
     envelope_row,
     fact_row,
-    link_params,
     link_row,
 )
 
@@ -124,7 +122,7 @@ def step_columns(d: Dialect, events: str = "") -> str:
 
 
 # (a level, the level its rows move to), smallest first
-_MERGES = (("recent", "middle"), ("middle", "merged"))
+_MERGES = tuple(zip(LEVELS, LEVELS[1:], strict=False))
 _AFTER_O = OBSERVATION[0] + ";"  # the first key past every observation key ("o:" < "o;")
 _KEYED = "seq IN (SELECT seq FROM event_keys_all WHERE {})"
 
@@ -362,30 +360,30 @@ class SqlWriteTx:
         )
         return {r[0]: r[1] for r in rows}
 
-    def insert(self, links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> None:
+    def insert(self, rows: Rows) -> None:
         """Insert the new events, their keys and their observations' spans, moving levels down when the
         seqs pass a level's size (the caller commits)."""
-        self._spans(links)
-        self.store._many(self.conn, _INSERT_EVENTS, [link_params(k) for k in links])
-        self.store._many(self.conn, _INSERT_KEYS, key_rows(links))
-        if checks:
-            self.store._many(self.conn, _INSERT_CHECK_WORKS, [(*c[:5], c.notices.decode()) for c in checks])
+        self._spans(rows.steps)
+        self.store._many(self.conn, _INSERT_EVENTS, rows.events)
+        self.store._many(self.conn, _INSERT_KEYS, rows.keys)
+        if rows.checks:
+            self.store._many(
+                self.conn, _INSERT_CHECK_WORKS, [(*c[:5], c.notices.decode()) for c in rows.checks]
+            )
         # a level moves in the append whose seqs pass a multiple of its size: no read needed to know
-        before, last = links[0].event.seq - 1, links[-1].event.seq
-        for (source, target), every in zip(_MERGES, (MERGE_EVENTS, MIDDLE_EVENTS), strict=True):
+        before, last = rows.events[0][0] - 1, rows.events[-1][0]
+        for (source, target), every in zip(_MERGES, MOVES, strict=True):
             if last // every == before // every:
                 return
             for sql in _move(source, target, self.store.dialect.analyze):
                 self._q(sql)
 
-    def _spans(self, links: Sequence[ChainLink]) -> None:
-        """Close and open the inbound spans of the observations these events change (read before the
+    def _spans(self, steps: Sequence[Step]) -> None:
+        """Close and open the inbound spans of the observations these steps change (read before the
         events are inserted: the prior steps are the stored ones)."""
         new: dict[str, list[Step]] = {}
-        for link in links:
-            step = link_step(link)
-            if step is not None:
-                new.setdefault(step.observation_id, []).append(step)
+        for step in steps:
+            new.setdefault(step.observation_id, []).append(step)
         if not new:
             return
         unread = [o for o in sorted(new) if o not in self._steps]
@@ -393,13 +391,13 @@ class SqlWriteTx:
         closed: list[tuple[Any, ...]] = []
         gone: list[Span] = []
         opened: list[Row] = []
-        for oid, steps in new.items():
-            change = delta(prior.get(oid, []), steps)
+        for oid, mine in new.items():
+            change = delta(prior.get(oid, []), mine)
             closed += [(s.observation_id, s.t_from, OPEN, k) for s, k in change.closed]
             gone += [s for s, _ in change.closed]
             opened += change.opened
         # a later insert in this transaction starts from these
-        self._steps.update({oid: [*prior.get(oid, []), *steps] for oid, steps in new.items()})
+        self._steps.update({oid: [*prior.get(oid, []), *mine] for oid, mine in new.items()})
         if closed:
             self.store._many(self.conn, _DROP_SPAN, closed)
             self.store._many(self.conn, _CLOSE_SPAN, [(k, o, t, end) for o, t, end, k in closed])

@@ -23,7 +23,7 @@ def imported_fixture_db(db_factory: Callable[[Path, str], str], directory: Path)
     return db
 
 
-LEVEL_SUFFIXES = ("", "_middle", "_recent")  # the derived tables' levels (ledger/keys.py)
+LEVEL_SUFFIXES = ("", "_deep", "_middle", "_recent")  # the derived tables' levels (ledger/keys.py)
 
 
 def cut_sql(keep: int) -> list[str]:

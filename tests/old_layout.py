@@ -3,11 +3,14 @@ given one, then the rows of a ledger of today (the columns of events and check_w
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
 from ledger import migrations, pg_migrations
 from ledger.backend import is_pg_url
+from ledger.backfill import FILL_TABLE
+from ledger.events import ChainLink
 from ledger.keys import WORK, key_rows
 from ledger.sql import link_params
 from service.ledger import Ledger
@@ -21,13 +24,17 @@ CHECK_COLUMNS = "seq, work_id, source, observed_us, recorded_us, notices"
 
 def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
     """Make empty `db` a ledger of schema version `steps` holding `source`'s events (and, from the
-    layout that keeps event_keys on, their keys as it kept them: no works-index keys yet)."""
+    layout that keeps event_keys on, their keys as it kept them: no works-index keys before the step
+    that adds them, and each cited arXiv id's `c:` key before the four-level step)."""
     links = list(source.store.iter_chain())
     events = [link_params(link) for link in links]
     checks = list(source.store.iter_check_works())
     scripts = (pg_migrations.MIGRATIONS if is_pg_url(db) else migrations.MIGRATIONS)[:steps]
     keyed = any("CREATE TABLE event_keys" in script for script in scripts)
-    keys = [(k, seq) for k, seq in key_rows(links) if not k.startswith(WORK)] if keyed else []
+    works = any(FILL_TABLE in script for script in scripts)
+    keys = [(k, seq) for k, seq in key_rows(links) if works or not k.startswith(WORK)] if keyed else []
+    if keyed and not any("event_keys_deep" in script for script in scripts):
+        keys += [(f"c:{cited}", link.event.seq) for link in links if (cited := _cited(link)) is not None]
     insert_events = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join(['?'] * 12)})"
     insert_checks = f"INSERT INTO check_works ({CHECK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
     insert_keys = "INSERT INTO event_keys (key, seq) VALUES (?, ?)"
@@ -62,6 +69,13 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
         _insert(conn, insert_pending, pending)
     finally:
         conn.close()
+
+
+def _cited(link: ChainLink) -> str | None:
+    if link.event.type != "resolution.observed":
+        return None
+    cited: str | None = json.loads(link.event.data)["cited_arxiv_id"]
+    return cited
 
 
 def _insert(conn: Any, sql: str, rows: list[Any]) -> None:

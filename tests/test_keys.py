@@ -38,7 +38,7 @@ def _keys_of(ledger: Ledger, event: ev.Event) -> list[str]:
     [
         pytest.param([paper(A, ts(0))], ["e:"], id="paper"),
         pytest.param([citation(OID, A, ts(1))], ["e:", "o:"], id="citation"),
-        pytest.param([citation(OID, A, ts(1)), resolution(OID, ts(2), cited_arxiv=B)], ["e:", "o:", "c:"],
+        pytest.param([citation(OID, A, ts(1)), resolution(OID, ts(2), cited_arxiv=B)], ["e:", "o:"],
                      id="resolution-to-an-arxiv-paper"),
         pytest.param([citation(OID, A, ts(1)), resolution(OID, ts(2), "unresolved")], ["e:", "o:"],
                      id="resolution-to-no-paper"),
@@ -48,7 +48,7 @@ def _keys_of(ledger: Ledger, event: ev.Event) -> list[str]:
         pytest.param([citation(OID, A, ts(1), 0, work(None, ts(1), pith=B))], ["e:", "o:"],
                      id="citation-of-a-keyed-work-without-work-id"),
         pytest.param([citation(OID, A, ts(1)), resolution(OID, ts(2), cited_arxiv=B, cited=DOI_WORK)],
-                     ["e:", "o:", "c:", "w:", "w:"], id="resolution-to-a-work-with-a-doi-and-arxiv-id"),
+                     ["e:", "o:", "w:", "w:"], id="resolution-to-a-work-with-a-doi-and-arxiv-id"),
     ],
 )  # fmt: skip
 def test_each_event_implies_its_keys(fresh_ledger: Ledger, events: list[ev.Event], kinds: list[str]) -> None:
@@ -59,8 +59,6 @@ def test_each_event_implies_its_keys(fresh_ledger: Ledger, events: list[ev.Event
     assert keys[0] == "e:" + appended.event_id
     if "o:" in kinds:
         assert keys[1] == "o:" + OID
-    if "c:" in kinds:
-        assert keys[2] == "c:" + B
     # the cited work's match keys, one each (its arXiv id and pith_arxiv_id give one key)
     want = {"w-1": ["w:10.48550/arxiv.2101.00002"], "w-doi": ["w:10.48550/arxiv.2101.00002", "w:10.5555/x.1"]}
     assert [k for k in keys if k.startswith("w:")] == want.get(_work_id(events[-1]), [])
@@ -80,14 +78,14 @@ def test_a_long_match_key_is_kept_as_its_digest(fresh_ledger: Ledger) -> None:
 
 
 def _levels(db: str) -> tuple[int, ...]:
-    """Keys at the merged, middle and recent levels."""
-    return tuple(
-        int(rows(db, f"SELECT count(*) FROM event_keys{s}")[0][0]) for s in ("", "_middle", "_recent")
-    )
+    """Keys at the merged, deep, middle and recent levels."""
+    levels = ("", "_deep", "_middle", "_recent")
+    return tuple(int(rows(db, f"SELECT count(*) FROM event_keys{s}")[0][0]) for s in levels)
 
 
 def _cite(i: int) -> list[ev.Event]:
-    """Paper A's i-th citation of paper B, resolved to it."""
+    """Paper A's i-th citation of paper B, resolved to it (four keys: two event ids, the observation's
+    twice)."""
     oid = f"0b7f3c9e-1c2d-4e5f-8a9b-{i:012d}"
     return [
         citation(oid, A, ts(10 + i), i, work(f"w-{i}", ts(10 + i))),
@@ -95,33 +93,43 @@ def _cite(i: int) -> list[ev.Event]:
     ]
 
 
-def test_keys_move_down_the_levels_and_lookups_read_all_three(
+# (what is appended, the keys at each level after it: merged, deep, middle, recent), levels of 4, 8, 16
+MOVED_DOWN = [
+    ("papers A and B", (0, 0, 0, 2)),
+    ("citation 0: seqs 3-4, the recent level covers 4 events and moves", (0, 0, 6, 0)),
+    ("citation 1", (0, 0, 6, 4)),
+    ("citation 2: seq 8 passes 4 and 8, recent into middle, middle into deep", (0, 14, 0, 0)),
+    ("citation 3", (0, 14, 0, 4)),
+    ("citation 4: seq 12", (0, 14, 8, 0)),
+    ("citation 5", (0, 14, 8, 4)),
+    ("citation 6: seq 16 passes 4, 8 and 16, every level into the merged one", (30, 0, 0, 0)),
+    ("citation 7", (30, 0, 0, 4)),
+    ("citation 8: seq 20", (30, 0, 8, 0)),
+    ("citation 9", (30, 0, 8, 4)),
+    ("citation 10: seq 24", (30, 16, 0, 0)),
+    ("citation 11", (30, 16, 0, 4)),
+    ("citation 12: seq 28", (30, 16, 8, 0)),
+    ("citation 13", (30, 16, 8, 4)),
+]
+
+
+def test_keys_move_down_the_levels_and_lookups_read_all_four(
     fresh_ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", 4)
-    monkeypatch.setattr("ledger.sql_store.MIDDLE_EVENTS", 8)
+    monkeypatch.setattr("ledger.sql_store.MOVES", (4, 8, 16))
     ledger, db = fresh_ledger, fresh_ledger.url
-    ledger.append([paper(A, ts(0)), paper(B, ts(1))])
-    assert _levels(db) == (0, 0, 2)
-    ledger.append(_cite(0))  # seqs 1-4: the recent level covers 4 events and moves to the middle
-    assert _levels(db) == (0, 2 + 5, 0)
-    ledger.append(_cite(1))
-    assert _levels(db) == (0, 7, 5)
-    ledger.append(_cite(2))  # the middle level now covers 8 events and moves to the merged one
-    assert _levels(db) == (17, 0, 0)
-    ledger.append(_cite(3))
-    ledger.append(_cite(4))  # seqs 9-12 move to the middle level
-    assert _levels(db) == (17, 10, 0)
-    ledger.append(_cite(5))
-    assert _levels(db) == (17, 10, 5)
-    # a duplicate is found at every level
-    again = ledger.append(_cite(0) + _cite(4) + _cite(5))
-    assert again.duplicates == 6 and ledger.head().seq == 14
+    batches = [[paper(A, ts(0)), paper(B, ts(1))]] + [_cite(i) for i in range(14)]
+    for batch, (what, levels) in zip(batches, MOVED_DOWN, strict=True):
+        ledger.append(batch)
+        assert _levels(db) == levels, what
+    # a duplicate is found at every level: citation 0 is merged, 9 deep, 12 middle, 13 recent
+    again = ledger.append(_cite(0) + _cite(9) + _cite(12) + _cite(13))
+    assert again.duplicates == 8 and ledger.head().seq == 30
     # a resolution whose citation's keys were merged still finds its citing paper
     oid = "0b7f3c9e-1c2d-4e5f-8a9b-000000000000"
     ledger.append([resolution(oid, ts(30), "unresolved")])
     record, _, _ = ledger.record(B, as_of_us=None)
-    assert len(record["inbound"]) == 5  # citation 0 was re-resolved away from B; 1 to 5 remain
+    assert len(record["inbound"]) == 13  # citation 0 was re-resolved away from B; 1 to 13 remain
     assert ledger.verify().ok
 
 
@@ -136,12 +144,11 @@ def test_a_record_is_the_same_whichever_level_holds_its_keys(
     events += [check("crossref", ts(41), works[3:], [notice("w-4")])]
     built = {}
     for merge in (6, 10**9):
-        monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", merge)
-        monkeypatch.setattr("ledger.sql_store.MIDDLE_EVENTS", 2 * merge)
+        monkeypatch.setattr("ledger.sql_store.MOVES", (merge, 2 * merge, 2 * merge))
         ledger = Ledger(new_db(f"m{merge}.db"))
         for i in range(0, len(events), 2):
             ledger.append(events[i : i + 2])
-        merged, _, recent = _levels(ledger.url)
+        merged, _, _, recent = _levels(ledger.url)
         assert (merged > 0) == (merge == 6) and recent > 0
         if merge == 6:  # the first check's rows were merged, the second's are recent
             assert rows(ledger.url, "SELECT DISTINCT seq FROM check_works") == [(9,)]
@@ -158,11 +165,18 @@ def test_a_record_is_the_same_whichever_level_holds_its_keys(
     assert built[6][2].count('"retraction"') == 2  # both notices, from both levels, reached the record
 
 
-def test_opening_a_ledger_of_the_older_layout_upgrades_it(imported_ledger: Ledger, new_db: NewDb) -> None:
+@pytest.mark.parametrize(
+    "layout", ["CREATE TABLE event_keys", "CREATE TABLE event_keys_deep"], ids=["no-keys", "three-levels"]
+)
+def test_opening_a_ledger_of_the_older_layout_upgrades_it(
+    imported_ledger: Ledger, new_db: NewDb, layout: str
+) -> None:
     old = new_db("old.db")
     layout_step = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS
-    before = next(i for i, script in enumerate(layout_step) if "CREATE TABLE event_keys" in script)
+    before = next(i for i, script in enumerate(layout_step) if layout in script)
     build_old_ledger(old, before, imported_ledger)
+    if "deep" in layout:  # the three-level layout kept each cited arXiv id's key
+        assert rows(old, "SELECT count(*) FROM event_keys WHERE key LIKE 'c:%'")[0][0] > 0
     assert rows(old, "SELECT count(*) FROM events")[0][0] == imported_ledger.head().seq
     upgraded = Ledger(old)  # migrates the stored layout
     assert upgraded.head() == imported_ledger.head()
@@ -204,7 +218,7 @@ def test_a_move_renews_the_statistics_postgresql_plans_by(
     moved rows, would be scanned whole for each key (measured: 2 s a 1000-event batch instead of 0.15)."""
     if not is_pg_url(fresh_ledger.url):
         pytest.skip("SQLite keeps no statistics unless ANALYZE is run, and plans these by their indexes")
-    monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", 4)
+    monkeypatch.setattr("ledger.sql_store.MOVES", (4, 8, 16))
     fresh_ledger.append([paper(A, ts(0)), paper(B, ts(1))] + _cite(0))
     analyzed = rows(
         fresh_ledger.url,

@@ -81,8 +81,7 @@ if on_postgresql():  # statements only PostgreSQL has
 @pytest.fixture
 def merged_ledger(fresh_ledger: Ledger, fixture_bytes: bytes, monkeypatch: pytest.MonkeyPatch) -> Ledger:
     """The real record's events with every derived row merged (ledger/keys.py): the guarded level."""
-    monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", 1)
-    monkeypatch.setattr("ledger.sql_store.MIDDLE_EVENTS", 1)
+    monkeypatch.setattr("ledger.sql_store.MOVES", (1, 1, 1))
     fresh_ledger.import_bytes(fixture_bytes)
     assert one(fresh_ledger.url, "SELECT count(*) FROM check_works") == 74
     return fresh_ledger
@@ -135,15 +134,20 @@ OVERWRITES: list[Any] = [
 
 
 @pytest.mark.parametrize(
-    ("table", "merge"),
-    [("event_keys_recent", 10**9), ("check_works_recent", 10**9), ("event_keys_middle", 1),
-     ("check_works_middle", 1)],
+    ("table", "moves"),
+    [("event_keys_recent", (10**9,) * 3), ("check_works_recent", (10**9,) * 3),
+     ("event_keys_middle", (1, 10**9, 10**9)), ("check_works_middle", (1, 10**9, 10**9)),
+     ("event_keys_deep", (1, 1, 10**9)), ("check_works_deep", (1, 1, 10**9))],
 )  # fmt: skip
 def test_the_smaller_levels_refuse_update(
-    fresh_ledger: Ledger, fixture_bytes: bytes, monkeypatch: pytest.MonkeyPatch, table: str, merge: int
+    fresh_ledger: Ledger,
+    fixture_bytes: bytes,
+    monkeypatch: pytest.MonkeyPatch,
+    table: str,
+    moves: tuple[int, ...],
 ) -> None:
     """A merge moves the smaller levels' rows (it deletes them); nothing changes one."""
-    monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", merge)
+    monkeypatch.setattr("ledger.sql_store.MOVES", moves)
     imported_ledger = fresh_ledger
     imported_ledger.import_bytes(fixture_bytes)
     db = imported_ledger.url
@@ -221,10 +225,10 @@ SQLITE_TRIGGERS = {
     "event_keys_no_delete",
     "event_keys_recent_no_update",
     "event_keys_middle_no_update",
+    "event_keys_deep_no_update",
     "check_works_recent_no_update",
     "check_works_middle_no_update",
-    "check_works_recent_no_replace",
-    "check_works_middle_no_replace",
+    "check_works_deep_no_update",
     "events_no_update",
     "events_no_delete",
     "events_no_replace",
@@ -240,8 +244,10 @@ PG_TRIGGERS = {
     ("event_keys", "event_keys_no_truncate"),
     ("event_keys_recent", "event_keys_recent_no_update"),
     ("event_keys_middle", "event_keys_middle_no_update"),
+    ("event_keys_deep", "event_keys_deep_no_update"),
     ("check_works_recent", "check_works_recent_no_update"),
     ("check_works_middle", "check_works_middle_no_update"),
+    ("check_works_deep", "check_works_deep_no_update"),
     ("events", "events_append_only"),
     ("events", "events_no_truncate"),
     ("check_works", "check_works_append_only"),

@@ -109,7 +109,7 @@ def edited_stream_version(db: str) -> int:
 
 def _levels(sql: str, table: str) -> list[str]:
     """`sql` on every level of a derived table (the fixture's rows are all still in the recent one)."""
-    return [sql.format(t) for t in (table, f"{table}_middle", f"{table}_recent")]
+    return [sql.format(t) for t in (table, f"{table}_deep", f"{table}_middle", f"{table}_recent")]
 
 
 def edited_check_index(db: str) -> int:
@@ -150,7 +150,7 @@ def removed_event_key(db: str) -> int:
 
 
 def forged_event_key(db: str) -> int:
-    edit(db, "INSERT INTO event_keys_recent (key, seq) VALUES ('c:2101.99999', 20)")
+    edit(db, "INSERT INTO event_keys_recent (key, seq) VALUES ('o:0b7f3c9e-1c2d-4e5f-8a9b-0c1d2e3f4a5b', 20)")
     return 20
 
 

@@ -22,8 +22,7 @@ FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.j
 @pytest.fixture
 def loaded(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Ledger:
     """A PostgreSQL ledger holding the real record, its derived rows merged (the guarded level)."""
-    monkeypatch.setattr("ledger.sql_store.MERGE_EVENTS", 1)
-    monkeypatch.setattr("ledger.sql_store.MIDDLE_EVENTS", 1)
+    monkeypatch.setattr("ledger.sql_store.MOVES", (1, 1, 1))
     ledger = Ledger(pg_url)
     ledger.import_bytes(FIXTURE.read_bytes())
     return ledger
