@@ -28,7 +28,7 @@ from .events import (
 )
 from .facts import CheckWorkRow, Head
 from .instants import format_recorded, now_us, parse_ts
-from .keys import event_keys, link_keys
+from .keys import EVENT, OBSERVATION, event_keys, link_keys
 from .spans import CITATION, RESOLUTION, Step, link_step
 
 
@@ -79,15 +79,21 @@ class AppendResult(NamedTuple):
         return sum(i.duplicate for i in self.items)
 
 
+_STANDING = "standing.checked"
 _TYPES: dict[type, str] = {
     PaperObserved: "paper.observed",
     CitationObserved: CITATION,
     ResolutionObserved: RESOLUTION,
-    StandingChecked: "standing.checked",
+    StandingChecked: _STANDING,
     MeasurementObserved: "measurement.observed",
 }
+_BODY = (
+    b'{"data":%b,"event_id":%b,"observed_at":%b,"recorded_at":%b,"seq":%d,"stream":%b,'
+    b'"stream_version":%d,"type":%b}'
+)
 _CANONICAL = msgspec.json.Encoder(order="sorted")
 _STRING = msgspec.json.Encoder()
+_TYPE_JSON = {t: _STRING.encode(t) for t in _TYPES.values()}
 _NUL = b"\\u0000"
 
 
@@ -103,6 +109,7 @@ def append_batch(
 ) -> AppendResult:
     """Append `events` atomically inside `tx`; raise (and write nothing) on any refusal."""
     encode = _CANONICAL.encode
+    # the tags as the interned constants of this module, so the loops below compare them by identity
     types = [_TYPES[type(e)] for e in events]
     datas = [encode(e.data) for e in events]
     ids: list[str] = []
@@ -158,59 +165,57 @@ def append_batch(
 
     recorded_us = max(now_us(), last_recorded)
     recorded_at = format_recorded(recorded_us)
-    # the body's fields after `data`, in code-point order; each value below is JSON-encoded exactly
-    # as canonical() would (the strings by the same encoder), so the bytes are those of chain.body_bytes
-    recorded_json = _STRING.encode(recorded_at)
     rows = Rows([], [], [], [])
+    events_, keys, steps = rows.events, rows.keys, rows.steps
     prev, seq = head.hash, head.seq
     prev_digest = bytes.fromhex(prev)  # hash(e) = blake3(bytes.fromhex(prev_hash) || body(e))
+    # body(e) of chain.body_bytes: its fields in code-point order, each string JSON-encoded by the same
+    # encoder (a stream or an instant repeats across a batch: each is encoded once)
+    strings: dict[str, bytes] = {}
+    string = _STRING.encode
+    recorded_json = string(recorded_at)
     for i, stream in new:
         e, type_, data, event_id = events[i], types[i], datas[i], ids[i]
         seq += 1
         version = versions.get(stream, 0) + 1
         versions[stream] = version
         observed_at = e.observed_at
-        body = b"".join(
-            (
-                b'{"data":',
-                data,
-                b',"event_id":',
-                _STRING.encode(event_id),
-                b',"observed_at":',
-                _STRING.encode(observed_at),
-                b',"recorded_at":',
-                recorded_json,
-                b',"seq":',
-                str(seq).encode(),
-                b',"stream":',
-                _STRING.encode(stream),
-                b',"stream_version":',
-                str(version).encode(),
-                b',"type":"',
-                type_.encode(),
-                b'"}',
-            )
+        if (observed_json := strings.get(observed_at)) is None:
+            observed_json = strings[observed_at] = string(observed_at)
+        if (stream_json := strings.get(stream)) is None:
+            stream_json = strings[stream] = string(stream)
+        body = _BODY % (
+            data,
+            string(event_id),
+            observed_json,
+            recorded_json,
+            seq,
+            stream_json,
+            version,
+            _TYPE_JSON[type_],
         )
         digest = blake3(prev_digest + body).digest()
         h = digest.hex()
         observed_us = parse_ts(observed_at)
-        rows.events.append(
+        events_.append(
             (seq, event_id, stream, version, type_, observed_at, observed_us, recorded_at, recorded_us,
              data.decode(), prev, h)
         )  # fmt: skip
-        if type_ in _OBSERVED:
+        if type_ is CITATION or type_ is RESOLUTION:
             d: Any = e.data
-            rows.keys.extend((k, seq) for k in event_keys(event_id, d))
-            if type_ == CITATION:
-                step = Step(d.observation_id, seq, type_, observed_us, recorded_us, d.citing_arxiv_id,
-                            d.reference_index, None)  # fmt: skip
+            oid = d.observation_id
+            keys.append((EVENT + event_id, seq))
+            keys.append((OBSERVATION + oid, seq))
+            if d.cited_work is not None and d.cited_work.work_id is not None:
+                keys.extend((k, seq) for k in event_keys(event_id, d)[2:])
+            if type_ is CITATION:
+                steps.append(Step(oid, seq, type_, observed_us, recorded_us, d.citing_arxiv_id,
+                                  d.reference_index, None))  # fmt: skip
             else:
-                step = Step(d.observation_id, seq, type_, observed_us, recorded_us, None, None,
-                            d.cited_arxiv_id)  # fmt: skip
-            rows.steps.append(step)
+                steps.append(Step(oid, seq, type_, observed_us, recorded_us, None, None, d.cited_arxiv_id))
         else:
-            rows.keys.append((f"e:{event_id}", seq))
-            if type_ == "standing.checked":
+            keys.append((EVENT + event_id, seq))
+            if type_ is _STANDING:
                 rows.checks.extend(check_rows(e, seq, observed_us, recorded_us))  # type: ignore[arg-type]
         items[i] = Appended(i, seq, event_id, h, False)
         prev, prev_digest = h, digest
@@ -246,7 +251,7 @@ def _stream(event: Any, type_: str, citing: dict[str, str], places: Sequence[str
                 f"no citation.observed for observation {oid} in the ledger or earlier in the batch",
             )
         return f"paper:{citing[oid]}"
-    if type_ == "standing.checked":
+    if type_ is _STANDING:
         return f"source:{event.data.source}"
     return f"paper:{event.data.arxiv_id}"
 

@@ -63,6 +63,10 @@ class Dialect:
             return f"{column} IN (SELECT value FROM json_each(?))"
         return f"{column} = ANY(?)"
 
+    def each(self, alias: str) -> str:
+        """A table of one row per value of a list bound with `bind_list`, its column `{alias}.value`."""
+        return f"json_each(?) AS {alias}" if self.json_lists else f"unnest(?::text[]) AS {alias}(value)"
+
     def bind_list(self, values: Sequence[Any]) -> Any:
         """The parameter for `any_of`."""
         return json.dumps(list(values)) if self.json_lists else list(values)

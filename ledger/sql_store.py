@@ -124,7 +124,9 @@ def step_columns(d: Dialect, events: str = "") -> str:
 # (a level, the level its rows move to), smallest first
 _MERGES = tuple(zip(LEVELS, LEVELS[1:], strict=False))
 _AFTER_O = OBSERVATION[0] + ";"  # the first key past every observation key ("o:" < "o;")
-_KEYED = "seq IN (SELECT seq FROM event_keys_all WHERE {})"
+# the events under any of a list of keys: the list read once per level, each key a probe of each level's
+# tree (a condition on the view instead ran the list as a subquery in every level: 3 us a key, not 0.8)
+_KEYED = "seq IN (SELECT k.seq FROM {} JOIN event_keys_all AS k ON k.key = j.value)"
 
 
 class SqlStore:
@@ -324,7 +326,7 @@ class SqlWriteTx:
         """Events already stored under any of these ids."""
         d = self.store.dialect
         rows = self._q(
-            f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {_KEYED.format(d.any_of('key'))}",
+            f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {_KEYED.format(d.each('j'))}",
             (d.bind_list([EVENT + i for i in event_ids]),),
         )
         return {e.event_id: e for e in map(envelope_row, rows)}
@@ -342,7 +344,7 @@ class SqlWriteTx:
         """The stored citations and resolutions of these observations (remembered for the spans)."""
         d = self.store.dialect
         rows = self._q(
-            f"SELECT {step_columns(d)} FROM events WHERE {_KEYED.format(d.any_of('key'))}",
+            f"SELECT {step_columns(d)} FROM events WHERE {_KEYED.format(d.each('j'))}",
             (d.bind_list([OBSERVATION + o for o in observation_ids]),),
         )
         found: dict[str, list[Step]] = {o: [] for o in observation_ids}
@@ -725,7 +727,7 @@ class SqlTables:
         d = self.store.dialect
         if oids is not None:
             rows = self._q(
-                f"SELECT {step_columns(d)} FROM events WHERE {_KEYED.format(d.any_of('key'))}",
+                f"SELECT {step_columns(d)} FROM events WHERE {_KEYED.format(d.each('j'))}",
                 (d.bind_list([OBSERVATION + o for o in oids]),),
             )
             steps = sorted(map(step_row, rows), key=lambda s: (s.observation_id, s.seq))
@@ -889,7 +891,7 @@ class SqlTables:
         """Citations and resolutions of the given observations observed in (after, until], in seq order."""
         d = self.store.dialect
         rows = self._q(
-            f"SELECT {FACT_COLUMNS} FROM events WHERE {_KEYED.format(d.any_of('key'))} "
+            f"SELECT {FACT_COLUMNS} FROM events WHERE {_KEYED.format(d.each('j'))} "
             "AND observed_us > ? AND observed_us <= ? ORDER BY seq",
             (d.bind_list([OBSERVATION + o for o in observation_ids]), after_us, until_us),
         )
