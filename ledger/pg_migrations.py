@@ -236,8 +236,9 @@ MIGRATIONS: list[str] = [
     f"""
     CREATE TEMP TABLE {FILL_TABLE} (key text COLLATE "C" NOT NULL, seq bigint NOT NULL);
     """,
-    # Step 7, four levels, as SQLite's step 8 (ledger/keys.py).
+    # Step 7, four levels and spans without their index by observation, as SQLite's step 8.
     """
+    DROP INDEX inbound_spans_observation;
     DROP INDEX event_keys_recent_seq;
     DROP INDEX event_keys_middle_seq;
     DROP INDEX check_works_recent_seq;

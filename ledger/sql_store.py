@@ -88,8 +88,10 @@ def _move(source: str, target: str, analyze: bool = False) -> list[str]:
 
 _INSERT_SPANS = f"INSERT INTO inbound_spans ({SPAN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 # a span opened at the recorded_us that closes it was never visible to a read: it goes
-_DROP_SPAN = "DELETE FROM inbound_spans WHERE observation_id = ? AND t_from = ? AND k_to = ? AND k_from = ?"
-_CLOSE_SPAN = "UPDATE inbound_spans SET k_to = ? WHERE observation_id = ? AND t_from = ? AND k_to = ?"
+# (a span is found by its key: the delta names the cited and citing papers, the reference and its start)
+_SPAN_KEY = "cited = ? AND citing = ? AND reference_index = ? AND observation_id = ? AND t_from = ?"
+_DROP_SPAN = f"DELETE FROM inbound_spans WHERE {_SPAN_KEY} AND k_from = ? AND k_to = {OPEN}"
+_CLOSE_SPAN = f"UPDATE inbound_spans SET k_to = ? WHERE {_SPAN_KEY} AND k_to = {OPEN}"
 _COUNT_BUCKETS = (
     "INSERT INTO inbound_counts (cited, bucket, starts, ends) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (cited, bucket) DO UPDATE SET starts = inbound_counts.starts + excluded.starts, "
@@ -395,14 +397,14 @@ class SqlWriteTx:
         opened: list[Row] = []
         for oid, mine in new.items():
             change = delta(prior.get(oid, []), mine)
-            closed += [(s.observation_id, s.t_from, OPEN, k) for s, k in change.closed]
+            closed += [(*s[:5], k) for s, k in change.closed]
             gone += [s for s, _ in change.closed]
             opened += change.opened
         # a later insert in this transaction starts from these
         self._steps.update({oid: [*prior.get(oid, []), *mine] for oid, mine in new.items()})
         if closed:
             self.store._many(self.conn, _DROP_SPAN, closed)
-            self.store._many(self.conn, _CLOSE_SPAN, [(k, o, t, end) for o, t, end, k in closed])
+            self.store._many(self.conn, _CLOSE_SPAN, [(c[-1], *c[:-1]) for c in closed])
         if opened:
             self.store._many(self.conn, _INSERT_SPANS, opened)
         counts = bucket_deltas(opened, gone)
@@ -745,11 +747,13 @@ class SqlTables:
         for key, group in itertools.groupby(heapq.merge(*levels), key=lambda r: r[0]):
             yield key.removeprefix(OBSERVATION), [step_row(r[2:]) for r in group]
 
-    def span_rows(self, oids: Sequence[str] | None = None) -> Iterator[Row]:
-        """Every stored inbound span (or only these observations') by (observation_id, t_from, k_from),
-        read lazily."""
+    def span_rows(self, oids: Sequence[str] | None = None, *, ordered: bool = True) -> Iterator[Row]:
+        """Every stored inbound span (or only these observations'), read lazily: by (observation_id,
+        t_from, k_from), or as stored (`ordered=False`, which needs no sort: no index is by observation)."""
         d = self.store.dialect
         where, params = ("1 = 1", ()) if oids is None else (d.any_of("observation_id"), (d.bind_list(oids),))
+        if not ordered:
+            return map(Row._make, self._q(f"SELECT {SPAN_COLUMNS} FROM inbound_spans WHERE {where}", params))
         rows = self._ordered(
             f"SELECT observation_id, t_from, k_from, {SPAN_COLUMNS} FROM inbound_spans WHERE {where}",
             ["observation_id", "t_from", "k_from"],
