@@ -76,9 +76,14 @@ def link_keys(link: ChainLink) -> list[str]:
     """The keys of one stored event: its event id, then its observation id if any, then the
     works-index keys of its cited work when that has a work_id (sorted)."""
     e = link.event
-    if e.type != _CITATION and e.type != _RESOLUTION:
-        return [EVENT + e.event_id]
-    return event_keys(e.event_id, _REFS.decode(e.data))
+    return stored_keys(e.event_id, e.type, e.data)
+
+
+def stored_keys(event_id: str, type_: str, data: bytes) -> list[str]:
+    """The keys of an event with this id, type and stored data bytes (what `link_keys` reads)."""
+    if type_ != _CITATION and type_ != _RESOLUTION:
+        return [EVENT + event_id]
+    return event_keys(event_id, _REFS.decode(data))
 
 
 def event_keys(event_id: str, refs: Any = None) -> list[str]:

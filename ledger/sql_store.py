@@ -252,6 +252,10 @@ class SqlStore:
 
     def iter_chain(self, after: int = 0, batch: int = 5000) -> Iterator[ChainLink]:
         """Every stored event in seq order, with the index columns verify rechecks."""
+        return map(link_row, self.iter_rows(after, batch))
+
+    def iter_rows(self, after: int = 0, batch: int = 5000) -> Iterator[tuple[Any, ...]]:
+        """iter_chain's rows as read: ENVELOPE_COLUMNS, observed_us, recorded_us (data as text)."""
         conn = self._conn()
         while True:
             rows = self._q(
@@ -262,7 +266,7 @@ class SqlStore:
             ).fetchall()
             if not rows:
                 return
-            yield from map(link_row, rows)
+            yield from rows
             after = rows[-1][0]
 
     def iter_check_works(self) -> Iterator[tuple[Any, ...]]:
@@ -662,6 +666,22 @@ class SqlTables:
         )
         return heapq.merge(checks, keys)
 
+    def index_rows(self) -> Iterator[tuple[Any, ...]]:
+        """Every derived row at every level, in the order each level keeps them (no sort):
+        ("key", key, seq) and ("check", work_id, source, observed_us, seq, recorded_us, notices)."""
+        for lv in LEVELS:
+            table = level_table("event_keys", lv)
+            rows = self._ordered(f"SELECT key, seq FROM {table} WHERE 1 = 1", ["key", "seq"], ())
+            yield from (("key", *r) for r in rows)
+        columns = "work_id, source, observed_us, seq, recorded_us, notices"
+        for lv in LEVELS:
+            rows = self._ordered(
+                f"SELECT {columns} FROM {level_table('check_works', lv)} WHERE 1 = 1",
+                columns.split(", ")[:4],
+                (),
+            )
+            yield from (("check", *r) for r in rows)
+
     def repeated_event_id(self, event_ids: Sequence[str] | None = None) -> tuple[str, list[int]] | None:
         """An event id (of all, or of these) stored under more than one seq, with its seqs (the ledger
         holds none)."""
@@ -735,6 +755,16 @@ class SqlTables:
             steps = sorted(map(step_row, rows), key=lambda s: (s.observation_id, s.seq))
             yield from ((o, list(g)) for o, g in itertools.groupby(steps, key=lambda s: s.observation_id))
             return
+        if d.page is None:
+            # one statement read lazily: the database sorts the citations and resolutions by observation
+            # (a scan of the events in their order, where the keys' levels cost a random read each)
+            sorted_steps = self._q(
+                f"SELECT {step_columns(d)} FROM events "
+                f"WHERE type IN ('{CITATION}', '{spans.RESOLUTION}') ORDER BY 1, seq"
+            )
+            by_oid = itertools.groupby(map(step_row, sorted_steps), key=lambda s: s.observation_id)
+            yield from ((oid, list(mine)) for oid, mine in by_oid)
+            return
         levels = [
             self._ordered(
                 f"SELECT k.key, k.seq, {step_columns(d, 'e.')} FROM {level_table('event_keys', lv)} AS k "
@@ -752,8 +782,13 @@ class SqlTables:
         t_from, k_from), or as stored (`ordered=False`, which needs no sort: no index is by observation)."""
         d = self.store.dialect
         where, params = ("1 = 1", ()) if oids is None else (d.any_of("observation_id"), (d.bind_list(oids),))
-        if not ordered:
-            return map(Row._make, self._q(f"SELECT {SPAN_COLUMNS} FROM inbound_spans WHERE {where}", params))
+        if not ordered:  # in the key's order: no sort, and pages by the key where the dialect pages
+            key = ["cited", "citing", "reference_index", "observation_id", "t_from", "k_from"]
+            rest = ", ".join(c for c in SPAN_COLUMNS.split(", ") if c not in key)
+            by_key = self._ordered(
+                f"SELECT {', '.join(key)}, {rest} FROM inbound_spans WHERE {where}", key, params
+            )
+            return (Row(r[0], r[1], r[2], r[3], r[4], r[6], r[7], r[8], r[5], r[9]) for r in by_key)
         rows = self._ordered(
             f"SELECT observation_id, t_from, k_from, {SPAN_COLUMNS} FROM inbound_spans WHERE {where}",
             ["observation_id", "t_from", "k_from"],

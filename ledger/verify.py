@@ -10,18 +10,23 @@ it is trusted, not re-hashed (run without resume to recheck everything), and the
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from blake3 import blake3
+
 from . import merkle_store as ms
-from .append import link_checks
-from .chain import GENESIS, Follower
+from .append import check_rows, link_checks
+from .chain import GENESIS, Follower, envelope_body
 from .checkpoint import Checkpoint, NoteError, unsigned_checkpoint
-from .events import ChainLink
+from .codec import decode_data
+from .events import ChainLink, StandingChecked, StoredEvent
 from .facts import Head, VerifiedPoint
-from .keys import EVENT, OBSERVATION, link_keys
+from .instants import parse_ts
+from .keys import EVENT, OBSERVATION, link_keys, stored_keys
 from .merkle import CompactRange, leaf_hash
 from .spans import Row, Step, history
 
@@ -147,12 +152,18 @@ def _walk(
     every: int,
     batch: int | None = None,
     between: Callable[[], bool] | None = None,
+    exact: bool = False,
 ) -> tuple[_Walk, tuple[int, str] | None, Head] | None:
     """Walk after `start` to the head or the first break; the end checks (index rows past the last
     event, Merkle fill, signed checkpoint) in the same read as the last rows, so an append landing
-    meanwhile is never taken for a cut-off."""
+    meanwhile is never taken for a cut-off.
+
+    A whole walk in one read holds the derived rows (keys, standing checks' works) to the events as
+    two multisets, the stored ones read in any order; a paced or resumed walk, or a whole walk whose
+    multisets differ (walked again to name the seq), compares each event's rows as it passes it."""
     tables = store.tables
-    walk = _Walk(tables, start, progress, every)
+    exact = exact or batch is not None or start.seq > 0
+    walk = _Walk(tables, start, progress, every, exact)
     held: Checkpoint | str | None = None
     first = True
     while True:
@@ -165,7 +176,14 @@ def _walk(
                 if held is not None and not isinstance(held, str):
                     walk.root_sizes.add(held.size)
             rows: Iterable[ChainLink]
-            if batch is None:
+            if not exact:
+                walk.begin(iter(()))
+                if not walk.run_rows(store.iter_rows()) or walk.derived != _digest(tables.index_rows()):
+                    # a break, or rows that differ: walked again, each event's rows compared as it
+                    # passes, to name whichever break comes first
+                    return _walk(store, start, progress, every, exact=True)
+                rows, final = (), True
+            elif batch is None:
                 rows, final = store.iter_chain(after=walk.last_seq), True
                 walk.begin(tables.index_after(walk.last_seq))
             else:
@@ -220,9 +238,13 @@ class _Walk:
         start: _Start,
         progress: Callable[[int], None] | None,
         every: int,
+        exact: bool = True,
     ) -> None:
         self.tables = tables
         self.start = start
+        self.exact = exact
+        # not exact: the count and hash sum of the derived rows the walked events imply (see _digest)
+        self.derived = (0, 0)
         self.progress = progress
         self.every = every
         # after a resume, a stream may have events before the starting point
@@ -274,11 +296,9 @@ class _Walk:
                     self.touched = None  # a long resumed walk: check everything rather than hold it
             expected = sorted(
                 [(seq, "key", k) for k in keys]
-                + [
-                    (c.seq, "check", c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
-                    for c in link_checks(link)
-                ]
-            )
+                + [(c.seq, "check", c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
+                   for c in link_checks(link)]
+            )  # fmt: skip
             index_bad = self._index_upto(seq, expected)
             if index_bad is not None:
                 bad = index_bad
@@ -298,6 +318,64 @@ class _Walk:
         if node_bad is not None and (bad is None or node_bad[0] < bad[0]):
             return node_bad
         return bad
+
+    def run_rows(self, rows: Iterable[tuple[Any, ...]]) -> bool:
+        """A whole walk's pass over raw rows (ENVELOPE_COLUMNS, observed_us, recorded_us): every check
+        of `run`, the derived rows summed into `derived` instead of compared, and False at the first
+        event any check doubts (the exact walk then names it). Written as one loop over the columns:
+        it is what a full verify pays per event."""
+        prev, last_seq, last_recorded = self.chain.prev, self.chain.last_seq, self.chain.last_recorded
+        versions, tree, pending, filled = self.chain.versions, self.tree, self.pending, self.filled
+        count, total = self.derived
+        prev_digest = bytes.fromhex(prev)
+        checked, progress, every = self.checked, self.progress, self.every
+        for row in rows:
+            seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev_hash, h = row[:10]
+            if seq != last_seq + 1 or prev_hash != prev or version != versions.get(stream, 0) + 1:
+                return False
+            raw = data.encode()
+            text = f"{event_id}{observed_at}{recorded_at}{stream}{type_}"
+            if '"' in text or "\\" in text or not text.isprintable() or type(seq) is not int:
+                # a string the encoder escapes (or a value of another type): chain.envelope_body's bytes
+                body = envelope_body(
+                    StoredEvent(
+                        seq, event_id, stream, version, type_, observed_at, recorded_at, raw, prev_hash, h
+                    )
+                )
+            else:  # the same bytes, joined from the columns as they are (see chain.envelope_body)
+                tail = _TAIL % (event_id, observed_at, recorded_at, seq, stream, version, type_)
+                body = b'{"data":' + raw + tail.encode()
+            digest = blake3(prev_digest + body).digest()
+            if digest.hex() != h:
+                return False
+            observed_us, recorded_us = row[10], row[11]
+            if recorded_us < last_recorded or parse_ts(recorded_at) != recorded_us:
+                return False
+            if parse_ts(observed_at) != observed_us:
+                return False
+            keys = stored_keys(event_id, type_, raw)
+            count += len(keys)
+            total += sum(hash(("key", k, seq)) for k in keys)
+            if type_ == _STANDING:
+                event = StandingChecked(observed_at=observed_at, data=decode_data(type_, raw))
+                for c in check_rows(event, seq, observed_us, recorded_us):
+                    count += 1
+                    total += hash(("check", *c[:5], c.notices.decode()))
+            for node in tree.append(hashlib.sha256(b"\x00" + body).digest()):
+                if node[0] >= ms.STORED_LEVEL and (node[1] + 1) << node[0] <= filled:
+                    pending.append(node)
+            if seq in self.root_sizes:
+                self.roots[seq] = tree.root()
+            versions[stream] = version
+            prev, prev_digest, last_seq, last_recorded = h, digest, seq, recorded_us
+            checked += 1
+            if len(pending) >= _NODE_BATCH and self._flush() is not None:
+                return False
+            if progress is not None and checked % every == 0:
+                progress(checked)
+        self.chain.prev, self.chain.last_seq, self.chain.last_recorded = prev, last_seq, last_recorded
+        self.checked, self.derived = checked, (count, total & _MASK)
+        return self._flush() is None
 
     def _index_upto(self, seq: int, expected: list[tuple[Any, ...]]) -> tuple[int, str] | None:
         """Consume the derived rows up to `seq`; they must be exactly `expected` (the event's)."""
@@ -351,7 +429,8 @@ def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | Non
     every one, or those whose keys are in `only` (a resumed walk: the walk it resumes checked the rest)."""
     oids = None if only is None else sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
     if oids is None and _same_rows(
-        (r for _, steps in tables.observation_steps() for r in history(steps)),
+        # an observation has spans only if a resolution of it names a paper
+        (r for _, steps in tables.observation_steps() if any(s.cited for s in steps) for r in history(steps)),
         tables.span_rows(ordered=False),
     ):
         return None  # every span: held equal as two multisets, read in any order (no sort)
@@ -383,7 +462,16 @@ def _digest(rows: Iterable[tuple[Any, ...]]) -> tuple[int, int]:
     for row in rows:
         count += 1
         total += hash(tuple(row))
-    return count, total & 0xFFFF_FFFF_FFFF_FFFF
+    return count, total & _MASK
+
+
+_MASK = 0xFFFF_FFFF_FFFF_FFFF
+_STANDING = "standing.checked"
+# body(e) after its data, as chain.body_bytes encodes it when no string needs an escape
+_TAIL = (
+    ',"event_id":"%s","observed_at":"%s","recorded_at":"%s","seq":%d,"stream":"%s",'
+    '"stream_version":%d,"type":"%s"}'
+)
 
 
 def _check_counts(tables: Tables, only: set[str] | None, last_seq: int) -> tuple[int, str] | None:
