@@ -42,6 +42,32 @@ class Rows(NamedTuple):
     steps: list[Step]
 
 
+class Needs(NamedTuple):
+    """What an append of a batch will look up, known before its transaction: a group commit looks up
+    every batch's at once (ledger/group_tx.py)."""
+
+    event_ids: list[str]
+    observation_ids: list[str]
+    streams: list[str]
+
+
+def needs_of(events: Sequence[Event], expected_versions: Mapping[str, int] | None = None) -> Needs:
+    """The ids, observations and streams (those known without a lookup) an append of `events` reads."""
+    ids, oids, streams = [], [], list(expected_versions or {})
+    encode = _CANONICAL.encode
+    for e in events:
+        type_ = _TYPES[type(e)]
+        ids.append(e.event_id or derived_id(encode(e.data), e.observed_at, type_))
+        d: Any = e.data
+        if type_ is CITATION or type_ is RESOLUTION:
+            oids.append(d.observation_id)
+        if type_ is CITATION:
+            streams.append(f"paper:{d.citing_arxiv_id}")
+        elif type_ is not RESOLUTION:  # a resolution's stream is its citation's: known after a lookup
+            streams.append(_stream(e, type_, {}, None, 0))
+    return Needs(ids, oids, streams)
+
+
 class AppendTx(Protocol):
     """What a backend's write transaction offers an append."""
 

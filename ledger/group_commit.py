@@ -9,13 +9,14 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from .append import Needs
 from .group_tx import group as staged
 
 if TYPE_CHECKING:
     from .append import AppendTx as WriteTx
     from .interface import Store
 
-Job = tuple[Callable[["WriteTx"], Any], "Future[Any]"]
+Job = tuple[Callable[["WriteTx"], Any], "Future[Any]", Needs | None]
 
 
 class GroupCommitter:
@@ -31,11 +32,12 @@ class GroupCommitter:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def submit(self, job: Callable[[WriteTx], Any]) -> Any:
-        """Run `job(tx)` in the next group transaction; return its result once committed."""
+    def submit(self, job: Callable[[WriteTx], Any], needs: Needs | None = None) -> Any:
+        """Run `job(tx)` in the next group transaction; return its result once committed. `needs` names
+        what it will look up, so the group looks up all of its jobs' at once."""
         future: Future[Any] = Future()
         self._ensure_thread()
-        self._queue.put((job, future))
+        self._queue.put((job, future, needs))
         return future.result()
 
     def close(self) -> None:
@@ -100,13 +102,14 @@ class GroupCommitter:
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
         try:
             with self.store.write() as tx, staged(tx) as gtx:
-                for job, future in group:
+                gtx.prefetch([needs for _, _, needs in group if needs is not None])
+                for job, future, _ in group:
                     try:
                         outcomes.append((future, gtx.run(job), None))
                     except Exception as e:  # this batch alone is refused; the others go on
                         outcomes.append((future, None, e))
         except BaseException as e:  # the commit itself failed: nothing in the group is acknowledged
-            for _, future in group:
+            for _, future, _ in group:
                 if not future.done():
                     future.set_exception(e)
             return

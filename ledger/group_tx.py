@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from .append import AppendTx, Rows
+from .append import AppendTx, Needs, Rows
 from .events import StoredEvent
 from .facts import Head
 from .spans import CITATION
@@ -24,12 +24,28 @@ class GroupTx:
 
     def __init__(self, tx: AppendTx) -> None:
         self.tx = tx
+        # what `prefetch` read for the whole group: each batch's lookups answer from it, one statement
+        # each for the group instead of one for each batch (singles come in groups of up to 512)
+        self._known: tuple[set[str], set[str], set[str]] = (set(), set(), set())
+        self._stored: dict[str, StoredEvent] = {}
+        self._stored_citing: dict[str, str] = {}
+        self._stored_versions: dict[str, int] = {}
         self._head: tuple[Head, int] | None = None
         self._rows = Rows([], [], [], [])
         self._by_id: dict[str, tuple[Any, ...]] = {}  # event id -> its staged row
         self._citing: dict[str, str] = {}
         self._versions: dict[str, int] = {}
         self._job: Rows | None = None
+
+    def prefetch(self, needs: Sequence[Needs]) -> None:
+        """Look up, in one statement each, what the group's batches will ask (before any stages)."""
+        ids = sorted({i for n in needs for i in n.event_ids})
+        oids = sorted({o for n in needs for o in n.observation_ids})
+        streams = sorted({s for n in needs for s in n.streams})
+        self._known = (set(ids), set(oids), set(streams))
+        self._stored = self.tx.existing(ids) if ids else {}
+        self._stored_citing = self.tx.citing_papers(oids) if oids else {}
+        self._stored_versions = self.tx.stream_versions(streams) if streams else {}
 
     # -- the append protocol -------------------------------------------------------------
 
@@ -41,20 +57,29 @@ class GroupTx:
 
     def existing(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
         """Stored events under these ids, and those staged by earlier batches of the group."""
-        found: dict[str, StoredEvent] = self.tx.existing(event_ids)
+        known = self._known[0]
+        rest = [i for i in event_ids if i not in known]
+        found: dict[str, StoredEvent] = self.tx.existing(rest) if rest else {}
+        found.update((i, self._stored[i]) for i in event_ids if i in self._stored)
         found.update((i, _stored(self._by_id[i])) for i in event_ids if i in self._by_id)
         return found
 
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
         """observation_id -> citing paper, from the store and from staged citations."""
         unknown = [o for o in observation_ids if o not in self._citing]
-        found: dict[str, str] = self.tx.citing_papers(unknown) if unknown else {}
+        known = self._known[1]
+        rest = [o for o in unknown if o not in known]
+        found: dict[str, str] = self.tx.citing_papers(rest) if rest else {}
+        found.update((o, self._stored_citing[o]) for o in unknown if o in self._stored_citing)
         found.update((o, self._citing[o]) for o in observation_ids if o in self._citing)
         return found
 
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
         """Current version of each stream, staged batches included."""
-        found: dict[str, int] = self.tx.stream_versions(streams)
+        known = self._known[2]
+        rest = [s for s in streams if s not in known]
+        found: dict[str, int] = self.tx.stream_versions(rest) if rest else {}
+        found.update((s, self._stored_versions[s]) for s in streams if s in self._stored_versions)
         found.update((s, self._versions[s]) for s in streams if s in self._versions)
         return found
 

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ledger.append import AppendResult, append_batch
+from ledger.append import AppendResult, append_batch, needs_of
 from ledger.backend import Store, Unsupported, is_pg_url, open_store
 from ledger.codec import canonical, check_rules, check_types
 from ledger.errors import NotFound
@@ -118,7 +118,8 @@ class Ledger:
             check_rules(e, where, now)
         if self._committer is not None:
             result: AppendResult = self._committer.submit(
-                lambda tx: append_batch(tx, events, expected_versions, places)
+                lambda tx: append_batch(tx, events, expected_versions, places),
+                needs_of(events, expected_versions),
             )
         else:
             with self.store.write() as tx:

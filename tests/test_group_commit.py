@@ -111,3 +111,38 @@ def test_a_batch_failing_after_its_inserts_is_rolled_back_alone(new_db: NewDb) -
     assert isinstance(outcome["failed"], RuntimeError)
     assert [e.stream for e in ledger.store.read_log()] == ["paper:2101.00001"]
     assert ledger.verify().ok
+
+
+class _CountingTx:
+    """An append transaction over a real one that counts the lookups reaching it."""
+
+    def __init__(self, tx: object) -> None:
+        self.tx = tx
+        self.calls: dict[str, int] = {}
+
+    def __getattr__(self, name: str) -> object:
+        self.calls[name] = self.calls.get(name, 0) + 1
+        return getattr(self.tx, name)
+
+
+def test_a_group_looks_up_every_batchs_ids_observations_and_streams_at_once(new_db: NewDb) -> None:
+    from ledger.append import append_batch, needs_of
+    from ledger.group_tx import group
+    from tests.factories import citation, oid_of, resolution
+
+    ledger = Ledger(new_db("g.db"))
+    ledger.append([paper("2101.00001", ts(0)), citation(oid_of(1), "2101.00001", ts(1))])
+    batches = [
+        [measurement("2101.00001", ts(2), 1)],
+        [citation(oid_of(2), "2101.00001", ts(3)), resolution(oid_of(1), ts(4), cited_arxiv="2101.00002")],
+        [paper("2101.00001", ts(0))],  # a duplicate of a stored event, found by the group's lookup
+        [resolution(oid_of(2), ts(5), "unresolved")],  # its citation staged by a batch before it
+    ]
+    with ledger.store.write() as tx:
+        counting = _CountingTx(tx)
+        with group(counting) as gtx:  # type: ignore[arg-type]
+            gtx.prefetch([needs_of(b) for b in batches])
+            results = [gtx.run(lambda t, b=b: append_batch(t, b)) for b in batches]
+    assert counting.calls == {"existing": 1, "citing_papers": 1, "stream_versions": 1, "head": 1, "insert": 1}
+    assert [r.appended for r in results] == [1, 2, 0, 1] and results[2].items[0].seq == 1
+    assert ledger.verify().ok
