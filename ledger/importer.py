@@ -13,6 +13,7 @@ from .codec import (
     check_arxiv,
     check_instant,
     context_digest,
+    decode_event,
     decode_json,
     msgspec_where,
     observation_digest,
@@ -80,7 +81,7 @@ def parse_ndjson(raw: bytes, progress: Callable[[int], Any] | None = None) -> Ba
             progress(done)
             done = 0
         if line.strip():
-            events.append(to_event(decode_json(line, f"line {n}"), f"line {n}"))
+            events.append(decode_event(line, f"line {n}"))
             places.append(f"line {n}")
     if progress is not None:
         progress(done)
