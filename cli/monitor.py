@@ -12,9 +12,8 @@ import click
 from ledger.checkpoint_notes import NoteError
 from ledger.errors import LedgerError
 
-from .common import fail, quorum_of, quorum_options
+from .common import EXIT_CAUGHT, fail, quorum_of, quorum_options
 
-EXIT_CAUGHT = 2  # truncated, rewritten or badly signed: the same code as `ledger verify --checkpoint`
 TIMEOUT = 30.0
 MAX_NOTE = 64 * 1024
 MAX_PROOF = 1024 * 1024  # a consistency proof is at most ~2 log2(size) hashes: a few kB
