@@ -270,10 +270,11 @@ def follow_events(done: Followed, target: Checkpoint, fetch: PageFetch, page: in
     if size == done.size:
         why = f"event seq {size} is served unchanged" if size else "no event yet"
         return EventsSeen(CONSISTENT, f"events: {why}; the root is the checkpoint's", followed)
+    onto = f" onto seq {done.size}" if done.size else ""
     return EventsSeen(
         CONSISTENT,
-        f"events {done.size + 1}..{size} read: each hash recomputed from the bytes served and chained onto "
-        f"seq {done.size}; the root of {size} events is the checkpoint's",
+        f"events {done.size + 1}..{size} read: each hash recomputed from the bytes served and chained"
+        f"{onto}; the root of {size} events is the checkpoint's",
         followed,
     )
 
