@@ -219,8 +219,7 @@ class EventsSeen(NamedTuple):
 
 
 def follow_events(done: Followed, target: Checkpoint, fetch: PageFetch, page: int = PAGE) -> EventsSeen:
-    """Read the events past `done` up to the checkpoint's size (the last verified one again first, which
-    must still have its hash), recompute each hash and the root, and hold them to the checkpoint."""
+    """Read the events past `done` up to the checkpoint's size; hold their hashes and root to it."""
     if target.size < done.size:
         raise ValueError(f"{done.size} events verified, more than the checkpoint's {target.size}")
     prev, size, tree = done.hash, done.size, CompactRange(done.size, done.peaks)

@@ -104,10 +104,9 @@ class Cosigner:
         return cosigned_note(self.store)
 
     def cosign(self, wait_s: float | None = None) -> Round | None:
-        """Sign a checkpoint of the head (the last one if the head has not moved) and, unless it was
-        cosigned already, send it at once to every witness missing; keep it with each line that verifies,
-        as it comes. Waits `wait_s` at most (None: for every answer); a witness slower than that is not
-        asked again until it answers, and its line is kept then if the checkpoint is still the newest."""
+        """Send a checkpoint of the head to the witnesses missing from it; keep each line as it comes."""
+        # At most `wait_s` (None: every answer). A witness slower than that is not asked again until it
+        # answers; its line is kept then if the checkpoint is still the newest.
         signed = Checkpointer.for_db(self.store).latest()
         verifiers = [w.verifier for w in self.witnesses]
         kept = self.cosigned()

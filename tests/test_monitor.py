@@ -1,5 +1,7 @@
 """The monitor (service/monitor.py, `ledger monitor`): a client that keeps the last checkpoint it
-verified catches a truncation, a rewrite and a bad signature; on real servers with a real monitor."""
+verified catches a truncation, a rewrite and a bad signature; following the events too (--events), it
+recomputes their hashes and root and catches what the checkpoints do not show; on real servers with a
+real monitor."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """The ledger's side of its witnesses (service/witnessing.py) against in-process witnesses
 (service/witness.py): each new checkpoint cosigned, a witness down or refusing costs only its own
-cosignature, a split view gets none, and clients holding a quorum refuse what was not cosigned."""
+cosignature, a slow one holds up neither the others nor the next checkpoint, each checkpoint costs
+one request per witness, a split view gets none, and clients holding a quorum refuse what was not
+cosigned."""
 
 from __future__ import annotations
 

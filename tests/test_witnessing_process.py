@@ -1,7 +1,9 @@
 """Real processes on 127.0.0.1: a ledger server sending its checkpoints to two witness servers, and a
 monitor requiring both cosignatures. A view shown to one user alone (a split view, signed with the
 same key) gets no cosignature, and the monitor refuses it; the rewrite is also caught by the
-monitor's kept checkpoint and by `ledger verify --checkpoint`."""
+monitor's kept checkpoint and by `ledger verify --checkpoint`. A ledger rolled back below what the
+witnesses cosigned gets nothing; a witness that hangs blocks no append and no other cosignature; each
+checkpoint costs one request per witness."""
 
 from __future__ import annotations
 
