@@ -15,6 +15,8 @@ from ledger.instants import parse_as_of
 if TYPE_CHECKING:
     from ledger.cosign import Quorum
 
+EXIT_CAUGHT = 2  # the ledger was caught: truncated, rewritten, badly signed or not cosigned
+
 db_option = click.option(
     "--db",
     "db",
@@ -42,10 +44,10 @@ def required_instant(value: str, name: str) -> int:
     return us
 
 
-def fail(err: LedgerError) -> NoReturn:
-    """Print the ledger's message on stderr and exit 1."""
+def fail(err: LedgerError, code: int = 1) -> NoReturn:
+    """Print the ledger's message on stderr and exit `code` (1: a refusal)."""
     click.echo(f"error: {err.message}", err=True)
-    sys.exit(1)
+    sys.exit(code)
 
 
 def quorum_options(f: Callable[..., Any]) -> Callable[..., Any]:

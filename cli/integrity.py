@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cli.common import db_option, fail, instant, quorum_of, quorum_options
+from cli.common import EXIT_CAUGHT, db_option, fail, instant, quorum_of, quorum_options
 from ledger.codec import canonical
 from ledger.cosign import NO_QUORUM, Quorum
 from ledger.errors import InvalidEvent, LedgerError, NotFound
@@ -190,7 +190,8 @@ def register(main: click.Group) -> None:
         type=click.File("r"),
         default=None,
         help="A signed checkpoint you hold (from GET /checkpoint, `ledger checkpoint` or a bundle; - for "
-        "stdin): the ledger must extend it (exit 2 and 'truncated' or 'rewritten' otherwise).",
+        "stdin): the ledger must extend it (exit 2 and 'truncated' or 'rewritten' otherwise; exit 2 and "
+        "'not cosigned' when it lacks --quorum of the --witness cosignatures).",
     )
     @click.option(
         "--key",
@@ -338,7 +339,7 @@ def _verify(
         )
         if held is not None:
             click.echo("Held checkpoint: " + status["note"])
-    sys.exit(0 if status["ok"] and (held is None or (verdict is not None and verdict.ok)) else 2)
+    sys.exit(0 if status["ok"] and (held is None or (verdict is not None and verdict.ok)) else EXIT_CAUGHT)
 
 
 def _open_held(ledger: Any, note: str, key_arg: str | None, quorum: Quorum) -> Any:
@@ -368,7 +369,8 @@ def _open_held(ledger: Any, note: str, key_arg: str | None, quorum: Quorum) -> A
     try:
         quorum.check(note)
     except NoteError as e:
-        fail(NoteError(f"--checkpoint: {e.message}"))
+        # caught, as monitor's "not cosigned": possibly a view shown to this user alone
+        fail(NoteError(f"--checkpoint: not cosigned: {e.message}"), EXIT_CAUGHT)
     return held
 
 

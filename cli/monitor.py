@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ledger.checkpoint_notes import NoteError
 from ledger.errors import LedgerError
 
-from .common import fail, quorum_of, quorum_options
+from .common import EXIT_CAUGHT, fail, quorum_of, quorum_options
 
-EXIT_CAUGHT = 2  # truncated, rewritten or badly signed: the same code as `ledger verify --checkpoint`
+if TYPE_CHECKING:
+    from service.monitor import Page
+
 TIMEOUT = 30.0
 MAX_NOTE = 64 * 1024
 MAX_PROOF = 1024 * 1024  # a consistency proof is at most ~2 log2(size) hashes: a few kB
+# an evidence page holds at most 4 MB of event data, or one event (at most a request body, 8 MB by
+# default), plus each envelope's few hundred bytes
+MAX_PAGE = 16 * 1024 * 1024
 
 
 def register(main: click.Group) -> None:
@@ -39,6 +45,14 @@ def register(main: click.Group) -> None:
         "--once", is_flag=True, help="Check the current checkpoint against the kept one, then exit."
     )
     @click.option(
+        "--events",
+        "follow",
+        is_flag=True,
+        help="Also read every event past those verified (GET /evidence, a page at a time), recompute "
+        "each hash from the bytes served, the chain and the Merkle root, which must be the checkpoint's; "
+        "only the last seq and hash and O(log n) tree hashes are kept in --state.",
+    )
+    @click.option(
         "--interval",
         type=click.FloatRange(0.05),
         default=60.0,
@@ -51,18 +65,20 @@ def register(main: click.Group) -> None:
         key_arg: str,
         state_dir: Path | None,
         once: bool,
+        follow: bool,
         interval: float,
         witness_keys: tuple[str, ...],
         quorum: int | None,
     ) -> None:
         """Follow a remote ledger's signed checkpoints: each must verify with the pinned key and extend
         the last one kept (its consistency proof checked here), and carry the cosignatures of --quorum of
-        the --witness keys. Exit 2 with 'truncated', 'rewritten', 'bad signature' or 'not cosigned' when
-        the ledger is caught; 0 after --once when it is consistent."""
+        the --witness keys; with --events, the events must chain and hash to its root. Exit 2 with
+        'truncated', 'rewritten', 'bad signature' or 'not cosigned' when the ledger is caught; 0 after
+        --once when it is consistent."""
         import httpx
 
         from ledger.checkpoint import read_vkey_arg
-        from service.monitor import MonitorState, observe
+        from service.monitor import BadAnswer, Followed, MonitorState, follow_events, observe
 
         verifier = read_vkey_arg(key_arg)
         required = quorum_of(witness_keys, quorum)
@@ -72,25 +88,44 @@ def register(main: click.Group) -> None:
             kept = state.load(verifier)
         except NoteError as e:
             fail(NoteError(f"the checkpoint kept in {state.path} does not verify with the key: {e.message}"))
+        followed = Followed()
+        if follow:
+            try:
+                followed = state.load_events()
+            except ValueError as e:
+                fail(LedgerError(str(e)))
+            if kept is None or followed.size > kept.checkpoint.size:
+                followed = Followed()  # no checkpoint kept to have verified them against: read them all
         with httpx.Client(timeout=TIMEOUT, follow_redirects=False) as client:
             while True:
                 try:
                     note = _get(client, f"{base}/checkpoint", MAX_NOTE).decode("utf-8", errors="replace")
                     seen = observe(kept, note, verifier, lambda a, b: _proof(client, base, a, b), required)
-                except (httpx.HTTPError, _Refused) as e:
+                    read = None
+                    if follow and seen.ok and seen.kept is not None:
+                        fetch = functools.partial(_page, client, base)
+                        read = follow_events(followed, seen.kept.checkpoint, fetch)
+                except (httpx.HTTPError, _Refused, BadAnswer) as e:
                     if once:
                         fail(LedgerError(f"could not read the ledger at {base}: {e}"))
                     click.echo(f"{_now()} unreachable: {e}", err=True)
                     time.sleep(interval)
                     continue
                 click.echo(f"{_now()} {seen.message}")
-                if not seen.ok:
-                    where = state.evidence(kept, note, seen.message)
+                caught = None if seen.ok else seen.message
+                if read is not None:
+                    click.echo(f"{_now()} {read.message}")
+                    caught = caught or (None if read.ok else read.message)
+                if caught is not None:
+                    where = state.evidence(kept, note, caught)
                     click.echo(f"evidence kept in {where}", err=True)
                     sys.exit(EXIT_CAUGHT)
                 if seen.kept is not None and seen.kept != kept:
                     state.keep(seen.kept)
                     kept = seen.kept
+                if read is not None and read.followed != followed:
+                    state.keep_events(read.followed)  # after the checkpoint: never past the one kept
+                    followed = read.followed
                 if once:
                     return
                 time.sleep(interval)
@@ -129,6 +164,12 @@ def _proof(client: Any, base: str, old: int, new: int) -> list[bytes]:
     except msgspec.DecodeError:
         raise _Refused(f"GET {url} answered something that is not JSON") from None
     return proof_from_json(body, old, new)
+
+
+def _page(client: Any, base: str, after: int, limit: int) -> Page:
+    from service.monitor import page_from_json
+
+    return page_from_json(_get(client, f"{base}/evidence?after={after}&limit={limit}", MAX_PAGE))
 
 
 def _error_message(response: Any) -> str:

@@ -6,12 +6,18 @@ the last one it kept, as Go's checksum-database client does with its latest tree
 smaller tree than one already seen was truncated; one whose root differs at a size already seen, or
 whose proof does not lead from the old root to the new, was rewritten. The fetching is the caller's
 (the CLI's HTTP): this module only decides, and keeps the state in a directory.
+
+Following the events too (`--events`), the monitor trusts no proof of the ledger's: it reads each event
+past those it verified, a page at a time, recomputes its hash from the bytes served and the chain, and
+the tree's root with a compact range, which must be the root each kept checkpoint was signed over. Its
+state stays O(log n): the last seq and hash and the compact range's hashes.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -19,17 +25,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
+
+from ledger.chain import GENESIS, envelope_body, link_hash
 from ledger.checkpoint import SignedCheckpoint, Verifier, open_checkpoint
-from ledger.checkpoint_notes import NoteError
+from ledger.checkpoint_notes import Checkpoint, NoteError
 from ledger.cosign import NO_QUORUM, Quorum
+from ledger.events import StoredEvent
 from ledger.held_checkpoint import CONSISTENT, REWRITTEN, TRUNCATED
-from ledger.merkle import ProofError, verify_consistency
+from ledger.merkle import HASH_SIZE, CompactRange, ProofError, leaf_hash, verify_consistency
 
 BAD_SIGNATURE = "bad signature"
 NOT_COSIGNED = "not cosigned"  # fewer witness cosignatures than the quorum: possibly a view for us alone
 FIRST = "first"  # no checkpoint kept yet: this one is kept (trust on first use)
 STALE = "stale"  # an older checkpoint than the one kept, proven a prefix of it: nothing to keep
 STATE_FILE = "checkpoint"
+EVENTS_FILE = "events"  # with --events: the events verified (last seq and hash, the compact range)
+PAGE = 1000  # events asked for at a time (GET /evidence's largest page)
 
 
 class Gone(Exception):
@@ -53,12 +65,57 @@ class Observation(NamedTuple):
 ProofFetch = Callable[[int, int], Sequence[bytes]]
 
 
+class BadAnswer(Exception):
+    """The remote ledger answered something that is not what was asked for (not a verdict)."""
+
+
+class Followed(NamedTuple):
+    """The events a monitor verified: seq 1..size, the hash of seq `size`, the roots of the complete
+    subtrees covering them (a compact range: one per set bit of size)."""
+
+    size: int = 0
+    hash: str = GENESIS
+    peaks: tuple[bytes, ...] = ()
+
+
+class Page(NamedTuple):
+    """One page of GET /evidence: its events in seq order (data as the bytes served), and the head seq."""
+
+    events: list[StoredEvent[bytes]]
+    head_seq: int
+
+
+# the events after a seq, at most `limit` of them, as the remote ledger serves them
+PageFetch = Callable[[int, int], Page]
+
+
 class MonitorState:
     """The last verified checkpoint of one remote ledger, kept in a directory (written atomically)."""
 
     def __init__(self, directory: Path) -> None:
         self.dir = directory
         self.path = directory / STATE_FILE
+        self.events_path = directory / EVENTS_FILE
+
+    def load_events(self) -> Followed:
+        """The events verified so far (none yet: seq 0); ValueError if the file is not one this wrote."""
+        if not self.events_path.exists():
+            return Followed()
+        try:
+            d = json.loads(self.events_path.read_text(encoding="utf-8"))
+            size, hash_, peaks = int(d["size"]), str(d["hash"]), [base64.b64decode(p) for p in d["peaks"]]
+        except (ValueError, KeyError, TypeError, binascii.Error) as e:
+            raise ValueError(f"{self.events_path} is not a monitor's events state: {e}") from None
+        if size < 0 or len(bytes.fromhex(hash_)) != 32 or any(len(p) != HASH_SIZE for p in peaks):
+            raise ValueError(f"{self.events_path} is not a monitor's events state")
+        CompactRange(size, peaks)  # ValueError unless one peak per set bit of size
+        return Followed(size, hash_, tuple(peaks))
+
+    def keep_events(self, followed: Followed) -> None:
+        """Replace the events state (atomically, as the checkpoint)."""
+        peaks = [base64.b64encode(p).decode() for p in followed.peaks]
+        state = {"size": followed.size, "hash": followed.hash, "peaks": peaks}
+        self._write(self.events_path, json.dumps(state))
 
     def load(self, verifier: Verifier) -> SignedCheckpoint | None:
         """The kept checkpoint, verified again with the pinned key (NoteError if it no longer verifies)."""
@@ -146,6 +203,114 @@ def observe(
         f"{len(path)} hashes verified)",
         seen,
     )
+
+
+class EventsSeen(NamedTuple):
+    """What reading the events up to a checkpoint found."""
+
+    status: str  # CONSISTENT, TRUNCATED or REWRITTEN
+    message: str
+    followed: Followed  # the events verified after this read (unchanged unless CONSISTENT)
+
+    @property
+    def ok(self) -> bool:
+        """True when every event read chained and the root is the checkpoint's."""
+        return self.status == CONSISTENT
+
+
+def follow_events(done: Followed, target: Checkpoint, fetch: PageFetch, page: int = PAGE) -> EventsSeen:
+    """Read the events past `done` up to the checkpoint's size; hold their hashes and root to it."""
+    if target.size < done.size:
+        raise ValueError(f"{done.size} events verified, more than the checkpoint's {target.size}")
+    prev, size, tree = done.hash, done.size, CompactRange(done.size, done.peaks)
+    anchor = size > 0  # seq `size` is read again: a re-chained history cannot keep its hash
+    while size < target.size or anchor:
+        after = size - 1 if anchor else size
+        got = fetch(after, min(page, target.size - after))
+        if not got.events:
+            if anchor:
+                why = f"the monitor verified {size} events, the ledger now serves {got.head_seq}"
+                return EventsSeen(TRUNCATED, f"truncated: {why}: event seq {size} is gone", done)
+            return EventsSeen(
+                TRUNCATED,
+                f"truncated: the checkpoint signed for {target.size} events is served, but the ledger serves "
+                f"only {size} events: seqs {size + 1}..{target.size} are missing",
+                done,
+            )
+        for e in got.events[: target.size - after]:
+            body = envelope_body(e)
+            if anchor:
+                anchor = False
+                if e.seq != size:
+                    first = f"asked for the events after seq {after}, the ledger served seq {e.seq} first"
+                    return EventsSeen(REWRITTEN, f"rewritten: {first}", done)
+                if e.hash != prev or link_hash(e.prev_hash, body) != e.hash:
+                    return EventsSeen(
+                        REWRITTEN,
+                        f"rewritten: event seq {size} is served with hash {e.hash}, the monitor verified "
+                        f"{prev}: events at or below seq {size} were changed",
+                        done,
+                    )
+                continue
+            broken = _unchained(e, size, prev, body)
+            if broken is not None:
+                return EventsSeen(REWRITTEN, f"rewritten: {broken}", done)
+            tree.append(leaf_hash(body))
+            prev, size = e.hash, e.seq
+    if tree.root() != target.root:
+        return EventsSeen(
+            REWRITTEN,
+            f"rewritten: the {target.size} events served hash to root {_b64(tree.root())}, the checkpoint "
+            f"signed for {target.size} events has root {_b64(target.root)}: one of seqs "
+            f"{done.size + 1}..{target.size} is not the event the tree was signed over",
+            done,
+        )
+    followed = Followed(size, prev, tuple(tree.peaks))
+    if size == done.size:
+        why = f"event seq {size} is served unchanged" if size else "no event yet"
+        return EventsSeen(CONSISTENT, f"events: {why}; the root is the checkpoint's", followed)
+    onto = f" onto seq {done.size}" if done.size else ""
+    return EventsSeen(
+        CONSISTENT,
+        f"events {done.size + 1}..{size} read: each hash recomputed from the bytes served and chained"
+        f"{onto}; the root of {size} events is the checkpoint's",
+        followed,
+    )
+
+
+def _unchained(e: StoredEvent[bytes], last: int, prev: str, body: bytes) -> str | None:
+    """Why event `e`, served after seq `last` whose hash is `prev`, does not follow it (None if it does)."""
+    if e.seq != last + 1:
+        return f"the ledger served seq {e.seq} after seq {last}: a gap or a reorder"
+    if e.prev_hash != prev:
+        return (
+            f"event seq {e.seq} does not chain onto event seq {last} as verified: its prev_hash is "
+            f"{e.prev_hash}, the hash of seq {last} is {prev}"
+        )
+    if link_hash(prev, body) != e.hash:
+        return f"event seq {e.seq}: the bytes served do not hash to its hash {e.hash} (the event was altered)"
+    return None
+
+
+class _Page(msgspec.Struct):
+    events: list[StoredEvent[msgspec.Raw]]
+    head: dict[str, Any]
+
+
+_PAGE = msgspec.json.Decoder(_Page)
+
+
+def page_from_json(raw: bytes) -> Page:
+    """A GET /evidence answer as a Page, each event's data the very bytes served (BadAnswer if not)."""
+    try:
+        page = _PAGE.decode(raw)
+        head_seq = page.head["seq"]
+    except (msgspec.DecodeError, msgspec.ValidationError, KeyError) as e:
+        raise BadAnswer(f"the evidence page is not one GET /evidence serves: {e}") from None
+    if type(head_seq) is not int:
+        raise BadAnswer("the evidence page's head.seq is not an integer")
+    events = [msgspec.structs.replace(e, data=bytes(e.data)) for e in page.events]
+    return Page(events, head_seq)  # type: ignore[arg-type]
 
 
 def proof_from_json(body: Any, old_size: int, new_size: int) -> list[bytes]:

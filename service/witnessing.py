@@ -4,9 +4,11 @@ cosignatures (C2SP tlog-cosignature) kept on the note that GET /checkpoint serve
 `LEDGER_WITNESSES` names a file of `URL VKEY` lines. Within `LEDGER_CHECKPOINT_INTERVAL` of an append,
 one process of the ledger (a lock, as the scrubber's) signs a checkpoint of the head and sends it to
 every witness at once, with the consistency proof from the size that witness last cosigned (learnt
-from its 409 answer when unknown), and keeps the note with every cosignature that verifies. A witness
-that refuses or is down costs that round its cosignature, never an append. The HTTP request itself
-is the caller's (api/witnesses.py): this module decides what to send and what to keep.
+from its 409 answer when unknown), and keeps the note with each cosignature that verifies as it comes.
+A witness that refuses or is down costs that round its cosignature, never an append; one that is slow
+is not waited for past the round, nor asked again while its request is in flight, so it holds up
+neither the other witnesses nor the next checkpoint. The HTTP request itself is the caller's
+(api/witnesses.py): this module decides what to send and what to keep.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import base64
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -80,6 +83,7 @@ class Round(NamedTuple):
     note: str  # the checkpoint with the cosignatures that verified
     cosigned_by: list[str]  # the witnesses' vkeys
     refused: dict[str, str]  # vkey -> why not
+    waiting: tuple[str, ...] = ()  # vkeys of the witnesses asked whose answer has not come yet
 
 
 class Cosigner:
@@ -91,35 +95,61 @@ class Cosigner:
         self.post = post
         self.path = store.tables.side_file(COSIGNED_SUFFIX)
         self.sizes: dict[str, int] = {}  # witness url -> the size it last cosigned for this log
+        # each witness has at most one request in flight, so a slow one never holds a worker another needs
+        self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.witnesses)), thread_name_prefix="witness")
+        self._asked: dict[str, tuple[str, Future[tuple[str | None, str]]]] = {}  # url -> (note, answer)
 
     def cosigned(self) -> str | None:
         """The newest checkpoint its witnesses cosigned, as kept."""
         return cosigned_note(self.store)
 
-    def cosign(self) -> Round | None:
-        """Sign a checkpoint of the head (the last one if the head has not moved) and, unless it was
-        cosigned already, send it to every witness at once; keep it with what verified."""
+    def cosign(self, wait_s: float | None = None) -> Round | None:
+        """Send a checkpoint of the head to the witnesses missing from it; keep each line as it comes."""
+        # At most `wait_s` (None: every answer). A witness slower than that is not asked again until it
+        # answers; its line is kept then if the checkpoint is still the newest.
         signed = Checkpointer.for_db(self.store).latest()
         verifiers = [w.verifier for w in self.witnesses]
-        base, have = signed.note, {}
         kept = self.cosigned()
         if kept is not None and _size(kept) > signed.checkpoint.size:
             return None  # kept by a newer round (another process's, before this one took the lock)
+        note, have = signed.note, {}
         if kept is not None and _text(kept) == _text(signed.note):
-            base, have = kept, cosignatures(kept, verifiers)  # only the witnesses missing are asked
+            note, have = kept, cosignatures(kept, verifiers)  # only the witnesses missing are asked
         missing = [w for w in self.witnesses if w.verifier.vkey not in have]
         if not missing:
             return None
-        with ThreadPoolExecutor(max_workers=len(missing)) as pool:
-            answers = list(pool.map(lambda w: self._ask(w, signed), missing))
-        note = add_cosignatures(base, [line for line, _ in answers if line is not None])
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        answers: dict[str, tuple[str | None, str]] = {}
+        while True:
+            for w in missing:
+                if w.url not in self._asked and w.verifier.vkey not in answers:
+                    self._asked[w.url] = (signed.note, self._pool.submit(self._ask, w, signed))
+            futures = {self._asked[w.url][1]: w for w in missing if w.url in self._asked}
+            if not futures:
+                break
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done, _ = wait(futures, timeout=left, return_when=FIRST_COMPLETED)
+            if not done:
+                break  # the rest are still asked; their answers are taken at a later round
+            for future in done:
+                w = futures[future]
+                asked_note, _ = self._asked.pop(w.url)
+                if asked_note != signed.note:
+                    continue  # about an older checkpoint: it taught the size only; asked anew above
+                line, why = future.result()
+                answers[w.verifier.vkey] = (line, why)
+                if line is not None:
+                    note = add_cosignatures(note, [line])
+                    write_note_file(self.path, note)  # served now, not when the slowest witness answers
         got = sorted(cosignatures(note, verifiers))
-        refused = {
-            w.verifier.vkey: why for w, (line, why) in zip(missing, answers, strict=True) if line is None
-        }
-        if len(got) > len(have):
-            write_note_file(self.path, note)
-        return Round(signed.checkpoint.size, note, got, refused)
+        refused = {vkey: why for vkey, (line, why) in answers.items() if line is None}
+        waiting = tuple(w.verifier.vkey for w in missing if w.url in self._asked)
+        return Round(signed.checkpoint.size, note, got, refused, waiting)
+
+    def close(self) -> None:
+        """Stop asking: answers still awaited are dropped (each is bounded by its client's timeout)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._asked.clear()
 
     def _ask(self, witness: Witness, signed: SignedCheckpoint) -> tuple[str | None, str]:
         """(the witness's cosignature line, "") or (None, why not); a 409 teaches its size, asked again."""
@@ -171,13 +201,17 @@ def run_cosigner(cosigner: Cosigner, interval_s: float, stop: threading.Event, w
             try:
                 with cosigner.store.tables.exclusive("cosign", create=writable) as mine:
                     if mine:
-                        done = cosigner.cosign()
+                        # a witness slower than a round is not waited for: its answer is taken later
+                        done = cosigner.cosign(wait_s=interval_s)
                         if done is not None and done.refused:
                             log.warning("checkpoint %d: not cosigned by %s", done.size, done.refused)
+                        if done is not None and done.waiting:
+                            log.info("checkpoint %d: no answer yet from %s", done.size, list(done.waiting))
             except Exception:  # the database or a witness may be back later: keep the thread, say why
                 log.exception("cosigning failed; retrying later")
             stop.wait(interval_s)
     finally:
+        cosigner.close()
         cosigner.store.close()
 
 

@@ -1,10 +1,13 @@
 """The ledger's side of its witnesses (service/witnessing.py) against in-process witnesses
 (service/witness.py): each new checkpoint cosigned, a witness down or refusing costs only its own
-cosignature, a split view gets none, and clients holding a quorum refuse what was not cosigned."""
+cosignature, a slow one holds up neither the others nor the next checkpoint, each checkpoint costs
+one request per witness, a split view gets none, and clients holding a quorum refuse what was not
+cosigned."""
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -119,6 +122,93 @@ def test_a_new_cosigner_learns_each_witnesss_size_from_its_409(new_db: NewDb, tm
     assert len(ws.calls) == 4  # old 0 -> 409 "20", then old 20 with its proof, per witness
 
 
+def test_steady_state_is_one_add_checkpoint_per_witness_per_checkpoint(new_db: NewDb, tmp_path: Path) -> None:
+    ledger = _ledger(new_db)
+    ws = Witnesses(tmp_path, _log_vkey(ledger))
+    assert Cosigner(ledger.store, ws.list, ws.post).cosign() is not None
+    cosigner = Cosigner(ledger.store, ws.list, ws.post)  # restarted: it learns each size from a 409 once
+    sent: list[tuple[str, str]] = []  # (url, its `old N` line) of each request
+
+    def post(url: str, body: bytes) -> tuple[int, bytes]:
+        sent.append((url, body.decode().split("\n", 1)[0]))
+        return ws.post(url, body)
+
+    cosigner.post = post
+    size = 20
+    for round_ in range(4):
+        _grow(ledger, 100 + 10 * round_, 3, prefix="2105")
+        sent.clear()
+        done = cosigner.cosign()
+        assert done is not None and done.size == size + 3 and len(done.cosigned_by) == 2
+        if round_ == 0:
+            assert sorted(old for _, old in sent) == ["old 0", "old 0", f"old {size}", f"old {size}"]
+        else:  # one request each, from the size it cosigned last, with its consistency proof
+            assert sorted(sent) == sorted((w.url + "/add-checkpoint", f"old {size}") for w in ws.list)
+        size += 3
+
+
+class _Held:
+    """A post that holds one witness's requests until released (a witness that is slow to answer)."""
+
+    def __init__(self, ws: Witnesses, slow: str) -> None:
+        self.ws, self.slow = ws, slow
+        self.release = threading.Event()
+        self.sent: list[str] = []  # the `old N` line of each request to the slow witness
+
+    def __call__(self, url: str, body: bytes) -> tuple[int, bytes]:
+        if url.startswith(self.slow):
+            self.sent.append(body.decode().split("\n", 1)[0])
+            assert self.release.wait(60), "never released"
+        return self.ws.post(url, body)
+
+
+def test_a_slow_witness_holds_up_neither_the_others_nor_the_next_checkpoint(
+    new_db: NewDb, tmp_path: Path
+) -> None:
+    ledger = _ledger(new_db)
+    ws = Witnesses(tmp_path, _log_vkey(ledger))
+    w1, w2 = ws.list
+    held = _Held(ws, w2.url)
+    cosigner = Cosigner(ledger.store, ws.list, held)
+    try:
+        first = cosigner.cosign(wait_s=0.05)  # a bound on this round only: nothing here is timed
+        assert first is not None and first.cosigned_by == [w1.verifier.vkey]
+        assert first.waiting == (w2.verifier.vkey,) and first.refused == {}
+        assert held.sent == ["old 0"]
+        assert cosignatures(cosigned_note(ledger.store) or "", [w1.verifier]) != {}  # served already
+        _grow(ledger, 20, 5, prefix="2105")
+        ws.calls.clear()
+        grown = cosigner.cosign(wait_s=0.05)
+        assert grown is not None and grown.size == 25 and grown.cosigned_by == [w1.verifier.vkey]
+        assert ws.calls == [w1.url] and grown.waiting == (w2.verifier.vkey,)
+        assert held.sent == ["old 0"]  # w2 is not asked again while its request is in flight
+        held.release.set()
+        late = cosigner.cosign()  # its answer for 20 came: it taught its size; it is asked for 25 now
+        assert late is not None and late.size == 25 and len(late.cosigned_by) == 2 and late.waiting == ()
+        assert held.sent == ["old 0", "old 20"]
+        assert ws.services[w2.url].state.latest("example.org/ledger").size == 25  # type: ignore[union-attr]
+    finally:
+        held.release.set()
+        cosigner.close()
+
+
+def test_a_slow_witness_answer_for_the_newest_checkpoint_is_kept_later(new_db: NewDb, tmp_path: Path) -> None:
+    ledger = _ledger(new_db)
+    ws = Witnesses(tmp_path, _log_vkey(ledger))
+    w1, w2 = ws.list
+    held = _Held(ws, w2.url)
+    cosigner = Cosigner(ledger.store, ws.list, held)
+    try:
+        first = cosigner.cosign(wait_s=0.05)
+        assert first is not None and first.waiting == (w2.verifier.vkey,)
+        held.release.set()
+        later = cosigner.cosign()  # the head did not move: its line is added, nothing is sent again
+        assert later is not None and len(later.cosigned_by) == 2 and held.sent == ["old 0"]
+        assert len(cosignatures(cosigned_note(ledger.store) or "", ws.quorum.witnesses)) == 2
+    finally:
+        cosigner.close()
+
+
 def test_a_witness_answering_no_valid_cosignature_is_not_counted(new_db: NewDb, tmp_path: Path) -> None:
     ledger = _ledger(new_db)
     ws = Witnesses(tmp_path, _log_vkey(ledger))
@@ -156,7 +246,8 @@ def test_a_split_view_gets_no_cosignature_and_quorum_clients_refuse_it(new_db: N
     assert observe(None, plain, vkey, lambda a, b: [], NO_QUORUM).ok  # without witnesses it looks fine
     args = [a for w in ws.quorum.witnesses for a in ("--witness", w.vkey)]
     refused = CliRunner().invoke(main, ["verify", "--db", other_db, "--checkpoint", "-", *args], input=plain)
-    assert refused.exit_code == 1 and "0 valid witness cosignature(s) where 2 are required" in refused.output
+    assert refused.exit_code == 2, refused.output  # caught: the monitor exits 2 too
+    assert "not cosigned: 0 valid witness cosignature(s) where 2 are required" in refused.output
     held = CliRunner().invoke(
         main, ["verify", "--db", victim.db, "--checkpoint", "-", *args], input=shown.note
     )
