@@ -114,6 +114,13 @@ _VISIBLE_NOW = f"cited = ? AND k_to = {OPEN} AND t_from <= ? AND +t_to > ?"
 _INBOUND_ORDER = "citing, reference_index, observation_id"
 
 
+def _bucket(column: str) -> str:
+    """The bucket of an instant column (spans.BUCKET_US): floor division on both engines, which
+    truncate an integer division toward zero."""
+    b = spans.BUCKET_US
+    return f"(CASE WHEN {column} >= 0 THEN {column} / {b} ELSE -((-{column} - 1) / {b}) - 1 END)"
+
+
 def step_columns(d: Dialect, events: str = "") -> str:
     """The columns of a Step, read from a citation or resolution row of events (`events`: its alias
     and a dot, in a join)."""
@@ -126,9 +133,6 @@ def step_columns(d: Dialect, events: str = "") -> str:
 # (a level, the level its rows move to), smallest first
 _MERGES = tuple(zip(LEVELS, LEVELS[1:], strict=False))
 _AFTER_O = OBSERVATION[0] + ";"  # the first key past every observation key ("o:" < "o;")
-# the events under any of a list of keys: the list read once per level, each key a probe of each level's
-# tree (a condition on the view instead ran the list as a subquery in every level: 3 us a key, not 0.8)
-_KEYED = "seq IN (SELECT k.seq FROM {} JOIN event_keys_all AS k ON k.key = j.value)"
 
 
 class SqlStore:
@@ -332,7 +336,7 @@ class SqlWriteTx:
         """Events already stored under any of these ids."""
         d = self.store.dialect
         rows = self._q(
-            f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {_KEYED.format(d.each('j'))}",
+            f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {d.keyed('event_keys_all')}",
             (d.bind_list([EVENT + i for i in event_ids]),),
         )
         return {e.event_id: e for e in map(envelope_row, rows)}
@@ -350,7 +354,7 @@ class SqlWriteTx:
         """The stored citations and resolutions of these observations (remembered for the spans)."""
         d = self.store.dialect
         rows = self._q(
-            f"SELECT {step_columns(d)} FROM events WHERE {_KEYED.format(d.each('j'))}",
+            f"SELECT {step_columns(d)} FROM events WHERE {d.keyed('event_keys_all')}",
             (d.bind_list([OBSERVATION + o for o in observation_ids]),),
         )
         found: dict[str, list[Step]] = {o: [] for o in observation_ids}
@@ -749,7 +753,7 @@ class SqlTables:
         d = self.store.dialect
         if oids is not None:
             rows = self._q(
-                f"SELECT {step_columns(d)} FROM events WHERE {_KEYED.format(d.each('j'))}",
+                f"SELECT {step_columns(d)} FROM events WHERE {d.keyed('event_keys_all')}",
                 (d.bind_list([OBSERVATION + o for o in oids]),),
             )
             steps = sorted(map(step_row, rows), key=lambda s: (s.observation_id, s.seq))
@@ -803,20 +807,28 @@ class SqlTables:
 
     def count_rows(
         self, cited: Sequence[str] | None = None
-    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        """(stored inbound_counts rows, the same counted from the spans known now), of every paper or of
-        these cited ones, as sorted (cited, bucket, starts, ends) with zeros left out."""
+    ) -> tuple[Iterator[tuple[Any, ...]], Iterator[tuple[Any, ...]]]:
+        """(stored inbound_counts rows, the same counted by the database from the spans known now), of
+        every paper or of these cited ones, each as (cited, bucket, starts, ends) by (cited, bucket),
+        zeros left out, read lazily."""
         d = self.store.dialect
         where, params = ("", ()) if cited is None else (f" AND {d.any_of('cited')}", (d.bind_list(cited),))
         stored = self._q(
-            f"SELECT cited, bucket, starts, ends FROM inbound_counts WHERE (starts <> 0 OR ends <> 0){where}",
+            f"SELECT cited, bucket, starts, ends FROM inbound_counts WHERE (starts <> 0 OR ends <> 0){where} "
+            "ORDER BY cited, bucket",
             params,
-        ).fetchall()
-        rows = self._q(
-            f"SELECT cited, t_from, t_to FROM inbound_spans WHERE k_to = {OPEN}{where}", params
-        ).fetchall()
-        spans_now = [Span(c, "", 0, "", f, t, 0, 0) for c, f, t in rows]
-        return sorted((c, b, n, e) for c, b, n, e in stored), bucket_deltas(spans_now, [])
+        )
+        counted = self._q(
+            "SELECT cited, bucket, sum(s), sum(e) FROM ("
+            f"  SELECT cited, {_bucket('t_from')} AS bucket, 1 AS s, 0 AS e FROM inbound_spans"
+            f"   WHERE k_to = {OPEN}{where}"
+            f"  UNION ALL SELECT cited, {_bucket('t_to')}, 0, 1 FROM inbound_spans"
+            f"   WHERE k_to = {OPEN} AND t_to < {OPEN}{where}"
+            ") AS c GROUP BY cited, bucket HAVING sum(s) <> 0 OR sum(e) <> 0 ORDER BY cited, bucket",
+            params * 2,
+        )
+        # int(): PostgreSQL sums bigints as numeric
+        return iter(stored), ((c, int(b), int(n), int(e)) for c, b, n, e in counted)
 
     def fill_spans(self) -> bool:
         """Fill inbound_spans from the events if a migration left it to the store (False: nothing to
@@ -930,7 +942,7 @@ class SqlTables:
         """Citations and resolutions of the given observations observed in (after, until], in seq order."""
         d = self.store.dialect
         rows = self._q(
-            f"SELECT {FACT_COLUMNS} FROM events WHERE {_KEYED.format(d.each('j'))} "
+            f"SELECT {FACT_COLUMNS} FROM events WHERE {d.keyed('event_keys_all')} "
             "AND observed_us > ? AND observed_us <= ? ORDER BY seq",
             (d.bind_list([OBSERVATION + o for o in observation_ids]), after_us, until_us),
         )

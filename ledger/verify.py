@@ -482,9 +482,12 @@ def _check_counts(tables: Tables, only: set[str] | None, last_seq: int) -> tuple
     if cited == []:
         return None
     stored, counted = tables.count_rows(cited)
-    if stored == counted:
+    for a, b in itertools.zip_longest(stored, counted):
+        if a != b:  # the first (cited, bucket) that differs, in their order
+            wrong = min(x for x in (a, b) if x is not None)
+            break
+    else:
         return None
-    wrong = sorted(set(stored) ^ set(counted))[0]
     return last_seq, (
         f"inbound_counts of arXiv:{wrong[0]} (bucket {wrong[1]}) do not add up to its inbound spans "
         "(counts altered, added or removed)"

@@ -206,3 +206,15 @@ def test_a_resumed_verify_checks_the_spans_and_ids_of_what_it_walks(new_db: NewD
     edit(ledger.url, "UPDATE inbound_spans SET reference_index = 9")
     report = verify_store(ledger.store, resume=True)
     assert not report.ok and "inbound spans of observation" in (report.reason or "")
+
+
+@pytest.mark.parametrize("at", ["1969-12-31T23:59:59.999999Z", "1969-12-31T00:00:00Z", "0001-01-01T00:00:00Z"])
+def test_counts_of_spans_before_1970_are_bucketed_as_appends_bucket_them(new_db: NewDb, at: str) -> None:
+    """The database counts the spans in floor-divided buckets, as spans.bucket_deltas does in Python
+    (an integer division in SQL truncates toward zero: before the epoch that is the next bucket)."""
+    ledger = Ledger(new_db("old.db"))
+    ledger.append([paper(P, at), citation(oid_of(1), Q, at), resolution(oid_of(1), at, cited_arxiv=P)])
+    stored, counted = ledger.store.tables.count_rows()
+    assert list(stored) == list(counted) != []
+    assert ledger.verify().ok
+    ledger.close()
