@@ -208,7 +208,9 @@ def test_a_resumed_verify_checks_the_spans_and_ids_of_what_it_walks(new_db: NewD
     assert not report.ok and "inbound spans of observation" in (report.reason or "")
 
 
-@pytest.mark.parametrize("at", ["1969-12-31T23:59:59.999999Z", "1969-12-31T00:00:00Z", "0001-01-01T00:00:00Z"])
+@pytest.mark.parametrize(
+    "at", ["1969-12-31T23:59:59.999999Z", "1969-12-31T00:00:00Z", "0001-01-01T00:00:00Z"]
+)
 def test_counts_of_spans_before_1970_are_bucketed_as_appends_bucket_them(new_db: NewDb, at: str) -> None:
     """The database counts the spans in floor-divided buckets, as spans.bucket_deltas does in Python
     (an integer division in SQL truncates toward zero: before the epoch that is the next bucket)."""
