@@ -22,7 +22,17 @@ from .append import Rows
 from .chain import GENESIS
 from .conns import ThreadConnections
 from .events import ChainLink, StoredEvent
-from .facts import CheckRow, Fact, Head, ScrubPass, SourceHead, VerifiedPoint
+from .facts import (
+    Checked,
+    CheckRow,
+    CheckWorkRow,
+    Fact,
+    Head,
+    InboundDay,
+    ScrubPass,
+    SourceHead,
+    VerifiedPoint,
+)
 from .instants import format_recorded, now_us
 from .interface import Tables, side_path
 from .keys import (
@@ -547,6 +557,81 @@ class SqlReader:
             (*d.bind_pairs(works), *(self.t, self.k) * len(LEVELS)),
         )
         return [CheckRow(w, s, src, oa, ous, seq, json.loads(n)) for w, s, src, oa, ous, seq, n in rows]
+
+    # -- a paper's timeline (projections/timeline.py): every instant, not one -----------
+
+    def at(self, as_of_us: int, known_us: int | None = None) -> SqlReader:
+        """A reader over the same consistent read, filtered to another T (and K)."""
+        return SqlReader(self.store, self.conn, as_of_us, FAR_FUTURE if known_us is None else known_us)
+
+    def checks(self) -> list[Checked]:
+        """Every standing check of every source, in (observed_us, seq) order."""
+        rows = self.store._q(
+            self.conn,
+            "SELECT substr(stream, 8), observed_at, observed_us, seq FROM events "
+            "WHERE stream >= 'source:' AND stream < 'source;' AND type = 'standing.checked' "
+            "AND observed_us <= ? AND recorded_us <= ? ORDER BY observed_us, seq",
+            (self.t, self.k),
+        )
+        return [Checked(*r) for r in rows]
+
+    def notice_rows(self, work_ids: Sequence[str]) -> list[CheckWorkRow]:
+        """Every check_works row of those of these works that some check lists a notice for, and of
+        every check of all works ('*'), in (observed_us, seq, work_id) order: what the notices of the
+        paper's cited works were at each check (the rows of works never noticed are not read)."""
+        if not work_ids:
+            return []
+        d = self.store.dialect
+        window = "observed_us <= ? AND recorded_us <= ?"
+        noticed = self.store._q(
+            self.conn,
+            " UNION ".join(
+                f"SELECT work_id FROM {level_table('check_works', lv)} "
+                f"WHERE {d.any_of('work_id')} AND notices <> '[]' AND {window}"
+                for lv in LEVELS
+            ),
+            (d.bind_list(list(work_ids)), self.t, self.k) * len(LEVELS),
+        )
+        wanted = sorted({r[0] for r in noticed} | {"*"})
+        rows = self.store._q(
+            self.conn,
+            " UNION ALL ".join(
+                f"SELECT work_id, source, observed_us, seq, recorded_us, notices "
+                f"FROM {level_table('check_works', lv)} WHERE {d.any_of('work_id')} AND {window}"
+                for lv in LEVELS
+            )
+            + " ORDER BY 3, 4, 1",
+            (d.bind_list(wanted), self.t, self.k) * len(LEVELS),
+        )
+        return [CheckWorkRow(w, src, o_us, seq, r_us, n.encode()) for w, src, o_us, seq, r_us, n in rows]
+
+    def inbound_spans(self, arxiv_id: str, limit: int) -> list[Span] | None:
+        """The paper's inbound spans known now that start by T, by (t_from, observation_id); None
+        when there are more than `limit` (the timeline then counts them per day)."""
+        rows = self.store._q(
+            self.conn,
+            "SELECT cited, citing, reference_index, observation_id, t_from, t_to, citation_seq, "
+            f"resolution_seq FROM inbound_spans WHERE cited = ? AND k_to = {OPEN} AND t_from <= ? "
+            "ORDER BY t_from, observation_id LIMIT ?",
+            (arxiv_id, self.t, limit + 1),
+        ).fetchall()
+        return None if len(rows) > limit else [Span(*r) for r in rows]
+
+    def inbound_days(self, arxiv_id: str) -> list[InboundDay]:
+        """Per day of observed time, the paper's inbound spans known now that start or end in it
+        (up to T): the first and last such instant, how many distinct ones, how many start and end."""
+        rows = self.store._q(
+            self.conn,
+            "SELECT bucket, min(t), max(t), count(DISTINCT t), sum(s), sum(e) FROM ("
+            f"  SELECT {_bucket('t_from')} AS bucket, t_from AS t, 1 AS s, 0 AS e FROM inbound_spans"
+            f"   WHERE cited = ? AND k_to = {OPEN} AND t_from <= ?"
+            f"  UNION ALL SELECT {_bucket('t_to')}, t_to, 0, 1 FROM inbound_spans"
+            f"   WHERE cited = ? AND k_to = {OPEN} AND t_to <= ?"
+            ") AS c GROUP BY bucket ORDER BY bucket",
+            (arxiv_id, self.t, arxiv_id, self.t),
+        )
+        # int(): PostgreSQL sums bigints as numeric
+        return [InboundDay(*(int(v) for v in r)) for r in rows]
 
 
 class SqlTables:
