@@ -168,20 +168,32 @@ def _f(v: float) -> str:
     return f"{v:.1f}".rstrip("0").rstrip(".")
 
 
-def _svg(height: int, label: str, body: list[str], axis: _Axis, chart: str) -> Markup:
+def _svg(height: int, label: str, body: list[str], side: list[str], axis: _Axis, chart: str) -> Markup:
+    """A chart, and its labels' column apart: on a phone the chart scrolls in its box and the labels
+    stay (CSS sticky), at the same scale (the column is LEFT of WIDTH units wide)."""
     head = (
-        f'<svg class="tl-chart" data-chart="{chart}" viewBox="0 0 {WIDTH} {height}" role="group" '
-        f'aria-label="{escape(label)}" data-t0="{axis.t0}" data-t1="{axis.t1}" data-x0="{LEFT}" '
-        f'data-w="{PLOT}">'
+        f'<div class="tl-track"><svg class="tl-chart" data-chart="{chart}" viewBox="0 0 {WIDTH} {height}" '
+        f'role="group" aria-label="{escape(label)}" data-t0="{axis.t0}" data-t1="{axis.t1}" '
+        f'data-x0="{LEFT}" data-w="{PLOT}">'
     )
-    return Markup(head + "".join(body) + "</svg>")
+    labels = (
+        f'<svg class="tl-labels" viewBox="0 0 {LEFT} {height}" style="width: {LEFT / WIDTH:.4%}" '
+        'aria-hidden="true">'
+        f'<rect class="bg" width="{LEFT - 2}" height="{height}"/>'
+    )
+    return Markup(head + "".join(body) + "</svg>" + labels + "".join(side) + "</svg></div>")
 
 
 def _ticks(axis: _Axis, top: int, bottom: int, labels_at: int) -> list[str]:
     out = []
     for x, text in axis.ticks():
         out.append(f'<line class="g" x1="{_f(x)}" x2="{_f(x)}" y1="{top}" y2="{bottom}"/>')
-        out.append(f'<text class="t" x="{_f(x + 3)}" y="{labels_at}">{escape(text)}</text>')
+        if x > WIDTH - 70:  # near the right edge: the label left of its line
+            out.append(
+                f'<text class="t" x="{_f(x - 3)}" y="{labels_at}" text-anchor="end">{escape(text)}</text>'
+            )
+        else:
+            out.append(f'<text class="t" x="{_f(x + 3)}" y="{labels_at}">{escape(text)}</text>')
     return out
 
 
@@ -223,12 +235,13 @@ def _event_lanes(
     lanes = [lane for lane in timeline.lanes if not lane.key.startswith("measure:")]
     height = AXIS_H + LANE_H * len(lanes) + 6
     body = _ticks(axis, AXIS_H - 6, height, 14)
+    side: list[str] = []
     rows: list[Row] = []
     for n, lane in enumerate(lanes):
         y = AXIS_H + n * LANE_H
-        body.append(f'<g class="lane" data-lane="{escape(lane.key)}">')
+        body.append(f'<g class="lane" data-lane="{escape(lane.key)}" aria-label="{escape(lane.label)}">')
         body.append(f'<line class="l" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y + 11}" y2="{y + 11}"/>')
-        body.append(f'<text class="n" x="4" y="{y + 15}">{escape(lane.label)}</text>')
+        side.append(f'<text class="n" x="4" y="{y + 15}">{escape(lane.label)}</text>')
         groups: dict[int, list[Mark]] = {}
         for m in lane.marks:
             groups.setdefault(axis.bucket(m.at_us), []).append(m)
@@ -238,7 +251,8 @@ def _event_lanes(
             body.append(f'<text class="t" x="{LEFT + 4}" y="{y + 15}">nothing yet</text>')
         body.append("</g>")
     body.append(_cursor(axis, cursor, AXIS_H - 6, height))
-    return _svg(height, "What the ledger learned about the paper, lane by lane", body, axis, "events"), rows
+    label = "What the ledger learned about the paper, lane by lane"
+    return _svg(height, label, body, side, axis, "events"), rows
 
 
 def _mark(marks: list[Mark], lane: Lane, y: int, axis: _Axis, links: _Links, rows: list[Row]) -> str:
@@ -327,8 +341,10 @@ def _coverage(timeline: Timeline, axis: _Axis, cursor: int | None) -> tuple[Mark
     table = [
         [as_of_text(at), *(str(c[g]) for g in GROUPS)] for at, (_, c) in zip(times, columns, strict=True)
     ]
-    body.append(f'<text class="n" x="4" y="{top + 14}">Shown references</text>')
-    body.append(f'<text class="t" x="4" y="{top + 30}">by resolution state</text>')
+    side = [
+        f'<text class="n" x="4" y="{top + 14}">Shown references</text>',
+        f'<text class="t" x="4" y="{top + 30}">by resolution state</text>',
+    ]
     if columns:
         end = WIDTH - RIGHT
         below = [0.0] * len(columns)
@@ -341,9 +357,8 @@ def _coverage(timeline: Timeline, axis: _Axis, cursor: int | None) -> tuple[Mark
                 body.append(f'<path class="c-{g}" d="{_band(columns, below, tops, end, top, bottom)}"/>')
             below = tops
     body.append(_cursor(axis, cursor, top - 6, bottom))
-    return _svg(
-        height, "Resolution coverage of the shown references over time", body, axis, "coverage"
-    ), table
+    label = "Resolution coverage of the shown references over time"
+    return _svg(height, label, body, side, axis, "coverage"), table
 
 
 def _band(
@@ -375,10 +390,12 @@ def _measures(
     lanes = [lane for lane in timeline.lanes if lane.key.startswith("measure:")]
     height = AXIS_H + MEASURE_H * max(1, len(lanes)) + 6
     body = _ticks(axis, AXIS_H - 6, height, 14)
+    side: list[str] = []
     table: list[list[str]] = []
     if not lanes:
         body.append(
-            f'<text class="t" x="4" y="{AXIS_H + 24}">No source-named external measurement is stored.</text>'
+            f'<text class="t" x="{LEFT + 4}" y="{AXIS_H + 24}">'
+            "No source-named external measurement is stored.</text>"
         )
     for n, lane in enumerate(lanes):
         y0 = AXIS_H + n * MEASURE_H
@@ -394,10 +411,10 @@ def _measures(
         body.append(f'<g class="lane" data-lane="{escape(lane.key)}">')
         source, metric = lane.key.split(":", 2)[1:]
         latest = series.points[-1][1]
-        body.append(f'<text class="n" x="4" y="{y0 + 16}">{escape(source)}</text>')
-        body.append(f'<text class="t" x="4" y="{y0 + 31}">{escape(metric)}: {latest}</text>')
-        body.append(f'<text class="t" x="{LEFT - 4}" y="{y0 + 12}" text-anchor="end">{hi}</text>')
-        body.append(f'<text class="t" x="{LEFT - 4}" y="{y0 + MEASURE_H - 4}" text-anchor="end">{lo}</text>')
+        side.append(f'<text class="n" x="4" y="{y0 + 16}">{escape(source)}</text>')
+        side.append(f'<text class="t" x="4" y="{y0 + 31}">{escape(metric)}: {latest}</text>')
+        side.append(f'<text class="t" x="{LEFT - 6}" y="{y0 + 12}" text-anchor="end">{hi}</text>')
+        side.append(f'<text class="t" x="{LEFT - 6}" y="{y0 + MEASURE_H - 4}" text-anchor="end">{lo}</text>')
         d = [f"M{_f(steps[0][0])},{y(steps[0][1])}"]
         for k in range(1, len(steps)):
             d.append(f"H{_f(steps[k][0])}V{y(steps[k][1])}")
@@ -413,7 +430,7 @@ def _measures(
         body.append("</g>")
     body.append(_cursor(axis, cursor, AXIS_H - 6, height))
     label = "External citation counts over time, one line per source"
-    return _svg(height, label, body, axis, "measures"), table
+    return _svg(height, label, body, side, axis, "measures"), table
 
 
 def render_timeline(timeline: Timeline, as_of_us: int | None, *, paper_page: bool = False) -> Rendered:
