@@ -46,7 +46,8 @@ class TimelineSource(Protocol):
     def inbound_days(self, arxiv_id: str) -> list[InboundDay]: ...
 
 
-class Mark(msgspec.Struct, frozen=True):
+# gc=False: a timeline is thousands of these, in no reference cycle; the collector need not track them
+class Mark(msgspec.Struct, frozen=True, gc=False):
     """What one lane learned at one instant, and the events behind it."""
 
     at_us: int
@@ -58,14 +59,14 @@ class Mark(msgspec.Struct, frozen=True):
     shown_at: int = 0
 
 
-class Series(msgspec.Struct, frozen=True):
+class Series(msgspec.Struct, frozen=True, gc=False):
     """A step line: (instant, value from then on), one point per change."""
 
     name: str
     points: list[tuple[int, int]]
 
 
-class Lane(msgspec.Struct, frozen=True):
+class Lane(msgspec.Struct, frozen=True, gc=False):
     """One row of the timeline: its marks, and its step lines (resolution coverage, counts)."""
 
     key: str  # snapshots, citations, resolutions, inbound, notices, check:<source>, measure:<source>:<metric>
@@ -74,7 +75,7 @@ class Lane(msgspec.Struct, frozen=True):
     series: list[Series] = []
 
 
-class Instant(msgspec.Struct, frozen=True):
+class Instant(msgspec.Struct, frozen=True, gc=False):
     """An instant where the record changed: what changed, the events behind it, the lanes touched."""
 
     at_us: int
@@ -92,7 +93,7 @@ class Instant(msgspec.Struct, frozen=True):
         return f"{self.at}  {'; '.join(self.changes)}  ({events_text(self.seqs)})"
 
 
-class Timeline(msgspec.Struct, frozen=True):
+class Timeline(msgspec.Struct, frozen=True, gc=False):
     """A paper's instants (oldest first) and lanes."""
 
     arxiv_id: str
@@ -142,15 +143,20 @@ class _Ranked:
 
 
 class _Obs:
-    __slots__ = ("cit", "res")
+    __slots__ = ("cit", "res", "_key")
 
     def __init__(self) -> None:
         self.cit: Fact | None = None
         self.res: Fact | None = None
+        self._key: tuple[int, str] | None = None
+
+    def cite(self, f: Fact) -> None:
+        self.cit = f
+        self._key = (f.data.reference_index, f.data.observation_id)
 
     def key(self) -> tuple[int, str]:
-        assert self.cit is not None
-        return (self.cit.data.reference_index, self.cit.data.observation_id)
+        assert self._key is not None
+        return self._key
 
     def group(self) -> str:
         if self.res is None:
@@ -164,7 +170,7 @@ class _Obs:
         return None if self.cit is None else self.cit.data.cited_work
 
 
-class _Note(msgspec.Struct):
+class _Note(msgspec.Struct, gc=False):
     lane: str
     kind: str  # what aggregates with what at one instant (see _summarize)
     text: str
@@ -259,10 +265,10 @@ class _Fold:
             if j == i + 1 and self.begun and items[i][3] == "own":
                 # the usual instant: one event of the paper's own stream, after the record began
                 notes = self._own(items[i][4])
-                if notes:
-                    self._emit(
-                        at, notes, notes[0].seqs if len(notes) == 1 else [s for n in notes for s in n.seqs]
-                    )
+                if len(notes) == 1:
+                    self._emit_one(at, notes[0])
+                elif notes:
+                    self._emit(at, notes, [s for n in notes for s in n.seqs])
             else:
                 self._instant(at, items[i:j])
             i = j
@@ -356,9 +362,22 @@ class _Fold:
             self.marks.setdefault(lane, []).append(mark)
         return lines
 
+    def _emit_one(self, at: int, n: _Note) -> None:
+        """_emit of an instant with one note (most of them)."""
+        self.marks.setdefault(n.lane, []).append(Mark(at, n.text, n.seqs, n.strong, at))
+        self._points(at)
+        self.instants.append(Instant(at, [n.text], n.seqs, [n.lane]))
+
     def _emit(self, at: int, notes: list[_Note], seqs: list[int]) -> None:
         by_lane = self._marks(at, notes, at)
         changes = [line for lines in by_lane.values() for line in lines]
+        self._points(at)
+        unique = seqs if len(seqs) == 1 else sorted(set(seqs))
+        lanes = list(by_lane) if len(by_lane) == 1 else sorted(by_lane)
+        self.instants.append(Instant(at, changes, unique, lanes))
+
+    def _points(self, at: int) -> None:
+        """The step lines' points at an instant listed: each value that moved since the last."""
         if self.counts_moved:
             self.counts_moved = False
             for g in GROUPS:
@@ -371,9 +390,6 @@ class _Fold:
                 f = self.measures[key]
                 self._point(f"measure:{f.data.source}:{f.data.metric}", at, f.data.value)
             self.measured = set()
-        unique = seqs if len(seqs) == 1 else sorted(set(seqs))
-        lanes = list(by_lane) if len(by_lane) == 1 else sorted(by_lane)
-        self.instants.append(Instant(at, changes, unique, lanes))
 
     def _point(self, name: str, at: int, value: int) -> None:
         points = self.series.setdefault(name, [])
@@ -413,7 +429,9 @@ class _Fold:
             self.measured.add(key)
             text = f"{d.source} {d.metric} {d.value}" + ("" if was is None else f" (was {was.data.value})")
             return [_Note(f"measure:{d.source}:{d.metric}", "measure", text, [f.seq])]
-        o = self.obs.setdefault(d.observation_id, _Obs())
+        o = self.obs.get(d.observation_id)
+        if o is None:
+            o = self.obs[d.observation_id] = _Obs()
         if f.type == "citation.observed":
             return self._citation(o, f)
         return self._resolution(o, f)
@@ -421,14 +439,14 @@ class _Fold:
     def _citation(self, o: _Obs, f: Fact) -> list[_Note]:
         index = f.data.reference_index
         if o.cit is None:
-            o.cit = f
+            o.cite(f)
             entered, left = self.out.add(o.key())
             self._shown_change(entered, left)
             return [_Note("citations", "observed", f"reference {index} observed", [f.seq])]
         old = o.key()
         was_shown = self.out.shown(old)
         self._shown_change(*self.out.remove(old))
-        o.cit = f
+        o.cite(f)
         self._shown_change(*self.out.add(o.key()))
         if not (was_shown or self.out.shown(o.key())):
             return []  # beyond the cap before and after: the record shows neither
