@@ -605,17 +605,24 @@ class SqlReader:
         )
         return [CheckWorkRow(w, src, o_us, seq, r_us, n.encode()) for w, src, o_us, seq, r_us, n in rows]
 
-    def inbound_spans(self, arxiv_id: str, limit: int) -> list[Span] | None:
-        """The paper's inbound spans known now that start by T, by (t_from, observation_id); None
-        when there are more than `limit` (the timeline then counts them per day)."""
+    def inbound_spans(self, arxiv_id: str, limit: int) -> list[tuple[Span, int | None]] | None:
+        """The paper's inbound spans known now that start by T, by (t_from, observation_id), each with
+        the seq of the event that ended it (the latest of its observation's at t_to; None while open);
+        None when there are more than `limit` (the timeline then counts them per day)."""
+        ended = (
+            f"CASE WHEN s.t_to < {OPEN} THEN (SELECT max(e.seq) FROM events AS e WHERE e.seq IN ("
+            f"  SELECT k.seq FROM event_keys_all AS k WHERE k.key = '{OBSERVATION}' || s.observation_id)"
+            "  AND e.observed_us = s.t_to) END"
+        )
         rows = self.store._q(
             self.conn,
-            "SELECT cited, citing, reference_index, observation_id, t_from, t_to, citation_seq, "
-            f"resolution_seq FROM inbound_spans WHERE cited = ? AND k_to = {OPEN} AND t_from <= ? "
-            "ORDER BY t_from, observation_id LIMIT ?",
+            "SELECT s.cited, s.citing, s.reference_index, s.observation_id, s.t_from, s.t_to, "
+            f"s.citation_seq, s.resolution_seq, {ended} FROM inbound_spans AS s "
+            f"WHERE s.cited = ? AND s.k_to = {OPEN} AND s.t_from <= ? "
+            "ORDER BY s.t_from, s.observation_id LIMIT ?",
             (arxiv_id, self.t, limit + 1),
         ).fetchall()
-        return None if len(rows) > limit else [Span(*r) for r in rows]
+        return None if len(rows) > limit else [(Span(*r[:8]), r[8]) for r in rows]
 
     def inbound_days(self, arxiv_id: str) -> list[InboundDay]:
         """Per day of observed time, the paper's inbound spans known now that start or end in it

@@ -102,7 +102,7 @@ class MemoryReader:
         picked = [r for r in rows if r.work_id in noticed] if mine else []
         return sorted(picked, key=lambda r: (r.observed_us, r.seq, r.work_id))
 
-    def _spans(self, arxiv_id: str) -> list[Span]:
+    def _spans(self, arxiv_id: str) -> list[tuple[Span, int | None]]:
         steps: dict[str, list[Step]] = {}
         for _, f, r_us in self.facts:
             if f.type in ("citation.observed", "resolution.observed"):
@@ -120,18 +120,24 @@ class MemoryReader:
                         None if cit else d.cited_arxiv_id,
                     )
                 )
-        found = [s for mine in steps.values() for s in spans(mine) if s.cited == arxiv_id]
-        return sorted(found, key=lambda s: (s.t_from, s.observation_id))
+        found = []
+        for mine in steps.values():
+            for s in spans(mine):
+                if s.cited == arxiv_id:
+                    at_end = [x.seq for x in mine if x.observed_us == s.t_to]
+                    found.append((s, max(at_end) if at_end else None))
+        return sorted(found, key=lambda x: (x[0].t_from, x[0].observation_id))
 
-    def inbound_spans(self, arxiv_id: str, limit: int) -> list[Span] | None:
-        """The paper's inbound spans, by (t_from, observation_id); None when more than `limit`."""
+    def inbound_spans(self, arxiv_id: str, limit: int) -> list[tuple[Span, int | None]] | None:
+        """The paper's inbound spans, by (t_from, observation_id), each with the event that ended it;
+        None when more than `limit`."""
         found = self._spans(arxiv_id)
         return None if len(found) > limit else found
 
     def inbound_days(self, arxiv_id: str) -> list[InboundDay]:
         """Per day, the first and last instant where an inbound span starts or ends, and the counts."""
         days: dict[int, list[tuple[int, int, int]]] = {}
-        for s in self._spans(arxiv_id):
+        for s, _ in self._spans(arxiv_id):
             days.setdefault(s.t_from // BUCKET_US, []).append((s.t_from, 1, 0))
             if s.t_to != OPEN:
                 days.setdefault(s.t_to // BUCKET_US, []).append((s.t_to, 0, 1))

@@ -42,7 +42,7 @@ class TimelineSource(Protocol):
     def snapshots(self, arxiv_ids: Sequence[str]) -> list[Fact]: ...
     def checks(self) -> list[Checked]: ...
     def notice_rows(self, work_ids: Sequence[str]) -> list[CheckWorkRow]: ...
-    def inbound_spans(self, arxiv_id: str, limit: int) -> list[Span] | None: ...
+    def inbound_spans(self, arxiv_id: str, limit: int) -> list[tuple[Span, int | None]] | None: ...
     def inbound_days(self, arxiv_id: str) -> list[InboundDay]: ...
 
 
@@ -206,14 +206,14 @@ def build_timeline(src: TimelineSource, arxiv_id: str, own: list[Fact] | None = 
     )
     spans = src.inbound_spans(arxiv_id, EXACT_INBOUND)
     days = src.inbound_days(arxiv_id) if spans is None else []
-    citing = sorted({s.citing for s in spans or ()} - {arxiv_id})
+    citing = sorted({s.citing for s, _ in spans or ()} - {arxiv_id})
     fold = _Fold(arxiv_id, src.notice_rows(works))
     items: list[tuple[int, int, int, str, Any]] = []  # (instant, order at it, seq, kind, item)
     items += [(f.observed_us, 0, f.seq, "own", f) for f in own]
-    for s in spans or ():
-        items.append((s.t_from, 1, s.citation_seq, "span+", s))
+    for s, ended_by in spans or ():
+        items.append((s.t_from, 1, s.citation_seq, "span+", (s, [s.citation_seq, s.resolution_seq])))
         if s.t_to != OPEN:
-            items.append((s.t_to, 1, s.citation_seq, "span-", s))
+            items.append((s.t_to, 1, s.citation_seq, "span-", (s, [] if ended_by is None else [ended_by])))
     for d in days:
         if d.instants > 1:
             items.append((d.first_us, 1, 0, "day<", d))
@@ -311,8 +311,8 @@ class _Fold:
             elif kind in ("span+", "span-"):
                 if shown_in is None:
                     shown_in = self.inbound.first()
-                self._span(kind, item)
-                span_seqs += [item.citation_seq, item.resolution_seq]
+                self._span(kind, item[0])
+                span_seqs += item[1]  # a span's start: its citation and resolution; its end: what ended it
             elif kind in ("day<", "day>"):
                 notes.append(self._day(kind, item))
             elif kind in ("cited", "citing"):
@@ -531,7 +531,8 @@ class _Fold:
                 continue
             label = self.work_of[w].title or w
             for k in sorted(set(now) - set(was)):
-                text = f"{c.source} reports a {_words(now[k]['kind'])} of “{label}”"
+                kind = _words(now[k]["kind"])
+                text = f"{c.source} reports {'an' if kind[0] in 'aeiou' else 'a'} {kind} of “{label}”"
                 notes.append(_Note("notices", "notice", text, [c.seq], strong=True))
             for k in sorted(set(was) - set(now)):
                 text = f"{c.source} no longer lists the {_words(was[k]['kind'])} of “{label}”"

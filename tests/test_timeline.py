@@ -195,6 +195,8 @@ def test_inbound_and_the_papers_the_record_shows(fresh_ledger: Ledger) -> None:
         ["cited paper arXiv:2101.00002 snapshot v3", "citing paper arXiv:2101.00002 snapshot v3"],
         ["inbound −1 (now 0)"],
     ]
+    assert timeline.instants[-1].seqs == [9]  # the event that ended it: the resolution away from P
+    assert timeline.instants[-3].seqs == [6, 7]  # the citation and resolution of the state it began
     assert not timeline.inbound_by_day
     assert_instants_are_the_changes(fresh_ledger, P, timeline)
 
