@@ -20,6 +20,7 @@ Target (issue 18): page and timeline under 150 ms at p50 for this paper.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -130,8 +131,10 @@ def main() -> None:
         built = time.perf_counter() - start
         rows = measure(db, args.runs)
     width = max(len(what) for what, _ in rows)
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     lines = [
-        f"arXiv:{PAPER}: {TOTAL} events over three years (built in {built:.1f} s); {args.runs} runs each"
+        f"arXiv:{PAPER}: {TOTAL} events over three years (built in {built:.1f} s); {args.runs} runs each",
+        f"load average after (1 / 5 / 15 min, {os.cpu_count()} cores): {load}",
     ]
     lines += [f"{what:<{width}}  {value}" for what, value in rows]
     text = "\n".join(lines) + "\n"
