@@ -46,13 +46,15 @@ class TimelineSource(Protocol):
     def inbound_days(self, arxiv_id: str) -> list[InboundDay]: ...
 
 
-# gc=False: a timeline is thousands of these, in no reference cycle; the collector need not track them
+# gc=False and tuples: a timeline is thousands of these, in no reference cycle, kept per head in the
+# API's cache; none of them is an object the collector tracks (its full passes over lists were tens of
+# milliseconds of a page)
 class Mark(msgspec.Struct, frozen=True, gc=False):
     """What one lane learned at one instant, and the events behind it."""
 
     at_us: int
     text: str
-    seqs: list[int]
+    seqs: tuple[int, ...]
     strong: bool = False  # a notice that appeared
     # the first instant whose record shows it: at_us, or for what was observed before the paper's first
     # snapshot, the instant the record begins
@@ -63,7 +65,7 @@ class Series(msgspec.Struct, frozen=True, gc=False):
     """A step line: (instant, value from then on), one point per change."""
 
     name: str
-    points: list[tuple[int, int]]
+    points: tuple[tuple[int, int], ...]
 
 
 class Lane(msgspec.Struct, frozen=True, gc=False):
@@ -71,17 +73,17 @@ class Lane(msgspec.Struct, frozen=True, gc=False):
 
     key: str  # snapshots, citations, resolutions, inbound, notices, check:<source>, measure:<source>:<metric>
     label: str
-    marks: list[Mark]
-    series: list[Series] = []
+    marks: tuple[Mark, ...]
+    series: tuple[Series, ...] = ()
 
 
 class Instant(msgspec.Struct, frozen=True, gc=False):
     """An instant where the record changed: what changed, the events behind it, the lanes touched."""
 
     at_us: int
-    changes: list[str]
-    seqs: list[int]
-    lanes: list[str]
+    changes: tuple[str, ...]
+    seqs: tuple[int, ...]
+    lanes: tuple[str, ...]
 
     @property
     def at(self) -> str:
@@ -97,8 +99,8 @@ class Timeline(msgspec.Struct, frozen=True, gc=False):
     """A paper's instants (oldest first) and lanes."""
 
     arxiv_id: str
-    instants: list[Instant]
-    lanes: list[Lane]
+    instants: tuple[Instant, ...]
+    lanes: tuple[Lane, ...]
     inbound_by_day: bool  # the paper has more than EXACT_INBOUND inbound spans: counted per day
 
     def index_at(self, as_of_us: int) -> int | None:
@@ -174,7 +176,7 @@ class _Note(msgspec.Struct, gc=False):
     lane: str
     kind: str  # what aggregates with what at one instant (see _summarize)
     text: str
-    seqs: list[int]
+    seqs: tuple[int, ...]
     strong: bool = False
     detail: str = ""  # what a count of several says (a resolution's status)
 
@@ -252,6 +254,7 @@ class _Fold:
         self.series: dict[str, list[tuple[int, int]]] = {g: [] for g in (*GROUPS, "inbound")}
         self.instants: list[Instant] = []
         self.pending: list[int] = []  # seqs applied before the record began
+        self._lanes: dict[str, tuple[str, ...]] = {}
 
     # -- the run -----------------------------------------------------------------------
 
@@ -273,29 +276,32 @@ class _Fold:
                 self._instant(at, items[i:j])
             i = j
         lanes = [
-            Lane("snapshots", "Snapshots", self.marks.get("snapshots", [])),
-            Lane("citations", "References observed", self.marks.get("citations", [])),
+            Lane("snapshots", "Snapshots", self._lane("snapshots")),
+            Lane("citations", "References observed", self._lane("citations")),
             Lane(
                 "resolutions",
                 "Resolutions",
-                self.marks.get("resolutions", []),
-                [Series(g, self.series[g]) for g in GROUPS],
+                self._lane("resolutions"),
+                tuple(Series(g, tuple(self.series[g])) for g in GROUPS),
             ),
             Lane(
                 "inbound",
                 "Inbound citations",
-                self.marks.get("inbound", []),
-                [Series("inbound", self.series["inbound"])],
+                self._lane("inbound"),
+                (Series("inbound", tuple(self.series["inbound"])),),
             ),
-            Lane("notices", "Notices", self.marks.get("notices", [])),
+            Lane("notices", "Notices", self._lane("notices")),
         ]
         for key in sorted(k for k in self.marks if k.startswith("check:")):
-            lanes.append(Lane(key, f"{key[6:]} checks", self.marks[key]))
+            lanes.append(Lane(key, f"{key[6:]} checks", self._lane(key)))
         for source, metric in sorted(self.measures):
             key = f"measure:{source}:{metric}"
-            series = [Series(source, self.series[key])]
-            lanes.append(Lane(key, f"{source} {metric}", self.marks.get(key, []), series))
-        return Timeline(self.arxiv_id, self.instants, lanes, by_day)
+            series = (Series(source, tuple(self.series[key])),)
+            lanes.append(Lane(key, f"{source} {metric}", self._lane(key), series))
+        return Timeline(self.arxiv_id, tuple(self.instants), tuple(lanes), by_day)
+
+    def _lane(self, key: str) -> tuple[Mark, ...]:
+        return tuple(self.marks.get(key, ()))
 
     def _instant(self, at: int, items: list[tuple[int, int, int, str, Any]]) -> None:
         notes: list[_Note] = []
@@ -326,7 +332,7 @@ class _Fold:
                 if n != was
                 else "an inbound observation changed"
             )
-            notes.append(_Note("inbound", "inbound", text, sorted(set(span_seqs))))
+            notes.append(_Note("inbound", "inbound", text, tuple(sorted(set(span_seqs)))))
         if not self.begun:
             self.pending += [s for n in notes for s in n.seqs]
             self._marks(at, notes, None)
@@ -335,7 +341,7 @@ class _Fold:
             seqs = [*self.pending, *(s for n in notes for s in n.seqs)]
             n_in = self.inbound_count
             text = f"the record begins: {len(self.out.keys)} outbound references, {n_in} inbound"
-            notes = [_Note("snapshots", "begins", text, []), *notes]
+            notes = [_Note("snapshots", "begins", text, ()), *notes]
             self.pending = []
             for lane, marks in self.marks.items():
                 self.marks[lane] = [msgspec.structs.replace(m, shown_at=at) for m in marks]
@@ -345,19 +351,19 @@ class _Fold:
             seqs = [s for n in notes for s in n.seqs]
         self._emit(at, notes, seqs)
 
-    def _marks(self, at: int, notes: list[_Note], shown_at: int | None) -> dict[str, list[str]]:
+    def _marks(self, at: int, notes: list[_Note], shown_at: int | None) -> dict[str, Sequence[str]]:
         """One mark per lane the notes touch; each lane's lines."""
         if len(notes) == 1:  # the usual instant: one event
             n = notes[0]
             self.marks.setdefault(n.lane, []).append(Mark(at, n.text, n.seqs, n.strong, shown_at or at))
-            return {n.lane: [n.text]}
+            return {n.lane: (n.text,)}
         by_lane: dict[str, list[_Note]] = {}
         for n in notes:
             by_lane.setdefault(n.lane, []).append(n)
-        lines: dict[str, list[str]] = {}
+        lines: dict[str, Sequence[str]] = {}
         for lane, mine in by_lane.items():
             texts = lines[lane] = [mine[0].text] if len(mine) == 1 else _summarize(mine)
-            lane_seqs = mine[0].seqs if len(mine) == 1 else sorted({s for n in mine for s in n.seqs})
+            lane_seqs = mine[0].seqs if len(mine) == 1 else tuple(sorted({s for n in mine for s in n.seqs}))
             mark = Mark(at, "; ".join(texts), lane_seqs, any(n.strong for n in mine), shown_at or at)
             self.marks.setdefault(lane, []).append(mark)
         return lines
@@ -366,15 +372,19 @@ class _Fold:
         """_emit of an instant with one note (most of them)."""
         self.marks.setdefault(n.lane, []).append(Mark(at, n.text, n.seqs, n.strong, at))
         self._points(at)
-        self.instants.append(Instant(at, [n.text], n.seqs, [n.lane]))
+        self.instants.append(Instant(at, (n.text,), n.seqs, self._lanes.get(n.lane) or self._one(n.lane)))
 
     def _emit(self, at: int, notes: list[_Note], seqs: list[int]) -> None:
         by_lane = self._marks(at, notes, at)
         changes = [line for lines in by_lane.values() for line in lines]
         self._points(at)
-        unique = seqs if len(seqs) == 1 else sorted(set(seqs))
-        lanes = list(by_lane) if len(by_lane) == 1 else sorted(by_lane)
-        self.instants.append(Instant(at, changes, unique, lanes))
+        unique = tuple(seqs) if len(seqs) == 1 else tuple(sorted(set(seqs)))
+        self.instants.append(Instant(at, tuple(changes), unique, tuple(sorted(by_lane))))
+
+    def _one(self, lane: str) -> tuple[str, ...]:
+        """The one-lane tuple of `lane`, made once (thousands of instants touch one lane)."""
+        made = self._lanes[lane] = (lane,)
+        return made
 
     def _points(self, at: int) -> None:
         """The step lines' points at an instant listed: each value that moved since the last."""
@@ -421,14 +431,14 @@ class _Fold:
             elif d.title != self.snapshot.data.title:  # type: ignore[union-attr]
                 text += " (title changed)"
             self.snapshot = f
-            return [_Note("snapshots", "snapshot", text, [f.seq])]
+            return [_Note("snapshots", "snapshot", text, (f.seq,))]
         if f.type == "measurement.observed":
             key = (d.source, d.metric)
             was = self.measures.get(key)
             self.measures[key] = f
             self.measured.add(key)
             text = f"{d.source} {d.metric} {d.value}" + ("" if was is None else f" (was {was.data.value})")
-            return [_Note(f"measure:{d.source}:{d.metric}", "measure", text, [f.seq])]
+            return [_Note(f"measure:{d.source}:{d.metric}", "measure", text, (f.seq,))]
         o = self.obs.get(d.observation_id)
         if o is None:
             o = self.obs[d.observation_id] = _Obs()
@@ -442,7 +452,7 @@ class _Fold:
             o.cite(f)
             entered, left = self.out.add(o.key())
             self._shown_change(entered, left)
-            return [_Note("citations", "observed", f"reference {index} observed", [f.seq])]
+            return [_Note("citations", "observed", f"reference {index} observed", (f.seq,))]
         old = o.key()
         was_shown = self.out.shown(old)
         self._shown_change(*self.out.remove(old))
@@ -451,7 +461,7 @@ class _Fold:
         if not (was_shown or self.out.shown(o.key())):
             return []  # beyond the cap before and after: the record shows neither
         text = f"reference {old[0]} re-observed" + ("" if old[0] == index else f" as reference {index}")
-        return [_Note("citations", "re-observed", text, [f.seq])]
+        return [_Note("citations", "re-observed", text, (f.seq,))]
 
     def _resolution(self, o: _Obs, f: Fact) -> list[_Note]:
         before = o.res
@@ -468,12 +478,12 @@ class _Fold:
         index = o.cit.data.reference_index
         if before is None:
             text = f"reference {index} resolved: {_words(status)}"
-            return [_Note("resolutions", "resolved", text, [f.seq], detail=status)]
+            return [_Note("resolutions", "resolved", text, (f.seq,), detail=status)]
         was = before.data.status
         text = f"reference {index} re-resolved: " + (
             _words(status) if was == status else f"{_words(was)} → {_words(status)}"
         )
-        return [_Note("resolutions", "re-resolved", text, [f.seq], detail=status)]
+        return [_Note("resolutions", "re-resolved", text, (f.seq,), detail=status)]
 
     # -- other papers, inbound, checks -------------------------------------------------
 
@@ -489,7 +499,7 @@ class _Fold:
         if not shown:
             return []
         text = f"{kind} paper arXiv:{pid} snapshot v{f.data.version}"
-        return [_Note("snapshots", kind, text, [f.seq])]
+        return [_Note("snapshots", kind, text, (f.seq,))]
 
     def _span(self, kind: str, s: Span) -> None:
         key = (s.citing, s.reference_index, s.observation_id, s.t_from)
@@ -503,13 +513,13 @@ class _Fold:
     def _day(self, kind: str, d: InboundDay) -> _Note:
         day = to_datetime(d.bucket * 86_400_000_000).strftime("%Y-%m-%d")
         if kind == "day<":
-            return _Note("inbound", "day", f"the first of {d.instants} inbound changes on {day}", [])
+            return _Note("inbound", "day", f"the first of {d.instants} inbound changes on {day}", ())
         self.inbound_count += d.starts - d.ends
         text = f"inbound +{d.starts} −{d.ends} on {day} (now {self.inbound_count})"
-        return _Note("inbound", "day", text, [])
+        return _Note("inbound", "day", text, ())
 
     def _check(self, c: Checked) -> list[_Note]:
-        notes = [_Note(f"check:{c.source}", "check", f"{c.source} checked", [c.seq])]
+        notes = [_Note(f"check:{c.source}", "check", f"{c.source} checked", (c.seq,))]
         rows = self.rows.pop(c.seq, [])
         if not rows:
             return notes
@@ -533,10 +543,10 @@ class _Fold:
             for k in sorted(set(now) - set(was)):
                 kind = _words(now[k]["kind"])
                 text = f"{c.source} reports {'an' if kind[0] in 'aeiou' else 'a'} {kind} of “{label}”"
-                notes.append(_Note("notices", "notice", text, [c.seq], strong=True))
+                notes.append(_Note("notices", "notice", text, (c.seq,), strong=True))
             for k in sorted(set(was) - set(now)):
                 text = f"{c.source} no longer lists the {_words(was[k]['kind'])} of “{label}”"
-                notes.append(_Note("notices", "notice", text, [c.seq]))
+                notes.append(_Note("notices", "notice", text, (c.seq,)))
         return notes
 
 

@@ -140,7 +140,7 @@ def test_what_each_instant_says(fresh_ledger: Ledger) -> None:
         ]
     )
     timeline, _ = fresh_ledger.timeline(P)
-    assert [i.changes for i in timeline.instants] == [
+    assert [list(i.changes) for i in timeline.instants] == [
         ["the record begins: 0 outbound references, 0 inbound", "first snapshot v1"],
         ["2 references observed"],
         ["reference 0 resolved: verified fuzzy"],
@@ -151,11 +151,11 @@ def test_what_each_instant_says(fresh_ledger: Ledger) -> None:
         ["openalex cited_by_count 5 (was 3)"],
         ["snapshot v2 (title changed)"],
     ]
-    assert timeline.instants[4].lanes == ["check:crossref", "notices"]
+    assert timeline.instants[4].lanes == ("check:crossref", "notices")
     notices = next(lane for lane in timeline.lanes if lane.key == "notices").marks
     assert [(m.at_us, m.strong) for m in notices] == [(parse_ts(ts(4)), True), (parse_ts(ts(5)), False)]
     measured = next(lane for lane in timeline.lanes if lane.key == "measure:openalex:cited_by_count")
-    assert measured.series[0].points == [(parse_ts(ts(6)), 3), (parse_ts(ts(7)), 5)]
+    assert measured.series[0].points == ((parse_ts(ts(6)), 3), (parse_ts(ts(7)), 5))
     assert_instants_are_the_changes(fresh_ledger, P, timeline)
 
 
@@ -168,7 +168,7 @@ def test_beyond_the_outbound_cap(fresh_ledger: Ledger) -> None:
     fresh_ledger.append([citation(oid_of(102), P, ts(4), 0)])  # shown first: reference 99 leaves the page
     fresh_ledger.append([resolution(oid_of(99), ts(5), "unresolved")])  # not shown any more
     timeline, _ = fresh_ledger.timeline(P)
-    changes = [i.changes for i in timeline.instants]
+    changes = [list(i.changes) for i in timeline.instants]
     assert changes[1:] == [["101 references observed"], ["reference 101 observed"], ["reference 0 observed"]]
     assert_instants_are_the_changes(fresh_ledger, P, timeline)
 
@@ -188,15 +188,15 @@ def test_inbound_and_the_papers_the_record_shows(fresh_ledger: Ledger) -> None:
         ]
     )
     timeline, _ = fresh_ledger.timeline(P)
-    assert [i.changes for i in timeline.instants][2:] == [
+    assert [list(i.changes) for i in timeline.instants][2:] == [
         ["reference 0 resolved: verified exact"],
         ["cited paper arXiv:2101.00002 snapshot v2"],
         ["inbound +1 (now 1)"],
         ["cited paper arXiv:2101.00002 snapshot v3", "citing paper arXiv:2101.00002 snapshot v3"],
         ["inbound −1 (now 0)"],
     ]
-    assert timeline.instants[-1].seqs == [9]  # the event that ended it: the resolution away from P
-    assert timeline.instants[-3].seqs == [6, 7]  # the citation and resolution of the state it began
+    assert timeline.instants[-1].seqs == (9,)  # the event that ended it: the resolution away from P
+    assert timeline.instants[-3].seqs == (6, 7)  # the citation and resolution of the state it began
     assert not timeline.inbound_by_day
     assert_instants_are_the_changes(fresh_ledger, P, timeline)
 
@@ -218,7 +218,7 @@ def test_many_inbound_are_counted_per_day(fresh_ledger: Ledger, monkeypatch: pyt
     monkeypatch.setattr(tl, "EXACT_INBOUND", 3)
     timeline, _ = fresh_ledger.timeline(P)
     assert timeline.inbound_by_day
-    assert [i.changes for i in timeline.instants][1:] == [
+    assert [list(i.changes) for i in timeline.instants][1:] == [
         ["the first of 2 inbound changes on 2026-01-01"],
         ["inbound +2 −0 on 2026-01-01 (now 2)"],
         ["the first of 2 inbound changes on 2026-01-02"],
