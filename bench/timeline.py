@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from api.app import create_app
+from api.app import create_app, settle_heap
 from api.settings import Settings
 from api.timeline import render_timeline
 from api.timeline_cache import TimelineCache
@@ -77,6 +77,7 @@ def measure(db: str, runs: int) -> list[tuple[str, str]]:
     """The figures, as (what, value) rows."""
     app = create_app(Settings(db=db))
     client = TestClient(app)
+    settle_heap()  # as `ledger serve` does at start-up, before its first request
     ledger: Ledger = app.state.ledger
     record_url = f"/paper/{PAPER}/citation-record?as_of={AS_OF}"
     paper_url = f"/paper/{PAPER}?as_of={AS_OF}"

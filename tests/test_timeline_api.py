@@ -122,3 +122,15 @@ def test_the_cli_prints_one_line_per_instant(new_db: NewDb, fixture_bytes: bytes
     missing = CliRunner().invoke(main, ["timeline", "2101.00001", "--db", db])
     assert missing.exit_code == 1
     assert "error: arXiv:2101.00001 has never been observed in this ledger" in missing.output
+
+
+def test_the_start_up_heap_is_settled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import api.app
+
+    calls: list[str] = []
+    monkeypatch.setattr(api.app, "_SETTLED", False)
+    monkeypatch.setattr(api.app.gc, "collect", lambda: calls.append("collect"))
+    monkeypatch.setattr(api.app.gc, "freeze", lambda: calls.append("freeze"))
+    api.app.settle_heap()
+    api.app.settle_heap()
+    assert calls == ["collect", "freeze"]
