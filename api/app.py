@@ -13,7 +13,20 @@ from fastapi.openapi.utils import get_openapi
 from api.limits import RateLimiter
 from service.ledger import Ledger
 
-from . import bundles, docs, evidence, live, proofs, routes, scrub, sources, witnesses, writes
+from . import (
+    alerting,
+    bundles,
+    docs,
+    evidence,
+    live,
+    proofs,
+    routes,
+    scrub,
+    sources,
+    watches,
+    witnesses,
+    writes,
+)
 from .errors import install_error_handlers
 from .settings import Settings
 
@@ -30,7 +43,12 @@ Every error is `{"error": {"code", "message", "details"}}`. Every answer about a
 
 # Background work of one app (one server process): each `start(app)` returns its `stop()`.
 Stop = Callable[[], Awaitable[None]]
-BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [scrub.start, live.start, witnesses.start]
+BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [
+    scrub.start,
+    live.start,
+    witnesses.start,
+    alerting.start,
+]
 
 
 @asynccontextmanager
@@ -58,7 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     # Concurrent requests share one transaction and one fsync; each batch is still atomic in its own
     # savepoint and acknowledged only after COMMIT. Other processes are serialised by BEGIN IMMEDIATE.
-    app.state.ledger = Ledger(settings.db, group_commit=True)
+    # its alerts are raised by the alerting thread (api/alerting.py), not by the request that appended
+    app.state.ledger = Ledger(settings.db, group_commit=True, raise_alerts=False)
     app.state.rate_limiter = (
         RateLimiter(settings.rate_limit, settings.burst) if settings.rate_limit > 0 else None
     )
@@ -77,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     # /paper/{id}/changes must come before routes' /paper/{id:path}
     app.include_router(sources.router)
+    app.include_router(watches.router)  # before routes: /paper/{id:path} would take /paper/{id}/alerts.atom
     app.include_router(proofs.router)
     app.include_router(bundles.router)  # before routes: /paper/{id:path} would take /paper/{id}/bundle
     app.include_router(routes.router)

@@ -100,8 +100,11 @@ ENV.filters.update(
 )
 
 
-def render_record_page(record: dict, *, head: str | None = None) -> str:
-    """Render a Paper Citation Record (record-v1 dict) as a standalone HTML page."""
+def render_record_page(
+    record: dict, *, head: str | None = None, alerts: tuple[list, list[str]] | None = None
+) -> str:
+    """Render a Paper Citation Record (record-v1 dict) as a standalone HTML page; `alerts` are the
+    notices held for the works it cites and the sources that had checked (service.alerts.paper_alerts)."""
     resolution = record.get("reference_resolution") or {}
     return ENV.get_template("record.html").render(
         record=record,
@@ -109,6 +112,8 @@ def render_record_page(record: dict, *, head: str | None = None) -> str:
         links=record.get("links") or {},
         state_rows=_state_rows(resolution.get("state_counts") or {}),
         head=head,
+        alerts=None if alerts is None else alerts[0],
+        sources_checked=None if alerts is None else alerts[1],
     )
 
 

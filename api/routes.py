@@ -12,7 +12,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ledger.codec import canonical, decode_json
 from ledger.errors import LedgerError, NotFound
-from ledger.instants import now_us
+from ledger.instants import now_us, parse_ts
+from service.alerts import paper_alerts
 
 from . import docs
 from .auth import token_hashes
@@ -145,10 +146,14 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
     """The record page; errors are HTML pages with the right status."""
     try:
         check_id(arxiv_id)
-        record, _, head = ledger_of(request).record(arxiv_id, instant(as_of, "as_of"))
+        ledger = ledger_of(request)
+        t = instant(as_of, "as_of")
+        record, _, head = ledger.record(arxiv_id, t)
+        held = paper_alerts(ledger, arxiv_id, parse_ts(record["as_of"]) if t is None else t)
     except LedgerError as e:
         return _html_error(e)
-    return HTMLResponse(render_record_page(record, head=head.header()), headers=head_headers(head))
+    page = render_record_page(record, head=head.header(), alerts=held)
+    return HTMLResponse(page, headers=head_headers(head))
 
 
 @router.get(

@@ -17,6 +17,7 @@ DEFAULT_BODY_MIN_RATE = 1024 * 1024
 DEFAULT_SSE_MAX_SUBSCRIBERS = 100
 DEFAULT_SSE_BUFFER = 1024 * 1024
 DEFAULT_SCRUB_INTERVAL = 86_400.0
+DEFAULT_WEBHOOK_BACKOFF = 10.0
 
 # The variables `ledger serve` exports before uvicorn starts its workers.
 ENV_DB = "LEDGER_DB"
@@ -39,6 +40,8 @@ ENV_SSE_BUFFER = "LEDGER_SSE_BUFFER"
 ENV_SCRUB_INTERVAL = "LEDGER_SCRUB_INTERVAL"
 ENV_WITNESSES = "LEDGER_WITNESSES"
 ENV_CHECKPOINT_INTERVAL = "LEDGER_CHECKPOINT_INTERVAL"
+ENV_WEBHOOK_BACKOFF = "LEDGER_WEBHOOK_BACKOFF"
+ENV_WEBHOOK_ALLOW = "LEDGER_WEBHOOK_ALLOW"
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -82,6 +85,10 @@ class Settings:
     witnesses_file: str | None = None
     # Seconds between two looks of the cosigner at the head (a checkpoint cosigned that long after an append).
     checkpoint_interval: float = 1.0
+    # Seconds before a failed webhook is tried again the first time (doubling each time, up to an hour).
+    webhook_backoff: float = DEFAULT_WEBHOOK_BACKOFF
+    # Hosts or CIDRs webhooks may reach besides public addresses (http allowed for them too).
+    webhook_allow: tuple[str, ...] = ()
 
     @property
     def token_file_path(self) -> str:
@@ -133,6 +140,10 @@ class Settings:
             checkpoint_interval=_positive_float(
                 env.get(ENV_CHECKPOINT_INTERVAL), 1.0, ENV_CHECKPOINT_INTERVAL
             ),
+            webhook_backoff=_positive_float(
+                env.get(ENV_WEBHOOK_BACKOFF), DEFAULT_WEBHOOK_BACKOFF, ENV_WEBHOOK_BACKOFF
+            ),
+            webhook_allow=tuple(a for a in env.get(ENV_WEBHOOK_ALLOW, "").replace(",", " ").split() if a),
         )
 
 

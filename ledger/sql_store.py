@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from . import spans
+from .alert_store import AlertTables
 from .append import Rows
 from .chain import GENESIS
 from .conns import ThreadConnections
@@ -152,6 +153,11 @@ class SqlStore:
     def tables(self) -> Tables:
         """The Merkle nodes, resume point, signed checkpoint and ledger-wide lookups."""
         return self._new_tables()
+
+    @functools.cached_property
+    def alerts(self) -> AlertTables:
+        """The standing alerts' tables (watches, alerts, the webhook outbox)."""
+        return AlertTables(self)
 
     def _new_tables(self) -> Tables:
         raise NotImplementedError
@@ -523,6 +529,24 @@ class SqlReader:
         rows = self.store._q(self.conn, SOURCE_HEADS_SQL, (self.t, self.k))
         return [SourceHead(*r) for r in rows]
 
+    def check_history(self, work_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Every standing check covering any of these works as of T and K (its per-work row, or its
+        every-work row): (work_id, source, observed_at, observed_us, seq, hash, notices JSON), by seq.
+        Not a record's statement: the alerts a page and a feed show."""
+        if not work_ids:
+            return []
+        d = self.store.dialect
+        rows = self.store._q(
+            self.conn,
+            "SELECT c.work_id, c.source, e.observed_at, c.observed_us, c.seq, e.hash, c.notices "
+            "FROM check_works_all AS c JOIN events AS e ON e.seq = c.seq "
+            f"WHERE (c.work_id = '*' OR {d.any_of('c.work_id')}) "
+            "AND c.observed_us <= ? AND c.recorded_us <= ? "
+            "ORDER BY c.seq",
+            (d.bind_list(sorted(set(work_ids))), self.t, self.k),
+        )
+        return [tuple(r) for r in rows]
+
     def work_checks(self, works: Sequence[tuple[str, int]]) -> list[CheckRow]:
         """Statement 5: per (work_id, since) and source, the latest check covering the work."""
         if not works:
@@ -874,7 +898,13 @@ class SqlTables:
             kind, started_at, started_us, finished_at, finished_us, events, head_seq, bool(ok), bad, reason
         )
 
-    # -- ledger-wide lookups (source adapters, diff) ---------------------------------
+    # -- ledger-wide lookups (source adapters, diff, alerts) ---------------------------
+
+    def current_checks(self, work_ids: Sequence[str]) -> list[CheckRow]:
+        """Per work and source, the latest standing check covering it, known now (as a record shows),
+        read in whatever transaction this thread is in."""
+        reader = SqlReader(self.store, self.store._conn(), FAR_FUTURE, FAR_FUTURE)
+        return reader.work_checks([(w, -FAR_FUTURE) for w in work_ids])
 
     def latest_cited_works(self, as_of_us: int) -> list[tuple[str, str, str | None]]:
         """(observation_id, type, cited_work JSON) of each observation's latest citation and resolution."""

@@ -19,6 +19,7 @@ from ledger.importer import Batch, parse_input
 from ledger.instants import now_us
 from ledger.verify import VerifyReport, verify_store
 from projections.record import Built, build_record
+from service.alerts import raise_new
 
 
 class Evidence:
@@ -63,6 +64,7 @@ class Ledger:
         *,
         synchronous: str = "FULL",
         group_commit: bool = False,
+        raise_alerts: bool = True,
     ) -> None:
         db = path or default_db()
         self.url = str(db)
@@ -72,6 +74,8 @@ class Ledger:
         self._committer = GroupCommitter(self.store) if group_commit else None
         # called after each append of this process commits (e.g. to wake the API's SSE notifier)
         self._commit_listeners: list[Callable[[], None]] = []
+        # the watches' alerts raised right after each append (a server raises them in a thread instead)
+        self._raise_alerts = raise_alerts
 
     @property
     def path(self) -> Path:
@@ -125,6 +129,8 @@ class Ledger:
             with self.store.write() as tx:
                 result = append_batch(tx, events, expected_versions, places)
         self._committed()
+        if self._raise_alerts and result.appended:
+            raise_new(self)
         return result
 
     def append_batch(self, batch: Batch) -> AppendResult:
