@@ -123,7 +123,8 @@ def alerts_command(watch_id: str, since: str | None, as_json: bool, db: str) -> 
             n = b["notice"]
             kind = n["kind"].replace("_", " ")
             ref = b["citing"][0] if b["citing"] else None
-            cited = f' cited as reference {ref["reference_index"]} ("{ref["title"]}")' if ref else ""
+            title = f'"{ref["title"]}"' if ref and ref["title"] else "no title parsed"
+            cited = f" cited as reference {ref['reference_index']} ({title})" if ref else ""
             held = " (held before the watch)" if b["held_before_watch"] else ""
             click.echo(
                 f"{a.raised_at}  {kind} of work {b['work_id']}{cited} by {n['source']}, "

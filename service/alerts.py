@@ -411,15 +411,21 @@ def _citing(ledger: Ledger, fresh: Sequence[_Candidate]) -> dict[tuple[str, str]
     oids = sorted({oid for _, _, oid in covers if oid})
     facts = ledger.store.tables.observation_facts(oids, -(2**62), 2**62) if oids else []
     cited: dict[str, dict[str, Any]] = {}
-    for f in facts:
-        if f.type == _CITATION:
-            w = f.data.cited_work
+    resolved: dict[str, Any] = {}  # observation -> its latest resolution's cited work (what it displays)
+    for f in sorted(facts, key=lambda f: (f.observed_us, f.seq)):
+        if f.type == _RESOLUTION:
+            resolved[f.data.observation_id] = f.data.cited_work
+        elif f.type == _CITATION:
             cited[f.data.observation_id] = {
                 "arxiv_id": f.data.citing_arxiv_id,
                 "observation_id": f.data.observation_id,
                 "reference_index": f.data.reference_index,
-                "title": None if w is None else w.title,
+                "title": None if f.data.cited_work is None else f.data.cited_work.title,
             }
+    for oid, w in resolved.items():
+        shown = displayed(None, w)
+        if oid in cited and shown is not None and shown.title is not None:
+            cited[oid]["title"] = shown.title
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for work_id, watch_id, oid in covers:
         mine = out.setdefault((watch_id, work_id), [])

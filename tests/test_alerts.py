@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from ledger.errors import InvalidEvent, NotFound
+from ledger.events import CitedWork
 from service import alerts as al
 from service.ledger import Ledger
 from service.sources import ingest
 from tests.conftest import NewDb
-from tests.factories import check, citation, notice, oid_of, ts
+from tests.factories import check, citation, notice, oid_of, resolution, ts
 from tests.test_sources_support import CITING, SOURCES_DIR, T_INGEST, cited, sample_ledger
 
 RW = (SOURCES_DIR / "retraction_watch.csv").read_bytes()
@@ -199,3 +200,15 @@ def test_an_alerts_id_is_stable_and_distinct() -> None:
     key = al.notice_key("retraction_watch", {"kind": "retraction", "work_id": "w"})
     assert al.alert_id("a", "w", key) == al.alert_id("a", "w", key) != al.alert_id("b", "w", key)
     assert key != al.notice_key("crossref", {"kind": "retraction", "work_id": "w"})
+
+
+def test_an_alert_names_the_title_its_observation_displays(sample: Ledger) -> None:
+    """A reference parsed without a title and resolved to a titled work is named by the resolution's."""
+    raw = CitedWork(None, None, "raw_reference", None, ts(22), None, None, "w-titled", None)
+    known = CitedWork("2310.04610", None, "arxiv", None, ts(23), "A titled work", None, "w-titled", 2023)
+    sample.append([citation(oid_of(50), CITING, ts(22), 50, raw)])
+    sample.append([resolution(oid_of(50), ts(23), cited=known)])
+    watch, _ = al.add_watch(sample, al.parse_watch({"arxiv_id": CITING}))
+    sample.append([check("crossref", ts(24), ["w-titled"], [notice("w-titled", "correction")])])
+    (got,) = _alerts(sample, watch.id)
+    assert got["citing"][0]["title"] == "A titled work" and got["citing"][0]["reference_index"] == 50
