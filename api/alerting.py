@@ -48,7 +48,7 @@ class Alerting:
     def _raising(self) -> None:
         while not self.stop.is_set():
             try:
-                if raise_new(self.ledger):
+                if raise_new(self.ledger.store):
                     self.deliver_wake.set()
             except Exception:  # a round that failed is tried again; the cursor did not move past it
                 log.exception("raising alerts failed")
@@ -59,7 +59,7 @@ class Alerting:
     def _delivering(self) -> None:
         while not self.stop.is_set():
             try:
-                while deliver_due(self.ledger, self.send, self.backoff) and not self.stop.is_set():
+                while deliver_due(self.ledger.store, self.send, self.backoff) and not self.stop.is_set():
                     pass
                 due = self.ledger.store.alerts.next_due_us()
             except Exception:

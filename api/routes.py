@@ -149,7 +149,7 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
         ledger = ledger_of(request)
         t = instant(as_of, "as_of")
         record, _, head = ledger.record(arxiv_id, t)
-        held = paper_alerts(ledger, arxiv_id, parse_ts(record["as_of"]) if t is None else t)
+        held = paper_alerts(ledger.store, arxiv_id, parse_ts(record["as_of"]) if t is None else t)
     except LedgerError as e:
         return _html_error(e)
     page = render_record_page(record, head=head.header(), alerts=held)

@@ -56,7 +56,7 @@ async def post_watch(request: Request) -> Response:
     raw = await read_body(request, MAX_WATCH_BODY)
     spec = al.parse_watch(decode_json(raw), settings_of(request).webhook_allow)
     ledger = ledger_of(request)
-    watch, covered = await run_in_threadpool(al.add_watch, ledger, spec)
+    watch, covered = await run_in_threadpool(al.add_watch, ledger.store, spec)
     if getattr(request.app.state, "alerting", None) is not None:
         request.app.state.alerting.deliver_wake.set()  # its held alerts are due now
     return _json(al.watch_json(watch, covered), 201)
@@ -82,7 +82,7 @@ def get_watch(request: Request, watch_id: WatchId) -> Response:
     """The watch and the work_ids it covers now."""
     _auth(request)
     ledger = ledger_of(request)
-    watch = al.watch_of(ledger, watch_id)
+    watch = al.watch_of(ledger.store, watch_id)
     covered = sorted({w for w, _ in ledger.store.alerts.covered(watch.id)})
     return _json(al.watch_json(watch, covered))
 
@@ -92,7 +92,7 @@ def delete_watch(request: Request, watch_id: WatchId) -> Response:
     """The watch stops: no alert is raised for it any more, its pending deliveries are dropped."""
     _auth(request)
     ledger = ledger_of(request)
-    watch = al.watch_of(ledger, watch_id)
+    watch = al.watch_of(ledger.store, watch_id)
     tables = ledger.store.alerts
     with tables.updating():
         tables.remove_watch(watch.id, format_recorded(now_us()))
@@ -115,7 +115,7 @@ def watch_alerts(
     """`{"alerts": [...], "next": N}`: the alerts in the order they were raised, a page at a time."""
     _auth(request)
     ledger = ledger_of(request)
-    watch = al.watch_of(ledger, watch_id)
+    watch = al.watch_of(ledger.store, watch_id)
     page = ledger.store.alerts.alerts(watch.id, after, PAGE, instant(since, "since"))
     return _json({"alerts": _alerts_json(page), "next": page[-1].n if len(page) == PAGE else None})
 
@@ -133,7 +133,7 @@ def watch_deliveries(
     """Every attempt: when, the address connected to, the status answered or why none came, when next."""
     _auth(request)
     ledger = ledger_of(request)
-    watch = al.watch_of(ledger, watch_id)
+    watch = al.watch_of(ledger.store, watch_id)
     page = ledger.store.alerts.deliveries(watch.id, after, PAGE)
     body = {"deliveries": [d._asdict() for d in page], "next": page[-1].id if len(page) == PAGE else None}
     return _json(body)
@@ -154,7 +154,7 @@ async def watch_alert_stream(
     alert's number, `event: alert`, `data:` the alert JSON."""
     _auth(request)
     ledger = ledger_of(request)
-    watch = await run_in_threadpool(al.watch_of, ledger, watch_id)
+    watch = await run_in_threadpool(al.watch_of, ledger.store, watch_id)
     if last_event_id is not None and last_event_id.strip().isdigit():
         after = int(last_event_id.strip())
     if not _streams.acquire(blocking=False):
@@ -194,7 +194,7 @@ def paper_feed(request: Request, arxiv_id: Annotated[str, Path(description="arXi
     """One entry per (work, notice) the ledger holds for the works the paper cites, newest first."""
     check_id(arxiv_id)
     ledger = ledger_of(request)
-    found = al.paper_notices(ledger, arxiv_id, now_us())
+    found = al.paper_notices(ledger.store, arxiv_id, now_us())
     return Response(atom(request, arxiv_id, found), media_type="application/atom+xml")
 
 

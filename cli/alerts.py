@@ -59,7 +59,7 @@ def watch_add(
             body[key] = value
     allow = os.environ.get(_ALLOW, "").replace(",", " ").split()
     ledger = Ledger(db)
-    made, covered = al.add_watch(ledger, al.parse_watch(body, allow))
+    made, covered = al.add_watch(ledger.store, al.parse_watch(body, allow))
     if as_json:
         click.echo(canonical(al.watch_json(made, covered)).decode())
         return
@@ -95,7 +95,7 @@ def watch_list(db: str) -> None:
 def watch_remove(watch_id: str, db: str) -> None:
     """Stop a watch (its pending webhooks are dropped; its alerts stay readable)."""
     ledger = Ledger(db)
-    w = al.watch_of(ledger, watch_id)
+    w = al.watch_of(ledger.store, watch_id)
     tables = ledger.store.alerts
     with tables.updating():
         tables.remove_watch(w.id, format_recorded(now_us()))
@@ -110,7 +110,7 @@ def watch_remove(watch_id: str, db: str) -> None:
 def alerts_command(watch_id: str, since: str | None, as_json: bool, db: str) -> None:
     """A watch's alerts, in the order they were raised."""
     ledger = Ledger(db)
-    w = al.watch_of(ledger, watch_id)
+    w = al.watch_of(ledger.store, watch_id)
     since_us = instant(since, "--since")
     after = 0
     while True:

@@ -32,7 +32,7 @@ from ledger.works_store import current_works, displayed
 
 if TYPE_CHECKING:
     from ledger.facts import CheckRow
-    from service.ledger import Ledger
+    from ledger.interface import Store
 
 PAPER, WORKS = "paper", "works"
 PAGE = 2000  # events read (and raised from) per transaction
@@ -216,10 +216,10 @@ class _Refs(msgspec.Struct):
 _REFS = msgspec.json.Decoder(_Refs)
 
 
-def add_watch(ledger: Ledger, spec: WatchSpec) -> tuple[Watch, list[str]]:
+def add_watch(store: Store, spec: WatchSpec) -> tuple[Watch, list[str]]:
     """Store a watch, cover the works it finds now and raise alerts for the notices they hold already
     (marked held); returns the watch and the work_ids it covers."""
-    store = ledger.store
+    store = store
     tables = store.alerts
     with tables.raising():
         head = store.head()
@@ -228,22 +228,22 @@ def add_watch(ledger: Ledger, spec: WatchSpec) -> tuple[Watch, list[str]]:
         watch = Watch(str(uuid.uuid4()), spec.kind, spec.target, spec.callback_url, spec.secret,
                       format_recorded(now_us()), head.seq, None)  # fmt: skip
         tables.add_watch(watch, spec.keys)
-        covers = _covering_now(ledger, watch, spec)
+        covers = _covering_now(store, watch, spec)
         tables.cover(covers)
-        held = _held_notices(ledger, {c.work_id for c in covers})
-        _store([c._replace(watch_id=watch.id) for c in held], ledger, {watch.id: watch})
+        held = _held_notices(store, {c.work_id for c in covers})
+        _record([c._replace(watch_id=watch.id) for c in held], store, {watch.id: watch})
     return watch, sorted({c.work_id for c in covers})
 
 
-def _covering_now(ledger: Ledger, watch: Watch, spec: WatchSpec) -> list[_Cover]:
+def _covering_now(store: Store, watch: Watch, spec: WatchSpec) -> list[_Cover]:
     """The works a new watch covers as the ledger stands."""
     if spec.kind == PAPER:
         covers = []
-        for e in ledger.store.read_log(stream=f"paper:{spec.target}"):
+        for e in store.read_log(stream=f"paper:{spec.target}"):
             covers += _event_covers(e, [watch.id], [])
         return covers
     # the observations the works index names under the watch's keys, each by the work it displays now
-    facts = ledger.store.tables.work_facts(spec.keys, now_us())
+    facts = store.tables.work_facts(spec.keys, now_us())
     by_observation: dict[str, list[Any]] = {}
     for f in facts:
         by_observation.setdefault(f.data.observation_id, []).append(f)
@@ -268,23 +268,23 @@ def _event_covers(e: StoredEvent, paper_watches: Sequence[str], by_key: Sequence
     return [_Cover(w.work_id, watch_id, refs.observation_id) for watch_id in [*paper_watches, *by_key]]
 
 
-def raise_new(ledger: Ledger) -> int:
+def raise_new(store: Store) -> int:
     """Raise the alerts of every event appended after the cursor, a page per transaction; returns
     how many alerts were raised. With no watch in force it only reads (the cursor stays; the next
     first watch moves it to the head)."""
-    tables = ledger.store.alerts
-    if not tables.any_watch() or tables.cursor() >= ledger.store.head().seq:
+    tables = store.alerts
+    if not tables.any_watch() or tables.cursor() >= store.head().seq:
         return 0
     raised = 0
     while True:
-        n, more = _raise_page(ledger)
+        n, more = _raise_page(store)
         raised += n
         if not more:
             return raised
 
 
-def _raise_page(ledger: Ledger) -> tuple[int, bool]:
-    store = ledger.store
+def _raise_page(store: Store) -> tuple[int, bool]:
+    store = store
     tables = store.alerts
     with tables.raising():
         cursor, head = tables.cursor(), store.head().seq
@@ -314,9 +314,9 @@ def _raise_page(ledger: Ledger) -> tuple[int, bool]:
             by_key = sorted({w for k in keys_of[e.seq] for w in keyed.get(k, [])})
             covers += _event_covers(e, by_paper, by_key)
         tables.cover(covers)
-        candidates = _held_notices(ledger, {c.work_id for c in covers}, covers)
-        candidates += _check_notices(ledger, checks)
-        raised = _store(candidates, ledger)
+        candidates = _held_notices(store, {c.work_id for c in covers}, covers)
+        candidates += _check_notices(store, checks)
+        raised = _record(candidates, store)
         tables.advance(events[-1].seq)
         return raised, events[-1].seq < head
 
@@ -326,16 +326,16 @@ def _keys(w: Any) -> list[str]:
     return sorted({work_index_key(k) for k in work_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)})
 
 
-def _held_notices(ledger: Ledger, work_ids: set[str], covers: Sequence[_Cover] = ()) -> list[_Candidate]:
+def _held_notices(store: Store, work_ids: set[str], covers: Sequence[_Cover] = ()) -> list[_Candidate]:
     """The notices the latest check of each source holds for these works (as the record shows them),
     one candidate per covering watch (or, with no covers, with an empty watch id to fill in)."""
     if not work_ids:
         return []
-    rows: list[CheckRow] = ledger.store.tables.current_checks(sorted(work_ids))
+    rows: list[CheckRow] = store.tables.current_checks(sorted(work_ids))
     watches_of: dict[str, set[str]] = {}
     for c in covers:
         watches_of.setdefault(c.work_id, set()).add(c.watch_id)
-    hashes = {e.seq: e.hash for e in ledger.store.envelopes(sorted({r.seq for r in rows}))}
+    hashes = {e.seq: e.hash for e in store.envelopes(sorted({r.seq for r in rows}))}
     out = []
     for r in rows:
         for notice in r.notices:
@@ -348,7 +348,7 @@ def _held_notices(ledger: Ledger, work_ids: set[str], covers: Sequence[_Cover] =
     return out
 
 
-def _check_notices(ledger: Ledger, checks: Sequence[StoredEvent]) -> list[_Candidate]:
+def _check_notices(store: Store, checks: Sequence[StoredEvent]) -> list[_Candidate]:
     """A candidate for each notice a new standing check holds and each watch covering its work."""
     found: list[tuple[StoredEvent, str, Any]] = []
     for e in checks:
@@ -357,7 +357,7 @@ def _check_notices(ledger: Ledger, checks: Sequence[StoredEvent]) -> list[_Candi
             if n.work_id is not None:
                 found.append((e, data.source, msgspec.to_builtins(n)))
     covering: dict[str, list[str]] = {}
-    for work_id, watch_id, _ in ledger.store.alerts.covering(sorted({n["work_id"] for _, _, n in found})):
+    for work_id, watch_id, _ in store.alerts.covering(sorted({n["work_id"] for _, _, n in found})):
         covering.setdefault(work_id, []).append(watch_id)
     out = []
     for e, source, notice in found:
@@ -369,10 +369,10 @@ def _check_notices(ledger: Ledger, checks: Sequence[StoredEvent]) -> list[_Candi
     return out
 
 
-def _store(candidates: Sequence[_Candidate], ledger: Ledger, watches: dict[str, Watch] | None = None) -> int:
+def _record(candidates: Sequence[_Candidate], store: Store, watches: dict[str, Watch] | None = None) -> int:
     """Number and store the candidates not raised before (the first seq that held each), with the
     outbox entries of those whose watch has a callback; returns how many."""
-    tables = ledger.store.alerts
+    tables = store.alerts
     first: dict[tuple[str, str, str], _Candidate] = {}
     for c in sorted(candidates, key=lambda c: c.seq):
         first.setdefault((c.watch_id, c.work_id, c.key), c)
@@ -388,7 +388,7 @@ def _store(candidates: Sequence[_Candidate], ledger: Ledger, watches: dict[str, 
     n = tables.last_n()
     now = now_us()
     raised_at = format_recorded(now)
-    citing = _citing(ledger, fresh)
+    citing = _citing(store, fresh)
     alerts, outbox = [], []
     for c in fresh:
         watch = watches[c.watch_id]
@@ -403,13 +403,13 @@ def _store(candidates: Sequence[_Candidate], ledger: Ledger, watches: dict[str, 
     return len(alerts)
 
 
-def _citing(ledger: Ledger, fresh: Sequence[_Candidate]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def _citing(store: Store, fresh: Sequence[_Candidate]) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """The citing references of each (watch, work): the watch's covering observations, each with its
     citing paper, reference index and title as parsed (at most MAX_CITING)."""
-    tables = ledger.store.alerts
+    tables = store.alerts
     covers = tables.covering(sorted({c.work_id for c in fresh}))
     oids = sorted({oid for _, _, oid in covers if oid})
-    facts = ledger.store.tables.observation_facts(oids, -(2**62), 2**62) if oids else []
+    facts = store.tables.observation_facts(oids, -(2**62), 2**62) if oids else []
     cited: dict[str, dict[str, Any]] = {}
     resolved: dict[str, Any] = {}  # observation -> its latest resolution's cited work (what it displays)
     for f in sorted(facts, key=lambda f: (f.observed_us, f.seq)):
@@ -476,9 +476,9 @@ def watch_json(watch: Watch, covered: Sequence[str] | None = None) -> dict[str, 
     return out
 
 
-def watch_of(ledger: Ledger, watch_id: str) -> Watch:
+def watch_of(store: Store, watch_id: str) -> Watch:
     """The watch in force under this id, or NotFound."""
-    w = ledger.store.alerts.watch(watch_id)
+    w = store.alerts.watch(watch_id)
     if w is None or w.removed_at is not None:
         raise NotFound(f"no watch {watch_id!r}", details={"watch_id": watch_id})
     return w
@@ -503,18 +503,18 @@ class PaperNotice(NamedTuple):
 
 
 def paper_notices(
-    ledger: Ledger, arxiv_id: str, as_of_us: int, known_us: int | None = None
+    store: Store, arxiv_id: str, as_of_us: int, known_us: int | None = None
 ) -> list[PaperNotice]:
     """The notices held as of T (the latest check of each source, as the record shows them) for the
     works the paper's outbound references cite, each with the first check that held it; by seq."""
-    return paper_alerts(ledger, arxiv_id, as_of_us, known_us)[0]
+    return paper_alerts(store, arxiv_id, as_of_us, known_us)[0]
 
 
 def paper_alerts(
-    ledger: Ledger, arxiv_id: str, as_of_us: int, known_us: int | None = None
+    store: Store, arxiv_id: str, as_of_us: int, known_us: int | None = None
 ) -> tuple[list[PaperNotice], list[str]]:
     """`paper_notices`, and the sources that had checked works as of T (what "no notice" covers)."""
-    with ledger.store.snapshot(as_of_us, known_us) as reader:
+    with store.snapshot(as_of_us, known_us) as reader:
         sources = sorted({h.source for h in reader.source_heads()})
         facts = reader.paper_stream(arxiv_id)
         latest: dict[tuple[str, str], Any] = {}

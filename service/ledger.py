@@ -130,7 +130,7 @@ class Ledger:
                 result = append_batch(tx, events, expected_versions, places)
         self._committed()
         if self._raise_alerts and result.appended:
-            raise_new(self)
+            raise_new(self.store)
         return result
 
     def append_batch(self, batch: Batch) -> AppendResult:

@@ -19,12 +19,14 @@ from ledger.alert_store import DELIVERED, GAVE_UP, PENDING, Delivery, Due
 from ledger.instants import format_recorded, now_us
 
 if TYPE_CHECKING:
-    from service.ledger import Ledger
+    from ledger.interface import Store
 
 DEFAULT_BACKOFF_S = 10.0
 MAX_DELAY_S = 3600.0
 RETRY_FOR_S = 86_400.0
-LEASE_S = 120.0  # a deliverer holds what it took this long (a crashed one's is taken again after)
+# a deliverer takes one entry at a time and holds it this long (a request's timeout and more): what a
+# deliverer killed mid-request held is taken again by another, or after a restart, this much later
+LEASE_S = 30.0
 JITTER = (0.8, 1.2)  # each delay scaled by a random factor in this range: retries of many alerts spread
 SIGNATURE = "Ledger-Signature"
 ALERT_ID = "Ledger-Alert-Id"
@@ -62,12 +64,12 @@ def delay_s(attempt: int, base: float, rng: random.Random | None = None) -> floa
 
 
 def deliver_due(
-    ledger: Ledger, send: Send, base: float = DEFAULT_BACKOFF_S, rng: random.Random | None = None
+    store: Store, send: Send, base: float = DEFAULT_BACKOFF_S, rng: random.Random | None = None
 ) -> int:
-    """Lease what is due, POST each, settle each; returns how many were attempted."""
-    tables = ledger.store.alerts
+    """Lease the next entry due, POST it, settle it; returns how many were attempted (0 or 1)."""
+    tables = store.alerts
     with tables.updating():
-        due = tables.take_due(now_us(), int(LEASE_S * 1e6))
+        due = tables.take_due(now_us(), int(LEASE_S * 1e6), limit=1)
     for d in due:
         body = d.body.encode()
         sent = send(d.callback_url, body, headers_for(d, body))

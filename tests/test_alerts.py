@@ -46,7 +46,7 @@ RW_NOTICES = [
 
 
 def test_a_paper_watch_is_told_of_each_notice_its_references_get_once(sample: Ledger) -> None:
-    watch, covered = al.add_watch(sample, al.parse_watch({"arxiv_id": CITING}))
+    watch, covered = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
     assert {"w-cell", "w-plos", "w-arxiv", "w-old"} <= set(covered)
     assert _alerts(sample, watch.id) == []  # no notice held yet
     ingest(sample, "retraction-watch", RW, T_INGEST)
@@ -70,10 +70,10 @@ def test_a_paper_watch_is_told_of_each_notice_its_references_get_once(sample: Le
 
 def test_a_watch_made_later_gets_the_notices_already_held_marked_as_such(sample: Ledger) -> None:
     ingest(sample, "retraction-watch", RW, T_INGEST)
-    watch, _ = al.add_watch(sample, al.parse_watch({"arxiv_id": CITING}))
+    watch, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
     got = _alerts(sample, watch.id)
     assert _kinds(got) == RW_NOTICES and all(a["held_before_watch"] for a in got)
-    assert al.raise_new(sample) == 0  # nothing new since
+    assert al.raise_new(sample.store) == 0  # nothing new since
 
 
 @pytest.mark.parametrize(
@@ -88,15 +88,15 @@ def test_a_watch_made_later_gets_the_notices_already_held_marked_as_such(sample:
 def test_a_works_watch_is_told_of_the_works_its_keys_match(
     sample: Ledger, works: list[str], want: list[tuple[str, str]]
 ) -> None:
-    watch, _ = al.add_watch(sample, al.parse_watch({"works": works}))
+    watch, _ = al.add_watch(sample.store, al.parse_watch({"works": works}))
     ingest(sample, "retraction-watch", RW, T_INGEST)
     assert _kinds(_alerts(sample, watch.id)) == want
 
 
 def test_each_watch_gets_its_own_alerts_and_a_removed_one_gets_none(sample: Ledger) -> None:
-    a, _ = al.add_watch(sample, al.parse_watch({"arxiv_id": CITING}))
-    b, _ = al.add_watch(sample, al.parse_watch({"works": ["arxiv:2310.04610"]}))
-    gone, _ = al.add_watch(sample, al.parse_watch({"arxiv_id": CITING}))
+    a, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
+    b, _ = al.add_watch(sample.store, al.parse_watch({"works": ["arxiv:2310.04610"]}))
+    gone, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
     tables = sample.store.alerts
     with tables.updating():
         assert tables.remove_watch(gone.id, "2026-09-01T00:00:00Z")
@@ -104,13 +104,13 @@ def test_each_watch_gets_its_own_alerts_and_a_removed_one_gets_none(sample: Ledg
     assert len(_alerts(sample, a.id)) == 7 and len(_alerts(sample, b.id)) == 1
     assert _alerts(sample, gone.id) == []
     with pytest.raises(NotFound, match="no watch"):
-        al.watch_of(sample, gone.id)
+        al.watch_of(sample.store, gone.id)
     ids = [json.loads(x.body)["id"] for w in (a, b) for x in tables.alerts(w.id)]
     assert len(set(ids)) == len(ids) == 8
 
 
 def test_a_work_cited_later_brings_the_notice_it_already_holds(sample: Ledger) -> None:
-    watch, covered = al.add_watch(sample, al.parse_watch({"arxiv_id": CITING}))
+    watch, covered = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
     assert "w-new" not in covered
     sample.append([check("crossref", ts(20), ["w-new"], [notice("w-new", "correction")])])
     assert _alerts(sample, watch.id) == []  # not cited yet
@@ -125,7 +125,7 @@ def test_a_work_cited_later_brings_the_notice_it_already_holds(sample: Ledger) -
 
 def test_alerts_are_raised_whatever_appended_the_events(sample: Ledger) -> None:
     """A library append, an NDJSON import and a source ingest all go through Ledger.append: each raises."""
-    watch, _ = al.add_watch(sample, al.parse_watch({"works": ["doi:10.5555/j.cell.2019.05.031"]}))
+    watch, _ = al.add_watch(sample.store, al.parse_watch({"works": ["doi:10.5555/j.cell.2019.05.031"]}))
     sample.append([check("crossref", ts(30), ["w-cell"], [notice("w-cell", "correction")])])
     n = {"work_id": "w-cell", "kind": "withdrawal", "notice_doi": None, "record_id": None, "raw_type": None,
          "reasons": [], "notice_date": None, "url": None}  # fmt: skip
@@ -144,7 +144,7 @@ def test_with_no_watch_raising_reads_only_and_the_first_watch_starts_at_the_head
     before = tables.cursor()
     ingest(sample, "retraction-watch", RW, T_INGEST)
     assert tables.cursor() == before  # nothing written while nobody watches
-    al.add_watch(sample, al.parse_watch({"arxiv_id": CITING}))
+    al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
     assert tables.cursor() == sample.head().seq
 
 
@@ -208,7 +208,7 @@ def test_an_alert_names_the_title_its_observation_displays(sample: Ledger) -> No
     known = CitedWork("2310.04610", None, "arxiv", None, ts(23), "A titled work", None, "w-titled", 2023)
     sample.append([citation(oid_of(50), CITING, ts(22), 50, raw)])
     sample.append([resolution(oid_of(50), ts(23), cited=known)])
-    watch, _ = al.add_watch(sample, al.parse_watch({"arxiv_id": CITING}))
+    watch, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
     sample.append([check("crossref", ts(24), ["w-titled"], [notice("w-titled", "correction")])])
     (got,) = _alerts(sample, watch.id)
     assert got["citing"][0]["title"] == "A titled work" and got["citing"][0]["reference_index"] == 50

@@ -11,6 +11,7 @@ import pytest
 from api.app import create_app
 from api.settings import Settings
 from service import alerts as al
+from service import webhooks as wh
 from service.sources import ingest
 from tests.conftest import NewDb
 from tests.test_alerts import RW, RW_NOTICES
@@ -35,7 +36,7 @@ def _watch(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
 
 def _raise(client: TestClient) -> None:
     """What the server's alerting thread does after a commit (a TestClient runs no lifespan)."""
-    al.raise_new(ledger_of(client))
+    al.raise_new(ledger_of(client).store)
 
 
 def test_a_watch_is_made_listed_read_and_removed(sampled: TestClient) -> None:
@@ -162,9 +163,8 @@ def test_deliveries_are_listed_per_watch(sampled: TestClient) -> None:
     made = _watch(sampled, {"works": ["arxiv:2310.04610"], "callback_url": "https://hooks.example/b"})
     ingest(ledger_of(sampled), "retraction-watch", RW, T_INGEST)
     _raise(sampled)
-    from service import webhooks as wh
-
-    wh.deliver_due(ledger_of(sampled), lambda url, body, headers: wh.Sent(None, None, "connection refused"))
+    refused = wh.Sent(None, None, "connection refused")
+    wh.deliver_due(ledger_of(sampled).store, lambda url, body, headers: refused)
     got = sampled.get(f"/watches/{made['id']}/deliveries", headers=AUTH).json()["deliveries"]
     assert [(d["attempt"], d["status"], d["error"]) for d in got] == [(1, None, "connection refused")]
     assert got[0]["next_at"] is not None

@@ -79,8 +79,9 @@ def test_the_policy_opens_exactly_the_hosts_and_networks_named() -> None:
 class _Receiver:
     """A webhook receiver on 127.0.0.1 that answers `statuses` in turn (then 200), keeping each request."""
 
-    def __init__(self, statuses: list[int]) -> None:
+    def __init__(self, statuses: list[int], hold: threading.Event | None = None) -> None:
         self.statuses = list(statuses)
+        self.hold = hold  # when set, each request waits for it before it is answered
         self.got: list[tuple[dict[str, str], bytes]] = []
         receiver = self
 
@@ -88,6 +89,8 @@ class _Receiver:
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 receiver.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                if receiver.hold is not None:
+                    receiver.hold.wait(60)
                 status = receiver.statuses.pop(0) if receiver.statuses else 200
                 if status in (301, 302, 307):
                     self.send_response(status)
@@ -158,7 +161,7 @@ def _watched(new_db: NewDb, secret: str | None = "s3cret") -> tuple[Ledger, al.W
     body: dict[str, Any] = {"works": ["arxiv:2310.04610"], "callback_url": "https://hooks.example/alerts"}
     if secret:
         body["secret"] = secret
-    watch, _ = al.add_watch(ledger, al.parse_watch(body))
+    watch, _ = al.add_watch(ledger.store, al.parse_watch(body))
     ingest(ledger, "retraction-watch", RW, T_INGEST)
     return ledger, watch
 
@@ -173,7 +176,7 @@ def test_an_alert_is_retried_until_delivered_with_the_same_id_and_a_valid_signat
     ledger, watch = _watched(new_db)
     script = _Script([500, None, 503])
     for _ in range(4):
-        wh.deliver_due(ledger, script, 10.0, random.Random(1))
+        wh.deliver_due(ledger.store, script, 10.0, random.Random(1))
         _due_now(ledger)
     assert len(script.calls) == 4  # three failures, then delivered; nothing after
     ids = {c[2][wh.ALERT_ID] for c in script.calls}
@@ -184,13 +187,13 @@ def test_an_alert_is_retried_until_delivered_with_the_same_id_and_a_valid_signat
     assert [(d.attempt, d.status) for d in tries] == [(1, 500), (2, None), (3, 503), (4, 200)]
     assert tries[1].error == "timed out" and tries[-1].next_at is None and tries[0].next_at is not None
     assert ledger.store.alerts.outbox_depth() == 0
-    assert wh.deliver_due(ledger, script, 10.0) == 0
+    assert wh.deliver_due(ledger.store, script, 10.0) == 0
 
 
 def test_an_unsigned_watch_sends_no_signature(new_db: NewDb) -> None:
     ledger, _ = _watched(new_db, secret=None)
     script = _Script([])
-    wh.deliver_due(ledger, script)
+    wh.deliver_due(ledger.store, script)
     assert script.calls and wh.SIGNATURE not in script.calls[0][2]
 
 
@@ -204,7 +207,7 @@ def test_delivery_gives_up_24_hours_after_the_first_attempt(
     attempts = 0
     while ledger.store.alerts.outbox_depth():
         clock[0] += 2 * 3_600 * 10**6  # two hours later each time, past any delay (at most 1.2 h)
-        assert wh.deliver_due(ledger, script, 10.0, random.Random(2)) == 1
+        assert wh.deliver_due(ledger.store, script, 10.0, random.Random(2)) == 1
         attempts += 1
     states = ledger.store.alerts._q("SELECT state FROM outbox").fetchall()
     assert [s[0] for s in states] == [GAVE_UP] and 10 <= attempts <= 12
@@ -225,6 +228,6 @@ def test_a_deliverer_takes_an_entry_another_holds_only_after_its_lease(new_db: N
 
 def test_delivered_and_pending_states_are_what_the_outbox_says(new_db: NewDb) -> None:
     ledger, _ = _watched(new_db)
-    wh.deliver_due(ledger, _Script([]))
+    wh.deliver_due(ledger.store, _Script([]))
     assert [s[0] for s in ledger.store.alerts._q("SELECT state FROM outbox").fetchall()] == [DELIVERED]
     assert CITING  # the sample's citing paper is what the watch's work is cited by
