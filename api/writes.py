@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from api.limits import RateLimiter, long_string
+from api.limits import RateLimiter, long_string, short_strings
 from ledger.append import AppendResult
 from ledger.codec import canonical, decode_json
 from ledger.errors import InvalidEvent
-from ledger.importer import SCHEMA, Batch, parse_batch, record_to_batch
+from ledger.importer import SCHEMA, Batch, parse_batch, quick_batch, record_to_batch
 from service.ledger import Ledger
 
 from . import docs
@@ -53,8 +53,8 @@ class _Writer:
     def check_strings(self, raw: bytes, value: Any, where: str) -> None:
         """422 naming the first string (or key) longer than the limit."""
         limit = self.settings.max_string
-        if len(raw) <= limit:
-            return  # no string can be longer than the body that holds it
+        if short_strings(raw, limit):
+            return
         found = long_string(value, limit, where)
         if found is not None:
             place, length = found
@@ -117,6 +117,10 @@ def _answer(result: AppendResult) -> Response:
 
 
 def _append_events(ledger: Ledger, writer: _Writer, raw: bytes) -> AppendResult:
+    quick = quick_batch(raw) if short_strings(raw, writer.settings.max_string) else None
+    if quick is not None:
+        writer.check_batch(len(quick.events))
+        return ledger.append_batch(quick)
     value = decode_json(raw)
     writer.check_strings(raw, value, "")
     if isinstance(value, dict) and isinstance(value.get("events"), list):
