@@ -89,6 +89,15 @@ class Dialect:
             return [json.dumps([list(p) for p in pairs])]
         return [[p[0] for p in pairs], [p[1] for p in pairs]]
 
+    def has_table(self) -> str:
+        """A query answering a row when the table named by its one parameter exists (in the ledger's
+        schema, on PostgreSQL)."""
+        if self.json_lists:
+            return "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return (
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
+        )
+
     def json_text(self, key: str) -> str:
         """The string at `key` of the event's data, as text."""
         return f"json_extract(data, '$.{key}')" if self.json_lists else f"(data::jsonb ->> '{key}')"

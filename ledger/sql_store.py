@@ -130,6 +130,9 @@ def step_columns(d: Dialect, events: str = "") -> str:
     )
 
 
+# the webhook outbox of the standing alerts: one row per delivery, state 'pending'|'delivered'|'gave_up'
+OUTBOX = "outbox"
+
 # (a level, the level its rows move to), smallest first
 _MERGES = tuple(zip(LEVELS, LEVELS[1:], strict=False))
 _AFTER_O = OBSERVATION[0] + ";"  # the first key past every observation key ("o:" < "o;")
@@ -873,6 +876,15 @@ class SqlTables:
         return ScrubPass(
             kind, started_at, started_us, finished_at, finished_us, events, head_seq, bool(ok), bad, reason
         )
+
+    # -- the webhook outbox (its table comes with the alerts' own schema step) ----------
+
+    def outbox_depth(self) -> int | None:
+        """Deliveries still pending in the webhook outbox; None when this ledger has no outbox table."""
+        if self._q(self.store.dialect.has_table(), (OUTBOX,)).fetchone() is None:
+            return None
+        row = self._q(f"SELECT count(*) FROM {OUTBOX} WHERE state = 'pending'").fetchone()
+        return int(row[0])
 
     # -- ledger-wide lookups (source adapters, diff) ---------------------------------
 
