@@ -13,7 +13,20 @@ from fastapi.openapi.utils import get_openapi
 from api.limits import RateLimiter
 from service.ledger import Ledger
 
-from . import bundles, docs, evidence, live, proofs, routes, scrub, sources, witnesses, writes
+from . import (
+    bundles,
+    docs,
+    evidence,
+    live,
+    metrics,
+    proofs,
+    routes,
+    scrub,
+    sources,
+    telemetry,
+    witnesses,
+    writes,
+)
 from .errors import install_error_handlers
 from .settings import Settings
 
@@ -30,7 +43,23 @@ Every error is `{"error": {"code", "message", "details"}}`. Every answer about a
 
 # Background work of one app (one server process): each `start(app)` returns its `stop()`.
 Stop = Callable[[], Awaitable[None]]
-BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [scrub.start, live.start, witnesses.start]
+
+
+async def _metrics_start(app: FastAPI) -> Stop:
+    """Nothing to start; at shutdown this process's live gauges go (multiprocess mode)."""
+
+    async def ended() -> None:
+        metrics.process_ended()
+
+    return ended
+
+
+BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [
+    _metrics_start,
+    scrub.start,
+    live.start,
+    witnesses.start,
+]
 
 
 @asynccontextmanager
@@ -59,6 +88,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Concurrent requests share one transaction and one fsync; each batch is still atomic in its own
     # savepoint and acknowledged only after COMMIT. Other processes are serialised by BEGIN IMMEDIATE.
     app.state.ledger = Ledger(settings.db, group_commit=True)
+    if settings.counting:
+        app.state.ledger.on_group_commit(metrics.group_committed)
     app.state.rate_limiter = (
         RateLimiter(settings.rate_limit, settings.burst) if settings.rate_limit > 0 else None
     )
@@ -74,7 +105,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_credentials=False,
             max_age=600,
         )
+    if settings.counting or settings.json_logs:
+        # outermost: it sees every answer (CORS preflights and error pages too) and its end
+        app.add_middleware(telemetry.Telemetry, settings=settings)
     install_error_handlers(app)
+    if settings.counting:
+        app.include_router(telemetry.router)
     # /paper/{id}/changes must come before routes' /paper/{id:path}
     app.include_router(sources.router)
     app.include_router(proofs.router)

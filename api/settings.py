@@ -39,6 +39,12 @@ ENV_SSE_BUFFER = "LEDGER_SSE_BUFFER"
 ENV_SCRUB_INTERVAL = "LEDGER_SCRUB_INTERVAL"
 ENV_WITNESSES = "LEDGER_WITNESSES"
 ENV_CHECKPOINT_INTERVAL = "LEDGER_CHECKPOINT_INTERVAL"
+ENV_METRICS = "LEDGER_METRICS"
+ENV_LOG_FORMAT = "LEDGER_LOG_FORMAT"
+
+# GET /metrics: open to anyone, only with a configured token, or not served at all
+METRICS_MODES = ("on", "token", "off")
+LOG_FORMATS = ("text", "json")
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -82,6 +88,20 @@ class Settings:
     witnesses_file: str | None = None
     # Seconds between two looks of the cosigner at the head (a checkpoint cosigned that long after an append).
     checkpoint_interval: float = 1.0
+    # GET /metrics: "on" (open), "token" (a configured bearer token), "off" (not served, nothing counted)
+    metrics: str = "on"
+    # "text": uvicorn's own lines; "json": one JSON object per line, every request and append with its id
+    log_format: str = "text"
+
+    @property
+    def counting(self) -> bool:
+        """Whether this app counts what it does for GET /metrics."""
+        return self.metrics != "off"
+
+    @property
+    def json_logs(self) -> bool:
+        """Whether every request and append is logged as a JSON line."""
+        return self.log_format == "json"
 
     @property
     def token_file_path(self) -> str:
@@ -133,7 +153,19 @@ class Settings:
             checkpoint_interval=_positive_float(
                 env.get(ENV_CHECKPOINT_INTERVAL), 1.0, ENV_CHECKPOINT_INTERVAL
             ),
+            metrics=_choice(env.get(ENV_METRICS), METRICS_MODES, ENV_METRICS),
+            log_format=_choice(env.get(ENV_LOG_FORMAT), LOG_FORMATS, ENV_LOG_FORMAT),
         )
+
+
+def _choice(text: str | None, choices: tuple[str, ...], name: str) -> str:
+    """One of `choices` (any case, spaces ignored); the first when unset."""
+    value = (text or "").strip().lower()
+    if not value:
+        return choices[0]
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {text!r}")
+    return value
 
 
 def _positive_int(text: str | None, default: int, name: str, unit: str) -> int:
