@@ -221,3 +221,17 @@ def test_the_server_makes_cleans_and_removes_the_metrics_directory(tmp_path: Pat
     with metrics_dir(1):  # named by the operator: used even for one worker, emptied of metric files
         assert sorted(p.name for p in given.iterdir()) == ["notes.txt"]
     assert given.is_dir()  # the operator's: kept
+
+
+def test_a_scrape_drops_the_live_gauges_of_a_worker_that_is_gone(tmp_path: Path) -> None:
+    from api.metrics import _forget_dead_workers
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    for name in (f"gauge_livesum_{gone.pid}.db", f"gauge_livesum_{os.getpid()}.db", f"counter_{gone.pid}.db"):
+        (tmp_path / name).write_bytes(b"")
+    _forget_dead_workers(tmp_path)
+    # a dead worker's live gauge goes; the living one's stays, and counts (counters) are never dropped
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"gauge_livesum_{os.getpid()}.db", f"counter_{gone.pid}.db"]
+    )
