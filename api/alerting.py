@@ -17,6 +17,7 @@ from service.alerts import AddressPolicy, raise_new
 from service.ledger import Ledger
 from service.webhooks import deliver_due
 
+from . import metrics
 from .webhooks import sender
 
 log = logging.getLogger("api.alerting")
@@ -29,9 +30,16 @@ STOP_TIMEOUT_S = 15.0
 class Alerting:
     """The two threads and what wakes them."""
 
-    def __init__(self, ledger: Ledger, backoff: float, allow: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        backoff: float,
+        allow: tuple[str, ...],
+        on_result: Callable[[str], None] | None = None,
+    ) -> None:
         self.ledger = ledger
         self.backoff = backoff
+        self.on_result = on_result
         self.send = sender(AddressPolicy(allow))
         self.stop = threading.Event()
         self.raise_wake = threading.Event()
@@ -59,7 +67,11 @@ class Alerting:
     def _delivering(self) -> None:
         while not self.stop.is_set():
             try:
-                while deliver_due(self.ledger.store, self.send, self.backoff) and not self.stop.is_set():
+                store = self.ledger.store
+                while (
+                    deliver_due(store, self.send, self.backoff, on_result=self.on_result)
+                    and not self.stop.is_set()
+                ):
                     pass
                 due = self.ledger.store.alerts.next_due_us()
             except Exception:
@@ -80,7 +92,12 @@ async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
             return None
 
         return nothing
-    alerting = Alerting(app.state.ledger, settings.webhook_backoff, settings.webhook_allow)
+    alerting = Alerting(
+        app.state.ledger,
+        settings.webhook_backoff,
+        settings.webhook_allow,
+        metrics.webhook_delivery if settings.counting else None,
+    )
     app.state.ledger.on_commit(alerting.committed)
     app.state.alerting = alerting
     for t in alerting.threads:

@@ -19,10 +19,12 @@ from . import (
     docs,
     evidence,
     live,
+    metrics,
     proofs,
     routes,
     scrub,
     sources,
+    telemetry,
     watches,
     witnesses,
     writes,
@@ -43,7 +45,19 @@ Every error is `{"error": {"code", "message", "details"}}`. Every answer about a
 
 # Background work of one app (one server process): each `start(app)` returns its `stop()`.
 Stop = Callable[[], Awaitable[None]]
+
+
+async def _metrics_start(app: FastAPI) -> Stop:
+    """Nothing to start; at shutdown this process's live gauges go (multiprocess mode)."""
+
+    async def ended() -> None:
+        metrics.process_ended()
+
+    return ended
+
+
 BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [
+    _metrics_start,
     scrub.start,
     live.start,
     witnesses.start,
@@ -78,6 +92,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # savepoint and acknowledged only after COMMIT. Other processes are serialised by BEGIN IMMEDIATE.
     # its alerts are raised by the alerting thread (api/alerting.py), not by the request that appended
     app.state.ledger = Ledger(settings.db, group_commit=True, raise_alerts=False)
+    if settings.counting:
+        app.state.ledger.on_group_commit(metrics.group_committed)
     app.state.rate_limiter = (
         RateLimiter(settings.rate_limit, settings.burst) if settings.rate_limit > 0 else None
     )
@@ -93,7 +109,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_credentials=False,
             max_age=600,
         )
+    if settings.counting or settings.json_logs:
+        # outermost: it sees every answer (CORS preflights and error pages too) and its end
+        app.add_middleware(telemetry.Telemetry, settings=settings)
     install_error_handlers(app)
+    if settings.counting:
+        app.include_router(telemetry.router)
     # /paper/{id}/changes must come before routes' /paper/{id:path}
     app.include_router(sources.router)
     app.include_router(watches.router)  # before routes: /paper/{id:path} would take /paper/{id}/alerts.atom

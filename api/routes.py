@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -15,7 +16,7 @@ from ledger.errors import LedgerError, NotFound
 from ledger.instants import now_us, parse_ts
 from service.alerts import paper_alerts
 
-from . import docs
+from . import docs, telemetry
 from .auth import token_hashes
 from .common import (
     JSON,
@@ -35,6 +36,7 @@ from .render import render_error_page, render_index_page, render_paper_page, ren
 from .scrub import passes_of
 
 router = APIRouter()
+HIT, BUILT = "hit", "built"  # a record's bytes from the cache, or projected for this request
 
 # `{arxiv_id:path}`: old-style ids contain a slash (hep-th/9901001); the id is validated in code.
 ArxivId = Annotated[
@@ -103,11 +105,13 @@ async def record_json(
     request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None
 ) -> Response:
     """The record (record-v1.md) exactly as hashed: canonical bytes, with the Ledger-Head."""
+    began = time.perf_counter()
     check_id(arxiv_id)
     t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
     ledger = ledger_of(request)
     if t is None:  # as of now: a new instant on every call, never cached
         body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
+        telemetry.record_served(request, "json", BUILT, began)
         return Response(body, media_type=JSON, headers=head_headers(head))
     cache = _record_cache(request)
     # one indexed read of the head; the bytes held for it were built from exactly these events.
@@ -115,9 +119,11 @@ async def record_json(
     current = ledger.head() if ledger.store.local else await run_in_threadpool(ledger.head)
     hit = cache.get((arxiv_id, t, k, current))
     if hit is not None:
+        telemetry.record_served(request, "json", HIT, began)
         return Response(hit, media_type=JSON, headers=head_headers(current))
     body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
     cache.put((arxiv_id, t, k, head), body)
+    telemetry.record_served(request, "json", BUILT, began)
     return Response(body, media_type=JSON, headers=head_headers(head))
 
 
@@ -144,6 +150,7 @@ def _record_cache(request: Request) -> RecordCache:
 )
 def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTMLResponse:
     """The record page; errors are HTML pages with the right status."""
+    began = time.perf_counter()
     try:
         check_id(arxiv_id)
         ledger = ledger_of(request)
@@ -152,8 +159,11 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
         held = paper_alerts(ledger.store, arxiv_id, parse_ts(record["as_of"]) if t is None else t)
     except LedgerError as e:
         return _html_error(e)
-    page = render_record_page(record, head=head.header(), alerts=held)
-    return HTMLResponse(page, headers=head_headers(head))
+    page = HTMLResponse(
+        render_record_page(record, head=head.header(), alerts=held), headers=head_headers(head)
+    )
+    telemetry.record_served(request, "html", BUILT, began)
+    return page
 
 
 @router.get(

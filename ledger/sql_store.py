@@ -131,6 +131,8 @@ def step_columns(d: Dialect, events: str = "") -> str:
     )
 
 
+# the webhook outbox of the standing alerts: one row per delivery, state 'pending'|'delivered'|'gave_up'
+
 # (a level, the level its rows move to), smallest first
 _MERGES = tuple(zip(LEVELS, LEVELS[1:], strict=False))
 _AFTER_O = OBSERVATION[0] + ";"  # the first key past every observation key ("o:" < "o;")

@@ -72,3 +72,11 @@ class SQLiteStore(SqlStore):
         # the triggers a REPLACE fires
         db = sqlite_utils.Database(self._conn(), recursive_triggers=False, execute_plugins=False)
         return {name: db.table(name).count for name in sorted(db.table_names())}
+
+    def disk_bytes(self) -> int:
+        """Bytes the database takes on disk: the file and its -wal and -shm files (side files apart)."""
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                total += os.stat(self.path + suffix).st_size
+        return total

@@ -42,6 +42,7 @@ class Sent(NamedTuple):
 
 # the door's HTTP POST: (url, body, headers) -> what happened
 Send = Callable[[str, bytes, Mapping[str, str]], Sent]
+FAILED = "failed"  # an attempt's outcome when its entry stays pending, to be tried again
 
 
 def signature(secret: str, body: bytes) -> str:
@@ -64,9 +65,17 @@ def delay_s(attempt: int, base: float, rng: random.Random | None = None) -> floa
 
 
 def deliver_due(
-    store: Store, send: Send, base: float = DEFAULT_BACKOFF_S, rng: random.Random | None = None
+    store: Store,
+    send: Send,
+    base: float = DEFAULT_BACKOFF_S,
+    rng: random.Random | None = None,
+    on_result: Callable[[str], None] | None = None,
 ) -> int:
-    """Lease the next entry due, POST it, settle it; returns how many were attempted (0 or 1)."""
+    """Lease the next entry due, POST it, settle it; returns how many were attempted (0 or 1).
+
+    `on_result` hears each attempt's outcome once it is settled: delivered, failed (tried again
+    later) or gave_up.
+    """
     tables = store.alerts
     with tables.updating():
         due = tables.take_due(now_us(), int(LEASE_S * 1e6), limit=1)
@@ -86,4 +95,6 @@ def deliver_due(
                           format_recorded(next_us) if state == PENDING else None)  # fmt: skip
         with tables.updating():
             tables.settle(d, state, next_us, record)
+        if on_result is not None:
+            on_result(FAILED if state == PENDING else state)
     return len(due)

@@ -15,6 +15,7 @@ import httpx
 from service import webhooks as wh
 from tests.api_fixtures import running_server
 from tests.conftest import NewDb
+from tests.metrics_text import parse, value
 from tests.test_alerts import RW
 from tests.test_sources_support import CITING, T_INGEST, sample_ledger
 from tests.test_webhooks import _Receiver
@@ -60,6 +61,10 @@ def test_each_alert_reaches_the_receiver_once_after_its_failures_signed(new_db: 
             _until(lambda: len(receiver.got) >= 7 + 3)
             time.sleep(1.0)  # room for a duplicate to show, were one to be sent
             tries = httpx.get(f"{server.base}/watches/{watch_id}/deliveries", headers=AUTH).json()
+            scraped = parse(httpx.get(f"{server.base}/metrics").text)
+        assert value(scraped, "ledger_webhook_deliveries_total", result="delivered") == 7
+        assert value(scraped, "ledger_webhook_deliveries_total", result="failed") == 3
+        assert value(scraped, "ledger_webhook_outbox_depth") == 0
         ok = [d for d in tries["deliveries"] if d["status"] == 200]
         failed = [d for d in tries["deliveries"] if d["status"] != 200]
         assert len(ok) == 7 and len(failed) == 3

@@ -175,10 +175,12 @@ def _due_now(ledger: Ledger) -> None:
 def test_an_alert_is_retried_until_delivered_with_the_same_id_and_a_valid_signature(new_db: NewDb) -> None:
     ledger, watch = _watched(new_db)
     script = _Script([500, None, 503])
+    results: list[str] = []
     for _ in range(4):
-        wh.deliver_due(ledger.store, script, 10.0, random.Random(1))
+        wh.deliver_due(ledger.store, script, 10.0, random.Random(1), on_result=results.append)
         _due_now(ledger)
     assert len(script.calls) == 4  # three failures, then delivered; nothing after
+    assert results == [wh.FAILED, wh.FAILED, wh.FAILED, DELIVERED]
     ids = {c[2][wh.ALERT_ID] for c in script.calls}
     assert len(ids) == 1
     for _, body, headers in script.calls:
@@ -205,10 +207,12 @@ def test_delivery_gives_up_24_hours_after_the_first_attempt(
     monkeypatch.setattr("service.webhooks.now_us", lambda: clock[0])
     script = _Script([500] * 100)
     attempts = 0
+    results: list[str] = []
     while ledger.store.alerts.outbox_depth():
         clock[0] += 2 * 3_600 * 10**6  # two hours later each time, past any delay (at most 1.2 h)
-        assert wh.deliver_due(ledger.store, script, 10.0, random.Random(2)) == 1
+        assert wh.deliver_due(ledger.store, script, 10.0, random.Random(2), results.append) == 1
         attempts += 1
+    assert results == [wh.FAILED] * (attempts - 1) + [GAVE_UP]
     states = ledger.store.alerts._q("SELECT state FROM outbox").fetchall()
     assert [s[0] for s in states] == [GAVE_UP] and 10 <= attempts <= 12
     assert ledger.store.alerts.deliveries(watch.id, 0, 1000)[-1].next_at is None
