@@ -332,6 +332,8 @@ def pydantic_components() -> dict[str, Any]:
 _DESCRIPTIONS = {
     200: "OK",
     201: "Created: at least one event was appended",
+    308: "The paper id as pasted (an arXiv: prefix, a version suffix, an arxiv.org URL, a 10.48550 DOI): "
+    "the same path with the canonical id, query string kept",
     401: "Missing or wrong bearer token; nothing written",
     403: "Writes disabled (no token configured, or --read-only)",
     404: "Not found (e.g. no paper snapshot as of T)",
@@ -349,6 +351,9 @@ _HEAD_DOC = {
         "schema": {"type": "string"},
     }
 }
+_LOCATION_DOC = {
+    "Location": {"description": "the canonical path of the same answer", "schema": {"type": "string"}}
+}
 
 
 def responses(
@@ -358,6 +363,9 @@ def responses(
     HTML route documents text/html (and JSON too when it also negotiates JSON)."""
     out: dict[int | str, dict[str, Any]] = {}
     for code in codes:
+        if code == 308:
+            out[code] = {"description": _DESCRIPTIONS[code], "headers": _LOCATION_DOC}
+            continue
         schema = _ref("ErrorBody") if code >= 400 else _ref(ok) if ok else None
         content: dict[str, Any] = {}
         if json and schema is not None:

@@ -39,9 +39,10 @@ router = APIRouter()
 ArxivId = Annotated[
     str,
     Path(
-        description="arXiv id: `NNNN.NNNNN` or old-style `archive/NNNNNNN`, no version suffix",
+        description="arXiv id: `NNNN.NNNNN` or old-style `archive/NNNNNNN`; the id as pasted (`arXiv:` "
+        "prefix, version suffix, arxiv.org URL, 10.48550 DOI) is redirected (308) to this form",
         examples=["2509.02480"],
-        json_schema_extra={"pattern": docs.ARXIV_PATTERN},  # documented; checked in check_id
+        json_schema_extra={"pattern": docs.ARXIV_PATTERN},  # the canonical form; check_id reads the rest
     ),
 ]
 AsOf = Annotated[
@@ -96,13 +97,13 @@ def _wants_json(request: Request) -> bool:
     "/paper/{arxiv_id:path}/citation-record.json",
     tags=["records"],
     summary="The Paper Citation Record as of T, as canonical JSON bytes",
-    responses=docs.responses(200, 404, 422, ok="Record"),
+    responses=docs.responses(200, 308, 404, 422, ok="Record"),
 )
 async def record_json(
     request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None
 ) -> Response:
     """The record (record-v1.md) exactly as hashed: canonical bytes, with the Ledger-Head."""
-    check_id(arxiv_id)
+    arxiv_id = check_id(request, arxiv_id)
     t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
     ledger = ledger_of(request)
     if t is None:  # as of now: a new instant on every call, never cached
@@ -139,12 +140,15 @@ def _record_cache(request: Request) -> RecordCache:
     summary="The same record as an HTML page",
     response_class=HTMLResponse,
     # an id the path cannot hold (a newline) matches no route: the app-wide JSON 404 answers it
-    responses={**docs.responses(200, 422, html=True, json=False), **docs.responses(404, html=True)},
+    responses={
+        **docs.responses(200, 308, 422, html=True, json=False),
+        **docs.responses(404, html=True),
+    },
 )
 def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTMLResponse:
     """The record page; errors are HTML pages with the right status."""
     try:
-        check_id(arxiv_id)
+        arxiv_id = check_id(request, arxiv_id)
         record, _, head = ledger_of(request).record(arxiv_id, instant(as_of, "as_of"))
     except LedgerError as e:
         return _html_error(e)
@@ -155,13 +159,13 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
     "/paper/{arxiv_id:path}/integrity",
     tags=["records"],
     summary="What was verified for the record as of T",
-    responses=docs.responses(200, 404, 422, ok="IntegrityReport"),
+    responses=docs.responses(200, 308, 404, 422, ok="IntegrityReport"),
 )
 def integrity(
     request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None, page: Page = 1
 ) -> Response:
     """Chain status, the events that built the record, and its digests rebuilt from them (paged)."""
-    check_id(arxiv_id)
+    arxiv_id = check_id(request, arxiv_id)
     t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
     t = now_us() if t is None else t  # one instant for the record and its in-memory rebuild
     read_only = settings_of(request).read_only
@@ -175,14 +179,14 @@ def integrity(
     tags=["records"],
     summary="The paper: its snapshots over time and links to its record views",
     response_class=HTMLResponse,
-    responses=docs.responses(200, 404, 422, ok="PaperAnswer", html=True),
+    responses=docs.responses(200, 308, 404, 422, ok="PaperAnswer", html=True),
 )
 def paper(request: Request, arxiv_id: ArxivId) -> Response:
     """HTML by default; JSON when the client asks for application/json (and not HTML)."""
     as_json = _wants_json(request)
     ledger = ledger_of(request)
     try:
-        check_id(arxiv_id)
+        arxiv_id = check_id(request, arxiv_id)
         history = ledger.store.paper_history(arxiv_id)
         if not history:
             raise NotFound(

@@ -135,7 +135,7 @@ def test_record_404_says_when_the_paper_was_first_observed(loaded: TestClient):
     assert "never been observed" in assert_error(r, 404, "not_found")["message"]
 
 
-@pytest.mark.parametrize("bad", ["2509.024", "2509.02480v2", "arxiv:2509.02480", "hep-th/99", "x"])
+@pytest.mark.parametrize("bad", ["2509.024", "2509.02480v0", "arxiv:2509.024", "hep-th/99", "x"])
 def test_bad_ids_are_422(loaded: TestClient, bad: str):
     for path in (
         f"/paper/{bad}/citation-record.json",
@@ -676,7 +676,7 @@ def test_openapi_documents_bodies_examples_and_errors(client: TestClient):
         body = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]
         assert body["schema"] == {"$ref": "#/components/schemas/Record"}
     record = schema["paths"]["/paper/{arxiv_id}/citation-record.json"]["get"]["responses"]
-    assert set(record) == {"200", "404", "422"}
+    assert set(record) == {"200", "308", "404", "422"}
     assert record["404"]["content"]["application/json"]["schema"]["$ref"].endswith("ErrorBody")
     assert "Ledger-Head" in record["200"]["headers"]
 
