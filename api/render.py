@@ -61,6 +61,33 @@ def _id_from_link(link: Any) -> str:
     return str(link or "").rstrip("/").rsplit("/", 1)[-1]
 
 
+# the raw cited work's fields a reader can use, in the order shown (its title is shown above them)
+WORK_FIELDS = (
+    ("doi", "DOI"),
+    ("arxiv_id", "arXiv"),
+    ("pith_arxiv_id", "Pith id"),
+    ("venue", "venue"),
+    ("year", "year"),
+    ("metadata_source", "metadata source"),
+    ("work_id", "work id"),
+    ("snapshot_observed_at", "observed"),
+)
+
+
+def _work_fields(work: Any) -> list[tuple[str, str, str | None]]:
+    """(label, value, href or None) of each field a cited_work holds, null and blank ones left out."""
+    if not isinstance(work, dict):
+        return []
+    out = []
+    for key, label in WORK_FIELDS:
+        value = work.get(key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        href = f"https://doi.org/{value}" if key == "doi" else None
+        out.append((label, str(value), href))
+    return out
+
+
 def _state_rows(counts: dict[str, int]) -> list[tuple[str, int]]:
     """(status, count) rows: the six statuses in fixed order, pending if present, then others."""
     rows = [(s, counts.get(s, 0)) for s in STATUS_ORDER if s != "pending" or s in counts]
@@ -95,7 +122,7 @@ ENV = jinja2.Environment(
 ENV.filters.update(
     {
         f.__name__.removeprefix("_"): f
-        for f in (_words, _safe_href, _title_of, _sentence, _id_from_link, _standing_text)
+        for f in (_words, _safe_href, _title_of, _sentence, _id_from_link, _standing_text, _work_fields)
     }
 )
 
