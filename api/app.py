@@ -13,7 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from api.limits import RateLimiter
 from service.ledger import Ledger
 
-from . import bundles, docs, evidence, live, proofs, routes, scrub, sources, witnesses, writes
+from . import bundles, docs, evidence, live, proofs, routes, scrub, search, sources, witnesses, writes
 from .errors import install_error_handlers
 from .settings import Settings
 
@@ -80,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(proofs.router)
     app.include_router(bundles.router)  # before routes: /paper/{id:path} would take /paper/{id}/bundle
     app.include_router(routes.router)
+    app.include_router(search.router)
     app.include_router(evidence.router)
     app.include_router(writes.router)
 

@@ -278,6 +278,31 @@ class PaperAnswer(BaseModel):
     links: dict[str, str]
 
 
+class SearchHit(BaseModel):
+    """A title that holds every word: a paper's own, or a reference's (with its observation), and the
+    path of the record that shows it."""
+
+    kind: str = Field(json_schema_extra={"enum": ["paper", "reference"]})
+    arxiv_id: str = Field(description="the paper, or the citing paper of a reference")
+    title: str
+    seq: int = Field(description="the first event that carried this title")
+    observation_id: str | None = None
+    reference_index: int | None = None
+    href: str
+
+
+class SearchAnswer(BaseModel):
+    """A page of hits (JSON form of GET /search): papers first, then references by citing paper and
+    reference index; `index` says how far the title index reached (a read-only server does not extend
+    it)."""
+
+    q: str
+    words: list[str]
+    hits: list[SearchHit]
+    page: dict[str, Any]
+    index: dict[str, Any]
+
+
 class IntegrityReport(BaseModel):
     """What was verified for one record: the chain, its events, its digests recomputed. `chain.walked`
     is what this answer re-hashed, `chain.trusted` the prefix it did not, `chain.last_full_walk` the
@@ -315,6 +340,7 @@ DOC_MODELS: tuple[type[BaseModel], ...] = (
     EvidencePage,
     Health,
     PaperAnswer,
+    SearchAnswer,
     IntegrityReport,
     VerifyAnswer,
 )

@@ -15,7 +15,13 @@ import jinja2
 
 from ledger.events import STATUSES
 
-__all__ = ["render_record_page", "render_paper_page", "render_error_page", "render_index_page"]
+__all__ = [
+    "render_record_page",
+    "render_paper_page",
+    "render_error_page",
+    "render_index_page",
+    "render_search_page",
+]
 
 # Display order of the reference-resolution states (``pending`` only when present).
 STATUS_ORDER = (*STATUSES, "pending")
@@ -178,6 +184,17 @@ def render_error_page(status: int, message: str, links: list[tuple[str, str]] | 
     )
 
 
-def render_index_page(papers: list[dict], *, head: str) -> str:
-    """Render the list of papers (each {arxiv_id, title}) with links to their records."""
-    return ENV.get_template("index.html").render(papers=papers, head=head)
+def render_index_page(
+    papers: list[dict], *, head: str, page: int = 1, per_page: int = 100, more: bool = False
+) -> str:
+    """Render a page of the papers (each {arxiv_id, title}) with links to their records, a search box,
+    and links to the pages before and after (`more`: there is a next one)."""
+    return ENV.get_template("index.html").render(
+        papers=papers, head=head, page=page, first=(page - 1) * per_page, more=more, q=""
+    )
+
+
+def render_search_page(answer: Any, hits: list[tuple[Any, str]], per_page: int) -> str:
+    """Render a page of search hits (each with the href of its record), the search box holding the query,
+    and links to the other pages (`answer`: a service.search.Answer)."""
+    return ENV.get_template("search.html").render(answer=answer, hits=hits, per_page=per_page, q=answer.q)

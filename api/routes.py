@@ -280,14 +280,22 @@ def healthz(request: Request) -> Response:
     return Response(canonical(body), media_type=JSON, headers=head_headers(head))
 
 
+INDEX_PAGE = 100
+
+
 @router.get("/", include_in_schema=False, response_class=HTMLResponse)
-def index(request: Request) -> HTMLResponse:
-    """The papers in this ledger (most events first), linking to their records."""
+def index(request: Request, page: Annotated[int, Query(ge=1, le=10**6)] = 1) -> HTMLResponse:
+    """A page of the papers in this ledger (most events first), linking to their records, and a search
+    box."""
     ledger = ledger_of(request)
     head = ledger.head()
     papers = []
-    for arxiv_id in ledger.store.papers(100):
+    ids = ledger.store.papers(INDEX_PAGE + 1, (page - 1) * INDEX_PAGE)
+    for arxiv_id in ids[:INDEX_PAGE]:
         history = ledger.store.paper_history(arxiv_id)
         latest = max(history, key=lambda f: (f.observed_us, f.seq))
         papers.append({"arxiv_id": arxiv_id, "title": latest.data.title})
-    return HTMLResponse(render_index_page(papers, head=head.header()), headers=head_headers(head))
+    page_html = render_index_page(
+        papers, head=head.header(), page=page, per_page=INDEX_PAGE, more=len(ids) > INDEX_PAGE
+    )
+    return HTMLResponse(page_html, headers=head_headers(head))

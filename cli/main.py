@@ -11,7 +11,7 @@ import msgspec
 from ledger.codec import envelope_json
 from ledger.errors import LedgerError
 
-from . import backends, integrity, monitor, ops, sources, witness
+from . import backends, integrity, monitor, ops, search, sources, witness
 from .common import arxiv_arg, db_option, fail, instant
 
 _PROGRESS_BYTES = 4 * 1024 * 1024
@@ -158,5 +158,5 @@ def serve(
         raise click.ClickException(e.message) from None
 
 
-for commands in (integrity, sources, backends, ops, monitor, witness):
+for commands in (integrity, sources, backends, ops, monitor, witness, search):
     commands.register(main)
