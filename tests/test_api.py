@@ -681,6 +681,19 @@ def test_openapi_documents_bodies_examples_and_errors(client: TestClient):
     assert "Ledger-Head" in record["200"]["headers"]
 
 
+def test_the_api_documentation_loads_only_the_servers_own_files(client: TestClient):
+    import re
+
+    page = client.get("/docs")
+    assert page.status_code == 200
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert assets and all(a.startswith("/static-offline-docs/") for a in assets), assets
+    assert "https://" not in page.text and "http://" not in page.text
+    for asset in assets:
+        assert client.get(asset).status_code == 200, asset
+    assert client.get("/redoc").status_code == 404
+
+
 def test_integrity_carries_an_inclusion_proof_per_event_against_a_signed_checkpoint(loaded: TestClient):
     """Proof-carrying records: every event that built the record is proven in one signed tree."""
     import base64
