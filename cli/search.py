@@ -30,9 +30,9 @@ def search_command(words: tuple[str, ...], page: int, as_json: bool, db: str) ->
     if as_json:
         click.echo(canonical(answer.to_dict()).decode())
         return
-    noun = "title" if answer.total == 1 else "titles"
+    says = "title holds" if answer.total == 1 else "titles hold"
     shown = f", page {answer.page} of {answer.pages}" if answer.pages > 1 else ""
-    click.echo(f"{answer.total} {noun} hold {' '.join(answer.words)}{shown}")
+    click.echo(f"{answer.total} {says} {' '.join(answer.words)}{shown}")
     for hit in answer.hits:
         if hit.kind == "paper":
             click.echo(f"paper arXiv:{hit.arxiv_id}: {hit.title}")
