@@ -165,6 +165,12 @@ def _with_ports(text: str, ports: dict[str, str]) -> str:
     return _PORT.sub(lambda m: ports.get(m[1], m[1]), text)
 
 
+def _unported(line: str, back: dict[re.Pattern[str], str]) -> str:
+    for pattern, number in back.items():
+        line = pattern.sub(number, line)
+    return line
+
+
 def _wait_for_port(port: int) -> None:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
@@ -229,7 +235,8 @@ def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
                 out.append(raw.rstrip("\n"))
             else:
                 raise AssertionError(f"{session.id}: the shell ended during {command!r}: {out}")
-            printed.append([_with_ports(line, {v: k for k, v in ports.items()}) for line in out])
+            back = {re.compile(rf"(?<=[:\s=]){free}\b"): number for number, free in ports.items()}
+            printed.append([_unported(line, back) for line in out])
             if not check:
                 continue
             assert matches(expected, out), _report(session, command, expected, out)
