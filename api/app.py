@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
+from fastapi_offline import FastAPIOffline
 
 from api.limits import RateLimiter
 from service.ledger import Ledger
@@ -23,6 +24,7 @@ from . import (
     proofs,
     routes,
     scrub,
+    search,
     sources,
     telemetry,
     watches,
@@ -79,7 +81,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The app; with no settings, they come from LEDGER_* environment variables (uvicorn workers)."""
     settings = settings or Settings.from_env()
-    app = FastAPI(
+    # /docs loads Swagger UI's files from the package (under /static-offline-docs): it renders on a
+    # machine with no network, and no visit tells a CDN. No /redoc: ReDoc's bundle fetches its logo
+    # from its maker's CDN.
+    app = FastAPIOffline(
+        redoc_url=None,
         title="citation-ledger",
         version="1",
         description=DESCRIPTION,
@@ -121,6 +127,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(proofs.router)
     app.include_router(bundles.router)  # before routes: /paper/{id:path} would take /paper/{id}/bundle
     app.include_router(routes.router)
+    app.include_router(search.router)
     app.include_router(evidence.router)
     app.include_router(writes.router)
 

@@ -117,7 +117,7 @@ async def post_ingest(
     "/paper/{arxiv_id:path}/changes",
     tags=["records"],
     summary="What changed in the record between two instants, with the events responsible",
-    responses=docs.responses(200, 404, 422),
+    responses=docs.responses(200, 308, 404, 422),
 )
 def changes(
     request: Request,
@@ -129,7 +129,7 @@ def changes(
 ) -> Response:
     """Per observation: added/removed, resolution and cited-work changes, notices that appeared or
     went away, receipts that moved; plus measurement and coverage changes."""
-    check_id(arxiv_id)
+    arxiv_id = check_id(request, arxiv_id)
     t1 = instant(from_, "from")
     if t1 is None:
         raise InvalidEvent("from", "required: RFC 3339 with an offset or YYYY-MM-DD")

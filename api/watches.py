@@ -21,7 +21,7 @@ from service.ledger import Ledger
 
 from . import docs
 from .auth import require_writer
-from .common import JSON, check_id, instant, ledger_of, read_body, settings_of
+from .common import JSON, ArxivId, check_id, instant, ledger_of, read_body, settings_of
 from .errors import TooManySubscribers
 
 router = APIRouter(tags=["alerts"])
@@ -185,14 +185,14 @@ async def _stream(request: Request, ledger: Ledger, watch_id: str, after: int) -
 
 
 @router.get(
-    "/paper/{arxiv_id}/alerts.atom",
+    "/paper/{arxiv_id:path}/alerts.atom",
     summary="A paper's notices for the works it cites, as an Atom feed",
     response_class=Response,
-    responses={200: {"content": {"application/atom+xml": {}}}, 404: {}, 422: {}},
+    responses={200: {"content": {"application/atom+xml": {}}}, **docs.responses(308, 404, 422)},
 )
-def paper_feed(request: Request, arxiv_id: Annotated[str, Path(description="arXiv id")]) -> Response:
+def paper_feed(request: Request, arxiv_id: ArxivId) -> Response:
     """One entry per (work, notice) the ledger holds for the works the paper cites, newest first."""
-    check_id(arxiv_id)
+    arxiv_id = check_id(request, arxiv_id)
     ledger = ledger_of(request)
     found = al.paper_notices(ledger.store, arxiv_id, now_us())
     return Response(atom(request, arxiv_id, found), media_type="application/atom+xml")

@@ -22,10 +22,11 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ledger.alert_store import Alert, Watch
-from ledger.codec import ARXIV_RE, canonical, decode_data
+from ledger.codec import canonical, decode_data
 from ledger.doi import arxiv_key, doi_key, work_keys
 from ledger.errors import InvalidEvent, NotFound
 from ledger.events import CitedWork, StoredEvent
+from ledger.ids import normalise_arxiv
 from ledger.instants import format_recorded, now_us
 from ledger.keys import work_index_key
 from ledger.works_store import current_works, displayed
@@ -72,9 +73,9 @@ def parse_watch(body: Any, allow: Iterable[str] = ()) -> WatchSpec:
     if secret is not None and callback is None:
         raise InvalidEvent("secret", "a secret signs webhooks: give a callback_url with it")
     if "arxiv_id" in body:
-        arxiv_id = body["arxiv_id"]
-        if not isinstance(arxiv_id, str) or not ARXIV_RE.fullmatch(arxiv_id):
-            raise InvalidEvent("arxiv_id", "an arXiv id: NNNN.NNNNN or archive/NNNNNNN, no version suffix")
+        if not isinstance(body["arxiv_id"], str):
+            raise InvalidEvent("arxiv_id", "an arXiv id, a string: NNNN.NNNNN or archive/NNNNNNN")
+        arxiv_id = normalise_arxiv(body["arxiv_id"], "arxiv_id")  # as pasted: arXiv:...v1, a URL, a DOI
         return WatchSpec(PAPER, arxiv_id, [f"p:{arxiv_id}"], callback, secret)
     works = body["works"]
     if not isinstance(works, list) or not 0 < len(works) <= MAX_WORKS:
@@ -91,10 +92,9 @@ def _work_key(w: Any, where: str) -> str:
         raise InvalidEvent(where, "a work is a string: doi:10.1000/x or arxiv:2401.00001")
     text = w.strip()
     if text.lower().startswith("arxiv:"):
-        arxiv_id = text[6:].strip()
-        key = arxiv_key(arxiv_id) if ARXIV_RE.fullmatch(arxiv_id) else None
+        key = arxiv_key(normalise_arxiv(text, where))  # a version suffix, as pasted, names the same work
         if key is None:
-            raise InvalidEvent(where, f"bad arXiv id {arxiv_id!r}: expected NNNN.NNNNN or archive/NNNNNNN")
+            raise InvalidEvent(where, f"bad arXiv id {text!r}: expected arxiv:NNNN.NNNNN or archive/NNNNNNN")
         return key
     key = doi_key(text)  # takes doi: and doi.org prefixes off
     if key is None or not key.startswith("10.") or "/" not in key:

@@ -149,12 +149,26 @@ def test_with_no_watch_raising_reads_only_and_the_first_watch_starts_at_the_head
 
 
 @pytest.mark.parametrize(
+    "pasted", [CITING, f"arXiv:{CITING}", f"{CITING}v2", f"https://arxiv.org/abs/{CITING}v1"]
+)
+def test_a_watched_paper_is_read_as_pasted(pasted: str) -> None:
+    spec = al.parse_watch({"arxiv_id": pasted})
+    assert spec == al.parse_watch({"arxiv_id": CITING})
+
+
+@pytest.mark.parametrize("pasted", ["arxiv:2310.04610", "arXiv:2310.04610v3", "ARXIV:2310.04610"])
+def test_a_watched_work_is_read_as_pasted(pasted: str) -> None:
+    assert al.parse_watch({"works": [pasted]}).keys == al.parse_watch({"works": ["arxiv:2310.04610"]}).keys
+
+
+@pytest.mark.parametrize(
     ("body", "where", "why"),
     [
         pytest.param([], "$", "a JSON object", id="not-an-object"),
         pytest.param({}, "$", "exactly one of", id="neither"),
         pytest.param({"arxiv_id": CITING, "works": ["arxiv:2310.04610"]}, "$", "exactly one of", id="both"),
-        pytest.param({"arxiv_id": "2509.02480v1"}, "arxiv_id", "no version suffix", id="versioned"),
+        pytest.param({"arxiv_id": "2509.02480x"}, "arxiv_id", "bad arXiv id", id="not-an-id"),
+        pytest.param({"arxiv_id": 2509.02480}, "arxiv_id", "a string", id="a-number"),
         pytest.param({"works": []}, "works", "a list of 1 to", id="no-works"),
         pytest.param({"works": ["isbn:123"]}, "works[0]", "neither doi:", id="unknown-scheme"),
         pytest.param({"works": ["arxiv:nope"]}, "works[0]", "bad arXiv id", id="bad-arxiv"),

@@ -145,6 +145,8 @@ def test_the_paper_feed_is_valid_atom_with_an_entry_per_notice(sampled: TestClie
     )
     assert any("retraction of Work w-cell" in e.title for e in feed.entries)
     assert sampled.get("/paper/not-an-id/alerts.atom").status_code == 422
+    moved = sampled.get(f"/paper/arXiv:{CITING}v1/alerts.atom", follow_redirects=False)
+    assert moved.status_code == 308 and moved.headers["location"] == f"/paper/{CITING}/alerts.atom"
 
 
 def test_the_record_page_shows_the_notices_or_says_there_are_none(sampled: TestClient) -> None:
