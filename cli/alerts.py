@@ -103,18 +103,18 @@ def watch_remove(watch_id: str, db: str) -> None:
 
 
 @click.command("alerts")
-@click.argument("watch_id")
+@click.argument("watch_id", required=False)
 @click.option("--since", help="Only alerts raised at or after this instant (RFC 3339 or YYYY-MM-DD).")
 @click.option("--json", "as_json", is_flag=True, help="One alert JSON a line (NDJSON).")
 @db_option
-def alerts_command(watch_id: str, since: str | None, as_json: bool, db: str) -> None:
-    """A watch's alerts, in the order they were raised."""
+def alerts_command(watch_id: str | None, since: str | None, as_json: bool, db: str) -> None:
+    """A watch's alerts (with no WATCH_ID, every watch's), in the order they were raised."""
     ledger = Ledger(db)
-    w = al.watch_of(ledger.store, watch_id)
+    only = al.watch_of(ledger.store, watch_id).id if watch_id is not None else None
     since_us = instant(since, "--since")
     after = 0
     while True:
-        page = ledger.store.alerts.alerts(w.id, after, 100, since_us)
+        page = ledger.store.alerts.alerts(only, after, 100, since_us)
         for a in page:
             if as_json:
                 click.echo(a.body)
@@ -126,9 +126,10 @@ def alerts_command(watch_id: str, since: str | None, as_json: bool, db: str) -> 
             title = f'"{ref["title"]}"' if ref and ref["title"] else "no title parsed"
             cited = f" cited as reference {ref['reference_index']} ({title})" if ref else ""
             held = " (held before the watch)" if b["held_before_watch"] else ""
+            whose = f"; watch {a.watch_id}" if only is None else ""
             click.echo(
                 f"{a.raised_at}  {kind} of work {b['work_id']}{cited} by {n['source']}, "
-                f"notice {n.get('notice_doi') or 'without DOI'}; event seq {b['event']['seq']}{held}"
+                f"notice {n.get('notice_doi') or 'without DOI'}; event seq {b['event']['seq']}{held}{whose}"
             )
         if len(page) < 100:
             return

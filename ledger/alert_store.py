@@ -243,13 +243,14 @@ class AlertTables:
         return int(row[0] or 0)
 
     def alerts(
-        self, watch_id: str, after: int = 0, limit: int = 100, since_us: int | None = None
+        self, watch_id: str | None, after: int = 0, limit: int = 100, since_us: int | None = None
     ) -> list[Alert]:
-        """A watch's alerts after number `after` (raised at or after `since_us`), in order."""
+        """A watch's alerts (every watch's, for None) after number `after` (raised at or after
+        `since_us`), in order."""
+        which, args = ("watch_id = ? AND ", (watch_id,)) if watch_id is not None else ("", ())
         rows = self._q(
-            f"SELECT {ALERT_COLUMNS} FROM alerts WHERE watch_id = ? AND n > ? AND raised_us >= ? "
-            "ORDER BY n LIMIT ?",
-            (watch_id, after, since_us or 0, limit),
+            f"SELECT {ALERT_COLUMNS} FROM alerts WHERE {which}n > ? AND raised_us >= ? ORDER BY n LIMIT ?",
+            (*args, after, since_us or 0, limit),
         )
         return [_alert(r) for r in rows]
 

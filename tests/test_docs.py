@@ -16,7 +16,7 @@ How a session is written (the format this test reads):
   it must appear in that output, in order; when it names `--port N` the next command waits until the
   port answers. Background commands are stopped when the session ends.
 - A command must exit 0 unless it shows its exit code itself (`cmd; echo "exit $?"`).
-- What is compared: every line, with hashes (hex of 8 or more digits), base64 of 20 or more characters,
+- What is compared: every line, with UUIDs, hashes (hex of 8 or more digits), base64 of 20 or more characters,
   RFC 3339 instants and durations (`0.10 s`) masked on both sides, and runs of spaces as one. `…` in a
   written line stands for any text; a line that is only `…` stands for any number of lines.
 - Ports 8000-8999 a session names are replaced by free ones, the same one for each number.
@@ -47,6 +47,7 @@ _FENCE = re.compile(r"^```console\s*$")
 _SETUP = re.compile(r"^<!--\s*session:\s*(\w+)(?::\s*(.*?))?\s*-->\s*$")
 _PORT = re.compile(r"(?<=[:\s=])(8\d{3})\b")
 _MASKS = [
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
     (re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?(?:[Zz]|[+-]\d\d:\d\d)"), "<time>"),
     (re.compile(r"\d{8}T\d{6,}Z"), "<time>"),
     (re.compile(r"\b\d+(?:\.\d+)? s\b"), "<duration>"),
@@ -297,6 +298,8 @@ def test_every_page_has_sessions_the_test_reads():
         (["a 1", "b"], ["a 1", "b"], True),
         (["a 1"], ["a 2"], False),
         (["head 3f8d1c99aa"], ["head 0000aaaa11"], True),
+        (["w 3cad3b77-0ecb-4e9e-bec4-041347b1d7a5"], ["w 0e0b7a11-9c2d-4f00-8a1b-5d3e2f1a0b9c"], True),
+        (["watch 3cad3b77-0ecb"], ["watch 0e0b7a11-9c2d"], False),
         (["at 2026-12-01T18:52:55Z"], ["at 2027-01-01T00:00:00.5+00:00"], True),
         (["took 0.10 s"], ["took 12 s"], True),
         (["events     132"], ["events 132"], True),
