@@ -10,11 +10,28 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
+from fastapi_offline import FastAPIOffline
 
 from api.limits import RateLimiter
 from service.ledger import Ledger
 
-from . import bundles, docs, evidence, live, proofs, routes, scrub, sources, witnesses, writes
+from . import (
+    alerting,
+    bundles,
+    docs,
+    evidence,
+    live,
+    metrics,
+    proofs,
+    routes,
+    scrub,
+    search,
+    sources,
+    telemetry,
+    watches,
+    witnesses,
+    writes,
+)
 from .errors import install_error_handlers
 from .settings import Settings
 
@@ -31,7 +48,24 @@ Every error is `{"error": {"code", "message", "details"}}`. Every answer about a
 
 # Background work of one app (one server process): each `start(app)` returns its `stop()`.
 Stop = Callable[[], Awaitable[None]]
-BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [scrub.start, live.start, witnesses.start]
+
+
+async def _metrics_start(app: FastAPI) -> Stop:
+    """Nothing to start; at shutdown this process's live gauges go (multiprocess mode)."""
+
+    async def ended() -> None:
+        metrics.process_ended()
+
+    return ended
+
+
+BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [
+    _metrics_start,
+    scrub.start,
+    live.start,
+    witnesses.start,
+    alerting.start,
+]
 
 
 _SETTLED = False
@@ -64,7 +98,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The app; with no settings, they come from LEDGER_* environment variables (uvicorn workers)."""
     settings = settings or Settings.from_env()
-    app = FastAPI(
+    # /docs loads Swagger UI's files from the package (under /static-offline-docs): it renders on a
+    # machine with no network, and no visit tells a CDN. No /redoc: ReDoc's bundle fetches its logo
+    # from its maker's CDN.
+    app = FastAPIOffline(
+        redoc_url=None,
         title="citation-ledger",
         version="1",
         description=DESCRIPTION,
@@ -75,7 +113,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     # Concurrent requests share one transaction and one fsync; each batch is still atomic in its own
     # savepoint and acknowledged only after COMMIT. Other processes are serialised by BEGIN IMMEDIATE.
-    app.state.ledger = Ledger(settings.db, group_commit=True)
+    # its alerts are raised by the alerting thread (api/alerting.py), not by the request that appended
+    app.state.ledger = Ledger(settings.db, group_commit=True, raise_alerts=False)
+    if settings.counting:
+        app.state.ledger.on_group_commit(metrics.group_committed)
     app.state.rate_limiter = (
         RateLimiter(settings.rate_limit, settings.burst) if settings.rate_limit > 0 else None
     )
@@ -91,12 +132,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_credentials=False,
             max_age=600,
         )
+    if settings.counting or settings.json_logs:
+        # outermost: it sees every answer (CORS preflights and error pages too) and its end
+        app.add_middleware(telemetry.Telemetry, settings=settings)
     install_error_handlers(app)
+    if settings.counting:
+        app.include_router(telemetry.router)
     # /paper/{id}/changes must come before routes' /paper/{id:path}
     app.include_router(sources.router)
+    app.include_router(watches.router)  # before routes: /paper/{id:path} would take /paper/{id}/alerts.atom
     app.include_router(proofs.router)
     app.include_router(bundles.router)  # before routes: /paper/{id:path} would take /paper/{id}/bundle
     app.include_router(routes.router)
+    app.include_router(search.router)
     app.include_router(evidence.router)
     app.include_router(writes.router)
 

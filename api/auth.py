@@ -54,6 +54,34 @@ def token_hashes(settings: Settings) -> list[str]:
     return [hash_token(t) for t in settings.tokens] + read_token_file(settings.token_file_path)
 
 
+def require_token(request: Request, settings: Settings, what: str) -> str:
+    """Refuse the request (401) unless it carries one of the configured bearer tokens, writes enabled or
+    not; the token's hash. `what` names what needs it, in the refusal."""
+    hashes = token_hashes(settings)
+    if not hashes:
+        raise Unauthorized(
+            f"{what} needs a bearer token, and none is configured (set LEDGER_TOKENS or write sha256 "
+            f"hashes to {settings.token_file_path})"
+        )
+    return _bearer(request, hashes, what)
+
+
+def _bearer(request: Request, hashes: list[str], what: str) -> str:
+    """The hash of the request's bearer token if it is one of `hashes`, else 401."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized(f"{what} needs the header `Authorization: Bearer <token>`")
+    given = hash_token(token)
+    # Compare against every hash without stopping early, so timing says nothing about which.
+    matched = False
+    for stored in hashes:
+        matched |= hmac.compare_digest(given, stored)
+    if not matched:
+        raise Unauthorized("the bearer token is not valid for this ledger", invalid_token=True)
+    return given
+
+
 def require_writer(request: Request, settings: Settings) -> str:
     """Refuse the request unless writes are enabled, it carries a configured bearer token and that
     token is within its rate; the token's hash (its identity for the rate limiter)."""
@@ -65,17 +93,7 @@ def require_writer(request: Request, settings: Settings) -> str:
             "no write token is configured (set LEDGER_TOKENS or write sha256 hashes to "
             f"{settings.token_file_path}): writes are refused"
         )
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        raise Unauthorized("a write needs the header `Authorization: Bearer <token>`")
-    given = hash_token(token)
-    # Compare against every hash without stopping early, so timing says nothing about which.
-    matched = False
-    for stored in hashes:
-        matched |= hmac.compare_digest(given, stored)
-    if not matched:
-        raise Unauthorized("the bearer token is not valid for this ledger", invalid_token=True)
+    given = _bearer(request, hashes, "a write")
     limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
     if limiter is not None:
         wait = limiter.wait(given)

@@ -54,7 +54,7 @@ class _Slots:
 
 
 SLOTS = _Slots(MAX_STREAMS)
-_RESPONSES = docs.responses(200, 404, 409, 422, 503)
+_RESPONSES = docs.responses(200, 308, 404, 409, 422, 503)
 _RESPONSES[200]["description"] = (
     "One line of canonical JSON: the record, every event that built it, an inclusion proof of each, "
     "the signed checkpoint they lead to and its public key"
@@ -85,7 +85,7 @@ def _released(bundle: BundleStream) -> Iterator[bytes]:
 )
 def bundle(request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None) -> Response:
     """The bundle `ledger bundle` writes; on a read-only server, proved in the last signed checkpoint."""
-    check_id(arxiv_id)
+    arxiv_id = check_id(request, arxiv_id)
     t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
     ledger = ledger_of(request)
     SLOTS.take()

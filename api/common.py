@@ -5,16 +5,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from typing import Annotated
+from urllib.parse import quote
 
-from fastapi import Request
+from fastapi import Path, Request
 
-from ledger.codec import ARXIV_RE
 from ledger.errors import InvalidEvent
 from ledger.facts import Head
+from ledger.ids import normalise_arxiv
 from ledger.instants import parse_as_of
 from service.ledger import Ledger
 
-from .errors import PayloadTooLarge, RequestTimeout
+from . import docs
+from .errors import Moved, PayloadTooLarge, RequestTimeout
 from .settings import Settings
 
 HEAD_HEADER = "Ledger-Head"
@@ -33,14 +36,32 @@ def settings_of(request: Request) -> Settings:
     return settings
 
 
-def check_id(arxiv_id: str) -> str:
-    """The arXiv id of a path, or 422 naming what is expected."""
-    if not ARXIV_RE.fullmatch(arxiv_id):
-        raise InvalidEvent(
-            "arxiv_id",
-            f"bad arXiv id {arxiv_id!r}: expected NNNN.NNNNN or archive/NNNNNNN, no version suffix",
-        )
-    return arxiv_id
+# `{arxiv_id:path}`: old-style ids contain a slash (hep-th/9901001); the id is validated in code.
+ArxivId = Annotated[
+    str,
+    Path(
+        description="arXiv id: `NNNN.NNNNN` or old-style `archive/NNNNNNN`; the id as pasted (`arXiv:` "
+        "prefix, version suffix, arxiv.org URL, 10.48550 DOI) is redirected (308) to this form",
+        examples=["2509.02480"],
+        json_schema_extra={"pattern": docs.ARXIV_PATTERN},  # the canonical form; check_id reads the rest
+    ),
+]
+
+
+def check_id(request: Request, arxiv_id: str) -> str:
+    """The canonical arXiv id of a `/paper/{id}/...` path; an id as pasted (an arXiv: prefix, a version
+    suffix, an arxiv.org URL, a 10.48550 DOI) raises Moved to the canonical path with the same query
+    string; anything else is 422 naming `arxiv_id` and the forms expected."""
+    canonical = normalise_arxiv(arxiv_id, "arxiv_id")
+    if canonical == arxiv_id:
+        return canonical
+    path: str = request.scope["path"]
+    prefix = "/paper/" + arxiv_id
+    # the route's path converter took the id from this very path, so it starts with it
+    rest = path[len(prefix) :] if path.startswith(prefix) else ""
+    location = request.scope.get("root_path", "") + quote(f"/paper/{canonical}{rest}", safe="/:")
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    raise Moved(f"{location}?{query}" if query else location)
 
 
 def instant(value: str | None, name: str) -> int | None:

@@ -278,6 +278,31 @@ class PaperAnswer(BaseModel):
     links: dict[str, str]
 
 
+class SearchHit(BaseModel):
+    """A title that holds every word: a paper's own, or a reference's (with its observation), and the
+    path of the record that shows it."""
+
+    kind: str = Field(json_schema_extra={"enum": ["paper", "reference"]})
+    arxiv_id: str = Field(description="the paper, or the citing paper of a reference")
+    title: str
+    seq: int = Field(description="the first event that carried this title")
+    observation_id: str | None = None
+    reference_index: int | None = None
+    href: str
+
+
+class SearchAnswer(BaseModel):
+    """A page of hits (JSON form of GET /search): papers first, then references by citing paper and
+    reference index; `index` says how far the title index reached (a read-only server does not extend
+    it)."""
+
+    q: str
+    words: list[str]
+    hits: list[SearchHit]
+    page: dict[str, Any]
+    index: dict[str, Any]
+
+
 class IntegrityReport(BaseModel):
     """What was verified for one record: the chain, its events, its digests recomputed. `chain.walked`
     is what this answer re-hashed, `chain.trusted` the prefix it did not, `chain.last_full_walk` the
@@ -315,6 +340,7 @@ DOC_MODELS: tuple[type[BaseModel], ...] = (
     EvidencePage,
     Health,
     PaperAnswer,
+    SearchAnswer,
     IntegrityReport,
     VerifyAnswer,
 )
@@ -332,6 +358,8 @@ def pydantic_components() -> dict[str, Any]:
 _DESCRIPTIONS = {
     200: "OK",
     201: "Created: at least one event was appended",
+    308: "The paper id as pasted (an arXiv: prefix, a version suffix, an arxiv.org URL, a 10.48550 DOI): "
+    "the same path with the canonical id, query string kept",
     401: "Missing or wrong bearer token; nothing written",
     403: "Writes disabled (no token configured, or --read-only)",
     404: "Not found (e.g. no paper snapshot as of T)",
@@ -349,6 +377,9 @@ _HEAD_DOC = {
         "schema": {"type": "string"},
     }
 }
+_LOCATION_DOC = {
+    "Location": {"description": "the canonical path of the same answer", "schema": {"type": "string"}}
+}
 
 
 def responses(
@@ -358,6 +389,9 @@ def responses(
     HTML route documents text/html (and JSON too when it also negotiates JSON)."""
     out: dict[int | str, dict[str, Any]] = {}
     for code in codes:
+        if code == 308:
+            out[code] = {"description": _DESCRIPTIONS[code], "headers": _LOCATION_DOC}
+            continue
         schema = _ref("ErrorBody") if code >= 400 else _ref(ok) if ok else None
         content: dict[str, Any] = {}
         if json and schema is not None:

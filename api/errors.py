@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ledger.errors import LedgerError
@@ -141,6 +141,19 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body("invalid", message, {"where": where, "errors": errors}), status_code=422)
 
 
+class Moved(Exception):
+    """A paper path spelled with an id as pasted: answered 308 to `location`, the canonical path."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(location)
+        self.location = location
+
+
+async def _moved(_: Request, exc: Exception) -> RedirectResponse:
+    assert isinstance(exc, Moved)
+    return RedirectResponse(exc.location, status_code=308)
+
+
 async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error", exc_info=exc)
     return JSONResponse(
@@ -149,7 +162,9 @@ async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Every error leaves as {"error": {...}}: ledger errors, routing 404/405, validation, crashes."""
+    """Every error leaves as {"error": {...}}: ledger errors, routing 404/405, validation, crashes;
+    a paper id as pasted leaves as a 308 to its canonical path."""
+    app.add_exception_handler(Moved, _moved)
     app.add_exception_handler(LedgerError, _ledger_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

@@ -35,6 +35,17 @@ def long_string(value: Any, limit: int, where: str = "") -> tuple[str, int] | No
     return None
 
 
+def short_strings(raw: bytes, limit: int) -> bool:
+    """True when no string (or key) of the JSON text `raw` can be longer than `limit` characters.
+
+    A string's characters are at most its bytes, and with no escaped quote in the text each string
+    lies inside one stretch between two quotes; False means only "not proven" (walk the value).
+    """
+    if len(raw) <= limit:
+        return True
+    return b'\\"' not in raw and max(map(len, raw.split(b'"'))) <= limit
+
+
 class RateLimiter:
     """A token bucket per key (a token's hash): `rate` events per second, at most `burst` saved up.
 

@@ -27,6 +27,7 @@ from ledger.codec import canonical, envelope_json
 from ledger.events import StoredEvent
 from service.ledger import Ledger
 
+from . import metrics
 from .errors import TooManySubscribers
 from .settings import Settings
 
@@ -146,10 +147,14 @@ class Notifier:
             )
         sub = Subscription(self, stream, type_)
         self.subscribers.add(sub)
+        if self.settings.counting:
+            metrics.SSE.inc()
         return sub
 
     def leave(self, sub: Subscription) -> None:
         """Forget `sub`; the last one to leave stops the polling."""
+        if sub in self.subscribers and self.settings.counting:
+            metrics.SSE.dec()
         self.subscribers.discard(sub)
         self.live.discard(sub)
         sub.queue.clear()

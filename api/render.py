@@ -17,7 +17,13 @@ from ledger.events import STATUSES
 
 from .timeline import GROUP_LABELS, Rendered
 
-__all__ = ["render_record_page", "render_paper_page", "render_error_page", "render_index_page"]
+__all__ = [
+    "render_record_page",
+    "render_paper_page",
+    "render_error_page",
+    "render_index_page",
+    "render_search_page",
+]
 
 # Display order of the reference-resolution states (``pending`` only when present).
 STATUS_ORDER = (*STATUSES, "pending")
@@ -63,6 +69,33 @@ def _id_from_link(link: Any) -> str:
     return str(link or "").rstrip("/").rsplit("/", 1)[-1]
 
 
+# the raw cited work's fields a reader can use, in the order shown (its title is shown above them)
+WORK_FIELDS = (
+    ("doi", "DOI"),
+    ("arxiv_id", "arXiv"),
+    ("pith_arxiv_id", "Pith id"),
+    ("venue", "venue"),
+    ("year", "year"),
+    ("metadata_source", "metadata source"),
+    ("work_id", "work id"),
+    ("snapshot_observed_at", "observed"),
+)
+
+
+def _work_fields(work: Any) -> list[tuple[str, str, str | None]]:
+    """(label, value, href or None) of each field a cited_work holds, null and blank ones left out."""
+    if not isinstance(work, dict):
+        return []
+    out = []
+    for key, label in WORK_FIELDS:
+        value = work.get(key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        href = f"https://doi.org/{value}" if key == "doi" else None
+        out.append((label, str(value), href))
+    return out
+
+
 def _state_rows(counts: dict[str, int]) -> list[tuple[str, int]]:
     """(status, count) rows: the six statuses in fixed order, pending if present, then others."""
     rows = [(s, counts.get(s, 0)) for s in STATUS_ORDER if s != "pending" or s in counts]
@@ -97,14 +130,21 @@ ENV = jinja2.Environment(
 ENV.filters.update(
     {
         f.__name__.removeprefix("_"): f
-        for f in (_words, _safe_href, _title_of, _sentence, _id_from_link, _standing_text)
+        for f in (_words, _safe_href, _title_of, _sentence, _id_from_link, _standing_text, _work_fields)
     }
 )
 
 
-def render_record_page(record: dict, *, head: str | None = None, timeline: Rendered | None = None) -> str:
+def render_record_page(
+    record: dict,
+    *,
+    head: str | None = None,
+    timeline: Rendered | None = None,
+    alerts: tuple[list, list[str]] | None = None,
+) -> str:
     """Render a Paper Citation Record (record-v1 dict) as a standalone HTML page, with the paper's
-    timeline at the top when one is given."""
+    timeline at the top when one is given; `alerts` are the notices held for the works it cites and
+    the sources that had checked (service.alerts.paper_alerts)."""
     resolution = record.get("reference_resolution") or {}
     return ENV.get_template("record.html").render(
         record=record,
@@ -115,6 +155,8 @@ def render_record_page(record: dict, *, head: str | None = None, timeline: Rende
         tl=timeline,
         arxiv_id=record["paper"]["arxiv_id"],
         group_labels=list(GROUP_LABELS.items()),
+        alerts=None if alerts is None else alerts[0],
+        sources_checked=None if alerts is None else alerts[1],
     )
 
 
@@ -180,6 +222,17 @@ def render_error_page(status: int, message: str, links: list[tuple[str, str]] | 
     )
 
 
-def render_index_page(papers: list[dict], *, head: str) -> str:
-    """Render the list of papers (each {arxiv_id, title}) with links to their records."""
-    return ENV.get_template("index.html").render(papers=papers, head=head)
+def render_index_page(
+    papers: list[dict], *, head: str, page: int = 1, per_page: int = 100, more: bool = False
+) -> str:
+    """Render a page of the papers (each {arxiv_id, title}) with links to their records, a search box,
+    and links to the pages before and after (`more`: there is a next one)."""
+    return ENV.get_template("index.html").render(
+        papers=papers, head=head, page=page, first=(page - 1) * per_page, more=more, q=""
+    )
+
+
+def render_search_page(answer: Any, hits: list[tuple[Any, str]], per_page: int) -> str:
+    """Render a page of search hits (each with the href of its record), the search box holding the query,
+    and links to the other pages (`answer`: a service.search.Answer)."""
+    return ENV.get_template("search.html").render(answer=answer, hits=hits, per_page=per_page, q=answer.q)

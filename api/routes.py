@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from ledger.codec import canonical, decode_json
 from ledger.errors import LedgerError, NotFound
 from ledger.facts import Head
-from ledger.instants import format_as_of, now_us
+from ledger.instants import format_as_of, now_us, parse_ts
 from projections.timeline import Timeline
+from service.alerts import paper_alerts
 
-from . import docs
+from . import docs, telemetry
 from .auth import token_hashes
 from .common import (
     JSON,
+    ArxivId,
     check_id,
     head_headers,
     head_json,
@@ -38,16 +41,8 @@ from .timeline import render_timeline
 from .timeline_cache import TimelineCache
 
 router = APIRouter()
+HIT, BUILT = "hit", "built"  # a record's bytes from the cache, or projected for this request
 
-# `{arxiv_id:path}`: old-style ids contain a slash (hep-th/9901001); the id is validated in code.
-ArxivId = Annotated[
-    str,
-    Path(
-        description="arXiv id: `NNNN.NNNNN` or old-style `archive/NNNNNNN`, no version suffix",
-        examples=["2509.02480"],
-        json_schema_extra={"pattern": docs.ARXIV_PATTERN},  # documented; checked in check_id
-    ),
-]
 AsOf = Annotated[
     str | None,
     Query(
@@ -100,17 +95,19 @@ def _wants_json(request: Request) -> bool:
     "/paper/{arxiv_id:path}/citation-record.json",
     tags=["records"],
     summary="The Paper Citation Record as of T, as canonical JSON bytes",
-    responses=docs.responses(200, 404, 422, ok="Record"),
+    responses=docs.responses(200, 308, 404, 422, ok="Record"),
 )
 async def record_json(
     request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None
 ) -> Response:
     """The record (record-v1.md) exactly as hashed: canonical bytes, with the Ledger-Head."""
-    check_id(arxiv_id)
+    began = time.perf_counter()
+    arxiv_id = check_id(request, arxiv_id)
     t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
     ledger = ledger_of(request)
     if t is None:  # as of now: a new instant on every call, never cached
         body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
+        telemetry.record_served(request, "json", BUILT, began)
         return Response(body, media_type=JSON, headers=head_headers(head))
     cache = _record_cache(request)
     # one indexed read of the head; the bytes held for it were built from exactly these events.
@@ -118,9 +115,11 @@ async def record_json(
     current = ledger.head() if ledger.store.local else await run_in_threadpool(ledger.head)
     hit = cache.get((arxiv_id, t, k, current))
     if hit is not None:
+        telemetry.record_served(request, "json", HIT, began)
         return Response(hit, media_type=JSON, headers=head_headers(current))
     body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
     cache.put((arxiv_id, t, k, head), body)
+    telemetry.record_served(request, "json", BUILT, began)
     return Response(body, media_type=JSON, headers=head_headers(head))
 
 
@@ -160,19 +159,26 @@ def _record_cache(request: Request) -> RecordCache:
     summary="The same record as an HTML page",
     response_class=HTMLResponse,
     # an id the path cannot hold (a newline) matches no route: the app-wide JSON 404 answers it
-    responses={**docs.responses(200, 422, html=True, json=False), **docs.responses(404, html=True)},
+    responses={
+        **docs.responses(200, 308, 422, html=True, json=False),
+        **docs.responses(404, html=True),
+    },
 )
 def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTMLResponse:
     """The record page, the paper's timeline at its top; errors are HTML pages with the right status."""
+    began = time.perf_counter()
     try:
-        check_id(arxiv_id)
+        arxiv_id = check_id(request, arxiv_id)
         t = instant(as_of, "as_of")
         timeline, record, head = _timeline_and_record(request, arxiv_id, t, strict=True)
+        assert record is not None
+        store = ledger_of(request).store
+        held = paper_alerts(store, arxiv_id, parse_ts(record["as_of"]) if t is None else t)
     except LedgerError as e:
         return _html_error(e)
-    assert record is not None
     rendered = render_timeline(timeline, t)
-    page = render_record_page(record, head=head.header(), timeline=rendered)
+    page = render_record_page(record, head=head.header(), timeline=rendered, alerts=held)
+    telemetry.record_served(request, "html", BUILT, began)
     return HTMLResponse(page, headers=head_headers(head))
 
 
@@ -180,13 +186,13 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
     "/paper/{arxiv_id:path}/integrity",
     tags=["records"],
     summary="What was verified for the record as of T",
-    responses=docs.responses(200, 404, 422, ok="IntegrityReport"),
+    responses=docs.responses(200, 308, 404, 422, ok="IntegrityReport"),
 )
 def integrity(
     request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None, page: Page = 1
 ) -> Response:
     """Chain status, the events that built the record, and its digests rebuilt from them (paged)."""
-    check_id(arxiv_id)
+    arxiv_id = check_id(request, arxiv_id)
     t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
     t = now_us() if t is None else t  # one instant for the record and its in-memory rebuild
     read_only = settings_of(request).read_only
@@ -200,7 +206,7 @@ def integrity(
     tags=["records"],
     summary="The paper: its snapshots over time and links to its record views",
     response_class=HTMLResponse,
-    responses=docs.responses(200, 404, 422, ok="PaperAnswer", html=True),
+    responses=docs.responses(200, 308, 404, 422, ok="PaperAnswer", html=True),
 )
 def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
     """HTML by default, with the paper's timeline and its record as of T (default now); JSON (the
@@ -208,7 +214,7 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
     as_json = _wants_json(request)
     ledger = ledger_of(request)
     try:
-        check_id(arxiv_id)
+        arxiv_id = check_id(request, arxiv_id)
         t = instant(as_of, "as_of")
         history = ledger.store.paper_history(arxiv_id)
         if not history:
@@ -307,14 +313,22 @@ def healthz(request: Request) -> Response:
     return Response(canonical(body), media_type=JSON, headers=head_headers(head))
 
 
+INDEX_PAGE = 100
+
+
 @router.get("/", include_in_schema=False, response_class=HTMLResponse)
-def index(request: Request) -> HTMLResponse:
-    """The papers in this ledger (most events first), linking to their records."""
+def index(request: Request, page: Annotated[int, Query(ge=1, le=10**6)] = 1) -> HTMLResponse:
+    """A page of the papers in this ledger (most events first), linking to their records, and a search
+    box."""
     ledger = ledger_of(request)
     head = ledger.head()
     papers = []
-    for arxiv_id in ledger.store.papers(100):
+    ids = ledger.store.papers(INDEX_PAGE + 1, (page - 1) * INDEX_PAGE)
+    for arxiv_id in ids[:INDEX_PAGE]:
         history = ledger.store.paper_history(arxiv_id)
         latest = max(history, key=lambda f: (f.observed_us, f.seq))
         papers.append({"arxiv_id": arxiv_id, "title": latest.data.title})
-    return HTMLResponse(render_index_page(papers, head=head.header()), headers=head_headers(head))
+    page_html = render_index_page(
+        papers, head=head.header(), page=page, per_page=INDEX_PAGE, more=len(ids) > INDEX_PAGE
+    )
+    return HTMLResponse(page_html, headers=head_headers(head))

@@ -11,6 +11,8 @@ from starlette.applications import Starlette
 
 from service.scrub import PassLog, run_scrubber
 
+from . import metrics
+
 # How long shutdown waits for the scrub thread: it stops between two batches (milliseconds each).
 STOP_TIMEOUT_S = 10.0
 _LOCK = threading.Lock()
@@ -25,7 +27,10 @@ def passes_of(app: Starlette) -> PassLog:
             settings = getattr(state, "settings", None)
             # a read-only server writes nothing to the database: its passes are kept in memory
             writable = settings is None or not settings.read_only
-            passes = state.scrub_passes = PassLog(state.ledger.store, writable=writable)
+            counting = settings is not None and settings.counting
+            passes = state.scrub_passes = PassLog(
+                state.ledger.store, writable=writable, on_record=metrics.scrub_recorded if counting else None
+            )
         return passes
 
 

@@ -5,21 +5,32 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
+import logging.config
 import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import h11
 import uvicorn
+import uvicorn.config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ledger.backend import is_pg_url
 from service.ledger import Ledger
 
+from . import logs
 from .errors import error_body
 from .settings import ENV_DB, ENV_READ_ONLY, Settings
 
+# prometheus-client's multiprocess directory; set here before any worker imports it (api/metrics.py)
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 SHUTDOWN_GRACE_S = 3
 KEEP_ALIVE_S = 5
 SAMPLES = Path(__file__).resolve().parent.parent / "ledger" / "samples"
@@ -219,13 +230,17 @@ def run(
 ) -> None:
     """Serve the API and pages over `db` with uvicorn (an app factory, so workers > 1 work)."""
     try:
-        Settings.from_env()  # a bad LEDGER_* value fails here, once, not in every worker
+        settings = Settings.from_env()  # a bad LEDGER_* value fails here, once, not in every worker
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
+    config = logs.log_config(settings.json_logs)
+    if config is not None:
+        logging.config.dictConfig(config)  # this process's own lines too, before uvicorn's
+        logging.captureWarnings(True)
     ledger = Ledger(db)
     loaded = load_samples(ledger) if samples and not read_only else []  # read-only writes nothing
     for arxiv_id, as_of in loaded:
-        print(f"Loaded the sample record of arXiv:{arxiv_id} (as of {as_of}) into {shown_db(db)}")
+        _say(settings, f"Loaded the sample record of arXiv:{arxiv_id} (as of {as_of}) into {shown_db(db)}")
     url = first_page(ledger, base_url(host, port))
     ledger.store.close()
     # Workers are separate processes that build the app from the environment, so everything
@@ -233,17 +248,60 @@ def run(
     os.environ[ENV_DB] = db if is_pg_url(db) else str(Path(db).resolve())
     if read_only:
         os.environ[ENV_READ_ONLY] = "1"
-    print(f"Serving {url}", flush=True)
-    uvicorn.run(
-        "api.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers if workers > 1 else None,
-        log_level="info",
-        # An SSE subscription never ends by itself: without a bound, shutdown waits for clients.
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-        # by name, so each worker process imports it
-        http="api.server:GuardedH11Protocol",
-        timeout_keep_alive=KEEP_ALIVE_S,
-    )
+    with metrics_dir(workers if settings.counting else 0):
+        _say(settings, f"Serving {url}", url=url)
+        uvicorn.run(
+            "api.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers if workers > 1 else None,
+            log_level="info",
+            log_config=config if config is not None else uvicorn.config.LOGGING_CONFIG,
+            # with JSON logs the app logs every request itself, with its id
+            access_log=config is None,
+            # An SSE subscription never ends by itself: without a bound, shutdown waits for clients.
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+            # by name, so each worker process imports it
+            http="api.server:GuardedH11Protocol",
+            timeout_keep_alive=KEEP_ALIVE_S,
+        )
+
+
+def _say(settings: Settings, line: str, **fields: str) -> None:
+    """A line for the operator: printed, or a JSON log line with LEDGER_LOG_FORMAT=json."""
+    if settings.json_logs:
+        logs.serve_log.info(line, extra={"fields": fields})
+    else:
+        print(line, flush=True)
+
+
+# the files prometheus-client's multiprocess mode writes (one per metric kind and process)
+_METRIC_FILE = re.compile(r"(counter|gauge|histogram|summary)_.*\.db")
+
+
+@contextmanager
+def metrics_dir(workers: int) -> Iterator[None]:
+    """The directory where every worker keeps its metrics (PROMETHEUS_MULTIPROC_DIR), for several workers
+    or when the operator names one: emptied of an earlier run's files before any worker starts (their
+    counts would be added to this run's); one made here is removed when the server stops."""
+    given = os.environ.get(MULTIPROC_ENV)
+    if workers <= 1 and not given:
+        yield  # one process (or nothing counted): its own registry, in memory
+        return
+    made = None
+    if given:
+        directory = Path(given)
+        directory.mkdir(parents=True, exist_ok=True)
+        for path in directory.iterdir():
+            if _METRIC_FILE.fullmatch(path.name):
+                path.unlink(missing_ok=True)
+    else:
+        made = directory = Path(tempfile.mkdtemp(prefix="ledger-metrics-"))
+        os.environ[MULTIPROC_ENV] = str(directory)
+    try:
+        yield
+    finally:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+            os.environ.pop(MULTIPROC_ENV, None)

@@ -17,6 +17,7 @@ DEFAULT_BODY_MIN_RATE = 1024 * 1024
 DEFAULT_SSE_MAX_SUBSCRIBERS = 100
 DEFAULT_SSE_BUFFER = 1024 * 1024
 DEFAULT_SCRUB_INTERVAL = 86_400.0
+DEFAULT_WEBHOOK_BACKOFF = 10.0
 
 # The variables `ledger serve` exports before uvicorn starts its workers.
 ENV_DB = "LEDGER_DB"
@@ -39,6 +40,14 @@ ENV_SSE_BUFFER = "LEDGER_SSE_BUFFER"
 ENV_SCRUB_INTERVAL = "LEDGER_SCRUB_INTERVAL"
 ENV_WITNESSES = "LEDGER_WITNESSES"
 ENV_CHECKPOINT_INTERVAL = "LEDGER_CHECKPOINT_INTERVAL"
+ENV_WEBHOOK_BACKOFF = "LEDGER_WEBHOOK_BACKOFF"
+ENV_WEBHOOK_ALLOW = "LEDGER_WEBHOOK_ALLOW"
+ENV_METRICS = "LEDGER_METRICS"
+ENV_LOG_FORMAT = "LEDGER_LOG_FORMAT"
+
+# GET /metrics: open to anyone, only with a configured token, or not served at all
+METRICS_MODES = ("on", "token", "off")
+LOG_FORMATS = ("text", "json")
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -82,6 +91,24 @@ class Settings:
     witnesses_file: str | None = None
     # Seconds between two looks of the cosigner at the head (a checkpoint cosigned that long after an append).
     checkpoint_interval: float = 1.0
+    # Seconds before a failed webhook is tried again the first time (doubling each time, up to an hour).
+    webhook_backoff: float = DEFAULT_WEBHOOK_BACKOFF
+    # Hosts or CIDRs webhooks may reach besides public addresses (http allowed for them too).
+    webhook_allow: tuple[str, ...] = ()
+    # GET /metrics: "on" (open), "token" (a configured bearer token), "off" (not served, nothing counted)
+    metrics: str = "on"
+    # "text": uvicorn's own lines; "json": one JSON object per line, every request and append with its id
+    log_format: str = "text"
+
+    @property
+    def counting(self) -> bool:
+        """Whether this app counts what it does for GET /metrics."""
+        return self.metrics != "off"
+
+    @property
+    def json_logs(self) -> bool:
+        """Whether every request and append is logged as a JSON line."""
+        return self.log_format == "json"
 
     @property
     def token_file_path(self) -> str:
@@ -133,7 +160,23 @@ class Settings:
             checkpoint_interval=_positive_float(
                 env.get(ENV_CHECKPOINT_INTERVAL), 1.0, ENV_CHECKPOINT_INTERVAL
             ),
+            webhook_backoff=_positive_float(
+                env.get(ENV_WEBHOOK_BACKOFF), DEFAULT_WEBHOOK_BACKOFF, ENV_WEBHOOK_BACKOFF
+            ),
+            webhook_allow=tuple(a for a in env.get(ENV_WEBHOOK_ALLOW, "").replace(",", " ").split() if a),
+            metrics=_choice(env.get(ENV_METRICS), METRICS_MODES, ENV_METRICS),
+            log_format=_choice(env.get(ENV_LOG_FORMAT), LOG_FORMATS, ENV_LOG_FORMAT),
         )
+
+
+def _choice(text: str | None, choices: tuple[str, ...], name: str) -> str:
+    """One of `choices` (any case, spaces ignored); the first when unset."""
+    value = (text or "").strip().lower()
+    if not value:
+        return choices[0]
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {text!r}")
+    return value
 
 
 def _positive_int(text: str | None, default: int, name: str, unit: str) -> int:

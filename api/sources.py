@@ -6,19 +6,22 @@ Mount this router before routes.router: `/paper/{id:path}` there would swallow `
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from typing import IO, Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from api.limits import RateLimiter
+from ledger.append import AppendResult
 from ledger.codec import canonical
-from ledger.errors import InvalidEvent
+from ledger.errors import InvalidEvent, LedgerError
+from ledger.events import Event
 from ledger.instants import now_us
 from projections.diff import record_changes
 from service.sources import SOURCES, ingest
 
-from . import docs
+from . import docs, telemetry
 from .auth import require_writer
 from .common import JSON, body_chunks, check_id, head_headers, instant, ledger_of, settings_of
 
@@ -84,14 +87,24 @@ async def post_ingest(
     body = await _spool(request, limit)
     limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
     charge = 1  # a refused file costs an attempt, so a client cannot spin on bad files
+
+    def appended(events: Sequence[Event], result: AppendResult, seconds: float) -> None:
+        telemetry.appended(request, "ingest", events, result, seconds, source)
+
     try:
-        summary = await run_in_threadpool(ingest, ledger_of(request), source, body, observed_at, id)
+        summary = await run_in_threadpool(
+            ingest, ledger_of(request), source, body, observed_at, id, None, appended
+        )
         charge = max(1, summary.appended + summary.duplicates)
+    except LedgerError:
+        telemetry.ingested(request, source, None)
+        raise
     finally:
         body.close()
         if limiter is not None:
             limiter.charge(token, charge)  # as POST /events: let in while not in debt, then charged
     assert summary.head is not None
+    telemetry.ingested(request, source, summary)
     return Response(
         canonical(summary.to_dict()),
         status_code=201 if summary.appended else 200,
@@ -104,7 +117,7 @@ async def post_ingest(
     "/paper/{arxiv_id:path}/changes",
     tags=["records"],
     summary="What changed in the record between two instants, with the events responsible",
-    responses=docs.responses(200, 404, 422),
+    responses=docs.responses(200, 308, 404, 422),
 )
 def changes(
     request: Request,
@@ -116,7 +129,7 @@ def changes(
 ) -> Response:
     """Per observation: added/removed, resolution and cited-work changes, notices that appeared or
     went away, receipts that moved; plus measurement and coverage changes."""
-    check_id(arxiv_id)
+    arxiv_id = check_id(request, arxiv_id)
     t1 = instant(from_, "from")
     if t1 is None:
         raise InvalidEvent("from", "required: RFC 3339 with an offset or YYYY-MM-DD")

@@ -13,6 +13,8 @@ from starlette.applications import Starlette
 
 from service.witnessing import Cosigner, read_witnesses, run_cosigner
 
+from . import metrics
+
 STOP_TIMEOUT_S = 10.0
 TIMEOUT_S = 10.0  # a witness slower than this misses the round; it is asked again at the next one
 MAX_ANSWER = 64 * 1024  # a cosignature line is about 150 bytes
@@ -28,7 +30,8 @@ def cosigner_of(app: Starlette) -> Cosigner | None:
     if cosigner is None:
         witnesses = read_witnesses(Path(settings.witnesses_file))
         state.witness_clients = clients = WitnessClients()
-        cosigner = state.cosigner = Cosigner(state.ledger.store, witnesses, clients.post)
+        answered = metrics.witness_answered if settings.counting else None
+        cosigner = state.cosigner = Cosigner(state.ledger.store, witnesses, clients.post, answered)
     return cosigner
 
 

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from api.limits import RateLimiter, long_string
+from api.limits import RateLimiter, long_string, short_strings
 from ledger.append import AppendResult
 from ledger.codec import canonical, decode_json
 from ledger.errors import InvalidEvent
-from ledger.importer import SCHEMA, Batch, parse_batch, record_to_batch
+from ledger.importer import SCHEMA, Batch, parse_batch, quick_batch, record_to_batch
 from service.ledger import Ledger
 
-from . import docs
+from . import docs, telemetry
 from .auth import require_writer
 from .common import JSON, head_headers, head_json, ledger_of, read_body, settings_of
 from .errors import BatchTooLarge
@@ -53,8 +54,8 @@ class _Writer:
     def check_strings(self, raw: bytes, value: Any, where: str) -> None:
         """422 naming the first string (or key) longer than the limit."""
         limit = self.settings.max_string
-        if len(raw) <= limit:
-            return  # no string can be longer than the body that holds it
+        if short_strings(raw, limit):
+            return
         found = long_string(value, limit, where)
         if found is not None:
             place, length = found
@@ -116,22 +117,36 @@ def _answer(result: AppendResult) -> Response:
     )
 
 
-def _append_events(ledger: Ledger, writer: _Writer, raw: bytes) -> AppendResult:
+# a batch appended, its answer, and the seconds from the append's call to its acknowledged commit
+Timed = tuple[Batch, AppendResult, float]
+
+
+def _timed(ledger: Ledger, batch: Batch) -> Timed:
+    began = time.perf_counter()
+    result = ledger.append_batch(batch)
+    return batch, result, time.perf_counter() - began
+
+
+def _append_events(ledger: Ledger, writer: _Writer, raw: bytes) -> Timed:
+    quick = quick_batch(raw) if short_strings(raw, writer.settings.max_string) else None
+    if quick is not None:
+        writer.check_batch(len(quick.events))
+        return _timed(ledger, quick)
     value = decode_json(raw)
     writer.check_strings(raw, value, "")
     if isinstance(value, dict) and isinstance(value.get("events"), list):
         writer.check_batch(len(value["events"]))  # counted before each event is decoded
-    return ledger.append_batch(parse_batch(value))
+    return _timed(ledger, parse_batch(value))
 
 
-def _append_record(ledger: Ledger, writer: _Writer, raw: bytes, force: bool) -> AppendResult:
+def _append_record(ledger: Ledger, writer: _Writer, raw: bytes, force: bool) -> Timed:
     value = decode_json(raw)
     if not isinstance(value, dict) or value.get("schema") != SCHEMA:
         raise InvalidEvent("schema", f"the body must be a record whose schema is {SCHEMA!r}")
     writer.check_strings(raw, value, "")
     batch: Batch = record_to_batch(value, force=force)
     writer.check_batch(len(batch.events))
-    return ledger.append_batch(batch)
+    return _timed(ledger, batch)
 
 
 @router.post(
@@ -144,7 +159,8 @@ def _append_record(ledger: Ledger, writer: _Writer, raw: bytes, force: bool) -> 
 async def post_events(request: Request) -> Response:
     """All events valid and appended (201), all already present (200), or nothing written."""
     writer, raw = await _authorized_body(request)
-    result = await run_in_threadpool(_append_events, ledger_of(request), writer, raw)
+    batch, result, seconds = await run_in_threadpool(_append_events, ledger_of(request), writer, raw)
+    telemetry.appended(request, "events", batch.events, result, seconds)
     return _answer(result)
 
 
@@ -163,5 +179,6 @@ async def post_records(
 ) -> Response:
     """Decompose a record into events (record-v1.md) and append them as one batch."""
     writer, raw = await _authorized_body(request)
-    result = await run_in_threadpool(_append_record, ledger_of(request), writer, raw, force)
+    batch, result, seconds = await run_in_threadpool(_append_record, ledger_of(request), writer, raw, force)
+    telemetry.appended(request, "records", batch.events, result, seconds)
     return _answer(result)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from ledger.errors import LedgerError
+from ledger.ids import normalise_arxiv
 from ledger.instants import parse_as_of
 
 if TYPE_CHECKING:
@@ -25,6 +26,15 @@ db_option = click.option(
     show_default="$LEDGER_DB or ./ledger.db",
     help="SQLite ledger file (created on first use) or a postgresql:// URL.",
 )
+
+
+def arxiv_arg(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """An ARXIV_ID argument as the canonical id (a prefix, version, URL or DOI dropped, said on stderr);
+    one that names no arXiv id fails as `error: ARXIV_ID: ...`, exit 1 (the group's LedgerError)."""
+    canonical = normalise_arxiv(value, param.human_readable_name)
+    if canonical != value:
+        click.echo(f"note: {param.human_readable_name} {value!r} read as {canonical}", err=True)
+    return canonical
 
 
 def instant(value: str | None, name: str) -> int | None:

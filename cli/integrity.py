@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cli.common import EXIT_CAUGHT, db_option, fail, instant, quorum_of, quorum_options
+from cli.common import EXIT_CAUGHT, arxiv_arg, db_option, fail, instant, quorum_of, quorum_options
 from ledger.codec import canonical
 from ledger.cosign import NO_QUORUM, Quorum
 from ledger.errors import InvalidEvent, LedgerError, NotFound
@@ -123,7 +123,7 @@ def register(main: click.Group) -> None:
             fail(e)
 
     @main.command()
-    @click.argument("arxiv_id")
+    @click.argument("arxiv_id", callback=arxiv_arg)
     @click.option("--as-of", "as_of", help="RFC 3339 instant or YYYY-MM-DD (end of day UTC); default now.")
     @click.option("--known-at", "known_at", help="Only events recorded at or before this instant.")
     @click.option("--out", "out", type=click.Path(dir_okay=False), help="Write here (default: stdout).")

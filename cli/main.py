@@ -11,8 +11,8 @@ import msgspec
 from ledger.codec import envelope_json
 from ledger.errors import LedgerError
 
-from . import backends, integrity, monitor, ops, sources, timeline, witness
-from .common import db_option, fail, instant
+from . import alerts, backends, integrity, monitor, ops, search, sources, timeline, witness
+from .common import arxiv_arg, db_option, fail, instant
 
 _PROGRESS_BYTES = 4 * 1024 * 1024
 
@@ -79,12 +79,12 @@ def import_(files: tuple[str, ...], force: bool, db: str) -> None:
 
 
 @main.command()
-@click.argument("arxiv_id")
+@click.argument("arxiv_id", callback=arxiv_arg)
 @click.option("--as-of", "as_of", help="RFC 3339 instant or YYYY-MM-DD (end of day UTC); default now.")
 @click.option("--known-at", "known_at", help="Only events recorded at or before this instant.")
 @db_option
 def record(arxiv_id: str, as_of: str | None, known_at: str | None, db: str) -> None:
-    """Print the record as of T as canonical JSON."""
+    """Print the record of ARXIV_ID as of T as canonical JSON."""
     t, k = instant(as_of, "--as-of"), instant(known_at, "--known-at")
     try:
         body, _head = _ledger(db).record_bytes(arxiv_id, t, k)
@@ -158,5 +158,5 @@ def serve(
         raise click.ClickException(e.message) from None
 
 
-for commands in (integrity, sources, backends, ops, monitor, witness, timeline):
+for commands in (integrity, sources, backends, ops, monitor, witness, alerts, search, timeline):
     commands.register(main)

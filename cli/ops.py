@@ -1,4 +1,5 @@
-"""Operations commands: `ledger backup DEST` (online, verified copy of a live ledger), `ledger stats`."""
+"""Operations commands: `ledger backup DEST` (online, verified copy of a live ledger), `ledger stats`,
+`ledger status` (what the ledger is doing, from its database alone)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def register(main: click.Group) -> None:
         main.add_command(backup_command)
         main.add_command(restore_replica)
         main.add_command(stats)
+        main.add_command(status)
 
 
 @click.command()
@@ -35,6 +37,22 @@ def stats(as_json: bool, db: str) -> None:
     for name, rows in tables.items():
         click.echo(f"{name:<{width}}  {rows:>10,}")
     click.echo(f"head seq {head.seq} hash {head.hash}")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as canonical JSON.")
+@db_option
+def status(as_json: bool, db: str) -> None:
+    """One screen of what the ledger is doing, read from its database: the head, its size on disk, the
+    last full walk of the chain, the last signed checkpoint and the webhook outbox."""
+    from service.status import read_status
+
+    now = read_status(Ledger(db).store)
+    if as_json:
+        click.echo(canonical(now.to_dict()).decode())
+        return
+    for line in now.lines():
+        click.echo(line)
 
 
 @click.command("backup")

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from cli.common import db_option, required_instant
+from cli.common import arxiv_arg, db_option, required_instant
 from ledger.codec import canonical
 from ledger.errors import LedgerError
 
@@ -126,7 +126,7 @@ def register(main: click.Group) -> None:
         _ingest(source, file, observed_at, paper_id, as_json, db)
 
     @main.command("diff")
-    @click.argument("arxiv_id")
+    @click.argument("arxiv_id", callback=arxiv_arg)
     @click.argument("from_", metavar="FROM")
     @click.argument("to")
     @click.option("--text", "as_text", is_flag=True, help="Print a human summary instead of JSON.")

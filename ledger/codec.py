@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -141,9 +141,7 @@ def quick_event(raw: bytes) -> Event | None:
     encoded, has a colon for each of its fields and the same strings, so the two counts differ by
     exactly the repeated keys (and by the event_id, if the text leaves it out).
     """
-    if b"\\u" in raw and _ESCAPES.search(raw):
-        return None
-    if b"0000000000000000" in raw.translate(_DIGITS):
+    if not _plain(raw):
         return None
     try:
         event: Event = _EVENT_DECODER.decode(raw)
@@ -155,6 +153,33 @@ def quick_event(raw: bytes) -> Event | None:
     return event
 
 
+def quick_body(raw: bytes) -> tuple[list[Event], dict[str, int] | None] | None:
+    """The events and expected_versions of a POST /events body, by the rules of `quick_event` (one
+    envelope); None when they may not be what the exact path gives (`importer.parse_batch`)."""
+    if not _plain(raw):
+        return None
+    try:
+        body = _BODY.decode(raw)
+        named = _BODY_NAMED.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    # the body's own colons: "events", and "expected_versions" (its streams' names hold colons too)
+    colons = 1 + (named.expected_versions is not msgspec.UNSET)
+    colons += _EVENT_JSON.encode(body.expected_versions or {}).count(b":")
+    colons += sum(_EVENT_JSON.encode(e).count(b":") for e in body.events)
+    colons -= sum(n.event_id is msgspec.UNSET for n in named.events)
+    if raw.count(b":") != colons:
+        return None
+    return body.events, body.expected_versions
+
+
+def _plain(raw: bytes) -> bool:
+    """No escape that the colon count or the rules must not meet, no integer of 16 digits or more."""
+    if b"\\u" in raw and _ESCAPES.search(raw):
+        return False
+    return b"0000000000000000" not in raw.translate(_DIGITS)
+
+
 class _Named(msgspec.Struct):
     """Whether an envelope's text has an event_id key (null or not), its other keys skipped."""
 
@@ -162,6 +187,20 @@ class _Named(msgspec.Struct):
 
 
 _NAMED = msgspec.json.Decoder(_Named)
+
+
+class _Body(msgspec.Struct, forbid_unknown_fields=True):
+    events: list[Event]
+    expected_versions: dict[str, Annotated[int, msgspec.Meta(ge=0)]] | None = None
+
+
+class _BodyNamed(msgspec.Struct):
+    events: list[_Named]
+    expected_versions: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+_BODY = msgspec.json.Decoder(_Body)
+_BODY_NAMED = msgspec.json.Decoder(_BodyNamed)
 # U+0000, a colon, a surrogate: the escapes that the counts or the rules must not meet
 _ESCAPES = re.compile(rb"\\u(?:00(?:00|3[aA])|[dD][89abAB])")
 _DIGITS = bytes(48 if 48 <= b <= 57 else 120 for b in range(256))  # digits to 0, the rest to x

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -17,6 +18,10 @@ if TYPE_CHECKING:
     from .interface import Store
 
 Job = tuple[Callable[["WriteTx"], Any], "Future[Any]", Needs | None]
+# (batches in the group, seconds from BEGIN to COMMIT): told after every committed group
+GroupObserver = Callable[[int, float], None]
+
+log = logging.getLogger("ledger.group_commit")
 
 
 class GroupCommitter:
@@ -31,6 +36,8 @@ class GroupCommitter:
         self._queue: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        # called in the writer thread after each commit, its callers acknowledged (e.g. the API's metrics)
+        self.observer: GroupObserver | None = None
 
     def submit(self, job: Callable[[WriteTx], Any], needs: Needs | None = None) -> Any:
         """Run `job(tx)` in the next group transaction; return its result once committed. `needs` names
@@ -100,6 +107,7 @@ class GroupCommitter:
 
     def _commit(self, group: list[Job]) -> None:
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+        began = time.perf_counter()
         try:
             with self.store.write() as tx, staged(tx) as gtx:
                 gtx.prefetch([needs for _, _, needs in group if needs is not None])
@@ -119,3 +127,13 @@ class GroupCommitter:
                 future.set_exception(error)
             else:
                 future.set_result(result)
+        self._observe(len(group), time.perf_counter() - began)
+
+    def _observe(self, batches: int, seconds: float) -> None:
+        observer = self.observer
+        if observer is None:
+            return
+        try:
+            observer(batches, seconds)
+        except Exception:  # an observer's fault must not stop the writer thread
+            log.exception("the group-commit observer failed")

@@ -17,6 +17,7 @@ from .codec import (
     decode_json,
     msgspec_where,
     observation_digest,
+    quick_body,
     to_event,
 )
 from .errors import InvalidEvent
@@ -109,6 +110,16 @@ def parse_batch(value: Any) -> Batch:
         [f"events[{i}]" for i in range(len(events))],
         expected,
     )
+
+
+def quick_batch(raw: bytes) -> Batch | None:
+    """The batch `parse_batch(decode_json(raw))` gives, by msgspec's decoder alone (`codec.quick_body`);
+    None when that is not proven (then take the exact path, which also names what is wrong)."""
+    body = quick_body(raw)
+    if body is None:
+        return None
+    events, expected = body
+    return Batch(events, [f"events[{i}]" for i in range(len(events))], expected)
 
 
 def record_to_batch(raw: dict[str, Any], *, force: bool = False) -> Batch:

@@ -91,3 +91,13 @@ class PostgresStore(SqlStore):
             name: self._q(conn, 'SELECT count(*) FROM "{}"'.format(name.replace('"', '""'))).fetchone()[0]
             for (name,) in names
         }
+
+    def disk_bytes(self) -> int:
+        """Bytes the ledger's tables take on disk, their indexes and TOAST included."""
+        row = self._q(
+            self._pg(),
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
+            "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'm')",
+        ).fetchone()
+        return int(row[0])

@@ -23,6 +23,8 @@ class PgTables(SqlTables):
 
     # one filler at a time across every node; appends take another lock, so they are not held up
     fill_begin = ("BEGIN", "LOCK TABLE merkle_fill IN EXCLUSIVE MODE")
+    # one indexer at a time; readers of the index and appends are not held up
+    search_begin = ("BEGIN", "LOCK TABLE search_cursor IN EXCLUSIVE MODE")
     # a read-only role or a hot standby; any other error is a real failure
     readonly_errors = (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction)
 

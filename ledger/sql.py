@@ -90,8 +90,26 @@ class Dialect:
         return [[p[0] for p in pairs], [p[1] for p in pairs]]
 
     def json_text(self, key: str) -> str:
-        """The string at `key` of the event's data, as text."""
-        return f"json_extract(data, '$.{key}')" if self.json_lists else f"(data::jsonb ->> '{key}')"
+        """The string at `key` of the event's data, as text (`a.b`: key b of the object at a)."""
+        if self.json_lists:
+            return f"json_extract(data, '$.{key}')"
+        if "." in key:
+            return f"(data::jsonb #>> '{{{key.replace('.', ',')}}}')"
+        return f"(data::jsonb ->> '{key}')"
+
+    def title_match(self) -> str:
+        """A condition on search_titles: the title holds every word of a query bound with `title_query`
+        (SQLite: its FTS5 index, in the shape sqlite-utils and Datasette recognise; PostgreSQL: the
+        GIN-indexed tsvector of its words)."""
+        if self.json_lists:
+            return "rowid IN (SELECT rowid FROM search_titles_fts WHERE search_titles_fts MATCH ?)"
+        return "words @@ to_tsquery('simple', ?)"
+
+    def title_query(self, words: Sequence[str]) -> str:
+        """The bound query of `title_match`: each word (letters and digits only) as a prefix."""
+        if self.json_lists:
+            return " ".join(f'"{w}"*' for w in words)
+        return " & ".join(f"'{w}':*" for w in words)
 
     def json_value(self, key: str) -> str:
         """The JSON value at `key` of the event's data, as JSON text (NULL when absent or null)."""

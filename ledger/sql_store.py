@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from . import spans
+from .alert_store import AlertTables
 from .append import Rows
 from .chain import GENESIS
 from .conns import ThreadConnections
@@ -43,6 +44,7 @@ from .keys import (
     WORK,
     level_table,
 )
+from .search import INDEX_CHUNK, Found, Hit
 from .spans import CITATION, OPEN, Row, Span, Step, bucket_deltas, delta, history, step_row
 from .spans import COLUMNS as SPAN_COLUMNS
 from .sql import (
@@ -140,6 +142,8 @@ def step_columns(d: Dialect, events: str = "") -> str:
     )
 
 
+# the webhook outbox of the standing alerts: one row per delivery, state 'pending'|'delivered'|'gave_up'
+
 # (a level, the level its rows move to), smallest first
 _MERGES = tuple(zip(LEVELS, LEVELS[1:], strict=False))
 _AFTER_O = OBSERVATION[0] + ";"  # the first key past every observation key ("o:" < "o;")
@@ -162,6 +166,11 @@ class SqlStore:
     def tables(self) -> Tables:
         """The Merkle nodes, resume point, signed checkpoint and ledger-wide lookups."""
         return self._new_tables()
+
+    @functools.cached_property
+    def alerts(self) -> AlertTables:
+        """The standing alerts' tables (watches, alerts, the webhook outbox)."""
+        return AlertTables(self)
 
     def _new_tables(self) -> Tables:
         raise NotImplementedError
@@ -309,13 +318,13 @@ class SqlStore:
         )
         return [fact_row(r) for r in rows]
 
-    def papers(self, limit: int = 100) -> list[str]:
-        """Arxiv ids of papers with at least one snapshot, most events first."""
+    def papers(self, limit: int = 100, offset: int = 0) -> list[str]:
+        """Arxiv ids of papers with at least one snapshot, most events first (a page of them)."""
         rows = self._q(
             self._conn(),
             "SELECT substr(stream, 7) FROM events WHERE type = 'paper.observed' "
-            "GROUP BY stream ORDER BY count(*) DESC, stream LIMIT ?",
-            (limit,),
+            "GROUP BY stream ORDER BY count(*) DESC, stream LIMIT ? OFFSET ?",
+            (limit, offset),
         )
         return [r[0] for r in rows]
 
@@ -533,6 +542,24 @@ class SqlReader:
         rows = self.store._q(self.conn, SOURCE_HEADS_SQL, (self.t, self.k))
         return [SourceHead(*r) for r in rows]
 
+    def check_history(self, work_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Every standing check covering any of these works as of T and K (its per-work row, or its
+        every-work row): (work_id, source, observed_at, observed_us, seq, hash, notices JSON), by seq.
+        Not a record's statement: the alerts a page and a feed show."""
+        if not work_ids:
+            return []
+        d = self.store.dialect
+        rows = self.store._q(
+            self.conn,
+            "SELECT c.work_id, c.source, e.observed_at, c.observed_us, c.seq, e.hash, c.notices "
+            "FROM check_works_all AS c JOIN events AS e ON e.seq = c.seq "
+            f"WHERE (c.work_id = '*' OR {d.any_of('c.work_id')}) "
+            "AND c.observed_us <= ? AND c.recorded_us <= ? "
+            "ORDER BY c.seq",
+            (d.bind_list(sorted(set(work_ids))), self.t, self.k),
+        )
+        return [tuple(r) for r in rows]
+
     def work_checks(self, works: Sequence[tuple[str, int]]) -> list[CheckRow]:
         """Statement 5: per (work_id, since) and source, the latest check covering the work."""
         if not works:
@@ -641,10 +668,39 @@ class SqlReader:
         return [InboundDay(*(int(v) for v in r)) for r in rows]
 
 
+@functools.cache
+def _index_sql(d: Dialect) -> str:
+    """INSERT into search_titles the distinct titles that events seq > ? AND seq <= ? carry: a paper's
+    own, and the cited work's of a citation or a resolution (whose reference index is its citation's),
+    each under the paper of the event's stream; a title already there keeps its first seq."""
+    paper = "type = 'paper.observed'"
+    citation = (
+        f"SELECT CAST({d.json_text('reference_index')} AS INTEGER) FROM events "
+        "WHERE type = 'citation.observed' AND "
+        f"seq IN (SELECT seq FROM event_keys_all WHERE key = '{OBSERVATION}' || t.observation_id) LIMIT 1"
+    )
+    return (
+        "INSERT INTO search_titles (seq, arxiv_id, observation_id, reference_index, title) "
+        "SELECT seq, arxiv_id, observation_id, "
+        f"CASE WHEN type = 'resolution.observed' THEN ({citation}) ELSE reference_index END, title FROM ("
+        "  SELECT seq, type, substr(stream, 7) AS arxiv_id,"
+        f"  CASE WHEN {paper} THEN '' ELSE {d.json_text('observation_id')} END AS observation_id,"
+        f"  CASE WHEN type = 'citation.observed' THEN CAST({d.json_text('reference_index')} AS INTEGER) END"
+        "    AS reference_index,"
+        f"  trim(CASE WHEN {paper} THEN {d.json_text('title')} ELSE {d.json_text('cited_work.title')} END)"
+        "    AS title"
+        "  FROM events WHERE seq > ? AND seq <= ?"
+        "  AND type IN ('paper.observed', 'citation.observed', 'resolution.observed')"
+        ") AS t WHERE title IS NOT NULL AND title <> '' ORDER BY seq "
+        "ON CONFLICT DO NOTHING"
+    )
+
+
 class SqlTables:
     """The ledger's other tables over the store's per-thread connection: what both backends share."""
 
     fill_begin: ClassVar[tuple[str, ...]]  # opens a transaction in which one filler at a time stores nodes
+    search_begin: ClassVar[tuple[str, ...]]  # opens a transaction in which one indexer at a time runs
     readonly_errors: ClassVar[tuple[type[BaseException], ...]]  # a best-effort write gives up on these
 
     def __init__(self, store: SqlStore) -> None:
@@ -966,7 +1022,58 @@ class SqlTables:
             kind, started_at, started_us, finished_at, finished_us, events, head_seq, bool(ok), bad, reason
         )
 
-    # -- ledger-wide lookups (source adapters, diff) ---------------------------------
+    # -- title search (ledger/search.py) ----------------------------------------------
+
+    def titles_indexed(self) -> int:
+        """The last seq whose titles the search index holds."""
+        return int(self._q("SELECT seq FROM search_cursor WHERE id = 1").fetchone()[0])
+
+    def index_titles(self, upto: int) -> int:
+        """Index the titles of the events after the cursor up to seq `upto` (a committed head), a chunk
+        per transaction; returns the seq indexed through (where it stopped on a ledger that cannot be
+        written: a read-only file or role). Appends are not held up on PostgreSQL; on SQLite each chunk
+        holds the file's write lock for the one statement that fills it."""
+        done = self.titles_indexed()
+        while done < upto:
+            try:
+                with self.store.transaction(self.search_begin):
+                    start = self.titles_indexed()  # another process may have gone further meanwhile
+                    end = min(upto, start + INDEX_CHUNK)
+                    if start < end:
+                        self._q(_index_sql(self.store.dialect), (start, end))
+                        self._q("UPDATE search_cursor SET seq = ? WHERE id = 1", (end,))
+            except self.readonly_errors:
+                return done
+            done = max(start, end)
+        return done
+
+    def search_titles(self, words: Sequence[str], limit: int, offset: int) -> Found:
+        """The titles holding every word (each as a prefix): papers first, then references by citing
+        paper and reference index; the page `offset`..`offset+limit` of them, and how many in all."""
+        d = self.store.dialect
+        query = d.title_query(words)
+        # one read, so the count and the page see the same index
+        with self.store.reading() as conn:
+            total = self.store._q(
+                conn, f"SELECT count(*) FROM search_titles WHERE {d.title_match()}", (query,)
+            ).fetchone()[0]
+            rows = self.store._q(
+                conn,
+                "SELECT arxiv_id, observation_id, reference_index, title, seq FROM search_titles "
+                f"WHERE {d.title_match()} ORDER BY observation_id <> '', arxiv_id, reference_index, "
+                "observation_id, title LIMIT ? OFFSET ?",
+                (query, limit, offset),
+            ).fetchall()
+            through = int(self.store._q(conn, "SELECT seq FROM search_cursor WHERE id = 1").fetchone()[0])
+        return Found(int(total), [Hit(*r) for r in rows], through)
+
+    # -- ledger-wide lookups (source adapters, diff, alerts) ---------------------------
+
+    def current_checks(self, work_ids: Sequence[str]) -> list[CheckRow]:
+        """Per work and source, the latest standing check covering it, known now (as a record shows),
+        read in whatever transaction this thread is in."""
+        reader = SqlReader(self.store, self.store._conn(), FAR_FUTURE, FAR_FUTURE)
+        return reader.work_checks([(w, -FAR_FUTURE) for w in work_ids])
 
     def latest_cited_works(self, as_of_us: int) -> list[tuple[str, str, str | None]]:
         """(observation_id, type, cited_work JSON) of each observation's latest citation and resolution."""

@@ -18,6 +18,7 @@ class SQLiteTables(SqlTables):
 
     # one filler at a time: BEGIN IMMEDIATE takes the file's write lock
     fill_begin = ("BEGIN IMMEDIATE",)
+    search_begin = ("BEGIN IMMEDIATE",)
     # a read-only file or directory surfaces as any of several sqlite3 errors
     readonly_errors = (sqlite3.Error,)
 

@@ -67,8 +67,19 @@ class SQLiteStore(SqlStore):
         return SQLiteTables(self)
 
     def stats(self) -> dict[str, int]:
-        """Rows per table, by name (sqlite-utils' introspection)."""
+        """Rows per table, by name (sqlite-utils' introspection): the ledger's tables, not those SQLite
+        keeps for a full-text index (PostgreSQL's is an index of its table), so both list the same."""
         # left to itself sqlite-utils turns recursive_triggers on for this shared connection, which changes
         # the triggers a REPLACE fires
         db = sqlite_utils.Database(self._conn(), recursive_triggers=False, execute_plugins=False)
-        return {name: db.table(name).count for name in sorted(db.table_names())}
+        fts = set(db.table_names(fts5=True)) | set(db.table_names(fts4=True))
+        names = [n for n in db.table_names() if n not in fts and not any(n.startswith(f + "_") for f in fts)]
+        return {name: db.table(name).count for name in sorted(names)}
+
+    def disk_bytes(self) -> int:
+        """Bytes the database takes on disk: the file and its -wal and -shm files (side files apart)."""
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                total += os.stat(self.path + suffix).st_size
+        return total

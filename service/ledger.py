@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,12 +15,13 @@ from ledger.codec import canonical, check_rules, check_types
 from ledger.errors import NotFound
 from ledger.events import Event
 from ledger.facts import Fact, Head
-from ledger.group_commit import GroupCommitter
+from ledger.group_commit import GroupCommitter, GroupObserver
 from ledger.importer import Batch, parse_input
 from ledger.instants import MAX_US, now_us
 from ledger.verify import VerifyReport, verify_store
 from projections.record import Built, build_record
 from projections.timeline import Timeline, build_timeline
+from service.alerts import raise_new
 
 
 class Evidence:
@@ -79,6 +81,7 @@ class Ledger:
         *,
         synchronous: str = "FULL",
         group_commit: bool = False,
+        raise_alerts: bool = True,
     ) -> None:
         db = path or default_db()
         self.url = str(db)
@@ -88,6 +91,9 @@ class Ledger:
         self._committer = GroupCommitter(self.store) if group_commit else None
         # called after each append of this process commits (e.g. to wake the API's SSE notifier)
         self._commit_listeners: list[Callable[[], None]] = []
+        # the watches' alerts raised right after each append (a server raises them in a thread instead)
+        self._raise_alerts = raise_alerts
+        self._group_observer: GroupObserver | None = None
 
     @property
     def path(self) -> Path:
@@ -105,6 +111,13 @@ class Ledger:
     def on_commit(self, listener: Callable[[], None]) -> None:
         """Call `listener()`, in the committing thread, after each append through this object commits."""
         self._commit_listeners.append(listener)
+
+    def on_group_commit(self, observer: GroupObserver) -> None:
+        """Call `observer(batches, seconds)` after each write transaction of this object commits: how many
+        batches shared it (1 without group commit) and its time from BEGIN to COMMIT."""
+        self._group_observer = observer
+        if self._committer is not None:
+            self._committer.observer = observer
 
     def _committed(self) -> None:
         for listener in list(self._commit_listeners):
@@ -138,9 +151,14 @@ class Ledger:
                 needs_of(events, expected_versions),
             )
         else:
+            began = time.perf_counter()
             with self.store.write() as tx:
                 result = append_batch(tx, events, expected_versions, places)
+            if self._group_observer is not None:
+                self._group_observer(1, time.perf_counter() - began)
         self._committed()
+        if self._raise_alerts and result.appended:
+            raise_new(self.store)
         return result
 
     def append_batch(self, batch: Batch) -> AppendResult:

@@ -38,19 +38,25 @@ log = logging.getLogger("service.scrub")
 class PassLog:
     """Where full walks are recorded: the database, or this process's memory when it cannot write."""
 
-    def __init__(self, store: Store, *, writable: bool = True) -> None:
+    def __init__(
+        self, store: Store, *, writable: bool = True, on_record: Callable[[ScrubPass], None] | None = None
+    ) -> None:
         self.store = store
         self.writable = writable
+        # told of every pass recorded, wherever it went (e.g. the API's metrics)
+        self.on_record = on_record
         self._memory: ScrubPass | None = None
         self._lock = threading.Lock()
 
     def record(self, p: ScrubPass) -> bool:
         """Record a pass; True if it went to the database, False if it is kept in memory only."""
-        if self.writable and self.store.tables.save_pass(p):
-            return True
-        with self._lock:
-            self._memory = p
-        return False
+        saved = self.writable and self.store.tables.save_pass(p)
+        if not saved:
+            with self._lock:
+                self._memory = p
+        if self.on_record is not None:
+            self.on_record(p)
+        return saved
 
     def in_memory(self, p: ScrubPass) -> bool:
         """Whether `p` could not be written to the database and lives in this process only."""

@@ -39,6 +39,9 @@ SIZE_CONFLICT = 409
 
 # (url, body) -> (status, body): one POST, made by the caller's HTTP client (bounded, with a timeout)
 Post = Callable[[str, bytes], tuple[int, bytes]]
+# (witness url, result): told of every answer, or its absence
+Answered = Callable[[str, str], None]
+COSIGNED, REFUSED, UNREACHABLE = "cosigned", "refused", "unreachable"
 
 
 class Witness(NamedTuple):
@@ -89,10 +92,14 @@ class Round(NamedTuple):
 class Cosigner:
     """Sends checkpoints to the witnesses and keeps the newest cosigned one (in <db>.cosigned)."""
 
-    def __init__(self, store: Store, witnesses: Sequence[Witness], post: Post) -> None:
+    def __init__(
+        self, store: Store, witnesses: Sequence[Witness], post: Post, on_answer: Answered | None = None
+    ) -> None:
         self.store = store
         self.witnesses = list(witnesses)
         self.post = post
+        # each request's outcome (cosigned, refused, unreachable), e.g. for the API's metrics
+        self.on_answer = on_answer
         self.path = store.tables.side_file(COSIGNED_SUFFIX)
         self.sizes: dict[str, int] = {}  # witness url -> the size it last cosigned for this log
         # each witness has at most one request in flight, so a slow one never holds a worker another needs
@@ -152,6 +159,14 @@ class Cosigner:
         self._asked.clear()
 
     def _ask(self, witness: Witness, signed: SignedCheckpoint) -> tuple[str | None, str]:
+        """(the witness's cosignature line, "") or (None, why not), told to `on_answer`."""
+        line, why = self._request(witness, signed)
+        if self.on_answer is not None:
+            result = COSIGNED if line is not None else UNREACHABLE if why.startswith(UNREACHABLE) else REFUSED
+            self.on_answer(witness.url, result)
+        return line, why
+
+    def _request(self, witness: Witness, signed: SignedCheckpoint) -> tuple[str | None, str]:
         """(the witness's cosignature line, "") or (None, why not); a 409 teaches its size, asked again."""
         size = signed.checkpoint.size
         old = self.sizes.get(witness.url, 0)
@@ -165,7 +180,7 @@ class Cosigner:
             try:
                 status, body = self.post(witness.url + ADD_CHECKPOINT, request_body(old, proof, signed.note))
             except Exception as e:  # down, slow, refused: the round goes on without it
-                return None, f"unreachable: {e}"
+                return None, f"{UNREACHABLE}: {e}"
             if status == SIZE_CONFLICT:
                 try:
                     old = int(body.decode().strip())

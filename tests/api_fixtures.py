@@ -19,7 +19,8 @@ import httpx
 
 from ledger.backend import is_pg_url
 
-_SERVING = re.compile(r"Serving (http://\S+)")
+# (a JSON log line holds the URL in quotes)
+_SERVING = re.compile(r'Serving (http://[^\s"]+)')
 
 
 def free_port() -> int:

@@ -235,3 +235,15 @@ def run_threads(*targets: Callable[[], object]) -> None:
         t.start()
     for t in threads:
         t.join()
+
+
+def outbox_entries(store: Any, states: list[str]) -> None:
+    """Webhook outbox entries in these states, with no alert behind them (so no deliverer takes one)."""
+    tables = store.alerts
+    with tables.updating():
+        for n, state in enumerate(states, 1):
+            tables._q(
+                "INSERT INTO outbox (alert_n, watch_id, state, attempts, next_us, first_us, lease_us) "
+                "VALUES (?, 'w', ?, 0, 0, 0, 0)",
+                (10**9 + n, state),
+            )

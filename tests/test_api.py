@@ -135,7 +135,7 @@ def test_record_404_says_when_the_paper_was_first_observed(loaded: TestClient):
     assert "never been observed" in assert_error(r, 404, "not_found")["message"]
 
 
-@pytest.mark.parametrize("bad", ["2509.024", "2509.02480v2", "arxiv:2509.02480", "hep-th/99", "x"])
+@pytest.mark.parametrize("bad", ["2509.024", "2509.02480v0", "arxiv:2509.024", "hep-th/99", "x"])
 def test_bad_ids_are_422(loaded: TestClient, bad: str):
     for path in (
         f"/paper/{bad}/citation-record.json",
@@ -676,9 +676,22 @@ def test_openapi_documents_bodies_examples_and_errors(client: TestClient):
         body = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]
         assert body["schema"] == {"$ref": "#/components/schemas/Record"}
     record = schema["paths"]["/paper/{arxiv_id}/citation-record.json"]["get"]["responses"]
-    assert set(record) == {"200", "404", "422"}
+    assert set(record) == {"200", "308", "404", "422"}
     assert record["404"]["content"]["application/json"]["schema"]["$ref"].endswith("ErrorBody")
     assert "Ledger-Head" in record["200"]["headers"]
+
+
+def test_the_api_documentation_loads_only_the_servers_own_files(client: TestClient):
+    import re
+
+    page = client.get("/docs")
+    assert page.status_code == 200
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert assets and all(a.startswith("/static-offline-docs/") for a in assets), assets
+    assert "https://" not in page.text and "http://" not in page.text
+    for asset in assets:
+        assert client.get(asset).status_code == 200, asset
+    assert client.get("/redoc").status_code == 404
 
 
 def test_integrity_carries_an_inclusion_proof_per_event_against_a_signed_checkpoint(loaded: TestClient):

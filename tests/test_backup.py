@@ -1,9 +1,9 @@
 """`ledger backup DEST`: an online copy while a writer goes on; the copy verifies, serves the same records,
-keeps the signing identity, and restores as README documents.
+keeps the signing identity, and restores as docs/operations.md documents.
 
 On PostgreSQL `ledger backup` copies the ledger, event for event, into a new SQLite file
-(DEPLOYMENT.md); the same properties are checked there, except what belongs to SQLite's online
-backup API (page steps, restarts) and the README's restore, which copies the file back."""
+(docs/deployment.md); the same properties are checked there, except what belongs to SQLite's online
+backup API (page steps, restarts) and the restore of docs/operations.md, which copies the file back."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def test_backup_files_are_private_and_never_overwritten(new_db: NewDb, tmp_path:
 
 
 @pytest.mark.sqlite_only(
-    "README's restore copies the backup file (and its side files) over the SQLite ledger file; "
+    "docs/operations.md's restore copies the backup file (and its side files) over the SQLite ledger file; "
     "a PostgreSQL ledger is restored by its DBA (pg_restore, or `ledger migrate` from the SQLite copy)"
 )
 def test_restore_as_documented(new_db: NewDb, tmp_path: Path) -> None:

@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 from api_fixtures import running_server
 
+from service.sources import ingest
 from tests.conftest import NewDb
+from tests.test_alerts import RW
+from tests.test_sources_support import CITING, T_INGEST, sample_ledger
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
@@ -80,5 +83,84 @@ def test_record_page_in_a_browser(browser: Any, new_db: NewDb):
             assert overflow[0] <= overflow[1], f"horizontal overflow on a phone: {overflow}"
             assert page.locator("h1").is_visible()
             page.screenshot(path=str(ARTIFACTS / "record-page-phone.png"))
+        finally:
+            page.close()
+
+
+def test_the_record_page_shows_a_notice_on_a_cited_work_at_the_top(browser: Any, new_db: NewDb) -> None:
+    """After a Retraction Watch file names one of its cited works, the page leads with the notice,
+    links its feed, and the feed is what the link names."""
+    db = new_db("alerted.db")
+    ingest(sample_ledger(db), "retraction-watch", RW, T_INGEST)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with running_server(db, args=["--no-samples"]) as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            assert page.goto(f"{server.base}/paper/{CITING}/citation-record").status == 200
+            section = page.locator("section#alerts")
+            assert section.is_visible() and section.locator("h2").inner_text() == "Notices on cited works"
+            assert section.locator("li.alert").count() == 7
+            assert section.get_by_text("Expression of concern", exact=False).first.is_visible()
+            box = section.bounding_box()
+            coverage = page.locator("section#coverage").bounding_box()
+            assert box is not None and coverage is not None and box["y"] < coverage["y"]  # at the top
+            page.screenshot(path=str(ARTIFACTS / "record-page-alerts.png"))
+            feed = section.get_by_role("link", name="Atom feed of these notices")
+            assert feed.get_attribute("href") == f"/paper/{CITING}/alerts.atom"
+        finally:
+            page.close()
+
+
+def _offline(page: Any) -> list[str]:
+    """Cut the page off every network but the loopback server's: what it asked elsewhere, refused."""
+    refused: list[str] = []
+
+    def route(r: Any) -> None:
+        url = r.request.url
+        if url.startswith(("http://127.0.0.1:", "data:", "blob:")):
+            r.continue_()
+        else:
+            refused.append(url)
+            r.abort()
+
+    page.route("**/*", route)
+    return refused
+
+
+def test_api_documentation_renders_with_the_network_cut(browser: Any, new_db: NewDb):
+    """Swagger UI comes from the package (fastapi-offline), not a CDN: with every request but those to
+    the server refused, /docs lists the routes (and asked nothing of anyone else)."""
+    with running_server(new_db(), args=["--no-samples"]) as server:
+        page = browser.new_page()
+        try:
+            refused = _offline(page)
+            assert page.goto(server.base + "/docs").status == 200
+            summary = page.locator(".opblock-summary-path", has_text="/paper/{arxiv_id}/citation-record.json")
+            summary.first.wait_for(timeout=30_000)
+            paths = page.locator(".opblock-summary-path").all_inner_texts()
+            assert {"/search", "/events", "/checkpoint", "/healthz"} <= {p.strip() for p in paths}
+            page.screenshot(path=str(ARTIFACTS / "api-docs-offline.png"))
+            page.locator(".opblock-summary-path", has_text="/search").first.click()
+            page.get_by_text("Title words (letters and digits").first.wait_for(timeout=30_000)
+            assert refused == []
+        finally:
+            page.close()
+
+
+def test_the_index_page_finds_a_paper_by_title_words(browser: Any, new_db: NewDb):
+    sample = json.loads(SAMPLE.read_bytes())
+    with running_server(new_db()) as server:
+        page = browser.new_page()
+        try:
+            assert page.goto(server.base + "/").status == 200
+            page.fill("input[name=q]", "memory wall")
+            with page.expect_navigation():
+                page.click("form[role=search] button[type=submit]")
+            assert page.url.endswith("/search?q=memory+wall")
+            hit = page.get_by_role("link", name=sample["paper"]["title"])
+            with page.expect_navigation():
+                hit.click()
+            assert page.url.endswith("/paper/2509.02480/citation-record")
+            assert page.locator("h1").inner_text() == sample["paper"]["title"]
         finally:
             page.close()

@@ -394,22 +394,16 @@ def test_check_types_fast_path_agrees_with_the_exact_check(field: str, value: An
 _TRICKY = ['": x', 'a\\"b', 'q":', ":", '"', "/slash", "tab\t", "\u2028", "é", "\x00", "\ud800"]
 
 
-@st.composite
-def _texts(draw: Any) -> bytes:
-    """An envelope's JSON as any writer might spell it: keys repeated (with the same value or another),
-    reordered, spaced, strings escaped or not and holding quotes and colons, event_id absent, null,
-    given or repeated, integers beyond 2^53, floats."""
-    env: Any = envelope(draw(st.sampled_from(sorted(DATA))))
-    choice = draw(st.integers(0, 3))
-    if choice == 1:
-        env["event_id"] = None
-    elif choice == 2:
-        env["event_id"] = OID
+def _spell(draw: Any, value: Any) -> bytes:
+    """`value`'s JSON as any writer might spell it: keys repeated (with the same value or another),
+    reordered, spaced, strings escaped or not and holding quotes and colons, integers beyond 2^53,
+    floats; or, half the time, only reordered, spaced and escaped as every writer may."""
+    messy = draw(st.booleans())
 
     def write(v: Any) -> str:
         if isinstance(v, dict):
             items = list(v.items())
-            if items and draw(st.integers(0, 5)) == 0:  # a key repeated
+            if messy and items and draw(st.integers(0, 5)) == 0:  # a key repeated
                 k, old = draw(st.sampled_from(items))
                 items.insert(
                     draw(st.integers(0, len(items))), (k, draw(st.sampled_from([old, None, 7, "x"])))
@@ -421,19 +415,52 @@ def _texts(draw: Any) -> bytes:
         if isinstance(v, list):
             return "[" + ",".join(write(x) for x in v) + "]"
         if isinstance(v, str):
-            if draw(st.integers(0, 6)) == 0:
+            if messy and draw(st.integers(0, 6)) == 0:
                 v = v + draw(st.sampled_from(_TRICKY))
             text = json.dumps(v, ensure_ascii=draw(st.integers(0, 4)) == 0)
-            if draw(st.integers(0, 4)) == 0:  # other spellings of the same string
+            if messy and draw(st.integers(0, 4)) == 0:  # other spellings of the same string
                 text = text.replace("/", "\\/").replace(":", "\\u003a").replace('\\"', "\\u0022")
             return text
         if isinstance(v, bool) or v is None:
             return json.dumps(v)
-        if isinstance(v, int):
+        if isinstance(v, int) and messy:
             return draw(st.sampled_from([str(v), str(v), str(2**53 + v), f"{v}.0", str(2**53 - 1)]))
         return json.dumps(v)
 
-    return write(env).encode("utf-8", "surrogatepass")
+    return write(value).encode("utf-8", "surrogatepass")
+
+
+def _any_envelope(draw: Any) -> dict[str, Any]:
+    """A valid envelope of any type, its event_id absent, null or given."""
+    env: Any = envelope(draw(st.sampled_from(sorted(DATA))))
+    choice = draw(st.integers(0, 3))
+    if choice == 1:
+        env["event_id"] = None
+    elif choice == 2:
+        env["event_id"] = OID
+    return env
+
+
+@st.composite
+def _texts(draw: Any) -> bytes:
+    """An envelope's JSON as any writer might spell it (`_spell`), its event_id absent, null, given or
+    repeated."""
+    return _spell(draw, _any_envelope(draw))
+
+
+@st.composite
+def _bodies(draw: Any) -> bytes:
+    """A POST /events body as any writer might spell it: envelopes as in `_texts`, expected_versions
+    absent, null, empty, well formed or not, an unknown key."""
+    body: dict[str, Any] = {"events": [_any_envelope(draw) for _ in range(draw(st.integers(0, 3)))]}
+    versions = draw(
+        st.sampled_from([DELETE, None, {}, {"paper:2509.02480": 0, "a:b": 3}, {"s": -1}, {"s": "1"}, []])
+    )
+    if versions is not DELETE:
+        body["expected_versions"] = versions
+    if draw(st.integers(0, 9)) == 0:
+        body["extra"] = 1
+    return _spell(draw, body)
 
 
 def _exact(raw: bytes) -> Any:
@@ -468,6 +495,57 @@ def test_the_quick_decoder_gives_the_exact_event_or_steps_aside(raw: bytes) -> N
         assert quick is None, (raw, exact)
     else:
         assert quick is None or quick == exact
+
+
+_ONCE = (_M % ("", "a")).replace(',"metric":"n"', "").encode()
+
+
+def _exact_body(raw: bytes) -> Any:
+    """The events and expected_versions the exact path gives, or the InvalidEvent it raises."""
+    from ledger.codec import decode_json
+    from ledger.importer import parse_batch
+
+    try:
+        batch = parse_batch(decode_json(raw))
+    except InvalidEvent as e:
+        return e
+    return batch.events, batch.expected_versions
+
+
+@settings(max_examples=300)
+@given(_bodies())
+@example(b'{"events":[],"events":[]}')
+@example(b'{"events":[],"expected_versions":{"s":1,"s":2}}')
+@example(b'{"events":[],"expected_versions":{"s":1},"expected_versions":{"s":1}}')
+@example(b'{"events":[],"expected_versions":{"s":true}}')
+@example(b'{"events":[],"expected_versions":{"s":12345678901234567890}}')
+@example(b'{"events":[' + (_M % ("", "a")).encode() + b"]}")
+# one event spelled once beside one with a repeated key
+@example(b'{"events":[' + _ONCE + b"," + (_M % ("", "a")).encode() + b"]}")
+def test_the_quick_body_decoder_gives_the_exact_batch_or_steps_aside(raw: bytes) -> None:
+    from ledger.codec import check_rules, quick_body
+
+    quick, exact = quick_body(raw), _exact_body(raw)
+    if quick is None:
+        return
+    if isinstance(exact, Exception):
+        # what only the rules refuse is refused by Ledger.append, which checks every event's rules
+        with pytest.raises(InvalidEvent, match=re.escape(exact.where)):
+            for i, event in enumerate(quick[0]):
+                check_rules(event, f"events[{i}]")
+    else:
+        assert quick == exact
+
+
+@pytest.mark.parametrize("versions", [None, {"paper:2509.02480": 2}])
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_the_quick_body_decoder_takes_an_ordinary_body(count: int, versions: Any) -> None:
+    from ledger.codec import quick_body
+
+    events = [envelope(t) for t in sorted(DATA)][:count]
+    raw = msgspec.json.encode({"events": events, "expected_versions": versions})
+    assert quick_body(raw) is not None
+    assert quick_body(raw) == _exact_body(raw)
 
 
 @pytest.mark.parametrize(

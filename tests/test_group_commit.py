@@ -146,3 +146,41 @@ def test_a_group_looks_up_every_batchs_ids_observations_and_streams_at_once(new_
     assert counting.calls == {"existing": 1, "citing_papers": 1, "stream_versions": 1, "head": 1, "insert": 1}
     assert [r.appended for r in results] == [1, 2, 0, 1] and results[2].items[0].seq == 1
     assert ledger.verify().ok
+
+
+@pytest.mark.parametrize("group_commit", [True, False])
+def test_the_observer_is_told_each_transactions_batches_and_time(new_db: NewDb, group_commit: bool) -> None:
+    ledger = Ledger(new_db("g.db"), group_commit=group_commit)
+    seen: list[tuple[int, float]] = []
+    lock = threading.Lock()
+
+    def observe(batches: int, seconds: float) -> None:
+        with lock:
+            seen.append((batches, seconds))
+
+    ledger.on_group_commit(observe)
+    ledger.append([paper("2101.00001", ts(0))])
+
+    def worker(k: int) -> None:
+        for i in range(10):
+            ledger.append([measurement("2101.00001", ts(1 + k, i), i, source=f"s{k}")])
+
+    run_threads(*(functools.partial(worker, k) for k in range(4)))
+    assert sum(b for b, _ in seen) == 41  # every append, in one transaction or another
+    assert all(b >= 1 and s >= 0 for b, s in seen)
+    if not group_commit:
+        assert len(seen) == 41
+    ledger.close()
+
+
+def test_an_observer_that_fails_leaves_the_writer_running(new_db: NewDb) -> None:
+    ledger = Ledger(new_db("g.db"), group_commit=True)
+
+    def broken(batches: int, seconds: float) -> None:
+        raise RuntimeError("observer bug")
+
+    ledger.on_group_commit(broken)
+    first = ledger.append([paper("2101.00001", ts(0))])
+    second = ledger.append([measurement("2101.00001", ts(1), 1)])
+    assert (first.head.seq, second.head.seq) == (1, 2)
+    ledger.close()

@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import msgspec
 import pytest
 from api_fixtures import running_server
+from hypothesis import given
+from hypothesis import strategies as st
 
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
-from api.limits import RateLimiter, long_string
+from api.limits import RateLimiter, long_string, short_strings
 from api.settings import Settings
 
 if TYPE_CHECKING:
@@ -79,10 +82,18 @@ def test_a_batch_above_the_limit_is_413_naming_it(new_db: NewDb) -> None:
 # -- string length --------------------------------------------------------------------------------
 
 
-def test_a_string_above_the_limit_is_422_naming_the_field(new_db: NewDb) -> None:
+@pytest.mark.parametrize(
+    "title",
+    [
+        pytest.param("T" * 65, id="plain"),
+        pytest.param('T"' * 32 + "T", id="escaped-quotes"),  # no stretch between quotes is long
+        pytest.param("é" * 65, id="two-byte-characters"),
+    ],
+)
+def test_a_string_above_the_limit_is_422_naming_the_field(new_db: NewDb, title: str) -> None:
     client = _client(new_db, max_string=64)
     paper = copy.deepcopy(EVENT_EXAMPLES["paper.observed"])
-    paper["data"]["title"] = "T" * 65
+    paper["data"]["title"] = title
     body = {"events": [*_measurements(2), paper]}
     error = _refused(client.post("/events", json=body, headers=AUTH), 422, "invalid")
     assert error["details"] == {"where": "events[2].data.title", "length": 65, "limit": 64}
@@ -103,6 +114,43 @@ def test_a_string_above_the_limit_in_a_record_is_named_by_its_record_path(new_db
     assert error["details"] == {"where": "thesis", "length": 205, "limit": 200}
     assert _head(client).seq == 0
     assert client.post("/records", content=SAMPLE.read_bytes(), headers=AUTH).status_code == 201
+
+
+_JSON = st.recursive(
+    st.none() | st.integers() | st.text(st.characters(codec="utf-8"), max_size=12),
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(st.text(st.characters(codec="utf-8"), max_size=12), kids, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(_JSON, st.integers(0, 12), st.booleans())
+def test_short_strings_is_only_said_of_a_body_with_no_long_string(
+    value: Any, limit: int, ascii_only: bool
+) -> None:
+    import json
+
+    raw = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    if short_strings(raw, limit):
+        assert long_string(value, limit) is None, raw
+
+
+@pytest.mark.parametrize(
+    ("raw", "limit", "proven"),
+    [
+        (b'{"a":"xyz"}', 11, True),  # the body itself is short enough
+        (b'{"a":"xyz"}', 3, True),
+        (b'{"a":"xyzw"}', 3, False),
+        (b'{"a":"x\\"y"}', 3, False),  # an escaped quote: not proven, the value is walked
+        (b'{"abcd":1}', 3, False),  # keys count too
+    ],
+)
+def test_short_strings_cases(raw: bytes, limit: int, proven: bool) -> None:
+    assert short_strings(raw, limit) is proven
+    if proven:
+        assert long_string(msgspec.json.decode(raw), limit) is None
 
 
 def test_long_string_names_the_first_offender_in_document_order() -> None:

@@ -197,10 +197,13 @@ def test_every_observation_rendered_in_order_with_its_id(record, html, lines):
 def test_observation_blocks(record, lines):
     ref9 = obs_by_ref(record, 9)
     i = lines.index(f"Observation {ref9['observation_id']} · outbound")
-    assert lines[i + 1 : i + 7] == [
+    survey = "Efficient Training of Large Language Models on Distributed Infrastructures: A Survey"
+    assert lines[i + 1 : i + 9] == [
         "This paper cites reference 9 (no title parsed).",
-        PAPER_TITLE + " Efficient Training of Large Language Models on Distributed Infrastructures: A Survey",
+        f"{PAPER_TITLE} → {survey}",
         "Reference 9",
+        "Cited work as observed: Pith id 2407.20018 · year 2024 · observed 2026-08-05T11:38:37.916772Z",
+        f"Cited paper: arXiv:2407.20018 v1, {survey} (known by the cited work's Pith id)",
         "Resolution: unresolved; no resolver link, observed 2026-08-05T11:38:37.916772Z",
         "Source-reported events for the cited work",
         "Unavailable: canonical work link unavailable.",
@@ -208,10 +211,14 @@ def test_observation_blocks(record, lines):
     ref34 = obs_by_ref(record, 34)
     i = lines.index(f"Observation {ref34['observation_id']} · outbound")
     title = ref34["citation"]["cited_work"]["title"]
-    assert lines[i + 1 : i + 8] == [
+    assert lines[i + 1 : i + 10] == [
         f"This paper cites {title}.",
-        f"{PAPER_TITLE} {title}",
+        f"{PAPER_TITLE} → {title}",
         "Reference 34",
+        "Cited work as observed: arXiv 2310.04610 · Pith id 2310.04610 · venue cs.AI · year 2023 · "
+        "metadata source pith · work id 42ed2db3-bd24-44d5-b099-4e813676067d · "
+        "observed 2026-08-05T11:38:43.814682Z",
+        f"Cited paper: arXiv:2310.04610 v2, {title} (known by the cited work's Pith id)",
         "Resolution: verified exact; local_arxiv, observed 2026-08-05T11:38:43.894727Z",
         "Source-reported events for the cited work",
         "No event found in the named queried sources as of 2026-08-08T06:32:00.761636+00:00.",
@@ -220,6 +227,29 @@ def test_observation_blocks(record, lines):
     ]
     assert lines.count("Unavailable: canonical work link unavailable.") == 19
     assert lines.count("Resolution: unresolved; raw_fallback, observed 2026-08-05T11:38:53.151038Z")
+
+
+def test_an_unresolved_reference_says_what_its_observation_holds(record, html, lines):
+    """Reference 33 has no parsed title and no resolver link, yet its cited work carries a Pith id
+    the ledger knows as Megatron-LM: the block says so, and links the cited paper."""
+    ref33 = obs_by_ref(record, 33)
+    i = lines.index(f"Observation {ref33['observation_id']} · outbound")
+    megatron = "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism"
+    assert lines[i + 1 : i + 7] == [
+        "This paper cites reference 33 (no title parsed).",
+        f"{PAPER_TITLE} → {megatron}",
+        "Reference 33",
+        "Cited work as observed: Pith id 1909.08053 · year 2019 · observed 2026-08-05T11:38:40.899514Z",
+        f"Cited paper: arXiv:1909.08053 v4, {megatron} (known by the cited work's Pith id)",
+        "Resolution: unresolved; no resolver link, observed 2026-08-05T11:38:40.899514Z",
+    ]
+    assert hrefs(html).count("/paper/1909.08053") == 2
+
+
+def test_the_citing_and_the_cited_title_never_run_together(record, lines):
+    for o in record["outbound"]:
+        i = lines.index(f"Observation {o['observation_id']} · outbound")
+        assert lines[i + 2].startswith(f"{PAPER_TITLE} → "), lines[i + 2]
 
 
 def test_links_form_and_head(record, html, lines):
@@ -283,6 +313,8 @@ def _shape(line: str) -> str:
         (r"(No event found|Unavailable:|Not yet queried:|\d+ events? found).*", "notice"),
         (r"No inbound Pith citation observations are available\.", "no-inbound"),
         (r"Checked: .*|Record as of .*|Ledger head: .*|Context digest: .*", "extra"),
+        # what the observation holds beyond the real page's text (the raw cited work, the cited paper)
+        (r"Cited work as observed: .*|Cited paper: .*", "extra"),
         (
             r"Record JSON|Integrity report|Evidence log|Paper snapshots|Show record as of"
             r"|What changed since",
@@ -401,7 +433,11 @@ EDGE_CASES = {
     ),
     "no-cited-work": (
         _set(3, citation__cited_work=None),
-        ["This paper cites reference 3 (no title parsed).", f"{PAPER_TITLE} reference 3"],
+        [
+            "This paper cites reference 3 (no title parsed).",
+            f"{PAPER_TITLE} → reference 3",
+            "Cited work as observed: none (the reference was not parsed into a work)",
+        ],
         [],
     ),
     "blank-title": (
@@ -409,11 +445,19 @@ EDGE_CASES = {
         ["This paper cites reference 3 (no title parsed)."],
         [],
     ),
+    "work-with-doi-and-blank-venue": (
+        _set(3, citation__cited_work__doi="10.1234/x.5", citation__cited_work__venue=" "),
+        [
+            "Cited work as observed: DOI 10.1234/x.5 · year 2025 · metadata source raw_reference · "
+            "work id 1552d9fa-e260-495c-ab0c-7074b9dadb19 · observed 2026-08-05T11:38:52.436826Z"
+        ],
+        ["Cited work as observed: DOI 10.1234/x.5 · venue"],
+    ),
     "title-question": (
         _set(3, citation__cited_work__title="Is attention all you need?"),
         [
             "This paper cites Is attention all you need?",
-            f"{PAPER_TITLE} Is attention all you need?",
+            f"{PAPER_TITLE} → Is attention all you need?",
         ],
         ["This paper cites Is attention all you need?."],
     ),
@@ -429,7 +473,7 @@ EDGE_CASES = {
     ),
     "title-plain": (
         _set(3, citation__cited_work__title="Deep learning"),
-        ["This paper cites Deep learning.", f"{PAPER_TITLE} Deep learning"],
+        ["This paper cites Deep learning.", f"{PAPER_TITLE} → Deep learning"],
         [],
     ),
     "notice-unknown-date": (
@@ -601,3 +645,9 @@ def test_error_page(status, heading):
     assert heading in lines
     assert "No snapshot of <2509.02480> as of 2020-01-01." in lines
     assert "<2509.02480>" not in html
+
+
+def test_a_cited_works_doi_links_to_its_resolver(record):
+    rec = copy.deepcopy(record)
+    _set(3, citation__cited_work__doi="10.1234/x.5")(rec)
+    assert "https://doi.org/10.1234/x.5" in hrefs(render_record_page(rec))

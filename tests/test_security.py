@@ -185,7 +185,7 @@ def test_input_reaches_the_database_only_as_bound_parameters(new_db, recorded_sq
         "/paper/../../etc/passwd",
         "/paper/2509.02480%00/citation-record.json",
         "/paper/" + "9" * 5000 + "/citation-record.json",
-        "/paper/2509.02480v1/integrity",
+        "/paper/2509.02480v0/integrity",
         "/paper/hep-th%2F9901001%2F..%2F..%2Fx/citation-record.json",
         "/evidence/-1/proof",
         "/evidence/99999999999999999999999/proof",

@@ -36,3 +36,30 @@ def test_bad_numbers_are_refused_with_name_unit_and_text(env: dict[str, str], me
 )
 def test_numbers_parse_or_default(env: dict[str, str], field: str, value: float) -> None:
     assert getattr(Settings.from_env(env), field) == value
+
+
+@pytest.mark.parametrize(
+    ("env", "metrics", "log_format"),
+    [
+        ({}, "on", "text"),
+        ({"LEDGER_METRICS": "OFF", "LEDGER_LOG_FORMAT": " json "}, "off", "json"),
+        ({"LEDGER_METRICS": "token", "LEDGER_LOG_FORMAT": "text"}, "token", "text"),
+        ({"LEDGER_METRICS": "", "LEDGER_LOG_FORMAT": ""}, "on", "text"),
+    ],
+)
+def test_metrics_and_log_format_parse_or_default(env: dict[str, str], metrics: str, log_format: str) -> None:
+    settings = Settings.from_env(env)
+    assert (settings.metrics, settings.log_format) == (metrics, log_format)
+    assert settings.counting is (metrics != "off") and settings.json_logs is (log_format == "json")
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"LEDGER_METRICS": "yes"}, r"LEDGER_METRICS must be one of on, token, off, got 'yes'"),
+        ({"LEDGER_LOG_FORMAT": "logfmt"}, r"LEDGER_LOG_FORMAT must be one of text, json, got 'logfmt'"),
+    ],
+)
+def test_bad_choices_are_refused_with_name_choices_and_text(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Settings.from_env(env)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import gzip
+import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO
 
+from ledger.append import AppendResult
 from ledger.codec import FUTURE_SLACK_US
 from ledger.errors import InvalidEvent
+from ledger.events import Event
 from ledger.instants import now_us, parse_ts
 from service.ledger import Ledger
 from service.sources import counts, crossref, retraction_watch
@@ -24,6 +27,9 @@ SOURCES: dict[str, str] = {
     "crossref": crossref.EVENT_SOURCE,
     **{name: spec.event_source for name, spec in counts.SPECS.items()},
 }
+
+# told of the ingest's append once committed: its events, the answer, the seconds it took
+Appended = Callable[[Sequence[Event], AppendResult, float], None]
 
 __all__ = ["SOURCES", "NotThatFormat", "Summary", "ingest", "input_size", "parse_source"]
 
@@ -86,6 +92,7 @@ def ingest(
     observed_at: str,
     paper_id: str | None = None,
     progress: Progress | None = None,
+    appended: Appended | None = None,
 ) -> Summary:
     """Parse the file and append its events as one atomic batch; a re-ingest appends nothing.
 
@@ -94,7 +101,10 @@ def ingest(
     before T were appended in between (then the check lists other works: a new fact, appended).
     """
     parsed = parse_source(ledger, source, data, observed_at, paper_id, progress)
+    began = time.perf_counter()
     result = ledger.append(parsed.events, places=parsed.places)
+    if appended is not None:
+        appended(parsed.events, result, time.perf_counter() - began)
     summary = parsed.summary
     summary.appended = result.appended
     summary.duplicates = result.duplicates

@@ -1,0 +1,136 @@
+"""Standing alerts from the command line: `ledger watch add|list|remove` and `ledger alerts WATCH_ID`.
+
+The CLI stores watches and reads alerts in the ledger's own database; webhooks are delivered by a
+server (`ledger serve`) over the same database, which finds the outbox this leaves.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+import msgspec
+
+from ledger.codec import canonical
+from ledger.instants import format_recorded, now_us
+from service import alerts as al
+from service.ledger import Ledger
+
+from .common import db_option, instant
+
+_ALLOW = "LEDGER_WEBHOOK_ALLOW"
+
+
+def register(main: click.Group) -> None:
+    """Add `watch` and `alerts` to the `ledger` group (once)."""
+    if "watch" not in main.commands:
+        main.add_command(watch)
+        main.add_command(alerts_command)
+
+
+@click.group()
+def watch() -> None:
+    """Watches: be told when a work a paper cites, or a work you list, gets a notice."""
+
+
+@watch.command("add")
+@click.option("--paper", "arxiv_id", help="Watch this paper's outbound references (an arXiv id).")
+@click.option(
+    "--work", "works", multiple=True, help="Watch this work: doi:10.1000/x or arxiv:2401.00001 (repeat)."
+)
+@click.option("--callback", "callback_url", help="POST each alert to this https URL (a webhook).")
+@click.option("--secret", help="Sign each webhook with HMAC-SHA256 under this secret.")
+@click.option("--json", "as_json", is_flag=True, help="Print the watch as JSON.")
+@db_option
+def watch_add(
+    arxiv_id: str | None,
+    works: tuple[str, ...],
+    callback_url: str | None,
+    secret: str | None,
+    as_json: bool,
+    db: str,
+) -> None:
+    """Make a watch; alerts for the notices its works hold already are raised now (marked held)."""
+    body: dict[str, object] = {"arxiv_id": arxiv_id} if arxiv_id else {}
+    if works:
+        body["works"] = list(works)
+    for key, value in (("callback_url", callback_url), ("secret", secret)):
+        if value is not None:
+            body[key] = value
+    allow = os.environ.get(_ALLOW, "").replace(",", " ").split()
+    ledger = Ledger(db)
+    made, covered = al.add_watch(ledger.store, al.parse_watch(body, allow))
+    if as_json:
+        click.echo(canonical(al.watch_json(made, covered)).decode())
+        return
+    raised = len(ledger.store.alerts.alerts(made.id, 0, 10_000))
+    click.echo(
+        f"watch {made.id}: {made.kind} {_target(made)}; {len(covered)} work(s) covered, {raised} alert(s)"
+    )
+
+
+def _target(w: al.Watch) -> str:
+    return w.target if w.kind == al.PAPER else ", ".join(msgspec.json.decode(w.target))
+
+
+@watch.command("list")
+@db_option
+def watch_list(db: str) -> None:
+    """The watches in force, one a line."""
+    tables = Ledger(db).store.alerts
+    after = ""
+    while True:
+        page = tables.watches(after)
+        for w in page:
+            hook = f" -> {w.callback_url}" if w.callback_url else ""
+            click.echo(f"{w.id}  {w.kind} {_target(w)}{hook}  (since {w.created_at})")
+        if len(page) < 100:
+            return
+        after = page[-1].id
+
+
+@watch.command("remove")
+@click.argument("watch_id")
+@db_option
+def watch_remove(watch_id: str, db: str) -> None:
+    """Stop a watch (its pending webhooks are dropped; its alerts stay readable)."""
+    ledger = Ledger(db)
+    w = al.watch_of(ledger.store, watch_id)
+    tables = ledger.store.alerts
+    with tables.updating():
+        tables.remove_watch(w.id, format_recorded(now_us()))
+    click.echo(f"watch {w.id} removed")
+
+
+@click.command("alerts")
+@click.argument("watch_id", required=False)
+@click.option("--since", help="Only alerts raised at or after this instant (RFC 3339 or YYYY-MM-DD).")
+@click.option("--json", "as_json", is_flag=True, help="One alert JSON a line (NDJSON).")
+@db_option
+def alerts_command(watch_id: str | None, since: str | None, as_json: bool, db: str) -> None:
+    """A watch's alerts (with no WATCH_ID, every watch's), in the order they were raised."""
+    ledger = Ledger(db)
+    only = al.watch_of(ledger.store, watch_id).id if watch_id is not None else None
+    since_us = instant(since, "--since")
+    after = 0
+    while True:
+        page = ledger.store.alerts.alerts(only, after, 100, since_us)
+        for a in page:
+            if as_json:
+                click.echo(a.body)
+                continue
+            b = msgspec.json.decode(a.body)
+            n = b["notice"]
+            kind = n["kind"].replace("_", " ")
+            ref = b["citing"][0] if b["citing"] else None
+            title = f'"{ref["title"]}"' if ref and ref["title"] else "no title parsed"
+            cited = f" cited as reference {ref['reference_index']} ({title})" if ref else ""
+            held = " (held before the watch)" if b["held_before_watch"] else ""
+            whose = f"; watch {a.watch_id}" if only is None else ""
+            click.echo(
+                f"{a.raised_at}  {kind} of work {b['work_id']}{cited} by {n['source']}, "
+                f"notice {n.get('notice_doi') or 'without DOI'}; event seq {b['event']['seq']}{held}{whose}"
+            )
+        if len(page) < 100:
+            return
+        after = page[-1].n

@@ -1,0 +1,90 @@
+"""Finding papers and references by the words of their titles: the index extended to the head, then a
+page of hits, each with the path of the record that shows it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from ledger.errors import InvalidEvent
+from ledger.search import Hit, query_words
+
+from .ledger import Ledger
+
+PER_PAGE = 50
+MAX_PAGE = 10**6
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A page of hits for a query, and how far the index reached when it was read."""
+
+    q: str
+    words: list[str]
+    page: int
+    total: int
+    hits: list[Hit]
+    indexed_through: int
+    head_seq: int
+
+    @property
+    def pages(self) -> int:
+        """How many pages the hits fill (at least one)."""
+        return max(1, -(-self.total // PER_PAGE))
+
+    def page_href(self, page: int) -> str:
+        """The path of another page of the same query."""
+        return "/search?" + urlencode({"q": self.q, "page": page})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON answer of GET /search."""
+        return {
+            "q": self.q,
+            "words": self.words,
+            "hits": [hit_json(h) for h in self.hits],
+            "page": {
+                "number": self.page,
+                "per_page": PER_PAGE,
+                "total_hits": self.total,
+                "pages": self.pages,
+                "next": self.page_href(self.page + 1) if self.page < self.pages else None,
+                "prev": self.page_href(self.page - 1) if self.page > 1 else None,
+            },
+            "index": {
+                "through_seq": self.indexed_through,
+                "head_seq": self.head_seq,
+                "complete": self.indexed_through >= self.head_seq,
+            },
+        }
+
+
+def record_href(hit: Hit) -> str:
+    """The record page that shows the hit: the paper's, or its citing paper's at the observation."""
+    path = f"/paper/{hit.arxiv_id}/citation-record"
+    return f"{path}#{quote(hit.observation_id)}" if hit.observation_id else path
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    """One hit as JSON."""
+    out: dict[str, Any] = {"kind": hit.kind, "arxiv_id": hit.arxiv_id, "title": hit.title, "seq": hit.seq}
+    if hit.observation_id:
+        out["observation_id"] = hit.observation_id
+        out["reference_index"] = hit.reference_index
+    out["href"] = record_href(hit)
+    return out
+
+
+def search(ledger: Ledger, q: str | None, page: int = 1, *, index: bool = True, where: str = "q") -> Answer:
+    """Page `page` of the titles holding every word of `q` (each word as a prefix), papers first; the
+    index is first extended to the head unless `index` is False (a read-only server writes nothing),
+    and a ledger that cannot be written is searched as far as it is indexed."""
+    words = query_words(q, where)
+    if not 1 <= page <= MAX_PAGE:
+        raise InvalidEvent("page", f"{page}: a page is 1..{MAX_PAGE}")
+    tables = ledger.store.tables
+    head = ledger.head()
+    if index and tables.titles_indexed() < head.seq:
+        tables.index_titles(head.seq)
+    found = tables.search_titles(words, PER_PAGE, (page - 1) * PER_PAGE)
+    return Answer(str(q), words, page, found.total, found.hits, found.indexed_through, head.seq)

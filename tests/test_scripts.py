@@ -1,0 +1,62 @@
+"""scripts/setup.sh (what scripts/run.sh and scripts/test.sh run first) installs the project only when
+pyproject.toml changed since the last install, here with a stand-in for the venv's Python that logs what
+it is asked."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_PYTHON = """#!/usr/bin/env bash
+echo "$*" >> "$(dirname "$0")/../calls"
+"""
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """A folder laid out as the repository for setup.sh, with a .venv whose python only logs."""
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "setup.sh", tmp_path / "scripts" / "setup.sh")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name, text in (("python", FAKE_PYTHON), ("ledger", "#!/bin/sh\n")):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    return tmp_path
+
+
+def _setup(checkout: Path, *args: str) -> list[str]:
+    """Run setup.sh; the pip installs it asked for so far."""
+    subprocess.run(["bash", str(checkout / "scripts" / "setup.sh"), *args], check=True, cwd=checkout)
+    calls = checkout / ".venv" / "calls"
+    return calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_it_installs_once_then_only_when_pyproject_changes(checkout: Path):
+    plain = "-m pip install -q --disable-pip-version-check -e ."
+    assert _setup(checkout) == [plain]
+    assert _setup(checkout) == [plain]  # nothing changed: no second install
+    with (checkout / "pyproject.toml").open("a") as f:
+        f.write("\n# a new dependency\n")
+    assert _setup(checkout) == [plain, plain]
+    assert _setup(checkout) == [plain, plain]
+
+
+def test_a_dev_install_serves_a_plain_one_but_not_the_reverse(checkout: Path):
+    dev = "-m pip install -q --disable-pip-version-check -e .[dev]"
+    plain = "-m pip install -q --disable-pip-version-check -e ."
+    assert _setup(checkout) == [plain]
+    assert _setup(checkout, "dev") == [plain, dev]
+    assert _setup(checkout) == [plain, dev]
+    assert _setup(checkout, "dev") == [plain, dev]
+
+
+def test_a_venv_without_the_ledger_script_is_installed_again(checkout: Path):
+    _setup(checkout)
+    (checkout / ".venv" / "bin" / "ledger").unlink()
+    assert len(_setup(checkout)) == 2
