@@ -13,10 +13,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ledger.codec import canonical, decode_json
 from ledger.errors import LedgerError, NotFound
-from ledger.facts import Head
-from ledger.instants import format_as_of, now_us, parse_ts
-from projections.timeline import Timeline
-from service.alerts import paper_alerts
+from ledger.instants import format_as_of, now_us
+from service.ledger import PaperView
 
 from . import docs, telemetry
 from .auth import token_hashes
@@ -127,8 +125,8 @@ _CACHE_LOCK = threading.Lock()
 
 
 def _timeline_and_record(
-    request: Request, arxiv_id: str, t: int | None, *, strict: bool = False
-) -> tuple[Timeline, dict[str, Any] | None, Head]:
+    request: Request, arxiv_id: str, t: int | None, *, strict: bool = False, alerts: bool = False
+) -> PaperView:
     """The paper's timeline (kept per ledger head) and its record as of T, from one consistent read."""
     state = request.app.state
     with _CACHE_LOCK:
@@ -137,9 +135,9 @@ def _timeline_and_record(
             cache = state.timeline_cache = TimelineCache()
     ledger = ledger_of(request)
     found = ledger.timeline_and_record(
-        arxiv_id, t, strict=strict, cached=lambda head: cache.get((arxiv_id, head))
+        arxiv_id, t, strict=strict, alerts=alerts, cached=lambda head: cache.get((arxiv_id, head))
     )
-    cache.put((arxiv_id, found[2]), found[0])
+    cache.put((arxiv_id, found.head), found.timeline)
     return found
 
 
@@ -170,12 +168,10 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
     try:
         arxiv_id = check_id(request, arxiv_id)
         t = instant(as_of, "as_of")
-        timeline, record, head = _timeline_and_record(request, arxiv_id, t, strict=True)
-        assert record is not None
-        store = ledger_of(request).store
-        held = paper_alerts(store, arxiv_id, parse_ts(record["as_of"]) if t is None else t)
+        timeline, record, head, held = _timeline_and_record(request, arxiv_id, t, strict=True, alerts=True)
     except LedgerError as e:
         return _html_error(e)
+    assert record is not None
     rendered = render_timeline(timeline, t)
     page = render_record_page(record, head=head.header(), timeline=rendered, alerts=held)
     telemetry.record_served(request, "html", BUILT, began)
@@ -252,7 +248,7 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
     if as_json:
         body = {"arxiv_id": arxiv_id, "snapshots": snapshots, "links": links}
         return Response(canonical(body), media_type=JSON, headers=head_headers(head))
-    timeline, record, head = _timeline_and_record(request, arxiv_id, t)
+    timeline, record, head, _ = _timeline_and_record(request, arxiv_id, t)
     rendered = render_timeline(timeline, t, paper_page=True)
     shown = format_as_of(now_us() if t is None else t)
     page = render_paper_page(arxiv_id, snapshots, links, timeline=rendered, record=record, as_of=shown)

@@ -73,6 +73,7 @@ _INSERT_CHECK_WORKS = (
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
 _INSERT_KEYS = "INSERT INTO event_keys_recent (key, seq) VALUES (?, ?)"
+_CHECK_WINDOW = "observed_us <= ? AND recorded_us <= ?"  # a check as of T, known by K
 # each derived table: its columns and its key (ledger/keys.py)
 _DERIVED = {
     "event_keys": ("key, seq", "key, seq"),
@@ -549,14 +550,14 @@ class SqlReader:
         if not work_ids:
             return []
         d = self.store.dialect
+        # a work no check ever listed a notice for has nothing to show: its rows are not read
         rows = self.store._q(
             self.conn,
             "SELECT c.work_id, c.source, e.observed_at, c.observed_us, c.seq, e.hash, c.notices "
             "FROM check_works_all AS c JOIN events AS e ON e.seq = c.seq "
-            f"WHERE (c.work_id = '*' OR {d.any_of('c.work_id')}) "
-            "AND c.observed_us <= ? AND c.recorded_us <= ? "
+            f"WHERE {d.any_of('c.work_id')} AND c.observed_us <= ? AND c.recorded_us <= ? "
             "ORDER BY c.seq",
-            (d.bind_list(sorted(set(work_ids))), self.t, self.k),
+            (d.bind_list(self._noticed(work_ids)), self.t, self.k),
         )
         return [tuple(r) for r in rows]
 
@@ -602,6 +603,21 @@ class SqlReader:
         )
         return [Checked(*r) for r in rows]
 
+    def _noticed(self, work_ids: Sequence[str]) -> list[str]:
+        """Those of these works some check as of T and K lists a notice for, and '*' (every check of
+        all works): the only ones whose check rows can hold a notice."""
+        d = self.store.dialect
+        noticed = self.store._q(
+            self.conn,
+            " UNION ".join(
+                f"SELECT work_id FROM {level_table('check_works', lv)} "
+                f"WHERE {d.any_of('work_id')} AND notices <> '[]' AND {_CHECK_WINDOW}"
+                for lv in LEVELS
+            ),
+            (d.bind_list(sorted(set(work_ids))), self.t, self.k) * len(LEVELS),
+        )
+        return sorted({r[0] for r in noticed} | {"*"})
+
     def notice_rows(self, work_ids: Sequence[str]) -> list[CheckWorkRow]:
         """Every check_works row of those of these works that some check lists a notice for, and of
         every check of all works ('*'), in (observed_us, seq, work_id) order: what the notices of the
@@ -609,26 +625,15 @@ class SqlReader:
         if not work_ids:
             return []
         d = self.store.dialect
-        window = "observed_us <= ? AND recorded_us <= ?"
-        noticed = self.store._q(
-            self.conn,
-            " UNION ".join(
-                f"SELECT work_id FROM {level_table('check_works', lv)} "
-                f"WHERE {d.any_of('work_id')} AND notices <> '[]' AND {window}"
-                for lv in LEVELS
-            ),
-            (d.bind_list(list(work_ids)), self.t, self.k) * len(LEVELS),
-        )
-        wanted = sorted({r[0] for r in noticed} | {"*"})
         rows = self.store._q(
             self.conn,
             " UNION ALL ".join(
                 f"SELECT work_id, source, observed_us, seq, recorded_us, notices "
-                f"FROM {level_table('check_works', lv)} WHERE {d.any_of('work_id')} AND {window}"
+                f"FROM {level_table('check_works', lv)} WHERE {d.any_of('work_id')} AND {_CHECK_WINDOW}"
                 for lv in LEVELS
             )
             + " ORDER BY 3, 4, 1",
-            (d.bind_list(wanted), self.t, self.k) * len(LEVELS),
+            (d.bind_list(self._noticed(work_ids)), self.t, self.k) * len(LEVELS),
         )
         return [CheckWorkRow(w, src, o_us, seq, r_us, n.encode()) for w, src, o_us, seq, r_us, n in rows]
 
