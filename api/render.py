@@ -15,6 +15,8 @@ import jinja2
 
 from ledger.events import STATUSES
 
+from .timeline import GROUP_LABELS, Rendered
+
 __all__ = [
     "render_record_page",
     "render_paper_page",
@@ -134,10 +136,15 @@ ENV.filters.update(
 
 
 def render_record_page(
-    record: dict, *, head: str | None = None, alerts: tuple[list, list[str]] | None = None
+    record: dict,
+    *,
+    head: str | None = None,
+    timeline: Rendered | None = None,
+    alerts: tuple[list, list[str]] | None = None,
 ) -> str:
-    """Render a Paper Citation Record (record-v1 dict) as a standalone HTML page; `alerts` are the
-    notices held for the works it cites and the sources that had checked (service.alerts.paper_alerts)."""
+    """Render a Paper Citation Record (record-v1 dict) as a standalone HTML page, with the paper's
+    timeline at the top when one is given; `alerts` are the notices held for the works it cites and
+    the sources that had checked (service.alerts.paper_alerts)."""
     resolution = record.get("reference_resolution") or {}
     return ENV.get_template("record.html").render(
         record=record,
@@ -145,13 +152,26 @@ def render_record_page(
         links=record.get("links") or {},
         state_rows=_state_rows(resolution.get("state_counts") or {}),
         head=head,
+        tl=timeline,
+        arxiv_id=record["paper"]["arxiv_id"],
+        group_labels=list(GROUP_LABELS.items()),
         alerts=None if alerts is None else alerts[0],
         sources_checked=None if alerts is None else alerts[1],
     )
 
 
-def render_paper_page(arxiv_id: str, snapshots: list[dict], links: dict) -> str:
-    """Render a paper's snapshots over time (oldest first) with links to its record views."""
+def render_paper_page(
+    arxiv_id: str,
+    snapshots: list[dict],
+    links: dict,
+    *,
+    timeline: Rendered | None = None,
+    record: dict | None = None,
+    as_of: str | None = None,
+) -> str:
+    """Render a paper's snapshots over time (oldest first) with links to its record views; with a
+    timeline, the timeline and a summary of the record as of its instant (`as_of`, None before the
+    paper's first snapshot)."""
 
     def key(item: tuple[int, dict]) -> tuple:
         index, snap = item
@@ -174,7 +194,20 @@ def render_paper_page(arxiv_id: str, snapshots: list[dict], links: dict) -> str:
         title=_title_of(latest) or f"arXiv:{arxiv_id}",
         snapshots=ordered,
         links=all_links,
+        tl=timeline,
+        record=record,
+        as_of=as_of,
+        state_rows=_state_rows((record or {}).get("reference_resolution", {}).get("state_counts") or {}),
+        notices=_notice_count(record),
+        group_labels=list(GROUP_LABELS.items()),
     )
+
+
+def _notice_count(record: dict | None) -> int:
+    """How many source-reported events the record's outbound observations list."""
+    if record is None:
+        return 0
+    return sum(len(o["standing_notice"]["events"]) for o in record["outbound"])
 
 
 def render_error_page(status: int, message: str, links: list[tuple[str, str]] | None = None) -> str:

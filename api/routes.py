@@ -13,8 +13,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ledger.codec import canonical, decode_json
 from ledger.errors import LedgerError, NotFound
-from ledger.instants import now_us, parse_ts
-from service.alerts import paper_alerts
+from ledger.instants import format_as_of, now_us
+from service.ledger import PaperView
 
 from . import docs, telemetry
 from .auth import token_hashes
@@ -35,6 +35,8 @@ from .integrity import integrity_report
 from .record_cache import RecordCache
 from .render import render_error_page, render_index_page, render_paper_page, render_record_page
 from .scrub import passes_of
+from .timeline import render_timeline
+from .timeline_cache import TimelineCache
 
 router = APIRouter()
 HIT, BUILT = "hit", "built"  # a record's bytes from the cache, or projected for this request
@@ -122,6 +124,23 @@ async def record_json(
 _CACHE_LOCK = threading.Lock()
 
 
+def _timeline_and_record(
+    request: Request, arxiv_id: str, t: int | None, *, strict: bool = False, alerts: bool = False
+) -> PaperView:
+    """The paper's timeline (kept per ledger head) and its record as of T, from one consistent read."""
+    state = request.app.state
+    with _CACHE_LOCK:
+        cache: TimelineCache | None = getattr(state, "timeline_cache", None)
+        if cache is None:
+            cache = state.timeline_cache = TimelineCache()
+    ledger = ledger_of(request)
+    found = ledger.timeline_and_record(
+        arxiv_id, t, strict=strict, alerts=alerts, cached=lambda head: cache.get((arxiv_id, head))
+    )
+    cache.put((arxiv_id, found.head), found.timeline)
+    return found
+
+
 def _record_cache(request: Request) -> RecordCache:
     """The app's record cache, made on first use."""
     state = request.app.state
@@ -144,21 +163,19 @@ def _record_cache(request: Request) -> RecordCache:
     },
 )
 def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTMLResponse:
-    """The record page; errors are HTML pages with the right status."""
+    """The record page, the paper's timeline at its top; errors are HTML pages with the right status."""
     began = time.perf_counter()
     try:
         arxiv_id = check_id(request, arxiv_id)
-        ledger = ledger_of(request)
         t = instant(as_of, "as_of")
-        record, _, head = ledger.record(arxiv_id, t)
-        held = paper_alerts(ledger.store, arxiv_id, parse_ts(record["as_of"]) if t is None else t)
+        timeline, record, head, held = _timeline_and_record(request, arxiv_id, t, strict=True, alerts=True)
     except LedgerError as e:
         return _html_error(e)
-    page = HTMLResponse(
-        render_record_page(record, head=head.header(), alerts=held), headers=head_headers(head)
-    )
+    assert record is not None
+    rendered = render_timeline(timeline, t)
+    page = render_record_page(record, head=head.header(), timeline=rendered, alerts=held)
     telemetry.record_served(request, "html", BUILT, began)
-    return page
+    return HTMLResponse(page, headers=head_headers(head))
 
 
 @router.get(
@@ -187,12 +204,14 @@ def integrity(
     response_class=HTMLResponse,
     responses=docs.responses(200, 308, 404, 422, ok="PaperAnswer", html=True),
 )
-def paper(request: Request, arxiv_id: ArxivId) -> Response:
-    """HTML by default; JSON when the client asks for application/json (and not HTML)."""
+def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
+    """HTML by default, with the paper's timeline and its record as of T (default now); JSON (the
+    snapshots) when the client asks for application/json (and not HTML)."""
     as_json = _wants_json(request)
     ledger = ledger_of(request)
     try:
         arxiv_id = check_id(request, arxiv_id)
+        t = instant(as_of, "as_of")
         history = ledger.store.paper_history(arxiv_id)
         if not history:
             raise NotFound(
@@ -229,7 +248,11 @@ def paper(request: Request, arxiv_id: ArxivId) -> Response:
     if as_json:
         body = {"arxiv_id": arxiv_id, "snapshots": snapshots, "links": links}
         return Response(canonical(body), media_type=JSON, headers=head_headers(head))
-    return HTMLResponse(render_paper_page(arxiv_id, snapshots, links), headers=head_headers(head))
+    timeline, record, head, _ = _timeline_and_record(request, arxiv_id, t)
+    rendered = render_timeline(timeline, t, paper_page=True)
+    shown = format_as_of(now_us() if t is None else t)
+    page = render_paper_page(arxiv_id, snapshots, links, timeline=rendered, record=record, as_of=shown)
+    return HTMLResponse(page, headers=head_headers(head))
 
 
 @router.post(

@@ -11,7 +11,7 @@ import msgspec
 from ledger.codec import envelope_json
 from ledger.errors import LedgerError
 
-from . import alerts, backends, integrity, monitor, ops, search, sources, witness
+from . import alerts, backends, integrity, monitor, ops, search, sources, timeline, witness
 from .common import arxiv_arg, db_option, fail, instant
 
 _PROGRESS_BYTES = 4 * 1024 * 1024
@@ -158,5 +158,5 @@ def serve(
         raise click.ClickException(e.message) from None
 
 
-for commands in (integrity, sources, backends, ops, monitor, witness, alerts, search):
+for commands in (integrity, sources, backends, ops, monitor, witness, alerts, search, timeline):
     commands.register(main)

@@ -31,7 +31,10 @@ NonNegInt = Annotated[int, Meta(ge=0)]
 PositiveInt = Annotated[int, Meta(ge=1)]
 
 
-class _Data(Struct, frozen=True, forbid_unknown_fields=True):
+# gc=False: a data object is a tree of JSON values, never in a reference cycle, so the cyclic collector
+# need not track the thousands a read decodes (a paper's stream, a timeline); its full passes over them
+# were tens of milliseconds of a page
+class _Data(Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     """Base of every `data` object: all keys required, unknown keys refused."""
 
 

@@ -94,3 +94,24 @@ class ScrubPass(NamedTuple):
             "first_bad_seq": self.first_bad_seq,
             "reason": self.reason,
         }
+
+
+class Checked(NamedTuple):
+    """One standing check, as a timeline lists it: its source, instant and seq."""
+
+    source: str
+    observed_at: str
+    observed_us: int
+    seq: int
+
+
+class InboundDay(NamedTuple):
+    """The inbound spans of one cited paper that start or end in one day of observed time (known now):
+    the first and last of those instants, how many distinct instants, and how many start and end."""
+
+    bucket: int  # the day: observed_us // spans.BUCKET_US
+    first_us: int
+    last_us: int
+    instants: int
+    starts: int
+    ends: int

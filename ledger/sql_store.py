@@ -23,7 +23,17 @@ from .append import Rows
 from .chain import GENESIS
 from .conns import ThreadConnections
 from .events import ChainLink, StoredEvent
-from .facts import CheckRow, Fact, Head, ScrubPass, SourceHead, VerifiedPoint
+from .facts import (
+    Checked,
+    CheckRow,
+    CheckWorkRow,
+    Fact,
+    Head,
+    InboundDay,
+    ScrubPass,
+    SourceHead,
+    VerifiedPoint,
+)
 from .instants import format_recorded, now_us
 from .interface import Tables, side_path
 from .keys import (
@@ -63,6 +73,7 @@ _INSERT_CHECK_WORKS = (
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
 _INSERT_KEYS = "INSERT INTO event_keys_recent (key, seq) VALUES (?, ?)"
+_CHECK_WINDOW = "observed_us <= ? AND recorded_us <= ?"  # a check as of T, known by K
 # each derived table: its columns and its key (ledger/keys.py)
 _DERIVED = {
     "event_keys": ("key, seq", "key, seq"),
@@ -539,14 +550,14 @@ class SqlReader:
         if not work_ids:
             return []
         d = self.store.dialect
+        # a work no check ever listed a notice for has nothing to show: its rows are not read
         rows = self.store._q(
             self.conn,
             "SELECT c.work_id, c.source, e.observed_at, c.observed_us, c.seq, e.hash, c.notices "
             "FROM check_works_all AS c JOIN events AS e ON e.seq = c.seq "
-            f"WHERE (c.work_id = '*' OR {d.any_of('c.work_id')}) "
-            "AND c.observed_us <= ? AND c.recorded_us <= ? "
+            f"WHERE {d.any_of('c.work_id')} AND c.observed_us <= ? AND c.recorded_us <= ? "
             "ORDER BY c.seq",
-            (d.bind_list(sorted(set(work_ids))), self.t, self.k),
+            (d.bind_list(self._noticed(work_ids)), self.t, self.k),
         )
         return [tuple(r) for r in rows]
 
@@ -574,6 +585,92 @@ class SqlReader:
             (*d.bind_pairs(works), *(self.t, self.k) * len(LEVELS)),
         )
         return [CheckRow(w, s, src, oa, ous, seq, json.loads(n)) for w, s, src, oa, ous, seq, n in rows]
+
+    # -- a paper's timeline (projections/timeline.py): every instant, not one -----------
+
+    def at(self, as_of_us: int, known_us: int | None = None) -> SqlReader:
+        """A reader over the same consistent read, filtered to another T (and K)."""
+        return SqlReader(self.store, self.conn, as_of_us, FAR_FUTURE if known_us is None else known_us)
+
+    def checks(self) -> list[Checked]:
+        """Every standing check of every source, in (observed_us, seq) order."""
+        rows = self.store._q(
+            self.conn,
+            "SELECT substr(stream, 8), observed_at, observed_us, seq FROM events "
+            "WHERE stream >= 'source:' AND stream < 'source;' AND type = 'standing.checked' "
+            "AND observed_us <= ? AND recorded_us <= ? ORDER BY observed_us, seq",
+            (self.t, self.k),
+        )
+        return [Checked(*r) for r in rows]
+
+    def _noticed(self, work_ids: Sequence[str]) -> list[str]:
+        """Those of these works some check as of T and K lists a notice for, and '*' (every check of
+        all works): the only ones whose check rows can hold a notice."""
+        d = self.store.dialect
+        noticed = self.store._q(
+            self.conn,
+            " UNION ".join(
+                f"SELECT work_id FROM {level_table('check_works', lv)} "
+                f"WHERE {d.any_of('work_id')} AND notices <> '[]' AND {_CHECK_WINDOW}"
+                for lv in LEVELS
+            ),
+            (d.bind_list(sorted(set(work_ids))), self.t, self.k) * len(LEVELS),
+        )
+        return sorted({r[0] for r in noticed} | {"*"})
+
+    def notice_rows(self, work_ids: Sequence[str]) -> list[CheckWorkRow]:
+        """Every check_works row of those of these works that some check lists a notice for, and of
+        every check of all works ('*'), in (observed_us, seq, work_id) order: what the notices of the
+        paper's cited works were at each check (the rows of works never noticed are not read)."""
+        if not work_ids:
+            return []
+        d = self.store.dialect
+        rows = self.store._q(
+            self.conn,
+            " UNION ALL ".join(
+                f"SELECT work_id, source, observed_us, seq, recorded_us, notices "
+                f"FROM {level_table('check_works', lv)} WHERE {d.any_of('work_id')} AND {_CHECK_WINDOW}"
+                for lv in LEVELS
+            )
+            + " ORDER BY 3, 4, 1",
+            (d.bind_list(self._noticed(work_ids)), self.t, self.k) * len(LEVELS),
+        )
+        return [CheckWorkRow(w, src, o_us, seq, r_us, n.encode()) for w, src, o_us, seq, r_us, n in rows]
+
+    def inbound_spans(self, arxiv_id: str, limit: int) -> list[tuple[Span, int | None]] | None:
+        """The paper's inbound spans known now that start by T, by (t_from, observation_id), each with
+        the seq of the event that ended it (the latest of its observation's at t_to; None while open);
+        None when there are more than `limit` (the timeline then counts them per day)."""
+        ended = (
+            f"CASE WHEN s.t_to < {OPEN} THEN (SELECT max(e.seq) FROM events AS e WHERE e.seq IN ("
+            f"  SELECT k.seq FROM event_keys_all AS k WHERE k.key = '{OBSERVATION}' || s.observation_id)"
+            "  AND e.observed_us = s.t_to) END"
+        )
+        rows = self.store._q(
+            self.conn,
+            "SELECT s.cited, s.citing, s.reference_index, s.observation_id, s.t_from, s.t_to, "
+            f"s.citation_seq, s.resolution_seq, {ended} FROM inbound_spans AS s "
+            f"WHERE s.cited = ? AND s.k_to = {OPEN} AND s.t_from <= ? "
+            "ORDER BY s.t_from, s.observation_id LIMIT ?",
+            (arxiv_id, self.t, limit + 1),
+        ).fetchall()
+        return None if len(rows) > limit else [(Span(*r[:8]), r[8]) for r in rows]
+
+    def inbound_days(self, arxiv_id: str) -> list[InboundDay]:
+        """Per day of observed time, the paper's inbound spans known now that start or end in it
+        (up to T): the first and last such instant, how many distinct ones, how many start and end."""
+        rows = self.store._q(
+            self.conn,
+            "SELECT bucket, min(t), max(t), count(DISTINCT t), sum(s), sum(e) FROM ("
+            f"  SELECT {_bucket('t_from')} AS bucket, t_from AS t, 1 AS s, 0 AS e FROM inbound_spans"
+            f"   WHERE cited = ? AND k_to = {OPEN} AND t_from <= ?"
+            f"  UNION ALL SELECT {_bucket('t_to')}, t_to, 0, 1 FROM inbound_spans"
+            f"   WHERE cited = ? AND k_to = {OPEN} AND t_to <= ?"
+            ") AS c GROUP BY bucket ORDER BY bucket",
+            (arxiv_id, self.t, arxiv_id, self.t),
+        )
+        # int(): PostgreSQL sums bigints as numeric
+        return [InboundDay(*(int(v) for v in r)) for r in rows]
 
 
 @functools.cache

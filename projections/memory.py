@@ -8,8 +8,9 @@ from collections.abc import Iterable, Sequence
 from ledger.append import check_rows
 from ledger.codec import decode_data
 from ledger.events import StandingChecked, StoredEvent
-from ledger.facts import CheckRow, CheckWorkRow, Fact, SourceHead
+from ledger.facts import Checked, CheckRow, CheckWorkRow, Fact, InboundDay, SourceHead
 from ledger.instants import parse_ts
+from ledger.spans import BUCKET_US, OPEN, Span, Step, spans
 from projections.record import inbound_facts, inbound_observations
 
 
@@ -80,3 +81,74 @@ class MemoryReader:
                     CheckRow(work_id, since, source, f.observed_at, f.observed_us, f.seq, json.loads(notices))
                 )
         return out
+
+    # -- a paper's timeline (projections/timeline.py) ------------------------------------
+
+    def checks(self) -> list[Checked]:
+        """Every standing check, in (observed_us, seq) order."""
+        found = [f for _, f, _ in self.facts if f.type == "standing.checked"]
+        found.sort(key=lambda f: (f.observed_us, f.seq))
+        return [Checked(f.data.source, f.observed_at, f.observed_us, f.seq) for f in found]
+
+    def notice_rows(self, work_ids: Sequence[str]) -> list[CheckWorkRow]:
+        """The check rows of those of these works some check lists a notice for, and of checks of all."""
+        rows: list[CheckWorkRow] = []
+        for _, f, r_us in self.facts:
+            if f.type == "standing.checked":
+                event = StandingChecked(observed_at=f.observed_at, data=f.data)
+                rows.extend(check_rows(event, f.seq, f.observed_us, r_us))
+        mine = set(work_ids)
+        noticed = {r.work_id for r in rows if r.work_id in mine and r.notices != b"[]"} | {"*"}
+        picked = [r for r in rows if r.work_id in noticed] if mine else []
+        return sorted(picked, key=lambda r: (r.observed_us, r.seq, r.work_id))
+
+    def _spans(self, arxiv_id: str) -> list[tuple[Span, int | None]]:
+        steps: dict[str, list[Step]] = {}
+        for _, f, r_us in self.facts:
+            if f.type in ("citation.observed", "resolution.observed"):
+                d = f.data
+                cit = f.type == "citation.observed"
+                steps.setdefault(d.observation_id, []).append(
+                    Step(
+                        d.observation_id,
+                        f.seq,
+                        f.type,
+                        f.observed_us,
+                        r_us,
+                        d.citing_arxiv_id if cit else None,
+                        d.reference_index if cit else None,
+                        None if cit else d.cited_arxiv_id,
+                    )
+                )
+        found = []
+        for mine in steps.values():
+            for s in spans(mine):
+                if s.cited == arxiv_id:
+                    at_end = [x.seq for x in mine if x.observed_us == s.t_to]
+                    found.append((s, max(at_end) if at_end else None))
+        return sorted(found, key=lambda x: (x[0].t_from, x[0].observation_id))
+
+    def inbound_spans(self, arxiv_id: str, limit: int) -> list[tuple[Span, int | None]] | None:
+        """The paper's inbound spans, by (t_from, observation_id), each with the event that ended it;
+        None when more than `limit`."""
+        found = self._spans(arxiv_id)
+        return None if len(found) > limit else found
+
+    def inbound_days(self, arxiv_id: str) -> list[InboundDay]:
+        """Per day, the first and last instant where an inbound span starts or ends, and the counts."""
+        days: dict[int, list[tuple[int, int, int]]] = {}
+        for s, _ in self._spans(arxiv_id):
+            days.setdefault(s.t_from // BUCKET_US, []).append((s.t_from, 1, 0))
+            if s.t_to != OPEN:
+                days.setdefault(s.t_to // BUCKET_US, []).append((s.t_to, 0, 1))
+        return [
+            InboundDay(
+                b,
+                min(t for t, _, _ in marks),
+                max(t for t, _, _ in marks),
+                len({t for t, _, _ in marks}),
+                sum(n for _, n, _ in marks),
+                sum(e for _, _, e in marks),
+            )
+            for b, marks in sorted(days.items())
+        ]

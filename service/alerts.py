@@ -515,24 +515,28 @@ def paper_alerts(
 ) -> tuple[list[PaperNotice], list[str]]:
     """`paper_notices`, and the sources that had checked works as of T (what "no notice" covers)."""
     with store.snapshot(as_of_us, known_us) as reader:
-        sources = sorted({h.source for h in reader.source_heads()})
-        facts = reader.paper_stream(arxiv_id)
-        latest: dict[tuple[str, str], Any] = {}
-        for f in facts:
-            if f.type in (_CITATION, _RESOLUTION):
-                at = (f.data.observation_id, f.type)
-                seen = latest.get(at)
-                if seen is None or (f.observed_us, f.seq) > (seen.observed_us, seen.seq):
-                    latest[at] = f
-        refs: dict[str, tuple[str, str | None, int | None]] = {}  # work_id -> observation, title, index
-        for (oid, type_), f in sorted(latest.items()):
-            if type_ != _CITATION:
-                continue
-            resolution = latest.get((oid, _RESOLUTION))
-            w = displayed(f.data.cited_work, None if resolution is None else resolution.data.cited_work)
-            if w is not None and w.work_id is not None and w.work_id not in refs:
-                refs[w.work_id] = (oid, w.title, f.data.reference_index)
-        history = reader.check_history(sorted(refs))
+        return alerts_in(reader, arxiv_id, reader.paper_stream(arxiv_id))
+
+
+def alerts_in(reader: Any, arxiv_id: str, facts: list[Any]) -> tuple[list[PaperNotice], list[str]]:
+    """`paper_alerts` from a reader as of T and the paper's stream as of T, already read."""
+    sources = sorted({h.source for h in reader.source_heads()})
+    latest: dict[tuple[str, str], Any] = {}
+    for f in facts:
+        if f.type in (_CITATION, _RESOLUTION):
+            at = (f.data.observation_id, f.type)
+            seen = latest.get(at)
+            if seen is None or (f.observed_us, f.seq) > (seen.observed_us, seen.seq):
+                latest[at] = f
+    refs: dict[str, tuple[str, str | None, int | None]] = {}  # work_id -> observation, title, index
+    for (oid, type_), f in sorted(latest.items()):
+        if type_ != _CITATION:
+            continue
+        resolution = latest.get((oid, _RESOLUTION))
+        w = displayed(f.data.cited_work, None if resolution is None else resolution.data.cited_work)
+        if w is not None and w.work_id is not None and w.work_id not in refs:
+            refs[w.work_id] = (oid, w.title, f.data.reference_index)
+    history = reader.check_history(sorted(refs))
     first: dict[tuple[str, str, str], tuple[Any, ...]] = {}  # (work, source, notice key) -> first row
     current: dict[tuple[str, str], list[Any]] = {}  # (work, source) -> notices of its latest check
     for work_id, source, observed_at, _, seq, hash_, raw in history:

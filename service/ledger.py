@@ -7,20 +7,21 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.append import AppendResult, append_batch, needs_of
 from ledger.backend import Store, Unsupported, is_pg_url, open_store
 from ledger.codec import canonical, check_rules, check_types
 from ledger.errors import NotFound
 from ledger.events import Event
-from ledger.facts import Head
+from ledger.facts import Fact, Head
 from ledger.group_commit import GroupCommitter, GroupObserver
 from ledger.importer import Batch, parse_input
-from ledger.instants import now_us
+from ledger.instants import MAX_US, now_us
 from ledger.verify import VerifyReport, verify_store
 from projections.record import Built, build_record
-from service.alerts import raise_new
+from projections.timeline import Timeline, build_timeline
+from service.alerts import PaperNotice, alerts_in, raise_new
 
 
 class Evidence:
@@ -49,6 +50,32 @@ class Evidence:
         for offset in range(0, self.hidden, page):
             seqs.update(self.hidden_seqs(offset, page))
         return sorted(seqs)
+
+
+class PaperView(NamedTuple):
+    """A paper as a page shows it: its timeline, its record as of T (None before its first snapshot),
+    the head both were read at, and (when asked) the notices held as of T and the sources checked."""
+
+    timeline: Timeline
+    record: dict[str, Any] | None
+    head: Head
+    held: tuple[list[PaperNotice], list[str]] | None
+
+
+class _OwnStream:
+    """A record reader whose paper stream was read already (the rest of its reads go to `reader`)."""
+
+    def __init__(self, reader: Any, arxiv_id: str, own: list[Fact]) -> None:
+        self._reader = reader
+        self._id = arxiv_id
+        self._own = own
+
+    def paper_stream(self, arxiv_id: str) -> list[Fact]:
+        """The paper's own stream, as read (another paper's from the reader)."""
+        return self._own if arxiv_id == self._id else self._reader.paper_stream(arxiv_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
 
 
 def default_db() -> str:
@@ -172,18 +199,57 @@ class Ledger:
             try:
                 built = build_record(reader, arxiv_id, t)
             except NotFound as e:
-                history = self.store.paper_history(arxiv_id)
-                first = min(history, key=lambda f: (f.observed_us, f.seq)) if history else None
-                msg = e.message + (
-                    f"; it was first observed at {first.observed_at}"
-                    if first
-                    else "; it has never been observed in this ledger"
-                )
-                raise NotFound(
-                    msg,
-                    details={"arxiv_id": arxiv_id, "first_observed_at": first.observed_at if first else None},
-                ) from None
+                raise self._not_found(arxiv_id, e) from None
             yield Evidence(built, head, reader)
+
+    def _not_found(self, arxiv_id: str, e: NotFound) -> NotFound:
+        """The record's NotFound, saying when the paper was first observed (or that it never was)."""
+        history = self.store.paper_history(arxiv_id)
+        first = min(history, key=lambda f: (f.observed_us, f.seq)) if history else None
+        msg = e.message + (
+            f"; it was first observed at {first.observed_at}"
+            if first
+            else "; it has never been observed in this ledger"
+        )
+        return NotFound(
+            msg, details={"arxiv_id": arxiv_id, "first_observed_at": first.observed_at if first else None}
+        )
+
+    def timeline(self, arxiv_id: str) -> tuple[Timeline, Head]:
+        """The paper's timeline, known now (projections/timeline.py), and the head it was read at."""
+        with self.store.snapshot(MAX_US) as reader:
+            return build_timeline(reader, arxiv_id), reader.head()
+
+    def timeline_and_record(
+        self,
+        arxiv_id: str,
+        as_of_us: int | None = None,
+        *,
+        strict: bool = False,
+        cached: Callable[[Head], Timeline | None] | None = None,
+        alerts: bool = False,
+    ) -> PaperView:
+        """The timeline and the record as of T (default now), in one consistent read, and its head;
+        with `alerts`, the notices held as of T too (service.alerts.paper_alerts). Before the paper's
+        first snapshot the record is None, or (`strict`) the record's NotFound is raised.
+        `cached(head)` may give the timeline already read at that head."""
+        t = now_us() if as_of_us is None else as_of_us
+        with self.store.snapshot(MAX_US) as reader:
+            head = reader.head()
+            timeline = None if cached is None else cached(head)
+            # the paper's stream read once: the record and the alerts take the part observed by T
+            own = reader.paper_stream(arxiv_id)
+            at_t = _OwnStream(reader.at(t), arxiv_id, [f for f in own if f.observed_us <= t])
+            try:
+                record: dict[str, Any] | None = build_record(at_t, arxiv_id, t).record
+            except NotFound as e:
+                if strict:
+                    raise self._not_found(arxiv_id, e) from None
+                record = None
+            held = alerts_in(at_t, arxiv_id, at_t.paper_stream(arxiv_id)) if alerts else None
+            if timeline is None:
+                timeline = build_timeline(reader, arxiv_id, own)
+            return PaperView(timeline, record, head, held)
 
     def record_bytes(
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
