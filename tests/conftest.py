@@ -88,15 +88,30 @@ def db_factory(request: pytest.FixtureRequest) -> Callable[[Path, str], str]:
 
 
 @pytest.fixture
-def new_db(db_factory: Callable[[Path, str], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> NewDb:
-    """new_db(name="ledger.db"): a new empty ledger on the backend under test; side files in tmp_path."""
+def new_db(
+    db_factory: Callable[[Path, str], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> Iterator[NewDb]:
+    """new_db(name="ledger.db"): a new empty ledger on the backend under test; side files in tmp_path.
+    A PostgreSQL database made here is dropped when the test ends, with the connections still open to
+    it: a ledger a test leaves unclosed must not hold one of the server's connection slots until the
+    collector happens to free it."""
     # a PostgreSQL ledger keeps its key and token files in $LEDGER_STATE_DIR: here, not the cwd
     monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path))
+    made: list[str] = []
+    cluster: PgCluster | None = request.getfixturevalue("pg_cluster") if on_postgresql() else None
 
     def make(name: str = "ledger.db") -> str:
-        return db_factory(tmp_path, name)
+        db = db_factory(tmp_path, name)
+        made.append(db)
+        return db
 
-    return make
+    yield make
+    if cluster is not None:
+        for url in made:
+            cluster.drop_db(url)
 
 
 @pytest.fixture

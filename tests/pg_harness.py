@@ -78,6 +78,14 @@ class PgCluster:
         parts = urlsplit(self.admin_url)
         return urlunsplit(parts._replace(path="/" + name))
 
+    def drop_db(self, url: str) -> None:
+        """Drop a database `create_db` made, closing the connections still open to it."""
+        import psycopg
+
+        name = urlsplit(url).path.lstrip("/")
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
     def stop(self) -> None:
         """Stop the server and remove its files (nothing to do for an external server)."""
         if self.data_dir is None:
