@@ -74,6 +74,14 @@ _INSERT_CHECK_WORKS = (
 )
 _INSERT_KEYS = "INSERT INTO event_keys_recent (key, seq) VALUES (?, ?)"
 _CHECK_WINDOW = "observed_us <= ? AND recorded_us <= ?"  # a check as of T, known by K
+
+
+def _each_level(table: str, columns: str, where: str, union: str = "UNION ALL") -> str:
+    """One SELECT of `columns` per level of a leveled table (ledger/keys.py), joined by `union`: each
+    level probed on its own, as the planner would scan the view rather than push a list into it."""
+    return f" {union} ".join(f"SELECT {columns} FROM {level_table(table, lv)} WHERE {where}" for lv in LEVELS)
+
+
 # each derived table: its columns and its key (ledger/keys.py)
 _DERIVED = {
     "event_keys": ("key, seq", "key, seq"),
@@ -609,10 +617,11 @@ class SqlReader:
         d = self.store.dialect
         noticed = self.store._q(
             self.conn,
-            " UNION ".join(
-                f"SELECT work_id FROM {level_table('check_works', lv)} "
-                f"WHERE {d.any_of('work_id')} AND notices <> '[]' AND {_CHECK_WINDOW}"
-                for lv in LEVELS
+            _each_level(
+                "check_works",
+                "work_id",
+                f"{d.any_of('work_id')} AND notices <> '[]' AND {_CHECK_WINDOW}",
+                "UNION",
             ),
             (d.bind_list(sorted(set(work_ids))), self.t, self.k) * len(LEVELS),
         )
@@ -627,10 +636,10 @@ class SqlReader:
         d = self.store.dialect
         rows = self.store._q(
             self.conn,
-            " UNION ALL ".join(
-                f"SELECT work_id, source, observed_us, seq, recorded_us, notices "
-                f"FROM {level_table('check_works', lv)} WHERE {d.any_of('work_id')} AND {_CHECK_WINDOW}"
-                for lv in LEVELS
+            _each_level(
+                "check_works",
+                "work_id, source, observed_us, seq, recorded_us, notices",
+                f"{d.any_of('work_id')} AND {_CHECK_WINDOW}",
             )
             + " ORDER BY 3, 4, 1",
             (d.bind_list(self._noticed(work_ids)), self.t, self.k) * len(LEVELS),
@@ -846,10 +855,7 @@ class SqlTables:
         if event_ids is not None:
             if not event_ids:
                 return None
-            # each level probed by key (the planner would scan the view rather than push the list in)
-            probes = " UNION ALL ".join(
-                f"SELECT key FROM {level_table('event_keys', lv)} WHERE {d.any_of('key')}" for lv in LEVELS
-            )
+            probes = _each_level("event_keys", "key", d.any_of("key"))
             keys = d.bind_list([EVENT + i for i in event_ids])
             row = self._q(
                 f"SELECT key FROM ({probes}) AS k GROUP BY key HAVING count(*) > 1 LIMIT 1",
