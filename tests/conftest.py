@@ -115,9 +115,11 @@ def new_db(
 
 
 @pytest.fixture
-def fresh_ledger(new_db: NewDb) -> Ledger:
-    """An empty ledger of its own on the backend under test."""
-    return Ledger(new_db())
+def fresh_ledger(new_db: NewDb) -> Iterator[Ledger]:
+    """An empty ledger of its own on the backend under test, closed when the test ends."""
+    ledger = Ledger(new_db())
+    yield ledger
+    ledger.close()
 
 
 @pytest.fixture
