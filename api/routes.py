@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request, Response
@@ -122,33 +123,35 @@ async def record_json(
 
 
 _CACHE_LOCK = threading.Lock()
+C = TypeVar("C", RecordCache, TimelineCache)
+
+
+def _app_cache(request: Request, name: str, make: Callable[[], C]) -> C:
+    """The app's cache `name` (an attribute of app.state), made on first use."""
+    state = request.app.state
+    with _CACHE_LOCK:
+        cache: C | None = getattr(state, name, None)
+        if cache is None:
+            cache = make()
+            setattr(state, name, cache)
+        return cache
+
+
+def _record_cache(request: Request) -> RecordCache:
+    """The app's record cache, made on first use."""
+    return _app_cache(request, "record_cache", RecordCache)
 
 
 def _timeline_and_record(
     request: Request, arxiv_id: str, t: int | None, *, strict: bool = False, alerts: bool = False
 ) -> PaperView:
     """The paper's timeline (kept per ledger head) and its record as of T, from one consistent read."""
-    state = request.app.state
-    with _CACHE_LOCK:
-        cache: TimelineCache | None = getattr(state, "timeline_cache", None)
-        if cache is None:
-            cache = state.timeline_cache = TimelineCache()
-    ledger = ledger_of(request)
-    found = ledger.timeline_and_record(
+    cache = _app_cache(request, "timeline_cache", TimelineCache)
+    found = ledger_of(request).timeline_and_record(
         arxiv_id, t, strict=strict, alerts=alerts, cached=lambda head: cache.get((arxiv_id, head))
     )
     cache.put((arxiv_id, found.head), found.timeline)
     return found
-
-
-def _record_cache(request: Request) -> RecordCache:
-    """The app's record cache, made on first use."""
-    state = request.app.state
-    with _CACHE_LOCK:
-        cache: RecordCache | None = getattr(state, "record_cache", None)
-        if cache is None:
-            cache = state.record_cache = RecordCache()
-        return cache
 
 
 @router.get(
@@ -168,14 +171,14 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
     try:
         arxiv_id = check_id(request, arxiv_id)
         t = instant(as_of, "as_of")
-        timeline, record, head, held = _timeline_and_record(request, arxiv_id, t, strict=True, alerts=True)
+        view = _timeline_and_record(request, arxiv_id, t, strict=True, alerts=True)
     except LedgerError as e:
         return _html_error(e)
-    assert record is not None
-    rendered = render_timeline(timeline, t)
-    page = render_record_page(record, head=head.header(), timeline=rendered, alerts=held)
+    assert view.record is not None
+    rendered = render_timeline(view.timeline, t)
+    page = render_record_page(view.record, head=view.head.header(), timeline=rendered, alerts=view.held)
     telemetry.record_served(request, "html", BUILT, began)
-    return HTMLResponse(page, headers=head_headers(head))
+    return HTMLResponse(page, headers=head_headers(view.head))
 
 
 @router.get(
@@ -222,7 +225,6 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
         if as_json:
             raise
         return _html_error(e)
-    head = ledger.head()
     base = f"/paper/{arxiv_id}"
     snapshots = [
         {
@@ -247,12 +249,12 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
     }
     if as_json:
         body = {"arxiv_id": arxiv_id, "snapshots": snapshots, "links": links}
-        return Response(canonical(body), media_type=JSON, headers=head_headers(head))
-    timeline, record, head, _ = _timeline_and_record(request, arxiv_id, t)
-    rendered = render_timeline(timeline, t, paper_page=True)
-    shown = format_as_of(now_us() if t is None else t)
-    page = render_paper_page(arxiv_id, snapshots, links, timeline=rendered, record=record, as_of=shown)
-    return HTMLResponse(page, headers=head_headers(head))
+        return Response(canonical(body), media_type=JSON, headers=head_headers(ledger.head()))
+    view = _timeline_and_record(request, arxiv_id, t)
+    rendered = render_timeline(view.timeline, t, paper_page=True)
+    shown = format_as_of(view.as_of_us)
+    page = render_paper_page(arxiv_id, snapshots, links, timeline=rendered, record=view.record, as_of=shown)
+    return HTMLResponse(page, headers=head_headers(view.head))
 
 
 @router.post(

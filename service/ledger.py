@@ -54,12 +54,13 @@ class Evidence:
 
 class PaperView(NamedTuple):
     """A paper as a page shows it: its timeline, its record as of T (None before its first snapshot),
-    the head both were read at, and (when asked) the notices held as of T and the sources checked."""
+    the head both were read at, (when asked) the notices held as of T and the sources checked, and T."""
 
     timeline: Timeline
     record: dict[str, Any] | None
     head: Head
     held: tuple[list[PaperNotice], list[str]] | None
+    as_of_us: int  # the instant read as of (now, when none was asked for)
 
 
 class _OwnStream:
@@ -249,7 +250,7 @@ class Ledger:
             held = alerts_in(at_t, arxiv_id, at_t.paper_stream(arxiv_id)) if alerts else None
             if timeline is None:
                 timeline = build_timeline(reader, arxiv_id, own)
-            return PaperView(timeline, record, head, held)
+            return PaperView(timeline, record, head, held, t)
 
     def record_bytes(
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
