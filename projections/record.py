@@ -122,7 +122,9 @@ class _Obs(NamedTuple):
         return self.cit.data.cited_work
 
 
-def _observations(facts: Iterable[Fact]) -> dict[str, _Obs]:
+def observations(facts: Iterable[Fact]) -> dict[str, _Obs]:
+    """Each observation among the citations and resolutions `facts`: its latest citation and its
+    latest resolution (None before one), by observation id."""
     latest = _latest(f for f in facts if f.type in ("citation.observed", "resolution.observed"))
     out = {}
     for (kind, oid), f in latest.items():
@@ -135,7 +137,7 @@ def inbound_observations(facts: Iterable[Fact], arxiv_id: str) -> list[_Obs]:
     """The observations inbound to `arxiv_id` among the citations and resolutions `facts` (their
     latest resolution names it, the citing paper is another), in the record's order."""
     return sorted(
-        (o for o in _observations(facts).values() if o.cited == arxiv_id and o.citing != arxiv_id),
+        (o for o in observations(facts).values() if o.cited == arxiv_id and o.citing != arxiv_id),
         key=lambda o: (o.citing, o.cit.data.reference_index, o.oid),
     )
 
@@ -157,7 +159,7 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
     category_snap = max(categorized, key=_key) if categorized else None
     used.update(f.seq for f in (snap, category_snap) if f is not None)
 
-    outbound_all = sorted(_observations(own).values(), key=lambda o: (o.cit.data.reference_index, o.oid))
+    outbound_all = sorted(observations(own).values(), key=lambda o: (o.cit.data.reference_index, o.oid))
     total_in, shown = src.inbound(arxiv_id, CAPS["inbound"])
     inbound = inbound_observations(shown, arxiv_id)[: CAPS["inbound"]]
     for o in (*outbound_all, *inbound):

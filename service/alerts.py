@@ -30,6 +30,7 @@ from ledger.ids import normalise_arxiv
 from ledger.instants import format_recorded, now_us
 from ledger.keys import work_index_key
 from ledger.works_store import current_works, displayed
+from projections.record import observations
 
 if TYPE_CHECKING:
     from ledger.facts import CheckRow
@@ -411,21 +412,18 @@ def _citing(store: Store, fresh: Sequence[_Candidate]) -> dict[tuple[str, str], 
     oids = sorted({oid for _, _, oid in covers if oid})
     facts = store.tables.observation_facts(oids, -(2**62), 2**62) if oids else []
     cited: dict[str, dict[str, Any]] = {}
-    resolved: dict[str, Any] = {}  # observation -> its latest resolution's cited work (what it displays)
-    for f in sorted(facts, key=lambda f: (f.observed_us, f.seq)):
-        if f.type == _RESOLUTION:
-            resolved[f.data.observation_id] = f.data.cited_work
-        elif f.type == _CITATION:
-            cited[f.data.observation_id] = {
-                "arxiv_id": f.data.citing_arxiv_id,
-                "observation_id": f.data.observation_id,
-                "reference_index": f.data.reference_index,
-                "title": None if f.data.cited_work is None else f.data.cited_work.title,
-            }
-    for oid, w in resolved.items():
-        shown = displayed(None, w)
-        if oid in cited and shown is not None and shown.title is not None:
-            cited[oid]["title"] = shown.title
+    for oid, o in observations(facts).items():
+        c = o.cit.data
+        title = None if c.cited_work is None else c.cited_work.title
+        shown = None if o.res is None else displayed(None, o.res.data.cited_work)
+        if shown is not None and shown.title is not None:
+            title = shown.title  # as the latest resolution's work displays it
+        cited[oid] = {
+            "arxiv_id": c.citing_arxiv_id,
+            "observation_id": oid,
+            "reference_index": c.reference_index,
+            "title": title,
+        }
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for work_id, watch_id, oid in covers:
         mine = out.setdefault((watch_id, work_id), [])
@@ -521,21 +519,11 @@ def paper_alerts(
 def alerts_in(reader: Any, arxiv_id: str, facts: list[Any]) -> tuple[list[PaperNotice], list[str]]:
     """`paper_alerts` from a reader as of T and the paper's stream as of T, already read."""
     sources = sorted({h.source for h in reader.source_heads()})
-    latest: dict[tuple[str, str], Any] = {}
-    for f in facts:
-        if f.type in (_CITATION, _RESOLUTION):
-            at = (f.data.observation_id, f.type)
-            seen = latest.get(at)
-            if seen is None or (f.observed_us, f.seq) > (seen.observed_us, seen.seq):
-                latest[at] = f
     refs: dict[str, tuple[str, str | None, int | None]] = {}  # work_id -> observation, title, index
-    for (oid, type_), f in sorted(latest.items()):
-        if type_ != _CITATION:
-            continue
-        resolution = latest.get((oid, _RESOLUTION))
-        w = displayed(f.data.cited_work, None if resolution is None else resolution.data.cited_work)
+    for oid, o in sorted(observations(facts).items()):
+        w = displayed(o.cit.data.cited_work, None if o.res is None else o.res.data.cited_work)
         if w is not None and w.work_id is not None and w.work_id not in refs:
-            refs[w.work_id] = (oid, w.title, f.data.reference_index)
+            refs[w.work_id] = (oid, w.title, o.cit.data.reference_index)
     history = reader.check_history(sorted(refs))
     first: dict[tuple[str, str, str], tuple[Any, ...]] = {}  # (work, source, notice key) -> first row
     current: dict[tuple[str, str], list[Any]] = {}  # (work, source) -> notices of its latest check
