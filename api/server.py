@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http import HTTPStatus
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import h11
@@ -60,17 +61,38 @@ def raw_error(status: int, code: str, message: str) -> bytes:
     return head.encode() + body
 
 
+class _H11Connection(h11.Connection):
+    """h11's connection, remembering why it refused a request (uvicorn keeps only that it did)."""
+
+    refusal: h11.RemoteProtocolError | None = None
+
+    def next_event(self) -> h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]:  # type: ignore[override]
+        """The next event; a protocol error is kept for the answer, then raised."""
+        try:
+            return super().next_event()
+        except h11.RemoteProtocolError as e:
+            self.refusal = e
+            raise
+
+
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol, plus a deadline for each request head and JSON refusals of bad heads.
 
     uvicorn times out a connection only while it is silent: one that sends a header line now and then
     would be held for ever, and enough of them exhaust the server's descriptors. Here the whole request
     line and headers must arrive within LEDGER_IDLE_TIMEOUT of the connection (or of the last answer).
+    The head's size is h11's own bound: only what it buffers before the head is complete counts, never
+    the body bytes a client sends in the same packet as its head.
     """
 
     _head_timer: asyncio.TimerHandle | None = None
-    _head_bytes = 0
+    _head_begun = False
     _lingering = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """uvicorn's protocol over an h11 connection that refuses heads above MAX_HEAD_BYTES."""
+        super().__init__(*args, **kwargs)
+        self.conn = _H11Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Start the head deadline."""
@@ -79,7 +101,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def _start_head_timer(self) -> None:
         self._stop_head_timer()
-        self._head_bytes = 0
+        self._head_begun = False
         self._head_timer = self.loop.call_later(_idle_timeout(), self._head_timeout)
 
     def _stop_head_timer(self) -> None:
@@ -91,21 +113,14 @@ class GuardedH11Protocol(H11Protocol):
         return self.conn.their_state is h11.IDLE
 
     def data_received(self, data: bytes) -> None:
-        """Feed h11, unless the head is over its size; stop the deadline once a head is complete."""
+        """Feed h11 (which refuses an oversized head); stop the deadline once a head is complete."""
         if self._lingering:
             self._lingering += len(data)
             if self._lingering > LINGER_BYTES:
                 self.transport.close()
             return
         if self._waiting_for_head():
-            self._head_bytes += len(data)
-            if self._head_bytes > MAX_HEAD_BYTES:
-                self._refuse(
-                    431,
-                    "request_header_fields_too_large",
-                    f"the request line and headers exceed {MAX_HEAD_BYTES} bytes",
-                )
-                return
+            self._head_begun = True
         super().data_received(data)
         if not self._waiting_for_head():
             self._stop_head_timer()
@@ -128,14 +143,23 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
     def send_400_response(self, msg: str) -> None:
-        """A malformed request gets the JSON error shape, like every other refusal."""
-        self._refuse(400, "bad_request", "the request is not valid HTTP/1.1")
+        """A refused head gets the JSON error shape, like every other refusal: 431 when h11 found it
+        too large, else 400."""
+        refusal = self.conn.refusal if isinstance(self.conn, _H11Connection) else None
+        if refusal is not None and refusal.error_status_hint == 431:
+            self._refuse(
+                431,
+                "request_header_fields_too_large",
+                f"the request line and headers exceed {MAX_HEAD_BYTES} bytes",
+            )
+        else:
+            self._refuse(400, "bad_request", "the request is not valid HTTP/1.1")
 
     def _head_timeout(self) -> None:
         self._head_timer = None
         if self.transport.is_closing() or not self._waiting_for_head():
             return
-        if self._head_bytes:
+        if self._head_begun:
             self._refuse(
                 408,
                 "request_timeout",
@@ -250,7 +274,7 @@ def run(
         os.environ[ENV_READ_ONLY] = "1"
     with metrics_dir(workers if settings.counting else 0):
         _say(settings, f"Serving {url}", url=url)
-        uvicorn.run(
+        run_guarded(
             "api.app:create_app",
             factory=True,
             host=host,
@@ -260,12 +284,20 @@ def run(
             log_config=config if config is not None else uvicorn.config.LOGGING_CONFIG,
             # with JSON logs the app logs every request itself, with its id
             access_log=config is None,
-            # An SSE subscription never ends by itself: without a bound, shutdown waits for clients.
-            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-            # by name, so each worker process imports it
-            http="api.server:GuardedH11Protocol",
-            timeout_keep_alive=KEEP_ALIVE_S,
         )
+
+
+def run_guarded(app: Any, **options: Any) -> None:
+    """uvicorn.run with the guards every server of this project needs against hostile clients."""
+    uvicorn.run(
+        app,
+        # by name, so each worker process imports it: head deadline and size, lingering close
+        http="api.server:GuardedH11Protocol",
+        timeout_keep_alive=KEEP_ALIVE_S,
+        # An SSE subscription never ends by itself: without a bound, shutdown waits for clients.
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        **options,
+    )
 
 
 def _say(settings: Settings, line: str, **fields: str) -> None:
