@@ -10,26 +10,35 @@ from starlette.concurrency import run_in_threadpool
 
 from service.witness import MAX_BODY_BYTES, TEXT_CONTENT_TYPE, Witness
 
+from .common import body_chunks
+from .errors import PayloadTooLarge, install_error_handlers
+from .settings import Settings
+
 
 def _too_large() -> Response:
     return Response(f"the body is over {MAX_BODY_BYTES} bytes\n", 413, media_type=TEXT_CONTENT_TYPE)
 
 
-def create_witness_app(witness: Witness, clock: Callable[[], float] = time.time) -> FastAPI:
-    """The witness app; `clock` gives the cosignature time (unix seconds)."""
+def create_witness_app(
+    witness: Witness, clock: Callable[[], float] = time.time, settings: Settings | None = None
+) -> FastAPI:
+    """The witness app; `clock` gives the cosignature time (unix seconds), `settings` the body deadline."""
     app = FastAPI(title="citation-ledger witness", docs_url=None, redoc_url=None, openapi_url=None)
+    # the body deadline (LEDGER_BODY_TIMEOUT, LEDGER_BODY_MIN_RATE) is the ledger server's own
+    app.state.settings = settings if settings is not None else Settings.from_env()
+    # a refusal made here before tlog-witness has a say (a body too slow) leaves in the JSON error shape
+    install_error_handlers(app)
 
     @app.post("/add-checkpoint")
     async def add_checkpoint(request: Request) -> Response:
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            return _too_large()
-        # read at most one byte past the limit, whatever Content-Length claimed (or if it is absent)
+        # at most one byte past the limit is read, whatever Content-Length claimed (or if it is absent);
+        # a body trickled slower than the settings allow is a 408 (RequestTimeout)
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY_BYTES:
-                return _too_large()
+        try:
+            async for chunk in body_chunks(request, MAX_BODY_BYTES):
+                body += chunk
+        except PayloadTooLarge:
+            return _too_large()  # tlog-witness answers in text
         # SQLite's write lock and the signature are blocking work: off the event loop
         answer = await run_in_threadpool(witness.add_checkpoint, bytes(body), int(clock()))
         # the header as given: Starlette would append "; charset=utf-8" to a text/* media_type, and

@@ -70,8 +70,8 @@ def register(main: click.Group) -> None:
     @click.option("--port", type=int, default=8080, show_default=True)
     def serve(key: Path, name: str | None, logs: tuple[str, ...], db: Path, host: str, port: int) -> None:
         """Serve POST /add-checkpoint (tlog-witness) for the logs given by --log."""
-        import uvicorn
-
+        from api.server import run_guarded
+        from api.settings import Settings
         from api.witness_app import create_witness_app
         from ledger.cosign import load_or_create_witness_key
         from ledger.witness_state import WitnessState
@@ -87,7 +87,13 @@ def register(main: click.Group) -> None:
             signer = load_or_create_witness_key(key, name)
         except LedgerError as e:
             fail(e)
-        app = create_witness_app(Witness(WitnessState(db), signer, known))
+        try:
+            # the ledger server's deadlines (LEDGER_IDLE_TIMEOUT, ...): a bad value fails here, once
+            settings = Settings.from_env()
+        except ValueError as e:
+            raise click.ClickException(str(e)) from None
+        app = create_witness_app(Witness(WitnessState(db), signer, known), settings=settings)
         click.echo(f"Witness {signer.vkey}", err=True)
         click.echo(f"Witnessing {', '.join(sorted(known))}; serving http://{host}:{port}", err=True)
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        # the ledger server's guards: a deadline for each head and body, bounded heads, lingering close
+        run_guarded(app, host=host, port=port, log_level="warning")

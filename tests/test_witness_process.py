@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,23 +27,29 @@ def _ledger(*args: str) -> list[str]:
     return [sys.executable, "-c", "from cli.main import main; main()", *args]
 
 
-def _env() -> dict[str, str]:
+def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
     env["PYTHONPATH"] = str(REPO)
+    env.update(extra or {})
     return env
 
 
 @contextmanager
 def witness_process(
-    tmp: Path, port: int, name: str = "witness.example/w1", log: str = LOG.verifier.vkey
+    tmp: Path,
+    port: int,
+    name: str = "witness.example/w1",
+    log: str = LOG.verifier.vkey,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[subprocess.Popen[str]]:
-    """`ledger witness serve` on 127.0.0.1:port with its key and state in `tmp`, up and answering."""
+    """`ledger witness serve` on 127.0.0.1:port with its key and state in `tmp`, up and answering;
+    `env` adds LEDGER_* variables (the process gets none of this one's)."""
     cmd = _ledger(
         "witness", "serve", "--key", str(tmp / "witness.key"), "--name", name,
         "--log", log, "--db", str(tmp / "witness.db"), "--port", str(port),
     )  # fmt: skip
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(), cwd=REPO
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(env), cwd=REPO
     )
     output: list[str] = []
     assert proc.stdout is not None
