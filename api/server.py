@@ -64,14 +64,16 @@ def raw_error(status: int, code: str, message: str) -> bytes:
 class _H11Connection(h11.Connection):
     """h11's connection, remembering why it refused a request (uvicorn keeps only that it did)."""
 
-    refusal: h11.RemoteProtocolError | None = None
+    head_too_large = False
 
     def next_event(self) -> h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]:  # type: ignore[override]
-        """The next event; a protocol error is kept for the answer, then raised."""
+        """The next event; whether a protocol error was an oversized head is kept for the answer."""
+        waiting_for_head = self.their_state is h11.IDLE
         try:
             return super().next_event()
         except h11.RemoteProtocolError as e:
-            self.refusal = e
+            # h11 hints 431 for anything it buffered past its bound, a chunk-size line too
+            self.head_too_large = waiting_for_head and e.error_status_hint == 431
             raise
 
 
@@ -145,8 +147,7 @@ class GuardedH11Protocol(H11Protocol):
     def send_400_response(self, msg: str) -> None:
         """A refused head gets the JSON error shape, like every other refusal: 431 when h11 found it
         too large, else 400."""
-        refusal = self.conn.refusal if isinstance(self.conn, _H11Connection) else None
-        if refusal is not None and refusal.error_status_hint == 431:
+        if isinstance(self.conn, _H11Connection) and self.conn.head_too_large:
             self._refuse(
                 431,
                 "request_header_fields_too_large",

@@ -259,3 +259,15 @@ def test_the_protocol_guard_serves_a_keep_alive_client(new_db: NewDb) -> None:
             s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             assert _one_response(s).startswith(b"HTTP/1.1 200")
             time.sleep(0.5)
+
+
+def test_a_body_too_large_for_h11_to_frame_is_400_not_431(server: tuple[Server, str]) -> None:
+    """A chunk-size line past h11's bound is a bad body, not a head too large: the head was fine."""
+    s_, db = server
+    head = b"POST /verify HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    with socket.create_connection(_address(s_), timeout=WAIT_S) as s:
+        with contextlib.suppress(OSError):  # the server may stop reading; its answer must still come
+            s.sendall(head + b"1" * (MAX_HEAD_BYTES + 1024))
+        answer = _read_to_end(s, time.monotonic() + WAIT_S)
+    assert _json_error(answer, 400)["code"] == "bad_request"
+    _still_serving(s_, db)
