@@ -100,7 +100,7 @@ def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
             raise Refused(UNREADABLE, f"a row that cannot be read as CSV ({e})", line=line) from None
         if not any(cell.strip() for cell in row):
             continue  # a blank line is not a row
-        problem = shape.problem(row, col)
+        problem = shape.problem(row, col, spanned=reader.line_num > line)
         if problem is not None:
             raise Refused(UNREADABLE, f"a row that cannot be read: {problem}", line=line)
         summary.read += 1
@@ -127,13 +127,13 @@ class _Shape:
         named = self.fields - self.trailing
         self.row_commas = max(named - 1, 1)
 
-    def problem(self, row: list[str], col: dict[str, int]) -> str | None:
-        """Why this row cannot be read, or None when it can."""
+    def problem(self, row: list[str], col: dict[str, int], spanned: bool) -> str | None:
+        """Why this row cannot be read (`spanned`: it runs over several lines), or None when it can."""
         n = len(row)
         fits = n == self.fields or (self.trailing and n == self.fields - 1)
         if not fits and not (n == self.fields + 1 and row[-1] == ""):
             return f"{n} fields where the header has {self.fields}"
-        for i, cell in enumerate(row):
+        for i, cell in enumerate(row if spanned else ()):
             # a line break with a row's worth of commas: a quote that ran on over the next rows
             if ("\n" in cell or "\r" in cell) and cell.count(",") >= self.row_commas:
                 name = self.names[i] if i < len(self.names) else ""
