@@ -19,9 +19,12 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cli.main import main
 from service.ledger import Ledger
+from service.sources import parse_source
 from tests import raw
 from tests.api_fixtures import Server, running_server
 from tests.conftest import FIXTURE_ID, FIXTURE_PATH, NewDb
@@ -37,9 +40,9 @@ TOKEN = "refusals-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def _csv(rows: list[list[str]]) -> bytes:
+def _csv(rows: list[list[str]], end: str = "\n") -> bytes:
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(rows)
+    csv.writer(out, lineterminator=end).writerows(rows)
     return out.getvalue().encode()
 
 
@@ -256,3 +259,44 @@ def test_the_server_takes_a_smaller_file_only_with_force(server: tuple[Server, s
     assert forced.json()["read"] == 5 and _head(s)["seq"] == head["seq"] + 1
     assert _receipts(db)[-1][4:] == (5, 1, 1, head["seq"] + 1)
     _still_retracted_served(s)
+
+
+# -- what is still read: the rules refuse broken files, not the export's own quirks ------------
+
+_NO_TRAILING = HEADER.rstrip(b"\n").removesuffix(b",") + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "read"),
+    [
+        pytest.param(RW, 11, id="fixture-with-a-note-over-two-lines"),
+        pytest.param(HEADER + _csv([REAL_ROW[:-1], *ROWS[1:3]]), 3, id="trailing-column-left-out"),
+        pytest.param(
+            _NO_TRAILING + _csv([r[:-1] for r in ROWS[:2]] + [ROWS[2]]), 3, id="trailing-column-added"
+        ),
+        pytest.param(
+            HEADER + REAL + FILLER.replace(b"No quotes", b"Caf\xe9 au lait"), 7, id="latin1-in-title"
+        ),
+        pytest.param(HEADER + REAL + b"\n\n" + FILLER + b",,,\n", 7, id="blank-lines-between"),
+        pytest.param(HEADER.replace(b"\n", b"\r\n") + REAL.replace(b"\n", b"\r\n"), 1, id="crlf"),
+    ],
+)
+def test_rows_the_rules_still_read(fresh_ledger: Ledger, body: bytes, read: int) -> None:
+    fresh_ledger.import_bytes(FIXTURE_PATH.read_bytes())
+    parsed = parse_source(fresh_ledger, "retraction-watch", body, T1)
+    assert parsed.summary.read == read and parsed.summary.matched == 1
+
+
+_TEXT = st.text(alphabet=st.sampled_from(['"', ",", "\n", "\r", "a", "é", " ", ";", "+"]), max_size=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(notes=st.lists(_TEXT.filter(lambda t: t.count(",") < len(NAMES) - 2), min_size=1, max_size=8))
+def test_any_file_a_csv_writer_writes_is_read_whole(fresh_ledger: Ledger, notes: list[str]) -> None:
+    """Quotes, commas and line breaks in fields, as a writer quotes them, never make a row unreadable
+    (the writer's own line end, CRLF: a bare CR left unquoted is a broken file, and is refused)."""
+    rows = [_filler(i) for i in range(len(notes))]
+    for row, note in zip(rows, notes, strict=True):
+        row[NAMES.index("Title")] = row[NAMES.index("Notes")] = note
+    parsed = parse_source(fresh_ledger, "retraction-watch", HEADER + _csv(rows, "\r\n"), T1)
+    assert parsed.summary.read == len(rows)
