@@ -111,10 +111,6 @@ class IngestReceipt(NamedTuple):
     appended: int  # events new to the ledger (0: the same file ingested again)
     seq: int | None  # the batch's last event (a standing source's check); None when it had none
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON shape (refusal details)."""
-        return self._asdict()
-
 
 class Checked(NamedTuple):
     """One standing check, as a timeline lists it: its source, instant and seq."""

@@ -76,8 +76,9 @@ def parse_source(
     `digest` takes the file's bytes."""
     t = _check_args(source, observed_at, paper_id)
     summary = Summary(source, SOURCES[source], observed_at)
-    # the Retraction Watch export is known to carry stray non-UTF-8 bytes in names: they are
-    # replaced rather than refusing 60k rows over one author; the fields matched on are ASCII
+    # the Retraction Watch export is known to carry stray non-UTF-8 bytes in names: they are replaced
+    # rather than refusing 60k rows over one author; in a column the ledger reads they leave the row
+    # unreadable (retraction_watch.py)
     errors = "replace" if source == "retraction-watch" else "strict"
     try:
         # every chunk's lookups see one state of the ledger, as the one statement of the full scan they
