@@ -48,6 +48,9 @@ def _csv(rows: list[list[str]], end: str = "\n") -> bytes:
     return out.getvalue().encode()
 
 
+NAMES = HEADER.decode("utf-8-sig").strip().split(",")
+
+
 def _filler(i: int) -> list[str]:
     """A readable row shaped like the fixture's that matches no work and needs no quote."""
     row = list(REAL_ROW)
@@ -57,34 +60,65 @@ def _filler(i: int) -> list[str]:
     return row
 
 
-NAMES = HEADER.decode("utf-8-sig").strip().split(",")
 FILLER = _csv([_filler(i) for i in range(6)])
 REAL = _csv([REAL_ROW])
-UNCLOSED_TITLE = b'99998,"An unclosed title,(B/T) Computer Science;,x,y,z,w,A. Nobody,,,1/1/2020,,0,,10.5555/x,0,Retraction,+R;,No,,\n'  # noqa: E501
+UNCLOSED_TITLE = (
+    b'99998,"An unclosed title,(B/T) Computer Science;,x,y,z,w,A. Nobody,,,1/1/2020,,0,,10.5555/x,0,'
+    b"Retraction,+R;,No,,\n"
+)
 NOTES_OPEN = (
     b'99997,Notes left open,S,I,J,P,C,A,,,1/1/2020,,0,,10.5555/y,0,Retraction,+R;,No,"Notes never closed\n'
 )
 
-# (name, body, rule, line of the row named): line 1 is the header
+# (body, rule, line of the row named (line 1 is the header), why)
 BROKEN = [
-    pytest.param(HEADER, "no_readable_row", None, id="header-only"),
-    pytest.param(HEADER + b"\n\n,,,\n", "no_readable_row", None, id="blank-lines-only"),
+    pytest.param(HEADER, "no_readable_row", None, "a header alone", id="header-only"),
+    pytest.param(HEADER + b"\n\n,,,\n", "no_readable_row", None, "a header alone", id="blank-lines-only"),
     pytest.param(
-        HEADER + b"99999,A row cut short,Subject\n" + REAL + FILLER, "unreadable_row", 2, id="short-row"
+        HEADER + b"99999,A row cut short,Subject\n" + REAL + FILLER,
+        "unreadable_row",
+        2,
+        "3 fields where the header has 21",
+        id="short-row",
     ),
-    pytest.param(HEADER + REAL + _csv([[*REAL_ROW, "extra"]]) + FILLER, "unreadable_row", 3, id="long-row"),
+    pytest.param(
+        HEADER + REAL + _csv([[*REAL_ROW, "extra"]]) + FILLER,
+        "unreadable_row",
+        3,
+        "22 fields where the header has 21",
+        id="long-row",
+    ),
     pytest.param(
         HEADER + REAL + FILLER.replace(b"10.5555/filler.2", b"10.5555/filler.\xff2"),
         "unreadable_row",
         5,
+        "OriginalPaperDOI holds bytes that are not UTF-8",
         id="doi-not-utf8",
     ),
     # the unclosed quote reads on to the next quote, in the real row below: not CSV there
-    pytest.param(HEADER + UNCLOSED_TITLE + REAL + FILLER, "unreadable_row", 2, id="quote-runs-into-next"),
+    pytest.param(
+        HEADER + UNCLOSED_TITLE + REAL + FILLER,
+        "unreadable_row",
+        2,
+        "expected after",
+        id="quote-runs-into-next",
+    ),
     # no quote after it: the rest of the file would be one field
-    pytest.param(HEADER + REAL + UNCLOSED_TITLE + FILLER, "unreadable_row", 3, id="quote-swallows-rest"),
+    pytest.param(
+        HEADER + REAL + UNCLOSED_TITLE + FILLER,
+        "unreadable_row",
+        3,
+        "unexpected end of data",
+        id="quote-swallows-rest",
+    ),
     # a lone quote further down closes it, with the header's number of fields: the rows are inside
-    pytest.param(HEADER + REAL + NOTES_OPEN + FILLER + b'",\n', "unreadable_row", 3, id="quote-closed-later"),
+    pytest.param(
+        HEADER + REAL + NOTES_OPEN + FILLER + b'",\n',
+        "unreadable_row",
+        3,
+        "field 20 (Notes) runs on over other rows",
+        id="quote-closed-later",
+    ),
 ]
 
 
@@ -143,15 +177,16 @@ def test_a_normal_file_is_accepted_with_its_receipt(db: str, tmp_path: Path) -> 
     _still_retracted(db)
 
 
-@pytest.mark.parametrize(("body", "rule", "line"), BROKEN)
+@pytest.mark.parametrize(("body", "rule", "line", "why"), BROKEN)
 def test_a_broken_file_is_refused_whole_even_forced(
-    db: str, tmp_path: Path, body: bytes, rule: str, line: int | None
+    db: str, tmp_path: Path, body: bytes, rule: str, line: int | None, why: str
 ) -> None:
     head, receipts = Ledger(db).head(), _receipts(db)
     r = _ingest(db, body, T2, tmp_path, "--force")
     assert r.exit_code == 1
     [message] = r.stderr.splitlines()
     assert "refused, nothing written" in message and rule in message and "force does not lift" in message
+    assert why in message
     assert (f"line {line}:" in message) == (line is not None), message
     assert Ledger(db).head() == head and _receipts(db) == receipts
     _still_retracted(db)
@@ -224,16 +259,16 @@ def _still_retracted_served(server: Server) -> None:
     assert feed.status_code == 200 and "<title>retraction of" in feed.text
 
 
-@pytest.mark.parametrize(("body", "rule", "line"), BROKEN)
+@pytest.mark.parametrize(("body", "rule", "line", "why"), BROKEN)
 def test_the_server_refuses_a_broken_file_with_422(
-    server: tuple[Server, str], body: bytes, rule: str, line: int | None
+    server: tuple[Server, str], body: bytes, rule: str, line: int | None, why: str
 ) -> None:
     s, db = server
     head, receipts = _head(s), _receipts(db)
     r = _post(s, body, T2)
     assert r.status_code == 422, r.text
     error = r.json()["error"]
-    assert error["code"] == "invalid" and "refused" in error["message"]
+    assert error["code"] == "invalid" and "refused" in error["message"] and why in error["message"]
     details = error["details"]
     assert (details["where"], details["rule"], details["line"], details["forceable"]) == (
         "file",
