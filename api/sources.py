@@ -75,9 +75,17 @@ async def post_ingest(
     id: Annotated[
         str | None, Query(description="opencitations only: the paper, e.g. doi:10.48550/arXiv.2310.04610")
     ] = None,
+    force: Annotated[
+        bool,
+        Query(
+            description="retraction-watch: accept a file with fewer than half the rows of the last one "
+            "accepted (lifts that rule only)"
+        ),
+    ] = False,
 ) -> Response:
     """The body is the file. 201 when events were appended, 200 when all were already there;
-    422 when the body is not the named format (nothing written). Answers the ingest summary."""
+    422 when the body is not the named format, or a Retraction Watch file is refused by a rule of
+    its own (details.rule; nothing written). Answers the ingest summary."""
     settings = settings_of(request)
     # auth (and rate) first: a refused client never gets its body read
     token = require_writer(request, settings)
@@ -93,7 +101,7 @@ async def post_ingest(
 
     try:
         summary = await run_in_threadpool(
-            ingest, ledger_of(request), source, body, observed_at, id, None, appended
+            ingest, ledger_of(request), source, body, observed_at, id, None, appended, force=force
         )
         charge = max(1, summary.appended + summary.duplicates)
     except LedgerError:

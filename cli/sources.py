@@ -15,7 +15,9 @@ PROGRESS_BYTES = 4 * 1024 * 1024
 _SOURCES = ("retraction-watch", "crossref", "openalex", "semantic-scholar", "opencitations")
 
 
-def _ingest(source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, db: str) -> None:
+def _ingest(
+    source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, db: str, force: bool
+) -> None:
     from service.ledger import Ledger
     from service.sources import ingest, input_size
 
@@ -26,9 +28,11 @@ def _ingest(source: str, file: str, observed_at: str, paper_id: str | None, as_j
         if size is not None and size >= PROGRESS_BYTES:
             # by bytes read, on stderr: stdout stays the summary alone
             with click.progressbar(length=size, label=f"reading {file}", file=sys.stderr) as bar:
-                summary = ingest(ledger, source, data, observed_at, paper_id, progress=bar.update)
+                summary = ingest(
+                    ledger, source, data, observed_at, paper_id, progress=bar.update, force=force
+                )
         else:
-            summary = ingest(ledger, source, data, observed_at, paper_id)
+            summary = ingest(ledger, source, data, observed_at, paper_id, force=force)
     except LedgerError as e:
         click.echo(f"{file}: refused, nothing written: {e.message}", err=True)
         sys.exit(1)
@@ -114,16 +118,22 @@ def register(main: click.Group) -> None:
         help="opencitations only: the paper the count is about, e.g. doi:10.48550/arXiv.2310.04610.",
     )
     @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+    @click.option(
+        "--force",
+        is_flag=True,
+        help="retraction-watch: accept a file with fewer than half the rows of the last one accepted "
+        "(a file with an unreadable row, or none, is refused all the same).",
+    )
     @db_option
     def ingest_cmd(
-        source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, db: str
+        source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, force: bool, db: str
     ) -> None:
         """Bring a file as SOURCE publishes it into the ledger as one atomic batch.
 
         retraction-watch: the Crossref-distributed CSV; crossref: a REST /works answer;
         openalex, semantic-scholar: their work/paper JSON; opencitations: a citation-count answer.
         """
-        _ingest(source, file, observed_at, paper_id, as_json, db)
+        _ingest(source, file, observed_at, paper_id, as_json, db, force)
 
     @main.command("diff")
     @click.argument("arxiv_id", callback=arxiv_arg)

@@ -96,6 +96,22 @@ class ScrubPass(NamedTuple):
         }
 
 
+class IngestReceipt(NamedTuple):
+    """One acknowledged ingest of a source file: what the file was and what its batch wrote."""
+
+    source: str  # as `ledger ingest` names it, e.g. "retraction-watch"
+    observed_at: str
+    observed_us: int
+    accepted_at: str
+    accepted_us: int
+    sha256: str  # of the file's bytes as given (compressed, for a .gz)
+    bytes: int
+    rows_read: int
+    rows_matched: int
+    appended: int  # events new to the ledger (0: the same file ingested again)
+    seq: int | None  # the batch's last event (a standing source's check); None when it had none
+
+
 class Checked(NamedTuple):
     """One standing check, as a timeline lists it: its source, instant and seq."""
 

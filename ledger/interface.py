@@ -17,7 +17,7 @@ from .alert_store import AlertTables
 from .append import AppendTx
 from .errors import LedgerError
 from .events import ChainLink, StoredEvent
-from .facts import CheckRow, Fact, Head, ScrubPass, VerifiedPoint
+from .facts import CheckRow, Fact, Head, IngestReceipt, ScrubPass, VerifiedPoint
 from .search import Found
 from .spans import Bucket, Row, Step
 
@@ -74,6 +74,13 @@ class Tables(Protocol):
     ) -> list[Fact]: ...
 
 
+class WriteTx(AppendTx, Protocol):
+    """A backend's write transaction: the append protocol, and what else is written with a batch."""
+
+    def last_receipt(self, source: str) -> IngestReceipt | None: ...
+    def save_receipt(self, receipt: IngestReceipt) -> None: ...
+
+
 class Store(Protocol):
     """What the Ledger, the append, the projections, the API and the CLI need from a backend."""
 
@@ -91,7 +98,7 @@ class Store(Protocol):
     @property
     def alerts(self) -> AlertTables: ...
 
-    def write(self) -> AbstractContextManager[AppendTx]: ...
+    def write(self) -> AbstractContextManager[WriteTx]: ...
     def head(self) -> Head: ...
     def snapshot(self, as_of_us: int, known_us: int | None = None) -> AbstractContextManager[Any]: ...
     def read_log(

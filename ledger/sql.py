@@ -25,6 +25,12 @@ CHECK_WORKS_COLUMNS = "seq, work_id, source, observed_us, recorded_us, notices"
 PASS_COLUMNS = (
     "kind, started_at, started_us, finished_at, finished_us, events, head_seq, ok, first_bad_seq, reason"
 )
+RECEIPT_COLUMNS = (
+    "source, observed_at, observed_us, accepted_at, accepted_us, sha256, bytes, rows_read, rows_matched, "
+    "appended, seq"
+)
+INSERT_RECEIPT = f"INSERT INTO ingest_receipts ({RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+LAST_RECEIPT = f"SELECT {RECEIPT_COLUMNS} FROM ingest_receipts WHERE source = ? ORDER BY id DESC LIMIT 1"
 HEAD_SQL = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
 # Statement 4 (see SqlReader.source_heads).
 SOURCE_HEADS_SQL = (

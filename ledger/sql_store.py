@@ -30,6 +30,7 @@ from .facts import (
     Fact,
     Head,
     InboundDay,
+    IngestReceipt,
     ScrubPass,
     SourceHead,
     VerifiedPoint,
@@ -53,6 +54,8 @@ from .sql import (
     FACT_COLUMNS,
     FAR_FUTURE,
     HEAD_SQL,
+    INSERT_RECEIPT,
+    LAST_RECEIPT,
     PASS_COLUMNS,
     SOURCE_HEADS_SQL,
     Dialect,
@@ -417,6 +420,15 @@ class SqlWriteTx:
                 return
             for sql in _move(source, target, self.store.dialect.analyze):
                 self._q(sql)
+
+    def last_receipt(self, source: str) -> IngestReceipt | None:
+        """The receipt of the last file of `source` accepted (read under the append lock)."""
+        row = self._q(LAST_RECEIPT, (source,)).fetchone()
+        return None if row is None else IngestReceipt(*row)
+
+    def save_receipt(self, receipt: IngestReceipt) -> None:
+        """Record an ingest in this transaction: committed with its events or not at all."""
+        self._q(INSERT_RECEIPT, tuple(receipt))
 
     def _spans(self, steps: Sequence[Step]) -> None:
         """Close and open the inbound spans of the observations these steps change (read before the

@@ -18,6 +18,7 @@ from ledger.facts import Fact, Head
 from ledger.group_commit import GroupCommitter, GroupObserver
 from ledger.importer import Batch, parse_input
 from ledger.instants import MAX_US, now_us
+from ledger.interface import WriteTx
 from ledger.verify import VerifyReport, verify_store
 from projections.record import Built, build_record
 from projections.timeline import Timeline, build_timeline
@@ -146,10 +147,13 @@ class Ledger:
         places: Sequence[str] | None = None,
         *,
         typed: bool = False,
+        within: Callable[[WriteTx, AppendResult], None] | None = None,
     ) -> AppendResult:
         """Validate every event, then append them as one atomic batch.
 
         `typed=True` skips re-checking types of events that a strict decoder already produced.
+        `within(tx, result)` runs in the batch's transaction before it commits (what is written with the
+        batch, e.g. an ingest's receipt); when it raises, nothing of the batch is written.
         """
         now = now_us()
         for i, e in enumerate(events):
@@ -157,7 +161,8 @@ class Ledger:
             if not typed:
                 check_types(e, where)
             check_rules(e, where, now)
-        if self._committer is not None:
+        # a batch with more to write takes a transaction of its own: a group's would stage its events
+        if self._committer is not None and within is None:
             result: AppendResult = self._committer.submit(
                 lambda tx: append_batch(tx, events, expected_versions, places),
                 needs_of(events, expected_versions),
@@ -166,6 +171,8 @@ class Ledger:
             began = time.perf_counter()
             with self.store.write() as tx:
                 result = append_batch(tx, events, expected_versions, places)
+                if within is not None:
+                    within(tx, result)
             if self._group_observer is not None:
                 self._group_observer(1, time.perf_counter() - began)
         self._committed()

@@ -12,11 +12,13 @@ from ledger.append import AppendResult
 from ledger.codec import FUTURE_SLACK_US
 from ledger.errors import InvalidEvent
 from ledger.events import Event
-from ledger.instants import now_us, parse_ts
+from ledger.facts import IngestReceipt
+from ledger.instants import format_recorded, now_us, parse_ts
+from ledger.interface import WriteTx
 from service.ledger import Ledger
 from service.sources import counts, crossref, retraction_watch
-from service.sources.base import NotThatFormat, PaperIndex, Parsed, Summary, WorkIndex
-from service.sources.reader import Input, Progress, input_size, open_text
+from service.sources.base import NotThatFormat, PaperIndex, Parsed, Refused, Summary, WorkIndex
+from service.sources.reader import Digest, Input, Progress, input_size, open_text
 
 STANDING: dict[str, Callable[[IO[str], WorkIndex, Summary], Parsed]] = {
     "retraction-watch": retraction_watch.parse,
@@ -28,10 +30,16 @@ SOURCES: dict[str, str] = {
     **{name: spec.event_source for name, spec in counts.SPECS.items()},
 }
 
+# Sources whose file is the whole database: a check covering every work known, so a file with less
+# in it than the last one accepted would write "checked, no notice" over real notices (sources-v1.md).
+# A Crossref answer names its works, and a count file its papers: neither says anything of the rest.
+WHOLE_DATABASE = frozenset({"retraction-watch"})
+UNDER_HALF = "under_half_the_last"
+
 # told of the ingest's append once committed: its events, the answer, the seconds it took
 Appended = Callable[[Sequence[Event], AppendResult, float], None]
 
-__all__ = ["SOURCES", "NotThatFormat", "Summary", "ingest", "input_size", "parse_source"]
+__all__ = ["SOURCES", "NotThatFormat", "Refused", "Summary", "ingest", "input_size", "parse_source"]
 
 
 def _check_args(source: str, observed_at: str, paper_id: str | None) -> int:
@@ -62,17 +70,20 @@ def parse_source(
     observed_at: str,
     paper_id: str | None = None,
     progress: Progress | None = None,
+    digest: Digest | None = None,
 ) -> Parsed:
-    """Read a file as `source` publishes it into the events of one batch (nothing is written)."""
+    """Read a file as `source` publishes it into the events of one batch (nothing is written);
+    `digest` takes the file's bytes."""
     t = _check_args(source, observed_at, paper_id)
     summary = Summary(source, SOURCES[source], observed_at)
-    # the Retraction Watch export is known to carry stray non-UTF-8 bytes in names: they are
-    # replaced rather than refusing 60k rows over one author; the fields matched on are ASCII
+    # the Retraction Watch export is known to carry stray non-UTF-8 bytes in names: they are replaced
+    # rather than refusing 60k rows over one author; in a column the ledger reads they leave the row
+    # unreadable (retraction_watch.py)
     errors = "replace" if source == "retraction-watch" else "strict"
     try:
         # every chunk's lookups see one state of the ledger, as the one statement of the full scan they
         # replaced did: an append meanwhile cannot leave a notice for a work the check no longer covers
-        with ledger.store.tables.consistent_read(), open_text(data, progress, errors) as text:
+        with ledger.store.tables.consistent_read(), open_text(data, progress, errors, digest) as text:
             if source in STANDING:
                 return STANDING[source](text, WorkIndex(ledger.store, t), summary)
             return counts.parse(source, text, PaperIndex(ledger.store, t), summary, paper_id)
@@ -93,20 +104,58 @@ def ingest(
     paper_id: str | None = None,
     progress: Progress | None = None,
     appended: Appended | None = None,
+    *,
+    force: bool = False,
 ) -> Summary:
-    """Parse the file and append its events as one atomic batch; a re-ingest appends nothing.
+    """Parse the file and append its events as one atomic batch, with its receipt; a re-ingest
+    appends no event.
 
     Event ids derive from content, and the content depends only on the file, T and the works (or
     papers) known as of T: the same file at the same T is a duplicate, unless events observed at or
     before T were appended in between (then the check lists other works: a new fact, appended).
+    A whole-database file with fewer than half the rows of the last one accepted is refused unless
+    `force`.
     """
-    parsed = parse_source(ledger, source, data, observed_at, paper_id, progress)
+    digest = Digest()
+    parsed = parse_source(ledger, source, data, observed_at, paper_id, progress, digest)
+    summary = parsed.summary
+
+    def receipt(tx: WriteTx, result: AppendResult) -> None:
+        # under the append lock: two ingests at once are each compared with the one before them
+        last = tx.last_receipt(source)
+        if source in WHOLE_DATABASE and not force and last is not None and summary.read * 2 < last.rows_read:
+            raise Refused(UNDER_HALF, _under_half(summary.read, last), forceable=True)
+        at = now_us()
+        seq = result.items[-1].seq if result.items else None
+        tx.save_receipt(
+            IngestReceipt(
+                source,
+                observed_at,
+                parse_ts(observed_at),
+                format_recorded(at),
+                at,
+                digest.sha256,
+                digest.size,
+                summary.read,
+                summary.matched,
+                result.appended,
+                seq,
+            )
+        )
+
     began = time.perf_counter()
-    result = ledger.append(parsed.events, places=parsed.places)
+    result = ledger.append(parsed.events, places=parsed.places, within=receipt)
     if appended is not None:
         appended(parsed.events, result, time.perf_counter() - began)
-    summary = parsed.summary
     summary.appended = result.appended
     summary.duplicates = result.duplicates
     summary.head = result.head
     return summary
+
+
+def _under_half(rows: int, last: IngestReceipt) -> str:
+    return (
+        f"{rows:,} row{'s' * (rows != 1)}, fewer than half the {last.rows_read:,} of the last file of this "
+        f"source accepted (observed at {last.observed_at}, accepted at {last.accepted_at}, "
+        f"sha256 {last.sha256})"
+    )

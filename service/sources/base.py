@@ -26,6 +26,17 @@ class NotThatFormat(InvalidEvent):
         super().__init__("file", f"not a {source} file: {reason}")
 
 
+class Refused(InvalidEvent):
+    """A whole-database file refused under one of its rules (sources-v1.md): nothing written."""
+
+    def __init__(self, rule: str, reason: str, *, line: int | None = None, forceable: bool = False) -> None:
+        lifts = "--force or ?force=true accepts it anyway" if forceable else "force does not lift this rule"
+        where = f"line {line}: " if line is not None else ""
+        text = f"{where}{reason}; the whole file is refused ({rule}; {lifts})"
+        super().__init__("file", text)
+        self.details = {"where": "file", "reason": text, "rule": rule, "line": line, "forceable": forceable}
+
+
 @dataclass
 class Summary:
     """What one ingest read, matched, skipped (with reasons) and appended."""

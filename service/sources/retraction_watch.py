@@ -9,11 +9,14 @@ from typing import IO
 
 from ledger.doi import normalize_doi
 from ledger.events import Notice, NoticeKind
-from service.sources.base import NotThatFormat, Parsed, Summary, WorkIndex, standing_batch
+from service.sources.base import NotThatFormat, Parsed, Refused, Summary, WorkIndex, standing_batch
 
 EVENT_SOURCE = "retraction_watch"
 CHUNK = 500  # rows whose DOIs are looked up together
 NAME = "Retraction Watch CSV"
+# the rules a whole-database file is refused by (sources-v1.md)
+NO_ROWS = "no_readable_row"
+UNREADABLE = "unreadable_row"
 # Only the columns read are required: the export's other columns come and go over the years.
 REQUIRED = (
     "Record ID",
@@ -63,8 +66,14 @@ def _notice_doi(text: str) -> str | None:
 
 
 def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
-    """Read the CSV row by row; every work with a DOI or arXiv id is checked, matched rows are notices."""
-    reader = csv.reader(text)
+    """Read the CSV row by row; every work with a DOI or arXiv id is checked, matched rows are notices.
+
+    The file is the whole database, so it is refused whole (Refused) at its first row that cannot be
+    read, and when it has no readable row: a check written from part of it would say "no notice" for
+    every work whose row was lost.
+    """
+    # strict: a quote the writer did not close is an error, not a field run on to the next quote
+    reader = csv.reader(text, strict=True)
     try:
         header = next(reader, None)
     except csv.Error as e:
@@ -77,27 +86,62 @@ def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
         found = ", ".join(repr(n) for n in names[:6] if n) or "none"
         raise NotThatFormat(NAME, f"missing column(s) {', '.join(missing)} (found {found} ...)")
     col = {c: names.index(c) for c in REQUIRED}
+    shape = _Shape(names)
     notices: list[Notice] = []
     chunk: list[tuple[int, list[str]]] = []
     while True:
+        line = reader.line_num + 1  # where the next row starts (its fields may span lines)
         try:
             row = next(reader)
         except StopIteration:
             break
         except csv.Error as e:
-            summary.read += 1
-            summary.skip("unreadable", f"line {reader.line_num}: {e}")
-            continue
+            # e.g. a quote left open: the csv module would read on to the next quote, rows and all
+            raise Refused(UNREADABLE, f"a row that cannot be read as CSV ({e})", line=line) from None
         if not any(cell.strip() for cell in row):
             continue  # a blank line is not a row
+        problem = shape.problem(row, col, spanned=reader.line_num > line)
+        if problem is not None:
+            raise Refused(UNREADABLE, f"a row that cannot be read: {problem}", line=line)
         summary.read += 1
-        chunk.append((reader.line_num, row))
+        chunk.append((line, row))
         if len(chunk) == CHUNK:
             _rows(chunk, col, index, summary, notices)
             chunk = []
+    if not summary.read:
+        raise Refused(NO_ROWS, "no readable row below the header (a header alone is not the database)")
     _rows(chunk, col, index, summary, notices)
     # The file is the whole database: every work it could have named was checked.
     return standing_batch(summary, index.checkable(), notices, f"{EVENT_SOURCE} check")
+
+
+class _Shape:
+    """What a readable row looks like, from the header: its number of fields, and how many commas a
+    field must hold to have swallowed a whole row."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.fields = len(names)
+        # the export ends every line with a comma: an empty last column, which a row may leave out
+        self.trailing = names[-1] == ""
+        named = self.fields - self.trailing
+        self.row_commas = max(named - 1, 1)
+
+    def problem(self, row: list[str], col: dict[str, int], spanned: bool) -> str | None:
+        """Why this row cannot be read (`spanned`: it runs over several lines), or None when it can."""
+        n = len(row)
+        fits = n == self.fields or (self.trailing and n == self.fields - 1)
+        if not fits and not (n == self.fields + 1 and row[-1] == ""):
+            return f"{n} fields where the header has {self.fields}"
+        for i, cell in enumerate(row if spanned else ()):
+            # a line break with a row's worth of commas: a quote that ran on over the next rows
+            if ("\n" in cell or "\r" in cell) and cell.count(",") >= self.row_commas:
+                name = self.names[i] if i < len(self.names) else ""
+                return f"field {i + 1} ({name or 'unnamed'}) runs on over other rows (a quote left open?)"
+        for name, i in col.items():
+            if i < n and "\ufffd" in row[i]:
+                return f"{name} holds bytes that are not UTF-8"
+        return None
 
 
 def _rows(
