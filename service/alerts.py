@@ -31,6 +31,7 @@ from ledger.instants import format_recorded, now_us
 from ledger.keys import work_index_key
 from ledger.works_store import current_works, displayed
 from projections.record import observations
+from service.address_table import refusal
 
 if TYPE_CHECKING:
     from ledger.facts import CheckRow
@@ -124,13 +125,10 @@ def check_callback(url: Any, allow: Iterable[str] = ()) -> None:
         return  # a name: its addresses are checked at each delivery, on the address connected to
     why = policy.refused(host, literal)
     if why is not None:
-        raise InvalidEvent("callback_url", why)
-
-
-class AddressPolicy:
+        class AddressPolicy:
     """Which addresses a webhook may connect to: public ones, and what LEDGER_WEBHOOK_ALLOW names
-    (host names or CIDRs; for them http is allowed too). Refused by default: loopback, private,
-    link-local (cloud metadata lives there), shared, reserved, multicast and unspecified addresses."""
+    (host names or CIDRs; for them http is allowed too). Refused by default: every special-purpose
+    range of service/address_table.py that is not globally reachable, NAT64, multicast and reserved."""
 
     def __init__(self, allow: Iterable[str] = ()) -> None:
         self.hosts: set[str] = set()
@@ -157,22 +155,22 @@ class AddressPolicy:
 
     def refused(self, host: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
         """Why connecting to `ip` (resolved from `host`) is refused, or None when it is allowed."""
-        if host.lower() in self.hosts or any(ip in n for n in self.networks if n.version == ip.version):
+        mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+        if host.lower() in self.hosts or any(
+            a in n for a in (ip, mapped) if a is not None for n in self.networks if n.version == a.version
+        ):
             return None
-        mapped = getattr(ip, "ipv4_mapped", None) or getattr(ip, "sixtofour", None)
-        checked = mapped or ip
-        if not checked.is_global or checked.is_multicast:
-            return (
-                f"{host} is {ip}, a {_kind(checked)} address: refused (server-side request forgery); "
-                "LEDGER_WEBHOOK_ALLOW can name it"
-            )
-        return None
+        special = refusal(ip)
+        if special is None:
+            return None
+        why = f"; {special.why}" if special.why else ""
+        return (
+            f"{host} is {ip}, in {special.network} ({special.name}, {special.rfc}{why}): refused "
+            "(server-side request forgery); LEDGER_WEBHOOK_ALLOW can name it"
+        )
 
 
-def _kind(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
-    for name in ("loopback", "link_local", "private", "multicast", "unspecified", "reserved"):
-        if getattr(ip, f"is_{name}"):
-            return name.replace("_", "-")
+place("_", "-")
     return "non-public"
 
 
