@@ -361,6 +361,11 @@ MIGRATIONS: list[str] = [
     CREATE TABLE search_cursor (id integer PRIMARY KEY CHECK (id = 1), seq bigint NOT NULL);
     INSERT INTO search_cursor (id, seq) VALUES (1, 0);
     """,
+    # Step 11, watch owners, as SQLite's step 12.
+    """
+    ALTER TABLE watches ADD COLUMN owner text COLLATE "C";
+    CREATE INDEX watches_by_owner ON watches (owner, id) WHERE removed_at IS NULL;
+    """,
 ]
 # Python a step runs after its SQL, in the same transaction: what SQL alone cannot derive
 AFTER: dict[int, Callable[[Any], object]] = {6: lambda conn: fill_work_keys(conn, POSTGRESQL)}

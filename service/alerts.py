@@ -24,7 +24,7 @@ import msgspec
 from ledger.alert_store import Alert, Watch
 from ledger.codec import canonical, decode_data
 from ledger.doi import arxiv_key, doi_key, work_keys
-from ledger.errors import InvalidEvent, NotFound
+from ledger.errors import Conflict, InvalidEvent, NotFound
 from ledger.events import CitedWork, StoredEvent
 from ledger.ids import normalise_arxiv
 from ledger.instants import format_recorded, now_us
@@ -125,7 +125,10 @@ def check_callback(url: Any, allow: Iterable[str] = ()) -> None:
         return  # a name: its addresses are checked at each delivery, on the address connected to
     why = policy.refused(host, literal)
     if why is not None:
-        class AddressPolicy:
+        raise InvalidEvent("callback_url", why)
+
+
+class AddressPolicy:
     """Which addresses a webhook may connect to: public ones, and what LEDGER_WEBHOOK_ALLOW names
     (host names or CIDRs; for them http is allowed too). Refused by default: every special-purpose
     range of service/address_table.py that is not globally reachable, NAT64, multicast and reserved."""
@@ -170,10 +173,6 @@ def check_callback(url: Any, allow: Iterable[str] = ()) -> None:
         )
 
 
-place("_", "-")
-    return "non-public"
-
-
 # -- raising ----------------------------------------------------------------------------------
 
 
@@ -215,17 +214,34 @@ class _Refs(msgspec.Struct):
 _REFS = msgspec.json.Decoder(_Refs)
 
 
-def add_watch(store: Store, spec: WatchSpec) -> tuple[Watch, list[str]]:
-    """Store a watch, cover the works it finds now and raise alerts for the notices they hold already
-    (marked held); returns the watch and the work_ids it covers."""
+class TooManyWatches(Conflict):
+    """A token already holds as many watches in force as one token may."""
+
+    code = "too_many_watches"
+
+
+def add_watch(
+    store: Store, spec: WatchSpec, owner: str | None = None, most: int | None = None
+) -> tuple[Watch, list[str]]:
+    """Store a watch made by `owner` (a token's sha256; None: the operator's), cover the works it finds
+    now and raise alerts for the notices they hold already (marked held); returns the watch and the
+    work_ids it covers. TooManyWatches when `owner` already holds `most` watches."""
     store = store
     tables = store.alerts
     with tables.raising():
+        # counted under the append lock, so two requests at once cannot both take the last place
+        owned = tables.owned(owner) if owner is not None and most is not None else 0
+        if most is not None and owned >= most:
+            raise TooManyWatches(
+                f"this token holds {owned} watches, the most one token may hold (LEDGER_MAX_WATCHES="
+                f"{most}); remove one (DELETE /watches/{{id}}) before making another",
+                details={"limit": most, "watches": owned, "variable": "LEDGER_MAX_WATCHES"},
+            )
         head = store.head()
         if not tables.any_watch():
             tables.advance(head.seq)  # the first watch in force: no event before it raises alerts
         watch = Watch(str(uuid.uuid4()), spec.kind, spec.target, spec.callback_url, spec.secret,
-                      format_recorded(now_us()), head.seq, None)  # fmt: skip
+                      format_recorded(now_us()), head.seq, None, owner)  # fmt: skip
         tables.add_watch(watch, spec.keys)
         covers = _covering_now(store, watch, spec)
         tables.cover(covers)
@@ -472,10 +488,11 @@ def watch_json(watch: Watch, covered: Sequence[str] | None = None) -> dict[str, 
     return out
 
 
-def watch_of(store: Store, watch_id: str) -> Watch:
-    """The watch in force under this id, or NotFound."""
+def watch_of(store: Store, watch_id: str, owner: str | None = None) -> Watch:
+    """The watch in force under this id, or NotFound; given an `owner`, only one that owner made
+    (another's is not found either, so its existence is not confirmed)."""
     w = store.alerts.watch(watch_id)
-    if w is None or w.removed_at is not None:
+    if w is None or w.removed_at is not None or (owner is not None and w.owner != owner):
         raise NotFound(f"no watch {watch_id!r}", details={"watch_id": watch_id})
     return w
 
