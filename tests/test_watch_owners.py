@@ -138,10 +138,10 @@ def _old_watch(db: str, watch_id: str) -> None:
         with psycopg.connect(db, autocommit=True) as conn:
             conn.execute(sql + "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", row)
         return
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute(sql + "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
-    conn.close()
+    lite = sqlite3.connect(db)
+    with lite:
+        lite.execute(sql + "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+    lite.close()
 
 
 def _owner_step(db: str) -> int:

@@ -42,40 +42,41 @@ def _expected(ip: IP) -> t.Range | None:
 
 
 # The cases of the issue, and neighbours just outside refused ranges (public: allowed).
-NAMED = [
-    pytest.param("192.0.0.8", True, id="ipv4-dummy-delivery-connected"),
-    pytest.param("64:ff9b::a9fe:a9fe", True, id="nat64-to-metadata"),
-    pytest.param("64:ff9b::808:808", True, id="nat64-to-public"),
-    pytest.param("64:ff9b:1::a9fe:a9fe", True, id="nat64-local-use"),
-    pytest.param("::a9fe:a9fe", True, id="ipv4-compatible-metadata"),
-    pytest.param("::808:808", True, id="ipv4-compatible-public"),
-    pytest.param("fec0::1", True, id="site-local"),
-    pytest.param("192.88.99.1", True, id="6to4-relay-anycast"),
-    pytest.param("2002:a9fe:a9fe::1", True, id="6to4-of-metadata"),
-    pytest.param("2001:0:a9fe:a9fe::1", True, id="teredo"),
-    pytest.param("::ffff:169.254.169.254", True, id="mapped-metadata"),
-    pytest.param("::ffff:8.8.8.8", False, id="mapped-public"),
-    pytest.param("192.0.0.9", True, id="pcp-anycast"),
-    pytest.param("240.0.0.1", True, id="reserved"),
-    pytest.param("239.255.255.255", True, id="multicast-last"),
-    pytest.param("ff02::1", True, id="multicast-v6"),
-    pytest.param("5f00::1", True, id="srv6"),
-    pytest.param("4000::1", True, id="outside-2000-3"),
-    pytest.param("192.88.98.255", False, id="below-6to4-relay"),
-    pytest.param("192.88.100.0", False, id="above-6to4-relay"),
-    pytest.param("100.63.255.255", False, id="below-shared"),
-    pytest.param("100.128.0.0", False, id="above-shared"),
-    pytest.param("172.15.255.255", False, id="below-private-172"),
-    pytest.param("172.32.0.0", False, id="above-private-172"),
-    pytest.param("198.17.255.255", False, id="below-benchmarking"),
-    pytest.param("198.20.0.0", False, id="above-benchmarking"),
-    pytest.param("223.255.255.255", False, id="below-multicast"),
-    pytest.param("192.31.196.1", False, id="as112-reachable"),
-    pytest.param("2001:200::1", False, id="above-ietf-v6"),
-    pytest.param("2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", False, id="below-documentation-v6"),
-    pytest.param("2001:db9::", False, id="above-documentation-v6"),
-    pytest.param("2606:4700::1111", False, id="public-v6"),
+NAMED_CASES: list[tuple[str, bool, str]] = [
+    ("192.0.0.8", True, "ipv4-dummy-delivery-connected"),
+    ("64:ff9b::a9fe:a9fe", True, "nat64-to-metadata"),
+    ("64:ff9b::808:808", True, "nat64-to-public"),
+    ("64:ff9b:1::a9fe:a9fe", True, "nat64-local-use"),
+    ("::a9fe:a9fe", True, "ipv4-compatible-metadata"),
+    ("::808:808", True, "ipv4-compatible-public"),
+    ("fec0::1", True, "site-local"),
+    ("192.88.99.1", True, "6to4-relay-anycast"),
+    ("2002:a9fe:a9fe::1", True, "6to4-of-metadata"),
+    ("2001:0:a9fe:a9fe::1", True, "teredo"),
+    ("::ffff:169.254.169.254", True, "mapped-metadata"),
+    ("::ffff:8.8.8.8", False, "mapped-public"),
+    ("192.0.0.9", True, "pcp-anycast"),
+    ("240.0.0.1", True, "reserved"),
+    ("239.255.255.255", True, "multicast-last"),
+    ("ff02::1", True, "multicast-v6"),
+    ("5f00::1", True, "srv6"),
+    ("4000::1", True, "outside-2000-3"),
+    ("192.88.98.255", False, "below-6to4-relay"),
+    ("192.88.100.0", False, "above-6to4-relay"),
+    ("100.63.255.255", False, "below-shared"),
+    ("100.128.0.0", False, "above-shared"),
+    ("172.15.255.255", False, "below-private-172"),
+    ("172.32.0.0", False, "above-private-172"),
+    ("198.17.255.255", False, "below-benchmarking"),
+    ("198.20.0.0", False, "above-benchmarking"),
+    ("223.255.255.255", False, "below-multicast"),
+    ("192.31.196.1", False, "as112-reachable"),
+    ("2001:200::1", False, "above-ietf-v6"),
+    ("2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", False, "below-documentation-v6"),
+    ("2001:db9::", False, "above-documentation-v6"),
+    ("2606:4700::1111", False, "public-v6"),
 ]
+NAMED = [pytest.param(address, refused, id=name) for address, refused, name in NAMED_CASES]
 
 
 def test_every_range_names_its_rfc_and_every_unreachable_one_is_refused() -> None:
@@ -151,8 +152,8 @@ def test_a_watch_with_a_refused_callback_is_a_422_naming_it_and_nothing_is_store
     assert client.get("/watches").json()["watches"] == []
 
 
-@pytest.mark.parametrize(("address", "refused"), [p for p in NAMED if p.values[1]])
-def test_the_named_cases_are_refused_at_creation(client: httpx.Client, address: str, refused: bool) -> None:
+@pytest.mark.parametrize("address", [pytest.param(a, id=name) for a, refused, name in NAMED_CASES if refused])
+def test_the_named_cases_are_refused_at_creation(client: httpx.Client, address: str) -> None:
     answer = _post(client, ipaddress.ip_address(address))
     assert answer.status_code == 422 and "callback_url" in answer.json()["error"]["message"], answer.text
 
@@ -180,8 +181,8 @@ def resolving(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return answer
 
 
-DELIVERY = [*REFUSED_ENDS, *((_holder(ipaddress.ip_address(p.values[0])), ipaddress.ip_address(p.values[0]))
-                            for p in NAMED if p.values[1])]  # fmt: skip
+NAMED_REFUSED = [ipaddress.ip_address(a) for a, refused, _ in NAMED_CASES if refused]
+DELIVERY = [*REFUSED_ENDS, *((_holder(ip), ip) for ip in NAMED_REFUSED)]
 
 
 @pytest.mark.parametrize(("r", "ip"), DELIVERY, ids=[str(ip) for _, ip in DELIVERY])
