@@ -24,6 +24,7 @@ STATUS_OF_CODE = {
     "invalid_note": 422,
     "unstorable": 422,
     "conflict": 409,
+    "too_many_watches": 409,
     "not_signed": 409,
     "not_found": 404,
     "not_supported": 501,

@@ -18,6 +18,7 @@ DEFAULT_SSE_MAX_SUBSCRIBERS = 100
 DEFAULT_SSE_BUFFER = 1024 * 1024
 DEFAULT_SCRUB_INTERVAL = 86_400.0
 DEFAULT_WEBHOOK_BACKOFF = 10.0
+DEFAULT_MAX_WATCHES = 1000
 
 # The variables `ledger serve` exports before uvicorn starts its workers.
 ENV_DB = "LEDGER_DB"
@@ -42,6 +43,7 @@ ENV_WITNESSES = "LEDGER_WITNESSES"
 ENV_CHECKPOINT_INTERVAL = "LEDGER_CHECKPOINT_INTERVAL"
 ENV_WEBHOOK_BACKOFF = "LEDGER_WEBHOOK_BACKOFF"
 ENV_WEBHOOK_ALLOW = "LEDGER_WEBHOOK_ALLOW"
+ENV_MAX_WATCHES = "LEDGER_MAX_WATCHES"
 ENV_METRICS = "LEDGER_METRICS"
 ENV_LOG_FORMAT = "LEDGER_LOG_FORMAT"
 
@@ -95,6 +97,8 @@ class Settings:
     webhook_backoff: float = DEFAULT_WEBHOOK_BACKOFF
     # Hosts or CIDRs webhooks may reach besides public addresses (http allowed for them too).
     webhook_allow: tuple[str, ...] = ()
+    # Watches in force one token may hold (POST /watches past it: 409); the CLI's are not counted.
+    max_watches: int = DEFAULT_MAX_WATCHES
     # GET /metrics: "on" (open), "token" (a configured bearer token), "off" (not served, nothing counted)
     metrics: str = "on"
     # "text": uvicorn's own lines; "json": one JSON object per line, every request and append with its id
@@ -164,6 +168,9 @@ class Settings:
                 env.get(ENV_WEBHOOK_BACKOFF), DEFAULT_WEBHOOK_BACKOFF, ENV_WEBHOOK_BACKOFF
             ),
             webhook_allow=tuple(a for a in env.get(ENV_WEBHOOK_ALLOW, "").replace(",", " ").split() if a),
+            max_watches=_positive_int(
+                env.get(ENV_MAX_WATCHES), DEFAULT_MAX_WATCHES, ENV_MAX_WATCHES, "watches"
+            ),
             metrics=_choice(env.get(ENV_METRICS), METRICS_MODES, ENV_METRICS),
             log_format=_choice(env.get(ENV_LOG_FORMAT), LOG_FORMATS, ENV_LOG_FORMAT),
         )

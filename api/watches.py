@@ -1,5 +1,9 @@
 """Standing alerts over HTTP: watches (behind a write token), their alerts as JSON, SSE and webhooks,
-and a paper's alerts as an Atom feed any feed reader takes (open, as the records are)."""
+and a paper's alerts as an Atom feed any feed reader takes (open, as the records are).
+
+A watch belongs to the token that made it: another token neither lists it nor reads, streams or
+deletes it (404, as for no watch at all, so its existence is not confirmed: a callback URL can be a
+secret). Watches the CLI made belong to the operator and no token sees them."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from . import docs
 from .auth import require_writer
 from .common import JSON, ArxivId, check_id, instant, ledger_of, read_body, settings_of
 from .errors import TooManySubscribers
+from .limits import RateLimiter
 
 router = APIRouter(tags=["alerts"])
 
@@ -31,12 +36,16 @@ PAGE = 100
 STREAM_POLL_S = 0.5
 HEARTBEAT_S = 15.0
 WatchId = Annotated[str, Path(description="The watch's id (from POST /watches)", max_length=64)]
-_ERRORS = (401, 403, 404, 422)
+_ERRORS = (401, 403, 404, 422, 429)
+_OVER_QUOTA: dict[int | str, dict[str, Any]] = {
+    409: {**docs.responses(409)[409], "description": "The token holds LEDGER_MAX_WATCHES watches"}
+}
 _streams = threading.Semaphore(100)  # open alert streams per process (past it: 503 with Retry-After)
 
 
-def _auth(request: Request) -> None:
-    require_writer(request, settings_of(request))
+def _auth(request: Request) -> str:
+    """The caller's token, by its sha256 (as the token file holds it): whose watches it may see."""
+    return require_writer(request, settings_of(request))
 
 
 def _json(value: Any, status: int = 200) -> Response:
@@ -47,16 +56,23 @@ def _json(value: Any, status: int = 200) -> Response:
     "/watches",
     summary="Watch a paper's outbound references or a list of works for notices",
     status_code=201,
-    responses=docs.responses(201, *_ERRORS, 413),
+    responses={**docs.responses(201, *_ERRORS, 413), **_OVER_QUOTA},
 )
 async def post_watch(request: Request) -> Response:
     """`{"arxiv_id": ...}` or `{"works": ["doi:...", "arxiv:..."]}`, optionally `callback_url` (https)
     and `secret` (webhooks signed with it): 201 with the watch and the works it covers now."""
-    _auth(request)
-    raw = await read_body(request, MAX_WATCH_BODY)
-    spec = al.parse_watch(decode_json(raw), settings_of(request).webhook_allow)
-    ledger = ledger_of(request)
-    watch, covered = await run_in_threadpool(al.add_watch, ledger.store, spec)
+    owner = _auth(request)
+    settings = settings_of(request)
+    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    try:
+        raw = await read_body(request, MAX_WATCH_BODY)
+        spec = al.parse_watch(decode_json(raw), settings.webhook_allow)
+        ledger = ledger_of(request)
+        most = settings.max_watches
+        watch, covered = await run_in_threadpool(al.add_watch, ledger.store, spec, owner, most)
+    finally:
+        if limiter is not None:
+            limiter.charge(owner, 1)  # a write, as one event; a refused one costs the attempt too
     if getattr(request.app.state, "alerting", None) is not None:
         request.app.state.alerting.deliver_wake.set()  # its held alerts are due now
     return _json(al.watch_json(watch, covered), 201)
@@ -66,9 +82,9 @@ async def post_watch(request: Request) -> Response:
 def list_watches(
     request: Request, after: Annotated[str, Query(max_length=64, description="Watch id to list after")] = ""
 ) -> Response:
-    """The watches in force by id, a page at a time (`next` names the next page's `after`)."""
-    _auth(request)
-    page = ledger_of(request).store.alerts.watches(after, PAGE)
+    """This token's watches in force by id, a page at a time (`next` names the next page's `after`)."""
+    owner = _auth(request)
+    page = ledger_of(request).store.alerts.watches(after, PAGE, owner)
     body = {"watches": [al.watch_json(w) for w in page], "next": page[-1].id if len(page) == PAGE else None}
     return _json(body)
 
@@ -80,9 +96,9 @@ def list_watches(
 )
 def get_watch(request: Request, watch_id: WatchId) -> Response:
     """The watch and the work_ids it covers now."""
-    _auth(request)
+    owner = _auth(request)
     ledger = ledger_of(request)
-    watch = al.watch_of(ledger.store, watch_id)
+    watch = al.watch_of(ledger.store, watch_id, owner)
     covered = sorted({w for w, _ in ledger.store.alerts.covered(watch.id)})
     return _json(al.watch_json(watch, covered))
 
@@ -90,9 +106,9 @@ def get_watch(request: Request, watch_id: WatchId) -> Response:
 @router.delete("/watches/{watch_id}", summary="Stop a watch", responses=docs.responses(200, *_ERRORS))
 def delete_watch(request: Request, watch_id: WatchId) -> Response:
     """The watch stops: no alert is raised for it any more, its pending deliveries are dropped."""
-    _auth(request)
+    owner = _auth(request)
     ledger = ledger_of(request)
-    watch = al.watch_of(ledger.store, watch_id)
+    watch = al.watch_of(ledger.store, watch_id, owner)
     tables = ledger.store.alerts
     with tables.updating():
         tables.remove_watch(watch.id, format_recorded(now_us()))
@@ -113,9 +129,9 @@ def watch_alerts(
     ] = None,
 ) -> Response:
     """`{"alerts": [...], "next": N}`: the alerts in the order they were raised, a page at a time."""
-    _auth(request)
+    owner = _auth(request)
     ledger = ledger_of(request)
-    watch = al.watch_of(ledger.store, watch_id)
+    watch = al.watch_of(ledger.store, watch_id, owner)
     page = ledger.store.alerts.alerts(watch.id, after, PAGE, instant(since, "since"))
     return _json({"alerts": _alerts_json(page), "next": page[-1].n if len(page) == PAGE else None})
 
@@ -131,9 +147,9 @@ def watch_deliveries(
     after: Annotated[int, Query(ge=0, description="Attempt id to list after")] = 0,
 ) -> Response:
     """Every attempt: when, the address connected to, the status answered or why none came, when next."""
-    _auth(request)
+    owner = _auth(request)
     ledger = ledger_of(request)
-    watch = al.watch_of(ledger.store, watch_id)
+    watch = al.watch_of(ledger.store, watch_id, owner)
     page = ledger.store.alerts.deliveries(watch.id, after, PAGE)
     body = {"deliveries": [d._asdict() for d in page], "next": page[-1].id if len(page) == PAGE else None}
     return _json(body)
@@ -152,9 +168,9 @@ async def watch_alert_stream(
 ) -> StreamingResponse:
     """Every alert after `after` (or Last-Event-ID), then new ones as they are raised; `id:` is the
     alert's number, `event: alert`, `data:` the alert JSON."""
-    _auth(request)
+    owner = _auth(request)
     ledger = ledger_of(request)
-    watch = await run_in_threadpool(al.watch_of, ledger.store, watch_id)
+    watch = await run_in_threadpool(al.watch_of, ledger.store, watch_id, owner)
     if last_event_id is not None and last_event_id.strip().isdigit():
         after = int(last_event_id.strip())
     if not _streams.acquire(blocking=False):

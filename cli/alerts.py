@@ -76,17 +76,22 @@ def _target(w: al.Watch) -> str:
 @watch.command("list")
 @db_option
 def watch_list(db: str) -> None:
-    """The watches in force, one a line."""
+    """Every watch in force, one a line, with its owner: the operator (made here) or a token's sha256."""
     tables = Ledger(db).store.alerts
     after = ""
     while True:
         page = tables.watches(after)
         for w in page:
             hook = f" -> {w.callback_url}" if w.callback_url else ""
-            click.echo(f"{w.id}  {w.kind} {_target(w)}{hook}  (since {w.created_at})")
+            click.echo(f"{w.id}  {w.kind} {_target(w)}{hook}  (since {w.created_at}; owner {_owner(w)})")
         if len(page) < 100:
             return
         after = page[-1].id
+
+
+def _owner(w: al.Watch) -> str:
+    # the start of the token's sha256, as the token file holds it; the operator's have none
+    return "operator" if w.owner is None else f"token sha256:{w.owner[:16]}"
 
 
 @watch.command("remove")

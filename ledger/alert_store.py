@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, Protocol
 
 from .sql import Dialect
 
-WATCH_COLUMNS = "id, kind, target, callback_url, secret, created_at, created_seq, removed_at"
+WATCH_COLUMNS = "id, kind, target, callback_url, secret, created_at, created_seq, removed_at, owner"
 ALERT_COLUMNS = "n, id, watch_id, work_id, notice_key, seq, held, body, raised_at, raised_us"
 DELIVERY_COLUMNS = "id, alert_n, watch_id, attempt, at, address, status, error, next_at"
 PENDING, DELIVERED, GAVE_UP = "pending", "delivered", "gave_up"
@@ -32,6 +32,7 @@ class Watch(NamedTuple):
     created_at: str
     created_seq: int  # the head when it was made: notices held by then are marked `held`
     removed_at: str | None
+    owner: str | None = None  # the sha256 of the token that made it; None: the operator's (the CLI's)
 
 
 class Alert(NamedTuple):
@@ -114,7 +115,7 @@ class AlertTables:
 
     def add_watch(self, w: Watch, keys: Sequence[str]) -> None:
         """Store a watch and the keys it is found by (inside `raising`)."""
-        self._q(f"INSERT INTO watches ({WATCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", tuple(w))
+        self._q(f"INSERT INTO watches ({WATCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", tuple(w))
         if keys:
             self.store._many(
                 self.store._conn(),
@@ -127,13 +128,20 @@ class AlertTables:
         row = self._q(f"SELECT {WATCH_COLUMNS} FROM watches WHERE id = ?", (watch_id,)).fetchone()
         return None if row is None else Watch(*row)
 
-    def watches(self, after: str = "", limit: int = 100) -> list[Watch]:
-        """The watches not removed, by id, after `after`."""
+    def watches(self, after: str = "", limit: int = 100, owner: str | None = None) -> list[Watch]:
+        """The watches not removed, by id, after `after`: only `owner`'s, or every one for None."""
+        mine, args = ("owner = ? AND ", (owner,)) if owner is not None else ("", ())
         rows = self._q(
-            f"SELECT {WATCH_COLUMNS} FROM watches WHERE removed_at IS NULL AND id > ? ORDER BY id LIMIT ?",
-            (after, limit),
+            f"SELECT {WATCH_COLUMNS} FROM watches WHERE {mine}removed_at IS NULL AND id > ? "
+            "ORDER BY id LIMIT ?",
+            (*args, after, limit),
         )
         return [Watch(*r) for r in rows]
+
+    def owned(self, owner: str) -> int:
+        """How many watches in force `owner` made."""
+        sql = "SELECT count(*) FROM watches WHERE owner = ? AND removed_at IS NULL"
+        return int(self._q(sql, (owner,)).fetchone()[0])
 
     def any_watch(self) -> bool:
         """Whether any watch is in force (the raiser has nothing to do otherwise)."""

@@ -436,6 +436,12 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX ingest_receipts_source ON ingest_receipts (source, id);
     """,
+    # Step 12, watch owners (service/alerts.py): the sha256 of the token that made a watch, as the token file
+    # holds it, never the token. NULL is the operator's: watches made with the CLI or before this step.
+    """
+    ALTER TABLE watches ADD COLUMN owner TEXT;
+    CREATE INDEX watches_by_owner ON watches (owner, id) WHERE removed_at IS NULL;
+    """,
 ]
 # Python a step runs after its SQL, in the same transaction: what SQL alone cannot derive
 AFTER: dict[int, Callable[[sqlite3.Connection], object]] = {7: lambda conn: fill_work_keys(conn, SQLITE)}

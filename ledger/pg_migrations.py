@@ -380,6 +380,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX ingest_receipts_source ON ingest_receipts (source, id);
     """,
+    # Step 11, watch owners, as SQLite's step 12.
+    """
+    ALTER TABLE watches ADD COLUMN owner text COLLATE "C";
+    CREATE INDEX watches_by_owner ON watches (owner, id) WHERE removed_at IS NULL;
+    """,
 ]
 # Python a step runs after its SQL, in the same transaction: what SQL alone cannot derive
 AFTER: dict[int, Callable[[Any], object]] = {6: lambda conn: fill_work_keys(conn, POSTGRESQL)}

@@ -24,13 +24,14 @@ import msgspec
 from ledger.alert_store import Alert, Watch
 from ledger.codec import canonical, decode_data
 from ledger.doi import arxiv_key, doi_key, work_keys
-from ledger.errors import InvalidEvent, NotFound
+from ledger.errors import Conflict, InvalidEvent, NotFound
 from ledger.events import CitedWork, StoredEvent
 from ledger.ids import normalise_arxiv
 from ledger.instants import format_recorded, now_us
 from ledger.keys import work_index_key
 from ledger.works_store import current_works, displayed
 from projections.record import observations
+from service.address_table import refusal
 
 if TYPE_CHECKING:
     from ledger.facts import CheckRow
@@ -129,8 +130,8 @@ def check_callback(url: Any, allow: Iterable[str] = ()) -> None:
 
 class AddressPolicy:
     """Which addresses a webhook may connect to: public ones, and what LEDGER_WEBHOOK_ALLOW names
-    (host names or CIDRs; for them http is allowed too). Refused by default: loopback, private,
-    link-local (cloud metadata lives there), shared, reserved, multicast and unspecified addresses."""
+    (host names or CIDRs; for them http is allowed too). Refused by default: every special-purpose
+    range of service/address_table.py that is not globally reachable, NAT64, multicast and reserved."""
 
     def __init__(self, allow: Iterable[str] = ()) -> None:
         self.hosts: set[str] = set()
@@ -157,23 +158,19 @@ class AddressPolicy:
 
     def refused(self, host: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
         """Why connecting to `ip` (resolved from `host`) is refused, or None when it is allowed."""
-        if host.lower() in self.hosts or any(ip in n for n in self.networks if n.version == ip.version):
+        mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+        if host.lower() in self.hosts or any(
+            a in n for a in (ip, mapped) if a is not None for n in self.networks if n.version == a.version
+        ):
             return None
-        mapped = getattr(ip, "ipv4_mapped", None) or getattr(ip, "sixtofour", None)
-        checked = mapped or ip
-        if not checked.is_global or checked.is_multicast:
-            return (
-                f"{host} is {ip}, a {_kind(checked)} address: refused (server-side request forgery); "
-                "LEDGER_WEBHOOK_ALLOW can name it"
-            )
-        return None
-
-
-def _kind(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
-    for name in ("loopback", "link_local", "private", "multicast", "unspecified", "reserved"):
-        if getattr(ip, f"is_{name}"):
-            return name.replace("_", "-")
-    return "non-public"
+        special = refusal(ip)
+        if special is None:
+            return None
+        why = f"; {special.why}" if special.why else ""
+        return (
+            f"{host} is {ip}, in {special.network} ({special.name}, {special.rfc}{why}): refused "
+            "(server-side request forgery); LEDGER_WEBHOOK_ALLOW can name it"
+        )
 
 
 # -- raising ----------------------------------------------------------------------------------
@@ -217,17 +214,34 @@ class _Refs(msgspec.Struct):
 _REFS = msgspec.json.Decoder(_Refs)
 
 
-def add_watch(store: Store, spec: WatchSpec) -> tuple[Watch, list[str]]:
-    """Store a watch, cover the works it finds now and raise alerts for the notices they hold already
-    (marked held); returns the watch and the work_ids it covers."""
+class TooManyWatches(Conflict):
+    """A token already holds as many watches in force as one token may."""
+
+    code = "too_many_watches"
+
+
+def add_watch(
+    store: Store, spec: WatchSpec, owner: str | None = None, most: int | None = None
+) -> tuple[Watch, list[str]]:
+    """Store a watch made by `owner` (a token's sha256; None: the operator's), cover the works it finds
+    now and raise alerts for the notices they hold already (marked held); returns the watch and the
+    work_ids it covers. TooManyWatches when `owner` already holds `most` watches."""
     store = store
     tables = store.alerts
     with tables.raising():
+        # counted under the append lock, so two requests at once cannot both take the last place
+        owned = tables.owned(owner) if owner is not None and most is not None else 0
+        if most is not None and owned >= most:
+            raise TooManyWatches(
+                f"this token holds {owned} watches, the most one token may hold (LEDGER_MAX_WATCHES="
+                f"{most}); remove one (DELETE /watches/{{id}}) before making another",
+                details={"limit": most, "watches": owned, "variable": "LEDGER_MAX_WATCHES"},
+            )
         head = store.head()
         if not tables.any_watch():
             tables.advance(head.seq)  # the first watch in force: no event before it raises alerts
         watch = Watch(str(uuid.uuid4()), spec.kind, spec.target, spec.callback_url, spec.secret,
-                      format_recorded(now_us()), head.seq, None)  # fmt: skip
+                      format_recorded(now_us()), head.seq, None, owner)  # fmt: skip
         tables.add_watch(watch, spec.keys)
         covers = _covering_now(store, watch, spec)
         tables.cover(covers)
@@ -474,10 +488,11 @@ def watch_json(watch: Watch, covered: Sequence[str] | None = None) -> dict[str, 
     return out
 
 
-def watch_of(store: Store, watch_id: str) -> Watch:
-    """The watch in force under this id, or NotFound."""
+def watch_of(store: Store, watch_id: str, owner: str | None = None) -> Watch:
+    """The watch in force under this id, or NotFound; given an `owner`, only one that owner made
+    (another's is not found either, so its existence is not confirmed)."""
     w = store.alerts.watch(watch_id)
-    if w is None or w.removed_at is not None:
+    if w is None or w.removed_at is not None or (owner is not None and w.owner != owner):
         raise NotFound(f"no watch {watch_id!r}", details={"watch_id": watch_id})
     return w
 

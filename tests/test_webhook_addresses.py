@@ -1,0 +1,195 @@
+"""Which addresses a webhook may reach (service/address_table.py): every IANA special-purpose range, at
+watch creation over a served API (POST /watches with the address as the callback's host) and at
+delivery (the sender, with the name resolving to the address; it must refuse before connecting)."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from api.webhooks import sender
+from service import address_table as t
+from service.alerts import AddressPolicy
+from tests.api_fixtures import running_server
+
+TOKEN = "address-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+PAPER = "2101.00001"
+IP = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _ends(r: t.Range) -> list[IP]:
+    return [r.network[0], r.network[-1]]
+
+
+def _holder(ip: IP) -> t.Range | None:
+    """The most specific range holding `ip`, found the slow way (every range, not the sorted table)."""
+    holding = [r for r in t.TABLE if r.network.version == ip.version and ip in r.network]
+    return max(holding, key=lambda r: r.network.prefixlen, default=None)
+
+
+def _expected(ip: IP) -> t.Range | None:
+    """The range that should refuse `ip`: an IPv4-mapped address is judged by its IPv4 address."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return _expected(ip.ipv4_mapped)
+    holder = _holder(ip)
+    return holder if holder is not None and holder.refused else None
+
+
+# The cases of the issue, and neighbours just outside refused ranges (public: allowed).
+NAMED_CASES: list[tuple[str, bool, str]] = [
+    ("192.0.0.8", True, "ipv4-dummy-delivery-connected"),
+    ("64:ff9b::a9fe:a9fe", True, "nat64-to-metadata"),
+    ("64:ff9b::808:808", True, "nat64-to-public"),
+    ("64:ff9b:1::a9fe:a9fe", True, "nat64-local-use"),
+    ("::a9fe:a9fe", True, "ipv4-compatible-metadata"),
+    ("::808:808", True, "ipv4-compatible-public"),
+    ("fec0::1", True, "site-local"),
+    ("192.88.99.1", True, "6to4-relay-anycast"),
+    ("2002:a9fe:a9fe::1", True, "6to4-of-metadata"),
+    ("2001:0:a9fe:a9fe::1", True, "teredo"),
+    ("::ffff:169.254.169.254", True, "mapped-metadata"),
+    ("::ffff:8.8.8.8", False, "mapped-public"),
+    ("192.0.0.9", True, "pcp-anycast"),
+    ("240.0.0.1", True, "reserved"),
+    ("239.255.255.255", True, "multicast-last"),
+    ("ff02::1", True, "multicast-v6"),
+    ("5f00::1", True, "srv6"),
+    ("4000::1", True, "outside-2000-3"),
+    ("192.88.98.255", False, "below-6to4-relay"),
+    ("192.88.100.0", False, "above-6to4-relay"),
+    ("100.63.255.255", False, "below-shared"),
+    ("100.128.0.0", False, "above-shared"),
+    ("172.15.255.255", False, "below-private-172"),
+    ("172.32.0.0", False, "above-private-172"),
+    ("198.17.255.255", False, "below-benchmarking"),
+    ("198.20.0.0", False, "above-benchmarking"),
+    ("223.255.255.255", False, "below-multicast"),
+    ("192.31.196.1", False, "as112-reachable"),
+    ("2001:200::1", False, "above-ietf-v6"),
+    ("2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", False, "below-documentation-v6"),
+    ("2001:db9::", False, "above-documentation-v6"),
+    ("2606:4700::1111", False, "public-v6"),
+]
+NAMED = [pytest.param(address, refused, id=name) for address, refused, name in NAMED_CASES]
+
+
+def test_every_range_names_its_rfc_and_every_unreachable_one_is_refused() -> None:
+    for r in t.TABLE:
+        assert r.name and r.rfc.startswith("RFC ") and r.network.network_address == r.network[0]
+        assert r.refused == (r.reachable is not True or bool(r.why)), r
+        assert not (r.reachable is True and r.refused and not r.why), f"{r.network}: refused with no reason"
+    assert len({r.network for r in t.TABLE}) == len(t.TABLE)
+
+
+@pytest.mark.parametrize("r", t.TABLE, ids=[str(r.network) for r in t.TABLE])
+def test_the_policy_decides_each_ranges_ends_by_the_most_specific_range(r: t.Range) -> None:
+    policy = AddressPolicy()
+    for ip in _ends(r):
+        why = policy.refused("hook.example", ip)
+        want = _expected(ip)
+        assert (why is not None) == (want is not None), f"{ip}: {why}"
+        if want is not None:
+            assert why is not None and f"in {want.network} ({want.name}, {want.rfc}" in why
+            assert "server-side request forgery" in why and "LEDGER_WEBHOOK_ALLOW" in why
+    if r.refused:
+        assert policy.refused("hook.example", r.network[-1]) is not None  # its last address is its own
+
+
+@pytest.mark.parametrize(("address", "refused"), NAMED)
+def test_the_named_cases_and_their_neighbours(address: str, refused: bool) -> None:
+    assert (AddressPolicy().refused("hook.example", ipaddress.ip_address(address)) is not None) == refused
+
+
+def test_an_allowed_network_opens_its_ipv4_mapped_form_too() -> None:
+    policy = AddressPolicy(["127.0.0.1"])
+    assert policy.refused("h", ipaddress.ip_address("::ffff:127.0.0.1")) is None
+    assert policy.refused("h", ipaddress.ip_address("::ffff:127.0.0.2")) is not None
+
+
+# -- at watch creation, over HTTP --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client(db_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    """A client of one `ledger serve` for the module (one kept-alive connection)."""
+    directory = tmp_path_factory.mktemp("addresses")
+    db = db_factory(directory)
+    with (
+        running_server(db, env={"LEDGER_TOKENS": TOKEN}, cwd=directory) as s,
+        httpx.Client(base_url=s.base, headers=AUTH, timeout=30) as c,
+    ):
+        yield c
+
+
+def _url(ip: IP) -> str:
+    return f"https://[{ip}]/hook" if ip.version == 6 else f"https://{ip}/hook"
+
+
+def _post(client: httpx.Client, ip: IP) -> httpx.Response:
+    return client.post("/watches", json={"arxiv_id": PAPER, "callback_url": _url(ip)})
+
+
+# each refused end of a range once (a /128's two ends are one address)
+REFUSED_ENDS = list({ip: (r, ip) for r in t.TABLE for ip in _ends(r) if _expected(ip) is not None}.values())
+
+
+@pytest.mark.parametrize(("r", "ip"), REFUSED_ENDS, ids=[f"{r.network}-{ip}" for r, ip in REFUSED_ENDS])
+def test_a_watch_with_a_refused_callback_is_a_422_naming_it_and_nothing_is_stored(
+    client: httpx.Client, r: t.Range, ip: IP
+) -> None:
+    answer = _post(client, ip)
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    want = _expected(ip)
+    assert want is not None and error["details"]["where"] == "callback_url"
+    assert f"in {want.network} ({want.name}" in error["message"] and "forgery" in error["message"]
+    assert client.get("/watches").json()["watches"] == []
+
+
+@pytest.mark.parametrize("address", [pytest.param(a, id=name) for a, refused, name in NAMED_CASES if refused])
+def test_the_named_cases_are_refused_at_creation(client: httpx.Client, address: str) -> None:
+    answer = _post(client, ipaddress.ip_address(address))
+    assert answer.status_code == 422 and "callback_url" in answer.json()["error"]["message"], answer.text
+
+
+# -- at delivery: the name resolves to the address ----------------------------------------------
+
+
+@pytest.fixture
+def resolving(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make every name resolve to the address put in the list it returns; any socket made fails the
+    test (the sender must refuse before connecting, and no traffic may leave this machine)."""
+    answer: list[str] = []
+
+    def getaddrinfo(host: str, port: int, *args: Any, **kw: Any) -> list[Any]:
+        ip = ipaddress.ip_address(answer[0])
+        family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+        where = (str(ip), port, 0, 0) if ip.version == 6 else (str(ip), port)
+        return [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", where)]
+
+    def no_socket(*args: Any, **kw: Any) -> None:
+        raise AssertionError("the sender opened a socket to a refused address")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket, "socket", no_socket)
+    return answer
+
+
+NAMED_REFUSED = [ipaddress.ip_address(a) for a, refused, _ in NAMED_CASES if refused]
+DELIVERY = [*REFUSED_ENDS, *((_holder(ip), ip) for ip in NAMED_REFUSED)]
+
+
+@pytest.mark.parametrize(("r", "ip"), DELIVERY, ids=[str(ip) for _, ip in DELIVERY])
+def test_delivery_refuses_a_name_resolving_to_a_refused_address_before_connecting(
+    resolving: list[str], r: t.Range | None, ip: IP
+) -> None:
+    resolving.append(str(ip))
+    sent = sender(AddressPolicy())("https://hook.example/h", b"{}", {})
+    assert sent.status is None and sent.address is None
+    assert sent.error is not None and f"hook.example is {ip}" in sent.error and "forgery" in sent.error
