@@ -10,12 +10,18 @@ import http.server
 import ipaddress
 import json
 import random
+import ssl
 import threading
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta, tzinfo
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from hypothesis import given
 from hypothesis import strategies as st
 from standardwebhooks import Webhook
@@ -414,3 +420,62 @@ def test_a_secret_is_its_whsec_key_or_else_its_utf8_bytes(secret: str) -> None:
         assert Webhook(secret)._whsecret == key  # what the library makes of the same string
     else:
         assert key == secret.encode()
+
+
+def _certificate(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for `name` and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_file, key_file
+
+
+@pytest.mark.parametrize(("served", "verified"), [("hooks.test", True), ("other.test", False)])
+def test_https_goes_to_the_checked_address_with_the_names_host_sni_and_certificate(
+    tmp_path: Path, served: str, verified: bool
+) -> None:
+    """The URL's name is resolved (here by an injected resolver) and checked; the socket goes to that
+    address, and TLS is held to the name: SNI and the certificate check say hooks.test."""
+    cert_file, key_file = _certificate(tmp_path, served)
+    r = _Receiver([])
+    names: list[str | None] = []
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert_file, key_file)
+    tls.sni_callback = lambda _sock, name, _ctx: names.append(name)  # type: ignore[assignment,misc,func-returns-value]
+    r.server.socket = tls.wrap_socket(r.server.socket, server_side=True)
+    port = r.server.server_address[1]
+    try:
+        send = sender(
+            al.AddressPolicy(["hooks.test"]),
+            5.0,
+            lambda host, _: ["127.0.0.1"] if host == "hooks.test" else [],
+        )
+        send.context = ssl.create_default_context(cafile=str(cert_file))
+        sent = _post(send, f"https://hooks.test:{port}/hook", b'{"a":1}')
+    finally:
+        r.close()
+    assert names and set(names) == {"hooks.test"}
+    if verified:
+        assert sent == wh.Sent(200, "127.0.0.1", None)
+        assert r.got[0][0]["host"] == f"hooks.test:{port}"
+    else:
+        assert sent.status is None and "CERTIFICATE_VERIFY_FAILED" in (sent.error or "") and r.got == []
