@@ -1,21 +1,22 @@
 """The server's alerting as background work of the app: one thread raises the alerts of new events
 (woken by this process's commits, and every few seconds for appends made elsewhere: other workers, the
-CLI), one delivers the outbox to the watches' callbacks (woken by new alerts, else when the next
-retry is due). Neither runs on a read-only server; both stop between two rounds on shutdown."""
+CLI), one runs an event loop that delivers the outbox to the watches' callbacks, each watch on its own
+(woken by new alerts, by an attempt ending, else when the next retry is due). Neither runs on a
+read-only server; both stop between two rounds on shutdown."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
 
 from starlette.applications import Starlette
 
-from ledger.instants import now_us
 from service.alerts import AddressPolicy, raise_new
 from service.ledger import Ledger
-from service.webhooks import deliver_due
+from service.webhooks import DEADLINE_S, Deliverer
 
 from . import metrics
 from .webhooks import sender
@@ -23,8 +24,22 @@ from .webhooks import sender
 log = logging.getLogger("api.alerting")
 
 POLL_S = 2.0  # a look at the head for appends this process did not make
-IDLE_S = 30.0  # the longest the deliverer sleeps with nothing due
 STOP_TIMEOUT_S = 15.0
+
+
+class _Wake:
+    """Wakes the deliverer's event loop from any thread (a threading.Event cannot be awaited)."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.event: asyncio.Event | None = None
+
+    def set(self) -> None:
+        """Wake the deliverer (nothing to do before its loop runs: it looks at the outbox first)."""
+        loop, event = self.loop, self.event
+        if loop is not None and event is not None:
+            with contextlib.suppress(RuntimeError):  # its loop has closed: the deliverer has stopped
+                loop.call_soon_threadsafe(event.set)
 
 
 class Alerting:
@@ -36,14 +51,16 @@ class Alerting:
         backoff: float,
         allow: tuple[str, ...],
         on_result: Callable[[str], None] | None = None,
+        deadline: float = DEADLINE_S,
     ) -> None:
         self.ledger = ledger
         self.backoff = backoff
         self.on_result = on_result
-        self.send = sender(AddressPolicy(allow))
+        self.deadline = deadline
+        self.send = sender(AddressPolicy(allow), deadline)
         self.stop = threading.Event()
         self.raise_wake = threading.Event()
-        self.deliver_wake = threading.Event()
+        self.deliver_wake = _Wake()
         self.threads = [
             threading.Thread(target=self._raising, name="ledger-alerts", daemon=True),
             threading.Thread(target=self._delivering, name="ledger-webhooks", daemon=True),
@@ -65,22 +82,17 @@ class Alerting:
         self.ledger.store.close()
 
     def _delivering(self) -> None:
-        while not self.stop.is_set():
-            try:
-                store = self.ledger.store
-                while (
-                    deliver_due(store, self.send, self.backoff, on_result=self.on_result)
-                    and not self.stop.is_set()
-                ):
-                    pass
-                due = self.ledger.store.alerts.next_due_us()
-            except Exception:
-                log.exception("delivering webhooks failed")
-                due = None
-            wait = IDLE_S if due is None else min(IDLE_S, max(0.0, (due - now_us()) / 1e6))
-            self.deliver_wake.wait(wait)
-            self.deliver_wake.clear()
-        self.ledger.store.close()
+        try:
+            asyncio.run(self._deliver())
+        finally:
+            self.ledger.store.close()
+
+    async def _deliver(self) -> None:
+        wake = asyncio.Event()
+        self.deliver_wake.loop, self.deliver_wake.event = asyncio.get_running_loop(), wake
+        deliverer = Deliverer(self.ledger.store, self.send, self.backoff, self.deadline,
+                              on_result=self.on_result)  # fmt: skip
+        await deliverer.run(wake, self.stop.is_set)
 
 
 async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
@@ -97,6 +109,7 @@ async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
         settings.webhook_backoff,
         settings.webhook_allow,
         metrics.webhook_delivery if settings.counting else None,
+        settings.webhook_timeout,
     )
     app.state.ledger.on_commit(alerting.committed)
     app.state.alerting = alerting

@@ -19,6 +19,7 @@ DEFAULT_SSE_BUFFER = 1024 * 1024
 DEFAULT_SCRUB_INTERVAL = 86_400.0
 DEFAULT_WEBHOOK_BACKOFF = 10.0
 DEFAULT_MAX_WATCHES = 1000
+DEFAULT_WEBHOOK_TIMEOUT = 10.0
 
 # The variables `ledger serve` exports before uvicorn starts its workers.
 ENV_DB = "LEDGER_DB"
@@ -44,6 +45,7 @@ ENV_CHECKPOINT_INTERVAL = "LEDGER_CHECKPOINT_INTERVAL"
 ENV_WEBHOOK_BACKOFF = "LEDGER_WEBHOOK_BACKOFF"
 ENV_WEBHOOK_ALLOW = "LEDGER_WEBHOOK_ALLOW"
 ENV_MAX_WATCHES = "LEDGER_MAX_WATCHES"
+ENV_WEBHOOK_TIMEOUT = "LEDGER_WEBHOOK_TIMEOUT"
 ENV_METRICS = "LEDGER_METRICS"
 ENV_LOG_FORMAT = "LEDGER_LOG_FORMAT"
 
@@ -99,6 +101,8 @@ class Settings:
     webhook_allow: tuple[str, ...] = ()
     # Watches in force one token may hold (POST /watches past it: 409); the CLI's are not counted.
     max_watches: int = DEFAULT_MAX_WATCHES
+    # Seconds one webhook attempt may take in all (resolving, connecting, sending, the answer).
+    webhook_timeout: float = DEFAULT_WEBHOOK_TIMEOUT
     # GET /metrics: "on" (open), "token" (a configured bearer token), "off" (not served, nothing counted)
     metrics: str = "on"
     # "text": uvicorn's own lines; "json": one JSON object per line, every request and append with its id
@@ -170,6 +174,9 @@ class Settings:
             webhook_allow=tuple(a for a in env.get(ENV_WEBHOOK_ALLOW, "").replace(",", " ").split() if a),
             max_watches=_positive_int(
                 env.get(ENV_MAX_WATCHES), DEFAULT_MAX_WATCHES, ENV_MAX_WATCHES, "watches"
+            ),
+            webhook_timeout=_positive_float(
+                env.get(ENV_WEBHOOK_TIMEOUT), DEFAULT_WEBHOOK_TIMEOUT, ENV_WEBHOOK_TIMEOUT
             ),
             metrics=_choice(env.get(ENV_METRICS), METRICS_MODES, ENV_METRICS),
             log_format=_choice(env.get(ENV_LOG_FORMAT), LOG_FORMATS, ENV_LOG_FORMAT),

@@ -60,7 +60,8 @@ def _json(value: Any, status: int = 200) -> Response:
 )
 async def post_watch(request: Request) -> Response:
     """`{"arxiv_id": ...}` or `{"works": ["doi:...", "arxiv:..."]}`, optionally `callback_url` (https)
-    and `secret` (webhooks signed with it): 201 with the watch and the works it covers now."""
+    and `secret` (webhooks signed with it; made when not given): 201 with the watch, the works it
+    covers now and, this once, the secret the server made."""
     owner = _auth(request)
     settings = settings_of(request)
     limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
@@ -75,7 +76,7 @@ async def post_watch(request: Request) -> Response:
             limiter.charge(owner, 1)  # a write, as one event; a refused one costs the attempt too
     if getattr(request.app.state, "alerting", None) is not None:
         request.app.state.alerting.deliver_wake.set()  # its held alerts are due now
-    return _json(al.watch_json(watch, covered), 201)
+    return _json(al.watch_json(watch, covered, spec.secret_made), 201)
 
 
 @router.get("/watches", summary="The watches in force", responses=docs.responses(200, *_ERRORS))

@@ -39,7 +39,9 @@ def watch() -> None:
     "--work", "works", multiple=True, help="Watch this work: doi:10.1000/x or arxiv:2401.00001 (repeat)."
 )
 @click.option("--callback", "callback_url", help="POST each alert to this https URL (a webhook).")
-@click.option("--secret", help="Sign each webhook with HMAC-SHA256 under this secret.")
+@click.option(
+    "--secret", help="Sign each webhook under this secret (whsec_...; one is made and printed if not given)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the watch as JSON.")
 @db_option
 def watch_add(
@@ -59,14 +61,17 @@ def watch_add(
             body[key] = value
     allow = os.environ.get(_ALLOW, "").replace(",", " ").split()
     ledger = Ledger(db)
-    made, covered = al.add_watch(ledger.store, al.parse_watch(body, allow))
+    spec = al.parse_watch(body, allow)
+    made, covered = al.add_watch(ledger.store, spec)
     if as_json:
-        click.echo(canonical(al.watch_json(made, covered)).decode())
+        click.echo(canonical(al.watch_json(made, covered, spec.secret_made)).decode())
         return
     raised = len(ledger.store.alerts.alerts(made.id, 0, 10_000))
     click.echo(
         f"watch {made.id}: {made.kind} {_target(made)}; {len(covered)} work(s) covered, {raised} alert(s)"
     )
+    if spec.secret_made and made.secret is not None:
+        click.echo(f"webhook secret (shown this once): {made.secret}")
 
 
 def _target(w: al.Watch) -> str:

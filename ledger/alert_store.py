@@ -275,16 +275,19 @@ class AlertTables:
 
     # -- the outbox ----------------------------------------------------------------------
 
-    def take_due(self, now_us: int, lease_us: int, limit: int = 16) -> list[Due]:
-        """Outbox entries due now and not held by another deliverer, leased to this one until
+    def take_due(self, now_us: int, lease_us: int, limit: int = 16, busy: Sequence[str] = ()) -> list[Due]:
+        """Outbox entries due now and not held by another deliverer, the first of each watch not in
+        `busy` (so one watch's backlog never fills a batch), leased to this one until
         `now_us + lease_us` (inside `updating`)."""
+        d = self.store.dialect
         rows = self._q(
             "SELECT o.alert_n, o.watch_id, o.attempts, o.first_us, a.body, a.id, w.callback_url, w.secret "
-            "FROM outbox AS o JOIN alerts AS a ON a.n = o.alert_n JOIN watches AS w ON w.id = o.watch_id "
-            f"WHERE o.state = '{PENDING}' AND o.next_us <= ? AND o.lease_us <= ? "
-            "ORDER BY o.next_us, o.alert_n "
-            "LIMIT ?",
-            (now_us, now_us, limit),
+            "FROM (SELECT alert_n, watch_id, attempts, first_us, next_us, "
+            "row_number() OVER (PARTITION BY watch_id ORDER BY next_us, alert_n) AS k FROM outbox "
+            f"WHERE state = '{PENDING}' AND next_us <= ? AND lease_us <= ? AND NOT ({d.any_of('watch_id')})"
+            ") AS o JOIN alerts AS a ON a.n = o.alert_n JOIN watches AS w ON w.id = o.watch_id "
+            "WHERE o.k = 1 ORDER BY o.next_us, o.alert_n LIMIT ?",
+            (now_us, now_us, d.bind_list(sorted(set(busy))), limit),
         ).fetchall()
         if rows:
             self.store._many(

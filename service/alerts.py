@@ -33,6 +33,8 @@ from ledger.works_store import current_works, displayed
 from projections.record import observations
 from service.address_table import refusal
 
+from .webhooks import SECRET_PREFIX, new_secret, whsec_key
+
 if TYPE_CHECKING:
     from ledger.facts import CheckRow
     from ledger.interface import Store
@@ -55,6 +57,7 @@ class WatchSpec(NamedTuple):
     keys: list[str]  # what finds it: "p:<arXiv id>" or the works index keys of its works
     callback_url: str | None
     secret: str | None
+    secret_made: bool = False  # made here (none was given): told once, in the answer that makes the watch
 
 
 def parse_watch(body: Any, allow: Iterable[str] = ()) -> WatchSpec:
@@ -74,18 +77,23 @@ def parse_watch(body: Any, allow: Iterable[str] = ()) -> WatchSpec:
         raise InvalidEvent("secret", f"a string of 1 to {MAX_SECRET} characters")
     if secret is not None and callback is None:
         raise InvalidEvent("secret", "a secret signs webhooks: give a callback_url with it")
+    if secret is not None and secret.startswith(SECRET_PREFIX) and whsec_key(secret) is None:
+        raise InvalidEvent("secret", "a whsec_ secret is whsec_ and the base64 of its key")
+    made = secret is None and callback is not None
+    if made:
+        secret = new_secret()  # every webhook is signed
     if "arxiv_id" in body:
         if not isinstance(body["arxiv_id"], str):
             raise InvalidEvent("arxiv_id", "an arXiv id, a string: NNNN.NNNNN or archive/NNNNNNN")
         arxiv_id = normalise_arxiv(body["arxiv_id"], "arxiv_id")  # as pasted: arXiv:...v1, a URL, a DOI
-        return WatchSpec(PAPER, arxiv_id, [f"p:{arxiv_id}"], callback, secret)
+        return WatchSpec(PAPER, arxiv_id, [f"p:{arxiv_id}"], callback, secret, made)
     works = body["works"]
     if not isinstance(works, list) or not 0 < len(works) <= MAX_WORKS:
         raise InvalidEvent("works", f"a list of 1 to {MAX_WORKS} works (doi:... or arxiv:...)")
     keys: list[str] = []
     for i, w in enumerate(works):
         keys.append(work_index_key(_work_key(w, f"works[{i}]")))
-    return WatchSpec(WORKS, canonical(works).decode(), sorted(set(keys)), callback, secret)
+    return WatchSpec(WORKS, canonical(works).decode(), sorted(set(keys)), callback, secret, made)
 
 
 def _work_key(w: Any, where: str) -> str:
@@ -472,8 +480,9 @@ def _target(watch: Watch) -> Any:
     return watch.target if watch.kind == PAPER else msgspec.json.decode(watch.target)
 
 
-def watch_json(watch: Watch, covered: Sequence[str] | None = None) -> dict[str, Any]:
-    """A watch as the API answers it (never its secret)."""
+def watch_json(watch: Watch, covered: Sequence[str] | None = None, made: bool = False) -> dict[str, Any]:
+    """A watch as the API answers it: the secret the server `made` for it only in the answer that made
+    it, never after (nor one the caller gave)."""
     out: dict[str, Any] = {
         "id": watch.id,
         "kind": watch.kind,
@@ -485,6 +494,8 @@ def watch_json(watch: Watch, covered: Sequence[str] | None = None) -> dict[str, 
     }
     if covered is not None:
         out["works_covered"] = list(covered)
+    if made and watch.secret is not None:
+        out["secret"] = watch.secret
     return out
 
 

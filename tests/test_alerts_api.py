@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -75,6 +76,8 @@ def test_every_watch_route_needs_the_token(sampled: TestClient, method: str, pat
                      id="private-callback"),
         pytest.param(b'{"arxiv_id": "2101.00001", "arxiv_id": "2101.00002"}', "arxiv_id",
                      id="repeated-key"),
+        pytest.param(b'{"arxiv_id": "2101.00001", "callback_url": "https://h.x/a", "secret": "whsec_!"}',
+                     "secret", id="whsec-not-base64"),
     ],
 )  # fmt: skip
 def test_a_bad_watch_is_a_422_naming_the_field_and_nothing_is_stored(
@@ -170,3 +173,17 @@ def test_deliveries_are_listed_per_watch(sampled: TestClient) -> None:
     got = sampled.get(f"/watches/{made['id']}/deliveries", headers=AUTH).json()["deliveries"]
     assert [(d["attempt"], d["status"], d["error"]) for d in got] == [(1, None, "connection refused")]
     assert got[0]["next_at"] is not None
+
+
+def test_a_secret_is_made_for_a_callback_given_none_and_told_only_at_creation(sampled: TestClient) -> None:
+    made = _watch(sampled, {"arxiv_id": CITING, "callback_url": "https://hooks.example/a"})
+    secret = made["secret"]
+    assert made["signed"] is True and secret.startswith("whsec_")
+    assert len(base64.b64decode(secret.removeprefix("whsec_"), validate=True)) == 24
+    assert (
+        _watch(sampled, {"arxiv_id": CITING, "callback_url": "https://hooks.example/b"})["secret"] != secret
+    )
+    assert "secret" not in _watch(sampled, {"arxiv_id": CITING})  # no callback: nothing to sign
+    one = sampled.get(f"/watches/{made['id']}", headers=AUTH)
+    listed = sampled.get("/watches", headers=AUTH)
+    assert secret not in one.text and secret not in listed.text and one.json()["signed"] is True

@@ -3,6 +3,7 @@ its alerts one a line or as NDJSON, every watch's alerts with no id, and the ref
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -84,3 +85,19 @@ def test_refusals_exit_1_naming_what_is_wrong(db: str, args: list[str], message:
     assert refused.exit_code == 1, refused.output
     assert message in refused.output
     assert _run(db, "watch", "list").stdout == ""
+
+
+def test_watch_add_prints_the_secret_it_made_once(db: str) -> None:
+    made = _run(db, "watch", "add", "--paper", CITING, "--callback", "https://hooks.example/a")
+    assert made.exit_code == 0, made.output
+    (secret,) = [line.rsplit(": ", 1)[1] for line in made.stdout.splitlines() if "secret" in line]
+    assert secret.startswith("whsec_") and len(base64.b64decode(secret.removeprefix("whsec_"))) == 24
+    as_json = _run(
+        db, "watch", "add", "--work", "doi:10.1000/x", "--callback", "https://hooks.example/b", "--json"
+    )
+    assert json.loads(as_json.stdout)["secret"].startswith("whsec_")
+    given = _run(
+        db, "watch", "add", "--paper", CITING, "--callback", "https://hooks.example/c", "--secret", "s"
+    )
+    assert given.exit_code == 0 and "secret" not in given.stdout  # the caller's own is not echoed
+    assert secret not in _run(db, "watch", "list").stdout

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import httpx
+from standardwebhooks import Webhook
 
 from service import webhooks as wh
 from tests.api_fixtures import running_server
@@ -36,6 +39,7 @@ def _until(what: Callable[[], bool], seconds: float = 60.0) -> None:
 def _check_signed(receiver: _Receiver) -> None:
     for headers, body in receiver.got:
         assert headers["ledger-signature"] == wh.signature(SECRET, body)
+        assert Webhook(SECRET.encode()).verify(body, headers)["id"] == headers["webhook-id"]
         assert headers["ledger-alert-id"] == json.loads(body)["id"]
         assert headers["content-type"] == "application/json"
 
@@ -103,4 +107,133 @@ def test_an_alert_raised_before_a_sigkill_is_delivered_after_the_restart(new_db:
         _check_signed(receiver)
     finally:
         hold.set()
+        receiver.close()
+
+
+class _Trickler:
+    """A receiver that reads each request whole, then sends its answer one byte every `pace` seconds."""
+
+    ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+
+    def __init__(self, pace: float = 1.0) -> None:
+        self.pace = pace
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}/slow"
+        self.requests = 0
+        self.finished = threading.Event()  # one whole answer was sent
+        self.closing = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.closing.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(10)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            head, body = data.split(b"\r\n\r\n", 1)
+            length = next(int(v) for k, _, v in (x.partition(b":") for x in head.split(b"\r\n"))
+                          if k.strip().lower() == b"content-length")  # fmt: skip
+            while len(body) < length:
+                body += conn.recv(65536)
+            self.requests += 1
+            for byte in self.ANSWER:
+                if self.closing.wait(self.pace):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:  # the deliverer gave up on it
+                    return
+            self.finished.set()
+
+    def close(self) -> None:
+        self.closing.set()
+        self.server.close()
+
+
+def _watch(base: str, callback: str) -> dict[str, Any]:
+    made = httpx.post(
+        f"{base}/watches", headers=AUTH, timeout=30, json={"arxiv_id": CITING, "callback_url": callback}
+    )
+    assert made.status_code == 201, made.text
+    body: dict[str, Any] = made.json()
+    return body
+
+
+def _ingest(base: str) -> None:
+    done = httpx.post(f"{base}/ingest/retraction-watch", params={"observed_at": T_INGEST}, content=RW,
+                      headers={**AUTH, "Content-Type": "text/csv"}, timeout=30)  # fmt: skip
+    assert done.status_code == 201, done.text
+
+
+def _tries(base: str, watch_id: str) -> list[dict[str, Any]]:
+    tries: list[dict[str, Any]] = httpx.get(f"{base}/watches/{watch_id}/deliveries", headers=AUTH).json()[
+        "deliveries"
+    ]
+    return tries
+
+
+def _verified(receiver: _Receiver, secret: str) -> set[str]:
+    """The alert ids the receiver got, each verified as a Standard Webhooks receiver does."""
+    return {Webhook(secret).verify(body, headers)["id"] for headers, body in receiver.got}
+
+
+def test_a_callback_host_that_breaks_the_resolver_is_settled_and_the_others_delivered(new_db: NewDb) -> None:
+    """getaddrinfo raises UnicodeError (not an OSError) for a host with a 64-character label."""
+    db = new_db("unicode.db")
+    sample_ledger(db).close()
+    receiver = _Receiver([])
+    try:
+        with running_server(db, env=ENV, args=["--no-samples"]) as server:
+            bad = _watch(
+                server.base, f"https://{'a' * 64}.example/hook"
+            )  # made first: its alerts are due first
+            good = _watch(server.base, receiver.url)
+            assert good["secret"].startswith("whsec_") and "secret" not in _tries(server.base, good["id"])
+            _ingest(server.base)
+            _until(lambda: len(receiver.got) >= 7, 30)
+            _until(lambda: len(_tries(server.base, bad["id"])) >= 1)
+            failed = _tries(server.base, bad["id"])[0]
+            listed = httpx.get(f"{server.base}/watches", headers=AUTH).json()["watches"]
+        assert failed["status"] is None and failed["next_at"] is not None
+        assert failed["error"].startswith(f"cannot resolve {'a' * 64}.example: UnicodeError")
+        assert len(_verified(receiver, good["secret"])) == 7
+        assert {w["id"] for w in listed} == {bad["id"], good["id"]} and all("secret" not in w for w in listed)
+    finally:
+        receiver.close()
+
+
+def test_a_receiver_trickling_its_answer_is_abandoned_at_the_deadline_and_delays_no_other(
+    new_db: NewDb,
+) -> None:
+    db = new_db("trickle.db")
+    sample_ledger(db).close()
+    slow, receiver = _Trickler(pace=1.0), _Receiver([])
+    try:
+        with running_server(
+            db, env={**ENV, "LEDGER_WEBHOOK_TIMEOUT": "1.5"}, args=["--no-samples"]
+        ) as server:
+            trickled = _watch(server.base, slow.url)  # made first: its alerts are due first
+            good = _watch(server.base, receiver.url)
+            _ingest(server.base)
+            _until(lambda: len(receiver.got) >= 7, 30)
+            assert not slow.finished.is_set()  # all seven arrived while the slow answer was still coming
+            _until(lambda: len(_tries(server.base, trickled["id"])) >= 1)
+            assert not slow.finished.is_set()  # abandoned: the answer is 38 bytes at one a second
+            cut = _tries(server.base, trickled["id"])[0]
+        assert cut["status"] is None and cut["error"] == "no whole answer within 1.5 s: abandoned"
+        assert cut["next_at"] is not None and slow.requests >= 1
+        assert len(_verified(receiver, good["secret"])) == 7
+    finally:
+        slow.close()
         receiver.close()

@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import hashlib
 import hmac
 import http.server
 import ipaddress
 import json
 import random
+import ssl
 import threading
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta, tzinfo
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from hypothesis import given
+from hypothesis import strategies as st
+from standardwebhooks import Webhook
+from standardwebhooks.webhooks import WebhookVerificationError
 
 from api.webhooks import sender
 from ledger.alert_store import DELIVERED, GAVE_UP, PENDING
+from ledger.errors import InvalidEvent
 from ledger.instants import now_us
 from service import alerts as al
 from service import webhooks as wh
@@ -112,6 +126,17 @@ class _Receiver:
         self.server.server_close()
 
 
+def _post(send: wh.Send, url: str, body: bytes = b"{}", headers: Mapping[str, str] | None = None) -> wh.Sent:
+    """One POST by an async Send, from this (synchronous) test."""
+
+    async def post() -> wh.Sent:
+        sent = send(url, body, headers or {})
+        assert not isinstance(sent, wh.Sent)
+        return await sent
+
+    return asyncio.run(post())
+
+
 @pytest.fixture
 def receiver() -> Iterator[_Receiver]:
     r = _Receiver([])
@@ -120,26 +145,26 @@ def receiver() -> Iterator[_Receiver]:
 
 
 def test_the_sender_refuses_loopback_unless_allowed_and_then_posts(receiver: _Receiver) -> None:
-    refused = sender(al.AddressPolicy())(receiver.url.replace("http:", "https:"), b"{}", {})
+    refused = _post(sender(al.AddressPolicy()), receiver.url.replace("http:", "https:"))
     assert refused.status is None and "loopback" in (refused.error or "") and receiver.got == []
-    by_name = sender(al.AddressPolicy())(
-        receiver.url.replace("127.0.0.1", "localhost").replace("http:", "https:"), b"{}", {}
+    by_name = _post(
+        sender(al.AddressPolicy()), receiver.url.replace("127.0.0.1", "localhost").replace("http:", "https:")
     )
     assert by_name.status is None and "loopback" in (by_name.error or "")  # the name resolves to it
-    ok = sender(al.AddressPolicy(["127.0.0.1"]))(receiver.url, b'{"a":1}', {"X-Test": "1"})
+    ok = _post(sender(al.AddressPolicy(["127.0.0.1"])), receiver.url, b'{"a":1}', {"X-Test": "1"})
     assert ok == wh.Sent(200, "127.0.0.1", None)
     headers, body = receiver.got[0]
     assert body == b'{"a":1}' and headers["x-test"] == "1" and headers["host"].startswith("127.0.0.1:")
 
 
 def test_http_is_refused_for_a_host_not_named(receiver: _Receiver) -> None:
-    sent = sender(al.AddressPolicy(["10.0.0.0/8"]))(receiver.url, b"{}", {})
+    sent = _post(sender(al.AddressPolicy(["10.0.0.0/8"])), receiver.url)
     assert sent.status is None and "http only" in (sent.error or "") and receiver.got == []
 
 
 def test_a_redirect_is_not_followed(receiver: _Receiver) -> None:
     receiver.statuses = [302]
-    sent = sender(al.AddressPolicy(["127.0.0.1"]))(receiver.url, b"{}", {})
+    sent = _post(sender(al.AddressPolicy(["127.0.0.1"])), receiver.url)
     assert sent.status == 302 and len(receiver.got) == 1
 
 
@@ -161,7 +186,10 @@ def _watched(new_db: NewDb, secret: str | None = "s3cret") -> tuple[Ledger, al.W
     body: dict[str, Any] = {"works": ["arxiv:2310.04610"], "callback_url": "https://hooks.example/alerts"}
     if secret:
         body["secret"] = secret
-    watch, _ = al.add_watch(ledger.store, al.parse_watch(body))
+    spec = al.parse_watch(body)
+    if secret is None:  # as a watch stored before every webhook was signed
+        spec = spec._replace(secret=None)
+    watch, _ = al.add_watch(ledger.store, spec)
     ingest(ledger, "retraction-watch", RW, T_INGEST)
     return ledger, watch
 
@@ -192,11 +220,15 @@ def test_an_alert_is_retried_until_delivered_with_the_same_id_and_a_valid_signat
     assert wh.deliver_due(ledger.store, script, 10.0) == 0
 
 
-def test_an_unsigned_watch_sends_no_signature(new_db: NewDb) -> None:
+def test_a_watch_stored_without_a_secret_sends_no_signature(new_db: NewDb) -> None:
     ledger, _ = _watched(new_db, secret=None)
     script = _Script([])
     wh.deliver_due(ledger.store, script)
-    assert script.calls and wh.SIGNATURE not in script.calls[0][2]
+    assert (
+        script.calls
+        and wh.SIGNATURE not in script.calls[0][2]
+        and wh.WEBHOOK_SIGNATURE not in script.calls[0][2]
+    )
 
 
 def test_delivery_gives_up_24_hours_after_the_first_attempt(
@@ -235,3 +267,215 @@ def test_delivered_and_pending_states_are_what_the_outbox_says(new_db: NewDb) ->
     wh.deliver_due(ledger.store, _Script([]))
     assert [s[0] for s in ledger.store.alerts._q("SELECT state FROM outbox").fetchall()] == [DELIVERED]
     assert CITING  # the sample's citing paper is what the watch's work is cited by
+
+
+# -- one watch does not stall the others ------------------------------------------------------------
+
+
+def _two_watches(new_db: NewDb, bad_url: str, good_url: str) -> tuple[Ledger, al.Watch, al.Watch]:
+    """The sample ledger with a watch on a bad callback made first (its alert is due first) and one on
+    a good callback, both told of the same notice."""
+    ledger = sample_ledger(new_db("w.db"))
+    made = []
+    for url in (bad_url, good_url):
+        body = {"works": ["arxiv:2310.04610"], "callback_url": url}
+        made.append(al.add_watch(ledger.store, al.parse_watch(body, ["127.0.0.1"]))[0])
+    ingest(ledger, "retraction-watch", RW, T_INGEST)
+    return ledger, made[0], made[1]
+
+
+def test_a_name_whose_resolution_hangs_is_abandoned_at_the_deadline(
+    new_db: NewDb, receiver: _Receiver
+) -> None:
+    ledger, hung, healthy = _two_watches(new_db, "https://hangs.example/hook", receiver.url)
+    release = threading.Event()
+
+    def resolve(host: str, port: int) -> list[str]:
+        if host == "hangs.example":  # a resolver that never answers (getaddrinfo cannot be cancelled)
+            release.wait(30)
+            raise OSError("released by the test")
+        return [host]
+
+    send = sender(al.AddressPolicy(["127.0.0.1"]), 0.5, resolve)
+    try:
+        assert wh.deliver_due(ledger.store, send, deadline_s=0.5) == 2
+    finally:
+        release.set()
+    (stuck,) = ledger.store.alerts.deliveries(hung.id)
+    assert stuck.status is None and stuck.next_at is not None
+    assert stuck.error == "no whole answer within 0.5 s: abandoned"
+    (ok,) = ledger.store.alerts.deliveries(healthy.id)
+    assert ok.status == 200 and len(receiver.got) == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        UnicodeError("label too long"),  # what getaddrinfo raises for a 64-character label
+        RuntimeError("a bug in the sender"),
+        ValueError("not an address"),
+    ],
+)
+def test_whatever_a_send_raises_the_attempt_is_settled_as_failed(new_db: NewDb, error: Exception) -> None:
+    ledger, watch = _watched(new_db)
+
+    def send(url: str, body: bytes, headers: Mapping[str, str]) -> wh.Sent:
+        raise error
+
+    results: list[str] = []
+    assert wh.deliver_due(ledger.store, send, on_result=results.append) == 1
+    (tried,) = ledger.store.alerts.deliveries(watch.id)
+    assert results == [wh.FAILED] and tried.status is None and tried.next_at is not None
+    assert tried.error == f"{type(error).__name__}: {error}"
+    assert wh.deliver_due(ledger.store, send) == 0  # settled: not leased again before its retry is due
+
+
+def test_one_watch_in_flight_does_not_hold_another_watchs_backlog(new_db: NewDb) -> None:
+    ledger, slow, fast = _two_watches(new_db, "https://slow.example/a", "https://fast.example/b")
+    ingest(ledger, "retraction-watch", RW, T_INGEST)  # nothing new: still one alert each
+    tables = ledger.store.alerts
+    with tables.updating():
+        taken = tables.take_due(now_us(), 10**6, 16)
+    assert sorted(d.watch_id for d in taken) == sorted([slow.id, fast.id])  # one entry per watch
+    with tables.updating():
+        assert tables.take_due(now_us(), 10**6, 16, busy=[slow.id, fast.id]) == []
+
+
+# -- Standard Webhooks ---------------------------------------------------------------------------
+
+SPEC_EXAMPLE = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # the secret of the specification's own example
+
+
+@pytest.mark.parametrize(
+    ("secret", "receiver_key"),
+    [
+        pytest.param("made", None, id="made-by-the-server"),
+        pytest.param(SPEC_EXAMPLE, SPEC_EXAMPLE, id="whsec-given"),
+        pytest.param("s3cret", b"s3cret", id="old-plain-secret-as-its-utf8-bytes"),
+    ],
+)
+def test_a_delivery_verifies_with_standard_webhooks_a_retry_is_signed_afresh_and_a_replay_is_refused(
+    new_db: NewDb, monkeypatch: pytest.MonkeyPatch, secret: str, receiver_key: str | bytes | None
+) -> None:
+    if secret == "made":
+        secret = wh.new_secret()
+        receiver_key = secret
+        assert len(base64.b64decode(secret.removeprefix("whsec_"))) == 24
+    assert receiver_key is not None
+    ledger, _ = _watched(new_db, secret)
+    clock = [now_us() - 120 * 10**6]  # the first attempt two minutes ago, within the 5 minutes allowed
+    monkeypatch.setattr("service.webhooks.now_us", lambda: clock[0])
+    script = _Script([500, 200])
+    _due_now(ledger)
+    wh.deliver_due(ledger.store, script, 10.0, random.Random(3))
+    _due_now(ledger)
+    clock[0] = now_us()
+    wh.deliver_due(ledger.store, script, 10.0, random.Random(3))
+    (_, first_body, first), (_, body, retry) = script.calls
+    receiver = Webhook(receiver_key)
+    alert = receiver.verify(first_body, first)
+    assert (
+        receiver.verify(body, retry) == alert and retry[wh.WEBHOOK_ID] == first[wh.WEBHOOK_ID] == alert["id"]
+    )
+    assert int(retry[wh.WEBHOOK_TIMESTAMP]) >= int(first[wh.WEBHOOK_TIMESTAMP]) + 119
+    assert retry[wh.WEBHOOK_SIGNATURE] != first[wh.WEBHOOK_SIGNATURE]
+    assert retry[wh.SIGNATURE] == wh.signature(secret, body)  # receivers written for Ledger-Signature
+    with pytest.raises(WebhookVerificationError, match="No matching signature"):
+        receiver.verify(body, {**retry, wh.WEBHOOK_TIMESTAMP: first[wh.WEBHOOK_TIMESTAMP]})
+    later = datetime.now(UTC) + timedelta(minutes=6)
+
+    class SixMinutesLater(datetime):
+        @classmethod
+        def now(cls, tz: tzinfo | None = None) -> datetime:  # type: ignore[override]
+            return later
+
+    monkeypatch.setattr("standardwebhooks.webhooks.datetime", SixMinutesLater)  # the receiver's clock
+    with pytest.raises(WebhookVerificationError, match="too old"):
+        receiver.verify(body, retry)  # the same delivery replayed past the tolerance
+
+
+@pytest.mark.parametrize(
+    ("secret", "refused"),
+    [
+        pytest.param("whsec_", True, id="empty-key"),
+        pytest.param("whsec_not base64!", True, id="not-base64"),
+        pytest.param(SPEC_EXAMPLE, False, id="spec-example"),
+        pytest.param("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"[:-2], False, id="unpadded"),
+        pytest.param("plain", False, id="plain"),
+    ],
+)
+def test_a_whsec_secret_given_must_be_base64(secret: str, refused: bool) -> None:
+    body = {"works": ["arxiv:2310.04610"], "callback_url": "https://hooks.example/a", "secret": secret}
+    if refused:
+        with pytest.raises(InvalidEvent, match="whsec_ and the base64"):
+            al.parse_watch(body)
+    else:
+        assert al.parse_watch(body).secret == secret
+
+
+@given(st.text(min_size=1, max_size=64))
+def test_a_secret_is_its_whsec_key_or_else_its_utf8_bytes(secret: str) -> None:
+    key = wh.secret_key(secret)
+    if secret.startswith("whsec_") and wh.whsec_key(secret) is not None:
+        assert Webhook(secret)._whsecret == key  # what the library makes of the same string
+    else:
+        assert key == secret.encode()
+
+
+def _certificate(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for `name` and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_file, key_file
+
+
+@pytest.mark.parametrize(("served", "verified"), [("hooks.test", True), ("other.test", False)])
+def test_https_goes_to_the_checked_address_with_the_names_host_sni_and_certificate(
+    tmp_path: Path, served: str, verified: bool
+) -> None:
+    """The URL's name is resolved (here by an injected resolver) and checked; the socket goes to that
+    address, and TLS is held to the name: SNI and the certificate check say hooks.test."""
+    cert_file, key_file = _certificate(tmp_path, served)
+    r = _Receiver([])
+    names: list[str | None] = []
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert_file, key_file)
+    tls.sni_callback = lambda _sock, name, _ctx: names.append(name)  # type: ignore[assignment,misc,func-returns-value]
+    r.server.socket = tls.wrap_socket(r.server.socket, server_side=True)
+    port = r.server.server_address[1]
+    try:
+        send = sender(
+            al.AddressPolicy(["hooks.test"]),
+            5.0,
+            lambda host, _: ["127.0.0.1"] if host == "hooks.test" else [],
+        )
+        send.context = ssl.create_default_context(cafile=str(cert_file))
+        sent = _post(send, f"https://hooks.test:{port}/hook", b'{"a":1}')
+    finally:
+        r.close()
+    assert names and set(names) == {"hooks.test"}
+    if verified:
+        assert sent == wh.Sent(200, "127.0.0.1", None)
+        assert r.got[0][0]["host"] == f"hooks.test:{port}"
+    else:
+        assert sent.status is None and "CERTIFICATE_VERIFY_FAILED" in (sent.error or "") and r.got == []
