@@ -4,6 +4,7 @@ delivery (the sender, with the name resolving to the address; it must refuse bef
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import socket
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import pytest
 from api.webhooks import sender
 from service import address_table as t
 from service.alerts import AddressPolicy
+from service.webhooks import Sent
 from tests.api_fixtures import running_server
 
 TOKEN = "address-token"
@@ -173,12 +175,12 @@ def resolving(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         where = (str(ip), port, 0, 0) if ip.version == 6 else (str(ip), port)
         return [(family, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", where)]
 
-    def no_socket(*args: Any, **kw: Any) -> None:
-        raise AssertionError("the sender opened a socket to a refused address")
-
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    monkeypatch.setattr(socket, "socket", no_socket)
     return answer
+
+
+def _no_socket(*args: Any, **kw: Any) -> None:
+    raise AssertionError("the sender opened a socket to a refused address")
 
 
 NAMED_REFUSED = [ipaddress.ip_address(a) for a, refused, _ in NAMED_CASES if refused]
@@ -187,9 +189,15 @@ DELIVERY = [*REFUSED_ENDS, *((_holder(ip), ip) for ip in NAMED_REFUSED)]
 
 @pytest.mark.parametrize(("r", "ip"), DELIVERY, ids=[str(ip) for _, ip in DELIVERY])
 def test_delivery_refuses_a_name_resolving_to_a_refused_address_before_connecting(
-    resolving: list[str], r: t.Range | None, ip: IP
+    resolving: list[str], monkeypatch: pytest.MonkeyPatch, r: t.Range | None, ip: IP
 ) -> None:
     resolving.append(str(ip))
-    sent = sender(AddressPolicy())("https://hook.example/h", b"{}", {})
+
+    async def attempt() -> Sent:
+        # from here on any socket fails the test (the event loop has made its own already)
+        monkeypatch.setattr(socket, "socket", _no_socket)
+        return await sender(AddressPolicy())("https://hook.example/h", b"{}", {})
+
+    sent = asyncio.run(attempt())
     assert sent.status is None and sent.address is None
     assert sent.error is not None and f"hook.example is {ip}" in sent.error and "forgery" in sent.error
