@@ -128,7 +128,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
-            expose_headers=["Ledger-Head", "Ledger-Checkpoint", "Retry-After"],
+            expose_headers=["Ledger-Head", "Ledger-Chain", "Ledger-Checkpoint", "Retry-After"],
             allow_credentials=False,
             max_age=600,
         )

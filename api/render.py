@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 
 from ledger.events import STATUSES
+from ledger.facts import ScrubPass
 
 from .timeline import GROUP_LABELS, Rendered
 
@@ -141,10 +142,12 @@ def render_record_page(
     head: str | None = None,
     timeline: Rendered | None = None,
     alerts: tuple[list, list[str]] | None = None,
+    broken: ScrubPass | None = None,
 ) -> str:
     """Render a Paper Citation Record (record-v1 dict) as a standalone HTML page, with the paper's
     timeline at the top when one is given; `alerts` are the notices held for the works it cites and
-    the sources that had checked (service.alerts.paper_alerts)."""
+    the sources that had checked (service.alerts.paper_alerts); `broken`, the last full walk of the
+    chain when it found a break, is said above everything."""
     resolution = record.get("reference_resolution") or {}
     return ENV.get_template("record.html").render(
         record=record,
@@ -157,6 +160,7 @@ def render_record_page(
         group_labels=list(GROUP_LABELS.items()),
         alerts=None if alerts is None else alerts[0],
         sources_checked=None if alerts is None else alerts[1],
+        broken=broken,
     )
 
 
@@ -168,10 +172,11 @@ def render_paper_page(
     timeline: Rendered | None = None,
     record: dict | None = None,
     as_of: str | None = None,
+    broken: ScrubPass | None = None,
 ) -> str:
     """Render a paper's snapshots over time (oldest first) with links to its record views; with a
     timeline, the timeline and a summary of the record as of its instant (`as_of`, None before the
-    paper's first snapshot)."""
+    paper's first snapshot); `broken` as for the record page."""
 
     def key(item: tuple[int, dict]) -> tuple:
         index, snap = item
@@ -200,6 +205,7 @@ def render_paper_page(
         state_rows=_state_rows((record or {}).get("reference_resolution", {}).get("state_counts") or {}),
         notices=_notice_count(record),
         group_labels=list(GROUP_LABELS.items()),
+        broken=broken,
     )
 
 
@@ -223,16 +229,26 @@ def render_error_page(status: int, message: str, links: list[tuple[str, str]] | 
 
 
 def render_index_page(
-    papers: list[dict], *, head: str, page: int = 1, per_page: int = 100, more: bool = False
+    papers: list[dict],
+    *,
+    head: str,
+    page: int = 1,
+    per_page: int = 100,
+    more: bool = False,
+    broken: ScrubPass | None = None,
 ) -> str:
     """Render a page of the papers (each {arxiv_id, title}) with links to their records, a search box,
-    and links to the pages before and after (`more`: there is a next one)."""
+    and links to the pages before and after (`more`: there is a next one); `broken` as for a record."""
     return ENV.get_template("index.html").render(
-        papers=papers, head=head, page=page, first=(page - 1) * per_page, more=more, q=""
+        papers=papers, head=head, page=page, first=(page - 1) * per_page, more=more, q="", broken=broken
     )
 
 
-def render_search_page(answer: Any, hits: list[tuple[Any, str]], per_page: int) -> str:
+def render_search_page(
+    answer: Any, hits: list[tuple[Any, str]], per_page: int, broken: ScrubPass | None = None
+) -> str:
     """Render a page of search hits (each with the href of its record), the search box holding the query,
-    and links to the other pages (`answer`: a service.search.Answer)."""
-    return ENV.get_template("search.html").render(answer=answer, hits=hits, per_page=per_page, q=answer.q)
+    and links to the other pages (`answer`: a service.search.Answer); `broken` as for a record."""
+    return ENV.get_template("search.html").render(
+        answer=answer, hits=hits, per_page=per_page, q=answer.q, broken=broken
+    )

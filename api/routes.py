@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ledger.codec import canonical, decode_json
 from ledger.errors import LedgerError, NotFound
+from ledger.facts import Head, ScrubPass
 from ledger.instants import format_as_of, now_us
 from service.ledger import PaperView
 
@@ -35,7 +36,7 @@ from .held import verify_held
 from .integrity import integrity_report
 from .record_cache import RecordCache
 from .render import render_error_page, render_index_page, render_paper_page, render_record_page
-from .scrub import passes_of
+from .scrub import broken_walk, chain_headers, passes_of
 from .timeline import render_timeline
 from .timeline_cache import TimelineCache
 
@@ -106,20 +107,31 @@ async def record_json(
     ledger = ledger_of(request)
     if t is None:  # as of now: a new instant on every call, never cached
         body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
+        broken = await run_in_threadpool(broken_walk, request.app)
         telemetry.record_served(request, "json", BUILT, began)
-        return Response(body, media_type=JSON, headers=head_headers(head))
+        return Response(body, media_type=JSON, headers=_headers(head, broken))
     cache = _record_cache(request)
-    # one indexed read of the head; the bytes held for it were built from exactly these events.
-    # A local file answers in microseconds, on the loop; a database server's round trip may not.
-    current = ledger.head() if ledger.store.local else await run_in_threadpool(ledger.head)
+
+    def head_and_walk() -> tuple[Head, ScrubPass | None]:
+        return ledger.head(), broken_walk(request.app)
+
+    # two indexed reads: the head (the bytes held for it were built from exactly these events) and
+    # the last full walk. A local file answers in microseconds, on the loop; a database server's
+    # round trip may not.
+    current, broken = head_and_walk() if ledger.store.local else await run_in_threadpool(head_and_walk)
     hit = cache.get((arxiv_id, t, k, current))
     if hit is not None:
         telemetry.record_served(request, "json", HIT, began)
-        return Response(hit, media_type=JSON, headers=head_headers(current))
+        return Response(hit, media_type=JSON, headers=_headers(current, broken))
     body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
     cache.put((arxiv_id, t, k, head), body)
     telemetry.record_served(request, "json", BUILT, began)
-    return Response(body, media_type=JSON, headers=head_headers(head))
+    return Response(body, media_type=JSON, headers=_headers(head, broken))
+
+
+def _headers(head: Head, broken: ScrubPass | None) -> dict[str, str]:
+    """Ledger-Head, and Ledger-Chain when the last full walk found the chain broken."""
+    return {**head_headers(head), **chain_headers(broken)}
 
 
 _CACHE_LOCK = threading.Lock()
@@ -176,9 +188,12 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
         return _html_error(e)
     assert view.record is not None
     rendered = render_timeline(view.timeline, t)
-    page = render_record_page(view.record, head=view.head.header(), timeline=rendered, alerts=view.held)
+    broken = broken_walk(request.app)
+    page = render_record_page(
+        view.record, head=view.head.header(), timeline=rendered, alerts=view.held, broken=broken
+    )
     telemetry.record_served(request, "html", BUILT, began)
-    return HTMLResponse(page, headers=head_headers(view.head))
+    return HTMLResponse(page, headers=_headers(view.head, broken))
 
 
 @router.get(
@@ -197,7 +212,7 @@ def integrity(
     read_only = settings_of(request).read_only
     ledger, passes = ledger_of(request), passes_of(request.app)
     report, head = integrity_report(ledger, arxiv_id, t, k, page=page, passes=passes, read_only=read_only)
-    return Response(canonical(report), media_type=JSON, headers=head_headers(head))
+    return Response(canonical(report), media_type=JSON, headers=_headers(head, broken_walk(request.app)))
 
 
 @router.get(
@@ -247,14 +262,17 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
         "bundle": f"{base}/bundle",
         "evidence": "/evidence",
     }
+    broken = broken_walk(request.app)
     if as_json:
         body = {"arxiv_id": arxiv_id, "snapshots": snapshots, "links": links}
-        return Response(canonical(body), media_type=JSON, headers=head_headers(ledger.head()))
+        return Response(canonical(body), media_type=JSON, headers=_headers(ledger.head(), broken))
     view = _timeline_and_record(request, arxiv_id, t)
     rendered = render_timeline(view.timeline, t, paper_page=True)
     shown = format_as_of(view.as_of_us)
-    page = render_paper_page(arxiv_id, snapshots, links, timeline=rendered, record=view.record, as_of=shown)
-    return HTMLResponse(page, headers=head_headers(view.head))
+    page = render_paper_page(
+        arxiv_id, snapshots, links, timeline=rendered, record=view.record, as_of=shown, broken=broken
+    )
+    return HTMLResponse(page, headers=_headers(view.head, broken))
 
 
 @router.post(
@@ -326,7 +344,8 @@ def index(request: Request, page: Annotated[int, Query(ge=1, le=10**6)] = 1) -> 
         history = ledger.store.paper_history(arxiv_id)
         latest = max(history, key=lambda f: (f.observed_us, f.seq))
         papers.append({"arxiv_id": arxiv_id, "title": latest.data.title})
+    broken = broken_walk(request.app)
     page_html = render_index_page(
-        papers, head=head.header(), page=page, per_page=INDEX_PAGE, more=len(ids) > INDEX_PAGE
+        papers, head=head.header(), page=page, per_page=INDEX_PAGE, more=len(ids) > INDEX_PAGE, broken=broken
     )
-    return HTMLResponse(page_html, headers=head_headers(head))
+    return HTMLResponse(page_html, headers=_headers(head, broken))

@@ -1,5 +1,5 @@
 """The server's scrubber (service/scrub.py) as background work of the app, and the pass log it shares
-with /healthz and the integrity report."""
+with /healthz, the integrity report and every page that shows a record or a paper."""
 
 from __future__ import annotations
 
@@ -9,13 +9,17 @@ from collections.abc import Awaitable, Callable
 
 from starlette.applications import Starlette
 
+from ledger.facts import ScrubPass
 from service.scrub import PassLog, run_scrubber
 
 from . import metrics
+from .serve_start import server_start
 
 # How long shutdown waits for the scrub thread: it stops between two batches (milliseconds each).
 STOP_TIMEOUT_S = 10.0
 _LOCK = threading.Lock()
+# Answers about records and papers carry `Ledger-Chain: broken <seq>` while the last full walk says so.
+CHAIN_HEADER = "Ledger-Chain"
 
 
 def passes_of(app: Starlette) -> PassLog:
@@ -34,16 +38,31 @@ def passes_of(app: Starlette) -> PassLog:
         return passes
 
 
+def broken_walk(app: Starlette) -> ScrubPass | None:
+    """The last full walk of the chain if it found a break, else None (one indexed read)."""
+    last = passes_of(app).last()
+    return last if last is not None and not last.ok else None
+
+
+def chain_headers(broken: ScrubPass | None) -> dict[str, str]:
+    """`Ledger-Chain: broken <seq>` when the last full walk found the chain broken; else no header."""
+    if broken is None:
+        return {}
+    return {CHAIN_HEADER: f"broken {broken.first_bad_seq}" if broken.first_bad_seq else "broken"}
+
+
 async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
-    """Start this process's scrubber thread (a pass whenever the last recorded one is
-    LEDGER_SCRUB_INTERVAL old and no other process is scrubbing); returns its stop()."""
+    """Start this process's scrubber thread (a pass when none has begun since the server started, then
+    whenever the last recorded one is LEDGER_SCRUB_INTERVAL old, and no other process is scrubbing);
+    returns its stop()."""
     settings = app.state.settings
     stop = threading.Event()
     # a thread of its own, not the request pool: a pass may take minutes, and its connection (and
-    # PostgreSQL's session advisory lock) stays with that thread
+    # PostgreSQL's session advisory lock) stays with that thread. The server answers meanwhile.
     thread = threading.Thread(
         target=run_scrubber,
         args=(app.state.ledger.store, passes_of(app), settings.scrub_interval, stop),
+        kwargs={"since_us": server_start()},
         name="ledger-scrub",
         daemon=True,
     )

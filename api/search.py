@@ -16,6 +16,7 @@ from . import docs
 from .common import JSON, head_headers, ledger_of, settings_of
 from .errors import status_of
 from .render import render_error_page, render_search_page
+from .scrub import broken_walk, chain_headers
 
 router = APIRouter()
 
@@ -50,8 +51,9 @@ async def search_titles(
         if as_json:
             raise
         return HTMLResponse(render_error_page(status_of(e), e.message, [("Papers", "/")]), status_of(e))
-    head = head_headers(ledger.head())
+    broken = await run_in_threadpool(broken_walk, request.app)
+    head = {**head_headers(ledger.head()), **chain_headers(broken)}
     if as_json:
         return Response(canonical(answer.to_dict()), media_type=JSON, headers=head)
     hits = [(hit, record_href(hit)) for hit in answer.hits]
-    return HTMLResponse(render_search_page(answer, hits, PER_PAGE), headers=head)
+    return HTMLResponse(render_search_page(answer, hits, PER_PAGE, broken), headers=head)

@@ -28,6 +28,7 @@ from service.ledger import Ledger
 
 from . import logs
 from .errors import error_body
+from .serve_start import mark_server_start
 from .settings import ENV_DB, ENV_READ_ONLY, Settings
 
 # prometheus-client's multiprocess directory; set here before any worker imports it (api/metrics.py)
@@ -273,6 +274,7 @@ def run(
     os.environ[ENV_DB] = db if is_pg_url(db) else str(Path(db).resolve())
     if read_only:
         os.environ[ENV_READ_ONLY] = "1"
+    mark_server_start()  # the workers walk the whole chain once after this instant (api/scrub.py)
     with metrics_dir(workers if settings.counting else 0):
         _say(settings, f"Serving {url}", url=url)
         run_guarded(

@@ -128,9 +128,12 @@ def scrub_pass(
     return p
 
 
-def due_in(last: ScrubPass | None, interval_s: float, now: int | None = None) -> float:
-    """Seconds until the next pass is due (0 or less: now)."""
-    if last is None:
+def due_in(
+    last: ScrubPass | None, interval_s: float, now: int | None = None, since_us: int | None = None
+) -> float:
+    """Seconds until the next pass is due (0 or less: now); with `since_us` (a server's start), a pass
+    that began before it does not count: an edit made while no server ran is found at start-up."""
+    if last is None or (since_us is not None and last.started_us < since_us):
         return 0.0
     return interval_s - ((now_us() if now is None else now) - last.finished_us) / 1e6
 
@@ -143,13 +146,15 @@ def run_scrubber(
     *,
     pace: float = SERVER_PACE,
     batch: int = BATCH,
+    since_us: int | None = None,
 ) -> None:
-    """Until `stop` is set: run a pass whenever the last recorded one is `interval_s` old, unless another
-    process holds the scrub lock. Meant for its own thread; closes that thread's connection at the end."""
+    """Until `stop` is set: run a pass whenever the last recorded one is `interval_s` old or began before
+    `since_us` (the server's start), unless another process holds the scrub lock. Meant for its own
+    thread; closes that thread's connection at the end."""
     try:
         while not stop.is_set():
             try:
-                wait = _scrub_if_due(store, passes, interval_s, stop, pace, batch)
+                wait = _scrub_if_due(store, passes, interval_s, stop, pace, batch, since_us)
             except Exception:  # the database may be back later: keep the thread, say why, retry
                 log.exception("scrub failed; retrying later")
                 wait = min(interval_s, MAX_WAIT_S)
@@ -159,17 +164,28 @@ def run_scrubber(
 
 
 def _scrub_if_due(
-    store: Store, passes: PassLog, interval_s: float, stop: threading.Event, pace: float, batch: int
+    store: Store,
+    passes: PassLog,
+    interval_s: float,
+    stop: threading.Event,
+    pace: float,
+    batch: int,
+    since_us: int | None = None,
 ) -> float:
     """One look: scrub if due and no other process is at it; the seconds to wait before the next look."""
-    wait = due_in(passes.last(), interval_s)
+    wait = due_in(passes.last(), interval_s, since_us=since_us)
     if wait > 0:
         return min(wait, MAX_WAIT_S)
-    with store.tables.exclusive("scrub", create=passes.writable) as mine:
-        # re-read under the lock: another process may have recorded a pass since the look above
-        if not mine or due_in(passes.last(), interval_s) > 0:
-            return min(interval_s, MAX_WAIT_S)
+    if not passes.writable:
+        # its passes live in this process's memory, where no other process reads them: it walks for
+        # itself, and takes no lock (that would leave the other processes of the server without a pass)
         p = scrub_pass(store, passes, batch=batch, pace=pace, stop=stop)
+    else:
+        with store.tables.exclusive("scrub", create=True) as mine:
+            # re-read under the lock: another process may have recorded a pass since the look above
+            if not mine or due_in(passes.last(), interval_s, since_us=since_us) > 0:
+                return min(interval_s, MAX_WAIT_S)
+            p = scrub_pass(store, passes, batch=batch, pace=pace, stop=stop)
     if p is not None and not p.ok:
         log.error("scrub: the chain is broken at seq %s: %s", p.first_bad_seq, p.reason)
     return min(interval_s, MAX_WAIT_S)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -77,13 +77,15 @@ def running_server(
     args: Sequence[str] = (),
     timeout: float = 30.0,
     cwd: Path | None = None,
+    ready: Collection[int] = (200,),
 ) -> Iterator[Server]:
     """Start `ledger serve` on a free port, wait for /healthz, and always stop it afterwards.
 
     `db` is a SQLite path or a postgresql:// URL. The server runs in `cwd` (default: the SQLite
     file's directory; for a URL, $LEDGER_STATE_DIR, which new_db sets to the test's tmp_path). For a
     URL, LEDGER_STATE_DIR is passed to the server as that directory, so its key and token files land
-    there (every other LEDGER_* variable of this process is dropped; `env` may set any).
+    there (every other LEDGER_* variable of this process is dropped; `env` may set any). The server is
+    up once /healthz answers with a status in `ready` (a ledger known broken answers 503).
     """
     port = free_port()
     workdir = _workdir(db, cwd)
@@ -119,7 +121,7 @@ def running_server(
             if proc.poll() is not None:
                 raise AssertionError(f"ledger serve exited {proc.returncode}:\n{''.join(output)}")
             page_url = page_url or next((m[1] for line in list(output) if (m := _SERVING.search(line))), None)
-            if page_url and _healthy(base):
+            if page_url and _healthy(base, ready):
                 break
             time.sleep(0.1)
         else:
@@ -135,8 +137,8 @@ def running_server(
         reader.join(timeout=5)
 
 
-def _healthy(base: str) -> bool:
+def _healthy(base: str, ready: Collection[int] = (200,)) -> bool:
     try:
-        return httpx.get(f"{base}/healthz", timeout=1.0).status_code == 200
+        return httpx.get(f"{base}/healthz", timeout=1.0).status_code in ready
     except httpx.HTTPError:
         return False

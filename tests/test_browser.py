@@ -7,12 +7,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from api_fixtures import running_server
 
 from service.sources import ingest
 from tests.conftest import NewDb
 from tests.test_alerts import RW
+from tests.test_chain_banner import ALTERED, EDITED, RECORD, _tamper, _until, _verified_ledger
 from tests.test_sources_support import CITING, T_INGEST, sample_ledger
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,5 +164,29 @@ def test_the_index_page_finds_a_paper_by_title_words(browser: Any, new_db: NewDb
                 hit.click()
             assert page.url.endswith("/paper/2509.02480/citation-record")
             assert page.locator("h1").inner_text() == sample["paper"]["title"]
+        finally:
+            page.close()
+
+
+def test_a_broken_chain_is_said_at_the_top_of_the_record_page(browser: Any, new_db: NewDb) -> None:
+    """The tour's edit (a title's stored bytes changed, the hash not): once the server's start-up walk
+    has found it, the record page leads with an alert naming the seq, above the altered title."""
+    db = new_db()
+    _verified_ledger(db)
+    _tamper(db)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with running_server(db, ready=(200, 503)) as server:
+        _until(lambda: httpx.get(f"{server.base}/healthz").status_code == 503, "the start-up walk ends")
+        page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone: the top is small
+        try:
+            assert page.goto(server.base + RECORD).status == 200
+            alert = page.get_by_role("alert")
+            assert alert.is_visible()
+            assert f"The ledger's chain is broken at seq {EDITED}:" in alert.inner_text()
+            box, h1 = alert.bounding_box(), page.locator("h1").bounding_box()
+            assert box is not None and h1 is not None
+            assert box["y"] < h1["y"] and box["y"] + box["height"] <= 844  # first thing, in the first screen
+            assert ALTERED in page.locator("h1").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "record-page-chain-broken.png"))
         finally:
             page.close()

@@ -228,6 +228,7 @@ def test_cors_allows_only_the_configured_origins(new_db) -> None:
     r = client.get("/healthz", headers={"Origin": ORIGIN})
     assert r.headers["access-control-allow-origin"] == ORIGIN
     assert "Ledger-Head" in r.headers["access-control-expose-headers"]
+    assert "Ledger-Chain" in r.headers["access-control-expose-headers"]  # a broken chain, read by a page
     assert "access-control-allow-credentials" not in r.headers
     preflight = client.options(
         "/events",
