@@ -270,8 +270,6 @@ def atom(arxiv_id: str, found: list[al.PaperNotice], public_url: str | None = No
         f"<updated>{_text(updated)}</updated>"
         "<author><name>citation-ledger</name></author>"
         f'<link rel="self" href="{_attr(f"{here}alerts.atom")}"/>'
-        f'<link rel="alternate" href="{_attr(f"{here}citation-record")}"/>'
-        + "".join(entries)
-        + "</feed>"
+        f'<link rel="alternate" href="{_attr(f"{here}citation-record")}"/>' + "".join(entries) + "</feed>"
     )
     return doc.encode()
