@@ -13,12 +13,16 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from api.app import create_app
 from api.proofs import MAX_NOTE_BYTES
 from api.settings import Settings
 from cli.main import main
+from ledger import ijson
 from ledger.checkpoint import Checkpoint, Signer, load_or_create_key
+from ledger.errors import InvalidEvent
 from service.ledger import Ledger
 from tests.api_fixtures import free_port
 from tests.conftest import NewDb
@@ -122,6 +126,30 @@ def test_a_checkpoint_of_the_largest_size_is_held_as_truncated(served: tuple[Tes
         assert answer.status_code == 200 and answer.json()["status"] == "truncated", answer.text
     answer = client.post("/checkpoint/check", content=_note(signer, str(MAX_TREE_SIZE + 1)).encode())
     assert "is above 2^64-1" in _error(answer, 422)["message"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sign=st.sampled_from(["", "-"]),
+    digits=st.one_of(
+        st.integers(0, 10**20).map(str),
+        # long digit strings, cheap to build: a leading digit, then one digit repeated
+        st.builds(
+            lambda a, b, n: str(a) + str(b) * n,
+            st.integers(1, 9),
+            st.integers(0, 9),
+            st.integers(15, 100_000),
+        ),
+    ),
+)
+def test_any_integer_is_read_or_refused_by_the_rule_never_a_crash(sign: str, digits: str) -> None:
+    safe = len(digits) <= 16 and int(digits) <= ijson.MAX_SAFE_INTEGER
+    try:
+        value = ijson.loads(f'{{"n":{sign}{digits}}}')
+    except InvalidEvent as e:
+        assert not safe and (e.where, e.reason) == ("n", ijson.BIG_INTEGER)
+    else:
+        assert safe and value == {"n": int(sign + digits)}
 
 
 # -- query parameters and headers that reach SQL --------------------------------------------------
