@@ -262,3 +262,10 @@ def test_the_witness_refuses_a_first_checkpoint_past_what_it_keeps(tmp_path: Pat
             assert words in answer.text, answer.text
         # nothing was kept: a first checkpoint of a real size is still taken from size 0
         assert post(5).status_code == 200
+
+
+@pytest.mark.parametrize("after", [str(2**63), str(2**64), "9" * 4301])
+def test_ledger_events_refuses_an_after_past_sql_int64(new_db: NewDb, after: str) -> None:
+    result = CliRunner().invoke(main, ["events", "--db", new_db(), "--after", after])
+    assert isinstance(result.exception, SystemExit) and result.exit_code == 2, result.output[-2000:]
+    assert "Invalid value for '--after'" in result.stderr and "Traceback" not in result.output
