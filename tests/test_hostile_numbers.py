@@ -152,6 +152,24 @@ def test_any_integer_is_read_or_refused_by_the_rule_never_a_crash(sign: str, dig
         assert safe and value == {"n": int(sign + digits)}
 
 
+@pytest.mark.parametrize("sign", SIGNS)
+@pytest.mark.parametrize("digits", DIGITS)
+@pytest.mark.parametrize("source", ["crossref", "openalex", "semantic-scholar", "opencitations"])
+def test_a_source_file_with_a_huge_integer_is_a_422_naming_the_file(
+    served: tuple[TestClient, Signer], source: str, digits: int, sign: str
+) -> None:
+    client, _ = served
+    n = _number(digits, sign)
+    text = f'[{{"count":{n}}}]' if source == "opencitations" else f'{{"count":{n}}}'
+    params = {"observed_at": "2026-09-01T12:00:00Z"}
+    if source == "opencitations":
+        params["id"] = "doi:10.48550/arXiv.2310.04610"
+    answer = client.post(f"/ingest/{source}", params=params, content=text.encode(), headers=AUTH)
+    error = _error(answer, 422)
+    assert error["details"]["where"] == "file" and "more than 4300 digits" in error["message"], error
+    assert ledger_of(client).head().seq == 0
+
+
 # -- query parameters and headers that reach SQL --------------------------------------------------
 
 
