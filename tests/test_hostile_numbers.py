@@ -287,3 +287,17 @@ def test_ledger_events_refuses_an_after_past_sql_int64(new_db: NewDb, after: str
     result = CliRunner().invoke(main, ["events", "--db", new_db(), "--after", after])
     assert isinstance(result.exception, SystemExit) and result.exit_code == 2, result.output[-2000:]
     assert "Invalid value for '--after'" in result.stderr and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("digits", DIGITS)
+@pytest.mark.parametrize("place", ["events", "record"])
+def test_ledger_check_bundle_reports_a_huge_integer_without_a_traceback(
+    tmp_path: Path, digits: int, place: str
+) -> None:
+    n = _number(digits, "")
+    bundle = tmp_path / "bundle.json"
+    bundle.write_text(f'{{"events":[{{"seq":{n}}}]}}' if place == "events" else f'{{"record":{{"a":{n}}}}}')
+    vkey = load_or_create_key(tmp_path / "ledger.key", ORIGIN).verifier.vkey
+    result = CliRunner().invoke(main, ["check-bundle", str(bundle), "--key", vkey])
+    assert isinstance(result.exception, SystemExit) and result.exit_code != 0, result.output[-2000:]
+    assert "Integer value out of range" in result.output and "Traceback" not in result.output
