@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import Path, Request
+from fastapi import Path, Query, Request
 
 from ledger.errors import InvalidEvent
 from ledger.facts import Head
@@ -22,6 +22,25 @@ from .settings import Settings
 
 HEAD_HEADER = "Ledger-Head"
 JSON = "application/json"
+# The largest integer SQLite's INTEGER and PostgreSQL's bigint bind: every integer parameter that reaches
+# SQL is bounded by it, else a larger one fails in the driver (a 500) instead of a 422.
+MAX_SQL_INT = 2**63 - 1
+
+
+def after_query(description: str) -> Any:
+    """A `Query` for a non-negative number that reaches SQL (a seq, an alert number, an attempt id)."""
+    return Query(ge=0, le=MAX_SQL_INT, description=description)
+
+
+def counter_header(value: str, name: str, what: str) -> int:
+    """A header holding such a number (Last-Event-ID); 422 naming the header unless it is one."""
+    text = value.strip()
+    # counted before int() reads it: past 4,300 digits int() raises ValueError
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(MAX_SQL_INT))):
+        raise InvalidEvent(name, f"must be {what}, a decimal number up to {MAX_SQL_INT}")
+    if int(text) > MAX_SQL_INT:
+        raise InvalidEvent(name, f"must be {what}, a decimal number up to {MAX_SQL_INT}")
+    return int(text)
 
 
 def ledger_of(request: Request) -> Ledger:

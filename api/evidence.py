@@ -16,15 +16,14 @@ from ledger.errors import InvalidEvent
 from ledger.events import DATA_TYPES, StoredEvent
 
 from . import docs
-from .common import JSON, head_headers, head_json, ledger_of
+from .common import JSON, after_query, counter_header, head_headers, head_json, ledger_of
 from .live import Subscription, follow, live_of
 
 router = APIRouter(tags=["evidence"])
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 
-MAX_SEQ = 2**63 - 1  # SQLite's INTEGER range
-After = Annotated[int, Query(ge=0, le=MAX_SEQ, description="Only events with seq > after.")]
+After = Annotated[int, after_query("Only events with seq > after.")]
 StreamName = Annotated[
     str | None, Query(description="Only this stream, e.g. `paper:2509.02480` or `source:crossref`.")
 ]
@@ -155,9 +154,7 @@ async def evidence_stream(
     _check_type(type)
     resume = last_event_id.strip()
     if resume:
-        if not (resume.isascii() and resume.isdigit() and int(resume) <= MAX_SEQ):
-            raise InvalidEvent("Last-Event-ID", "must be the seq of the last event received")
-        after = int(resume)
+        after = counter_header(resume, "Last-Event-ID", "the seq of the last event received")
     # past the cap this raises 503 too_many_subscribers, before any byte of the stream
     subscription = live_of(request.app).notifier().subscribe(stream, type)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from ledger.backend import side_path
 
@@ -48,6 +49,7 @@ ENV_MAX_WATCHES = "LEDGER_MAX_WATCHES"
 ENV_WEBHOOK_TIMEOUT = "LEDGER_WEBHOOK_TIMEOUT"
 ENV_METRICS = "LEDGER_METRICS"
 ENV_LOG_FORMAT = "LEDGER_LOG_FORMAT"
+ENV_PUBLIC_URL = "LEDGER_PUBLIC_URL"
 
 # GET /metrics: open to anyone, only with a configured token, or not served at all
 METRICS_MODES = ("on", "token", "off")
@@ -107,6 +109,9 @@ class Settings:
     metrics: str = "on"
     # "text": uvicorn's own lines; "json": one JSON object per line, every request and append with its id
     log_format: str = "text"
+    # Where clients reach this server (https://ledger.example.org, maybe with a path): the feed's ids and
+    # links are built on it; without it they name no host at all (never the request's Host header).
+    public_url: str | None = None
 
     @property
     def counting(self) -> bool:
@@ -180,7 +185,46 @@ class Settings:
             ),
             metrics=_choice(env.get(ENV_METRICS), METRICS_MODES, ENV_METRICS),
             log_format=_choice(env.get(ENV_LOG_FORMAT), LOG_FORMATS, ENV_LOG_FORMAT),
+            public_url=public_url(env.get(ENV_PUBLIC_URL)),
         )
+
+
+def public_url(text: str | None) -> str | None:
+    """LEDGER_PUBLIC_URL checked (an absolute http(s) URL, no query or fragment), without a trailing
+    slash; None when unset."""
+    if not text or not text.strip():
+        return None
+    value = text.strip()
+    why = _url_problem(value)
+    if why is not None:
+        # a value with a user name may hold a password: it is not echoed
+        shown = "" if "@" in value else f", got {text!r}"
+        raise ValueError(
+            f"{ENV_PUBLIC_URL} must be an absolute http(s) URL without a query or fragment "
+            f"(e.g. https://ledger.example.org): {why}{shown}"
+        )
+    return value.rstrip("/")
+
+
+def _url_problem(value: str) -> str | None:
+    if not value.isascii() or not value.isprintable() or " " in value:
+        return "it holds spaces, control or non-ASCII characters (percent-encode them)"
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (a bad port raises ValueError here)
+    except ValueError as e:
+        return str(e)
+    if parts.scheme not in ("http", "https"):
+        return "the scheme is not http or https"
+    if not parts.hostname:
+        return "there is no host"
+    if "@" in parts.netloc:
+        return "it holds a user name (a public link must not carry credentials)"
+    if parts.query or "?" in value:
+        return "it has a query"
+    if parts.fragment or "#" in value:
+        return "it has a fragment"
+    return None
 
 
 def _choice(text: str | None, choices: tuple[str, ...], name: str) -> str:

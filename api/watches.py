@@ -8,6 +8,7 @@ secret). Watches the CLI made belong to the operator and no token sees them."""
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -25,7 +26,17 @@ from service.ledger import Ledger
 
 from . import docs
 from .auth import require_writer
-from .common import JSON, ArxivId, check_id, instant, ledger_of, read_body, settings_of
+from .common import (
+    JSON,
+    ArxivId,
+    after_query,
+    check_id,
+    counter_header,
+    instant,
+    ledger_of,
+    read_body,
+    settings_of,
+)
 from .errors import TooManySubscribers
 from .limits import RateLimiter
 
@@ -124,7 +135,7 @@ def _alerts_json(alerts: list[Alert]) -> list[Any]:
 def watch_alerts(
     request: Request,
     watch_id: WatchId,
-    after: Annotated[int, Query(ge=0, description="Alert number to list after")] = 0,
+    after: Annotated[int, after_query("Alert number to list after")] = 0,
     since: Annotated[
         str | None, Query(description="Only alerts raised at or after (RFC 3339 or YYYY-MM-DD)")
     ] = None,
@@ -145,7 +156,7 @@ def watch_alerts(
 def watch_deliveries(
     request: Request,
     watch_id: WatchId,
-    after: Annotated[int, Query(ge=0, description="Attempt id to list after")] = 0,
+    after: Annotated[int, after_query("Attempt id to list after")] = 0,
 ) -> Response:
     """Every attempt: when, the address connected to, the status answered or why none came, when next."""
     owner = _auth(request)
@@ -164,7 +175,7 @@ def watch_deliveries(
 async def watch_alert_stream(
     request: Request,
     watch_id: WatchId,
-    after: Annotated[int, Query(ge=0, description="Alert number to resume after")] = 0,
+    after: Annotated[int, after_query("Alert number to resume after")] = 0,
     last_event_id: Annotated[str | None, Header(description="Resume after this alert number")] = None,
 ) -> StreamingResponse:
     """Every alert after `after` (or Last-Event-ID), then new ones as they are raised; `id:` is the
@@ -172,8 +183,8 @@ async def watch_alert_stream(
     owner = _auth(request)
     ledger = ledger_of(request)
     watch = await run_in_threadpool(al.watch_of, ledger.store, watch_id, owner)
-    if last_event_id is not None and last_event_id.strip().isdigit():
-        after = int(last_event_id.strip())
+    if last_event_id is not None and last_event_id.strip():
+        after = counter_header(last_event_id, "Last-Event-ID", "the number of the last alert received")
     if not _streams.acquire(blocking=False):
         raise TooManySubscribers(
             "too many alert streams open on this server; try again shortly", retry_after="5"
@@ -212,24 +223,46 @@ def paper_feed(request: Request, arxiv_id: ArxivId) -> Response:
     arxiv_id = check_id(request, arxiv_id)
     ledger = ledger_of(request)
     found = al.paper_notices(ledger.store, arxiv_id, now_us())
-    return Response(atom(request, arxiv_id, found), media_type="application/atom+xml")
+    settings = getattr(request.app.state, "settings", None)  # an app built without settings has none
+    public = settings.public_url if settings is not None else None
+    return Response(atom(arxiv_id, found, public), media_type="application/atom+xml")
+
+
+# XML 1.0 (section 2.2) allows only these characters; any other that a source or an event carries is
+# shown as U+FFFD, so the feed stays well formed for every reader (the ledger keeps the text as given).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# The feed's id without LEDGER_PUBLIC_URL (RFC 4151): the same whatever Host a request names.
+FEED_TAG = "tag:citation-ledger,2026:"
+
+
+def _text(value: str) -> str:
+    """`value` as XML character data: escaped, each character XML 1.0 forbids replaced by U+FFFD."""
+    return escape(_NOT_XML.sub("\ufffd", value))
 
 
 def _attr(value: str) -> str:
-    """`value` escaped for an XML attribute in double quotes."""
-    return escape(value, {'"': "&quot;"})
+    """`value` as an XML attribute in double quotes."""
+    return _text(value).replace('"', "&quot;")
 
 
-def atom(request: Request, arxiv_id: str, found: list[al.PaperNotice]) -> bytes:
-    """The Atom 1.0 document of a paper's notices (RFC 4287)."""
-    base = str(request.base_url).rstrip("/")
-    feed_url = f"{base}/paper/{arxiv_id}/alerts.atom"
+def atom(arxiv_id: str, found: list[al.PaperNotice], public_url: str | None = None) -> bytes:
+    """The Atom 1.0 document of a paper's notices (RFC 4287); ids and links never come from a request.
+
+    With `public_url` (LEDGER_PUBLIC_URL) they are absolute URLs on it. Without, the feed's id is a tag
+    URI and its links are relative to the feed's own address, which every feed reader resolves them by.
+    """
+    if public_url:
+        here = f"{public_url}/paper/{arxiv_id}/"
+        feed_id = f"{here}alerts.atom"
+    else:
+        here = ""
+        feed_id = f"{FEED_TAG}paper/{arxiv_id}/alerts.atom"
     updated = max((n.observed_at for n in found), default=format_recorded(now_us()))
     entries = []
     for n in sorted(found, key=lambda n: (n.observed_at, n.seq), reverse=True):
         kind = n.notice.get("kind", "notice").replace("_", " ")
         title = f"{kind} of {n.title or n.work_id} (reported by {n.source})"
-        link = f"{base}/paper/{arxiv_id}/citation-record?as_of={n.observed_at}"
+        link = f"{here}citation-record?as_of={n.observed_at}"
         summary = (
             f"arXiv:{arxiv_id} cites {n.title or 'a work'} (work {n.work_id}, reference "
             f"{n.reference_index}); {n.source} reports a {kind}"
@@ -239,23 +272,21 @@ def atom(request: Request, arxiv_id: str, found: list[al.PaperNotice]) -> bytes:
         )
         entries.append(
             "<entry>"
-            f"<id>urn:uuid:{escape(n.id)}</id>"
-            f"<title>{escape(title)}</title>"
-            f"<updated>{escape(n.observed_at)}</updated>"
+            f"<id>urn:uuid:{_text(n.id)}</id>"
+            f"<title>{_text(title)}</title>"
+            f"<updated>{_text(n.observed_at)}</updated>"
             f'<link rel="alternate" href="{_attr(link)}"/>'
-            f"<summary>{escape(summary)}</summary>"
+            f"<summary>{_text(summary)}</summary>"
             "</entry>"
         )
     doc = (
         '<?xml version="1.0" encoding="utf-8"?>'
         '<feed xmlns="http://www.w3.org/2005/Atom">'
-        f"<id>{escape(feed_url)}</id>"
-        f"<title>Notices on works cited by arXiv:{escape(arxiv_id)}</title>"
-        f"<updated>{escape(updated)}</updated>"
+        f"<id>{_text(feed_id)}</id>"
+        f"<title>Notices on works cited by arXiv:{_text(arxiv_id)}</title>"
+        f"<updated>{_text(updated)}</updated>"
         "<author><name>citation-ledger</name></author>"
-        f'<link rel="self" href="{_attr(feed_url)}"/>'
-        f'<link rel="alternate" href="{_attr(f"{base}/paper/{arxiv_id}/citation-record")}"/>'
-        + "".join(entries)
-        + "</feed>"
+        f'<link rel="self" href="{_attr(f"{here}alerts.atom")}"/>'
+        f'<link rel="alternate" href="{_attr(f"{here}citation-record")}"/>' + "".join(entries) + "</feed>"
     )
     return doc.encode()

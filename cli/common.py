@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from ledger.cosign import Quorum
 
 EXIT_CAUGHT = 2  # the ledger was caught: truncated, rewritten, badly signed or not cosigned
+# a count or a seq that reaches SQL: SQLite INTEGER and PostgreSQL bigint hold no more
+SQL_COUNT = click.IntRange(0, 2**63 - 1)
 
 db_option = click.option(
     "--db",

@@ -187,7 +187,7 @@ def register(main: click.Group) -> None:
     @click.option(
         "--checkpoint",
         "held",
-        type=click.File("r"),
+        type=click.File("r", encoding="utf-8"),
         default=None,
         help="A signed checkpoint you hold (from GET /checkpoint, `ledger checkpoint` or a bundle; - for "
         "stdin): the ledger must extend it (exit 2 and 'truncated' or 'rewritten' otherwise; exit 2 and "
@@ -215,7 +215,7 @@ def register(main: click.Group) -> None:
         With --checkpoint, also hold the ledger to a checkpoint you kept."""
         if witness_keys and held is None:
             raise click.BadParameter("witnesses cosign a held checkpoint: give it with --checkpoint")
-        note = None if held is None else held.read()
+        note = None if held is None else _note_text(held)
         _verify(db, as_json, resume, note, key_arg, quorum_of(witness_keys, quorum))
 
     @main.command()
@@ -232,6 +232,15 @@ def register(main: click.Group) -> None:
         """Walk the whole chain again from seq 1 now, a batch per short read, and record the pass (as the
         server does every LEDGER_SCRUB_INTERVAL); exit 2 naming the first broken seq."""
         _scrub(db, as_json, pace)
+
+
+def _note_text(held: Any) -> str:
+    """A held checkpoint file's text; exit 1 naming --checkpoint when it is not UTF-8."""
+    try:
+        text: str = held.read()
+    except UnicodeDecodeError as e:
+        fail(InvalidEvent("--checkpoint", f"the file is not UTF-8 ({e.reason} at byte {e.start})"))
+    return text
 
 
 def _write_whole(path: Path, chunks: Iterable[bytes]) -> None:

@@ -12,7 +12,7 @@ from ledger.codec import envelope_json
 from ledger.errors import LedgerError
 
 from . import alerts, backends, integrity, monitor, ops, search, sources, timeline, witness
-from .common import arxiv_arg, db_option, fail, instant
+from .common import SQL_COUNT, arxiv_arg, db_option, fail, instant
 
 _PROGRESS_BYTES = 4 * 1024 * 1024
 
@@ -95,8 +95,8 @@ def record(arxiv_id: str, as_of: str | None, known_at: str | None, db: str) -> N
 
 
 @main.command()
-@click.option("--after", default=0, show_default=True, help="Only events with seq > N.")
-@click.option("--limit", type=int, default=None, help="At most L events.")
+@click.option("--after", type=SQL_COUNT, default=0, show_default=True, help="Only events with seq > N.")
+@click.option("--limit", type=SQL_COUNT, default=None, help="At most L events.")
 @click.option("--stream", default=None, help="Only this stream, e.g. paper:2509.02480.")
 @click.option("--type", "type_", default=None, help="Only this event type.")
 @db_option

@@ -14,6 +14,8 @@ from typing import NamedTuple
 from .errors import LedgerError
 from .merkle import HASH_SIZE
 
+MAX_TREE_SIZE = 2**64 - 1  # tree sizes are u64 in RFC 6962 and the C2SP formats
+
 
 class NoteError(LedgerError):
     """A signed note, checkpoint or key that does not parse or does not verify."""
@@ -42,7 +44,10 @@ def parse_checkpoint(text: str) -> Checkpoint:
     if not origin:
         raise NoteError("the checkpoint has an empty origin")
     if not size.isdigit() or (size != "0" and size.startswith("0")) or not size.isascii():
-        raise NoteError(f"checkpoint tree size {size!r} is not a decimal number")
+        raise NoteError(f"checkpoint tree size {size[:40]!r} is not a decimal number")
+    # the digits are counted before int() reads them: past 4,300 it raises ValueError
+    if len(size) > len(str(MAX_TREE_SIZE)) or int(size) > MAX_TREE_SIZE:
+        raise NoteError(f"checkpoint tree size {size[:40]!r} is above 2^64-1")
     try:
         root = base64.b64decode(root_b64, validate=True)
     except binascii.Error:

@@ -16,6 +16,10 @@ from .errors import InvalidEvent
 
 # RFC 7493 section 2.2: integers an IEEE 754 double holds exactly (what a JavaScript verifier can hold).
 MAX_SAFE_INTEGER = 2**53 - 1
+# JSON integers have no leading zeroes, so one with more digits than MAX_SAFE_INTEGER is out of range.
+# Counting first keeps int() off long digit strings: past 4,300 digits it raises ValueError, and below
+# that it still takes time quadratic in the length.
+_SAFE_DIGITS = len(str(MAX_SAFE_INTEGER))
 # Deeper than any record or event (they nest 6 levels): a bound, so no walker can overflow the stack.
 MAX_DEPTH = 64
 
@@ -46,11 +50,19 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return d
 
 
-def _int(text: str) -> int:
+def _safe_int(text: str) -> int | None:
+    """The integer a JSON number text spells, or None when it is beyond +-MAX_SAFE_INTEGER."""
+    if len(text) - text.startswith("-") > _SAFE_DIGITS:
+        return None
     value = int(text)
-    if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-        return value
-    raise _Refused
+    return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else None
+
+
+def _int(text: str) -> int:
+    value = _safe_int(text)
+    if value is None:
+        raise _Refused
+    return value
 
 
 def _refuse(_: str) -> Any:
@@ -113,8 +125,8 @@ class _Number:
 
 
 def _slow_int(text: str) -> int | _Number:
-    value = int(text)
-    return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else _Number(BIG_INTEGER)
+    value = _safe_int(text)
+    return _Number(BIG_INTEGER) if value is None else value
 
 
 def _raise_first(text: str, where: str) -> None:

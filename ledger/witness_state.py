@@ -24,6 +24,8 @@ CREATE TABLE IF NOT EXISTS witness_checkpoint (
     updated INTEGER NOT NULL
 )
 """
+# SQLite's INTEGER is signed 64-bit: a larger size cannot be kept (no real log comes near it)
+MAX_SIZE = 2**63 - 1
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another's lock before sqlite3 gives up
 
 

@@ -21,7 +21,9 @@ _NON_WS = re.compile(rb"[^ \t\n\r]")
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _OBJECT_END = re.compile(rb"\}(?=[ \t\n\r]*(?:,[ \t\n\r]*\{|\]))")
 _TRIES = 16  # candidate ends tried before the exact scan (a check with many notices has more)
-_SCANNER = json.JSONDecoder()
+# Only delimits a value (msgspec decodes it, refusing what does not fit): numbers are not read, so a
+# long one cannot make int() raise (past 4,300 digits) or spend time quadratic in its length.
+_SCANNER = json.JSONDecoder(parse_int=lambda _: None, parse_float=lambda _: None)
 _NONE = object()
 CHUNK = 1 << 20
 MAX_VALUE = 64 << 20  # one event or proof is kilobytes: a bigger value is a bomb, not evidence

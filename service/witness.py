@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from ledger.checkpoint import Verifier, open_checkpoint
-from ledger.checkpoint_notes import Checkpoint, NoteError, parse_checkpoint
+from ledger.checkpoint_notes import MAX_TREE_SIZE, Checkpoint, NoteError, parse_checkpoint
 from ledger.cosign import WitnessSigner, add_cosignatures, parse_signature_line, split_note
 from ledger.merkle import EMPTY_ROOT, HASH_SIZE, ProofError, verify_consistency
-from ledger.witness_state import WitnessState
+from ledger.witness_state import MAX_SIZE, WitnessState
 
 MAX_PROOF_LINES = 63  # tlog-witness: "The client MUST NOT send more than 63 consistency proof lines"
 # tlog-witness sets no byte limit. 63 proof lines are under 3 KiB; the rest leaves room for a checkpoint
@@ -25,7 +25,6 @@ MAX_BODY_BYTES = 64 * 1024
 SIZE_CONTENT_TYPE = "text/x.tlog.size"  # the 409 body: the latest cosigned size, per tlog-witness
 TEXT_CONTENT_TYPE = "text/plain; charset=utf-8"
 OLD_PREFIX = "old "
-MAX_TREE_SIZE = 2**64 - 1  # tree sizes are u64 in RFC 6962 and the C2SP formats
 
 
 class WitnessAnswer(NamedTuple):
@@ -133,6 +132,8 @@ class Witness:
             return _text(403, f"no valid signature by the log's key: {e.message}")
         if req.old > cp.size:
             return _text(400, f"old size {req.old} is above the checkpoint size {cp.size}")
+        if cp.size > MAX_SIZE:
+            return _text(400, f"checkpoint size {cp.size} is above 2^63-1, the largest this witness keeps")
         latest = self.state.latest(cp.origin)
         size, root = (0, EMPTY_ROOT) if latest is None else (latest.size, latest.root)
         if req.old != size:

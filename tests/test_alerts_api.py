@@ -143,9 +143,7 @@ def test_the_paper_feed_is_valid_atom_with_an_entry_per_notice(sampled: TestClie
     assert not feed.bozo, feed.bozo_exception
     assert feed.version == "atom10" and feed.feed.title == f"Notices on works cited by arXiv:{CITING}"
     assert len(feed.entries) == 7 and len({e.id for e in feed.entries}) == 7
-    assert all(
-        e.link.startswith("http://testserver/paper/2101.00001/citation-record?as_of=") for e in feed.entries
-    )
+    assert all(e.link.startswith("citation-record?as_of=") for e in feed.entries)
     assert any("retraction of Work w-cell" in e.title for e in feed.entries)
     assert sampled.get("/paper/not-an-id/alerts.atom").status_code == 422
     moved = sampled.get(f"/paper/arXiv:{CITING}v1/alerts.atom", follow_redirects=False)

@@ -23,6 +23,17 @@ class JsonSyntaxError(ValueError):
     """The text is not JSON (at the given character offset)."""
 
 
+# Python's int() refuses more digits than this (ValueError); no count or year a source sends comes near.
+MAX_INT_DIGITS = 4300
+
+
+def _int(text: str) -> int:
+    # counted before int() reads it, so a long one is the file's fault, said as such
+    if len(text) - text.startswith("-") > MAX_INT_DIGITS:
+        raise JsonSyntaxError(f"an integer of {len(text)} characters (more than {MAX_INT_DIGITS} digits)")
+    return int(text)
+
+
 class JsonStream:
     """Cursor over JSON text: `peek`, `members` (keys) of an object, `elements` of an array, `value`."""
 
@@ -33,7 +44,7 @@ class JsonStream:
         self._pos = 0
         self._dropped = 0  # characters consumed and released, for error offsets
         self._eof = False
-        self._decoder = json.JSONDecoder()
+        self._decoder = json.JSONDecoder(parse_int=_int)
 
     def _more(self, at_least: int = 0) -> bool:
         if self._eof:
