@@ -33,6 +33,7 @@ from ledger.errors import NotFound
 from ledger.events import StoredEvent
 from ledger.instants import parse_ts
 from ledger.merkle import ProofError, leaf_hash, node_hash, verify_inclusion
+from ledger.record_types import Record
 from projections import record as projection
 from projections.diff import MISSING, json_diff
 from projections.memory import MemoryReader
@@ -548,7 +549,7 @@ def _rebuild(
     return digests
 
 
-def compare_record(record: dict[str, Any], rebuilt: dict[str, Any], problems: list[str]) -> None:
+def compare_record(record: dict[str, Any], rebuilt: Record, problems: list[str]) -> None:
     """Name where the bundle's record differs from the one its events give (at most _MAX_DIFFS)."""
     if canonical(rebuilt) == canonical(record):
         return
@@ -565,7 +566,7 @@ def compare_record(record: dict[str, Any], rebuilt: dict[str, Any], problems: li
         problems.append(f"... and {len(diffs) - _MAX_DIFFS} more differences")
 
 
-def _rebuilt(opener: Opener, events: _Events, arxiv_id: str, t: int, k: int | None) -> dict[str, Any]:
+def _rebuilt(opener: Opener, events: _Events, arxiv_id: str, t: int, k: int | None) -> Record:
     """The record built from the bundle's valid events as MemoryReader over all of them builds it, from
     only the events it reads: every event of the paper's stream and every check; of the snapshots, the
     latest per stream and paper; of the observations, the latest citation and resolution of those it
