@@ -15,7 +15,6 @@ import base64
 import binascii
 import heapq
 import io
-import json
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
@@ -35,7 +34,7 @@ from ledger.instants import parse_ts
 from ledger.merkle import ProofError, leaf_hash, node_hash, verify_inclusion
 from ledger.record_types import Record
 from projections import record as projection
-from projections.diff import MISSING, json_diff
+from projections.diff import MISSING, as_json, json_diff
 from projections.memory import MemoryReader
 from service.bundle import SCHEMA
 from service.bundle_json import JsonReader, Malformed
@@ -553,7 +552,7 @@ def compare_record(record: dict[str, Any], rebuilt: Record, problems: list[str])
     """Name where the bundle's record differs from the one its events give (at most _MAX_DIFFS)."""
     if canonical(rebuilt) == canonical(record):
         return
-    diffs = [(p or "$", a, b) for p, a, b in json_diff(record, json.loads(canonical(rebuilt)))]
+    diffs = [(p or "$", a, b) for p, a, b in json_diff(record, as_json(rebuilt))]
     # a changed digest only echoes the content difference: name the content, if any
     content = [d for d in diffs if not d[0].endswith(("observation_digest", "context_digest"))]
     diffs = content or diffs
