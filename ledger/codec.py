@@ -55,9 +55,13 @@ def context_digest(record: Mapping[str, Any] | msgspec.Struct) -> str:
 
 
 def _without(value: Mapping[str, Any] | msgspec.Struct, keys: tuple[str, ...]) -> dict[str, Any]:
-    # one level shallow: the values below are encoded as they are (a Struct by its own fields)
+    # one level shallow: the values below are encoded as they are (a Struct by its own fields); neither
+    # an Observation nor a Record has a field that encoding leaves out, so asdict holds what is hashed
     if isinstance(value, msgspec.Struct):
-        return {k: getattr(value, k) for k in value.__struct_fields__ if k not in keys}
+        fields = msgspec.structs.asdict(value)
+        for k in keys:
+            del fields[k]
+        return fields
     return {k: v for k, v in value.items() if k not in keys}
 
 
