@@ -104,7 +104,7 @@ class Caps(_Strict, frozen=True):
     outbound: int
 
 
-class Lane(_Strict, frozen=True):
+class CoverageLane(_Strict, frozen=True):
     """One coverage lane: what a part of the record counts, out of how many, from which source."""
 
     denominator: int
@@ -151,7 +151,7 @@ class Record(_Strict, frozen=True):
     as_of: str
     caps: Caps
     context_digest: str
-    coverage: list[Lane]
+    coverage: list[CoverageLane]
     external_citation_measurements: list[Measurement]
     inbound: list[Observation]
     links: RecordLinks
@@ -163,6 +163,6 @@ class Record(_Strict, frozen=True):
     standing_sources: list[Receipt]
     thesis: str
 
-    def lane(self, name: str) -> Lane:
+    def lane(self, name: str) -> CoverageLane:
         """The coverage lane of that name."""
         return next(c for c in self.coverage if c.lane == name)

@@ -15,7 +15,7 @@ from ledger.instants import format_as_of, max_ts, parse_ts, to_datetime
 from ledger.record_types import (
     Caps,
     Citation,
-    Lane,
+    CoverageLane,
     Measurement,
     NoticeEvent,
     Observation,
@@ -214,7 +214,7 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
                 o.cit.observed_at,
             ),
             links=ObservationLinks(f"/paper/{o.citing}", f"/paper/{o.cited}" if cited_snap else None),
-            observation_digest="",
+            observation_digest="",  # the digest of the rest, set below once the rest is built
             observation_id=o.oid,
             resolution=(
                 _PENDING
@@ -310,9 +310,9 @@ def _assemble(
     record = Record(
         as_of=format_as_of(as_of_us),
         caps=Caps(**CAPS),
-        context_digest="",
+        context_digest="",  # of the rest but as_of, set below
         coverage=[
-            Lane(
+            CoverageLane(
                 total_out,
                 "reference_resolution",
                 "Typed states for the displayed outbound observations.",
@@ -321,7 +321,7 @@ def _assemble(
                 max_ts(o.citation.source_observed_at for o in outbound),
                 "measured",
             ),
-            Lane(
+            CoverageLane(
                 len(outbound),
                 "standing_notices",
                 "One-hop event checks from named stored sources.",
@@ -330,7 +330,7 @@ def _assemble(
                 max_ts(s.observed_at for s in sources),
                 "measured",
             ),
-            Lane(
+            CoverageLane(
                 total_in,
                 "inbound_itemization",
                 "Pith citing papers itemized under the disclosed page cap.",
@@ -339,7 +339,7 @@ def _assemble(
                 max_ts(o.citation.source_observed_at for o in inbound),
                 "measured",
             ),
-            Lane(
+            CoverageLane(
                 max(1, len(listed)),
                 "external_citation_measurements",
                 "A source-named dated measurement, never combined with another source.",
