@@ -9,7 +9,7 @@ from ledger.errors import InvalidEvent, NotFound
 from ledger.facts import Head
 from ledger.importer import SCHEMA, record_to_batch
 from ledger.instants import parse_as_of
-from projections.diff import json_diff
+from projections.diff import as_json, json_diff
 from service.ledger import Ledger
 
 from .common import head_json
@@ -43,12 +43,12 @@ def verify_held(ledger: Ledger, held: Any, known_us: int | None = None) -> tuple
             "differences_total": 0,
         }
     else:
-        paths = diff_paths(held, ours)
+        paths = diff_paths(held, as_json(ours))
         compared = {
             "found": True,
             "matches": not paths,
             "message": None,
-            "context_digest": ours["context_digest"],
+            "context_digest": ours.context_digest,
             "differences": paths[:MAX_DIFFERENCES],
             "differences_total": len(paths),
         }

@@ -15,6 +15,8 @@ from ledger.facts import Head
 from ledger.instants import format_as_of
 from ledger.merkle import ProofError, leaf_hash, verify_inclusion
 from ledger.merkle_store import BLOCK, STORED_LEVEL
+from ledger.record_types import Record
+from projections.diff import as_json
 from projections.memory import MemoryReader
 from projections.record import build_record, inbound_observations
 from service.bundle import prove_seqs
@@ -56,7 +58,7 @@ def integrity_report(
         seqs = ev.built.seqs if page == 1 else ev.hidden_seqs(offset, PAGE_OBSERVATIONS)
         envelopes = ledger.store.envelopes(seqs)  # in the same read as the record
         record, head, total = ev.built.record, ev.head, ev.built.inbound_total
-    shown = len(record["inbound"])
+    shown = len(record.inbound)
     if page == 1:
         # Rebuild from exactly the listed envelopes, with no database: if the record depended on
         # anything not listed, or the projection disagreed with itself, a digest below would differ.
@@ -89,7 +91,7 @@ def integrity_report(
     bad = [p["seq"] for p in problems] + ([chain["first_bad_seq"]] if chain["first_bad_seq"] else [])
     report = {
         "arxiv_id": arxiv_id,
-        "as_of": record["as_of"],
+        "as_of": record.as_of,
         "known_at": None if known_us is None else format_as_of(known_us),
         "ok": chain["ok"] and not bad and recomputed_ok,
         "first_bad_seq": min(bad) if bad else None,
@@ -98,9 +100,9 @@ def integrity_report(
         "chain": chain,
         "record": {
             "head": head_json(head),
-            "context_digest": record["context_digest"],
+            "context_digest": record.context_digest,
             "events_used": len(envelopes),
-            "links": record["links"],
+            "links": as_json(record.links),
         },
         "page": _page(record, known_us, page, pages),
         "counts": _counts(total, shown, pages),
@@ -115,10 +117,10 @@ def integrity_report(
     return report, head
 
 
-def _page(record: dict[str, Any], known_us: int | None, page: int, pages: int) -> dict[str, Any]:
+def _page(record: Record, known_us: int | None, page: int, pages: int) -> dict[str, Any]:
     """Which page this is, and the link to the next (same as_of and known_at: the same record)."""
-    query = {"as_of": record["as_of"]} | ({} if known_us is None else {"known_at": format_as_of(known_us)})
-    link = f"{record['links']['integrity']}?{urlencode(query)}&page="
+    query = {"as_of": record.as_of} | ({} if known_us is None else {"known_at": format_as_of(known_us)})
+    link = f"{record.links.integrity}?{urlencode(query)}&page="
     return {
         "page": page,
         "pages": pages,
@@ -291,30 +293,26 @@ def _method(chain: dict[str, Any], proven: dict[str, Any], proofs_note: str | No
     )
 
 
-def _compare_digests(ledger_record: dict[str, Any], rebuilt: dict[str, Any]) -> dict[str, Any]:
-    mine = {
-        o["observation_id"]: o["observation_digest"]
-        for lane in ("outbound", "inbound")
-        for o in rebuilt[lane]
-    }
+def _compare_digests(ledger_record: Record, rebuilt: Record) -> dict[str, Any]:
+    mine = {o.observation_id: o.observation_digest for o in (*rebuilt.outbound, *rebuilt.inbound)}
     observations = []
-    for lane in ("outbound", "inbound"):
-        for i, o in enumerate(ledger_record[lane]):
-            again = mine.get(o["observation_id"])
+    for lane, items in (("outbound", ledger_record.outbound), ("inbound", ledger_record.inbound)):
+        for i, o in enumerate(items):
+            again = mine.get(o.observation_id)
             observations.append(
                 {
                     "path": f"{lane}[{i}]",
-                    "observation_id": o["observation_id"],
-                    "ledger": o["observation_digest"],
+                    "observation_id": o.observation_id,
+                    "ledger": o.observation_digest,
                     "recomputed": again,
-                    "match": again == o["observation_digest"],
+                    "match": again == o.observation_digest,
                 }
             )
     return {
         "context_digest": {
-            "ledger": ledger_record["context_digest"],
-            "recomputed": rebuilt["context_digest"],
-            "match": ledger_record["context_digest"] == rebuilt["context_digest"],
+            "ledger": ledger_record.context_digest,
+            "recomputed": rebuilt.context_digest,
+            "match": ledger_record.context_digest == rebuilt.context_digest,
         },
         "observations_checked": len(observations),
         "observations_matching": sum(o["match"] for o in observations),

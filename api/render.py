@@ -1,6 +1,6 @@
 """Server-side HTML rendering of Paper Citation Records, paper pages and errors.
 
-Pure functions: a record (the JSON dict of ``record-v1.md``) in, an HTML string
+Pure functions: a record (the typed Record of ``record-v1.md``) in, an HTML string
 out. No I/O besides loading the Jinja2 templates next to this module.
 """
 
@@ -13,8 +13,9 @@ from typing import Any
 
 import jinja2
 
-from ledger.events import STATUSES
+from ledger.events import STATUSES, CitedWork
 from ledger.facts import ScrubPass
+from ledger.record_types import Record, SnapshotBlock, StandingNotice, StateCounts
 
 from .timeline import GROUP_LABELS, Rendered
 
@@ -50,11 +51,14 @@ def _safe_href(url: Any) -> str | None:
     return None
 
 
-def _title_of(block: Any) -> str | None:
-    """The non-blank ``title`` of a cited_work/paper block, else None."""
-    if not isinstance(block, dict):
+def _title_of(block: CitedWork | SnapshotBlock | dict[str, Any] | None) -> str | None:
+    """The non-blank ``title`` of a cited_work/paper block (or a paper snapshot's dict), else None."""
+    if isinstance(block, dict):
+        title = block.get("title")
+    elif isinstance(block, (CitedWork, SnapshotBlock)):
+        title = block.title
+    else:
         return None
-    title = block.get("title")
     if isinstance(title, str) and title.strip():
         return title.strip()
     return None
@@ -83,13 +87,13 @@ WORK_FIELDS = (
 )
 
 
-def _work_fields(work: Any) -> list[tuple[str, str, str | None]]:
+def _work_fields(work: CitedWork | None) -> list[tuple[str, str, str | None]]:
     """(label, value, href or None) of each field a cited_work holds, null and blank ones left out."""
-    if not isinstance(work, dict):
+    if work is None:
         return []
     out = []
     for key, label in WORK_FIELDS:
-        value = work.get(key)
+        value = getattr(work, key)
         if value is None or (isinstance(value, str) and not value.strip()):
             continue
         href = f"https://doi.org/{value}" if key == "doi" else None
@@ -97,16 +101,16 @@ def _work_fields(work: Any) -> list[tuple[str, str, str | None]]:
     return out
 
 
-def _state_rows(counts: dict[str, int]) -> list[tuple[str, int]]:
-    """(status, count) rows: the six statuses in fixed order, pending if present, then others."""
-    rows = [(s, counts.get(s, 0)) for s in STATUS_ORDER if s != "pending" or s in counts]
-    rows += [(s, n) for s, n in sorted(counts.items()) if s not in STATUS_ORDER]
-    return rows
+def _state_rows(counts: StateCounts | None) -> list[tuple[str, int]]:
+    """(status, count) rows: the six statuses in fixed order, then pending if any."""
+    if counts is None:
+        return []
+    return [(s, counts.get(s)) for s in STATUS_ORDER if s != "pending" or counts.pending]
 
 
-def _standing_text(notice: dict[str, Any]) -> str:
+def _standing_text(notice: StandingNotice) -> str:
     """The one-line standing notice for an unavailable state."""
-    reason = notice.get("reason")
+    reason = notice.reason
     if reason in STANDING_REASONS:
         return STANDING_REASONS[reason]
     return f"Unavailable: {_words(reason or 'no reason given')}."
@@ -137,26 +141,25 @@ ENV.filters.update(
 
 
 def render_record_page(
-    record: dict,
+    record: Record,
     *,
     head: str | None = None,
     timeline: Rendered | None = None,
     alerts: tuple[list, list[str]] | None = None,
     broken: ScrubPass | None = None,
 ) -> str:
-    """Render a Paper Citation Record (record-v1 dict) as a standalone HTML page, with the paper's
+    """Render a Paper Citation Record (record-v1) as a standalone HTML page, with the paper's
     timeline at the top when one is given; `alerts` are the notices held for the works it cites and
     the sources that had checked (service.alerts.paper_alerts); `broken`, the last full walk of the
     chain when it found a break, is said above everything."""
-    resolution = record.get("reference_resolution") or {}
     return ENV.get_template("record.html").render(
         record=record,
-        paper=record["paper"],
-        links=record.get("links") or {},
-        state_rows=_state_rows(resolution.get("state_counts") or {}),
+        paper=record.paper,
+        links=record.links,
+        state_rows=_state_rows(record.reference_resolution.state_counts),
         head=head,
         tl=timeline,
-        arxiv_id=record["paper"]["arxiv_id"],
+        arxiv_id=record.paper.arxiv_id,
         group_labels=list(GROUP_LABELS.items()),
         alerts=None if alerts is None else alerts[0],
         sources_checked=None if alerts is None else alerts[1],
@@ -170,7 +173,7 @@ def render_paper_page(
     links: dict,
     *,
     timeline: Rendered | None = None,
-    record: dict | None = None,
+    record: Record | None = None,
     as_of: str | None = None,
     broken: ScrubPass | None = None,
 ) -> str:
@@ -202,18 +205,18 @@ def render_paper_page(
         tl=timeline,
         record=record,
         as_of=as_of,
-        state_rows=_state_rows((record or {}).get("reference_resolution", {}).get("state_counts") or {}),
+        state_rows=_state_rows(None if record is None else record.reference_resolution.state_counts),
         notices=_notice_count(record),
         group_labels=list(GROUP_LABELS.items()),
         broken=broken,
     )
 
 
-def _notice_count(record: dict | None) -> int:
+def _notice_count(record: Record | None) -> int:
     """How many source-reported events the record's outbound observations list."""
     if record is None:
         return 0
-    return sum(len(o["standing_notice"]["events"]) for o in record["outbound"])
+    return sum(len(o.standing_notice.events) for o in record.outbound)
 
 
 def render_error_page(status: int, message: str, links: list[tuple[str, str]] | None = None) -> str:

@@ -146,7 +146,7 @@ def register(main: click.Group) -> None:
         except LedgerError as e:
             fail(e)
         click.echo(
-            f"bundle: arXiv:{arxiv_id} as of {bundle.record['as_of']}, {len(bundle.seqs)} events, "
+            f"bundle: arXiv:{arxiv_id} as of {bundle.record.as_of}, {len(bundle.seqs)} events, "
             f"checkpoint size {bundle.tree_size}" + (f", written to {out}" if out else ""),
             err=True,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import msgspec
@@ -43,14 +44,25 @@ def digest(value: Any) -> str:
     return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
 
 
-def observation_digest(observation: dict[str, Any]) -> str:
-    """The observation_digest of a record's observation: its content without that key."""
-    return digest({k: v for k, v in observation.items() if k != "observation_digest"})
+def observation_digest(observation: Mapping[str, Any] | msgspec.Struct) -> str:
+    """The observation_digest of a record's observation (built or as read): its content without that key."""
+    return digest(_without(observation, ("observation_digest",)))
 
 
-def context_digest(record: dict[str, Any]) -> str:
-    """The context_digest of a record: its content without as_of and context_digest."""
-    return digest({k: v for k, v in record.items() if k not in ("as_of", "context_digest")})
+def context_digest(record: Mapping[str, Any] | msgspec.Struct) -> str:
+    """The context_digest of a record (built or as read): its content without as_of and context_digest."""
+    return digest(_without(record, ("as_of", "context_digest")))
+
+
+def _without(value: Mapping[str, Any] | msgspec.Struct, keys: tuple[str, ...]) -> dict[str, Any]:
+    # one level shallow: the values below are encoded as they are (a Struct by its own fields); neither
+    # an Observation nor a Record has a field that encoding leaves out, so asdict holds what is hashed
+    if isinstance(value, msgspec.Struct):
+        fields = msgspec.structs.asdict(value)
+        for k in keys:
+            del fields[k]
+        return fields
+    return {k: v for k, v in value.items() if k not in keys}
 
 
 def decode_json(raw: bytes | str, where: str = "") -> Any:

@@ -1,15 +1,23 @@
-"""The shape of a pith.paper-citation-record.v1, for strict decoding on import."""
+"""The shape of a pith.paper-citation-record.v1: what an import decodes and what a projection builds.
+
+Encoded by `codec.canonical` (msgspec, sorted keys), a Record gives the record's canonical bytes: the
+keys a record leaves out (`standing_notice.observation` when unavailable, `links.cited_paper` without a
+cited paper, `state_counts.pending` at zero) are fields with a default that `omit_defaults` omits.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from msgspec import Struct
 
 from .events import CitedWork, Notice, Status
 
+Pending = Literal["pending"]
 
-class _Strict(Struct, frozen=True, forbid_unknown_fields=True):
+
+# gc=False: a record is a tree of values, never in a reference cycle (as events.py's data objects)
+class _Strict(Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     pass
 
 
@@ -44,7 +52,7 @@ class Citation(_Strict, frozen=True):
 class Resolution(_Strict, frozen=True):
     observed_at: str | None
     resolver_source: str | None
-    status: Status | Literal["pending"]
+    status: Status | Pending
 
 
 class Receipt(_Strict, frozen=True):
@@ -59,17 +67,17 @@ class NoticeEvent(Notice, frozen=True):
     source: str
 
 
-class StandingNotice(_Strict, frozen=True):
+class StandingNotice(_Strict, frozen=True, omit_defaults=True):
     events: list[NoticeEvent]
     reason: str | None
     source_receipts: list[Receipt]
     state: Literal["measured", "unavailable"]
-    observation: str | None = None
+    observation: str | None = None  # written only when measured
 
 
-class ObservationLinks(_Strict, frozen=True):
+class ObservationLinks(_Strict, frozen=True, omit_defaults=True):
     citing_paper: str
-    cited_paper: str | None = None
+    cited_paper: str | None = None  # written only when the cited paper is shown
 
 
 class Observation(_Strict, frozen=True):
@@ -90,18 +98,71 @@ class Measurement(_Strict, frozen=True):
     value: int
 
 
+class Caps(_Strict, frozen=True):
+    database_statements: int
+    inbound: int
+    outbound: int
+
+
+class CoverageLane(_Strict, frozen=True):
+    """One coverage lane: what a part of the record counts, out of how many, from which source."""
+
+    denominator: int
+    lane: str
+    note: str
+    records_observed: int
+    source: str
+    source_observed_at: str | None
+    state: Literal["measured"]
+
+
+class RecordLinks(_Strict, frozen=True):
+    evidence: str
+    html: str
+    integrity: str
+    json: str
+    paper: str
+
+
+class StateCounts(_Strict, frozen=True, omit_defaults=True):
+    """Displayed outbound observations per status: all six always, pending only when some are."""
+
+    malformed_identifier: int
+    metadata_mismatch: int
+    parse_uncertain: int
+    unresolved: int
+    verified_exact: int
+    verified_fuzzy: int
+    pending: int = 0
+
+    def get(self, status: str) -> int:
+        """The count of one status (pending included)."""
+        value: int = getattr(self, status)
+        return value
+
+
+class ReferenceResolution(_Strict, frozen=True):
+    displayed: int
+    state_counts: StateCounts
+    total_outbound_references: int
+
+
 class Record(_Strict, frozen=True):
     as_of: str
-    caps: dict[str, Any]
+    caps: Caps
     context_digest: str
-    coverage: list[dict[str, Any]]
+    coverage: list[CoverageLane]
     external_citation_measurements: list[Measurement]
     inbound: list[Observation]
-    links: dict[str, Any]
+    links: RecordLinks
     outbound: list[Observation]
     paper: PaperBlock
-    reference_resolution: dict[str, Any]
+    reference_resolution: ReferenceResolution
     refusal: str
     schema: Literal["pith.paper-citation-record.v1"]
     standing_sources: list[Receipt]
     thesis: str
+
+    def lane(self, name: str) -> CoverageLane:
+        """The coverage lane of that name."""
+        return next(c for c in self.coverage if c.lane == name)

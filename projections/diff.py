@@ -1,25 +1,32 @@
 """What changed in a paper's record between two instants, per observation, with the events responsible.
 
-`diff_records` is pure: two record dicts and the facts observed between them. `record_changes`
-reads them from a ledger (the TO record's build set minus the FROM record's, observed after FROM).
+`diff_records` is pure: two records and the facts observed between them. `record_changes` reads them
+from a ledger (the TO record's build set minus the FROM record's, observed after FROM).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
+
+import msgspec
 
 from ledger.codec import canonical, decode_data
 from ledger.errors import InvalidEvent, NotFound
 from ledger.facts import Fact, Head
 from ledger.instants import format_as_of, parse_ts
+from ledger.interface import Store
+from ledger.record_types import Measurement, NoticeEvent, Observation, Record, StandingNotice
 from ledger.works_store import observation_events
 
 SCHEMA = "citation-ledger.record-changes.v1"
-Change = dict[str, Any]
+# a JSON value (as decoded, or ready to encode); Mapping and Sequence so that a dict of lists is one
+Json = None | bool | int | str | Sequence["Json"] | Mapping[str, "Json"]
+Change = dict[str, Json]
+Changes = dict[str, Any]  # the diff document (as served): the API and the CLI read its keys
 
 
-def event_ref(f: Fact) -> dict[str, Any]:
+def event_ref(f: Fact) -> dict[str, Json]:
     """How a change names an event: seq, type, observed_at."""
     return {"observed_at": f.observed_at, "seq": f.seq, "type": f.type}
 
@@ -31,12 +38,13 @@ class _Missing:
         return "MISSING"
 
 
-MISSING: Any = _Missing()
+MISSING = _Missing()
+Side = Json | _Missing  # one side of a JSON diff: a value, or MISSING
 
 
 def json_diff(
-    a: Any, b: Any, path: str = "", *, lists: bool = True, missing: Any = MISSING
-) -> list[tuple[str, Any, Any]]:
+    a: Side, b: Side, path: str = "", *, lists: bool = True, missing: Side = MISSING
+) -> list[tuple[str, Side, Side]]:
     """Every leaf path where JSON values a and b differ, as (path, a's value, b's value), sorted by key.
 
     Objects are walked key by key, a key absent on one side standing as `missing` (compared like any
@@ -44,12 +52,12 @@ def json_diff(
     `outbound[3].resolution.status`; the root is "". Leaves differ unless their canonical JSON is the
     same, so 1 and true, or [] and {}, differ.
     """
-    out: list[tuple[str, Any, Any]] = []
+    out: list[tuple[str, Side, Side]] = []
     _walk(a, b, path, lists, missing, out)
     return out
 
 
-def _walk(a: Any, b: Any, path: str, lists: bool, missing: Any, out: list[tuple[str, Any, Any]]) -> None:
+def _walk(a: Side, b: Side, path: str, lists: bool, missing: Side, out: list[tuple[str, Side, Side]]) -> None:
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
             _walk(
@@ -64,102 +72,119 @@ def _walk(a: Any, b: Any, path: str, lists: bool, missing: Any, out: list[tuple[
         out.append((path, a, b))
 
 
-def field_changes(before: Any, after: Any, prefix: str = "") -> list[Change]:
+def as_json(value: msgspec.Struct | Json) -> Json:
+    """A part of a record as the JSON values it encodes to (the keys a record leaves out left out)."""
+    out: Json = msgspec.to_builtins(value)
+    return out
+
+
+def field_changes(
+    before: msgspec.Struct | Json, after: msgspec.Struct | Json, prefix: str = ""
+) -> list[Change]:
     """Paths whose values differ: [{path, from, to}]; objects are compared key by key, a list is one
     value, and an absent key is null."""
     return [
-        {"from": x, "path": path, "to": y}
-        for path, x, y in json_diff(before, after, prefix, lists=False, missing=None)
+        {"from": x, "path": path, "to": y}  # type: ignore[dict-item]  # missing=None: never MISSING
+        for path, x, y in json_diff(as_json(before), as_json(after), prefix, lists=False, missing=None)
     ]
 
 
-def _notice_key(n: dict[str, Any]) -> bytes:
+def _notice_key(n: NoticeEvent) -> bytes:
     # the same notice seen again by a newer check is not a change: the receipt move says that
-    return canonical({k: v for k, v in n.items() if k != "observed_at"})
+    return canonical({k: getattr(n, k) for k in n.__struct_fields__ if k != "observed_at"})
 
 
-def _standing_changes(before: dict[str, Any] | None, after: dict[str, Any]) -> tuple[list[Change], set[str]]:
+_NO_STANDING = StandingNotice([], None, [], "unavailable")
+
+
+def _standing_changes(before: StandingNotice | None, after: StandingNotice) -> tuple[list[Change], set[str]]:
     """Notice and receipt changes of one observation, and the sources whose newest check is responsible."""
-    old = before or {"events": [], "reason": None, "source_receipts": [], "state": None}
     out: list[Change] = []
     sources: set[str] = set()
-    for f in ("state", "reason"):
-        if old.get(f) != after.get(f):
-            out.append(
-                {
-                    "from": old.get(f),
-                    "kind": "standing_state",
-                    "path": f"standing_notice.{f}",
-                    "to": after.get(f),
-                }
-            )
-    was = {r["source"]: r["observed_at"] for r in old["source_receipts"]}
-    now = {r["source"]: r["observed_at"] for r in after["source_receipts"]}
+    was_state = None if before is None else before.state
+    was_reason = None if before is None else before.reason
+    for f, a, b in (("state", was_state, after.state), ("reason", was_reason, after.reason)):
+        if a != b:
+            out.append({"from": a, "kind": "standing_state", "path": f"standing_notice.{f}", "to": b})
+    old = before or _NO_STANDING
+    was = {r.source: r.observed_at for r in old.source_receipts}
+    now = {r.source: r.observed_at for r in after.source_receipts}
     for src in sorted(set(was) | set(now)):
-        a, b = was.get(src), now.get(src)
-        if a == b:
+        x, y = was.get(src), now.get(src)
+        if x == y:
             continue
-        kind = "receipt_appeared" if a is None else "receipt_gone" if b is None else "receipt_moved"
-        out.append({"from": a, "kind": kind, "source": src, "to": b})
-        if b is not None:
+        kind = "receipt_appeared" if x is None else "receipt_gone" if y is None else "receipt_moved"
+        out.append({"from": x, "kind": kind, "source": src, "to": y})
+        if y is not None:
             sources.add(src)
-    old_n = {_notice_key(n): n for n in old["events"]}
-    new_n = {_notice_key(n): n for n in after["events"]}
+    old_n = {_notice_key(n): n for n in old.events}
+    new_n = {_notice_key(n): n for n in after.events}
     for key in sorted(set(new_n) - set(old_n)):
-        out.append({"kind": "notice_appeared", "notice": new_n[key]})
-        sources.add(new_n[key]["source"])
+        out.append({"kind": "notice_appeared", "notice": as_json(new_n[key])})
+        sources.add(new_n[key].source)
     for key in sorted(set(old_n) - set(new_n)):
-        out.append({"kind": "notice_gone", "notice": old_n[key]})
-        src = old_n[key]["source"]
+        out.append({"kind": "notice_gone", "notice": as_json(old_n[key])})
+        src = old_n[key].source
         if src in now:
             sources.add(src)  # a newer check of that source no longer lists it
     return out, sources
 
 
-def _work_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[Change]:
-    a = before["citation"]["cited_work"] if before else None
-    b = after["citation"]["cited_work"] if after else None
+def _work_changes(before: Observation, after: Observation) -> list[Change]:
+    a, b = before.citation.cited_work, after.citation.cited_work
     if a is None and b is None:
         return []
-    a_id, b_id = (a or {}).get("work_id"), (b or {}).get("work_id")
-    if a is None or b is None or a_id != b_id:
-        return [{"from": a, "kind": "cited_work_rebound", "path": "citation.cited_work", "to": b}]
+    if a is None or b is None or a.work_id != b.work_id:
+        return [
+            {
+                "from": as_json(a),
+                "kind": "cited_work_rebound",
+                "path": "citation.cited_work",
+                "to": as_json(b),
+            }
+        ]
     return [{**c, "kind": "cited_work"} for c in field_changes(a, b, "citation.cited_work")]
 
 
-def observation_changes(
-    before: dict[str, Any] | None, after: dict[str, Any]
-) -> tuple[list[Change], set[str]]:
+def observation_changes(before: Observation | None, after: Observation) -> tuple[list[Change], set[str]]:
     """What differs in one observation: resolution, cited work, papers, citation fields, standing.
 
     An added observation (`before` None) lists only the notices it shows: the rest is all new.
     """
-    standing, sources = _standing_changes(before and before["standing_notice"], after["standing_notice"])
+    was = None if before is None else before.standing_notice
+    standing, sources = _standing_changes(was, after.standing_notice)
     if before is None:
+        # nothing was shown before: every notice shown now appeared, each from its own source
         appeared = [c for c in standing if c["kind"] == "notice_appeared"]
-        return appeared, {c["notice"]["source"] for c in appeared}
+        return appeared, {n.source for n in after.standing_notice.events}
     out = [
-        {**c, "kind": "resolution"}
-        for c in field_changes(before["resolution"], after["resolution"], "resolution")
+        {**c, "kind": "resolution"} for c in field_changes(before.resolution, after.resolution, "resolution")
     ]
     out += _work_changes(before, after)
-    for block in ("cited_paper", "citing_paper"):
-        a, b = before["citation"][block], after["citation"][block]
-        out += [{**c, "kind": block} for c in field_changes(a, b, f"citation.{block}")]
-    rest = [k for k in after["citation"] if k not in ("cited_work", "cited_paper", "citing_paper")]
-    a_rest = {k: before["citation"].get(k) for k in rest}
-    b_rest = {k: after["citation"][k] for k in rest}
+    a, b = before.citation, after.citation
+    out += [
+        {**c, "kind": "cited_paper"}
+        for c in field_changes(a.cited_paper, b.cited_paper, "citation.cited_paper")
+    ]
+    out += [
+        {**c, "kind": "citing_paper"}
+        for c in field_changes(a.citing_paper, b.citing_paper, "citation.citing_paper")
+    ]
+    rest = ("reference_index", "source", "source_observed_at")
+    a_rest = {k: getattr(a, k) for k in rest}
+    b_rest = {k: getattr(b, k) for k in rest}
     out += [{**c, "kind": "citation"} for c in field_changes(a_rest, b_rest, "citation")]
     return out + standing, sources
 
 
-def _by_id(record: dict[str, Any] | None) -> dict[str, tuple[str, dict[str, Any]]]:
+def _by_id(record: Record | None) -> dict[str, tuple[str, Observation]]:
     if record is None:
         return {}
-    return {o["observation_id"]: (lane, o) for lane in ("outbound", "inbound") for o in record[lane]}
+    lanes = (("outbound", record.outbound), ("inbound", record.inbound))
+    return {o.observation_id: (lane, o) for lane, items in lanes for o in items}
 
 
-def _refs(facts: Iterable[Fact]) -> list[dict[str, Any]]:
+def _refs(facts: Iterable[Fact]) -> list[dict[str, Json]]:
     return [event_ref(f) for f in sorted({f.seq: f for f in facts}.values(), key=lambda f: f.seq)]
 
 
@@ -170,8 +195,8 @@ def _checks(facts: Sequence[Fact], source: str, at: str | None) -> list[Fact]:
 
 
 def _observation_entries(
-    before: dict[str, Any] | None, after: dict[str, Any], facts: Sequence[Fact]
-) -> tuple[list[dict[str, Any]], dict[str, list[Fact]]]:
+    before: Record | None, after: Record, facts: Sequence[Fact]
+) -> tuple[list[dict[str, Json]], dict[str, list[Fact]]]:
     """One entry per added, removed or changed observation, and the facts named per lane."""
     old_obs, new_obs = _by_id(before), _by_id(after)
     # each observation's and each paper's facts, found once (a record lists hundreds of observations)
@@ -182,7 +207,7 @@ def _observation_entries(
             by_observation.setdefault(f.data.observation_id, []).append(f)
         elif f.type == "paper.observed":
             by_paper.setdefault(f.data.arxiv_id, []).append(f)
-    entries = []
+    entries: list[dict[str, Json]] = []
     lane_facts: dict[str, list[Fact]] = {"outbound": [], "inbound": []}
     for oid in sorted(set(old_obs) | set(new_obs), key=lambda i: _obs_order(i, old_obs, new_obs)):
         lane, obs = new_obs.get(oid) or old_obs[oid]
@@ -196,40 +221,42 @@ def _observation_entries(
             change = "added" if prior is None else "changed"
             if not changes and prior is not None:
                 continue  # unchanged
-        cit = obs["citation"]
-        papers = {(cit["cited_paper"] or {}).get("arxiv_id"), (cit["citing_paper"] or {}).get("arxiv_id")}
+        cit = obs.citation
+        papers = {p.arxiv_id for p in (cit.cited_paper, cit.citing_paper) if p is not None}
         paper_moved = bool({c["kind"] for c in changes} & {"cited_paper", "citing_paper"})
         mine = list(by_observation.get(oid, ()))
         if paper_moved:
-            moved = (f for p in papers if p is not None for f in by_paper.get(p, ()))
+            moved = (f for p in papers for f in by_paper.get(p, ()))
             mine = sorted([*mine, *moved], key=lambda f: f.seq)
-        now = {r["source"]: r["observed_at"] for r in obs["standing_notice"]["source_receipts"]}
+        now = {r.source: r.observed_at for r in obs.standing_notice.source_receipts}
         for src in sorted(sources):
             mine += _checks(facts, src, now.get(src))
         lane_facts[lane] += mine
-        work = cit["cited_work"]
+        work = cit.cited_work
         entries.append(
             {
                 "change": change,
                 "changes": changes,
-                "cited_work": None if work is None else {k: work[k] for k in ("doi", "title", "work_id")},
+                "cited_work": None
+                if work is None
+                else {"doi": work.doi, "title": work.title, "work_id": work.work_id},
                 "events": _refs(mine),
                 "lane": lane,
                 "observation_id": oid,
-                "reference_index": cit["reference_index"],
-                "status": obs["resolution"]["status"],
+                "reference_index": cit.reference_index,
+                "status": obs.resolution.status,
             }
         )
     return entries, lane_facts
 
 
 def _source_changes(
-    before: dict[str, Any] | None, after: dict[str, Any], facts: Sequence[Fact]
-) -> tuple[list[dict[str, Any]], list[Fact]]:
+    before: Record | None, after: Record, facts: Sequence[Fact]
+) -> tuple[list[dict[str, Json]], list[Fact]]:
     """standing_sources entries whose latest check moved, with that check."""
-    was = {r["source"]: r["observed_at"] for r in (before or {}).get("standing_sources", [])}
-    now = {r["source"]: r["observed_at"] for r in after["standing_sources"]}
-    out = []
+    was = {r.source: r.observed_at for r in (before.standing_sources if before else [])}
+    now = {r.source: r.observed_at for r in after.standing_sources}
+    out: list[dict[str, Json]] = []
     used: list[Fact] = []
     for src in sorted(set(was) | set(now)):
         if was.get(src) != now.get(src):
@@ -239,17 +266,13 @@ def _source_changes(
     return out, used
 
 
-def diff_records(
-    before: dict[str, Any] | None, after: dict[str, Any], facts: Sequence[Fact]
-) -> dict[str, Any]:
+def diff_records(before: Record | None, after: Record, facts: Sequence[Fact]) -> Changes:
     """The changes from `before` (None: no record yet) to `after`, naming the responsible facts."""
     observations, lane_facts = _observation_entries(before, after, facts)
     standing, standing_facts = _source_changes(before, after, facts)
     measurements, measure_facts = _measurement_changes(before, after, facts)
-    paper_changes = field_changes((before or {}).get("paper"), after["paper"], "paper")
-    paper_facts = [
-        f for f in facts if f.type == "paper.observed" and f.data.arxiv_id == after["paper"]["arxiv_id"]
-    ]
+    paper_changes = field_changes(None if before is None else before.paper, after.paper, "paper")
+    paper_facts = [f for f in facts if f.type == "paper.observed" and f.data.arxiv_id == after.paper.arxiv_id]
     # coverage is derived: each lane names the facts behind the part of the record it counts
     lane_events = {
         "reference_resolution": lane_facts["outbound"],
@@ -258,15 +281,14 @@ def diff_records(
         "external_citation_measurements": measure_facts,
     }
     coverage = []
-    old_cov = {c["lane"]: c for c in (before or {}).get("coverage", [])}
-    for lane in after["coverage"]:
-        changes = field_changes(old_cov.get(lane["lane"], {}), lane)
+    old_cov = {c.lane: c for c in (before.coverage if before else [])}
+    for lane in after.coverage:
+        changes = field_changes(old_cov.get(lane.lane, {}), lane)
         if changes:
-            events = _refs(lane_events.get(lane["lane"], []))
-            coverage.append({"changes": changes, "events": events, "lane": lane["lane"]})
-    resolution = field_changes(
-        (before or {}).get("reference_resolution"), after["reference_resolution"], "reference_resolution"
-    )
+            events = _refs(lane_events.get(lane.lane, []))
+            coverage.append({"changes": changes, "events": events, "lane": lane.lane})
+    was = None if before is None else before.reference_resolution
+    resolution = field_changes(was, after.reference_resolution, "reference_resolution")
     responsible = [
         *paper_facts,
         *standing_facts,
@@ -276,15 +298,13 @@ def diff_records(
     ]
     changed = bool(observations or standing or measurements or paper_changes or coverage or resolution)
     return {
-        "arxiv_id": after["paper"]["arxiv_id"],
+        "arxiv_id": after.paper.arxiv_id,
         "changed": changed,
         "counts": _counts(before, after),
         "coverage": coverage,
         "events": _refs(responsible),
         "external_citation_measurements": measurements,
-        "from": None
-        if before is None
-        else {"as_of": before["as_of"], "context_digest": before["context_digest"]},
+        "from": None if before is None else {"as_of": before.as_of, "context_digest": before.context_digest},
         "observations": observations,
         "paper": {"changes": paper_changes, "events": _refs(paper_facts if paper_changes else [])},
         "reference_resolution": {
@@ -293,22 +313,21 @@ def diff_records(
         },
         "schema": SCHEMA,
         "standing_sources": standing,
-        "to": {"as_of": after["as_of"], "context_digest": after["context_digest"]},
+        "to": {"as_of": after.as_of, "context_digest": after.context_digest},
     }
 
 
-def _counts(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, Any]:
+def _counts(before: Record | None, after: Record) -> dict[str, dict[str, int]]:
     """Each lane's count and how many it shows, FROM -> TO: a long lane lists only what it shows (the
     records' caps), so the counts say how much more moved."""
 
-    def of(record: dict[str, Any] | None) -> dict[str, tuple[int, int]]:
+    def of(record: Record | None) -> dict[str, tuple[int, int]]:
         if record is None:
             return {"inbound": (0, 0), "outbound": (0, 0)}
-        inbound = next(c for c in record["coverage"] if c["lane"] == "inbound_itemization")
-        total_out = record["reference_resolution"]["total_outbound_references"]
+        total_out = record.reference_resolution.total_outbound_references
         return {
-            "inbound": (inbound["denominator"], len(record["inbound"])),
-            "outbound": (total_out, len(record["outbound"])),
+            "inbound": (record.lane("inbound_itemization").denominator, len(record.inbound)),
+            "outbound": (total_out, len(record.outbound)),
         }
 
     a, b = of(before), of(after)
@@ -318,20 +337,27 @@ def _counts(before: dict[str, Any] | None, after: dict[str, Any]) -> dict[str, A
     }
 
 
-def _obs_order(oid: str, old: dict[str, Any], new: dict[str, Any]) -> tuple[int, str, int, str]:
+def _obs_order(
+    oid: str, old: dict[str, tuple[str, Observation]], new: dict[str, tuple[str, Observation]]
+) -> tuple[int, str, int, str]:
     lane, o = new.get(oid) or old[oid]
-    citing = (o["citation"]["citing_paper"] or {}).get("arxiv_id") or ""
-    return (0 if lane == "outbound" else 1, citing, o["citation"]["reference_index"], oid)
+    citing = o.citation.citing_paper
+    return (
+        0 if lane == "outbound" else 1,
+        citing.arxiv_id if citing else "",
+        o.citation.reference_index,
+        oid,
+    )
 
 
 def _measurement_changes(
-    before: dict[str, Any] | None, after: dict[str, Any], facts: Sequence[Fact]
+    before: Record | None, after: Record, facts: Sequence[Fact]
 ) -> tuple[list[Change], list[Fact]]:
-    def key(m: dict[str, Any]) -> tuple[str, str]:
-        return (m["source"], m["metric"])
+    def key(m: Measurement) -> tuple[str, str]:
+        return (m.source, m.metric)
 
-    old = {key(m): m for m in (before or {}).get("external_citation_measurements", [])}
-    new = {key(m): m for m in after["external_citation_measurements"]}
+    old = {key(m): m for m in (before.external_citation_measurements if before else [])}
+    new = {key(m): m for m in after.external_citation_measurements}
     out: list[Change] = []
     used: list[Fact] = []
     for k in sorted(set(old) | set(new)):
@@ -344,25 +370,33 @@ def _measurement_changes(
             if f.type == "measurement.observed"
             and (f.data.source, f.data.metric) == k
             and b is not None
-            and f.observed_at == b["observed_at"]
+            and f.observed_at == b.observed_at
         ]
         used += mine
         change = "added" if a is None else "removed" if b is None else "changed"
         out.append(
-            {"change": change, "events": _refs(mine), "from": a, "metric": k[1], "source": k[0], "to": b}
+            {
+                "change": change,
+                "events": _refs(mine),
+                "from": as_json(a),
+                "metric": k[1],
+                "source": k[0],
+                "to": as_json(b),
+            }
         )
     return out, used
 
 
 class _Ledger(Protocol):
-    store: Any
+    @property
+    def store(self) -> Store: ...
 
     def record(
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
-    ) -> tuple[dict[str, Any], list[int], Head]: ...
+    ) -> tuple[Record, list[int], Head]: ...
 
 
-def record_changes(ledger: _Ledger, arxiv_id: str, from_us: int, to_us: int) -> tuple[dict[str, Any], Head]:
+def record_changes(ledger: _Ledger, arxiv_id: str, from_us: int, to_us: int) -> tuple[Changes, Head]:
     """The diff of the paper's record from FROM to TO, and the head the TO record was read at."""
     if from_us > to_us:
         raise InvalidEvent("from", f"{format_as_of(from_us)} is after to ({format_as_of(to_us)})")

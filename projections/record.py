@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 import msgspec
 
 from ledger.codec import canonical, context_digest, observation_digest
 from ledger.errors import NotFound
-from ledger.events import STATUSES
+from ledger.events import STATUSES, CitedWork
 from ledger.facts import CheckRow, Fact, SourceHead
 from ledger.instants import format_as_of, max_ts, parse_ts, to_datetime
+from ledger.record_types import (
+    Caps,
+    Citation,
+    CoverageLane,
+    Measurement,
+    NoticeEvent,
+    Observation,
+    ObservationLinks,
+    PaperBlock,
+    Receipt,
+    Record,
+    RecordLinks,
+    ReferenceResolution,
+    Resolution,
+    SnapshotBlock,
+    StandingNotice,
+    StateCounts,
+)
 
-SCHEMA = "pith.paper-citation-record.v1"
+SCHEMA: Literal["pith.paper-citation-record.v1"] = "pith.paper-citation-record.v1"
 CAPS = {"database_statements": 6, "inbound": 100, "outbound": 100}
 REFUSAL = "A citation records a reference. It does not transfer a finding from one paper to another."
 _MONTHS = [
@@ -51,7 +69,7 @@ class RecordSource(Protocol):
 class Built(NamedTuple):
     """A record, the seqs of the events it shows, and how many inbound observations it counts."""
 
-    record: dict[str, Any]
+    record: Record
     seqs: list[int]
     # the events of the inbound observations past the cap also built the record (its count): they are
     # read page by page where needed (integrity report, bundle), never with the record
@@ -62,9 +80,9 @@ def _key(f: Fact) -> tuple[int, int]:
     return (f.observed_us, f.seq)
 
 
-def _latest(facts: Iterable[Fact]) -> dict[Any, Fact]:
+def _latest(facts: Iterable[Fact]) -> dict[tuple[str, ...], Fact]:
     """Group key -> latest fact (greatest observed_at, ties to the later seq)."""
-    out: dict[Any, Fact] = {}
+    out: dict[tuple[str, ...], Fact] = {}
     for f in facts:
         k = _group(f)
         cur = out.get(k)
@@ -73,7 +91,7 @@ def _latest(facts: Iterable[Fact]) -> dict[Any, Fact]:
     return out
 
 
-def _group(f: Fact) -> Any:
+def _group(f: Fact) -> tuple[str, ...]:
     if f.type in ("citation.observed", "resolution.observed"):
         return (f.type, f.data.observation_id)
     if f.type == "measurement.observed":
@@ -81,17 +99,10 @@ def _group(f: Fact) -> Any:
     return (f.type, f.data.arxiv_id)
 
 
-def paper_block(snap: Fact) -> dict[str, Any]:
+def paper_block(snap: Fact) -> SnapshotBlock:
     """The cited_paper / citing_paper block of a paper.observed fact."""
     d = snap.data
-    return {
-        "arxiv_id": d.arxiv_id,
-        "last_updated": d.last_updated,
-        "snapshot_observed_at": snap.observed_at,
-        "submitted_at": d.submitted_at,
-        "title": d.title,
-        "version": d.version,
-    }
+    return SnapshotBlock(d.arxiv_id, d.last_updated, snap.observed_at, d.submitted_at, d.title, d.version)
 
 
 def thesis_date(as_of_us: int) -> str:
@@ -116,7 +127,7 @@ class _Obs(NamedTuple):
     def cited(self) -> str | None:
         return None if self.res is None else self.res.data.cited_arxiv_id
 
-    def cited_work(self) -> Any:
+    def cited_work(self) -> CitedWork | None:
         if self.res is not None and self.res.data.cited_work is not None:
             return self.res.data.cited_work
         return self.cit.data.cited_work
@@ -183,40 +194,36 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
     for row in src.work_checks(works):
         checks.setdefault((row.work_id, row.since_us), []).append(row)
 
-    def observation(o: _Obs) -> dict[str, Any]:
+    def observation(o: _Obs) -> Observation:
         cited_snap = latest_snaps.get(o.cited) if o.cited else None
         citing_snap = latest_snaps.get(o.citing)
         work = o.cited_work()
         res = o.res
-        obs: dict[str, Any] = {
-            "citation": {
-                "cited_paper": paper_block(cited_snap) if cited_snap else None,
-                "cited_work": msgspec.to_builtins(work),
-                "citing_paper": paper_block(citing_snap) if citing_snap else None,
-                "reference_index": o.cit.data.reference_index,
-                "source": o.cit.data.source,
-                "source_observed_at": o.cit.observed_at,
-            },
-            "links": {"citing_paper": f"/paper/{o.citing}"},
-            "observation_id": o.oid,
-            "resolution": (
-                {"observed_at": None, "resolver_source": None, "status": "pending"}
-                if res is None
-                else {
-                    "observed_at": res.observed_at,
-                    "resolver_source": res.data.resolver_source,
-                    "status": res.data.status,
-                }
-            ),
-            "standing_notice": _standing(work, checks, used),
-        }
         if cited_snap:
-            obs["links"]["cited_paper"] = f"/paper/{o.cited}"
             used.add(cited_snap.seq)
         if citing_snap:
             used.add(citing_snap.seq)
-        obs["observation_digest"] = observation_digest(obs)
-        return obs
+        d = o.cit.data
+        obs = Observation(
+            citation=Citation(
+                paper_block(cited_snap) if cited_snap else None,
+                work,
+                paper_block(citing_snap) if citing_snap else None,
+                d.reference_index,
+                d.source,
+                o.cit.observed_at,
+            ),
+            links=ObservationLinks(f"/paper/{o.citing}", f"/paper/{o.cited}" if cited_snap else None),
+            observation_digest="",  # the digest of the rest, set below once the rest is built
+            observation_id=o.oid,
+            resolution=(
+                _PENDING
+                if res is None
+                else Resolution(res.observed_at, res.data.resolver_source, res.data.status)
+            ),
+            standing_notice=_standing(work, checks, used),
+        )
+        return msgspec.structs.replace(obs, observation_digest=observation_digest(obs))
 
     out_objs = [observation(o) for o in outbound]
     in_objs = [observation(o) for o in inbound]
@@ -239,35 +246,40 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
     return Built(record, sorted(used), total_in)
 
 
-def _standing(work: Any, checks: dict[tuple[str, int], list[CheckRow]], used: set[int]) -> dict:
+_PENDING = Resolution(None, None, "pending")
+
+
+def _standing(
+    work: CitedWork | None, checks: dict[tuple[str, int], list[CheckRow]], used: set[int]
+) -> StandingNotice:
     if work is None or work.work_id is None:
-        return {"events": [], "reason": _UNAVAILABLE_LINK, "source_receipts": [], "state": "unavailable"}
+        return StandingNotice([], _UNAVAILABLE_LINK, [], "unavailable")
     rows = sorted(checks.get((work.work_id, parse_ts(work.snapshot_observed_at)), []), key=lambda r: r.source)
     if not rows:
-        return {"events": [], "reason": _NOT_QUERIED, "source_receipts": [], "state": "unavailable"}
+        return StandingNotice([], _NOT_QUERIED, [], "unavailable")
     events = []
     for r in rows:
         used.add(r.seq)
         for n in r.notices:
             if n["work_id"] == work.work_id:
-                events.append({**n, "observed_at": r.observed_at, "source": r.source})
+                events.append(NoticeEvent(**n, observed_at=r.observed_at, source=r.source))
     events.sort(key=notice_order)
     latest = max_ts(r.observed_at for r in rows)
     n = len(events)
     found = "No event" if n == 0 else f"{n} event" if n == 1 else f"{n} events"
-    return {
-        "events": events,
-        "observation": f"{found} found in the named queried sources as of {latest}.",
-        "reason": None,
-        "source_receipts": [{"observed_at": r.observed_at, "source": r.source} for r in rows],
-        "state": "measured",
-    }
+    return StandingNotice(
+        events=events,
+        reason=None,
+        source_receipts=[Receipt(r.observed_at, r.source) for r in rows],
+        state="measured",
+        observation=f"{found} found in the named queried sources as of {latest}.",
+    )
 
 
-def notice_order(n: dict[str, Any]) -> tuple[Any, ...]:
+def notice_order(n: NoticeEvent) -> tuple[str, str, bool, str, bytes]:
     """(source, kind, notice_doi with null first, canonical JSON)."""
-    doi = n.get("notice_doi")
-    return (n.get("source", ""), n["kind"], doi is not None, doi or "", canonical(n))
+    doi = n.notice_doi
+    return (n.source, n.kind, doi is not None, doi or "", canonical(n))
 
 
 def _assemble(
@@ -275,116 +287,95 @@ def _assemble(
     as_of_us: int,
     snap: Fact,
     category_snap: Fact | None,
-    outbound: list[dict[str, Any]],
+    outbound: list[Observation],
     total_out: int,
-    inbound: list[dict[str, Any]],
+    inbound: list[Observation],
     total_in: int,
     heads: list[SourceHead],
     measurements: list[Fact],
-) -> dict[str, Any]:
+) -> Record:
     counts = dict.fromkeys(STATUSES, 0)
     for o in outbound:
-        status = o["resolution"]["status"]
+        status = o.resolution.status
         counts[status] = counts.get(status, 0) + 1
-    if counts.get("pending") == 0:
-        del counts["pending"]
     d = snap.data
     listed = [
-        {
-            "metric": m.data.metric,
-            "observed_at": m.observed_at,
-            "query_url": m.data.query_url,
-            "source": m.data.source,
-            "source_release": m.data.source_release,
-            "value": m.data.value,
-        }
+        Measurement(
+            m.data.metric, m.observed_at, m.data.query_url, m.data.source, m.data.source_release, m.data.value
+        )
         for m in measurements
     ]
-    sources = [{"observed_at": h.observed_at, "source": h.source} for h in sorted(heads)]
+    sources = [Receipt(h.observed_at, h.source) for h in sorted(heads)]
     cites = "paper_references, paper_reference_links"
-    record: dict[str, Any] = {
-        "caps": dict(CAPS),
-        "coverage": [
-            _lane(
-                "reference_resolution",
+    record = Record(
+        as_of=format_as_of(as_of_us),
+        caps=Caps(**CAPS),
+        context_digest="",  # of the rest but as_of, set below
+        coverage=[
+            CoverageLane(
                 total_out,
+                "reference_resolution",
+                "Typed states for the displayed outbound observations.",
                 len(outbound),
                 cites,
-                "Typed states for the displayed outbound observations.",
-                max_ts(o["citation"]["source_observed_at"] for o in outbound),
+                max_ts(o.citation.source_observed_at for o in outbound),
+                "measured",
             ),
-            _lane(
-                "standing_notices",
+            CoverageLane(
                 len(outbound),
+                "standing_notices",
+                "One-hop event checks from named stored sources.",
                 len(outbound),
                 "scholarly_work_events, retraction_status_cache",
-                "One-hop event checks from named stored sources.",
-                max_ts(s["observed_at"] for s in sources),
+                max_ts(s.observed_at for s in sources),
+                "measured",
             ),
-            _lane(
-                "inbound_itemization",
+            CoverageLane(
                 total_in,
+                "inbound_itemization",
+                "Pith citing papers itemized under the disclosed page cap.",
                 len(inbound),
                 cites,
-                "Pith citing papers itemized under the disclosed page cap.",
-                max_ts(o["citation"]["source_observed_at"] for o in inbound),
+                max_ts(o.citation.source_observed_at for o in inbound),
+                "measured",
             ),
-            _lane(
-                "external_citation_measurements",
+            CoverageLane(
                 max(1, len(listed)),
+                "external_citation_measurements",
+                "A source-named dated measurement, never combined with another source.",
                 len(listed),
                 "cited_works",
-                "A source-named dated measurement, never combined with another source.",
-                max_ts(m["observed_at"] for m in listed),
+                max_ts(m.observed_at for m in listed),
+                "measured",
             ),
         ],
-        "external_citation_measurements": listed,
-        "inbound": inbound,
-        "links": {
-            "evidence": "/evidence",
-            "html": f"/paper/{arxiv_id}/citation-record",
-            "integrity": f"/paper/{arxiv_id}/integrity",
-            "json": f"/paper/{arxiv_id}/citation-record.json",
-            "paper": f"/paper/{arxiv_id}",
-        },
-        "outbound": outbound,
-        "paper": {
-            "arxiv_id": d.arxiv_id,
-            "last_updated": d.last_updated,
-            "latest_version": d.version,
-            "primary_category": category_snap.data.primary_category if category_snap else None,
-            "snapshot_observed_at": snap.observed_at,
-            "submitted_at": d.submitted_at,
-            "title": d.title,
-        },
-        "reference_resolution": {
-            "displayed": len(outbound),
-            "state_counts": counts,
-            "total_outbound_references": total_out,
-        },
-        "refusal": REFUSAL,
-        "schema": SCHEMA,
-        "standing_sources": sources,
-        "thesis": (
+        external_citation_measurements=listed,
+        inbound=inbound,
+        links=RecordLinks(
+            evidence="/evidence",
+            html=f"/paper/{arxiv_id}/citation-record",
+            integrity=f"/paper/{arxiv_id}/integrity",
+            json=f"/paper/{arxiv_id}/citation-record.json",
+            paper=f"/paper/{arxiv_id}",
+        ),
+        outbound=outbound,
+        paper=PaperBlock(
+            arxiv_id=d.arxiv_id,
+            last_updated=d.last_updated,
+            latest_version=d.version,
+            primary_category=category_snap.data.primary_category if category_snap else None,
+            snapshot_observed_at=snap.observed_at,
+            submitted_at=d.submitted_at,
+            title=d.title,
+        ),
+        reference_resolution=ReferenceResolution(len(outbound), StateCounts(**counts), total_out),
+        refusal=REFUSAL,
+        schema=SCHEMA,
+        standing_sources=sources,
+        thesis=(
             f"As of {thesis_date(as_of_us)}, this Paper Citation Record lists {len(outbound)} of "
             f"{total_out} outbound references and {total_in} inbound Pith citation observations "
             f"for arXiv:{arxiv_id}."
         ),
-    }
-    record["context_digest"] = context_digest(record)
-    record["as_of"] = format_as_of(as_of_us)
-    return record
-
-
-def _lane(
-    lane: str, denominator: int, observed: int, source: str, note: str, at: str | None
-) -> dict[str, Any]:
-    return {
-        "denominator": denominator,
-        "lane": lane,
-        "note": note,
-        "records_observed": observed,
-        "source": source,
-        "source_observed_at": at,
-        "state": "measured",
-    }
+    )
+    return msgspec.structs.replace(record, context_digest=context_digest(record))

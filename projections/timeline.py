@@ -18,11 +18,12 @@ import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from operator import itemgetter
-from typing import Any, Protocol
+from typing import Generic, Protocol, TypeVar
 
 import msgspec
 
 from ledger.errors import NotFound
+from ledger.events import CitedWork, Notice
 from ledger.facts import Checked, CheckWorkRow, Fact, InboundDay
 from ledger.instants import format_as_of, to_datetime
 from ledger.spans import OPEN, Span
@@ -113,18 +114,27 @@ def _words(value: str) -> str:
     return value.replace("_", " ")
 
 
-class _Ranked:
+_OutKey = tuple[int, str]  # an outbound observation: (reference_index, observation_id)
+_InKey = tuple[str, int, str, int]  # an inbound span: (citing, reference_index, observation_id, t_from)
+K = TypeVar("K", _OutKey, _InKey)
+# what the fold meets at an instant: a fact, a span's start or end (and the seqs behind it), a day of
+# inbound changes, a standing check
+_Item = Fact | tuple[Span, list[int]] | InboundDay | Checked
+Items = list[tuple[int, int, int, str, _Item]]  # (instant, order at it, seq, kind, item)
+
+
+class _Ranked(Generic[K]):
     """Keys kept sorted, the first `cap` of them shown (the record's caps)."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.keys: list[Any] = []
+        self.keys: list[K] = []
 
-    def shown(self, key: Any) -> bool:
+    def shown(self, key: K) -> bool:
         i = bisect.bisect_left(self.keys, key)
         return i < self.cap and i < len(self.keys) and self.keys[i] == key
 
-    def add(self, key: Any) -> tuple[Any, Any]:
+    def add(self, key: K) -> tuple[K | None, K | None]:
         """Insert; (the key that became shown, the key that stopped being shown), each or None."""
         i = bisect.bisect_left(self.keys, key)
         self.keys.insert(i, key)
@@ -132,7 +142,7 @@ class _Ranked:
             return None, None
         return key, self.keys[self.cap] if len(self.keys) > self.cap else None
 
-    def remove(self, key: Any) -> tuple[Any, Any]:
+    def remove(self, key: K) -> tuple[K | None, K | None]:
         """Delete; (the key that became shown, the key that stopped being shown), each or None."""
         i = bisect.bisect_left(self.keys, key)
         del self.keys[i]
@@ -140,7 +150,7 @@ class _Ranked:
             return None, None
         return self.keys[self.cap - 1] if len(self.keys) >= self.cap else None, key
 
-    def first(self) -> list[Any]:
+    def first(self) -> list[K]:
         return self.keys[: self.cap]
 
 
@@ -166,7 +176,7 @@ class _Obs:
         status: str = self.res.data.status
         return status if status in _OWN_GROUP else "other"
 
-    def work(self) -> Any:
+    def work(self) -> CitedWork | None:
         if self.res is not None and self.res.data.cited_work is not None:
             return self.res.data.cited_work
         return None if self.cit is None else self.cit.data.cited_work
@@ -210,7 +220,7 @@ def build_timeline(src: TimelineSource, arxiv_id: str, own: list[Fact] | None = 
     days = src.inbound_days(arxiv_id) if spans is None else []
     citing = sorted({s.citing for s, _ in spans or ()} - {arxiv_id})
     fold = _Fold(arxiv_id, src.notice_rows(works))
-    items: list[tuple[int, int, int, str, Any]] = []  # (instant, order at it, seq, kind, item)
+    items: Items = []
     items += [(f.observed_us, 0, f.seq, "own", f) for f in own]
     for s, ended_by in spans or ():
         items.append((s.t_from, 1, s.citation_seq, "span+", (s, [s.citation_seq, s.resolution_seq])))
@@ -233,9 +243,9 @@ class _Fold:
     def __init__(self, arxiv_id: str, notice_rows: Iterable[CheckWorkRow]) -> None:
         self.arxiv_id = arxiv_id
         self.obs: dict[str, _Obs] = {}
-        self.out = _Ranked(CAPS["outbound"])
+        self.out: _Ranked[_OutKey] = _Ranked(CAPS["outbound"])
         self.counts = dict.fromkeys(GROUPS, 0)  # over the shown outbound, as the record counts
-        self.inbound = _Ranked(CAPS["inbound"])
+        self.inbound: _Ranked[_InKey] = _Ranked(CAPS["inbound"])
         self.inbound_count = 0
         self.snapshot: Fact | None = None
         self.measures: dict[tuple[str, str], Fact] = {}
@@ -244,12 +254,12 @@ class _Fold:
         self.shown_inbound = -1
         # how many shown outbound observations cite each work now, and a cited_work of each (its title)
         self.cited: dict[str, int] = {}
-        self.work_of: dict[str, Any] = {}
+        self.work_of: dict[str, CitedWork] = {}
         self.begun = False
         self.rows: dict[int, list[CheckWorkRow]] = {}
         for r in notice_rows:
             self.rows.setdefault(r.seq, []).append(r)
-        self.listed: dict[tuple[str, str], dict[bytes, dict[str, Any]]] = {}  # (source, work) -> notices
+        self.listed: dict[tuple[str, str], dict[bytes, Notice]] = {}  # (source, work) -> notices
         self.marks: dict[str, list[Mark]] = {}
         self.series: dict[str, list[tuple[int, int]]] = {g: [] for g in (*GROUPS, "inbound")}
         self.instants: list[Instant] = []
@@ -258,16 +268,17 @@ class _Fold:
 
     # -- the run -----------------------------------------------------------------------
 
-    def run(self, items: list[tuple[int, int, int, str, Any]], by_day: bool) -> Timeline:
+    def run(self, items: Items, by_day: bool) -> Timeline:
         i, end = 0, len(items)
         while i < end:
             at = items[i][0]
             j = i + 1
             while j < end and items[j][0] == at:
                 j += 1
-            if j == i + 1 and self.begun and items[i][3] == "own":
+            item = items[i][4]
+            if j == i + 1 and self.begun and items[i][3] == "own" and isinstance(item, Fact):
                 # the usual instant: one event of the paper's own stream, after the record began
-                notes = self._own(items[i][4])
+                notes = self._own(item)
                 if len(notes) == 1:
                     self._emit_one(at, notes[0])
                 elif notes:
@@ -303,28 +314,29 @@ class _Fold:
     def _lane(self, key: str) -> tuple[Mark, ...]:
         return tuple(self.marks.get(key, ()))
 
-    def _instant(self, at: int, items: list[tuple[int, int, int, str, Any]]) -> None:
+    def _instant(self, at: int, items: Items) -> None:
         notes: list[_Note] = []
         begins = False
-        if not self.begun and any(k == "own" and x.type == "paper.observed" for _, _, _, k, x in items):
+        if not self.begun and any(
+            isinstance(x, Fact) and k == "own" and x.type == "paper.observed" for _, _, _, k, x in items
+        ):
             self.begun = begins = True
-        shown_in: list[Any] | None = None
+        shown_in: list[_InKey] | None = None
         count_in = self.inbound_count
         span_seqs: list[int] = []
         for _, _, _, kind, item in items:
-            if kind == "own":
-                notes += self._own(item)
-            elif kind in ("span+", "span-"):
+            # the kinds name the items: own, cited and citing are facts, the rest each of its own type
+            if isinstance(item, Fact):
+                notes += self._own(item) if kind == "own" else self._snapshot_of(kind, item)
+            elif isinstance(item, InboundDay):
+                notes.append(self._day(kind, item))
+            elif isinstance(item, Checked):
+                notes += self._check(item)
+            else:
                 if shown_in is None:
                     shown_in = self.inbound.first()
                 self._span(kind, item[0])
                 span_seqs += item[1]  # a span's start: its citation and resolution; its end: what ended it
-            elif kind in ("day<", "day>"):
-                notes.append(self._day(kind, item))
-            elif kind in ("cited", "citing"):
-                notes += self._snapshot_of(kind, item)
-            else:
-                notes += self._check(item)
         if span_seqs and (self.inbound.first() != shown_in or self.inbound_count != count_in):
             n, was = self.inbound_count, count_in
             text = (
@@ -408,7 +420,7 @@ class _Fold:
 
     # -- the paper's own stream --------------------------------------------------------
 
-    def _shown_change(self, entered: Any, left: Any) -> None:
+    def _shown_change(self, entered: _OutKey | None, left: _OutKey | None) -> None:
         for key, sign in ((entered, 1), (left, -1)):
             if key is not None:
                 o = self.obs[key[1]]
@@ -416,7 +428,7 @@ class _Fold:
                 self.counts_moved = True
                 self._cites(o.work(), sign)
 
-    def _cites(self, work: Any, sign: int) -> None:
+    def _cites(self, work: CitedWork | None, sign: int) -> None:
         if work is not None and work.work_id is not None:
             self.cited[work.work_id] = self.cited.get(work.work_id, 0) + sign
             self.work_of[work.work_id] = work
@@ -523,16 +535,16 @@ class _Fold:
         rows = self.rows.pop(c.seq, [])
         if not rows:
             return notes
-        covered: dict[str, list[dict[str, Any]]] = {}
+        covered: dict[str, list[Notice]] = {}
         for r in rows:
-            notices = [] if r.notices == b"[]" else json.loads(r.notices)
+            notices = [] if r.notices == b"[]" else _NOTICES.decode(r.notices)
             if r.work_id == "*":
                 known = {w for s, w in self.listed if s == c.source}
                 targets = sorted({w for w, n in self.cited.items() if n > 0} | known)
             else:
                 targets = [r.work_id]
             for w in targets:
-                covered.setdefault(w, []).extend(n for n in notices if n["work_id"] == w)
+                covered.setdefault(w, []).extend(n for n in notices if n.work_id == w)
         for w, notices in sorted(covered.items()):
             now = {_key(n): n for n in notices}
             was = self.listed.get((c.source, w), {})
@@ -541,11 +553,11 @@ class _Fold:
                 continue
             label = self.work_of[w].title or w
             for k in sorted(set(now) - set(was)):
-                kind = _words(now[k]["kind"])
+                kind = _words(now[k].kind)
                 text = f"{c.source} reports {'an' if kind[0] in 'aeiou' else 'a'} {kind} of “{label}”"
                 notes.append(_Note("notices", "notice", text, (c.seq,), strong=True))
             for k in sorted(set(was) - set(now)):
-                text = f"{c.source} no longer lists the {_words(was[k]['kind'])} of “{label}”"
+                text = f"{c.source} no longer lists the {_words(was[k].kind)} of “{label}”"
                 notes.append(_Note("notices", "notice", text, (c.seq,)))
         return notes
 
@@ -565,8 +577,12 @@ def as_of_text(us: int) -> str:
     return dt.isoformat() + "Z" if dt.year >= 1000 else format_as_of(us)
 
 
-def _key(notice: dict[str, Any]) -> bytes:
-    return json.dumps(notice, sort_keys=True).encode()
+_NOTICES = msgspec.json.Decoder(list[Notice])
+
+
+def _key(notice: Notice) -> bytes:
+    # Python's json spelling, which orders the notices an instant lists
+    return json.dumps(msgspec.to_builtins(notice), sort_keys=True).encode()
 
 
 _PLURAL = {"observed": "references observed", "re-observed": "references re-observed"}

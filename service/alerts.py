@@ -25,7 +25,8 @@ from ledger.alert_store import Alert, Watch
 from ledger.codec import canonical, decode_data
 from ledger.doi import arxiv_key, doi_key, work_keys
 from ledger.errors import Conflict, InvalidEvent, NotFound
-from ledger.events import CitedWork, StoredEvent
+from ledger.events import CitedWork, Notice, StoredEvent
+from ledger.facts import Fact
 from ledger.ids import normalise_arxiv
 from ledger.instants import format_recorded, now_us
 from ledger.keys import work_index_key
@@ -184,7 +185,7 @@ class AddressPolicy:
 # -- raising ----------------------------------------------------------------------------------
 
 
-def notice_key(source: str, notice: Any) -> str:
+def notice_key(source: str, notice: Notice | dict[str, Any]) -> str:
     """The identity of one notice of one source: the sha256 of its canonical JSON (a notice repeated
     by later checks of the same source is the same notice)."""
     return hashlib.sha256(canonical({"notice": notice, "source": source})).hexdigest()
@@ -220,6 +221,7 @@ class _Refs(msgspec.Struct):
 
 
 _REFS = msgspec.json.Decoder(_Refs)
+_NOTICES = msgspec.json.Decoder(list[Notice])
 
 
 class TooManyWatches(Conflict):
@@ -542,7 +544,7 @@ def paper_alerts(
         return alerts_in(reader, arxiv_id, reader.paper_stream(arxiv_id))
 
 
-def alerts_in(reader: Any, arxiv_id: str, facts: list[Any]) -> tuple[list[PaperNotice], list[str]]:
+def alerts_in(reader: Any, arxiv_id: str, facts: list[Fact]) -> tuple[list[PaperNotice], list[str]]:
     """`paper_alerts` from a reader as of T and the paper's stream as of T, already read."""
     sources = sorted({h.source for h in reader.source_heads()})
     refs: dict[str, tuple[str, str | None, int | None]] = {}  # work_id -> observation, title, index
@@ -551,12 +553,12 @@ def alerts_in(reader: Any, arxiv_id: str, facts: list[Any]) -> tuple[list[PaperN
         if w is not None and w.work_id is not None and w.work_id not in refs:
             refs[w.work_id] = (oid, w.title, o.cit.data.reference_index)
     history = reader.check_history(sorted(refs))
-    first: dict[tuple[str, str, str], tuple[Any, ...]] = {}  # (work, source, notice key) -> first row
-    current: dict[tuple[str, str], list[Any]] = {}  # (work, source) -> notices of its latest check
+    first: dict[tuple[str, str, str], tuple[str, int, str]] = {}  # (work, source, notice key) -> first row
+    current: dict[tuple[str, str], list[Notice]] = {}  # (work, source) -> notices of its latest check
     for work_id, source, observed_at, _, seq, hash_, raw in history:
-        notices = msgspec.json.decode(raw)
+        notices = _NOTICES.decode(raw)
         for w in refs if work_id == "*" else [work_id]:
-            mine = [n for n in notices if n.get("work_id") == w]
+            mine = [n for n in notices if n.work_id == w]
             current[(w, source)] = mine
             for n in mine:
                 first.setdefault((w, source, notice_key(source, n)), (observed_at, seq, hash_))
@@ -566,6 +568,7 @@ def alerts_in(reader: Any, arxiv_id: str, facts: list[Any]) -> tuple[list[PaperN
         for n in notices:
             key = notice_key(source, n)
             observed_at, seq, hash_ = first[(work_id, source, key)]
+            # a PaperNotice holds the notice as JSON values: the feed, the page and the alerts read keys
             out.append(PaperNotice(alert_id(f"paper:{arxiv_id}", work_id, key), work_id, title, oid, index,
-                                   source, n, seq, hash_, observed_at))  # fmt: skip
+                                   source, msgspec.to_builtins(n), seq, hash_, observed_at))  # fmt: skip
     return sorted(out, key=lambda n: (n.seq, n.work_id, n.source, n.id)), sources

@@ -16,6 +16,7 @@ from ledger.checkpoint import Checkpointer
 from ledger.codec import canonical, envelope_json
 from ledger.instants import format_as_of
 from ledger.merkle import leaf_hash
+from ledger.record_types import Record
 from service.ledger import Ledger
 from service.proofs import Leaves, Signed, prove, prove_seqs, sign_covering
 
@@ -53,7 +54,7 @@ class BundleStream:
     """A bundle ready to be written: what it holds, and its bytes chunk by chunk in bounded memory."""
 
     def __init__(
-        self, ledger: Ledger, record: dict[str, Any], known_at: str | None, seqs: list[int], signed: Signed
+        self, ledger: Ledger, record: Record, known_at: str | None, seqs: list[int], signed: Signed
     ) -> None:
         self.ledger = ledger
         self.record = record

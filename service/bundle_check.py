@@ -15,7 +15,6 @@ import base64
 import binascii
 import heapq
 import io
-import json
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
@@ -33,8 +32,9 @@ from ledger.errors import NotFound
 from ledger.events import StoredEvent
 from ledger.instants import parse_ts
 from ledger.merkle import ProofError, leaf_hash, node_hash, verify_inclusion
+from ledger.record_types import Record
 from projections import record as projection
-from projections.diff import MISSING, json_diff
+from projections.diff import MISSING, as_json, json_diff
 from projections.memory import MemoryReader
 from service.bundle import SCHEMA
 from service.bundle_json import JsonReader, Malformed
@@ -548,11 +548,11 @@ def _rebuild(
     return digests
 
 
-def compare_record(record: dict[str, Any], rebuilt: dict[str, Any], problems: list[str]) -> None:
+def compare_record(record: dict[str, Any], rebuilt: Record, problems: list[str]) -> None:
     """Name where the bundle's record differs from the one its events give (at most _MAX_DIFFS)."""
     if canonical(rebuilt) == canonical(record):
         return
-    diffs = [(p or "$", a, b) for p, a, b in json_diff(record, json.loads(canonical(rebuilt)))]
+    diffs = [(p or "$", a, b) for p, a, b in json_diff(record, as_json(rebuilt))]
     # a changed digest only echoes the content difference: name the content, if any
     content = [d for d in diffs if not d[0].endswith(("observation_digest", "context_digest"))]
     diffs = content or diffs
@@ -565,7 +565,7 @@ def compare_record(record: dict[str, Any], rebuilt: dict[str, Any], problems: li
         problems.append(f"... and {len(diffs) - _MAX_DIFFS} more differences")
 
 
-def _rebuilt(opener: Opener, events: _Events, arxiv_id: str, t: int, k: int | None) -> dict[str, Any]:
+def _rebuilt(opener: Opener, events: _Events, arxiv_id: str, t: int, k: int | None) -> Record:
     """The record built from the bundle's valid events as MemoryReader over all of them builds it, from
     only the events it reads: every event of the paper's stream and every check; of the snapshots, the
     latest per stream and paper; of the observations, the latest citation and resolution of those it

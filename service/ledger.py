@@ -19,6 +19,7 @@ from ledger.group_commit import GroupCommitter, GroupObserver
 from ledger.importer import Batch, parse_input
 from ledger.instants import MAX_US, now_us
 from ledger.interface import WriteTx
+from ledger.record_types import Record
 from ledger.verify import VerifyReport, verify_store
 from projections.record import Built, build_record
 from projections.timeline import Timeline, build_timeline
@@ -36,13 +37,13 @@ class Evidence:
     @property
     def hidden(self) -> int:
         """Inbound observations the record counts but does not show."""
-        return self.built.inbound_total - len(self.built.record["inbound"])
+        return self.built.inbound_total - len(self.built.record.inbound)
 
     def hidden_seqs(self, offset: int, limit: int) -> list[int]:
         """The seqs of the citations and resolutions of hidden observations offset..offset+limit (in the
         record's order), sorted."""
-        start = len(self.built.record["inbound"]) + offset
-        pairs = self._reader.inbound_seqs(self.built.record["paper"]["arxiv_id"], start, limit)
+        start = len(self.built.record.inbound) + offset
+        pairs = self._reader.inbound_seqs(self.built.record.paper.arxiv_id, start, limit)
         return sorted(s for pair in pairs for s in pair)
 
     def all_seqs(self, page: int = 5000) -> list[int]:
@@ -58,7 +59,7 @@ class PaperView(NamedTuple):
     the head both were read at, (when asked) the notices held as of T and the sources checked, and T."""
 
     timeline: Timeline
-    record: dict[str, Any] | None
+    record: Record | None
     head: Head
     held: tuple[list[PaperNotice], list[str]] | None
     as_of_us: int  # the instant read as of (now, when none was asked for)
@@ -190,7 +191,7 @@ class Ledger:
 
     def record(
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
-    ) -> tuple[dict[str, Any], list[int], Head]:
+    ) -> tuple[Record, list[int], Head]:
         """The record as of T (default now) and K, the seqs of the events it shows, and the head read."""
         with self.evidence(arxiv_id, as_of_us, known_us) as ev:
             return ev.built.record, ev.built.seqs, ev.head
@@ -249,7 +250,7 @@ class Ledger:
             own = reader.paper_stream(arxiv_id)
             at_t = _OwnStream(reader.at(t), arxiv_id, [f for f in own if f.observed_us <= t])
             try:
-                record: dict[str, Any] | None = build_record(at_t, arxiv_id, t).record
+                record: Record | None = build_record(at_t, arxiv_id, t).record
             except NotFound as e:
                 if strict:
                     raise self._not_found(arxiv_id, e) from None

@@ -22,6 +22,7 @@ from ledger.codec import canonical
 from ledger.errors import NotFound
 from ledger.events import Event
 from ledger.instants import parse_as_of, parse_ts
+from ledger.record_types import Record
 from projections import record as projection
 from projections.memory import MemoryReader
 from projections.record import build_record
@@ -88,9 +89,7 @@ def fixture_ledger(db_factory: DbFactory, tmp_path_factory: pytest.TempPathFacto
     return ledger
 
 
-def _rebuilt(
-    ledger: Ledger, arxiv_id: str, t: int, k: int | None = None
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def _rebuilt(ledger: Ledger, arxiv_id: str, t: int, k: int | None = None) -> tuple[Record, Record]:
     record, seqs, _ = ledger.record(arxiv_id, t, k)
     envelopes = ledger.store.envelopes(seqs)
     assert [e.seq for e in envelopes] == seqs
@@ -110,9 +109,9 @@ def test_seqs_rebuild_records_with_inbound_and_notices(rich: Ledger, pid: str, s
     record, again = _rebuilt(rich, pid, t)
     assert canonical(again) == canonical(record)
     if pid == A and step == 60:
-        assert [o["observation_id"] for o in record["inbound"]] == [fx.oid_of(2)]  # oid 3 moved to B
-        sn = record["outbound"][0]["standing_notice"]
-        assert sn["state"] == "measured" and len(sn["events"]) == 2
+        assert [o.observation_id for o in record.inbound] == [fx.oid_of(2)]  # oid 3 moved to B
+        sn = record.outbound[0].standing_notice
+        assert sn.state == "measured" and len(sn.events) == 2
 
 
 def streamed(ledger: Ledger, pid: str, t: int, k: int | None = None, chunk: int = 1000) -> bytes:
@@ -137,7 +136,7 @@ def test_any_record_bundle_checks_offline(
                 record, again = _rebuilt(ledger, pid, t)
             except NotFound:
                 continue
-            if len(record["inbound"]) == record["coverage"][2]["denominator"]:
+            if len(record.inbound) == record.lane("inbound_itemization").denominator:
                 assert canonical(again) == canonical(record)
             whole = encode_bundle(record_evidence(ledger, pid, t))
             assert streamed(ledger, pid, t, chunk=cut % 5 + 1) == whole
@@ -435,7 +434,7 @@ def cited(db_factory: DbFactory, tmp_path_factory: pytest.TempPathFactory) -> Le
 def test_a_bundle_holds_the_hidden_inbound_events_and_checks(cited: Ledger, tmp_path: Path) -> None:
     t = parse_ts(fx.ts(1000))
     with cited.evidence(A, t) as ev:
-        assert ev.hidden == 201 and len(ev.built.record["inbound"]) == 100
+        assert ev.hidden == 201 and len(ev.built.record.inbound) == 100
         every = ev.all_seqs()
     out = tmp_path / "b.json"
     args = ["bundle", A, "--as-of", fx.ts(1000), "--out", str(out), "--db", cited.url]

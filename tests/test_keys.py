@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 
 import pytest
 
@@ -11,6 +10,7 @@ from ledger import events as ev
 from ledger import migrations, pg_migrations
 from ledger.backend import is_pg_url
 from ledger.backfill import FILL_TABLE
+from ledger.codec import canonical
 from ledger.instants import parse_ts
 from ledger.keys import LONG_KEY, key_rows, link_keys, work_index_key
 from service.ledger import Ledger
@@ -129,7 +129,7 @@ def test_keys_move_down_the_levels_and_lookups_read_all_four(
     oid = "0b7f3c9e-1c2d-4e5f-8a9b-000000000000"
     ledger.append([resolution(oid, ts(30), "unresolved")])
     record, _, _ = ledger.record(B, as_of_us=None)
-    assert len(record["inbound"]) == 13  # citation 0 was re-resolved away from B; 1 to 13 remain
+    assert len(record.inbound) == 13  # citation 0 was re-resolved away from B; 1 to 13 remain
     assert ledger.verify().ok
 
 
@@ -156,9 +156,9 @@ def test_a_record_is_the_same_whichever_level_holds_its_keys(
         inbound, seqs, _ = ledger.record(B, as_of_us=None)
         outbound, _, _ = ledger.record(A, as_of_us=None)
         built[merge] = (
-            [o["observation_id"] for o in inbound["inbound"]],
+            [o.observation_id for o in inbound.inbound],
             seqs,
-            json.dumps(outbound["outbound"], sort_keys=True),
+            canonical(outbound.outbound).decode(),
         )
         assert ledger.verify().ok
     assert built[6] == built[10**9] and len(built[6][0]) == 6

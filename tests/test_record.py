@@ -9,15 +9,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.backend import is_pg_url
-from ledger.codec import canonical, digest
+from ledger.codec import canonical, context_digest, digest, observation_digest
 from ledger.errors import NotFound
 from ledger.events import Event
+from ledger.facts import Head
 from ledger.instants import parse_as_of, parse_ts
+from ledger.record_types import Record
 from projections.memory import MemoryReader
 from projections.record import build_record
 from service.ledger import Ledger
@@ -51,7 +54,7 @@ def test_fixture_comes_back_byte_for_byte(imported_ledger: Ledger, fixture_bytes
 
 
 def test_fixture_digests_recomputed(imported_ledger: Ledger, fixture_record: dict[str, Any]) -> None:
-    rebuilt, _, _ = imported_ledger.record(FIX_ID, parse_ts(fixture_record["as_of"]))
+    rebuilt = _json(imported_ledger.record(FIX_ID, parse_ts(fixture_record["as_of"])))
     assert len(rebuilt["outbound"]) == 56
     for got, want in zip(rebuilt["outbound"], fixture_record["outbound"], strict=True):
         assert got["observation_digest"] == want["observation_digest"]
@@ -63,11 +66,11 @@ def test_fixture_digests_recomputed(imported_ledger: Ledger, fixture_record: dic
 def test_same_content_later_instant_shares_context_digest(
     imported_ledger: Ledger, fixture_record: dict[str, Any]
 ) -> None:
-    later, _, _ = imported_ledger.record(FIX_ID, parse_as_of("2026-08-09"))
+    later = _json(imported_ledger.record(FIX_ID, parse_as_of("2026-08-09")))
     assert later["as_of"] == "2026-08-09T23:59:59.999999Z"
     assert later["thesis"].startswith("As of 9 August 2026,")
     # thesis date differs, so the context differs; same day -> same digest
-    same_day, _, _ = imported_ledger.record(FIX_ID, parse_ts("2026-08-08T23:00:00Z"))
+    same_day = _json(imported_ledger.record(FIX_ID, parse_ts("2026-08-08T23:00:00Z")))
     assert same_day["context_digest"] == fixture_record["context_digest"]
     assert same_day["as_of"] == "2026-08-08T23:00:00Z"
 
@@ -81,11 +84,17 @@ def test_before_first_snapshot_is_not_found(imported_ledger: Ledger) -> None:
 
 def test_time_travel_between_citation_and_resolution(imported_ledger: Ledger) -> None:
     """After the paper snapshot but before the standing checks: receipts not there yet."""
-    rec, _, _ = imported_ledger.record(FIX_ID, parse_ts("2026-08-07T17:00:00Z"))
+    rec = _json(imported_ledger.record(FIX_ID, parse_ts("2026-08-07T17:00:00Z")))
     assert rec["standing_sources"] == []
     notices = {o["standing_notice"]["reason"] for o in rec["outbound"]}
     assert notices == {"not_yet_queried", "canonical_work_link_unavailable"}
     assert rec["coverage"][1]["source_observed_at"] is None
+
+
+def _json(read: tuple[Record, list[int], Head]) -> dict[str, Any]:
+    """The record of `Ledger.record` as the JSON values it encodes to."""
+    value: dict[str, Any] = msgspec.to_builtins(read[0])
+    return value
 
 
 def _ledger_with(db: str | Ledger, events: list[Event]) -> Ledger:
@@ -96,7 +105,7 @@ def _ledger_with(db: str | Ledger, events: list[Event]) -> Ledger:
 
 def test_pending_resolution(new_db: NewDb) -> None:
     events = [paper("2101.00001", ts(0)), citation(oid_of(1), "2101.00001", ts(1), 3, work("w-1", ts(1)))]
-    rec, _, _ = _ledger_with(new_db(), events).record("2101.00001")
+    rec = _json(_ledger_with(new_db(), events).record("2101.00001"))
     obs = rec["outbound"][0]
     assert obs["resolution"] == {"observed_at": None, "resolver_source": None, "status": "pending"}
     assert rec["reference_resolution"]["state_counts"]["pending"] == 1
@@ -117,7 +126,7 @@ def test_standing_with_events_and_receipts(new_db: NewDb) -> None:
         ),
         check("crossref", ts(4), ["w-2"]),  # later, but does not cover w-1
     ]
-    rec, _, _ = _ledger_with(new_db(), events).record("2101.00001")
+    rec = _json(_ledger_with(new_db(), events).record("2101.00001"))
     sn = rec["outbound"][0]["standing_notice"]
     assert sn["state"] == "measured"
     assert sn["source_receipts"] == [
@@ -142,7 +151,7 @@ def test_check_before_work_snapshot_does_not_count(new_db: NewDb) -> None:
         check("crossref", ts(1), None),
         citation(oid_of(1), "2101.00001", ts(2), 0, work("w-1", ts(2))),
     ]
-    rec, _, _ = _ledger_with(new_db(), events).record("2101.00001")
+    rec = _json(_ledger_with(new_db(), events).record("2101.00001"))
     assert rec["outbound"][0]["standing_notice"]["reason"] == "not_yet_queried"
 
 
@@ -160,7 +169,7 @@ def test_inbound_and_cited_paper(new_db: NewDb) -> None:
         resolution(oid_of(3), ts(8), cited_arxiv=a),  # self
     ]
     ledger = _ledger_with(new_db(), events)
-    rec, _, _ = ledger.record(a)
+    rec = _json(ledger.record(a))
     assert [o["observation_id"] for o in rec["inbound"]] == [oid_of(1)]
     inbound = rec["inbound"][0]
     assert inbound["citation"]["cited_paper"]["title"] == "Paper A"
@@ -171,11 +180,11 @@ def test_inbound_and_cited_paper(new_db: NewDb) -> None:
         f"1 of 1 outbound references and 1 inbound Pith citation observations for arXiv:{a}."
     )
     # the inbound object is the same object as in the citing paper's outbound list
-    rec_b, _, _ = ledger.record(b)
+    rec_b = _json(ledger.record(b))
     assert rec_b["outbound"][0] == inbound
     assert rec_b["paper"]["primary_category"] is None
     # as of before the resolution: not inbound yet
-    early, _, _ = ledger.record(a, parse_ts(ts(2)))
+    early = _json(ledger.record(a, parse_ts(ts(2))))
     assert early["inbound"] == []
 
 
@@ -184,7 +193,7 @@ def test_primary_category_from_latest_snapshot_that_has_one(new_db: NewDb) -> No
         paper("2101.00001", ts(0), category="cs.DC", version=1),
         paper("2101.00001", ts(1), category=None, version=2, title="New"),
     ]
-    rec, _, _ = _ledger_with(new_db(), events).record("2101.00001")
+    rec = _json(_ledger_with(new_db(), events).record("2101.00001"))
     assert rec["paper"]["primary_category"] == "cs.DC"
     assert rec["paper"]["latest_version"] == 2 and rec["paper"]["title"] == "New"
 
@@ -197,7 +206,7 @@ def test_measurements_latest_per_source_and_metric(new_db: NewDb) -> None:
         measurement(pid, ts(2), 9),
         measurement(pid, ts(3), 7, "semantic_scholar", "citationCount"),
     ]
-    rec, _, _ = _ledger_with(new_db(), events).record(pid)
+    rec = _json(_ledger_with(new_db(), events).record(pid))
     assert [(m["source"], m["value"]) for m in rec["external_citation_measurements"]] == [
         ("openalex", 9),
         ("semantic_scholar", 7),
@@ -210,7 +219,7 @@ def test_caps_and_ordering(new_db: NewDb) -> None:
     pid = "2101.00001"
     events: list[Event] = [paper(pid, ts(0))]
     events += [citation(oid_of(n), pid, ts(1, n), 150 - n) for n in range(150)]
-    rec, _, _ = _ledger_with(new_db(), events).record(pid)
+    rec = _json(_ledger_with(new_db(), events).record(pid))
     assert rec["reference_resolution"]["displayed"] == 100
     assert rec["reference_resolution"]["total_outbound_references"] == 150
     assert [o["citation"]["reference_index"] for o in rec["outbound"]] == list(range(1, 101))
@@ -241,11 +250,11 @@ def test_statement_budget_150_references_30_inbound(new_db: NewDb) -> None:
         for s in statements
         if s.split()[0].upper() not in ("BEGIN", "COMMIT") and "ORDER BY seq DESC LIMIT 1" not in s
     ]
-    assert rec["reference_resolution"]["total_outbound_references"] == 150
-    assert len(rec["inbound"]) == 30
-    assert all(o["standing_notice"]["state"] == "measured" for o in rec["outbound"])
+    assert rec.reference_resolution.total_outbound_references == 150
+    assert len(rec.inbound) == 30
+    assert all(o.standing_notice.state == "measured" for o in rec.outbound)
     assert counted, f"the trace saw no statement but these: {statements}"
-    assert len(counted) <= rec["caps"]["database_statements"], counted
+    assert len(counted) <= rec.caps.database_statements, counted
 
 
 def _traced(ledger: Ledger, action: Callable[[], R]) -> tuple[R, list[str]]:
@@ -418,6 +427,35 @@ def test_memory_reader_agrees_with_the_store(scratch: Scratch, events: list[Even
             assert canonical(built.record) == body
 
 
+@settings(_SETTINGS, max_examples=15)  # each example is a new ledger: kept under 10 s
+@given(events=ledgers(), cut=st.integers(0, 430))
+def test_the_typed_record_is_its_canonical_json(scratch: Scratch, events: list[Event], cut: int) -> None:
+    """The Record Structs encode to what record-v1.md's canonical() gives for the same JSON values (the
+    keys a record leaves out left out, not null), decode back to themselves, and hash by the dict rule."""
+    with _ledger_and_cut(scratch, "typed.db", events, cut) as (_, ledger, t):
+        for pid in PAPERS:
+            try:
+                rec, _, _ = ledger.record(pid, t)
+            except NotFound:
+                continue
+            body = canonical(rec)
+            value = json.loads(body)
+            assert (
+                json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() == body
+            )
+            assert msgspec.to_builtins(rec) == value
+            assert msgspec.json.decode(body, type=Record) == rec
+            for o in (*value["outbound"], *value["inbound"]):
+                assert observation_digest(o) == o["observation_digest"]
+                if o["standing_notice"]["state"] == "unavailable":
+                    assert "observation" not in o["standing_notice"]
+                assert ("cited_paper" in o["links"]) == (o["citation"]["cited_paper"] is not None)
+            assert context_digest(value) == rec.context_digest
+            assert ("pending" in value["reference_resolution"]["state_counts"]) == any(
+                o["resolution"]["status"] == "pending" for o in value["outbound"]
+            )
+
+
 def test_known_at_hides_events_recorded_later(new_db: NewDb) -> None:
     import time
 
@@ -429,7 +467,7 @@ def test_known_at_hides_events_recorded_later(new_db: NewDb) -> None:
     known = now_us()
     time.sleep(0.01)
     ledger.append([measurement(pid, ts(2), 8)])  # observed long ago, but recorded only now
-    now_view, _, _ = ledger.record(pid)
-    then_view, _, _ = ledger.record(pid, None, known)
+    now_view = _json(ledger.record(pid))
+    then_view = _json(ledger.record(pid, None, known))
     assert now_view["external_citation_measurements"][0]["value"] == 8
     assert then_view["external_citation_measurements"][0]["value"] == 5

@@ -8,9 +8,18 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from api.render import render_error_page, render_paper_page, render_record_page
+from api import render
+from api.render import render_error_page, render_paper_page
+from ledger.record_types import Record
+
+
+def render_record_page(record: dict, **kw) -> str:
+    """The page of a record given as its JSON (the fixture, edited), typed as the routes hand it."""
+    return render.render_record_page(msgspec.convert(record, Record), **kw)
+
 
 # the repository's own copy, else shared/ beside the checkout (where CI lays it too)
 FIXTURE_DIRS = [Path(__file__).parent / "data", Path(__file__).resolve().parents[2] / "shared" / "fixtures"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -51,7 +52,8 @@ def _content(record: dict[str, Any] | None) -> Any:
 
 def _record(ledger: Ledger, pid: str, t: int) -> dict[str, Any] | None:
     try:
-        return ledger.record(pid, t)[0]
+        value: dict[str, Any] = msgspec.to_builtins(ledger.record(pid, t)[0])
+        return value
     except NotFound:
         return None
 

@@ -8,12 +8,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from api.render import render_paper_page, render_record_page
 from api.timeline import BUCKET_PX, PLOT, Rendered, encode_instants, render_timeline
 from ledger import events as ev
 from ledger.instants import MAX_US, format_as_of, parse_ts
+from ledger.record_types import Record
 from projections.timeline import Timeline
 from service.ledger import Ledger
 from tests.factories import check, citation, notice, oid_of, paper, resolution, ts, work
@@ -147,19 +149,16 @@ def test_text_alternatives(big: tuple[Timeline, Rendered]) -> None:
     ]
 
 
-def _record() -> dict[str, Any]:
-    import json
-
+def _record() -> Record:
     from tests.conftest import FIXTURE_PATH
 
-    record: dict[str, Any] = json.loads(FIXTURE_PATH.read_bytes())
-    return record
+    return msgspec.json.decode(FIXTURE_PATH.read_bytes(), type=Record)
 
 
 def test_the_sample_record_page_keeps_its_layout(imported_ledger: Ledger) -> None:
     timeline, record, *_ = imported_ledger.timeline_and_record(FIX_ID, parse_ts("2026-08-08T08:47:00Z"))
     assert record is not None
-    rendered = render_timeline(timeline, parse_ts(record["as_of"]))
+    rendered = render_timeline(timeline, parse_ts(record.as_of))
     page = render_record_page(record, head="1 x", timeline=rendered)
     start, end = page.index('<section id="timeline"'), page.index("</section>", page.index('id="tl-data"'))
     without = page[:start] + page[end + len("</section>") :]
@@ -183,8 +182,8 @@ def test_one_event(fresh_ledger: Ledger) -> None:
     assert [(m["lane"], m["href"]) for m in marks] == [("snapshots", f"?as_of={timeline.instants[0].at}")]
     assert rendered.prev_href is None and rendered.next_href is None and rendered.count == 1
     assert "nothing yet" in rendered.events_svg
-    page = render_paper_page("2101.00001", [], {}, timeline=rendered, record=record, as_of=record["as_of"])  # type: ignore[index]
-    assert record is not None and record["thesis"] in page
+    page = render_paper_page("2101.00001", [], {}, timeline=rendered, record=record, as_of=record.as_of)  # type: ignore[union-attr]
+    assert record is not None and record.thesis in page
 
 
 def test_before_the_first_snapshot(fresh_ledger: Ledger) -> None:
