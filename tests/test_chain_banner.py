@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 from api_fixtures import Server, running_server
 from click.testing import CliRunner
 
@@ -25,6 +26,7 @@ from cli.main import main
 from ledger.backend import is_pg_url, side_path
 from ledger.facts import ScrubPass
 from ledger.instants import now_us
+from ledger.record_types import Record
 from service import scrub
 from service.ledger import Ledger
 from service.scrub import PassLog
@@ -225,7 +227,7 @@ def test_the_banner_is_in_every_page_that_shows_a_record_and_in_no_other() -> No
     broken = ScrubPass(
         "scrub", "2026-12-01T00:00:00Z", 1, "2026-12-01T00:00:01Z", 2, 0, N, False, 7, "bad hash"
     )
-    record = json.loads(SAMPLE.read_bytes())
+    record = msgspec.json.decode(SAMPLE.read_bytes(), type=Record)
     pages = [
         render_record_page(record, broken=broken),
         render_paper_page(PAPER, [], {}, broken=broken),
