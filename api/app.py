@@ -12,28 +12,16 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 from fastapi_offline import FastAPIOffline
 
+from api import docs
+from api.alerts import alerting, watches
+from api.errors import install_error_handlers
+from api.intake import sources, writes
 from api.limits import RateLimiter
+from api.log import bundles, evidence, live, proofs, witnesses
+from api.ops import metrics, scrub, telemetry
+from api.records import routes, search
+from api.settings import Settings
 from service.ledger import Ledger
-
-from . import (
-    alerting,
-    bundles,
-    docs,
-    evidence,
-    live,
-    metrics,
-    proofs,
-    routes,
-    scrub,
-    search,
-    sources,
-    telemetry,
-    watches,
-    witnesses,
-    writes,
-)
-from .errors import install_error_handlers
-from .settings import Settings
 
 DESCRIPTION = """\
 An append-only, hash-chained ledger of citation observations, serving point-in-time

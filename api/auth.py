@@ -12,10 +12,9 @@ from pathlib import Path
 
 from fastapi import Request
 
+from api.errors import RateLimited, Unauthorized, WritesDisabled
 from api.limits import RateLimiter, retry_after
-
-from .errors import RateLimited, Unauthorized, WritesDisabled
-from .settings import Settings
+from api.settings import Settings
 
 log = logging.getLogger("api")
 _HEX = re.compile(r"[0-9a-f]{64}")

@@ -10,15 +10,14 @@ from urllib.parse import quote
 
 from fastapi import Path, Query, Request
 
-from ledger.errors import InvalidEvent
-from ledger.facts import Head
-from ledger.ids import normalise_arxiv
-from ledger.instants import parse_as_of
+from api import docs
+from api.errors import Moved, PayloadTooLarge, RequestTimeout
+from api.settings import Settings
+from ledger.model.errors import InvalidEvent
+from ledger.model.facts import Head
+from ledger.model.ids import normalise_arxiv
+from ledger.model.instants import parse_as_of
 from service.ledger import Ledger
-
-from . import docs
-from .errors import Moved, PayloadTooLarge, RequestTimeout
-from .settings import Settings
 
 HEAD_HEADER = "Ledger-Head"
 JSON = "application/json"

@@ -11,9 +11,9 @@ import msgspec
 from pydantic import BaseModel, Field, WithJsonSchema
 from pydantic.json_schema import models_json_schema
 
-from ledger.codec import ARXIV_RE, UUID_RE
-from ledger.events import EVENT_TYPES, Event, NonNegInt, StoredEvent
-from ledger.record_types import Record
+from ledger.model.codec import ARXIV_RE, UUID_RE
+from ledger.model.events import EVENT_TYPES, Event, NonNegInt, StoredEvent
+from ledger.model.record_types import Record
 
 # Documented constraints the ledger checks in code (the msgspec types alone say "string").
 ARXIV_PATTERN = f"^(?:{ARXIV_RE.pattern})$"

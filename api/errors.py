@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ledger.errors import LedgerError
+from ledger.model.errors import LedgerError
 
 log = logging.getLogger("api")
 

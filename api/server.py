@@ -23,13 +23,12 @@ import uvicorn
 import uvicorn.config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ledger.backend import is_pg_url
+from api.errors import error_body
+from api.ops import logs
+from api.ops.serve_start import mark_server_start
+from api.settings import ENV_DB, ENV_READ_ONLY, Settings
+from ledger.storage.backend import is_pg_url
 from service.ledger import Ledger
-
-from . import logs
-from .errors import error_body
-from .serve_start import mark_server_start
-from .settings import ENV_DB, ENV_READ_ONLY, Settings
 
 # prometheus-client's multiprocess directory; set here before any worker imports it (api/metrics.py)
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"

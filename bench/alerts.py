@@ -18,12 +18,11 @@ import time
 import uuid
 from pathlib import Path
 
-from ledger.events import CitationData, CitationObserved, CitedWork, Event, PaperData, PaperObserved
-from service import alerts as al
+from bench.util import DATA, PYTHON, copy_db, remove_db, vm_hwm_kb
+from ledger.model.events import CitationData, CitationObserved, CitedWork, Event, PaperData, PaperObserved
+from service.alerts import alerts as al
 from service.ledger import Ledger
 from service.sources import ingest
-
-from .util import DATA, PYTHON, copy_db, remove_db, vm_hwm_kb
 
 PAPERS = 10_000
 REFS = 3

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import baselines
-from .util import DATA, copy_db, remove_db
+from bench import baselines
+from bench.util import DATA, copy_db, remove_db
 
 
 class Engine(Protocol):

@@ -12,7 +12,7 @@ from typing import Any
 
 from blake3 import blake3
 
-from .util import remove_db
+from bench.util import remove_db
 
 COLUMNS = (
     "seq, event_id, stream, stream_version, type, observed_at, observed_us, recorded_at, recorded_us, "

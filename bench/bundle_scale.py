@@ -44,7 +44,7 @@ def paper_events(i: int) -> list[Any]:
     """Paper i's snapshot, its one reference (index 0) to the sample paper, and that reference resolved."""
     import uuid
 
-    from ledger import events as ev
+    from ledger.model import events as ev
 
     pid = citing_id(i)
     at = START + timedelta(seconds=i)

@@ -29,12 +29,11 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
-from ledger import events as ev
-from ledger.instants import format_as_of, parse_ts
+from bench.synth import FIXTURE
+from ledger.model import events as ev
+from ledger.model.instants import format_as_of, parse_ts
 from projections.diff import record_changes
 from service.ledger import Ledger
-
-from .synth import FIXTURE
 
 PID = "2509.02480"
 T30 = "2026-08-20T00:00:00Z"  # the first 30 citations are observed before this
@@ -175,7 +174,7 @@ def measure(db: Path, at: str, say: Callable[[str], None]) -> dict[str, float]:
 
 def spans_cost(workdir: Path, events: int = 60_000) -> dict[str, float]:
     """Append rate of the same batches with and without the spans' statements (alternating ledgers)."""
-    from ledger.sql_store import SqlWriteTx
+    from ledger.storage.sql_store import SqlWriteTx
 
     keep = SqlWriteTx._spans
     with_spans = Ledger(workdir / "with.db")

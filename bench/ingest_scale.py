@@ -38,7 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .util import vm_hwm_kb
+from bench.util import vm_hwm_kb
 
 T0 = "2026-09-01T12:00:00Z"
 WORKS_AT = "2026-08-01T00:00:00Z"
@@ -94,7 +94,7 @@ def crossref_json(path: Path, rows: int) -> None:
 
 def openalex_json(path: Path) -> None:
     """An OpenAlex results page naming five synthetic papers by their arXiv DOIs."""
-    from .synth import arxiv_id
+    from bench.synth import arxiv_id
 
     results = [{"doi": f"https://doi.org/10.48550/arXiv.{arxiv_id(p)}", "cited_by_count": p} for p in PAPERS]
     path.write_text(json.dumps({"results": results}))
@@ -105,10 +105,9 @@ def openalex_json(path: Path) -> None:
 
 def build(db: Path, target: int) -> dict[str, Any]:
     """Synthetic papers up to `target` events, then the five works (bench/library.py's build)."""
-    from ledger.events import CitationData, CitationObserved, CitedWork
+    from bench.library import build as build_papers
+    from ledger.model.events import CitationData, CitationObserved, CitedWork
     from service.ledger import Ledger
-
-    from .library import build as build_papers
 
     built = build_papers(db, target, 0)
     events = [
@@ -138,8 +137,8 @@ def build(db: Path, target: int) -> dict[str, Any]:
 def _full_scan() -> None:
     """Replace the indexes by the full scan matching used before the works index."""
     import service.sources as sources
-    from ledger.doi import arxiv_key, doi_key, work_keys
-    from ledger.works_store import papers_known, works_known
+    from ledger.model.doi import arxiv_key, doi_key, work_keys
+    from ledger.storage.works_store import papers_known, works_known
     from service.sources.base import PaperIndex, WorkIndex
 
     class FullScanWorks(WorkIndex):
@@ -183,7 +182,7 @@ def _full_scan() -> None:
 def child(task: str, db: str, source: str, path: str, at: str) -> dict[str, Any]:
     """One measurement: `task` is ingest, fullscan (ingest matched by the full scan), parse (no
     lookups), or match (parse and lookups, nothing appended)."""
-    from ledger.instants import parse_ts
+    from ledger.model.instants import parse_ts
     from service.ledger import Ledger
     from service.sources import crossref, ingest, parse_source, retraction_watch
     from service.sources.base import Summary, WorkIndex

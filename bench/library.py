@@ -8,11 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from ledger.instants import parse_ts
+from bench import pools
+from bench.synth import Synth
+from ledger.model.instants import parse_ts
 from service.ledger import Ledger
-
-from . import pools
-from .synth import Synth
 
 Db = str | Path  # a SQLite file or a postgresql:// URL
 
@@ -74,7 +73,7 @@ def _timed(go: Callable[[], None], profile: str | None) -> tuple[float, dict[str
     if not profile:
         go()
         return time.perf_counter() - start, {}
-    from .util import pyinstrument_profile
+    from bench.util import pyinstrument_profile
 
     path = pyinstrument_profile(profile, go)
     return time.perf_counter() - start, {"profile": path}
@@ -149,13 +148,13 @@ def project(db: Db, arxiv_id: str, as_of: str, repeats: int, profile: str | None
     }
     if ledger.store.kind != "sqlite":
         # the floor under the record on this server: as many bare round trips as it made, in one read tx
-        from .pg import round_trips
+        from bench.pg import round_trips
 
         bare = round_trips(ledger.store, len(statements), repeats)
         out["round_trips"] = len(statements)
         out["bare_round_trips_p50_ms"] = round(bare[len(bare) // 2] * 1e3, 3)
     if profile:
-        from .util import pyinstrument_profile
+        from bench.util import pyinstrument_profile
 
         out["profile"] = pyinstrument_profile(
             profile, lambda: [ledger.record_bytes(arxiv_id, t) for _ in range(50)]
@@ -167,7 +166,7 @@ def project(db: Db, arxiv_id: str, as_of: str, repeats: int, profile: str | None
 def _statements(ledger: Ledger, arxiv_id: str, t: int) -> list[str]:
     """Every statement one record runs: sqlite3's trace callback, or the PostgreSQL store's trace."""
     if ledger.store.kind != "sqlite":
-        from .pg import traced
+        from bench.pg import traced
 
         with traced(ledger.store) as traced_pg:
             ledger.record_bytes(arxiv_id, t)
@@ -198,7 +197,7 @@ def verify(db: Db, profile: str | None = None) -> dict[str, Any]:
     out = {"ok": report.ok, "reason": report.reason, "events": report.events_checked,
            "seconds": round(seconds, 3), "events_per_s": round(report.events_checked / seconds)}  # fmt: skip
     if profile:
-        from .util import pyinstrument_profile, vm_hwm_kb
+        from bench.util import pyinstrument_profile, vm_hwm_kb
 
         out["vm_hwm_kb"] = vm_hwm_kb()  # the walk's own peak, not the profiler's samples
         out["profile"] = pyinstrument_profile(profile, ledger.verify)

@@ -25,8 +25,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from . import pools
-from .server import AUTH, Server
+from bench import pools
+from bench.server import AUTH, Server
 
 FIRST_PAPER = 3000  # past every paper bench/pools.py's OFFSETS use
 SCRAPE_EVERY_S = 1.0

@@ -16,11 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ledger import sql_store
+from bench.library import build
+from bench.synth import Synth
+from ledger.storage import sql_store
 from service.ledger import Ledger
-
-from .library import build
-from .synth import Synth
 
 
 def main() -> None:

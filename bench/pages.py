@@ -18,10 +18,9 @@ import struct
 import time
 from pathlib import Path
 
+from bench import library, pools
+from bench.util import DATA, copy_db
 from service.ledger import Ledger
-
-from . import library, pools
-from .util import DATA, copy_db
 
 _FRAME_HEADER = 24
 _WAL_HEADER = 32

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .baselines import CHAIN_SELECT, COLUMNS, chain_pages, chunks, timed_commits
+from bench.baselines import CHAIN_SELECT, COLUMNS, chain_pages, chunks, timed_commits
 
 _PLAIN = (
     "CREATE TABLE events (seq bigint, event_id text, stream text, stream_version bigint, type text, "

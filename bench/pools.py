@@ -6,10 +6,9 @@ from typing import Any
 
 import msgspec
 
-from ledger.codec import event_to_dict
-from ledger.events import Event, PaperObserved, ResolutionObserved
-
-from .synth import Synth
+from bench.synth import Synth
+from ledger.model.codec import event_to_dict
+from ledger.model.events import Event, PaperObserved, ResolutionObserved
 
 # each workload takes its events from its own papers, so no two workloads append the same event
 # (about 130 events a paper, 60 of them singles: a pool of 20,000 singles spans some 340 papers)

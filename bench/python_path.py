@@ -13,14 +13,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ledger.append import Rows, append_batch
-from ledger.chain import GENESIS
-from ledger.codec import check_rules, check_types
-from ledger.events import StoredEvent
-from ledger.facts import Head
-from ledger.instants import now_us
-
-from .synth import Synth
+from bench.synth import Synth
+from ledger.model.codec import check_rules, check_types
+from ledger.model.events import StoredEvent
+from ledger.model.facts import Head
+from ledger.model.instants import now_us
+from ledger.storage.append import Rows, append_batch
+from ledger.tlog.chain import GENESIS
 
 
 class _NoStore:

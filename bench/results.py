@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .util import BENCH
+from bench.util import BENCH
 
 RESULTS = BENCH / "results.json"
 

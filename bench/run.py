@@ -17,13 +17,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import pools
-from .backends import Engine, SQLiteEngine
-from .results import RESULTS, Results
-from .server import AUTH, Server
-from .synth import TARGET, arxiv_id
-from .util import DATA, machine, run_worker
-from .why import explain
+from bench import pools
+from bench.backends import Engine, SQLiteEngine
+from bench.results import RESULTS, Results
+from bench.server import AUTH, Server
+from bench.synth import TARGET, arxiv_id
+from bench.util import DATA, machine, run_worker
+from bench.why import explain
 
 AS_OF = "2025-01-01T00:00:00Z"  # after every synthetic event: the target's whole history is in view
 SIZES = [10_000, 100_000, 1_000_000]
@@ -109,7 +109,7 @@ class Bench:
             v,
             {"idle_rss_mb": self.idle_rss},
         )
-        from ledger.instants import parse_ts
+        from ledger.model.instants import parse_ts
         from service.ledger import Ledger
 
         ledger = Ledger(self.db)
@@ -387,7 +387,7 @@ def run_backend(name: str, sizes: list[int], profile: bool, results: Results, id
     if name == "sqlite":
         engine: Engine = SQLiteEngine()
     else:
-        from . import pg
+        from bench import pg
 
         started, reason = pg.start()
         if started is None:

@@ -20,10 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import library, pools
 from service.ledger import Ledger
 from service.search import search
-
-from . import library, pools
 
 
 def _fresh_copy(base: Path, name: str) -> Path:

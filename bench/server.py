@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .util import PROFILES, PYTHON, ROOT, free_port
+from bench.util import PROFILES, PYTHON, ROOT, free_port
 
 TOKEN = "bench-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
@@ -94,6 +94,6 @@ class Server:
         time.sleep(0.5)
         drive()
         spy.wait(timeout=seconds + 60)
-        from .profiles import summarise_raw
+        from bench.profiles import summarise_raw
 
         return summarise_raw(raw, PROFILES / f"{name}.txt")

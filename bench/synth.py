@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
-from ledger import events as ev
-from ledger.importer import parse_input
+from ledger.model import events as ev
+from ledger.model.importer import parse_input
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "2509.02480.record.json"

@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from api.app import create_app, settle_heap
+from api.records.timeline import render_timeline
+from api.records.timeline_cache import TimelineCache
 from api.settings import Settings
-from api.timeline import render_timeline
-from api.timeline_cache import TimelineCache
-from ledger.instants import parse_ts
+from ledger.model.instants import parse_ts
 from service.ledger import Ledger
 from tests.timeline_history import PAPER, TOTAL, history
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .profiles import ROOT, summarise_raw
+from bench.profiles import ROOT, summarise_raw
 
 BENCH = ROOT / "bench"
 DATA = BENCH / ".data"

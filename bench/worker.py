@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ledger.backend import is_pg_url
-
-from .util import vm_hwm_kb
+from bench.util import vm_hwm_kb
+from ledger.storage.backend import is_pg_url
 
 
 def main() -> None:
@@ -28,19 +27,19 @@ def main() -> None:
 
         out = {}
     elif job == "peer":
-        from .peer import measure
+        from bench.peer import measure
 
         out = measure(args[0], args[1], int(args[2]), [int(h) for h in args[3].split(",")], float(args[4]))
     elif job == "chain" and is_pg_url(args[0]):
-        from .pg import bare_chain as pg_chain
+        from bench.pg import bare_chain as pg_chain
 
         out = pg_chain(args[0])
     elif job == "chain":
-        from .baselines import bare_chain
+        from bench.baselines import bare_chain
 
         out = bare_chain(Path(args[0]))
     else:
-        from . import library
+        from bench import library
 
         db: str | Path = args[0] if is_pg_url(args[0]) else Path(args[0])  # a URL is no path
         if job == "build":

@@ -11,12 +11,11 @@ import os
 import click
 import msgspec
 
-from ledger.codec import canonical
-from ledger.instants import format_recorded, now_us
-from service import alerts as al
+from cli.common import db_option, instant
+from ledger.model.codec import canonical
+from ledger.model.instants import format_recorded, now_us
+from service.alerts import alerts as al
 from service.ledger import Ledger
-
-from .common import db_option, instant
 
 _ALLOW = "LEDGER_WEBHOOK_ALLOW"
 

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from ledger.backend import Store
-from ledger.errors import LedgerError
+from ledger.model.errors import LedgerError
+from ledger.storage.backend import Store
 
 
 @click.command("migrate")
@@ -18,7 +18,7 @@ from ledger.errors import LedgerError
 @click.option("--batch", default=2000, show_default=True, help="Events per target transaction.")
 def migrate(source: str, target: str, batch: int) -> None:
     """Copy every event verbatim (same seq, recorded_at and hashes) into an empty ledger and verify it."""
-    from ledger.backend import copy_ledger
+    from ledger.storage.backend import copy_ledger
     from service.ledger import Ledger
 
     try:
@@ -59,8 +59,8 @@ def migrate(source: str, target: str, batch: int) -> None:
 def carry_side_state(src: Store, dst: Store) -> list[str]:
     """Give the target the source's signing key and token file where it has none, and the last signed
     checkpoint when both sign with the same key (checked against the copied tree before it is kept)."""
-    from ledger.checkpoint import Checkpointer
-    from service.backup import copy_private
+    from ledger.tlog.checkpoint import Checkpointer
+    from service.ops.backup import copy_private
 
     carried: list[str] = []
     for suffix in (".key", ".tokens"):

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from ledger.errors import LedgerError
-from ledger.ids import normalise_arxiv
-from ledger.instants import parse_as_of
+from ledger.model.errors import LedgerError
+from ledger.model.ids import normalise_arxiv
+from ledger.model.instants import parse_as_of
 
 if TYPE_CHECKING:
-    from ledger.cosign import Quorum
+    from ledger.tlog.cosign import Quorum
 
 EXIT_CAUGHT = 2  # the ledger was caught: truncated, rewritten, badly signed or not cosigned
 # a count or a seq that reaches SQL: SQLite INTEGER and PostgreSQL bigint hold no more
@@ -81,7 +81,7 @@ def quorum_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def quorum_of(witness_keys: Sequence[str], quorum: int | None) -> Quorum:
     """The Quorum of --witness and --quorum (click's BadParameter naming the option when wrong)."""
-    from ledger.cosign import Quorum, parse_witness_vkey
+    from ledger.tlog.cosign import Quorum, parse_witness_vkey
 
     witnesses = []
     for value in witness_keys:

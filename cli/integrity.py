@@ -11,9 +11,9 @@ from typing import Any
 import click
 
 from cli.common import EXIT_CAUGHT, arxiv_arg, db_option, fail, instant, quorum_of, quorum_options
-from ledger.codec import canonical
-from ledger.cosign import NO_QUORUM, Quorum
-from ledger.errors import InvalidEvent, LedgerError, NotFound
+from ledger.model.codec import canonical
+from ledger.model.errors import InvalidEvent, LedgerError, NotFound
+from ledger.tlog.cosign import NO_QUORUM, Quorum
 
 # Above this many events to walk, `ledger verify` shows a progress bar instead of counting lines.
 BAR_THRESHOLD = 100_000
@@ -31,7 +31,7 @@ def _origin(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _checkpointer(db: str, origin: str | None):  # type: ignore[no-untyped-def]
-    from ledger.checkpoint import Checkpointer
+    from ledger.tlog.checkpoint import Checkpointer
     from service.ledger import Ledger
 
     ledger = Ledger(db)
@@ -81,7 +81,7 @@ def register(main: click.Group) -> None:
     @db_option
     def proof(seq: int, tree_size: int | None, db: str) -> None:
         """Print the inclusion proof of event SEQ as JSON (hashes in base64)."""
-        from ledger import merkle_store
+        from ledger.tlog import merkle_store
         from service.ledger import Ledger
 
         try:
@@ -95,7 +95,7 @@ def register(main: click.Group) -> None:
     @db_option
     def consistency(old_size: int, new_size: int | None, db: str) -> None:
         """Print the consistency proof from tree size OLD_SIZE to NEW_SIZE (default: the head)."""
-        from ledger import merkle_store
+        from ledger.tlog import merkle_store
         from service.ledger import Ledger
 
         store = Ledger(db).store
@@ -133,7 +133,7 @@ def register(main: click.Group) -> None:
         arxiv_id: str, as_of: str | None, known_at: str | None, out: str | None, origin: str | None, db: str
     ) -> None:
         """Write an offline evidence bundle: the record, its events, their proofs, a signed checkpoint."""
-        from service.bundle import open_bundle
+        from service.proofs.bundle import open_bundle
 
         t, k = instant(as_of, "--as-of"), instant(known_at, "--known-at")
         try:
@@ -159,8 +159,8 @@ def register(main: click.Group) -> None:
     @quorum_options
     def check_bundle(file: str, key_arg: str, witness_keys: tuple[str, ...], quorum: int | None) -> None:
         """Check an evidence bundle offline (no database, no server) against a pinned key."""
-        from ledger.checkpoint import read_vkey_arg
-        from service.bundle_check import check_bundle_file
+        from ledger.tlog.checkpoint import read_vkey_arg
+        from service.proofs.bundle_check import check_bundle_file
 
         try:
             verifier = read_vkey_arg(key_arg)
@@ -285,10 +285,10 @@ def _verify(
     key_arg: str | None = None,
     quorum: Quorum = NO_QUORUM,
 ) -> None:
-    from ledger.instants import now_us
-    from ledger.verify import verify_store
+    from ledger.model.instants import now_us
+    from ledger.storage.verify import verify_store
     from service.ledger import Ledger
-    from service.scrub import VERIFY, PassLog, chain_status, pass_of
+    from service.ops.scrub import VERIFY, PassLog, chain_status, pass_of
 
     ledger = Ledger(db)
     held = None if note is None else _open_held(ledger, note, key_arg, quorum)
@@ -310,7 +310,7 @@ def _verify(
             bar.__exit__(None, None, None)
     verdict = None
     if held is not None:
-        from ledger.held_checkpoint import hold_against
+        from ledger.tlog.held_checkpoint import hold_against
 
         try:
             verdict = hold_against(ledger.store, held)
@@ -353,7 +353,7 @@ def _verify(
 
 def _open_held(ledger: Any, note: str, key_arg: str | None, quorum: Quorum) -> Any:
     """The held checkpoint, its signature verified with --key or the ledger's key file (exit 1 if not)."""
-    from ledger.checkpoint import Checkpointer, NoteError, open_checkpoint, read_vkey_arg
+    from ledger.tlog.checkpoint import Checkpointer, NoteError, open_checkpoint, read_vkey_arg
 
     if key_arg is not None:
         verifier = read_vkey_arg(key_arg)  # InvalidEvent naming --key: exit 1
@@ -385,7 +385,7 @@ def _open_held(ledger: Any, note: str, key_arg: str | None, quorum: Quorum) -> A
 
 def _scrub(db: str, as_json: bool, pace: float) -> None:
     from service.ledger import Ledger
-    from service.scrub import PassLog, scrub_pass
+    from service.ops.scrub import PassLog, scrub_pass
 
     ledger = Ledger(db)
     passes = PassLog(ledger.store)

@@ -8,11 +8,10 @@ from pathlib import Path
 import click
 import msgspec
 
-from ledger.codec import envelope_json
-from ledger.errors import LedgerError
-
-from . import alerts, backends, integrity, monitor, ops, search, sources, timeline, witness
-from .common import SQL_COUNT, arxiv_arg, db_option, fail, instant
+from cli import alerts, backends, integrity, monitor, ops, search, sources, timeline, witness
+from cli.common import SQL_COUNT, arxiv_arg, db_option, fail, instant
+from ledger.model.codec import envelope_json
+from ledger.model.errors import LedgerError
 
 _PROGRESS_BYTES = 4 * 1024 * 1024
 
@@ -46,7 +45,7 @@ def main() -> None:
 @db_option
 def import_(files: tuple[str, ...], force: bool, db: str) -> None:
     """Import record JSON or NDJSON envelopes; one atomic batch per file."""
-    from ledger.importer import parse_input
+    from ledger.model.importer import parse_input
 
     ledger = _ledger(db)
     total_new = total_dup = 0
@@ -142,8 +141,8 @@ def serve(
     if replica is None:
         go()
         return
-    from ledger.backend import is_pg_url
-    from service.replicate import replicating
+    from ledger.storage.backend import is_pg_url
+    from service.ops.replicate import replicating
 
     if is_pg_url(db):
         raise click.UsageError(

@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ledger.checkpoint_notes import NoteError
-from ledger.errors import LedgerError
-
-from .common import EXIT_CAUGHT, fail, quorum_of, quorum_options
+from cli.common import EXIT_CAUGHT, fail, quorum_of, quorum_options
+from ledger.model.errors import LedgerError
+from ledger.tlog.checkpoint_notes import NoteError
 
 if TYPE_CHECKING:
-    from service.monitor import Page
+    from service.proofs.monitor import Page
 
 TIMEOUT = 30.0
 MAX_NOTE = 64 * 1024
@@ -77,8 +76,8 @@ def register(main: click.Group) -> None:
         --once when it is consistent."""
         import httpx
 
-        from ledger.checkpoint import read_vkey_arg
-        from service.monitor import BadAnswer, Followed, MonitorState, follow_events, observe
+        from ledger.tlog.checkpoint import read_vkey_arg
+        from service.proofs.monitor import BadAnswer, Followed, MonitorState, follow_events, observe
 
         verifier = read_vkey_arg(key_arg)
         required = quorum_of(witness_keys, quorum)
@@ -151,7 +150,7 @@ def _get(client: Any, url: str, limit: int) -> bytes:
 def _proof(client: Any, base: str, old: int, new: int) -> list[bytes]:
     import msgspec
 
-    from service.monitor import Gone, proof_from_json
+    from service.proofs.monitor import Gone, proof_from_json
 
     url = f"{base}/checkpoint/consistency?from={old}&to={new}"
     response = client.get(url)
@@ -167,7 +166,7 @@ def _proof(client: Any, base: str, old: int, new: int) -> list[bytes]:
 
 
 def _page(client: Any, base: str, after: int, limit: int) -> Page:
-    from service.monitor import page_from_json
+    from service.proofs.monitor import page_from_json
 
     return page_from_json(_get(client, f"{base}/evidence?after={after}&limit={limit}", MAX_PAGE))
 

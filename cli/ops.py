@@ -7,11 +7,10 @@ import sys
 
 import click
 
-from ledger.codec import canonical
-from service.backup import BackupError, backup
+from cli.common import db_option
+from ledger.model.codec import canonical
 from service.ledger import Ledger
-
-from .common import db_option
+from service.ops.backup import BackupError, backup
 
 
 def register(main: click.Group) -> None:
@@ -45,7 +44,7 @@ def stats(as_json: bool, db: str) -> None:
 def status(as_json: bool, db: str) -> None:
     """One screen of what the ledger is doing, read from its database: the head, its size on disk, the
     last full walk of the chain, the last signed checkpoint and the webhook outbox."""
-    from service.status import read_status
+    from service.ops.status import read_status
 
     now = read_status(Ledger(db).store)
     if as_json:
@@ -94,9 +93,9 @@ def backup_command(dest: str, db: str, step_pages: int, no_verify: bool) -> None
 def restore_replica(replica: str, dest: str) -> None:
     """Restore the Litestream replica kept by `ledger serve --replicate REPLICA` into the new file DEST,
     then verify it. Copy the key and last checkpoint (<db>.key, <db>.checkpoint) next to DEST yourself."""
-    from ledger.errors import LedgerError
+    from ledger.model.errors import LedgerError
     from service.ledger import Ledger
-    from service.replicate import restore
+    from service.ops.replicate import restore
 
     try:
         path = restore(replica, dest)

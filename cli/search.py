@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import db_option
+from cli.common import db_option
 
 
 def register(main: click.Group) -> None:
@@ -22,7 +22,7 @@ def search_command(words: tuple[str, ...], page: int, as_json: bool, db: str) ->
     """Titles of papers and references holding every one of WORDS (each matches the start of a word),
     papers first; each hit with the path of the record page that shows it. Indexes the events appended
     since the last search first."""
-    from ledger.codec import canonical
+    from ledger.model.codec import canonical
     from service.ledger import Ledger
     from service.search import record_href, search
 

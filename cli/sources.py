@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from cli.common import arxiv_arg, db_option, required_instant
-from ledger.codec import canonical
-from ledger.errors import LedgerError
+from ledger.model.codec import canonical
+from ledger.model.errors import LedgerError
 
 PROGRESS_BYTES = 4 * 1024 * 1024
 _SOURCES = ("retraction-watch", "crossref", "openalex", "semantic-scholar", "opencitations")

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from cli.common import fail
-from ledger.checkpoint import Verifier, parse_vkey
-from ledger.checkpoint_notes import NoteError
-from ledger.errors import LedgerError
+from ledger.model.errors import LedgerError
+from ledger.tlog.checkpoint import Verifier, parse_vkey
+from ledger.tlog.checkpoint_notes import NoteError
 
 _key_option = click.option(
     "--key",
@@ -54,7 +54,7 @@ def register(main: click.Group) -> None:
     @_name_option
     def vkey(key: Path, name: str | None) -> None:
         """Print the witness's public key (C2SP vkey, cosignature/v1)."""
-        from ledger.cosign import load_or_create_witness_key
+        from ledger.tlog.cosign import load_or_create_witness_key
 
         try:
             click.echo(load_or_create_witness_key(key, name).vkey)
@@ -72,10 +72,10 @@ def register(main: click.Group) -> None:
         """Serve POST /add-checkpoint (tlog-witness) for the logs given by --log."""
         from api.server import run_guarded
         from api.settings import Settings
-        from api.witness_app import create_witness_app
-        from ledger.cosign import load_or_create_witness_key
-        from ledger.witness_state import WitnessState
-        from service.witness import Witness
+        from api.witness.app import create_witness_app
+        from ledger.tlog.cosign import load_or_create_witness_key
+        from ledger.tlog.witness_state import WitnessState
+        from service.proofs.witness import Witness
 
         known: dict[str, Verifier] = {}
         for value in logs:

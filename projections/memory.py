@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from ledger.append import check_rows
-from ledger.codec import decode_data
-from ledger.events import StandingChecked, StoredEvent
-from ledger.facts import Checked, CheckRow, CheckWorkRow, Fact, InboundDay, SourceHead
-from ledger.instants import parse_ts
-from ledger.spans import BUCKET_US, OPEN, Span, Step, spans
+from ledger.model.codec import decode_data
+from ledger.model.events import StandingChecked, StoredEvent
+from ledger.model.facts import Checked, CheckRow, CheckWorkRow, Fact, InboundDay, SourceHead
+from ledger.model.instants import parse_ts
+from ledger.storage.append import check_rows
+from ledger.storage.spans import BUCKET_US, OPEN, Span, Step, spans
 from projections.record import inbound_facts, inbound_observations
 
 

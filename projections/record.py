@@ -7,12 +7,12 @@ from typing import Literal, NamedTuple, Protocol
 
 import msgspec
 
-from ledger.codec import canonical, context_digest, observation_digest
-from ledger.errors import NotFound
-from ledger.events import STATUSES, CitedWork
-from ledger.facts import CheckRow, Fact, SourceHead
-from ledger.instants import format_as_of, max_ts, parse_ts, to_datetime
-from ledger.record_types import (
+from ledger.model.codec import canonical, context_digest, observation_digest
+from ledger.model.errors import NotFound
+from ledger.model.events import STATUSES, CitedWork
+from ledger.model.facts import CheckRow, Fact, SourceHead
+from ledger.model.instants import format_as_of, max_ts, parse_ts, to_datetime
+from ledger.model.record_types import (
     Caps,
     Citation,
     CoverageLane,

@@ -15,11 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from service.backup import backup
+from reliability.server import ROOT
+from reliability.workload import direct_post, run_client
 from service.ledger import Ledger
-
-from .server import ROOT
-from .workload import direct_post, run_client
+from service.ops.backup import backup
 
 
 def run(workdir: Path, events: int) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .server import is_url, workdir_of
+from reliability.server import is_url, workdir_of
 
 ROOT = Path(__file__).resolve().parent.parent
 _ROWS_SQL = "SELECT seq, event_id, hash, stream, stream_version, recorded_us, data FROM events ORDER BY seq"

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import driver
-from .check import LedgerRows, check_attempts, interleaving, verify_cli
-from .server import ROOT, is_url, serving
+from reliability import driver
+from reliability.check import LedgerRows, check_attempts, interleaving, verify_cli
+from reliability.server import ROOT, is_url, serving
 
 TOKEN = "reliability-load-token"
 HTTP_CLIENTS = 2

@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 
-from . import driver
-from .check import LedgerRows, verify_cli
-from .server import Server
+from reliability import driver
+from reliability.check import LedgerRows, verify_cli
+from reliability.server import Server
 
 TOKEN = "reliability-crash-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

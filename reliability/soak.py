@@ -34,11 +34,10 @@ from typing import Any
 
 import httpx
 
-from ledger.codec import canonical
+from ledger.model.codec import canonical
+from reliability.server import ROOT, serving
+from reliability.workload import Events
 from service.ledger import Ledger
-
-from .server import ROOT, serving
-from .workload import Events
 
 TOKEN = "reliability-soak-token"
 PAPER = "2509.02480"

@@ -226,9 +226,9 @@ def http_post(url: str, token: str) -> Callable[[Body], Answer]:
 def direct_post(db: str) -> Callable[[Body], Answer]:
     """The same batch through the library in this process (what `ledger import` does)."""
     from api.errors import error_answer, status_of
-    from api.writes import append_answer
-    from ledger.errors import LedgerError
-    from ledger.importer import parse_batch
+    from api.intake.writes import append_answer
+    from ledger.model.errors import LedgerError
+    from ledger.model.importer import parse_batch
     from service.ledger import Ledger
 
     ledger = Ledger(db)

@@ -9,21 +9,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ledger.append import AppendResult, append_batch, needs_of
-from ledger.backend import Store, Unsupported, is_pg_url, open_store
-from ledger.codec import canonical, check_rules, check_types
-from ledger.errors import NotFound
-from ledger.events import Event
-from ledger.facts import Fact, Head
-from ledger.group_commit import GroupCommitter, GroupObserver
-from ledger.importer import Batch, parse_input
-from ledger.instants import MAX_US, now_us
-from ledger.interface import WriteTx
-from ledger.record_types import Record
-from ledger.verify import VerifyReport, verify_store
+from ledger.model.codec import canonical, check_rules, check_types
+from ledger.model.errors import NotFound
+from ledger.model.events import Event
+from ledger.model.facts import Fact, Head
+from ledger.model.importer import Batch, parse_input
+from ledger.model.instants import MAX_US, now_us
+from ledger.model.record_types import Record
+from ledger.storage.append import AppendResult, append_batch, needs_of
+from ledger.storage.backend import Store, Unsupported, is_pg_url, open_store
+from ledger.storage.group_commit import GroupCommitter, GroupObserver
+from ledger.storage.interface import WriteTx
+from ledger.storage.verify import VerifyReport, verify_store
 from projections.record import Built, build_record
 from projections.timeline import Timeline, build_timeline
-from service.alerts import PaperNotice, alerts_in, raise_new
+from service.alerts.alerts import PaperNotice, alerts_in, raise_new
 
 
 class Evidence:

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from ledger.errors import InvalidEvent
-from ledger.search import Hit, query_words
-
-from .ledger import Ledger
+from ledger.model.errors import InvalidEvent
+from ledger.storage.search import Hit, query_words
+from service.ledger import Ledger
 
 PER_PAGE = 50
 MAX_PAGE = 10**6

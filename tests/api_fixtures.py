@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from ledger.backend import is_pg_url
+from ledger.storage.backend import is_pg_url
 
 # (a JSON log line holds the URL in quotes)
 _SERVING = re.compile(r'Serving (http://[^\s"]+)')

@@ -9,18 +9,18 @@ from typing import Any
 
 import msgspec
 
-from ledger import merkle_store
-from ledger.chain import envelope_body, link_hash
-from ledger.checkpoint import Checkpoint, NoteError, Verifier, open_checkpoint, unsigned_checkpoint
-from ledger.codec import canonical, decode_data
-from ledger.errors import NotFound
-from ledger.events import StoredEvent
-from ledger.instants import parse_ts
-from ledger.merkle import ProofError, leaf_hash, verify_inclusion
+from ledger.model.codec import canonical, decode_data
+from ledger.model.errors import NotFound
+from ledger.model.events import StoredEvent
+from ledger.model.instants import parse_ts
+from ledger.tlog import merkle_store
+from ledger.tlog.chain import envelope_body, link_hash
+from ledger.tlog.checkpoint import Checkpoint, NoteError, Verifier, open_checkpoint, unsigned_checkpoint
+from ledger.tlog.merkle import ProofError, leaf_hash, verify_inclusion
 from projections.memory import MemoryReader
 from projections.record import build_record
-from service.bundle import SCHEMA
-from service.bundle_check import BundleReport, _digests, compare_record  # the same rules, not a copy
+from service.proofs.bundle import SCHEMA
+from service.proofs.bundle_check import BundleReport, _digests, compare_record  # the same rules, not a copy
 
 
 class _Proof(msgspec.Struct, forbid_unknown_fields=True):

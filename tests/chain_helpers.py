@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ledger.backend import is_pg_url
+from ledger.storage.backend import is_pg_url
 from service.ledger import Ledger
 from tests.conftest import FIXTURE_PATH
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ledger import events as ev
+from ledger.model import events as ev
 
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
 PAPERS = ["2101.00001", "2101.00002", "2101.00003", "hep-th/9901001"]
@@ -201,7 +201,7 @@ def ledgers(draw: Any, max_obs: int = 8) -> list[ev.Event]:
 
 
 def _instant(e: ev.Event) -> int:
-    from ledger.instants import parse_ts
+    from ledger.model.instants import parse_ts
 
     return parse_ts(e.observed_at)
 

@@ -7,12 +7,13 @@ import json
 import sqlite3
 from typing import Any
 
-from ledger import migrations, pg_migrations
-from ledger.backend import is_pg_url
-from ledger.backfill import FILL_TABLE
-from ledger.events import ChainLink
-from ledger.keys import WORK, key_rows
-from ledger.sql import link_params
+from ledger.model.events import ChainLink
+from ledger.storage.backend import is_pg_url
+from ledger.storage.backfill import FILL_TABLE
+from ledger.storage.keys import WORK, key_rows
+from ledger.storage.postgresql import migrations as pg_migrations
+from ledger.storage.sql import link_params
+from ledger.storage.sqlite import migrations
 from service.ledger import Ledger
 
 EVENT_COLUMNS = (

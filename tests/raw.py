@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ledger.backend import is_pg_url
+from ledger.storage.backend import is_pg_url
 
 # tables whose append-only triggers an attacker switches off before editing rows
 GUARDED = (

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import InvalidEvent, NotFound
-from ledger.events import CitedWork
-from service import alerts as al
+from ledger.model.errors import InvalidEvent, NotFound
+from ledger.model.events import CitedWork
+from service.alerts import alerts as al
 from service.ledger import Ledger
 from service.sources import ingest
 from tests.conftest import NewDb

@@ -11,8 +11,8 @@ import pytest
 
 from api.app import create_app
 from api.settings import Settings
-from service import alerts as al
-from service import webhooks as wh
+from service.alerts import alerts as al
+from service.alerts import webhooks as wh
 from service.sources import ingest
 from tests.conftest import NewDb
 from tests.test_alerts import RW, RW_NOTICES

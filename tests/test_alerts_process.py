@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from standardwebhooks import Webhook
 
-from service import webhooks as wh
+from service.alerts import webhooks as wh
 from tests.api_fixtures import running_server
 from tests.conftest import NewDb
 from tests.metrics_text import parse, value

@@ -18,9 +18,9 @@ from blake3 import blake3
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
-from ledger.backend import side_path
-from ledger.codec import canonical, digest
-from ledger.facts import Head
+from ledger.model.codec import canonical, digest
+from ledger.model.facts import Head
+from ledger.storage.backend import side_path
 from service.ledger import Ledger
 from tests import raw
 from tests.conftest import NewDb
@@ -698,9 +698,9 @@ def test_integrity_carries_an_inclusion_proof_per_event_against_a_signed_checkpo
     """Proof-carrying records: every event that built the record is proven in one signed tree."""
     import base64
 
-    from ledger.chain import envelope_body
-    from ledger.checkpoint import open_checkpoint, parse_vkey
-    from ledger.merkle import leaf_hash, verify_inclusion
+    from ledger.tlog.chain import envelope_body
+    from ledger.tlog.checkpoint import open_checkpoint, parse_vkey
+    from ledger.tlog.merkle import leaf_hash, verify_inclusion
 
     report = loaded.get(f"/paper/{PAPER}/integrity", params={"as_of": AS_OF}).json()
     pinned = parse_vkey(loaded.get("/checkpoint/key").text.strip())
@@ -765,7 +765,7 @@ def test_an_evidence_page_of_large_events_ends_early(
     ledger = ledger_of(client)
     ledger.append([paper(f"2101.{n:05d}", ts(0), title="x" * 400) for n in range(5)])
     size = len(ledger.store.read_log(limit=1)[0].data)  # the same for each
-    monkeypatch.setattr("api.evidence.PAGE_DATA_BYTES", size * 5 // 2)
+    monkeypatch.setattr("api.log.evidence.PAGE_DATA_BYTES", size * 5 // 2)
     first = client.get("/evidence", params={"limit": 1000}).json()
     assert [e["seq"] for e in first["events"]] == [1, 2] and first["next_after"] == 2
     rest = client.get(first["next"]).json()

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ledger.append
-from ledger.append import AppendResult
-from ledger.chain import body_bytes, link_hash
-from ledger.errors import Conflict, InvalidEvent, LedgerError
-from ledger.events import MeasurementData, MeasurementObserved, PaperData, PaperObserved
+from ledger.model.errors import Conflict, InvalidEvent, LedgerError
+from ledger.model.events import MeasurementData, MeasurementObserved, PaperData, PaperObserved
+from ledger.storage import append as append_module
+from ledger.storage.append import AppendResult
+from ledger.tlog.chain import body_bytes, link_hash
 from service.ledger import Ledger
 from tests import factories as fx
 from tests import raw
@@ -304,10 +304,10 @@ def test_recorded_at_format_and_never_decreasing(fresh_ledger: Ledger, monkeypat
     start = datetime.now(UTC) - timedelta(seconds=1)
     send(fresh_ledger, [paper(P1), paper(P2)])
     # the server clock steps back an hour: recorded_at must not go backwards along seq
-    real = ledger.append.now_us
-    monkeypatch.setattr(ledger.append, "now_us", lambda: real() - 3_600_000_000)
+    real = append_module.now_us
+    monkeypatch.setattr(append_module, "now_us", lambda: real() - 3_600_000_000)
     send(fresh_ledger, [paper(P3)])
-    monkeypatch.setattr(ledger.append, "now_us", real)
+    monkeypatch.setattr(append_module, "now_us", real)
     send(fresh_ledger, [measurement()])
     recorded = [r[5] for r in rows(fresh_ledger)]
     assert all(RECORDED_RE.fullmatch(r) for r in recorded), recorded

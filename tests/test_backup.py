@@ -22,11 +22,11 @@ from click.testing import CliRunner
 from api.app import create_app
 from api.settings import Settings
 from cli.main import main
-from ledger.backend import is_pg_url
-from ledger.checkpoint import Checkpointer
-from ledger.errors import ChainBroken
-from service.backup import BackupError, backup
+from ledger.model.errors import ChainBroken
+from ledger.storage.backend import is_pg_url
+from ledger.tlog.checkpoint import Checkpointer
 from service.ledger import Ledger
+from service.ops.backup import BackupError, backup
 
 if TYPE_CHECKING:
     from tests.conftest import NewDb

@@ -20,9 +20,9 @@ import httpx
 import pytest
 import requests
 
-from api.proofs import MAX_NOTE_BYTES
+from api.alerts.watches import MAX_WATCH_BODY
+from api.log.proofs import MAX_NOTE_BYTES
 from api.server import MAX_HEAD_BYTES
-from api.watches import MAX_WATCH_BODY
 from tests.api_fixtures import Server, now_rfc3339, running_server
 from tests.conftest import FIXTURE_PATH
 from tests.test_sources_support import SOURCES_DIR, T_INGEST

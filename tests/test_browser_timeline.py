@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from api_fixtures import running_server
 
-from ledger.instants import format_as_of, parse_ts
+from ledger.model.instants import format_as_of, parse_ts
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.test_browser import browser  # noqa: F401 (the fixture)

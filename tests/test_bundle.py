@@ -16,19 +16,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
-from ledger.chain import envelope_body, link_hash
-from ledger.checkpoint import Checkpointer, parse_vkey
-from ledger.codec import canonical
-from ledger.errors import NotFound
-from ledger.events import Event
-from ledger.instants import parse_as_of, parse_ts
-from ledger.record_types import Record
+from ledger.model.codec import canonical
+from ledger.model.errors import NotFound
+from ledger.model.events import Event
+from ledger.model.instants import parse_as_of, parse_ts
+from ledger.model.record_types import Record
+from ledger.tlog.chain import envelope_body, link_hash
+from ledger.tlog.checkpoint import Checkpointer, parse_vkey
 from projections import record as projection
 from projections.memory import MemoryReader
 from projections.record import build_record
-from service.bundle import encode_bundle, open_bundle, record_evidence
-from service.bundle_check import check_bundle
 from service.ledger import Ledger
+from service.proofs.bundle import encode_bundle, open_bundle, record_evidence
+from service.proofs.bundle_check import check_bundle
 from tests import factories as fx
 from tests.bundle_oracle import check_bundle_in_memory
 
@@ -181,7 +181,7 @@ def test_a_bundle_is_refused_before_its_first_byte(rich: Ledger) -> None:
 def test_known_at_bundle(new_db: Callable[[str], str]) -> None:
     import time
 
-    from ledger.instants import now_us
+    from ledger.model.instants import now_us
 
     ledger = Ledger(new_db("l.db"))
     ledger.append(rich_events()[:10])
@@ -297,7 +297,7 @@ def event_added(b: dict[str, Any]) -> list[str]:
 
 
 def msgspec_event(e: dict[str, Any]) -> Any:
-    from ledger.events import StoredEvent
+    from ledger.model.events import StoredEvent
 
     return StoredEvent(**{**e, "data": canonical(e["data"])})
 

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from service.bundle_json import JsonReader, Malformed
+from service.proofs.bundle_json import JsonReader, Malformed
 
 ANY = msgspec.json.Decoder()
 ITEMS: list[Any] = [
@@ -91,7 +91,7 @@ def test_what_is_wrong_is_named(doc: bytes, message: str) -> None:
 
 
 def test_a_value_over_the_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("service.bundle_json.MAX_VALUE", 64)
+    monkeypatch.setattr("service.proofs.bundle_json.MAX_VALUE", 64)
     reader = JsonReader(io.BytesIO(b'{"a":"' + b"x" * 1000 + b'"}'), chunk=16)
     with pytest.raises(Malformed, match="longer than 64 bytes"):
         for _ in reader.members():

@@ -10,14 +10,14 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api import bundles
 from api.errors import install_error_handlers
-from ledger.checkpoint import Checkpointer
-from ledger.instants import parse_as_of
+from api.log import bundles
+from ledger.model.instants import parse_as_of
+from ledger.tlog.checkpoint import Checkpointer
 from projections import record as projection
-from service.bundle import encode_bundle, record_evidence
-from service.bundle_check import check_bundle
 from service.ledger import Ledger
+from service.proofs.bundle import encode_bundle, record_evidence
+from service.proofs.bundle_check import check_bundle
 from tests import factories as fx
 
 CITED = "2101.00001"

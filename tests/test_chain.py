@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cli.main import main
-from ledger.chain import GENESIS, body_bytes, envelope_body, link_hash
-from ledger.events import StoredEvent
+from ledger.model.events import StoredEvent
+from ledger.tlog.chain import GENESIS, body_bytes, envelope_body, link_hash
 from service.ledger import Ledger
 
 BODY_KEYS = ["data", "event_id", "observed_at", "recorded_at", "seq", "stream", "stream_version", "type"]

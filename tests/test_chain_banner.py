@@ -21,15 +21,15 @@ import msgspec
 from api_fixtures import Server, running_server
 from click.testing import CliRunner
 
-from api.render import render_error_page, render_index_page, render_paper_page, render_record_page
+from api.records.render import render_error_page, render_index_page, render_paper_page, render_record_page
 from cli.main import main
-from ledger.backend import is_pg_url, side_path
-from ledger.facts import ScrubPass
-from ledger.instants import now_us
-from ledger.record_types import Record
-from service import scrub
+from ledger.model.facts import ScrubPass
+from ledger.model.instants import now_us
+from ledger.model.record_types import Record
+from ledger.storage.backend import is_pg_url, side_path
 from service.ledger import Ledger
-from service.scrub import PassLog
+from service.ops import scrub
+from service.ops.scrub import PassLog
 from tests import raw
 from tests.conftest import NewDb
 

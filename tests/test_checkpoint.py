@@ -13,9 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import main
-from ledger import merkle_store
-from ledger.backend import is_pg_url, side_path
-from ledger.checkpoint import (
+from ledger.model.errors import ChainBroken
+from ledger.storage.backend import is_pg_url, side_path
+from ledger.tlog import merkle_store
+from ledger.tlog.checkpoint import (
     Checkpoint,
     Checkpointer,
     NoteError,
@@ -25,7 +26,6 @@ from ledger.checkpoint import (
     parse_checkpoint,
     parse_vkey,
 )
-from ledger.errors import ChainBroken
 from service.ledger import Ledger
 from tests.factories import paper, ts
 from tests.raw import connect, edit, rows, stored_checkpoint

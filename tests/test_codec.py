@@ -14,9 +14,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ledger import events as ev
-from ledger.codec import canonical, check_types, decode_event, derived_event_id, to_event
-from ledger.errors import InvalidEvent
+from ledger.model import events as ev
+from ledger.model.codec import canonical, check_types, decode_event, derived_event_id, to_event
+from ledger.model.errors import InvalidEvent
 from tests import factories
 
 OID = "8f7cb4e3-557e-49d1-9dc8-6b681dc73b8b"
@@ -465,7 +465,7 @@ def _bodies(draw: Any) -> bytes:
 
 def _exact(raw: bytes) -> Any:
     """What the exact path decodes (before the rules), or the InvalidEvent it raises."""
-    from ledger.codec import decode_json
+    from ledger.model.codec import decode_json
 
     try:
         return msgspec.convert(decode_json(raw), ev.Event, strict=True)
@@ -488,7 +488,7 @@ _M = (
 @example((_M % ('"event_id":null,', "a\\u003ab")).encode())
 @example((_M % ("", "a\\u003ab")).encode())
 def test_the_quick_decoder_gives_the_exact_event_or_steps_aside(raw: bytes) -> None:
-    from ledger.codec import quick_event
+    from ledger.model.codec import quick_event
 
     quick, exact = quick_event(raw), _exact(raw)
     if isinstance(exact, Exception):
@@ -502,8 +502,8 @@ _ONCE = (_M % ("", "a")).replace(',"metric":"n"', "").encode()
 
 def _exact_body(raw: bytes) -> Any:
     """The events and expected_versions the exact path gives, or the InvalidEvent it raises."""
-    from ledger.codec import decode_json
-    from ledger.importer import parse_batch
+    from ledger.model.codec import decode_json
+    from ledger.model.importer import parse_batch
 
     try:
         batch = parse_batch(decode_json(raw))
@@ -523,7 +523,7 @@ def _exact_body(raw: bytes) -> Any:
 # one event spelled once beside one with a repeated key
 @example(b'{"events":[' + _ONCE + b"," + (_M % ("", "a")).encode() + b"]}")
 def test_the_quick_body_decoder_gives_the_exact_batch_or_steps_aside(raw: bytes) -> None:
-    from ledger.codec import check_rules, quick_body
+    from ledger.model.codec import check_rules, quick_body
 
     quick, exact = quick_body(raw), _exact_body(raw)
     if quick is None:
@@ -540,7 +540,7 @@ def test_the_quick_body_decoder_gives_the_exact_batch_or_steps_aside(raw: bytes)
 @pytest.mark.parametrize("versions", [None, {"paper:2509.02480": 2}])
 @pytest.mark.parametrize("count", [0, 1, 3])
 def test_the_quick_body_decoder_takes_an_ordinary_body(count: int, versions: Any) -> None:
-    from ledger.codec import quick_body
+    from ledger.model.codec import quick_body
 
     events = [envelope(t) for t in sorted(DATA)][:count]
     raw = msgspec.json.encode({"events": events, "expected_versions": versions})
@@ -559,6 +559,6 @@ def test_the_quick_body_decoder_takes_an_ordinary_body(count: int, versions: Any
     ],
 )
 def test_the_quick_decoder_takes_an_ordinary_line(raw: bytes) -> None:
-    from ledger.codec import quick_event
+    from ledger.model.codec import quick_event
 
     assert quick_event(raw) == _exact(raw)

@@ -20,9 +20,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.checkpoint import Checkpoint, Signer
-from ledger.checkpoint_notes import NoteError
-from ledger.cosign import (
+from ledger.tlog.checkpoint import Checkpoint, Signer
+from ledger.tlog.checkpoint_notes import NoteError
+from ledger.tlog.cosign import (
     BLOB_SIZE,
     COSIGNATURE_V1,
     MAX_TIMESTAMP,

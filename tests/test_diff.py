@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import InvalidEvent, NotFound
-from ledger.events import Event
-from ledger.instants import parse_ts
+from ledger.model.errors import InvalidEvent, NotFound
+from ledger.model.events import Event
+from ledger.model.instants import parse_ts
 from projections.diff import MISSING, diff_records, field_changes, json_diff, record_changes
 from service.ledger import Ledger
 from tests.conftest import NewDb

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ledger.errors import Conflict, InvalidEvent
+from ledger.model.errors import Conflict, InvalidEvent
 from service.ledger import Ledger
 from tests.factories import measurement, paper, run_threads, ts
 
@@ -83,8 +83,8 @@ def test_same_answers_with_and_without_group_commit(new_db: NewDb, group_commit:
 
 def test_a_batch_failing_after_its_inserts_is_rolled_back_alone(new_db: NewDb) -> None:
     """The savepoint undoes rows a failing batch had already inserted; its neighbours commit."""
-    from ledger.append import append_batch
-    from ledger.group_commit import GroupCommitter
+    from ledger.storage.append import append_batch
+    from ledger.storage.group_commit import GroupCommitter
 
     ledger = Ledger(new_db("g.db"))
     committer = GroupCommitter(ledger.store)
@@ -126,8 +126,8 @@ class _CountingTx:
 
 
 def test_a_group_looks_up_every_batchs_ids_observations_and_streams_at_once(new_db: NewDb) -> None:
-    from ledger.append import append_batch, needs_of
-    from ledger.group_tx import group
+    from ledger.storage.append import append_batch, needs_of
+    from ledger.storage.group_tx import group
     from tests.factories import citation, oid_of, resolution
 
     ledger = Ledger(new_db("g.db"))

@@ -15,12 +15,12 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from api.proofs import MAX_NOTE_BYTES
+from api.log.proofs import MAX_NOTE_BYTES
 from api.settings import Settings
 from cli.main import main
-from ledger.backend import copy_ledger
-from ledger.checkpoint import Checkpointer, SignedCheckpoint
-from ledger.held_checkpoint import CONSISTENT, REWRITTEN, TRUNCATED, hold_against
+from ledger.storage.backend import copy_ledger
+from ledger.tlog.checkpoint import Checkpointer, SignedCheckpoint
+from ledger.tlog.held_checkpoint import CONSISTENT, REWRITTEN, TRUNCATED, hold_against
 from service.ledger import Ledger
 from tests.test_checkpoint import _grow, _signed_ledger
 
@@ -127,8 +127,8 @@ def test_a_held_checkpoint_catches_what_verify_alone_does_not(
 
 
 def test_the_consistency_proof_given_verifies_from_the_held_root(new_db: NewDb) -> None:
-    from ledger import merkle_store
-    from ledger.merkle import verify_consistency
+    from ledger.tlog import merkle_store
+    from ledger.tlog.merkle import verify_consistency
 
     db, checkpointer = _signed_ledger(new_db)
     held = checkpointer.last_signed()

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from api.app import create_app
 from api.settings import Settings
 from cli.main import main
-from ledger import ijson
-from ledger.codec import canonical
-from ledger.errors import InvalidEvent
+from ledger.model import ijson
+from ledger.model.codec import canonical
+from ledger.model.errors import InvalidEvent
 from service.ledger import Ledger
 from tests.factories import citation, measurement, measurement_json, oid_of, paper, ts, work
 from tests.test_sources_support import SOURCES_DIR, T_INGEST
@@ -350,7 +350,7 @@ def test_migrate_to_postgresql_names_every_event_it_cannot_store(
 ) -> None:
     """An older SQLite ledger may hold U+0000; PostgreSQL text cannot: nothing is copied, each seq named."""
     source = Ledger(tmp_path / "old.db")
-    import ledger.append as append_module
+    import ledger.storage.append as append_module
 
     with monkeypatch.context() as m:  # as appended before the rule existed
         m.setattr(append_module, "check_ijson_data", lambda *a: None)

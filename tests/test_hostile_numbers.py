@@ -17,12 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api.app import create_app
-from api.proofs import MAX_NOTE_BYTES
+from api.log.proofs import MAX_NOTE_BYTES
 from api.settings import Settings
 from cli.main import main
-from ledger import ijson
-from ledger.checkpoint import Checkpoint, Signer, load_or_create_key
-from ledger.errors import InvalidEvent
+from ledger.model import ijson
+from ledger.model.errors import InvalidEvent
+from ledger.tlog.checkpoint import Checkpoint, Signer, load_or_create_key
 from service.ledger import Ledger
 from tests.api_fixtures import free_port
 from tests.conftest import NewDb

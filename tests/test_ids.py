@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from api.app import create_app
 from api.settings import Settings
 from cli.main import main
-from ledger.codec import ARXIV_RE
-from ledger.errors import InvalidEvent
-from ledger.ids import normalise_arxiv
+from ledger.model.codec import ARXIV_RE
+from ledger.model.errors import InvalidEvent
+from ledger.model.ids import normalise_arxiv
 from service.ledger import Ledger
 from tests.conftest import FIXTURE_PATH, NewDb
 

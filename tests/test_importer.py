@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ledger.codec import canonical, digest
-from ledger.errors import InvalidEvent
-from ledger.importer import parse_input, record_to_batch
+from ledger.model.codec import canonical, digest
+from ledger.model.errors import InvalidEvent
+from ledger.model.importer import parse_input, record_to_batch
 from service.ledger import Ledger
 
 if TYPE_CHECKING:

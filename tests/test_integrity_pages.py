@@ -23,7 +23,7 @@ CITING = 10
 def cited(new_db: NewDb, monkeypatch: pytest.MonkeyPatch) -> TestClient:
     """A paper cited by CITING others; the record shows 4 of them, a page proves 3 more."""
     monkeypatch.setitem(__import__("projections.record").record.CAPS, "inbound", 4)
-    monkeypatch.setattr("api.integrity.PAGE_OBSERVATIONS", 3)
+    monkeypatch.setattr("api.records.integrity.PAGE_OBSERVATIONS", 3)
     db = new_db()
     ledger = Ledger(db)
     events: list[Any] = [paper(P, ts(0))]

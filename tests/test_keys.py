@@ -6,13 +6,14 @@ import hashlib
 
 import pytest
 
-from ledger import events as ev
-from ledger import migrations, pg_migrations
-from ledger.backend import is_pg_url
-from ledger.backfill import FILL_TABLE
-from ledger.codec import canonical
-from ledger.instants import parse_ts
-from ledger.keys import LONG_KEY, key_rows, link_keys, work_index_key
+from ledger.model import events as ev
+from ledger.model.codec import canonical
+from ledger.model.instants import parse_ts
+from ledger.storage.backend import is_pg_url
+from ledger.storage.backfill import FILL_TABLE
+from ledger.storage.keys import LONG_KEY, key_rows, link_keys, work_index_key
+from ledger.storage.postgresql import migrations as pg_migrations
+from ledger.storage.sqlite import migrations
 from service.ledger import Ledger
 from service.sources import parse_source
 from tests.conftest import NewDb
@@ -116,7 +117,7 @@ MOVED_DOWN = [
 def test_keys_move_down_the_levels_and_lookups_read_all_four(
     fresh_ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ledger.sql_store.MOVES", (4, 8, 16))
+    monkeypatch.setattr("ledger.storage.sql_store.MOVES", (4, 8, 16))
     ledger, db = fresh_ledger, fresh_ledger.url
     batches = [[paper(A, ts(0)), paper(B, ts(1))]] + [_cite(i) for i in range(14)]
     for batch, (what, levels) in zip(batches, MOVED_DOWN, strict=True):
@@ -144,7 +145,7 @@ def test_a_record_is_the_same_whichever_level_holds_its_keys(
     events += [check("crossref", ts(41), works[3:], [notice("w-4")])]
     built = {}
     for merge in (6, 10**9):
-        monkeypatch.setattr("ledger.sql_store.MOVES", (merge, 2 * merge, 2 * merge))
+        monkeypatch.setattr("ledger.storage.sql_store.MOVES", (merge, 2 * merge, 2 * merge))
         ledger = Ledger(new_db(f"m{merge}.db"))
         for i in range(0, len(events), 2):
             ledger.append(events[i : i + 2])
@@ -218,7 +219,7 @@ def test_a_move_renews_the_statistics_postgresql_plans_by(
     moved rows, would be scanned whole for each key (measured: 2 s a 1000-event batch instead of 0.15)."""
     if not is_pg_url(fresh_ledger.url):
         pytest.skip("SQLite keeps no statistics unless ANALYZE is run, and plans these by their indexes")
-    monkeypatch.setattr("ledger.sql_store.MOVES", (4, 8, 16))
+    monkeypatch.setattr("ledger.storage.sql_store.MOVES", (4, 8, 16))
     fresh_ledger.append([paper(A, ts(0)), paper(B, ts(1))] + _cite(0))
     analyzed = rows(
         fresh_ledger.url,

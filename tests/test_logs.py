@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from api import logs
 from api.app import create_app
+from api.ops import logs
 from api.settings import Settings
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import measurement_json

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.lru import SizedLRU
+from api.records.lru import SizedLRU
 
 
 def _lru(limit: int = 10) -> SizedLRU[str, bytes]:

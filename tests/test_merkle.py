@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import merkle_store
-from ledger.chain import envelope_body
-from ledger.errors import ChainBroken, InvalidEvent, NotFound
-from ledger.merkle import (
+from ledger.model.errors import ChainBroken, InvalidEvent, NotFound
+from ledger.tlog import merkle_store
+from ledger.tlog.chain import envelope_body
+from ledger.tlog.merkle import (
     EMPTY_ROOT,
     CompactRange,
     MemoryTree,
@@ -235,7 +235,7 @@ def test_stored_tree_proofs_match_the_naive_tree(
 
 
 def test_the_leaf_is_the_body_the_chain_hashes(stored: tuple[Ledger, list[bytes]]) -> None:
-    from ledger.chain import link_hash
+    from ledger.tlog.chain import link_hash
 
     ledger, bodies = stored
     for e, body in zip(ledger.store.read_log(limit=20), bodies, strict=False):

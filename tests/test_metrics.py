@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from api import metrics
 from api.app import create_app
-from api.scrub import passes_of
+from api.log.witnesses import cosigner_of
+from api.ops import metrics
+from api.ops.scrub import passes_of
 from api.settings import Settings
-from api.witnesses import cosigner_of
-from ledger.checkpoint import Checkpointer
+from ledger.tlog.checkpoint import Checkpointer
 from service.ledger import Ledger
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import measurement_json, outbox_entries
@@ -210,7 +210,7 @@ def test_a_refusing_witness_counts_as_refused(new_db: NewDb, tmp_path: Path) -> 
     checkpointer = Checkpointer.for_db(ledger.store, "example.org/ledger")
     ws = Witnesses(tmp_path, checkpointer.verifier(), names=("w3.example",))
     seen: list[tuple[str, str]] = []
-    from service.witnessing import Cosigner
+    from service.proofs.witnessing import Cosigner
 
     cosigner = Cosigner(
         ledger.store, ws.list, lambda url, body: (403, b"no"), lambda w, r: seen.append((w, r))

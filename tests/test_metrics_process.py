@@ -217,7 +217,7 @@ def test_the_server_makes_cleans_and_removes_the_metrics_directory(tmp_path: Pat
 
 
 def test_a_scrape_drops_the_live_gauges_of_a_worker_that_is_gone(tmp_path: Path) -> None:
-    from api.metrics import _forget_dead_workers
+    from api.ops.metrics import _forget_dead_workers
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()

@@ -12,14 +12,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from ledger.chain import GENESIS, body_bytes, envelope_body, link_hash
-from ledger.checkpoint import SignedCheckpoint, Signer
-from ledger.checkpoint_notes import Checkpoint
-from ledger.codec import canonical, envelope_json
-from ledger.events import StoredEvent
-from ledger.held_checkpoint import CONSISTENT, REWRITTEN, TRUNCATED
-from ledger.merkle import CompactRange, MemoryTree, consistency_proof, leaf_hash, root
-from service.monitor import (
+from ledger.model.codec import canonical, envelope_json
+from ledger.model.events import StoredEvent
+from ledger.tlog.chain import GENESIS, body_bytes, envelope_body, link_hash
+from ledger.tlog.checkpoint import SignedCheckpoint, Signer
+from ledger.tlog.checkpoint_notes import Checkpoint
+from ledger.tlog.held_checkpoint import CONSISTENT, REWRITTEN, TRUNCATED
+from ledger.tlog.merkle import CompactRange, MemoryTree, consistency_proof, leaf_hash, root
+from service.proofs.monitor import (
     BAD_SIGNATURE,
     FIRST,
     STALE,
@@ -138,7 +138,7 @@ def test_a_bad_signature_is_caught(damage: Callable[[str], str]) -> None:
     ],
 )
 def test_a_malformed_proof_answer_is_refused(body: object, why: str) -> None:
-    from ledger.merkle import ProofError
+    from ledger.tlog.merkle import ProofError
 
     with pytest.raises(ProofError, match=why):
         proof_from_json(body, 2, 3)
@@ -154,7 +154,7 @@ def test_state_is_kept_atomically_and_checked_again(tmp_path: Path) -> None:
     evidence = state.evidence(kept, "served\n", "rewritten: ...")
     assert evidence.read_text().startswith("rewritten: ...\n\n-- the checkpoint kept --\n" + kept.note)
     state.path.write_text(kept.note.replace("\n40\n", "\n41\n"))
-    from ledger.checkpoint_notes import NoteError
+    from ledger.tlog.checkpoint_notes import NoteError
 
     with pytest.raises(NoteError, match="does not verify"):
         state.load(SIGNER.verifier)
@@ -180,7 +180,7 @@ def _monitor(base: str, vkey: str, state: Path, *extra: str) -> subprocess.Compl
 def test_a_monitor_process_catches_the_server(
     new_db: NewDb, tmp_path: Path, damage: Callable[[Victim, NewDb], str], code: int, words: str
 ) -> None:
-    from ledger.checkpoint import Checkpointer
+    from ledger.tlog.checkpoint import Checkpointer
     from service.ledger import Ledger
 
     victim = _victim(new_db)
@@ -436,7 +436,7 @@ def test_a_monitor_process_following_the_events_catches_the_server(
     plain_ok: bool,
     fresh: str,
 ) -> None:
-    from ledger.checkpoint import Checkpointer
+    from ledger.tlog.checkpoint import Checkpointer
     from service.ledger import Ledger
 
     victim = _victim(new_db)

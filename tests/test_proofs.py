@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from ledger import merkle_store
-from ledger.chain import envelope_body
-from ledger.checkpoint import Checkpointer, NotSigned
-from ledger.errors import NotFound
-from ledger.merkle import leaf_hash
+from ledger.model.errors import NotFound
+from ledger.tlog import merkle_store
+from ledger.tlog.chain import envelope_body
+from ledger.tlog.checkpoint import Checkpointer, NotSigned
+from ledger.tlog.merkle import leaf_hash
 from service.ledger import Ledger
-from service.proofs import Leaves, Signed, prove, prove_seqs, sign_covering
+from service.proofs.proofs import Leaves, Signed, prove, prove_seqs, sign_covering
 from tests import factories as fx
 
 DbFactory = Callable[[Path, str], str]

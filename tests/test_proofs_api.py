@@ -11,11 +11,11 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.errors import install_error_handlers
-from api.proofs import router
-from ledger.backend import side_path
-from ledger.chain import envelope_body
-from ledger.checkpoint import open_checkpoint, parse_vkey
-from ledger.merkle import leaf_hash, verify_consistency, verify_inclusion
+from api.log.proofs import router
+from ledger.storage.backend import side_path
+from ledger.tlog.chain import envelope_body
+from ledger.tlog.checkpoint import open_checkpoint, parse_vkey
+from ledger.tlog.merkle import leaf_hash, verify_consistency, verify_inclusion
 from service.ledger import Ledger
 from tests.factories import paper, ts
 from tests.raw import replace_checkpoint, stored_checkpoint
@@ -112,7 +112,7 @@ def test_errors_have_the_ledger_shape(
 
 
 def test_an_inconsistent_ledger_is_refused_a_checkpoint(client: TestClient, ledger: Ledger) -> None:
-    from ledger.checkpoint import Checkpoint, Signer
+    from ledger.tlog.checkpoint import Checkpoint, Signer
 
     db = ledger.url
     first = client.get("/checkpoint").text

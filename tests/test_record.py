@@ -14,13 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.backend import is_pg_url
-from ledger.codec import canonical, context_digest, digest, observation_digest
-from ledger.errors import NotFound
-from ledger.events import Event
-from ledger.facts import Head
-from ledger.instants import parse_as_of, parse_ts
-from ledger.record_types import Record
+from ledger.model.codec import canonical, context_digest, digest, observation_digest
+from ledger.model.errors import NotFound
+from ledger.model.events import Event
+from ledger.model.facts import Head
+from ledger.model.instants import parse_as_of, parse_ts
+from ledger.model.record_types import Record
+from ledger.storage.backend import is_pg_url
 from projections.memory import MemoryReader
 from projections.record import build_record
 from service.ledger import Ledger
@@ -459,7 +459,7 @@ def test_the_typed_record_is_its_canonical_json(scratch: Scratch, events: list[E
 def test_known_at_hides_events_recorded_later(new_db: NewDb) -> None:
     import time
 
-    from ledger.instants import now_us
+    from ledger.model.instants import now_us
 
     pid = "2101.00001"
     ledger = _ledger_with(new_db(), [paper(pid, ts(0)), measurement(pid, ts(1), 5)])

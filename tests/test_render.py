@@ -11,9 +11,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from api import render
-from api.render import render_error_page, render_paper_page
-from ledger.record_types import Record
+from api.records import render
+from api.records.render import render_error_page, render_paper_page
+from ledger.model.record_types import Record
 
 
 def render_record_page(record: dict, **kw) -> str:

@@ -22,18 +22,18 @@ import pytest
 from click.testing import CliRunner
 
 from api.app import create_app
-from api.scrub import passes_of
+from api.ops.scrub import passes_of
 from api.settings import Settings
 from cli.main import main
-from ledger.backend import is_pg_url, side_path
-from ledger.chain import envelope_body, link_hash
-from ledger.checkpoint import open_checkpoint, parse_vkey
-from ledger.merkle import leaf_hash, verify_inclusion
-from ledger.merkle_store import inclusion
-from ledger.verify import verify_store, walk_paced
-from service import scrub
+from ledger.storage.backend import is_pg_url, side_path
+from ledger.storage.verify import verify_store, walk_paced
+from ledger.tlog.chain import envelope_body, link_hash
+from ledger.tlog.checkpoint import open_checkpoint, parse_vkey
+from ledger.tlog.merkle import leaf_hash, verify_inclusion
+from ledger.tlog.merkle_store import inclusion
 from service.ledger import Ledger
-from service.scrub import PassLog, scrub_pass
+from service.ops import scrub
+from service.ops.scrub import PassLog, scrub_pass
 from tests import raw
 from tests.chain_helpers import imported_fixture_db
 from tests.conftest import FIXTURE_PATH, NewDb
@@ -322,7 +322,8 @@ def test_the_server_scrubs_in_the_background_and_healthz_turns_503(db: str) -> N
 
 
 def test_the_scrub_passes_step_upgrades_an_existing_ledger(db: str, new_db: NewDb) -> None:
-    from ledger import migrations, pg_migrations
+    from ledger.storage.postgresql import migrations as pg_migrations
+    from ledger.storage.sqlite import migrations
 
     old = new_db("old.db")
     steps = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS

@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from api.app import create_app
 from api.settings import Settings
 from cli.main import main
-from ledger import migrations, pg_migrations
-from ledger.backend import is_pg_url
-from ledger.errors import InvalidEvent
-from ledger.search import MAX_QUERY, MAX_WORDS, query_words
+from ledger.model.errors import InvalidEvent
+from ledger.storage.backend import is_pg_url
+from ledger.storage.postgresql import migrations as pg_migrations
+from ledger.storage.search import MAX_QUERY, MAX_WORDS, query_words
+from ledger.storage.sqlite import migrations
 from service.ledger import Ledger
 from service.search import PER_PAGE, search
 from tests.conftest import FIXTURE_PATH, NewDb
@@ -155,7 +156,7 @@ def test_a_work_without_a_title_is_not_indexed(fresh_ledger: Ledger, title: str 
 
 
 def test_the_index_is_built_a_chunk_at_a_time(fresh_ledger: Ledger, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("ledger.sql_store.INDEX_CHUNK", 2)
+    monkeypatch.setattr("ledger.storage.sql_store.INDEX_CHUNK", 2)
     fresh_ledger.append([paper(f"2101.0000{i}", ts(i), title=f"Alpha {i}") for i in range(1, 8)])
     assert fresh_ledger.store.tables.index_titles(7) == 7
     assert search(fresh_ledger, "alpha").total == 7

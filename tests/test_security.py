@@ -20,8 +20,8 @@ from api import auth
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
-from ledger.backend import is_pg_url
-from ledger.checkpoint import Checkpointer
+from ledger.storage.backend import is_pg_url
+from ledger.tlog.checkpoint import Checkpointer
 from service.ledger import Ledger
 
 with warnings.catch_warnings():

@@ -15,8 +15,8 @@ import pytest
 from api_fixtures import Server, now_rfc3339, running_server
 
 from api.server import shown_db
-from ledger.backend import is_pg_url
-from ledger.codec import canonical
+from ledger.model.codec import canonical
+from ledger.storage.backend import is_pg_url
 from tests.conftest import NewDb
 
 SAMPLE = Path(__file__).resolve().parent.parent / "ledger" / "samples" / "2509.02480.record.json"

@@ -7,10 +7,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from ledger.doi import arxiv_key, doi_key, normalize_doi
-from ledger.errors import InvalidEvent
-from ledger.instants import parse_ts
-from ledger.works_store import papers_known, works_known
+from ledger.model.doi import arxiv_key, doi_key, normalize_doi
+from ledger.model.errors import InvalidEvent
+from ledger.model.instants import parse_ts
+from ledger.storage.works_store import papers_known, works_known
 from service.ledger import Ledger
 from service.sources import ingest
 from service.sources.crossref import kind_of, notice_date

@@ -8,8 +8,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api import sources
 from api.errors import install_error_handlers
+from api.intake import sources
 from api.settings import Settings
 from service.ledger import Ledger
 from tests.test_sources_support import SOURCES_DIR, T_INGEST

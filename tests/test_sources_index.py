@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import service.sources as sources
-from ledger.doi import arxiv_key, doi_key
-from ledger.events import Event, StandingChecked
-from ledger.instants import parse_ts
-from ledger.interface import Store
+from ledger.model.doi import arxiv_key, doi_key
+from ledger.model.events import Event, StandingChecked
+from ledger.model.instants import parse_ts
+from ledger.storage.interface import Store
 from service.ledger import Ledger
 from service.sources import base, counts, crossref, parse_source, retraction_watch
 from service.sources.base import PaperIndex, Parsed, WorkIndex

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
-from ledger.backend import is_pg_url
+from ledger.storage.backend import is_pg_url
 from service.ledger import Ledger
 from service.sources import Refused, ingest, parse_source
 from tests import raw
@@ -340,7 +340,8 @@ def test_any_file_a_csv_writer_writes_is_read_whole(fresh_ledger: Ledger, notes:
 
 
 def test_the_receipts_step_upgrades_an_existing_ledger(imported_ledger: Ledger, new_db: NewDb) -> None:
-    from ledger import migrations, pg_migrations
+    from ledger.storage.postgresql import migrations as pg_migrations
+    from ledger.storage.sqlite import migrations
 
     old = new_db("old.db")
     steps = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ledger.events import CitedWork, Event
+from ledger.model.events import CitedWork, Event
 from service.ledger import Ledger
 from tests.factories import citation, oid_of, paper, resolution, ts
 

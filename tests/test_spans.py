@@ -10,11 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import migrations, pg_migrations
-from ledger.backend import is_pg_url
-from ledger.events import Event
-from ledger.instants import parse_ts
-from ledger.spans import CITATION, OPEN, RESOLUTION, Row, Span, Step, delta, history, spans
+from ledger.model.events import Event
+from ledger.model.instants import parse_ts
+from ledger.storage.backend import is_pg_url
+from ledger.storage.postgresql import migrations as pg_migrations
+from ledger.storage.spans import CITATION, OPEN, RESOLUTION, Row, Span, Step, delta, history, spans
+from ledger.storage.sqlite import migrations
 from projections.memory import MemoryReader
 from service.ledger import Ledger
 from tests.conftest import NewDb
@@ -133,9 +134,9 @@ def test_appended_spans_equal_the_events_and_give_the_record_of_every_event(
     stills: list[bool],
     data: st.DataObject,
 ) -> None:
-    monkeypatch.setattr("ledger.append.now_us", _Clock(stills))
+    monkeypatch.setattr("ledger.storage.append.now_us", _Clock(stills))
     # buckets of 7 minutes: counts as of T sum some buckets and count inside T's own
-    monkeypatch.setattr("ledger.spans.BUCKET_US", 7 * 60 * 1_000_000)
+    monkeypatch.setattr("ledger.storage.spans.BUCKET_US", 7 * 60 * 1_000_000)
     ledger = Ledger(new_db(f"h{next(_names)}.db"))
     try:
         for batch in batches:
@@ -169,7 +170,7 @@ def test_an_older_ledger_gets_its_spans_when_opened(
     new_db: NewDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The migration leaves the rows to the store: they equal the ones appends would have kept."""
-    monkeypatch.setattr("ledger.spans.BUCKET_US", 60 * 1_000_000)
+    monkeypatch.setattr("ledger.storage.spans.BUCKET_US", 60 * 1_000_000)
     source = Ledger(new_db("source.db"))
     source.append([paper(P, ts(0)), paper(Q, ts(0, 1))])
     source.append([citation(oid_of(n), "2201.00001", ts(1, n), n) for n in range(3)])
@@ -195,7 +196,7 @@ def test_an_older_ledger_gets_its_spans_when_opened(
 def test_a_resumed_verify_checks_the_spans_and_ids_of_what_it_walks(new_db: NewDb) -> None:
     """chain_status resumes from the last verified point: the observations appended since are
     checked (a forged span of one is caught); the rest was checked by the walk it resumes from."""
-    from ledger.verify import verify_store
+    from ledger.storage.verify import verify_store
     from tests.raw import edit
 
     ledger = Ledger(new_db())

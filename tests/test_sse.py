@@ -24,13 +24,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import live
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
-from api.live import Notifier, live_of
+from api.log import live
+from api.log.live import Notifier, live_of
 from api.settings import Settings
-from ledger.backend import is_pg_url
-from ledger.codec import canonical
+from ledger.model.codec import canonical
+from ledger.storage.backend import is_pg_url
 from service.ledger import Ledger
 from tests.conftest import FIXTURE_PATH, NewDb
 

@@ -8,10 +8,10 @@ import json
 from click.testing import CliRunner
 
 from cli.main import main
-from ledger.checkpoint import Checkpointer
-from ledger.facts import ScrubPass
+from ledger.model.facts import ScrubPass
+from ledger.tlog.checkpoint import Checkpointer
 from service.ledger import Ledger
-from service.status import read_status
+from service.ops.status import read_status
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import measurement, outbox_entries
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from ledger import pg_migrations
-from ledger.backend import is_pg_url
-from ledger.migrations import MIGRATIONS, migrate
+from ledger.storage.backend import is_pg_url
+from ledger.storage.postgresql import migrations as pg_migrations
+from ledger.storage.sqlite.migrations import MIGRATIONS, migrate
 from service.ledger import Ledger
 from tests.conftest import on_postgresql
 from tests.raw import Raw, connect, one, rows
@@ -81,7 +81,7 @@ if on_postgresql():  # statements only PostgreSQL has
 @pytest.fixture
 def merged_ledger(fresh_ledger: Ledger, fixture_bytes: bytes, monkeypatch: pytest.MonkeyPatch) -> Ledger:
     """The real record's events with every derived row merged (ledger/keys.py): the guarded level."""
-    monkeypatch.setattr("ledger.sql_store.MOVES", (1, 1, 1))
+    monkeypatch.setattr("ledger.storage.sql_store.MOVES", (1, 1, 1))
     fresh_ledger.import_bytes(fixture_bytes)
     assert one(fresh_ledger.url, "SELECT count(*) FROM check_works") == 74
     return fresh_ledger
@@ -147,7 +147,7 @@ def test_the_smaller_levels_refuse_update(
     moves: tuple[int, ...],
 ) -> None:
     """A merge moves the smaller levels' rows (it deletes them); nothing changes one."""
-    monkeypatch.setattr("ledger.sql_store.MOVES", moves)
+    monkeypatch.setattr("ledger.storage.sql_store.MOVES", moves)
     imported_ledger = fresh_ledger
     imported_ledger.import_bytes(fixture_bytes)
     db = imported_ledger.url
@@ -329,7 +329,7 @@ def test_existing_db_mode_is_left_alone(tmp_path: Path) -> None:
 WORKER = r"""
 import json, random, sys, time, uuid
 from pathlib import Path
-from ledger.codec import to_event
+from ledger.model.codec import to_event
 from service.ledger import Ledger
 
 db, w, go, n_papers = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import events as ev
-from ledger.errors import NotFound
-from ledger.instants import MAX_US, format_as_of, parse_ts
+from ledger.model import events as ev
+from ledger.model.errors import NotFound
+from ledger.model.instants import MAX_US, format_as_of, parse_ts
 from projections import timeline as tl
 from projections.memory import MemoryReader
 from projections.timeline import Timeline, as_of_text, build_timeline, events_text

@@ -11,11 +11,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from api.render import render_paper_page, render_record_page
-from api.timeline import BUCKET_PX, PLOT, Rendered, encode_instants, render_timeline
-from ledger import events as ev
-from ledger.instants import MAX_US, format_as_of, parse_ts
-from ledger.record_types import Record
+from api.records.render import render_paper_page, render_record_page
+from api.records.timeline import BUCKET_PX, PLOT, Rendered, encode_instants, render_timeline
+from ledger.model import events as ev
+from ledger.model.instants import MAX_US, format_as_of, parse_ts
+from ledger.model.record_types import Record
 from projections.timeline import Timeline
 from service.ledger import Ledger
 from tests.factories import check, citation, notice, oid_of, paper, resolution, ts, work
@@ -247,7 +247,7 @@ def test_the_slider_instants_come_back_exactly(instants: list[str]) -> None:
 
 
 def test_a_single_instant_spans_a_day() -> None:
-    from api.timeline import _Axis
+    from api.records.timeline import _Axis
 
     axis = _Axis(parse_ts(ts(0)), parse_ts(ts(0)))
     assert axis.t1 - axis.t0 > 86_400_000_000

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import main
-from ledger.backend import is_pg_url
-from ledger.chain import body_bytes, link_hash
-from ledger.verify import TRUNCATION_NOTE
+from ledger.storage.backend import is_pg_url
+from ledger.storage.verify import TRUNCATION_NOTE
+from ledger.tlog.chain import body_bytes, link_hash
 from service.ledger import Ledger
 from tests.chain_helpers import cut_sql, imported_fixture_db
 from tests.raw import copy_db, edit, one, rows

@@ -16,8 +16,9 @@ from click.testing import CliRunner, Result
 from api.app import create_app
 from api.settings import Settings
 from cli.main import main
-from ledger import migrations, pg_migrations
-from ledger.backend import is_pg_url
+from ledger.storage.backend import is_pg_url
+from ledger.storage.postgresql import migrations as pg_migrations
+from ledger.storage.sqlite import migrations
 from service.ledger import Ledger
 from tests.api_fixtures import running_server
 from tests.conftest import NewDb

@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from api.webhooks import sender
-from service import address_table as t
-from service.alerts import AddressPolicy
-from service.webhooks import Sent
+from api.alerts.webhooks import sender
+from service.alerts import address_table as t
+from service.alerts.alerts import AddressPolicy
+from service.alerts.webhooks import Sent
 from tests.api_fixtures import running_server
 
 TOKEN = "address-token"

@@ -27,12 +27,12 @@ from hypothesis import strategies as st
 from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from api.webhooks import sender
-from ledger.alert_store import DELIVERED, GAVE_UP, PENDING
-from ledger.errors import InvalidEvent
-from ledger.instants import now_us
-from service import alerts as al
-from service import webhooks as wh
+from api.alerts.webhooks import sender
+from ledger.model.errors import InvalidEvent
+from ledger.model.instants import now_us
+from ledger.storage.alert_store import DELIVERED, GAVE_UP, PENDING
+from service.alerts import alerts as al
+from service.alerts import webhooks as wh
 from service.ledger import Ledger
 from service.sources import ingest
 from tests.conftest import NewDb
@@ -236,7 +236,7 @@ def test_delivery_gives_up_24_hours_after_the_first_attempt(
 ) -> None:
     ledger, watch = _watched(new_db)
     clock = [now_us()]
-    monkeypatch.setattr("service.webhooks.now_us", lambda: clock[0])
+    monkeypatch.setattr("service.alerts.webhooks.now_us", lambda: clock[0])
     script = _Script([500] * 100)
     attempts = 0
     results: list[str] = []
@@ -364,7 +364,7 @@ def test_a_delivery_verifies_with_standard_webhooks_a_retry_is_signed_afresh_and
     assert receiver_key is not None
     ledger, _ = _watched(new_db, secret)
     clock = [now_us() - 120 * 10**6]  # the first attempt two minutes ago, within the 5 minutes allowed
-    monkeypatch.setattr("service.webhooks.now_us", lambda: clock[0])
+    monkeypatch.setattr("service.alerts.webhooks.now_us", lambda: clock[0])
     script = _Script([500, 200])
     _due_now(ledger)
     wh.deliver_due(ledger.store, script, 10.0, random.Random(3))

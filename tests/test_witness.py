@@ -15,12 +15,12 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.witness_app import create_witness_app
-from ledger import merkle
-from ledger.checkpoint import Checkpoint, Signer
-from ledger.cosign import WitnessSigner, cosignatures
-from ledger.witness_state import WitnessState
-from service.witness import MAX_BODY_BYTES, MAX_PROOF_LINES, SIZE_CONTENT_TYPE, Witness, parse_request
+from api.witness.app import create_witness_app
+from ledger.tlog import merkle
+from ledger.tlog.checkpoint import Checkpoint, Signer
+from ledger.tlog.cosign import WitnessSigner, cosignatures
+from ledger.tlog.witness_state import WitnessState
+from service.proofs.witness import MAX_BODY_BYTES, MAX_PROOF_LINES, SIZE_CONTENT_TYPE, Witness, parse_request
 
 ORIGIN = "log.example/a"
 NOW = 1_700_000_000

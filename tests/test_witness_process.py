@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from ledger.cosign import cosignatures, parse_witness_vkey
+from ledger.tlog.cosign import cosignatures, parse_witness_vkey
 from tests.api_fixtures import free_port
 from tests.test_witness import FORKED, LOG, add, body, note, proof
 

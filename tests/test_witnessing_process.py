@@ -22,12 +22,12 @@ import httpx
 from click.testing import CliRunner
 
 from cli.main import main
-from ledger import merkle_store
-from ledger.checkpoint import Checkpointer
-from ledger.cosign import cosignatures, load_or_create_witness_key, parse_witness_vkey
-from ledger.witness_state import WitnessState
+from ledger.tlog import merkle_store
+from ledger.tlog.checkpoint import Checkpointer
+from ledger.tlog.cosign import cosignatures, load_or_create_witness_key, parse_witness_vkey
+from ledger.tlog.witness_state import WitnessState
 from service.ledger import Ledger
-from service.witnessing import cosigned_note, request_body
+from service.proofs.witnessing import cosigned_note, request_body
 from tests.api_fixtures import Server, free_port, ledger_command, running_server
 from tests.factories import measurement_json
 from tests.test_checkpoint import _grow

@@ -10,13 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import works_store
-from ledger.doi import arxiv_key, doi_key, work_keys
-from ledger.events import CitedWork, Event
-from ledger.instants import parse_ts
-from ledger.interface import Store
-from ledger.keys import LONG_KEY
-from ledger.works_store import checkable_works, papers_known, papers_matching, works_known, works_matching
+from ledger.model.doi import arxiv_key, doi_key, work_keys
+from ledger.model.events import CitedWork, Event
+from ledger.model.instants import parse_ts
+from ledger.storage import works_store
+from ledger.storage.interface import Store
+from ledger.storage.keys import LONG_KEY
+from ledger.storage.works_store import (
+    checkable_works,
+    papers_known,
+    papers_matching,
+    works_known,
+    works_matching,
+)
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import PAPERS, citation, ledgers, oid_of, paper, resolution, ts

@@ -14,7 +14,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
-from ledger import events as ev
+from ledger.model import events as ev
 
 PAPER = "2312.00042"
 START = datetime(2023, 12, 1, tzinfo=UTC)

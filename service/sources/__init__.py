@@ -8,13 +8,13 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import IO
 
-from ledger.append import AppendResult
-from ledger.codec import FUTURE_SLACK_US
-from ledger.errors import InvalidEvent
-from ledger.events import Event
-from ledger.facts import IngestReceipt
-from ledger.instants import format_recorded, now_us, parse_ts
-from ledger.interface import WriteTx
+from ledger.model.codec import FUTURE_SLACK_US
+from ledger.model.errors import InvalidEvent
+from ledger.model.events import Event
+from ledger.model.facts import IngestReceipt
+from ledger.model.instants import format_recorded, now_us, parse_ts
+from ledger.storage.append import AppendResult
+from ledger.storage.interface import WriteTx
 from service.ledger import Ledger
 from service.sources import counts, crossref, retraction_watch
 from service.sources.base import NotThatFormat, PaperIndex, Parsed, Refused, Summary, WorkIndex

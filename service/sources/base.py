@@ -7,14 +7,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.codec import canonical
-from ledger.doi import arxiv_key, doi_key
-from ledger.errors import InvalidEvent
-from ledger.events import Event, Notice, StandingChecked, StandingData
-from ledger.facts import Head
-from ledger.importer import notice_sort_key
-from ledger.interface import Store
-from ledger.works_store import checkable_works, papers_matching, works_matching
+from ledger.model.codec import canonical
+from ledger.model.doi import arxiv_key, doi_key
+from ledger.model.errors import InvalidEvent
+from ledger.model.events import Event, Notice, StandingChecked, StandingData
+from ledger.model.facts import Head
+from ledger.model.importer import notice_sort_key
+from ledger.storage.interface import Store
+from ledger.storage.works_store import checkable_works, papers_matching, works_matching
 
 EXAMPLES_PER_REASON = 3
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import IO, Any, NamedTuple
 
-from ledger.events import Event, MeasurementData, MeasurementObserved
+from ledger.model.events import Event, MeasurementData, MeasurementObserved
 from service.sources.base import NotThatFormat, PaperIndex, Parsed, Summary
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 

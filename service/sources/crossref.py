@@ -6,8 +6,8 @@ import re
 from datetime import date
 from typing import IO, Any
 
-from ledger.doi import normalize_doi
-from ledger.events import Notice, NoticeKind
+from ledger.model.doi import normalize_doi
+from ledger.model.events import Notice, NoticeKind
 from service.sources.base import NotThatFormat, Parsed, Summary, WorkIndex, standing_batch
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 

@@ -7,8 +7,8 @@ import re
 from datetime import date
 from typing import IO
 
-from ledger.doi import normalize_doi
-from ledger.events import Notice, NoticeKind
+from ledger.model.doi import normalize_doi
+from ledger.model.events import Notice, NoticeKind
 from service.sources.base import NotThatFormat, Parsed, Refused, Summary, WorkIndex, standing_batch
 
 EVENT_SOURCE = "retraction_watch"

@@ -45,5 +45,5 @@ class FixedClock:
 def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> FixedClock:
     """Replace the append's clock, so hashes (which cover recorded_at) can be compared across backends."""
     clock = FixedClock()
-    monkeypatch.setattr("ledger.append.now_us", clock)
+    monkeypatch.setattr("ledger.storage.append.now_us", clock)
     return clock

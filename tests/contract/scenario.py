@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ledger.events import Event
-from ledger.importer import Batch, parse_input
+from ledger.model.events import Event
+from ledger.model.importer import Batch, parse_input
 from service.ledger import Ledger
 from tests.factories import check, citation, measurement, notice, oid_of, paper, resolution, ts, work
 

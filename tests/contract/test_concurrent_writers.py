@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ledger.backend import is_pg_url
+from ledger.storage.backend import is_pg_url
 from service.ledger import Ledger
 
 WORKERS = 4

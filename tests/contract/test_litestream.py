@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ledger.instants import parse_as_of
+from ledger.model.instants import parse_as_of
 from service.ledger import Ledger
 from tests.api_fixtures import running_server
 from tests.factories import run_threads

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from cli.backends import migrate
-from ledger.backend import copy_ledger
-from ledger.errors import ChainBroken, Conflict
-from ledger.instants import parse_as_of
+from ledger.model.errors import ChainBroken, Conflict
+from ledger.model.instants import parse_as_of
+from ledger.storage.backend import copy_ledger
 from service.ledger import Ledger
 from tests.contract.scenario import replay
 
@@ -68,7 +68,7 @@ def test_backup_of_any_backend_is_a_verified_sqlite_file(
 ) -> None:
     """`ledger backup` of a PostgreSQL ledger writes a new SQLite file, with key and last checkpoint."""
     from cli.ops import backup_command
-    from ledger.checkpoint import Checkpointer
+    from ledger.tlog.checkpoint import Checkpointer
 
     monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path))
     runner = CliRunner()
@@ -93,7 +93,7 @@ def test_migrate_carries_key_tokens_and_last_checkpoint(
     source: Ledger, store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The target signs with the same key, after the checkpoint the source signed, and accepts its tokens."""
-    from ledger.checkpoint import Checkpointer
+    from ledger.tlog.checkpoint import Checkpointer
 
     monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path / "state"))
     (tmp_path / "state").mkdir()

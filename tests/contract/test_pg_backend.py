@@ -22,7 +22,7 @@ FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.j
 @pytest.fixture
 def loaded(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Ledger:
     """A PostgreSQL ledger holding the real record, its derived rows merged (the guarded level)."""
-    monkeypatch.setattr("ledger.sql_store.MOVES", (1, 1, 1))
+    monkeypatch.setattr("ledger.storage.sql_store.MOVES", (1, 1, 1))
     ledger = Ledger(pg_url)
     ledger.import_bytes(FIXTURE.read_bytes())
     return ledger
@@ -96,8 +96,8 @@ def test_a_database_restored_from_an_older_backup_cannot_make_the_node_forget_it
     """The signed checkpoint row goes back with the database; this node's copy in the state dir does not."""
     from urllib.parse import urlsplit
 
-    from ledger.checkpoint import Checkpointer
-    from ledger.errors import ChainBroken
+    from ledger.model.errors import ChainBroken
+    from ledger.tlog.checkpoint import Checkpointer
     from tests.raw import copy_db
 
     monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path))

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ledger.backend import is_pg_url
-from ledger.errors import Conflict, InvalidEvent
-from ledger.instants import parse_as_of
+from ledger.model.errors import Conflict, InvalidEvent
+from ledger.model.instants import parse_as_of
+from ledger.storage.backend import is_pg_url
 from projections.memory import MemoryReader
 from service.ledger import Ledger
 from tests.contract.conftest import FixedClock
@@ -180,9 +180,10 @@ def test_integrity_identical_across_backends(
     pair: tuple[Ledger, Ledger], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Merkle roots, proofs, a checkpoint signed with one key, verify and works lookups: as SQLite."""
-    from ledger import merkle_store, works_store
-    from ledger.checkpoint import Checkpointer
-    from ledger.merkle import verify_consistency, verify_inclusion
+    from ledger.storage import works_store
+    from ledger.tlog import merkle_store
+    from ledger.tlog.checkpoint import Checkpointer
+    from ledger.tlog.merkle import verify_consistency, verify_inclusion
 
     ledger, reference = pair
     a, b = ledger.store, reference.store

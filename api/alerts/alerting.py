@@ -1,0 +1,125 @@
+"""The server's alerting as background work of the app: one thread raises the alerts of new events
+(woken by this process's commits, and every few seconds for appends made elsewhere: other workers, the
+CLI), one runs an event loop that delivers the outbox to the watches' callbacks, each watch on its own
+(woken by new alerts, by an attempt ending, else when the next retry is due). Neither runs on a
+read-only server; both stop between two rounds on shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+
+from starlette.applications import Starlette
+
+from api.alerts.webhooks import sender
+from api.ops import metrics
+from service.alerts.alerts import AddressPolicy, raise_new
+from service.alerts.webhooks import DEADLINE_S, Deliverer
+from service.ledger import Ledger
+
+log = logging.getLogger("api.alerting")
+
+POLL_S = 2.0  # a look at the head for appends this process did not make
+STOP_TIMEOUT_S = 15.0
+
+
+class _Wake:
+    """Wakes the deliverer's event loop from any thread (a threading.Event cannot be awaited)."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.event: asyncio.Event | None = None
+
+    def set(self) -> None:
+        """Wake the deliverer (nothing to do before its loop runs: it looks at the outbox first)."""
+        loop, event = self.loop, self.event
+        if loop is not None and event is not None:
+            with contextlib.suppress(RuntimeError):  # its loop has closed: the deliverer has stopped
+                loop.call_soon_threadsafe(event.set)
+
+
+class Alerting:
+    """The two threads and what wakes them."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        backoff: float,
+        allow: tuple[str, ...],
+        on_result: Callable[[str], None] | None = None,
+        deadline: float = DEADLINE_S,
+    ) -> None:
+        self.ledger = ledger
+        self.backoff = backoff
+        self.on_result = on_result
+        self.deadline = deadline
+        self.send = sender(AddressPolicy(allow), deadline)
+        self.stop = threading.Event()
+        self.raise_wake = threading.Event()
+        self.deliver_wake = _Wake()
+        self.threads = [
+            threading.Thread(target=self._raising, name="ledger-alerts", daemon=True),
+            threading.Thread(target=self._delivering, name="ledger-webhooks", daemon=True),
+        ]
+
+    def committed(self) -> None:
+        """An append of this process committed: raise its alerts now."""
+        self.raise_wake.set()
+
+    def _raising(self) -> None:
+        while not self.stop.is_set():
+            try:
+                if raise_new(self.ledger.store):
+                    self.deliver_wake.set()
+            except Exception:  # a round that failed is tried again; the cursor did not move past it
+                log.exception("raising alerts failed")
+            self.raise_wake.wait(POLL_S)
+            self.raise_wake.clear()
+        self.ledger.store.close()
+
+    def _delivering(self) -> None:
+        try:
+            asyncio.run(self._deliver())
+        finally:
+            self.ledger.store.close()
+
+    async def _deliver(self) -> None:
+        wake = asyncio.Event()
+        self.deliver_wake.loop, self.deliver_wake.event = asyncio.get_running_loop(), wake
+        deliverer = Deliverer(self.ledger.store, self.send, self.backoff, self.deadline,
+                              on_result=self.on_result)  # fmt: skip
+        await deliverer.run(wake, self.stop.is_set)
+
+
+async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
+    """Start this process's alerting threads (none on a read-only server); returns its stop()."""
+    settings = app.state.settings
+    if settings.read_only:
+
+        async def nothing() -> None:
+            return None
+
+        return nothing
+    alerting = Alerting(
+        app.state.ledger,
+        settings.webhook_backoff,
+        settings.webhook_allow,
+        metrics.webhook_delivery if settings.counting else None,
+        settings.webhook_timeout,
+    )
+    app.state.ledger.on_commit(alerting.committed)
+    app.state.alerting = alerting
+    for t in alerting.threads:
+        t.start()
+
+    async def stop_alerting() -> None:
+        alerting.stop.set()
+        alerting.raise_wake.set()
+        alerting.deliver_wake.set()
+        for t in alerting.threads:
+            await asyncio.to_thread(t.join, STOP_TIMEOUT_S)
+
+    return stop_alerting

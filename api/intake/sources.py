@@ -1,0 +1,146 @@
+"""Routes for real sources in and what changed: POST /ingest/{source}, GET /paper/{id}/changes.
+
+Mount this router before routes.router: `/paper/{id:path}` there would swallow `/paper/{id}/changes`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from typing import IO, Annotated
+
+from fastapi import APIRouter, Path, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from api import docs
+from api.auth import require_writer
+from api.common import JSON, body_chunks, check_id, head_headers, instant, ledger_of, settings_of
+from api.limits import RateLimiter
+from api.ops import telemetry
+from ledger.model.codec import canonical
+from ledger.model.errors import InvalidEvent, LedgerError
+from ledger.model.events import Event
+from ledger.model.instants import now_us
+from ledger.storage.append import AppendResult
+from projections.diff import record_changes
+from service.sources import SOURCES, ingest
+
+router = APIRouter()
+
+# A source file is the whole Retraction Watch database (~60 MB) or a Crossref dump: bigger than
+# an events batch, so this route has its own limit; the body is spooled to disk, not held in memory.
+DEFAULT_MAX_INGEST_BODY = 512 * 1024 * 1024
+_SPOOL_IN_MEMORY = 8 * 1024 * 1024
+
+
+async def _spool(request: Request, limit: int) -> IO[bytes]:
+    spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115 - returned open
+    try:
+        async for chunk in body_chunks(request, limit, "the ingest limit"):
+            spool.write(chunk)
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool  # type: ignore[return-value]
+
+
+@router.post(
+    "/ingest/{source}",
+    tags=["sources"],
+    summary="Bring a source file (as the source publishes it) into the ledger as one batch",
+    status_code=201,
+    responses=docs.responses(201, 200, 401, 403, 413, 422),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "The file exactly as the source publishes it (gzip accepted).",
+            "content": {
+                "text/csv": {"schema": {"type": "string"}},
+                "application/json": {"schema": {}},
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+            },
+        }
+    },
+)
+async def post_ingest(
+    request: Request,
+    source: Annotated[str, Path(description="One of " + ", ".join(SOURCES), examples=["retraction-watch"])],
+    observed_at: Annotated[
+        str,
+        Query(
+            description="When the file was fetched (RFC 3339 with offset)", examples=["2026-09-01T12:00:00Z"]
+        ),
+    ],
+    id: Annotated[
+        str | None, Query(description="opencitations only: the paper, e.g. doi:10.48550/arXiv.2310.04610")
+    ] = None,
+    force: Annotated[
+        bool,
+        Query(
+            description="retraction-watch: accept a file with fewer than half the rows of the last one "
+            "accepted (lifts that rule only)"
+        ),
+    ] = False,
+) -> Response:
+    """The body is the file. 201 when events were appended, 200 when all were already there;
+    422 when the body is not the named format, or a Retraction Watch file is refused by a rule of
+    its own (details.rule; nothing written). Answers the ingest summary."""
+    settings = settings_of(request)
+    # auth (and rate) first: a refused client never gets its body read
+    token = require_writer(request, settings)
+    if source not in SOURCES:
+        raise InvalidEvent("source", f"unknown source {source!r}; one of {', '.join(SOURCES)}")
+    limit = getattr(settings, "max_ingest_body", None) or DEFAULT_MAX_INGEST_BODY
+    body = await _spool(request, limit)
+    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    charge = 1  # a refused file costs an attempt, so a client cannot spin on bad files
+
+    def appended(events: Sequence[Event], result: AppendResult, seconds: float) -> None:
+        telemetry.appended(request, "ingest", events, result, seconds, source)
+
+    try:
+        summary = await run_in_threadpool(
+            ingest, ledger_of(request), source, body, observed_at, id, None, appended, force=force
+        )
+        charge = max(1, summary.appended + summary.duplicates)
+    except LedgerError:
+        telemetry.ingested(request, source, None)
+        raise
+    finally:
+        body.close()
+        if limiter is not None:
+            limiter.charge(token, charge)  # as POST /events: let in while not in debt, then charged
+    assert summary.head is not None
+    telemetry.ingested(request, source, summary)
+    return Response(
+        canonical(summary.to_dict()),
+        status_code=201 if summary.appended else 200,
+        media_type=JSON,
+        headers=head_headers(summary.head),
+    )
+
+
+@router.get(
+    "/paper/{arxiv_id:path}/changes",
+    tags=["records"],
+    summary="What changed in the record between two instants, with the events responsible",
+    responses=docs.responses(200, 308, 404, 422),
+)
+def changes(
+    request: Request,
+    arxiv_id: Annotated[str, Path(description="arXiv id", examples=["2509.02480"])],
+    from_: Annotated[
+        str, Query(alias="from", description="RFC 3339 with offset, or YYYY-MM-DD (end of that day UTC)")
+    ],
+    to: Annotated[str | None, Query(description="Same forms; default now")] = None,
+) -> Response:
+    """Per observation: added/removed, resolution and cited-work changes, notices that appeared or
+    went away, receipts that moved; plus measurement and coverage changes."""
+    arxiv_id = check_id(request, arxiv_id)
+    t1 = instant(from_, "from")
+    if t1 is None:
+        raise InvalidEvent("from", "required: RFC 3339 with an offset or YYYY-MM-DD")
+    t2 = instant(to, "to")
+    d, head = record_changes(ledger_of(request), arxiv_id, t1, now_us() if t2 is None else t2)
+    return Response(canonical(d), media_type=JSON, headers=head_headers(head))

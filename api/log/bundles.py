@@ -1,0 +1,99 @@
+"""The evidence bundle of a record as a download, streamed as it is read (service/bundle.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request, Response
+from starlette.responses import StreamingResponse
+
+from api import docs
+from api.common import JSON, check_id, head_headers, instant, ledger_of
+from api.errors import RetryLater
+from api.records.routes import ArxivId, AsOf, KnownAt
+from service.proofs.bundle import BundleStream, open_bundle
+
+router = APIRouter(tags=["integrity"])
+
+# A bundle of a much-cited paper is hundreds of MB read and hashed; memory stays bounded per stream,
+# but the time does not, so a process writes only this many at once (503 with Retry-After past it).
+MAX_STREAMS = 4
+RETRY_AFTER = "5"
+
+
+class TooManyBundles(RetryLater, code="too_many_bundles", status=503):
+    """This server process is already writing MAX_STREAMS bundles."""
+
+
+class _Slots:
+    """How many bundles this process is writing, capped."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.busy = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> None:
+        """Count one more stream, or TooManyBundles at the cap."""
+        with self._lock:
+            if self.busy >= self.cap:
+                raise TooManyBundles(
+                    f"this server is already writing {self.cap} bundles; retry after {RETRY_AFTER} s",
+                    retry_after=RETRY_AFTER,
+                    details={"max_streams": self.cap},
+                )
+            self.busy += 1
+
+    def give(self) -> None:
+        """One stream fewer."""
+        with self._lock:
+            self.busy -= 1
+
+
+SLOTS = _Slots(MAX_STREAMS)
+_RESPONSES = docs.responses(200, 308, 404, 409, 422, 503)
+_RESPONSES[200]["description"] = (
+    "One line of canonical JSON: the record, every event that built it, an inclusion proof of each, "
+    "the signed checkpoint they lead to and its public key"
+)
+_RESPONSES[200]["content"] = {"application/json": {}}
+_RESPONSES[409]["description"] = "Read-only server whose last signed checkpoint does not cover the record"
+_RESPONSES[503]["description"] = f"This process is already writing {MAX_STREAMS} bundles (`too_many_bundles`)"
+
+
+def _read_only(request: Request) -> bool:
+    # an app built without settings (the routers' own tests) is a writable one
+    settings = getattr(request.app.state, "settings", None)
+    return settings is not None and bool(settings.read_only)
+
+
+def _released(bundle: BundleStream) -> Iterator[bytes]:
+    # the slot is given back when the body is written or the client goes away (the generator closes)
+    try:
+        yield from bundle.chunks()
+    finally:
+        SLOTS.give()
+
+
+@router.get(
+    "/paper/{arxiv_id:path}/bundle",
+    summary="The record's offline evidence bundle, streamed (check it with `ledger check-bundle`)",
+    responses=_RESPONSES,
+)
+def bundle(request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None) -> Response:
+    """The bundle `ledger bundle` writes; on a read-only server, proved in the last signed checkpoint."""
+    arxiv_id = check_id(request, arxiv_id)
+    t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
+    ledger = ledger_of(request)
+    SLOTS.take()
+    try:
+        # NotFound / NotSigned are raised here, before the first byte
+        stream = open_bundle(ledger, arxiv_id, t, k, sign=not _read_only(request))
+    except BaseException:
+        SLOTS.give()
+        raise
+    name = quote(f"{arxiv_id.replace('/', '_')}.bundle.json")
+    headers = {**head_headers(ledger.head()), "Content-Disposition": f"attachment; filename={name}"}
+    return StreamingResponse(_released(stream), media_type=JSON, headers=headers)

@@ -1,0 +1,160 @@
+"""The event log: paged (GET /evidence) and as a live Server-Sent Events subscription."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Header, Query, Request, Response
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from api import docs
+from api.common import JSON, after_query, counter_header, head_headers, head_json, ledger_of
+from api.log.live import Subscription, follow, live_of
+from ledger.model.codec import canonical, envelope_json
+from ledger.model.errors import InvalidEvent
+from ledger.model.events import DATA_TYPES, StoredEvent
+
+router = APIRouter(tags=["evidence"])
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+
+After = Annotated[int, after_query("Only events with seq > after.")]
+StreamName = Annotated[
+    str | None, Query(description="Only this stream, e.g. `paper:2509.02480` or `source:crossref`.")
+]
+TypeName = Annotated[
+    str | None,
+    Query(description="Only this event type.", json_schema_extra={"enum": sorted(DATA_TYPES)}),
+]
+
+
+def _check_type(type_: str | None) -> None:
+    if type_ is not None and type_ not in DATA_TYPES:
+        raise InvalidEvent("type", f"unknown event type {type_!r}; one of " + ", ".join(DATA_TYPES))
+
+
+@router.get(
+    "/evidence",
+    summary="The event log in seq order, with full envelopes and the chain hashes",
+    responses=docs.responses(200, 422, ok="EvidencePage"),
+)
+def evidence(
+    request: Request,
+    after: After = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Page size (max 1000).")] = DEFAULT_LIMIT,
+    stream: StreamName = None,
+    type: TypeName = None,
+) -> Response:
+    """One page of stored envelopes after `after`, the head, and the cursor for the next page."""
+    _check_type(type)
+    ledger = ledger_of(request)
+    # One extra row tells whether another page exists without a second query.
+    rows = ledger.store.read_log(after, limit + 1, stream, type)
+    head = ledger.head()  # read after the page, so it is never behind the events listed
+    page = _within_budget(rows[:limit])
+    more = len(rows) > len(page)
+    next_after = page[-1].seq if more else None
+    next_url = None
+    if next_after is not None:
+        query = {"after": next_after, "limit": limit, "stream": stream, "type": type}
+        next_url = "/evidence?" + urlencode({k: v for k, v in query.items() if v is not None})
+    body = {
+        "events": [envelope_json(e) for e in page],
+        "head": head_json(head),
+        "next_after": next_after,
+        "next": next_url,
+    }
+    return Response(canonical(body), media_type=JSON, headers=head_headers(head))
+
+
+# an evidence page ends early past this many bytes of event data (at least one event), so that no
+# answer nears 10 MB: an event can be as large as a request body (8 MB by default)
+PAGE_DATA_BYTES = 4 * 1024 * 1024
+
+
+def _within_budget(rows: list[StoredEvent]) -> list[StoredEvent]:
+    """The first rows whose data fits the page's byte budget (the first row always)."""
+    total = 0
+    for i, e in enumerate(rows):
+        total += len(e.data)
+        if i and total > PAGE_DATA_BYTES:
+            return rows[:i]
+    return rows
+
+
+class SSEResponse(StreamingResponse):
+    """A stream that always watches for the client leaving, whatever the server's ASGI version, and
+    ends its subscription with it; a subscriber dropped as too slow has its connection closed."""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        status_code: int = 200,  # FastAPI's OpenAPI reads the default status from this signature
+        headers: dict[str, str] | None = None,
+        *,
+        subscription: Subscription | None = None,
+    ) -> None:
+        super().__init__(content, status_code, headers=headers)
+        self.subscription = subscription
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Stream until the events end, the client disconnects or the subscriber is dropped."""
+        watcher = asyncio.ensure_future(_disconnected(receive))
+        streamer = asyncio.ensure_future(self.stream_response(send))
+        tasks: set[asyncio.Future[Any]] = {watcher, streamer}
+        if self.subscription is not None:
+            # A dropped subscriber's client is not reading: its stream may be stuck in send() for
+            # good, so it is cancelled and the response left unfinished, which makes the server close
+            # the connection (the client reconnects with Last-Event-ID).
+            tasks.add(asyncio.ensure_future(self.subscription.dropped.wait()))
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self.subscription is not None:
+                self.subscription.close()
+        if streamer.done() and not streamer.cancelled() and streamer.exception() is not None:
+            raise streamer.exception()  # type: ignore[misc]
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+@router.get(
+    "/evidence/stream",
+    summary="The same events as Server-Sent Events, then new ones live",
+    response_class=SSEResponse,
+    responses=docs.stream_response(),
+)
+async def evidence_stream(
+    request: Request,
+    after: After = 0,
+    stream: StreamName = None,
+    type: TypeName = None,
+    last_event_id: Annotated[
+        str,
+        Header(
+            description="Resume after this seq (sent by EventSource on reconnect); wins over `after`.",
+            json_schema_extra={"pattern": "^[0-9]{0,18}$"},
+        ),
+    ] = "",
+) -> Response:
+    """SSE: `id: <seq>`, `event: <type>`, `data: <envelope>`; resumes from Last-Event-ID; 503 past the cap."""
+    _check_type(type)
+    resume = last_event_id.strip()
+    if resume:
+        after = counter_header(resume, "Last-Event-ID", "the seq of the last event received")
+    # past the cap this raises 503 too_many_subscribers, before any byte of the stream
+    subscription = live_of(request.app).notifier().subscribe(stream, type)
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return SSEResponse(follow(subscription, after), headers=headers, subscription=subscription)

@@ -1,0 +1,96 @@
+"""The server's cosigner (service/witnessing.py) as background work of the app, over HTTP to the
+witnesses named by LEDGER_WITNESSES; off the append path: appends never wait for a witness."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import httpx
+from starlette.applications import Starlette
+
+from api.ops import metrics
+from service.proofs.witnessing import Cosigner, read_witnesses, run_cosigner
+
+STOP_TIMEOUT_S = 10.0
+TIMEOUT_S = 10.0  # a witness slower than this misses the round; it is asked again at the next one
+MAX_ANSWER = 64 * 1024  # a cosignature line is about 150 bytes
+
+
+def cosigner_of(app: Starlette) -> Cosigner | None:
+    """The app's cosigner when LEDGER_WITNESSES is set (made on first use), else None."""
+    state = app.state
+    settings = getattr(state, "settings", None)
+    if settings is None or settings.witnesses_file is None:
+        return None
+    cosigner: Cosigner | None = getattr(state, "cosigner", None)
+    if cosigner is None:
+        witnesses = read_witnesses(Path(settings.witnesses_file))
+        state.witness_clients = clients = WitnessClients()
+        answered = metrics.witness_answered if settings.counting else None
+        cosigner = state.cosigner = Cosigner(state.ledger.store, witnesses, clients.post, answered)
+    return cosigner
+
+
+async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
+    """Start this process's cosigner thread (a writable server with witnesses); returns its stop()."""
+    settings = app.state.settings
+    cosigner = cosigner_of(app)
+    if cosigner is None or settings.read_only:
+
+        async def nothing() -> None:
+            return None
+
+        return nothing
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=run_cosigner,
+        args=(cosigner, settings.checkpoint_interval, stop),
+        name="ledger-cosign",
+        daemon=True,
+    )
+    thread.start()
+
+    async def stop_cosigner() -> None:
+        stop.set()
+        await asyncio.to_thread(thread.join, STOP_TIMEOUT_S)
+        app.state.witness_clients.close()
+
+    return stop_cosigner
+
+
+class WitnessClients:
+    """One HTTP client per witness URL, kept open: a checkpoint costs each witness one round trip on a
+    connection it already has, not a new TCP (and TLS) handshake."""
+
+    def __init__(self) -> None:
+        self._clients: dict[str, httpx.Client] = {}
+        self._lock = threading.Lock()
+
+    def post(self, url: str, body: bytes) -> tuple[int, bytes]:
+        """One add-checkpoint request: no redirect followed, a timeout, the answer read up to MAX_ANSWER."""
+        headers = {"Content-Type": "text/plain"}
+        with self.client(url).stream("POST", url, content=body, headers=headers) as answer:
+            data = bytearray()
+            for chunk in answer.iter_bytes():
+                data += chunk
+                if len(data) > MAX_ANSWER:
+                    break
+            return answer.status_code, bytes(data[:MAX_ANSWER])
+
+    def client(self, url: str) -> httpx.Client:
+        """The client for this URL, made on first use."""
+        with self._lock:
+            client = self._clients.get(url)
+            if client is None:
+                client = self._clients[url] = httpx.Client(timeout=TIMEOUT_S, follow_redirects=False)
+            return client
+
+    def close(self) -> None:
+        """Close every client (their idle connections)."""
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()

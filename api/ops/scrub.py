@@ -1,0 +1,74 @@
+"""The server's scrubber (service/scrub.py) as background work of the app, and the pass log it shares
+with /healthz, the integrity report and every page that shows a record or a paper."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+
+from starlette.applications import Starlette
+
+from api.ops import metrics
+from api.ops.serve_start import server_start
+from ledger.model.facts import ScrubPass
+from service.ops.scrub import PassLog, run_scrubber
+
+# How long shutdown waits for the scrub thread: it stops between two batches (milliseconds each).
+STOP_TIMEOUT_S = 10.0
+_LOCK = threading.Lock()
+# Answers about records and papers carry `Ledger-Chain: broken <seq>` while the last full walk says so.
+CHAIN_HEADER = "Ledger-Chain"
+
+
+def passes_of(app: Starlette) -> PassLog:
+    """The app's pass log, made on first use (a TestClient without lifespan has none started)."""
+    state = app.state
+    with _LOCK:
+        passes: PassLog | None = getattr(state, "scrub_passes", None)
+        if passes is None:
+            settings = getattr(state, "settings", None)
+            # a read-only server writes nothing to the database: its passes are kept in memory
+            writable = settings is None or not settings.read_only
+            counting = settings is not None and settings.counting
+            passes = state.scrub_passes = PassLog(
+                state.ledger.store, writable=writable, on_record=metrics.scrub_recorded if counting else None
+            )
+        return passes
+
+
+def broken_walk(app: Starlette) -> ScrubPass | None:
+    """The last full walk of the chain if it found a break, else None (one indexed read)."""
+    last = passes_of(app).last()
+    return last if last is not None and not last.ok else None
+
+
+def chain_headers(broken: ScrubPass | None) -> dict[str, str]:
+    """`Ledger-Chain: broken <seq>` when the last full walk found the chain broken; else no header."""
+    if broken is None:
+        return {}
+    return {CHAIN_HEADER: f"broken {broken.first_bad_seq}" if broken.first_bad_seq else "broken"}
+
+
+async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
+    """Start this process's scrubber thread (a pass when none has begun since the server started, then
+    whenever the last recorded one is LEDGER_SCRUB_INTERVAL old, and no other process is scrubbing);
+    returns its stop()."""
+    settings = app.state.settings
+    stop = threading.Event()
+    # a thread of its own, not the request pool: a pass may take minutes, and its connection (and
+    # PostgreSQL's session advisory lock) stays with that thread. The server answers meanwhile.
+    thread = threading.Thread(
+        target=run_scrubber,
+        args=(app.state.ledger.store, passes_of(app), settings.scrub_interval, stop),
+        kwargs={"since_us": server_start()},
+        name="ledger-scrub",
+        daemon=True,
+    )
+    thread.start()
+
+    async def stop_scrubber() -> None:
+        stop.set()
+        await asyncio.to_thread(thread.join, STOP_TIMEOUT_S)
+
+    return stop_scrubber

@@ -1,0 +1,351 @@
+"""Read routes: records (JSON, HTML), the paper page, integrity, POST /verify, health, index."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+from urllib.parse import quote
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
+
+from api import docs
+from api.auth import token_hashes
+from api.common import (
+    JSON,
+    ArxivId,
+    check_id,
+    head_headers,
+    head_json,
+    instant,
+    ledger_of,
+    read_body,
+    settings_of,
+)
+from api.errors import ChainUnhealthy, status_of
+from api.log.held import verify_held
+from api.ops import telemetry
+from api.ops.scrub import broken_walk, chain_headers, passes_of
+from api.records.integrity import integrity_report
+from api.records.record_cache import RecordCache
+from api.records.render import render_error_page, render_index_page, render_paper_page, render_record_page
+from api.records.timeline import render_timeline
+from api.records.timeline_cache import TimelineCache
+from ledger.model.codec import canonical, decode_json
+from ledger.model.errors import LedgerError, NotFound
+from ledger.model.facts import Head, ScrubPass
+from ledger.model.instants import format_as_of, now_us
+from service.ledger import PaperView
+
+router = APIRouter()
+HIT, BUILT = "hit", "built"  # a record's bytes from the cache, or projected for this request
+
+AsOf = Annotated[
+    str | None,
+    Query(
+        description="RFC 3339 instant with offset, or YYYY-MM-DD (end of that day UTC); default now",
+        examples=["2026-08-08T08:47:00Z"],
+        json_schema_extra={"pattern": docs.AS_OF_PATTERN},
+    ),
+]
+KnownAt = Annotated[
+    str | None,
+    Query(
+        description="Only events recorded at or before this instant (same forms as as_of)",
+        json_schema_extra={"pattern": docs.AS_OF_PATTERN},
+    ),
+]
+
+Page = Annotated[
+    int,
+    Query(
+        ge=1,
+        le=10**9,
+        description="Page 1 proves what the record shows; pages 2.. the inbound observations it counts "
+        "but does not show, 1000 per page (the report's `page.next` links them)",
+    ),
+]
+
+
+def _html_error(err: LedgerError) -> HTMLResponse:
+    """The error as a page, linking to the first record there is when the paper exists later."""
+    links = []
+    details = err.details if isinstance(err.details, dict) else {}
+    first, arxiv_id = details.get("first_observed_at"), details.get("arxiv_id")
+    if first and arxiv_id:
+        href = f"/paper/{arxiv_id}/citation-record?as_of={quote(first, safe='')}"
+        links = [(f"The record as of {first}, when it was first observed", href)]
+        links.append(("Its snapshots over time", f"/paper/{arxiv_id}"))
+    status = status_of(err)
+    return HTMLResponse(render_error_page(status, err.message, links), status_code=status)
+
+
+def _wants_json(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
+# The /paper/{id}/... routes come before /paper/{id}: a path converter would swallow them.
+
+
+@router.get(
+    "/paper/{arxiv_id:path}/citation-record.json",
+    tags=["records"],
+    summary="The Paper Citation Record as of T, as canonical JSON bytes",
+    responses=docs.responses(200, 308, 404, 422, ok="Record"),
+)
+async def record_json(
+    request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None
+) -> Response:
+    """The record (record-v1.md) exactly as hashed: canonical bytes, with the Ledger-Head."""
+    began = time.perf_counter()
+    arxiv_id = check_id(request, arxiv_id)
+    t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
+    ledger = ledger_of(request)
+    if t is None:  # as of now: a new instant on every call, never cached
+        body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
+        broken = await run_in_threadpool(broken_walk, request.app)
+        telemetry.record_served(request, "json", BUILT, began)
+        return Response(body, media_type=JSON, headers=_headers(head, broken))
+    cache = _record_cache(request)
+
+    def head_and_walk() -> tuple[Head, ScrubPass | None]:
+        return ledger.head(), broken_walk(request.app)
+
+    # two indexed reads: the head (the bytes held for it were built from exactly these events) and
+    # the last full walk. A local file answers in microseconds, on the loop; a database server's
+    # round trip may not.
+    current, broken = head_and_walk() if ledger.store.local else await run_in_threadpool(head_and_walk)
+    hit = cache.get((arxiv_id, t, k, current))
+    if hit is not None:
+        telemetry.record_served(request, "json", HIT, began)
+        return Response(hit, media_type=JSON, headers=_headers(current, broken))
+    body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
+    cache.put((arxiv_id, t, k, head), body)
+    telemetry.record_served(request, "json", BUILT, began)
+    return Response(body, media_type=JSON, headers=_headers(head, broken))
+
+
+def _headers(head: Head, broken: ScrubPass | None) -> dict[str, str]:
+    """Ledger-Head, and Ledger-Chain when the last full walk found the chain broken."""
+    return {**head_headers(head), **chain_headers(broken)}
+
+
+_CACHE_LOCK = threading.Lock()
+C = TypeVar("C", RecordCache, TimelineCache)
+
+
+def _app_cache(request: Request, name: str, make: Callable[[], C]) -> C:
+    """The app's cache `name` (an attribute of app.state), made on first use."""
+    state = request.app.state
+    with _CACHE_LOCK:
+        cache: C | None = getattr(state, name, None)
+        if cache is None:
+            cache = make()
+            setattr(state, name, cache)
+        return cache
+
+
+def _record_cache(request: Request) -> RecordCache:
+    """The app's record cache, made on first use."""
+    return _app_cache(request, "record_cache", RecordCache)
+
+
+def _timeline_and_record(
+    request: Request, arxiv_id: str, t: int | None, *, strict: bool = False, alerts: bool = False
+) -> PaperView:
+    """The paper's timeline (kept per ledger head) and its record as of T, from one consistent read."""
+    cache = _app_cache(request, "timeline_cache", TimelineCache)
+    found = ledger_of(request).timeline_and_record(
+        arxiv_id, t, strict=strict, alerts=alerts, cached=lambda head: cache.get((arxiv_id, head))
+    )
+    cache.put((arxiv_id, found.head), found.timeline)
+    return found
+
+
+@router.get(
+    "/paper/{arxiv_id:path}/citation-record",
+    tags=["records"],
+    summary="The same record as an HTML page",
+    response_class=HTMLResponse,
+    # an id the path cannot hold (a newline) matches no route: the app-wide JSON 404 answers it
+    responses={
+        **docs.responses(200, 308, 422, html=True, json=False),
+        **docs.responses(404, html=True),
+    },
+)
+def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTMLResponse:
+    """The record page, the paper's timeline at its top; errors are HTML pages with the right status."""
+    began = time.perf_counter()
+    try:
+        arxiv_id = check_id(request, arxiv_id)
+        t = instant(as_of, "as_of")
+        view = _timeline_and_record(request, arxiv_id, t, strict=True, alerts=True)
+    except LedgerError as e:
+        return _html_error(e)
+    assert view.record is not None
+    rendered = render_timeline(view.timeline, t)
+    broken = broken_walk(request.app)
+    page = render_record_page(
+        view.record, head=view.head.header(), timeline=rendered, alerts=view.held, broken=broken
+    )
+    telemetry.record_served(request, "html", BUILT, began)
+    return HTMLResponse(page, headers=_headers(view.head, broken))
+
+
+@router.get(
+    "/paper/{arxiv_id:path}/integrity",
+    tags=["records"],
+    summary="What was verified for the record as of T",
+    responses=docs.responses(200, 308, 404, 422, ok="IntegrityReport"),
+)
+def integrity(
+    request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None, page: Page = 1
+) -> Response:
+    """Chain status, the events that built the record, and its digests rebuilt from them (paged)."""
+    arxiv_id = check_id(request, arxiv_id)
+    t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
+    t = now_us() if t is None else t  # one instant for the record and its in-memory rebuild
+    read_only = settings_of(request).read_only
+    ledger, passes = ledger_of(request), passes_of(request.app)
+    report, head = integrity_report(ledger, arxiv_id, t, k, page=page, passes=passes, read_only=read_only)
+    return Response(canonical(report), media_type=JSON, headers=_headers(head, broken_walk(request.app)))
+
+
+@router.get(
+    "/paper/{arxiv_id:path}",
+    tags=["records"],
+    summary="The paper: its snapshots over time and links to its record views",
+    response_class=HTMLResponse,
+    responses=docs.responses(200, 308, 404, 422, ok="PaperAnswer", html=True),
+)
+def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
+    """HTML by default, with the paper's timeline and its record as of T (default now); JSON (the
+    snapshots) when the client asks for application/json (and not HTML)."""
+    as_json = _wants_json(request)
+    ledger = ledger_of(request)
+    try:
+        arxiv_id = check_id(request, arxiv_id)
+        t = instant(as_of, "as_of")
+        history = ledger.store.paper_history(arxiv_id)
+        if not history:
+            raise NotFound(
+                f"arXiv:{arxiv_id} has never been observed in this ledger",
+                details={"arxiv_id": arxiv_id, "first_observed_at": None},
+            )
+    except LedgerError as e:
+        if as_json:
+            raise
+        return _html_error(e)
+    base = f"/paper/{arxiv_id}"
+    snapshots = [
+        {
+            "seq": f.seq,
+            "observed_at": f.observed_at,
+            "title": f.data.title,
+            "version": f.data.version,
+            "submitted_at": f.data.submitted_at,
+            "last_updated": f.data.last_updated,
+            "primary_category": f.data.primary_category,
+            "record_href": f"{base}/citation-record?as_of={quote(f.observed_at, safe='')}",
+        }
+        for f in history
+    ]
+    links = {
+        "paper": base,
+        "html": f"{base}/citation-record",
+        "json": f"{base}/citation-record.json",
+        "integrity": f"{base}/integrity",
+        "bundle": f"{base}/bundle",
+        "evidence": "/evidence",
+    }
+    broken = broken_walk(request.app)
+    if as_json:
+        body = {"arxiv_id": arxiv_id, "snapshots": snapshots, "links": links}
+        return Response(canonical(body), media_type=JSON, headers=_headers(ledger.head(), broken))
+    view = _timeline_and_record(request, arxiv_id, t)
+    rendered = render_timeline(view.timeline, t, paper_page=True)
+    shown = format_as_of(view.as_of_us)
+    page = render_paper_page(
+        arxiv_id, snapshots, links, timeline=rendered, record=view.record, as_of=shown, broken=broken
+    )
+    return HTMLResponse(page, headers=_headers(view.head, broken))
+
+
+@router.post(
+    "/verify",
+    tags=["records"],
+    summary="Check a record someone holds: its digests, and against this ledger",
+    responses=docs.responses(200, 413, 422, ok="VerifyAnswer"),
+    openapi_extra=docs.record_body("A Paper Citation Record as someone holds it."),
+)
+async def verify(request: Request, known_at: KnownAt = None) -> Response:
+    """Digests recomputed from the held record's content, and the JSON paths where it differs
+    from what this ledger projects for the same paper at the record's as_of."""
+    k = instant(known_at, "known_at")
+    raw = await read_body(request, settings_of(request).max_body)
+    answer, head = await run_in_threadpool(_verify, request, raw, k)
+    return Response(canonical(answer), media_type=JSON, headers=head_headers(head))
+
+
+def _verify(request: Request, raw: bytes, known_us: int | None) -> tuple[dict[str, Any], Any]:
+    return verify_held(ledger_of(request), decode_json(raw), known_us)
+
+
+@router.get(
+    "/healthz",
+    tags=["service"],
+    summary="Liveness, with the ledger head and the last full walk of the chain",
+    responses=docs.responses(200, 503, ok="Health"),
+)
+def healthz(request: Request) -> Response:
+    """The head, whether this server accepts writes, and the last recorded full walk of the chain
+    (scrub or verify); 503 `chain_broken` naming the first broken seq when that walk found a break."""
+    head = ledger_of(request).head()
+    settings = settings_of(request)
+    last = passes_of(request.app).last()
+    if last is not None and not last.ok:
+        error = ChainUnhealthy(
+            f"the chain is broken at seq {last.first_bad_seq}: {last.reason} (found by the last full walk, "
+            f"{last.kind}, finished at {last.finished_at})",
+            details={
+                "first_bad_seq": last.first_bad_seq,
+                "last_full_walk": last.to_dict(),
+                "head": head_json(head),
+            },
+        )
+        error.headers = head_headers(head)
+        raise error
+    body = {
+        "status": "ok",
+        "head": head_json(head),
+        "read_only": settings.read_only,
+        "writes_enabled": not settings.read_only and bool(token_hashes(settings)),
+        "last_full_walk": None if last is None else last.to_dict(),
+    }
+    return Response(canonical(body), media_type=JSON, headers=head_headers(head))
+
+
+INDEX_PAGE = 100
+
+
+@router.get("/", include_in_schema=False, response_class=HTMLResponse)
+def index(request: Request, page: Annotated[int, Query(ge=1, le=10**6)] = 1) -> HTMLResponse:
+    """A page of the papers in this ledger (most events first), linking to their records, and a search
+    box."""
+    ledger = ledger_of(request)
+    head = ledger.head()
+    papers = []
+    ids = ledger.store.papers(INDEX_PAGE + 1, (page - 1) * INDEX_PAGE)
+    for arxiv_id in ids[:INDEX_PAGE]:
+        history = ledger.store.paper_history(arxiv_id)
+        latest = max(history, key=lambda f: (f.observed_us, f.seq))
+        papers.append({"arxiv_id": arxiv_id, "title": latest.data.title})
+    broken = broken_walk(request.app)
+    page_html = render_index_page(
+        papers, head=head.header(), page=page, per_page=INDEX_PAGE, more=len(ids) > INDEX_PAGE, broken=broken
+    )
+    return HTMLResponse(page_html, headers=_headers(head, broken))

@@ -1,0 +1,58 @@
+"""GET /search: papers and references found by the words of their titles, as a page or as JSON."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
+
+from api import docs
+from api.common import JSON, head_headers, ledger_of, settings_of
+from api.errors import status_of
+from api.ops.scrub import broken_walk, chain_headers
+from api.records.render import render_error_page, render_search_page
+from ledger.model.codec import canonical
+from ledger.model.errors import LedgerError
+from service.search import MAX_PAGE, PER_PAGE, Answer, record_href, search
+
+router = APIRouter()
+
+
+@router.get(
+    "/search",
+    tags=["records"],
+    summary="Papers and references whose titles hold every word of q, each with the path of its record",
+    response_class=HTMLResponse,
+    responses=docs.responses(200, 422, ok="SearchAnswer", html=True),
+)
+async def search_titles(
+    request: Request,
+    q: Annotated[
+        str | None,
+        Query(
+            description="Title words (letters and digits; each matches the start of a word, all must match)",
+            examples=["memory offloading"],
+            max_length=1000,
+        ),
+    ] = None,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"{PER_PAGE} hits a page")] = 1,
+) -> Response:
+    """HTML by default; JSON when the client asks for application/json (and not HTML). A writable server
+    first indexes the events appended since the last search; a read-only one searches what is indexed."""
+    accept = request.headers.get("accept", "")
+    as_json = "application/json" in accept and "text/html" not in accept
+    ledger, read_only = ledger_of(request), settings_of(request).read_only
+    try:
+        answer: Answer = await run_in_threadpool(search, ledger, q, page, index=not read_only)
+    except LedgerError as e:
+        if as_json:
+            raise
+        return HTMLResponse(render_error_page(status_of(e), e.message, [("Papers", "/")]), status_of(e))
+    broken = await run_in_threadpool(broken_walk, request.app)
+    head = {**head_headers(ledger.head()), **chain_headers(broken)}
+    if as_json:
+        return Response(canonical(answer.to_dict()), media_type=JSON, headers=head)
+    hits = [(hit, record_href(hit)) for hit in answer.hits]
+    return HTMLResponse(render_search_page(answer, hits, PER_PAGE, broken), headers=head)

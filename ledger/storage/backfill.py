@@ -1,0 +1,42 @@
+"""The works-index keys of the events a ledger stored before it kept them: a migration step's Python
+part, written once for both backends (SQL alone cannot apply the DOI rules of ledger/doi.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.storage.keys import WORK, link_keys
+from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
+
+PAGE = 10_000
+# the step's SQL creates this temporary table on each backend
+FILL_TABLE = "work_keys_fill"
+_READ = (
+    f"SELECT {ENVELOPE_COLUMNS}, observed_us, recorded_us FROM events "
+    "WHERE type IN ('citation.observed', 'resolution.observed') AND seq > ? ORDER BY seq LIMIT ?"
+)
+
+
+def fill_work_keys(conn: Any, dialect: Dialect) -> int:
+    """Add the `w:` keys of every stored citation and resolution to the merged level; returns how many.
+
+    Read a page of events at a time, the keys staged unsorted, then moved in key order (each leaf of
+    the merged level written once, as a level move does). Run inside the migration's transaction.
+    """
+    after, added = 0, 0
+    while True:
+        rows = conn.execute(dialect.sql(_READ), (after, PAGE)).fetchall()
+        if not rows:
+            break
+        links = [link_row(r) for r in rows]
+        # the keys link_keys derives, so `ledger verify` finds exactly these
+        keys = [(k, link.event.seq) for link in links for k in link_keys(link) if k.startswith(WORK)]
+        if keys:
+            conn.cursor().executemany(dialect.sql(f"INSERT INTO {FILL_TABLE} (key, seq) VALUES (?, ?)"), keys)
+        added += len(keys)
+        after = links[-1].event.seq
+    conn.execute(f"INSERT INTO event_keys (key, seq) SELECT key, seq FROM {FILL_TABLE} ORDER BY key, seq")
+    conn.execute(f"DROP TABLE {FILL_TABLE}")
+    if dialect.analyze:
+        conn.execute("ANALYZE event_keys")
+    return added

@@ -1,0 +1,142 @@
+"""One group-commit transaction seen by each batch as if the earlier batches were already written.
+
+The batches of a group stage their rows here; a batch that is refused raises before it stages
+anything (append_batch inserts last), so nothing of it is kept and no savepoint is needed. The reads
+an append makes (head, existing ids, citing papers, stream versions) answer from the store plus the
+rows staged by earlier batches of the group, and all staged rows go to the store in one insert just
+before COMMIT. A job sees only the append protocol (AppendTx).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ledger.model.events import StoredEvent
+from ledger.model.facts import Head
+from ledger.storage.append import AppendTx, Needs, Rows
+from ledger.storage.spans import CITATION
+
+
+class GroupTx:
+    """The append protocol over a write transaction, with the group's staged rows laid over it."""
+
+    def __init__(self, tx: AppendTx) -> None:
+        self.tx = tx
+        # what `prefetch` read for the whole group: each batch's lookups answer from it, one statement
+        # each for the group instead of one for each batch (singles come in groups of up to 512)
+        self._known: tuple[set[str], set[str], set[str]] = (set(), set(), set())
+        self._stored: dict[str, StoredEvent] = {}
+        self._stored_citing: dict[str, str] = {}
+        self._stored_versions: dict[str, int] = {}
+        self._head: tuple[Head, int] | None = None
+        self._rows = Rows([], [], [], [])
+        self._by_id: dict[str, tuple[Any, ...]] = {}  # event id -> its staged row
+        self._citing: dict[str, str] = {}
+        self._versions: dict[str, int] = {}
+        self._job: Rows | None = None
+
+    def prefetch(self, needs: Sequence[Needs]) -> None:
+        """Look up, in one statement each, what the group's batches will ask (before any stages)."""
+        ids = sorted({i for n in needs for i in n.event_ids})
+        oids = sorted({o for n in needs for o in n.observation_ids})
+        streams = sorted({s for n in needs for s in n.streams})
+        self._known = (set(ids), set(oids), set(streams))
+        self._stored = self.tx.existing(ids) if ids else {}
+        self._stored_citing = self.tx.citing_papers(oids) if oids else {}
+        self._stored_versions = self.tx.stream_versions(streams) if streams else {}
+
+    # -- the append protocol -------------------------------------------------------------
+
+    def head(self) -> tuple[Head, int]:
+        """The head after the batches staged so far (read from the store once per group)."""
+        if self._head is None:
+            self._head = self.tx.head()
+        return self._head
+
+    def existing(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
+        """Stored events under these ids, and those staged by earlier batches of the group."""
+        known = self._known[0]
+        rest = [i for i in event_ids if i not in known]
+        found: dict[str, StoredEvent] = self.tx.existing(rest) if rest else {}
+        found.update((i, self._stored[i]) for i in event_ids if i in self._stored)
+        found.update((i, _stored(self._by_id[i])) for i in event_ids if i in self._by_id)
+        return found
+
+    def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
+        """observation_id -> citing paper, from the store and from staged citations."""
+        unknown = [o for o in observation_ids if o not in self._citing]
+        known = self._known[1]
+        rest = [o for o in unknown if o not in known]
+        found: dict[str, str] = self.tx.citing_papers(rest) if rest else {}
+        found.update((o, self._stored_citing[o]) for o in unknown if o in self._stored_citing)
+        found.update((o, self._citing[o]) for o in observation_ids if o in self._citing)
+        return found
+
+    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
+        """Current version of each stream, staged batches included."""
+        known = self._known[2]
+        rest = [s for s in streams if s not in known]
+        found: dict[str, int] = self.tx.stream_versions(rest) if rest else {}
+        found.update((s, self._stored_versions[s]) for s in streams if s in self._stored_versions)
+        found.update((s, self._versions[s]) for s in streams if s in self._versions)
+        return found
+
+    def insert(self, rows: Rows) -> None:
+        """Stage a batch's events; they count once the batch returns (see `run`)."""
+        self._job = rows
+
+    # -- the group -----------------------------------------------------------------------
+
+    def run(self, job: Any) -> Any:
+        """Run one batch; keep what it staged only if it returned."""
+        self._job = None
+        try:
+            result = job(self)
+        except BaseException:
+            self._job = None
+            raise
+        if self._job is not None:
+            self._keep(self._job)
+            self._job = None
+        return result
+
+    def flush(self) -> None:
+        """Write every staged event (one insert for the whole group); the caller commits."""
+        if self._rows.events:
+            self.tx.insert(self._rows)
+            self._rows = Rows([], [], [], [])
+
+    def _keep(self, rows: Rows) -> None:
+        if not rows.events:
+            return
+        self._rows.events.extend(rows.events)
+        self._rows.keys.extend(rows.keys)
+        self._rows.checks.extend(rows.checks)
+        self._rows.steps.extend(rows.steps)
+        for row in rows.events:
+            self._by_id[row[1]] = row
+            self._versions[row[2]] = row[3]
+        for step in rows.steps:
+            if step.type == CITATION:
+                assert step.citing is not None
+                self._citing.setdefault(step.observation_id, step.citing)
+        last = rows.events[-1]
+        self._head = (Head(last[0], last[11]), last[8])
+
+
+def _stored(row: tuple[Any, ...]) -> StoredEvent:
+    """The envelope of a staged row (the parameters of the events INSERT)."""
+    seq, event_id, stream, version, type_, observed_at, _, recorded_at, _, data, prev, h = row
+    return StoredEvent(
+        seq, event_id, stream, version, type_, observed_at, recorded_at, data.encode(), prev, h
+    )
+
+
+@contextmanager
+def group(tx: AppendTx) -> Iterator[GroupTx]:
+    """A GroupTx over `tx`, flushed when the block ends without an error."""
+    g = GroupTx(tx)
+    yield g
+    g.flush()

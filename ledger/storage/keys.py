@@ -1,0 +1,104 @@
+"""The lookup keys an event implies, and the levels of tables that hold them.
+
+Idempotency needs every `event_id`, appends and diffs need every observation id, source ingests need
+the works by the DOI and arXiv keys they match on (sources-v1.md), and the standing checks' rows are
+found by work id: keys with no order in time (UUIDs, DOIs). A B-tree over such keys dirties about one
+leaf page per key per append, and a SQLite commit writes every page it dirtied, so a 1000-event commit
+into one big tree wrote thousands of pages and the append rate fell with the ledger's size. Here they
+go to a small `*_recent` level whose few pages every commit rewrites, and move down, sorted, through
+levels ten times bigger each (`MOVES`: the append whose seqs pass a multiple of a level's size moves
+it into the next, so where the levels stand follows from the seqs alone). A move rewrites the level it
+goes to once, so each key is written about five times per level over its life (a levelled LSM tree
+with fan-out 10) and no append rewrites the big level more than once every `MOVES[-1]` events. Lookups
+read every level (the `event_keys_all` and `check_works_all` views); `ledger verify` checks every row
+against the events. Only the two big levels keep an index by seq (for verify's walk): a move appends
+to it a range of seqs, where the small levels' would be rewritten by every commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ledger.model.doi import work_keys
+from ledger.model.events import ChainLink
+
+# the events whose rows each level but the last holds before they move to the next one, each size a
+# multiple of the one before (a level moves only in an append that moved the one above it); the recent
+# level's 5,000 events (about 10,000 keys, a hundred-odd pages) are what every commit rewrites
+MOVES = (5_000, 50_000, 500_000)
+# each derived table's levels, from the one appends write to the one that keeps the most
+LEVELS = ("recent", "middle", "deep", "merged")
+
+
+def level_table(table: str, level: str) -> str:
+    """The table of `table`'s rows at `level` (the merged level keeps the plain name)."""
+    return table if level == "merged" else f"{table}_{level}"
+
+
+EVENT = "e:"
+OBSERVATION = "o:"
+WORK = "w:"
+# a match key longer than this is stored as its digest: PostgreSQL refuses B-tree entries over about
+# 2.7 kB, and a lookup confirms every candidate against the event's own cited work anyway
+LONG_KEY = 256
+
+_CITATION = "citation.observed"
+_RESOLUTION = "resolution.observed"
+
+
+class _Work(msgspec.Struct):
+    work_id: str | None = None
+    doi: str | None = None
+    arxiv_id: str | None = None
+    pith_arxiv_id: str | None = None
+
+
+class _Refs(msgspec.Struct):
+    observation_id: str
+    cited_work: _Work | None = None
+
+
+_REFS = msgspec.json.Decoder(_Refs)
+
+
+def work_index_key(match_key: str) -> str:
+    """The works-index key of a match key (ledger/doi.py): `w:` and the key, or its digest if long."""
+    if len(match_key) <= LONG_KEY:
+        return WORK + match_key
+    return WORK + "#" + hashlib.sha256(match_key.encode()).hexdigest()
+
+
+def link_keys(link: ChainLink) -> list[str]:
+    """The keys of one stored event: its event id, then its observation id if any, then the
+    works-index keys of its cited work when that has a work_id (sorted)."""
+    e = link.event
+    return stored_keys(e.event_id, e.type, e.data)
+
+
+def stored_keys(event_id: str, type_: str, data: bytes) -> list[str]:
+    """The keys of an event with this id, type and stored data bytes (what `link_keys` reads)."""
+    if type_ != _CITATION and type_ != _RESOLUTION:
+        return [EVENT + event_id]
+    return event_keys(event_id, _REFS.decode(data))
+
+
+def event_keys(event_id: str, refs: Any = None) -> list[str]:
+    """The keys of an event with this id and, for a citation or resolution, its data (decoded: the
+    typed Struct an append holds, or what `link_keys` reads back from stored bytes)."""
+    if refs is None:
+        return [EVENT + event_id]
+    keys = [EVENT + event_id, OBSERVATION + refs.observation_id]
+    w = refs.cited_work
+    # only a work with a work_id can be known to a source ingest (ledger/works_store.py)
+    if w is not None and w.work_id is not None:
+        keys += sorted({work_index_key(k) for k in work_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)})
+    return keys
+
+
+def key_rows(links: Sequence[ChainLink]) -> list[tuple[str, int]]:
+    """(key, seq) rows of the given events."""
+    return [(k, link.event.seq) for link in links for k in link_keys(link)]

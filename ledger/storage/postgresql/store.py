@@ -1,0 +1,103 @@
+"""The PostgreSQL store (psycopg 3): connections and transactions; the statements are sql_store's,
+so it stores and reads byte for byte what the SQLite store does."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from ledger.model.errors import LedgerError
+from ledger.storage.conns import ThreadConnections
+from ledger.storage.postgresql.migrations import migrate
+from ledger.storage.postgresql.tables import PgTables
+from ledger.storage.sql import POSTGRESQL
+from ledger.storage.sql_store import SqlStore
+
+# Appends are serialised by this lock, taken first in every write transaction and held until
+# COMMIT: the next writer (any node) reads the head only after the previous one committed, so
+# seq is gapless and in commit order. EXCLUSIVE lets readers (ACCESS SHARE) through.
+_WRITE_LOCK_SQL = "LOCK TABLE events IN EXCLUSIVE MODE"
+
+
+class PostgresStore(SqlStore):
+    """An event store in one PostgreSQL database; one connection per thread, autocommit between txs."""
+
+    kind = "postgresql"
+    local = False
+    dialect = POSTGRESQL
+    read_begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+    # a broken connection cannot roll back; the server ends its transaction anyway
+    rollback_errors = (psycopg.Error,)
+
+    def __init__(self, url: str, *, serialize: bool = True) -> None:
+        self.url = self.db = url
+        # test-only switch: False drops the write lock, to show what it prevents
+        self.serialize = serialize
+        self.trace: list[str] | None = None
+        # one connection per thread, closed when its thread ends (see conns.py)
+        self._conns: ThreadConnections[psycopg.Connection[Any]] = ThreadConnections(psycopg.Connection.close)
+        conn = self._pg()
+        encoding = conn.execute("SHOW server_encoding").fetchone()
+        if encoding is None or encoding[0] != "UTF8":
+            raise LedgerError(f"the PostgreSQL database must use UTF8 encoding, not {encoding}")
+        migrate(conn)
+        self.tables.fill_spans()
+
+    def write_begin(self) -> tuple[str, ...]:
+        """BEGIN, then the append lock unless a test dropped it."""
+        return ("BEGIN", _WRITE_LOCK_SQL) if self.serialize else ("BEGIN",)
+
+    def _pg(self) -> psycopg.Connection[Any]:
+        conn = self._conns.get()
+        if conn is None or conn.closed or conn.broken:
+            try:
+                conn = psycopg.connect(self.url, autocommit=True, application_name="citation-ledger")
+            except psycopg.OperationalError as e:
+                raise LedgerError(f"cannot connect to PostgreSQL: {str(e).strip()}") from None
+            self._conns.put(conn)
+        return conn
+
+    def _conn(self) -> psycopg.Connection[Any]:
+        return self._pg()
+
+    def _execute(self, conn: psycopg.Connection[Any], sql: str, params: Sequence[Any]) -> Any:
+        # no parameters: None, so that psycopg leaves the text alone
+        return conn.execute(sql, params or None)
+
+    def _execute_many(self, conn: psycopg.Connection[Any], sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        # psycopg pipelines executemany
+        with conn.cursor() as cur:
+            cur.executemany(sql, rows)
+
+    def in_transaction(self, conn: psycopg.Connection[Any]) -> bool:
+        """Whether `conn` is inside a transaction already."""
+        return conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def _new_tables(self) -> PgTables:
+        return PgTables(self)
+
+    def stats(self) -> dict[str, int]:
+        """Rows per table of the ledger's schema, by name."""
+        conn = self._pg()
+        names = self._q(
+            conn,
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name",
+        ).fetchall()
+        # a table name cannot be bound: quoted as an identifier instead
+        return {
+            name: self._q(conn, 'SELECT count(*) FROM "{}"'.format(name.replace('"', '""'))).fetchone()[0]
+            for (name,) in names
+        }
+
+    def disk_bytes(self) -> int:
+        """Bytes the ledger's tables take on disk, their indexes and TOAST included."""
+        row = self._q(
+            self._pg(),
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
+            "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'm')",
+        ).fetchone()
+        return int(row[0])

@@ -1,0 +1,185 @@
+"""The SQL both backends run, written once, and the small dialect that spells it for each.
+
+Statements are written with `?` placeholders; the PostgreSQL dialect turns them into `%s`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.model.codec import decode_data
+from ledger.model.events import ChainLink, StoredEvent
+from ledger.model.facts import Fact
+
+FAR_FUTURE = 2**62
+
+FACT_COLUMNS = "seq, type, observed_at, observed_us, data"
+ENVELOPE_COLUMNS = (
+    "seq, event_id, stream, stream_version, type, observed_at, recorded_at, data, prev_hash, hash"
+)
+CHECK_WORKS_COLUMNS = "seq, work_id, source, observed_us, recorded_us, notices"
+PASS_COLUMNS = (
+    "kind, started_at, started_us, finished_at, finished_us, events, head_seq, ok, first_bad_seq, reason"
+)
+RECEIPT_COLUMNS = (
+    "source, observed_at, observed_us, accepted_at, accepted_us, sha256, bytes, rows_read, rows_matched, "
+    "appended, seq"
+)
+INSERT_RECEIPT = f"INSERT INTO ingest_receipts ({RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+LAST_RECEIPT = f"SELECT {RECEIPT_COLUMNS} FROM ingest_receipts WHERE source = ? ORDER BY id DESC LIMIT 1"
+HEAD_SQL = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
+# Statement 4 (see SqlReader.source_heads).
+SOURCE_HEADS_SQL = (
+    "WITH RECURSIVE s(stream) AS ("
+    "  SELECT min(stream) FROM events WHERE stream >= 'source:' AND stream < 'source;'"
+    "  UNION ALL"
+    "  SELECT (SELECT min(stream) FROM events WHERE stream > s.stream AND stream < 'source;')"
+    "  FROM s WHERE s.stream IS NOT NULL) "
+    "SELECT substr(e.stream, 8), e.observed_at, e.observed_us, e.seq FROM s "
+    "JOIN events e ON e.seq = ("
+    "  SELECT seq FROM events WHERE stream = s.stream AND type = 'standing.checked'"
+    "  AND observed_us <= ? AND recorded_us <= ? ORDER BY observed_us DESC, seq DESC LIMIT 1) "
+    "ORDER BY e.stream"
+)
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one backend spells what the shared statements leave open."""
+
+    name: str
+    percent: bool  # placeholders are %s (psycopg), not ? (sqlite3)
+    json_lists: bool  # lists are bound as one JSON text and unpacked by json_each (SQLite has no arrays)
+    page: int | None  # check_works rows read per statement; None: one statement, read lazily
+    # statistics renewed for a table whose rows a merge just moved (ledger/keys.py); PostgreSQL plans
+    # by them, and a level it last saw empty would be scanned whole for every key looked up
+    analyze: bool = False
+
+    def sql(self, text: str) -> str:
+        """`text` with this backend's placeholders."""
+        return _percent(text) if self.percent else text
+
+    def any_of(self, column: str) -> str:
+        """A condition: `column` is one of a list bound with `bind_list`."""
+        if self.json_lists:
+            return f"{column} IN (SELECT value FROM json_each(?))"
+        return f"{column} = ANY(?)"
+
+    def keyed(self, view: str) -> str:
+        """A condition: the row's seq is that of a key of `view` (key, seq) in a list bound with
+        `bind_list`. SQLite reads the list once per level of the view and probes each level's tree
+        (a condition on the view instead ran the list as a subquery in every level: 3 us a key, not
+        0.8); PostgreSQL pushes `= ANY` into each level as an index condition (a join to unnest() was
+        planned as scans of every level while the statistics lagged: 0.5 s a lookup)."""
+        if self.json_lists:
+            return f"seq IN (SELECT k.seq FROM json_each(?) AS j JOIN {view} AS k ON k.key = j.value)"
+        return f"seq IN (SELECT seq FROM {view} WHERE key = ANY(?))"
+
+    def bind_list(self, values: Sequence[Any]) -> Any:
+        """The parameter for `any_of`."""
+        return json.dumps(list(values)) if self.json_lists else list(values)
+
+    def pairs(self, first_type: str, second_type: str) -> str:
+        """A SELECT of two columns from a list of pairs bound with `bind_pairs`."""
+        if self.json_lists:
+            return "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
+        return f"SELECT * FROM unnest(?::{first_type}[], ?::{second_type}[])"
+
+    def bind_pairs(self, pairs: Sequence[tuple[Any, Any]]) -> list[Any]:
+        """The parameters for `pairs`."""
+        if self.json_lists:
+            return [json.dumps([list(p) for p in pairs])]
+        return [[p[0] for p in pairs], [p[1] for p in pairs]]
+
+    def json_text(self, key: str) -> str:
+        """The string at `key` of the event's data, as text (`a.b`: key b of the object at a)."""
+        if self.json_lists:
+            return f"json_extract(data, '$.{key}')"
+        if "." in key:
+            return f"(data::jsonb #>> '{{{key.replace('.', ',')}}}')"
+        return f"(data::jsonb ->> '{key}')"
+
+    def title_match(self) -> str:
+        """A condition on search_titles: the title holds every word of a query bound with `title_query`
+        (SQLite: its FTS5 index, in the shape sqlite-utils and Datasette recognise; PostgreSQL: the
+        GIN-indexed tsvector of its words)."""
+        if self.json_lists:
+            return "rowid IN (SELECT rowid FROM search_titles_fts WHERE search_titles_fts MATCH ?)"
+        return "words @@ to_tsquery('simple', ?)"
+
+    def title_query(self, words: Sequence[str]) -> str:
+        """The bound query of `title_match`: each word (letters and digits only) as a prefix."""
+        if self.json_lists:
+            return " ".join(f'"{w}"*' for w in words)
+        return " & ".join(f"'{w}':*" for w in words)
+
+    def json_value(self, key: str) -> str:
+        """The JSON value at `key` of the event's data, as JSON text (NULL when absent or null)."""
+        if self.json_lists:
+            return f"json_extract(data, '$.{key}')"
+        return f"NULLIF(data::jsonb -> '{key}', 'null'::jsonb)::text"
+
+
+# SQLite cursors of one connection interleave, so verify reads check_works in one lazy statement
+SQLITE = Dialect("sqlite", percent=False, json_lists=True, page=None)
+# psycopg's client-side cursor holds every row of a statement, and verify walks the chain on the same
+# connection meanwhile: PostgreSQL reads check_works a page at a time
+POSTGRESQL = Dialect("postgresql", percent=True, json_lists=False, page=5000, analyze=True)
+
+
+@functools.lru_cache(maxsize=512)
+def _percent(text: str) -> str:
+    return text.replace("?", "%s")
+
+
+def fact_row(row: Sequence[Any]) -> Fact:
+    """A Fact from a row of FACT_COLUMNS."""
+    seq, type_, observed_at, observed_us, data = row
+    return Fact(seq, type_, observed_at, observed_us, decode_data(type_, data.encode()))
+
+
+def envelope_row(row: Sequence[Any]) -> StoredEvent:
+    """A StoredEvent from a row of ENVELOPE_COLUMNS."""
+    seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev, h = row
+    return StoredEvent(
+        seq, event_id, stream, version, type_, observed_at, recorded_at, data.encode(), prev, h
+    )
+
+
+def link_row(row: Sequence[Any]) -> ChainLink:
+    """A ChainLink from a row of ENVELOPE_COLUMNS, observed_us, recorded_us."""
+    return ChainLink(envelope_row(row[:10]), row[10], row[11])
+
+
+def link_params(link: ChainLink) -> tuple[Any, ...]:
+    """The parameters of INSERT_EVENTS for one link."""
+    e = link.event
+    return (
+        e.seq,
+        e.event_id,
+        e.stream,
+        e.stream_version,
+        e.type,
+        e.observed_at,
+        link.observed_us,
+        e.recorded_at,
+        link.recorded_us,
+        e.data.decode(),
+        e.prev_hash,
+        e.hash,
+    )
+
+
+def encode_peaks(peaks: Sequence[bytes]) -> str:
+    """The stored form of verify's resume peaks: a JSON list of hex strings."""
+    return json.dumps([p.hex() for p in peaks])
+
+
+def decode_peaks(text: str) -> list[bytes]:
+    """Stored peaks: the JSON form, or space-separated hex (what existing PostgreSQL ledgers hold)."""
+    items = json.loads(text) if text.startswith("[") else text.split()
+    return [bytes.fromhex(p) for p in items]

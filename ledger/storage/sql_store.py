@@ -1,0 +1,1164 @@
+"""The event store written once over a Dialect: every statement the backends share.
+
+A backend subclasses SqlStore with its connections, its transaction statements and the errors it
+tolerates; SqlTables likewise for the ledger's other tables (see store.py and pg_store.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import heapq
+import itertools
+import json
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ledger.model.events import ChainLink, StoredEvent
+from ledger.model.facts import (
+    Checked,
+    CheckRow,
+    CheckWorkRow,
+    Fact,
+    Head,
+    InboundDay,
+    IngestReceipt,
+    ScrubPass,
+    SourceHead,
+    VerifiedPoint,
+)
+from ledger.model.instants import format_recorded, now_us
+from ledger.storage import spans
+from ledger.storage.alert_store import AlertTables
+from ledger.storage.append import Rows
+from ledger.storage.conns import ThreadConnections
+from ledger.storage.interface import Tables, side_path
+from ledger.storage.keys import EVENT, LEVELS, MOVES, OBSERVATION, WORK, level_table
+from ledger.storage.search import INDEX_CHUNK, Found, Hit
+from ledger.storage.spans import CITATION, OPEN, Row, Span, Step, bucket_deltas, delta, history, step_row
+from ledger.storage.spans import COLUMNS as SPAN_COLUMNS
+from ledger.storage.sql import (
+    CHECK_WORKS_COLUMNS,
+    ENVELOPE_COLUMNS,
+    FACT_COLUMNS,
+    FAR_FUTURE,
+    HEAD_SQL,
+    INSERT_RECEIPT,
+    LAST_RECEIPT,
+    PASS_COLUMNS,
+    SOURCE_HEADS_SQL,
+    Dialect,
+    decode_peaks,
+    encode_peaks,
+    envelope_row,
+    fact_row,
+    link_row,
+)
+from ledger.tlog.chain import GENESIS
+
+_INSERT_EVENTS = (
+    "INSERT INTO events (seq, event_id, stream, stream_version, type, observed_at, "
+    "observed_us, recorded_at, recorded_us, data, prev_hash, hash) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_CHECK_WORKS = (
+    "INSERT INTO check_works_recent (work_id, source, observed_us, seq, recorded_us, notices) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_INSERT_KEYS = "INSERT INTO event_keys_recent (key, seq) VALUES (?, ?)"
+_CHECK_WINDOW = "observed_us <= ? AND recorded_us <= ?"  # a check as of T, known by K
+
+
+def _each_level(table: str, columns: str, where: str, union: str = "UNION ALL") -> str:
+    """One SELECT of `columns` per level of a leveled table (ledger/keys.py), joined by `union`: each
+    level probed on its own, as the planner would scan the view rather than push a list into it."""
+    return f" {union} ".join(f"SELECT {columns} FROM {level_table(table, lv)} WHERE {where}" for lv in LEVELS)
+
+
+# each derived table: its columns and its key (ledger/keys.py)
+_DERIVED = {
+    "event_keys": ("key, seq", "key, seq"),
+    "check_works": (
+        "work_id, source, observed_us, seq, recorded_us, notices",
+        "work_id, source, observed_us, seq",
+    ),
+}
+
+
+def _move(source: str, target: str, analyze: bool = False) -> list[str]:
+    """A merge: every derived table's rows at level `source`, sorted by key, into level `target`,
+    then `source` emptied (and both tables' statistics renewed, where the dialect plans by them)."""
+    out = []
+    for table, (columns, key) in _DERIVED.items():
+        src, dst = level_table(table, source), level_table(table, target)
+        out += [
+            f"INSERT INTO {dst} ({columns}) SELECT {columns} FROM {src} ORDER BY {key}",
+            f"DELETE FROM {src}",
+        ]
+        if analyze:
+            out += [f"ANALYZE {src}", f"ANALYZE {dst}"]
+    return out
+
+
+_INSERT_SPANS = f"INSERT INTO inbound_spans ({SPAN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# a span opened at the recorded_us that closes it was never visible to a read: it goes
+# (a span is found by its key: the delta names the cited and citing papers, the reference and its start)
+_SPAN_KEY = "cited = ? AND citing = ? AND reference_index = ? AND observation_id = ? AND t_from = ?"
+_DROP_SPAN = f"DELETE FROM inbound_spans WHERE {_SPAN_KEY} AND k_from = ? AND k_to = {OPEN}"
+_CLOSE_SPAN = f"UPDATE inbound_spans SET k_to = ? WHERE {_SPAN_KEY} AND k_to = {OPEN}"
+_COUNT_BUCKETS = (
+    "INSERT INTO inbound_counts (cited, bucket, starts, ends) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (cited, bucket) DO UPDATE SET starts = inbound_counts.starts + excluded.starts, "
+    "ends = inbound_counts.ends + excluded.ends"
+)
+# the inbound observations of a paper as of T known now (params: cited, T's bucket, cited, the bucket's
+# start, T, cited, the bucket's start, T): spans started minus spans ended by T (see spans.BUCKET_US)
+_COUNT_NOW = (
+    "(SELECT coalesce(sum(starts - ends), 0) FROM inbound_counts WHERE cited = ? AND bucket < ?)"
+    f" + (SELECT count(*) FROM inbound_spans WHERE cited = ? AND k_to = {OPEN}"
+    "   AND t_from >= ? AND t_from <= ?)"
+    f" - (SELECT count(*) FROM inbound_spans WHERE cited = ? AND k_to = {OPEN} AND t_to >= ? AND t_to <= ?"
+    f"   AND t_to < {OPEN})"
+)
+# an inbound span visible as of T (observed) and K (recorded), for one cited paper
+_VISIBLE = "cited = ? AND t_from <= ? AND t_to > ? AND k_from <= ? AND k_to > ?"
+# the same, known now: the spans no append has closed (+t_to: most spans never end, so the index by
+# their end would read them all, where the one by their start reads only those started by T)
+_VISIBLE_NOW = f"cited = ? AND k_to = {OPEN} AND t_from <= ? AND +t_to > ?"
+_INBOUND_ORDER = "citing, reference_index, observation_id"
+
+
+def _bucket(column: str) -> str:
+    """The bucket of an instant column (spans.BUCKET_US): floor division on both engines, which
+    truncate an integer division toward zero."""
+    b = spans.BUCKET_US
+    return f"(CASE WHEN {column} >= 0 THEN {column} / {b} ELSE -((-{column} - 1) / {b}) - 1 END)"
+
+
+def step_columns(d: Dialect, events: str = "") -> str:
+    """The columns of a Step, read from a citation or resolution row of events (`events`: its alias
+    and a dot, in a join)."""
+    return (
+        f"{d.json_text('observation_id')}, {events}seq, type, observed_us, recorded_us, "
+        f"{d.json_text('citing_arxiv_id')}, {d.json_text('reference_index')}, {d.json_text('cited_arxiv_id')}"
+    )
+
+
+# the webhook outbox of the standing alerts: one row per delivery, state 'pending'|'delivered'|'gave_up'
+
+# (a level, the level its rows move to), smallest first
+_MERGES = tuple(zip(LEVELS, LEVELS[1:], strict=False))
+_AFTER_O = OBSERVATION[0] + ";"  # the first key past every observation key ("o:" < "o;")
+
+
+class SqlStore:
+    """An event store over one connection per thread; subclasses say how to connect and transact."""
+
+    kind: str
+    local: bool
+    dialect: ClassVar[Dialect]
+    read_begin: ClassVar[str]  # opens a read that sees one state throughout
+    rollback_errors: ClassVar[tuple[type[BaseException], ...]] = ()  # ignored when ending a failed tx
+    # when a list, every statement this store runs is appended to it (the statement-budget test)
+    trace: list[str] | None = None
+    db: str  # the path or URL it was opened with
+    _conns: ThreadConnections[Any]
+
+    @functools.cached_property
+    def tables(self) -> Tables:
+        """The Merkle nodes, resume point, signed checkpoint and ledger-wide lookups."""
+        return self._new_tables()
+
+    @functools.cached_property
+    def alerts(self) -> AlertTables:
+        """The standing alerts' tables (watches, alerts, the webhook outbox)."""
+        return AlertTables(self)
+
+    def _new_tables(self) -> Tables:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close this thread's connection."""
+        self._conns.close()
+
+    def _conn(self) -> Any:
+        raise NotImplementedError
+
+    def write_begin(self) -> tuple[str, ...]:
+        """The statements that open a write transaction holding the append lock."""
+        raise NotImplementedError
+
+    def _execute(self, conn: Any, sql: str, params: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def _execute_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    def in_transaction(self, conn: Any) -> bool:
+        """Whether `conn` is inside a transaction already."""
+        raise NotImplementedError
+
+    def _q(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        sql = self.dialect.sql(sql)
+        if self.trace is not None:
+            self.trace.append(sql)
+        return self._execute(conn, sql, params)
+
+    def _many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """One statement run for many rows; traced once per row, as sent."""
+        sql = self.dialect.sql(sql)
+        if self.trace is not None:
+            self.trace.extend([sql] * len(rows))
+        self._execute_many(conn, sql, rows)
+
+    @contextmanager
+    def transaction(self, begin: Sequence[str]) -> Iterator[Any]:
+        """Run `begin`, yield the connection, COMMIT; ROLLBACK if the block (or a later `begin`) fails."""
+        conn = self._conn()
+        self._q(conn, begin[0])
+        try:
+            for sql in begin[1:]:
+                self._q(conn, sql)
+            yield conn
+        except BaseException:
+            with contextlib.suppress(*self.rollback_errors):
+                self._q(conn, "ROLLBACK")
+            raise
+        self._q(conn, "COMMIT")
+
+    @contextmanager
+    def reading(self) -> Iterator[Any]:
+        """A read transaction that sees one state throughout, ended whatever happens in it."""
+        conn = self._conn()
+        self._q(conn, self.read_begin)
+        try:
+            yield conn
+        finally:
+            with contextlib.suppress(*self.rollback_errors):
+                self._q(conn, "COMMIT")
+
+    # -- writing ---------------------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[SqlWriteTx]:
+        """One write transaction holding the append lock until commit or rollback."""
+        with self.transaction(self.write_begin()) as conn:
+            yield SqlWriteTx(self, conn)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def head(self) -> Head:
+        """The last seq and its hash."""
+        return _head(self._q(self._conn(), HEAD_SQL).fetchone())
+
+    @contextmanager
+    def snapshot(self, as_of_us: int, known_us: int | None = None) -> Iterator[SqlReader]:
+        """A consistent read of the ledger, filtered to observed_at <= T and recorded_at <= K."""
+        with self.reading() as conn:
+            yield SqlReader(self, conn, as_of_us, FAR_FUTURE if known_us is None else known_us)
+
+    def read_log(
+        self, after: int = 0, limit: int | None = None, stream: str | None = None, type: str | None = None
+    ) -> list[StoredEvent]:
+        """Stored envelopes in seq order after `after`, optionally one stream or type."""
+        sql = f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE seq > ?"
+        params: list[Any] = [after]
+        if stream is not None:
+            sql += " AND stream = ?"
+            params.append(stream)
+        if type is not None:
+            sql += " AND type = ?"
+            params.append(type)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [envelope_row(r) for r in self._q(self._conn(), sql, params)]
+
+    def iter_chain(self, after: int = 0, batch: int = 5000) -> Iterator[ChainLink]:
+        """Every stored event in seq order, with the index columns verify rechecks."""
+        return map(link_row, self.iter_rows(after, batch))
+
+    def iter_rows(self, after: int = 0, batch: int = 5000) -> Iterator[tuple[Any, ...]]:
+        """iter_chain's rows as read: ENVELOPE_COLUMNS, observed_us, recorded_us (data as text)."""
+        conn = self._conn()
+        while True:
+            rows = self._q(
+                conn,
+                f"SELECT {ENVELOPE_COLUMNS}, observed_us, recorded_us FROM events "
+                "WHERE seq > ? ORDER BY seq LIMIT ?",
+                (after, batch),
+            ).fetchall()
+            if not rows:
+                return
+            yield from rows
+            after = rows[-1][0]
+
+    def iter_check_works(self) -> Iterator[tuple[Any, ...]]:
+        """Every check_works row at either level, ordered by seq (verify compares them with the data)."""
+        yield from self._q(
+            self._conn(),
+            f"SELECT {CHECK_WORKS_COLUMNS} FROM check_works_all ORDER BY seq, work_id, source, observed_us",
+        )
+
+    def envelopes(self, seqs: Sequence[int]) -> list[StoredEvent]:
+        """The stored envelopes of the given seqs, in seq order."""
+        d = self.dialect
+        rows = self._q(
+            self._conn(),
+            f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {d.any_of('seq')} ORDER BY seq",
+            (d.bind_list(seqs),),
+        )
+        return [envelope_row(r) for r in rows]
+
+    def paper_history(self, arxiv_id: str) -> list[Fact]:
+        """Every paper.observed snapshot of one paper, in seq order."""
+        rows = self._q(
+            self._conn(),
+            f"SELECT {FACT_COLUMNS} FROM events WHERE stream = ? AND type = 'paper.observed' ORDER BY seq",
+            (f"paper:{arxiv_id}",),
+        )
+        return [fact_row(r) for r in rows]
+
+    def papers(self, limit: int = 100, offset: int = 0) -> list[str]:
+        """Arxiv ids of papers with at least one snapshot, most events first (a page of them)."""
+        rows = self._q(
+            self._conn(),
+            "SELECT substr(stream, 7) FROM events WHERE type = 'paper.observed' "
+            "GROUP BY stream ORDER BY count(*) DESC, stream LIMIT ? OFFSET ?",
+            (limit, offset),
+        )
+        return [r[0] for r in rows]
+
+
+def _head(row: Sequence[Any] | None) -> Head:
+    return Head(0, GENESIS) if row is None else Head(row[0], row[1])
+
+
+class SqlWriteTx:
+    """The reads and writes an append needs, inside one write transaction."""
+
+    def __init__(self, store: SqlStore, conn: Any) -> None:
+        self.store = store
+        self.conn = conn
+        # the stored citations and resolutions of the observations citing_papers read: the spans of
+        # the same observations start from them, with no second read
+        self._steps: dict[str, list[Step]] = {}
+
+    def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.store._q(self.conn, sql, params)
+
+    def head(self) -> tuple[Head, int]:
+        """The head and its recorded_us (0 when empty)."""
+        row = self._q("SELECT seq, hash, recorded_us FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        return (Head(0, GENESIS), 0) if row is None else (Head(row[0], row[1]), row[2])
+
+    def existing(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
+        """Events already stored under any of these ids."""
+        d = self.store.dialect
+        rows = self._q(
+            f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {d.keyed('event_keys_all')}",
+            (d.bind_list([EVENT + i for i in event_ids]),),
+        )
+        return {e.event_id: e for e in map(envelope_row, rows)}
+
+    def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
+        """observation_id -> its citing paper, for ids that have a citation.observed."""
+        steps = self._read_steps(observation_ids)
+        return {
+            oid: min(s.citing for s in mine if s.citing is not None)
+            for oid, mine in steps.items()
+            if any(s.type == CITATION for s in mine)
+        }
+
+    def _read_steps(self, observation_ids: Sequence[str]) -> dict[str, list[Step]]:
+        """The stored citations and resolutions of these observations (remembered for the spans)."""
+        d = self.store.dialect
+        rows = self._q(
+            f"SELECT {step_columns(d)} FROM events WHERE {d.keyed('event_keys_all')}",
+            (d.bind_list([OBSERVATION + o for o in observation_ids]),),
+        )
+        found: dict[str, list[Step]] = {o: [] for o in observation_ids}
+        for step in map(step_row, rows):
+            found[step.observation_id].append(step)
+        self._steps.update(found)
+        return {o: mine for o, mine in found.items() if mine}
+
+    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
+        """Current version of each stream (absent streams are left out)."""
+        d = self.store.dialect
+        rows = self._q(
+            f"SELECT stream, max(stream_version) FROM events WHERE {d.any_of('stream')} GROUP BY stream",
+            (d.bind_list(streams),),
+        )
+        return {r[0]: r[1] for r in rows}
+
+    def insert(self, rows: Rows) -> None:
+        """Insert the new events, their keys and their observations' spans, moving levels down when the
+        seqs pass a level's size (the caller commits)."""
+        self._spans(rows.steps)
+        self.store._many(self.conn, _INSERT_EVENTS, rows.events)
+        self.store._many(self.conn, _INSERT_KEYS, rows.keys)
+        if rows.checks:
+            self.store._many(
+                self.conn, _INSERT_CHECK_WORKS, [(*c[:5], c.notices.decode()) for c in rows.checks]
+            )
+        # a level moves in the append whose seqs pass a multiple of its size: no read needed to know
+        before, last = rows.events[0][0] - 1, rows.events[-1][0]
+        for (source, target), every in zip(_MERGES, MOVES, strict=True):
+            if last // every == before // every:
+                return
+            for sql in _move(source, target, self.store.dialect.analyze):
+                self._q(sql)
+
+    def last_receipt(self, source: str) -> IngestReceipt | None:
+        """The receipt of the last file of `source` accepted (read under the append lock)."""
+        row = self._q(LAST_RECEIPT, (source,)).fetchone()
+        return None if row is None else IngestReceipt(*row)
+
+    def save_receipt(self, receipt: IngestReceipt) -> None:
+        """Record an ingest in this transaction: committed with its events or not at all."""
+        self._q(INSERT_RECEIPT, tuple(receipt))
+
+    def _spans(self, steps: Sequence[Step]) -> None:
+        """Close and open the inbound spans of the observations these steps change (read before the
+        events are inserted: the prior steps are the stored ones)."""
+        new: dict[str, list[Step]] = {}
+        for step in steps:
+            new.setdefault(step.observation_id, []).append(step)
+        if not new:
+            return
+        unread = [o for o in sorted(new) if o not in self._steps]
+        prior = {**(self._read_steps(unread) if unread else {}), **self._steps}
+        closed: list[tuple[Any, ...]] = []
+        gone: list[Span] = []
+        opened: list[Row] = []
+        for oid, mine in new.items():
+            change = delta(prior.get(oid, []), mine)
+            closed += [(*s[:5], k) for s, k in change.closed]
+            gone += [s for s, _ in change.closed]
+            opened += change.opened
+        # a later insert in this transaction starts from these
+        self._steps.update({oid: [*prior.get(oid, []), *mine] for oid, mine in new.items()})
+        if closed:
+            self.store._many(self.conn, _DROP_SPAN, closed)
+            self.store._many(self.conn, _CLOSE_SPAN, [(c[-1], *c[:-1]) for c in closed])
+        if opened:
+            self.store._many(self.conn, _INSERT_SPANS, opened)
+        counts = bucket_deltas(opened, gone)
+        if counts:
+            self.store._many(self.conn, _COUNT_BUCKETS, counts)
+
+
+class SqlReader:
+    """The five queries one record needs, one statement each, filtered to observed <= T, recorded <= K."""
+
+    def __init__(self, store: SqlStore, conn: Any, as_of_us: int, known_us: int) -> None:
+        self.store = store
+        self.conn = conn
+        self.t = as_of_us
+        self.k = known_us
+
+    def _facts(self, sql: str, params: Sequence[Any]) -> list[Fact]:
+        return [fact_row(r) for r in self.store._q(self.conn, sql, params)]
+
+    def head(self) -> Head:
+        """The head this snapshot sees (not counted in the statement budget)."""
+        return _head(self.store._q(self.conn, HEAD_SQL).fetchone())
+
+    def paper_stream(self, arxiv_id: str) -> list[Fact]:
+        """Statement 1: the paper's own stream (snapshots, citations, resolutions, measurements)."""
+        return self._facts(
+            f"SELECT {FACT_COLUMNS} FROM events WHERE stream = ? AND observed_us <= ? "
+            "AND recorded_us <= ? ORDER BY seq",
+            (f"paper:{arxiv_id}", self.t, self.k),
+        )
+
+    def inbound(self, arxiv_id: str, limit: int) -> tuple[int, list[Fact]]:
+        """Statements 2 and 3: how many observations are inbound to the paper, counted over its spans,
+        and the citations and resolutions of the first `limit` of them in the record's order."""
+        where = (arxiv_id, self.t, self.t, self.k, self.k)
+        if self.k < FAR_FUTURE:  # known at an earlier K: every span of the paper is read, once
+            count_all = f"SELECT (SELECT count(*) FROM inbound_spans WHERE {_VISIBLE})"
+            return self._inbound(count_all, where, where, limit)
+        start = self.t - self.t % spans.BUCKET_US
+        row = self.store._q(
+            self.conn,
+            f"SELECT {_COUNT_NOW}, "
+            "(SELECT coalesce(sum(starts - ends), 0) FROM inbound_counts WHERE cited = ?)",
+            (arxiv_id, self.t // spans.BUCKET_US, *(arxiv_id, start, self.t) * 2, arxiv_id),
+        ).fetchone()
+        # int(): PostgreSQL sums bigints as numeric
+        count, spans_now = int(row[0]), int(row[1])
+        # The first `limit` in the record's order: walking the paper's spans in that order finds them
+        # after about limit * spans_now / count spans; when few are visible as of T (an early T), the
+        # spans started by T, read by start and then sorted, are fewer (the ORDER BY expression keeps
+        # the planner off the ordered walk).
+        early = count * count * 4 < limit * spans_now
+        order = "citing || '', reference_index, observation_id" if early else _INBOUND_ORDER
+        return self._inbound(f"SELECT {count}", (), (arxiv_id, self.t, self.t), limit, order, _VISIBLE_NOW)
+
+    def _inbound(
+        self,
+        count: str,
+        counted: Sequence[Any],
+        where: Sequence[Any],
+        limit: int,
+        order: str = _INBOUND_ORDER,
+        visible: str = _VISIBLE,
+    ) -> tuple[int, list[Fact]]:
+        # the count on a row of its own, joined to the shown events (none when nothing is shown)
+        rows = self.store._q(
+            self.conn,
+            f"WITH shown AS (SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {visible}"
+            f"  ORDER BY {order} LIMIT ?), "
+            " picked AS (SELECT citation_seq AS seq FROM shown UNION ALL SELECT resolution_seq FROM shown) "
+            f"SELECT c.n, {', '.join('e.' + c for c in FACT_COLUMNS.split(', '))} "
+            f"FROM ({count} AS n) AS c "
+            "LEFT JOIN (picked AS p JOIN events AS e ON e.seq = p.seq) ON 1 = 1 "
+            "ORDER BY e.seq",
+            (*where, limit, *counted),
+        ).fetchall()
+        return int(rows[0][0]), [fact_row(r[1:]) for r in rows if r[1] is not None]
+
+    def inbound_seqs(self, arxiv_id: str, offset: int, limit: int) -> list[tuple[int, int]]:
+        """(citation seq, resolution seq) of the inbound observations `offset`.. `offset + limit` in
+        the record's order (the integrity report's and the bundle's pages)."""
+        rows = self.store._q(
+            self.conn,
+            f"SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {_VISIBLE} "
+            f"ORDER BY {_INBOUND_ORDER} LIMIT ? OFFSET ?",
+            (arxiv_id, self.t, self.t, self.k, self.k, limit, offset),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def snapshots(self, arxiv_ids: Sequence[str]) -> list[Fact]:
+        """Statement 3: paper.observed events of the given papers."""
+        if not arxiv_ids:
+            return []
+        d = self.store.dialect
+        return self._facts(
+            f"SELECT {FACT_COLUMNS} FROM events WHERE type = 'paper.observed' AND {d.any_of('stream')} "
+            "AND observed_us <= ? AND recorded_us <= ? ORDER BY seq",
+            (d.bind_list([f"paper:{a}" for a in arxiv_ids]), self.t, self.k),
+        )
+
+    def source_heads(self) -> list[SourceHead]:
+        """Statement 4: the latest standing check of every source, by index seeks.
+
+        A recursive skip-scan finds each source stream (one seek per source), then a backward seek on
+        events_stream_type_time its latest check as of T and K: the cost does not grow with the
+        number of checks in the ledger (a window over every check did: 30 ms per record at 1M).
+        """
+        rows = self.store._q(self.conn, SOURCE_HEADS_SQL, (self.t, self.k))
+        return [SourceHead(*r) for r in rows]
+
+    def check_history(self, work_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """Every standing check covering any of these works as of T and K (its per-work row, or its
+        every-work row): (work_id, source, observed_at, observed_us, seq, hash, notices JSON), by seq.
+        Not a record's statement: the alerts a page and a feed show."""
+        if not work_ids:
+            return []
+        d = self.store.dialect
+        # a work no check ever listed a notice for has nothing to show: its rows are not read
+        rows = self.store._q(
+            self.conn,
+            "SELECT c.work_id, c.source, e.observed_at, c.observed_us, c.seq, e.hash, c.notices "
+            "FROM check_works_all AS c JOIN events AS e ON e.seq = c.seq "
+            f"WHERE {d.any_of('c.work_id')} AND c.observed_us <= ? AND c.recorded_us <= ? "
+            "ORDER BY c.seq",
+            (d.bind_list(self._noticed(work_ids)), self.t, self.k),
+        )
+        return [tuple(r) for r in rows]
+
+    def work_checks(self, works: Sequence[tuple[str, int]]) -> list[CheckRow]:
+        """Statement 5: per (work_id, since) and source, the latest check covering the work."""
+        if not works:
+            return []
+        d = self.store.dialect
+        # each level joined on its own (a join into the UNION ALL view would read all of it)
+        covering = " UNION ALL ".join(
+            "SELECT w.work_id, w.since, c.source, e.observed_at, c.observed_us, c.seq, c.notices"
+            f" FROM wanted w JOIN {level_table('check_works', level)} c ON c.work_id IN (w.work_id, '*')"
+            " JOIN events e ON e.seq = c.seq"
+            " WHERE c.observed_us <= ? AND c.observed_us >= w.since AND c.recorded_us <= ?"
+            for level in LEVELS
+        )
+        rows = self.store._q(
+            self.conn,
+            f"WITH wanted(work_id, since) AS ({d.pairs('text', 'bigint')}) "
+            "SELECT work_id, since, source, observed_at, observed_us, seq, notices FROM ("
+            "  SELECT *, row_number() OVER (PARTITION BY work_id, since, source"
+            "   ORDER BY observed_us DESC, seq DESC) AS rn"
+            f"  FROM ({covering}) AS c"
+            ") AS r WHERE rn = 1",
+            (*d.bind_pairs(works), *(self.t, self.k) * len(LEVELS)),
+        )
+        return [CheckRow(w, s, src, oa, ous, seq, json.loads(n)) for w, s, src, oa, ous, seq, n in rows]
+
+    # -- a paper's timeline (projections/timeline.py): every instant, not one -----------
+
+    def at(self, as_of_us: int, known_us: int | None = None) -> SqlReader:
+        """A reader over the same consistent read, filtered to another T (and K)."""
+        return SqlReader(self.store, self.conn, as_of_us, FAR_FUTURE if known_us is None else known_us)
+
+    def checks(self) -> list[Checked]:
+        """Every standing check of every source, in (observed_us, seq) order."""
+        rows = self.store._q(
+            self.conn,
+            "SELECT substr(stream, 8), observed_at, observed_us, seq FROM events "
+            "WHERE stream >= 'source:' AND stream < 'source;' AND type = 'standing.checked' "
+            "AND observed_us <= ? AND recorded_us <= ? ORDER BY observed_us, seq",
+            (self.t, self.k),
+        )
+        return [Checked(*r) for r in rows]
+
+    def _noticed(self, work_ids: Sequence[str]) -> list[str]:
+        """Those of these works some check as of T and K lists a notice for, and '*' (every check of
+        all works): the only ones whose check rows can hold a notice."""
+        d = self.store.dialect
+        noticed = self.store._q(
+            self.conn,
+            _each_level(
+                "check_works",
+                "work_id",
+                f"{d.any_of('work_id')} AND notices <> '[]' AND {_CHECK_WINDOW}",
+                "UNION",
+            ),
+            (d.bind_list(sorted(set(work_ids))), self.t, self.k) * len(LEVELS),
+        )
+        return sorted({r[0] for r in noticed} | {"*"})
+
+    def notice_rows(self, work_ids: Sequence[str]) -> list[CheckWorkRow]:
+        """Every check_works row of those of these works that some check lists a notice for, and of
+        every check of all works ('*'), in (observed_us, seq, work_id) order: what the notices of the
+        paper's cited works were at each check (the rows of works never noticed are not read)."""
+        if not work_ids:
+            return []
+        d = self.store.dialect
+        rows = self.store._q(
+            self.conn,
+            _each_level(
+                "check_works",
+                "work_id, source, observed_us, seq, recorded_us, notices",
+                f"{d.any_of('work_id')} AND {_CHECK_WINDOW}",
+            )
+            + " ORDER BY 3, 4, 1",
+            (d.bind_list(self._noticed(work_ids)), self.t, self.k) * len(LEVELS),
+        )
+        return [CheckWorkRow(w, src, o_us, seq, r_us, n.encode()) for w, src, o_us, seq, r_us, n in rows]
+
+    def inbound_spans(self, arxiv_id: str, limit: int) -> list[tuple[Span, int | None]] | None:
+        """The paper's inbound spans known now that start by T, by (t_from, observation_id), each with
+        the seq of the event that ended it (the latest of its observation's at t_to; None while open);
+        None when there are more than `limit` (the timeline then counts them per day)."""
+        ended = (
+            f"CASE WHEN s.t_to < {OPEN} THEN (SELECT max(e.seq) FROM events AS e WHERE e.seq IN ("
+            f"  SELECT k.seq FROM event_keys_all AS k WHERE k.key = '{OBSERVATION}' || s.observation_id)"
+            "  AND e.observed_us = s.t_to) END"
+        )
+        rows = self.store._q(
+            self.conn,
+            "SELECT s.cited, s.citing, s.reference_index, s.observation_id, s.t_from, s.t_to, "
+            f"s.citation_seq, s.resolution_seq, {ended} FROM inbound_spans AS s "
+            f"WHERE s.cited = ? AND s.k_to = {OPEN} AND s.t_from <= ? "
+            "ORDER BY s.t_from, s.observation_id LIMIT ?",
+            (arxiv_id, self.t, limit + 1),
+        ).fetchall()
+        return None if len(rows) > limit else [(Span(*r[:8]), r[8]) for r in rows]
+
+    def inbound_days(self, arxiv_id: str) -> list[InboundDay]:
+        """Per day of observed time, the paper's inbound spans known now that start or end in it
+        (up to T): the first and last such instant, how many distinct ones, how many start and end."""
+        rows = self.store._q(
+            self.conn,
+            "SELECT bucket, min(t), max(t), count(DISTINCT t), sum(s), sum(e) FROM ("
+            f"  SELECT {_bucket('t_from')} AS bucket, t_from AS t, 1 AS s, 0 AS e FROM inbound_spans"
+            f"   WHERE cited = ? AND k_to = {OPEN} AND t_from <= ?"
+            f"  UNION ALL SELECT {_bucket('t_to')}, t_to, 0, 1 FROM inbound_spans"
+            f"   WHERE cited = ? AND k_to = {OPEN} AND t_to <= ?"
+            ") AS c GROUP BY bucket ORDER BY bucket",
+            (arxiv_id, self.t, arxiv_id, self.t),
+        )
+        # int(): PostgreSQL sums bigints as numeric
+        return [InboundDay(*(int(v) for v in r)) for r in rows]
+
+
+@functools.cache
+def _index_sql(d: Dialect) -> str:
+    """INSERT into search_titles the distinct titles that events seq > ? AND seq <= ? carry: a paper's
+    own, and the cited work's of a citation or a resolution (whose reference index is its citation's),
+    each under the paper of the event's stream; a title already there keeps its first seq."""
+    paper = "type = 'paper.observed'"
+    citation = (
+        f"SELECT CAST({d.json_text('reference_index')} AS INTEGER) FROM events "
+        "WHERE type = 'citation.observed' AND "
+        f"seq IN (SELECT seq FROM event_keys_all WHERE key = '{OBSERVATION}' || t.observation_id) LIMIT 1"
+    )
+    return (
+        "INSERT INTO search_titles (seq, arxiv_id, observation_id, reference_index, title) "
+        "SELECT seq, arxiv_id, observation_id, "
+        f"CASE WHEN type = 'resolution.observed' THEN ({citation}) ELSE reference_index END, title FROM ("
+        "  SELECT seq, type, substr(stream, 7) AS arxiv_id,"
+        f"  CASE WHEN {paper} THEN '' ELSE {d.json_text('observation_id')} END AS observation_id,"
+        f"  CASE WHEN type = 'citation.observed' THEN CAST({d.json_text('reference_index')} AS INTEGER) END"
+        "    AS reference_index,"
+        f"  trim(CASE WHEN {paper} THEN {d.json_text('title')} ELSE {d.json_text('cited_work.title')} END)"
+        "    AS title"
+        "  FROM events WHERE seq > ? AND seq <= ?"
+        "  AND type IN ('paper.observed', 'citation.observed', 'resolution.observed')"
+        ") AS t WHERE title IS NOT NULL AND title <> '' ORDER BY seq "
+        "ON CONFLICT DO NOTHING"
+    )
+
+
+class SqlTables:
+    """The ledger's other tables over the store's per-thread connection: what both backends share."""
+
+    fill_begin: ClassVar[tuple[str, ...]]  # opens a transaction in which one filler at a time stores nodes
+    search_begin: ClassVar[tuple[str, ...]]  # opens a transaction in which one indexer at a time runs
+    readonly_errors: ClassVar[tuple[type[BaseException], ...]]  # a best-effort write gives up on these
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+
+    def side_file(self, suffix: str) -> Path:
+        """A file of this ledger (signing key, tokens): see interface.side_path."""
+        return side_path(self.store.db, suffix)
+
+    def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.store._q(self.store._conn(), sql, params)
+
+    # -- Merkle nodes ----------------------------------------------------------------
+
+    def fill_state(self) -> tuple[int, str | None]:
+        """(leaves covered by stored nodes, chain hash of the last of them)."""
+        row = self._q("SELECT leaves, chain_hash FROM merkle_fill WHERE id = 1").fetchone()
+        return (0, None) if row is None else (int(row[0]), str(row[1]))
+
+    def event_hash(self, seq: int) -> str | None:
+        """The stored chain hash of one seq (None if absent)."""
+        row = self._q("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def node(self, level: int, index: int) -> bytes | None:
+        """One stored complete-subtree hash, or None."""
+        row = self._q("SELECT hash FROM merkle_nodes WHERE level = ? AND idx = ?", (level, index)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def nodes(self, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+        """The stored hashes of the given (level, idx) nodes that exist."""
+        d = self.store.dialect
+        rows = self._q(
+            f"WITH k(level, idx) AS ({d.pairs('int', 'bigint')}) "
+            "SELECT n.level, n.idx, n.hash FROM k "
+            "JOIN merkle_nodes AS n ON n.level = k.level AND n.idx = k.idx",
+            d.bind_pairs(list(keys)),
+        )
+        return {(r[0], r[1]): bytes(r[2]) for r in rows}
+
+    @contextmanager
+    def filling(self) -> Iterator[None]:
+        """One transaction storing nodes, fillers (not appends) taking turns."""
+        with self.store.transaction(self.fill_begin):
+            yield
+
+    def store_nodes(self, rows: Sequence[tuple[int, int, bytes]], leaves: int, chain_hash: str) -> None:
+        """Insert new nodes and move the fill marker (inside `filling`)."""
+        self.store._many(
+            self.store._conn(), "INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)", rows
+        )
+        self._q(
+            "INSERT INTO merkle_fill (id, leaves, chain_hash) VALUES (1, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET leaves = excluded.leaves, chain_hash = excluded.chain_hash",
+            (leaves, chain_hash),
+        )
+
+    # -- verify ----------------------------------------------------------------------
+
+    @contextmanager
+    def consistent_read(self) -> Iterator[None]:
+        """A read that sees one state throughout (verify's walk): the walk, the index and the nodes."""
+        if self.store.in_transaction(self.store._conn()):
+            yield
+            return
+        with self.store.reading():
+            yield
+
+    def verified_point(self) -> VerifiedPoint | None:
+        """(seq, hash, peaks, verified_at) of the last full verify, if remembered."""
+        row = self._q("SELECT seq, hash, peaks, verified_at FROM verified_point WHERE id = 1").fetchone()
+        if row is None:
+            return None
+        return VerifiedPoint(row[0], row[1], decode_peaks(row[2]), row[3])
+
+    def save_verified_point(self, seq: int, hash_: str, peaks: Sequence[bytes]) -> None:
+        """Remember that seq 1..seq were verified (best effort: a read-only ledger is skipped)."""
+        with contextlib.suppress(*self.readonly_errors):
+            self._q(
+                "INSERT INTO verified_point (id, seq, hash, peaks, verified_at) VALUES (1, ?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, "
+                "peaks = excluded.peaks, verified_at = excluded.verified_at",
+                (seq, hash_, encode_peaks(peaks), format_recorded(now_us())),
+            )
+
+    def recorded_us_at(self, seq: int) -> int:
+        """recorded_us of the event at seq (-1 if absent)."""
+        row = self._q("SELECT recorded_us FROM events WHERE seq = ?", (seq,)).fetchone()
+        return -1 if row is None else int(row[0])
+
+    def stream_version_at(self, stream: str, seq: int) -> int:
+        """The stream's version as of seq (0 if it had no event yet)."""
+        row = self._q(
+            "SELECT max(stream_version) FROM events WHERE stream = ? AND seq <= ?", (stream, seq)
+        ).fetchone()
+        return int(row[0] or 0)
+
+    def check_works_after(self, seq: int, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """check_works rows (at either level) of events after seq (up to `upto`) in (seq, work_id)
+        order, read lazily (a page at a time where the dialect says)."""
+        return heapq.merge(
+            *(self._by_seq(level_table("check_works", lv), CHECK_WORKS_COLUMNS, seq, upto) for lv in LEVELS)
+        )
+
+    def index_after(self, seq: int, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """Every derived row of the events after seq (up to `upto`) in seq order, read lazily:
+        (seq, "check", work_id, source, observed_us, recorded_us, notices) for check_works and
+        (seq, "key", key) for event_keys at either level."""
+        checks = ((r[0], "check", *r[1:]) for r in self.check_works_after(seq, upto))
+        keys = (
+            (r[0], "key", r[1])
+            for r in heapq.merge(
+                *(self._by_seq(level_table("event_keys", lv), "seq, key", seq, upto) for lv in LEVELS)
+            )
+        )
+        return heapq.merge(checks, keys)
+
+    def index_rows(self) -> Iterator[tuple[Any, ...]]:
+        """Every derived row at every level, in the order each level keeps them (no sort):
+        ("key", key, seq) and ("check", work_id, source, observed_us, seq, recorded_us, notices)."""
+        for lv in LEVELS:
+            table = level_table("event_keys", lv)
+            rows = self._ordered(f"SELECT key, seq FROM {table} WHERE 1 = 1", ["key", "seq"], ())
+            yield from (("key", *r) for r in rows)
+        columns = "work_id, source, observed_us, seq, recorded_us, notices"
+        for lv in LEVELS:
+            rows = self._ordered(
+                f"SELECT {columns} FROM {level_table('check_works', lv)} WHERE 1 = 1",
+                columns.split(", ")[:4],
+                (),
+            )
+            yield from (("check", *r) for r in rows)
+
+    def repeated_event_id(self, event_ids: Sequence[str] | None = None) -> tuple[str, list[int]] | None:
+        """An event id (of all, or of these) stored under more than one seq, with its seqs (the ledger
+        holds none)."""
+        d = self.store.dialect
+        if event_ids is not None:
+            if not event_ids:
+                return None
+            probes = _each_level("event_keys", "key", d.any_of("key"))
+            keys = d.bind_list([EVENT + i for i in event_ids])
+            row = self._q(
+                f"SELECT key FROM ({probes}) AS k GROUP BY key HAVING count(*) > 1 LIMIT 1",
+                (keys,) * len(LEVELS),
+            ).fetchone()
+            return None if row is None else self._seqs_of(row[0])
+        # each level in key order (no sort); a smaller level's keys probed in the levels above it
+        ids = f"key >= '{EVENT}' AND key < '{EVENT[0]};'"
+        row = self._q(
+            f"SELECT key FROM event_keys WHERE {ids} GROUP BY key HAVING count(*) > 1 "
+            f"UNION ALL SELECT key FROM event_keys_middle WHERE {ids} GROUP BY key HAVING count(*) > 1 "
+            f"UNION ALL SELECT m.key FROM event_keys_middle AS m WHERE {ids} "
+            "AND EXISTS (SELECT 1 FROM event_keys AS b WHERE b.key = m.key) "
+            f"UNION ALL SELECT r.key FROM event_keys_recent AS r WHERE {ids} "
+            "AND EXISTS (SELECT 1 FROM event_keys_all AS b WHERE b.key = r.key AND b.seq <> r.seq) LIMIT 1"
+        ).fetchone()
+        return None if row is None else self._seqs_of(row[0])
+
+    def _seqs_of(self, key: str) -> tuple[str, list[int]]:
+        seqs = self._q("SELECT seq FROM event_keys_all WHERE key = ? ORDER BY seq", (key,))
+        return key.removeprefix(EVENT), [r[0] for r in seqs]
+
+    def _by_seq(self, table: str, columns: str, seq: int, upto: int | None) -> Iterator[tuple[Any, ...]]:
+        """The rows of `table` (whose `columns` start with seq and a second key) after seq, up to
+        `upto`, in that order."""
+        end = sys.maxsize if upto is None else upto
+        return self._ordered(
+            f"SELECT {columns} FROM {table} WHERE seq > ? AND seq <= ?", columns.split(", ")[:2], (seq, end)
+        )
+
+    def _ordered(self, sql: str, order: Sequence[str], params: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+        """The rows of `sql` (a SELECT ... WHERE whose first columns are `order`, a unique key) in that
+        order, read lazily: one statement, or one page per statement where the dialect says."""
+        by = ", ".join(order)
+        page = self.store.dialect.page
+        if page is None:
+            return iter(self._q(f"{sql} ORDER BY {by}", params))
+        return self._pages(sql, by, len(order), params, page)
+
+    def _pages(
+        self, sql: str, by: str, width: int, params: Sequence[Any], page: int
+    ) -> Iterator[tuple[Any, ...]]:
+        rows = self._q(f"{sql} ORDER BY {by} LIMIT ?", (*params, page)).fetchall()
+        after = f" AND ({by}) > ({', '.join('?' * width)}) ORDER BY {by} LIMIT ?"
+        while rows:
+            yield from rows
+            rows = self._q(sql + after, (*params, *rows[-1][:width], page)).fetchall()
+
+    # -- inbound spans ---------------------------------------------------------------
+
+    def observation_steps(self, oids: Sequence[str] | None = None) -> Iterator[tuple[str, list[Step]]]:
+        """Every observation's citations and resolutions as Steps (or only these observations'), by
+        observation id, read lazily."""
+        d = self.store.dialect
+        if oids is not None:
+            rows = self._q(
+                f"SELECT {step_columns(d)} FROM events WHERE {d.keyed('event_keys_all')}",
+                (d.bind_list([OBSERVATION + o for o in oids]),),
+            )
+            steps = sorted(map(step_row, rows), key=lambda s: (s.observation_id, s.seq))
+            yield from ((o, list(g)) for o, g in itertools.groupby(steps, key=lambda s: s.observation_id))
+            return
+        if d.page is None:
+            # one statement read lazily: the database sorts the citations and resolutions by observation
+            # (a scan of the events in their order, where the keys' levels cost a random read each)
+            sorted_steps = self._q(
+                f"SELECT {step_columns(d)} FROM events "
+                f"WHERE type IN ('{CITATION}', '{spans.RESOLUTION}') ORDER BY 1, seq"
+            )
+            by_oid = itertools.groupby(map(step_row, sorted_steps), key=lambda s: s.observation_id)
+            yield from ((oid, list(mine)) for oid, mine in by_oid)
+            return
+        levels = [
+            self._ordered(
+                f"SELECT k.key, k.seq, {step_columns(d, 'e.')} FROM {level_table('event_keys', lv)} AS k "
+                f"JOIN events AS e ON e.seq = k.seq WHERE k.key >= '{OBSERVATION}' AND k.key < '{_AFTER_O}'",
+                ["k.key", "k.seq"],
+                (),
+            )
+            for lv in LEVELS
+        ]
+        for key, group in itertools.groupby(heapq.merge(*levels), key=lambda r: r[0]):
+            yield key.removeprefix(OBSERVATION), [step_row(r[2:]) for r in group]
+
+    def span_rows(self, oids: Sequence[str] | None = None, *, ordered: bool = True) -> Iterator[Row]:
+        """Every stored inbound span (or only these observations'), read lazily: by (observation_id,
+        t_from, k_from), or as stored (`ordered=False`, which needs no sort: no index is by observation)."""
+        d = self.store.dialect
+        where, params = ("1 = 1", ()) if oids is None else (d.any_of("observation_id"), (d.bind_list(oids),))
+        if not ordered:  # in the key's order: no sort, and pages by the key where the dialect pages
+            key = ["cited", "citing", "reference_index", "observation_id", "t_from", "k_from"]
+            rest = ", ".join(c for c in SPAN_COLUMNS.split(", ") if c not in key)
+            by_key = self._ordered(
+                f"SELECT {', '.join(key)}, {rest} FROM inbound_spans WHERE {where}", key, params
+            )
+            return (Row(r[0], r[1], r[2], r[3], r[4], r[6], r[7], r[8], r[5], r[9]) for r in by_key)
+        rows = self._ordered(
+            f"SELECT observation_id, t_from, k_from, {SPAN_COLUMNS} FROM inbound_spans WHERE {where}",
+            ["observation_id", "t_from", "k_from"],
+            params,
+        )
+        return (Row(*r[3:]) for r in rows)
+
+    def _fill(self, conn: Any, rows: list[Row]) -> None:
+        if rows:
+            self.store._many(conn, _INSERT_SPANS, rows)
+            self.store._many(conn, _COUNT_BUCKETS, bucket_deltas(rows, []))
+
+    def count_rows(
+        self, cited: Sequence[str] | None = None
+    ) -> tuple[Iterator[tuple[Any, ...]], Iterator[tuple[Any, ...]]]:
+        """(stored inbound_counts rows, the same counted by the database from the spans known now), of
+        every paper or of these cited ones, each as (cited, bucket, starts, ends) by (cited, bucket),
+        zeros left out, read lazily."""
+        d = self.store.dialect
+        where, params = ("", ()) if cited is None else (f" AND {d.any_of('cited')}", (d.bind_list(cited),))
+        stored = self._q(
+            f"SELECT cited, bucket, starts, ends FROM inbound_counts WHERE (starts <> 0 OR ends <> 0){where} "
+            "ORDER BY cited, bucket",
+            params,
+        )
+        counted = self._q(
+            "SELECT cited, bucket, sum(s), sum(e) FROM ("
+            f"  SELECT cited, {_bucket('t_from')} AS bucket, 1 AS s, 0 AS e FROM inbound_spans"
+            f"   WHERE k_to = {OPEN}{where}"
+            f"  UNION ALL SELECT cited, {_bucket('t_to')}, 0, 1 FROM inbound_spans"
+            f"   WHERE k_to = {OPEN} AND t_to < {OPEN}{where}"
+            ") AS c GROUP BY cited, bucket HAVING sum(s) <> 0 OR sum(e) <> 0 ORDER BY cited, bucket",
+            params * 2,
+        )
+        # int(): PostgreSQL sums bigints as numeric
+        return iter(stored), ((c, int(b), int(n), int(e)) for c, b, n, e in counted)
+
+    def fill_spans(self) -> bool:
+        """Fill inbound_spans from the events if a migration left it to the store (False: nothing to
+        do); one write transaction, holding the append lock."""
+        if self._q("SELECT name FROM derived_pending WHERE name = 'inbound_spans'").fetchone() is None:
+            return False
+        with self.store.transaction(self.store.write_begin()) as conn:
+            if self._q("SELECT name FROM derived_pending WHERE name = 'inbound_spans'").fetchone() is None:
+                return False  # another process filled it meanwhile
+            self._q("DELETE FROM inbound_spans")
+            self._q("DELETE FROM inbound_counts")
+            batch: list[Row] = []
+            for _, steps in self.observation_steps():
+                batch += history(steps)
+                if len(batch) >= 5000:
+                    self._fill(conn, batch)
+                    batch = []
+            self._fill(conn, batch)
+            self._q("DELETE FROM derived_pending WHERE name = 'inbound_spans'")
+        return True
+
+    # -- scrub passes ----------------------------------------------------------------
+
+    def save_pass(self, p: ScrubPass) -> bool:
+        """Record one full walk; False when the ledger cannot be written (a read-only file or role)."""
+        try:
+            self._q(
+                f"INSERT INTO scrub_passes ({PASS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", tuple(p)
+            )
+        except self.readonly_errors:
+            return False
+        return True
+
+    def last_pass(self) -> ScrubPass | None:
+        """The full walk that finished last, if any was recorded."""
+        row = self._q(
+            f"SELECT {PASS_COLUMNS} FROM scrub_passes ORDER BY finished_us DESC, id DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None
+        kind, started_at, started_us, finished_at, finished_us, events, head_seq, ok, bad, reason = row
+        return ScrubPass(
+            kind, started_at, started_us, finished_at, finished_us, events, head_seq, bool(ok), bad, reason
+        )
+
+    # -- title search (ledger/search.py) ----------------------------------------------
+
+    def titles_indexed(self) -> int:
+        """The last seq whose titles the search index holds."""
+        return int(self._q("SELECT seq FROM search_cursor WHERE id = 1").fetchone()[0])
+
+    def index_titles(self, upto: int) -> int:
+        """Index the titles of the events after the cursor up to seq `upto` (a committed head), a chunk
+        per transaction; returns the seq indexed through (where it stopped on a ledger that cannot be
+        written: a read-only file or role). Appends are not held up on PostgreSQL; on SQLite each chunk
+        holds the file's write lock for the one statement that fills it."""
+        done = self.titles_indexed()
+        while done < upto:
+            try:
+                with self.store.transaction(self.search_begin):
+                    start = self.titles_indexed()  # another process may have gone further meanwhile
+                    end = min(upto, start + INDEX_CHUNK)
+                    if start < end:
+                        self._q(_index_sql(self.store.dialect), (start, end))
+                        self._q("UPDATE search_cursor SET seq = ? WHERE id = 1", (end,))
+            except self.readonly_errors:
+                return done
+            done = max(start, end)
+        return done
+
+    def search_titles(self, words: Sequence[str], limit: int, offset: int) -> Found:
+        """The titles holding every word (each as a prefix): papers first, then references by citing
+        paper and reference index; the page `offset`..`offset+limit` of them, and how many in all."""
+        d = self.store.dialect
+        query = d.title_query(words)
+        # one read, so the count and the page see the same index
+        with self.store.reading() as conn:
+            total = self.store._q(
+                conn, f"SELECT count(*) FROM search_titles WHERE {d.title_match()}", (query,)
+            ).fetchone()[0]
+            rows = self.store._q(
+                conn,
+                "SELECT arxiv_id, observation_id, reference_index, title, seq FROM search_titles "
+                f"WHERE {d.title_match()} ORDER BY observation_id <> '', arxiv_id, reference_index, "
+                "observation_id, title LIMIT ? OFFSET ?",
+                (query, limit, offset),
+            ).fetchall()
+            through = int(self.store._q(conn, "SELECT seq FROM search_cursor WHERE id = 1").fetchone()[0])
+        return Found(int(total), [Hit(*r) for r in rows], through)
+
+    # -- ledger-wide lookups (source adapters, diff, alerts) ---------------------------
+
+    def current_checks(self, work_ids: Sequence[str]) -> list[CheckRow]:
+        """Per work and source, the latest standing check covering it, known now (as a record shows),
+        read in whatever transaction this thread is in."""
+        reader = SqlReader(self.store, self.store._conn(), FAR_FUTURE, FAR_FUTURE)
+        return reader.work_checks([(w, -FAR_FUTURE) for w in work_ids])
+
+    def latest_cited_works(self, as_of_us: int) -> list[tuple[str, str, str | None]]:
+        """(observation_id, type, cited_work JSON) of each observation's latest citation and resolution."""
+        # greatest observed_us, ties to the later seq, with only cited_work extracted
+        d = self.store.dialect
+        oid = d.json_text("observation_id")
+        rows = self._q(
+            "SELECT observation_id, type, cited_work FROM ("
+            f"  SELECT {oid} AS observation_id, type, {d.json_value('cited_work')} AS cited_work,"
+            f"   row_number() OVER (PARTITION BY {oid}, type ORDER BY observed_us DESC, seq DESC) AS rn"
+            "  FROM events WHERE type IN ('citation.observed', 'resolution.observed') AND observed_us <= ?"
+            ") AS latest WHERE rn = 1",
+            (as_of_us,),
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def paper_ids(self, as_of_us: int) -> list[str]:
+        """arXiv ids of the papers with a paper.observed snapshot as of T, sorted."""
+        rows = self._q(
+            "SELECT DISTINCT substr(stream, 7) AS id FROM events "
+            "WHERE type = 'paper.observed' AND observed_us <= ? ORDER BY 1",
+            (as_of_us,),
+        )
+        return [r[0] for r in rows]
+
+    def work_facts(self, index_keys: Sequence[str], as_of_us: int) -> list[Fact]:
+        """Citations and resolutions observed as of T of the observations with an event observed as
+        of T under one of these works-index keys (ledger/keys.py), in seq order."""
+        d = self.store.dialect
+        # the observations found once (inlined, they were found again for each level of their keys)
+        rows = self._q(
+            "WITH found(key) AS MATERIALIZED ("
+            f"  SELECT '{OBSERVATION}' || {d.json_text('observation_id')} FROM event_keys_all AS w"
+            "   JOIN events ON events.seq = w.seq"
+            f"   WHERE {d.any_of('w.key')} AND events.observed_us <= ?) "
+            f"SELECT {FACT_COLUMNS} FROM events WHERE seq IN ("
+            "  SELECT o.seq FROM event_keys_all AS o WHERE o.key IN (SELECT key FROM found)) "
+            "AND observed_us <= ? ORDER BY seq",
+            (d.bind_list(index_keys), as_of_us, as_of_us),
+        )
+        return [fact_row(r) for r in rows]
+
+    def work_observations(self, as_of_us: int) -> list[str]:
+        """Ids of the observations with an event observed as of T under any works-index key, sorted."""
+        # a range of the keys' order on each level: only events whose cited work has a key are read
+        rows = self._q(
+            f"SELECT DISTINCT {self.store.dialect.json_text('observation_id')} FROM events WHERE seq IN ("
+            f"  SELECT seq FROM event_keys_all WHERE key >= '{WORK}' AND key < '{WORK[0]};') "
+            "AND observed_us <= ? ORDER BY 1",
+            (as_of_us,),
+        )
+        return [r[0] for r in rows]
+
+    def papers_among(self, arxiv_ids: Sequence[str], as_of_us: int) -> list[str]:
+        """Those of the given arXiv ids with a paper.observed snapshot as of T, sorted."""
+        d = self.store.dialect
+        rows = self._q(
+            "SELECT DISTINCT substr(stream, 7) FROM events "
+            f"WHERE {d.any_of('stream')} AND type = 'paper.observed' AND observed_us <= ? ORDER BY 1",
+            (d.bind_list([f"paper:{a}" for a in arxiv_ids]), as_of_us),
+        )
+        return [r[0] for r in rows]
+
+    def observation_facts(self, observation_ids: Sequence[str], after_us: int, until_us: int) -> list[Fact]:
+        """Citations and resolutions of the given observations observed in (after, until], in seq order."""
+        d = self.store.dialect
+        rows = self._q(
+            f"SELECT {FACT_COLUMNS} FROM events WHERE {d.keyed('event_keys_all')} "
+            "AND observed_us > ? AND observed_us <= ? ORDER BY seq",
+            (d.bind_list([OBSERVATION + o for o in observation_ids]), after_us, until_us),
+        )
+        return [fact_row(r) for r in rows]

@@ -1,0 +1,85 @@
+"""The SQLite store: connections and transactions of one SQLite file; the statements are sql_store's."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from ledger.storage.conns import ThreadConnections
+from ledger.storage.sql import SQLITE
+from ledger.storage.sql_store import SqlStore
+from ledger.storage.sqlite.migrations import migrate
+from ledger.storage.sqlite.tables import SQLiteTables
+
+
+class SQLiteStore(SqlStore):
+    """An event store in one SQLite file (WAL; synchronous=FULL unless chosen otherwise)."""
+
+    kind = "sqlite"
+    local = True
+    dialect = SQLITE
+    # a WAL read transaction sees the state as of its first read until it ends
+    read_begin = "BEGIN"
+
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
+        self.path = self.db = str(path)
+        self.synchronous = synchronous
+        # one connection per thread, closed when its thread ends (see conns.py)
+        self._conns: ThreadConnections[sqlite3.Connection] = ThreadConnections(sqlite3.Connection.close)
+        if not Path(self.path).exists():
+            # created 0600 before SQLite opens it: no window in which others can read it
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        migrate(self._conn())
+        self.tables.fill_spans()
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = self._conns.get()
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=60, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            conn.execute("PRAGMA busy_timeout=60000")
+            self._conns.put(conn)
+        return conn
+
+    def write_begin(self) -> tuple[str, ...]:
+        """BEGIN IMMEDIATE: the file's write lock at once, so appends are serialised from their first read."""
+        return ("BEGIN IMMEDIATE",)
+
+    def _execute(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        return conn.execute(sql, params)
+
+    def _execute_many(self, conn: sqlite3.Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        conn.executemany(sql, rows)
+
+    def in_transaction(self, conn: sqlite3.Connection) -> bool:
+        """Whether `conn` is inside a transaction already."""
+        return conn.in_transaction
+
+    def _new_tables(self) -> SQLiteTables:
+        return SQLiteTables(self)
+
+    def stats(self) -> dict[str, int]:
+        """Rows per table, by name (sqlite-utils' introspection): the ledger's tables, not those SQLite
+        keeps for a full-text index (PostgreSQL's is an index of its table), so both list the same."""
+        # left to itself sqlite-utils turns recursive_triggers on for this shared connection, which changes
+        # the triggers a REPLACE fires
+        db = sqlite_utils.Database(self._conn(), recursive_triggers=False, execute_plugins=False)
+        fts = set(db.table_names(fts5=True)) | set(db.table_names(fts4=True))
+        names = [n for n in db.table_names() if n not in fts and not any(n.startswith(f + "_") for f in fts)]
+        return {name: db.table(name).count for name in sorted(names)}
+
+    def disk_bytes(self) -> int:
+        """Bytes the database takes on disk: the file and its -wal and -shm files (side files apart)."""
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                total += os.stat(self.path + suffix).st_size
+        return total

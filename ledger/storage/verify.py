@@ -1,0 +1,546 @@
+"""Recompute the whole chain from the stored rows and name the first seq that breaks it.
+
+Besides the chain, the walk recomputes the Merkle tree over the same body bytes: every stored
+complete-subtree node must match the events, and a checkpoint this ledger signed must match the tree
+(or name the truncation when the ledger now holds fewer events). `resume=True` picks up where the last
+remembered full walk ended, after checking that seq still has the hash it had then: the prefix before
+it is trusted, not re-hashed (run without resume to recheck everything), and the report says so.
+`walk_paced` is the scrubber's walk: from seq 1, a batch at a time, each batch in its own short read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from blake3 import blake3
+
+from ledger.model.codec import decode_data
+from ledger.model.events import ChainLink, StandingChecked, StoredEvent
+from ledger.model.facts import Head, VerifiedPoint
+from ledger.model.instants import parse_ts
+from ledger.storage.append import check_rows, link_checks
+from ledger.storage.keys import EVENT, OBSERVATION, link_keys, stored_keys
+from ledger.storage.spans import Row, Step, history
+from ledger.tlog import merkle_store as ms
+from ledger.tlog.chain import GENESIS, Follower, envelope_body
+from ledger.tlog.checkpoint import Checkpoint, NoteError, unsigned_checkpoint
+from ledger.tlog.merkle import CompactRange, leaf_hash
+
+if TYPE_CHECKING:
+    from ledger.storage.interface import Store, Tables
+
+
+class VerifyReport(NamedTuple):
+    """What verify checked and the first break, if any."""
+
+    ok: bool
+    events_checked: int
+    head: Head
+    first_bad_seq: int | None
+    reason: str | None
+    resumed_from: int | None = None
+    merkle_nodes_checked: int = 0
+    # the remembered point a resumed walk started after: seqs 1..point.seq were not re-hashed
+    point: VerifiedPoint | None = None
+
+    @property
+    def walked(self) -> tuple[int, int] | None:
+        """(first, last) seq this walk re-hashed and found good, None when it found none."""
+        first = (self.resumed_from or 0) + 1
+        return (first, first + self.events_checked - 1) if self.events_checked else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape for the API and `ledger verify --json`."""
+        walked = self.walked
+        point = self.point if self.resumed_from else None
+        return {
+            "ok": self.ok,
+            "events_checked": self.events_checked,
+            "walked": None if walked is None else {"from": walked[0], "to": walked[1]},
+            # not re-hashed by this walk: only the last seq's stored hash was compared with the one
+            # remembered when a walk got there
+            "trusted": None
+            if point is None
+            else {
+                "from": 1,
+                "to": point.seq,
+                "hash_checked_seq": point.seq,
+                "point_saved_at": point.verified_at,
+            },
+            "head": {"seq": self.head.seq, "hash": self.head.hash},
+            "first_bad_seq": self.first_bad_seq,
+            "reason": self.reason,
+            "resumed_from": self.resumed_from,
+            "merkle_nodes_checked": self.merkle_nodes_checked,
+            "note": TRUNCATION_NOTE,
+        }
+
+
+TRUNCATION_NOTE = (
+    "A chain cut off at the end, or rewritten and re-chained, still verifies by itself: hold it to a "
+    "checkpoint you kept (ledger verify --checkpoint NOTE) to detect a truncation or a rewrite."
+)
+_NODE_BATCH = 2048
+# keys a resumed walk remembers to check the ids and spans of what it passed (a few MB)
+_TOUCHED_MAX = 100_000
+_INDEX_MISMATCH = "the derived index rows (check_works, event_keys) do not match the event's data"
+
+
+class _Start(NamedTuple):
+    seq: int
+    hash: str
+    recorded_us: int
+    peaks: list[bytes]
+
+
+def verify_store(
+    store: Store,
+    progress: Callable[[int], None] | None = None,
+    *,
+    resume: bool = False,
+    remember: bool = False,
+    every: int = 10000,
+) -> VerifyReport:
+    """Walk the events in seq order: sequence, stream versions, derived columns, hashes, Merkle nodes."""
+    tables = store.tables
+    start = _Start(0, GENESIS, -1, [])
+    point: VerifiedPoint | None = None
+    if resume:
+        point = tables.verified_point()
+        if point is not None and tables.event_hash(point.seq) == point.hash:
+            start = _Start(point.seq, point.hash, tables.recorded_us_at(point.seq), point.peaks)
+        elif point is not None:
+            # The remembered point moved: walk everything to name the first break, if there is one.
+            full = verify_store(store, progress, every=every)
+            if not full.ok:
+                return full
+            return full._replace(
+                ok=False,
+                first_bad_seq=point.seq,
+                reason=f"seq {point.seq} no longer has the hash it had when verified at "
+                f"{point.verified_at}: the chain was rewritten or cut off up to there",
+            )
+    walked = _walk(store, start, progress, every)
+    assert walked is not None  # only a paced walk stops early
+    resumed = start.seq if resume and start.seq else None
+    return _report(tables, *walked, resumed, point if resumed else None, remember)
+
+
+def walk_paced(
+    store: Store,
+    *,
+    batch: int,
+    between: Callable[[], bool],
+    remember: bool = False,
+    progress: Callable[[int], None] | None = None,
+    every: int = 10000,
+) -> VerifyReport | None:
+    """A full walk from seq 1, `batch` events per short read (no read held for the whole walk);
+    `between()` runs after each batch (to pause) and stops the walk, answering None, if it is False."""
+    walked = _walk(store, _Start(0, GENESIS, -1, []), progress, every, batch, between)
+    return None if walked is None else _report(store.tables, *walked, None, None, remember)
+
+
+def _walk(
+    store: Store,
+    start: _Start,
+    progress: Callable[[int], None] | None,
+    every: int,
+    batch: int | None = None,
+    between: Callable[[], bool] | None = None,
+    exact: bool = False,
+) -> tuple[_Walk, tuple[int, str] | None, Head] | None:
+    """Walk after `start` to the head or the first break; the end checks (index rows past the last
+    event, Merkle fill, signed checkpoint) in the same read as the last rows, so an append landing
+    meanwhile is never taken for a cut-off.
+
+    A whole walk in one read holds the derived rows (keys, standing checks' works) to the events as
+    two multisets, the stored ones read in any order; a paced or resumed walk, or a whole walk whose
+    multisets differ (walked again to name the seq), compares each event's rows as it passes it."""
+    tables = store.tables
+    exact = exact or batch is not None or start.seq > 0
+    walk = _Walk(tables, start, progress, every, exact)
+    held: Checkpoint | str | None = None
+    first = True
+    while True:
+        # one consistent read per batch (one for everything when unpaced): events appended meanwhile
+        # are neither walked nor half-seen in the index
+        with tables.consistent_read():
+            if first:
+                first = False
+                held = _held_checkpoint(tables)
+                if held is not None and not isinstance(held, str):
+                    walk.root_sizes.add(held.size)
+            rows: Iterable[ChainLink]
+            if not exact:
+                walk.begin(iter(()))
+                if not walk.run_rows(store.iter_rows()) or walk.derived != _digest(tables.index_rows()):
+                    # a break, or rows that differ: walked again, each event's rows compared as it
+                    # passes, to name whichever break comes first
+                    return _walk(store, start, progress, every, exact=True)
+                rows, final = (), True
+            elif batch is None:
+                rows, final = store.iter_chain(after=walk.last_seq), True
+                walk.begin(tables.index_after(walk.last_seq))
+            else:
+                rows = list(islice(store.iter_chain(after=walk.last_seq, batch=batch), batch))
+                final = len(rows) < batch
+                # the last batch also reads the index rows past its events: rows for no event
+                upto = None if final else rows[-1].event.seq
+                walk.begin(tables.index_after(walk.last_seq, upto))
+            bad = walk.run(rows)
+            leftover = walk.index_leftover()  # also closes the index cursor before anything writes
+            if bad is None and final:
+                # a cut-off end is named as such first, then rows the events do not account for
+                bad = (
+                    _check_fill(tables, walk.last_seq)
+                    or _check_checkpoint(held, walk)
+                    or leftover
+                    or _check_event_ids(tables, walk.touched)
+                    or _check_spans(tables, walk.touched)
+                    or _check_counts(tables, walk.touched, walk.last_seq)
+                )
+            if bad is not None or final:
+                return walk, bad, store.head()
+        if between is not None and not between():
+            return None
+
+
+def _report(
+    tables: Tables,
+    walk: _Walk,
+    bad: tuple[int, str] | None,
+    head: Head,
+    resumed: int | None,
+    point: VerifiedPoint | None,
+    remember: bool,
+) -> VerifyReport:
+    if bad is not None:
+        # a check after the walk (a repeated event id) can name a seq the walk passed: count up to it
+        checked = min(walk.checked, bad[0] - 1 - walk.start.seq)
+        return VerifyReport(False, checked, head, bad[0], bad[1], resumed, walk.nodes_checked, point)
+    if remember and walk.last_seq:
+        # best effort: a read-only ledger still verifies, it just cannot be resumed from later
+        tables.save_verified_point(walk.last_seq, walk.prev, walk.tree.peaks)
+    return VerifyReport(True, walk.checked, head, None, None, resumed, walk.nodes_checked, point)
+
+
+class _Walk:
+    """One pass over the events after `start`, keeping the chain and the tree."""
+
+    def __init__(
+        self,
+        tables: Tables,
+        start: _Start,
+        progress: Callable[[int], None] | None,
+        every: int,
+        exact: bool = True,
+    ) -> None:
+        self.tables = tables
+        self.start = start
+        self.exact = exact
+        # not exact: the count and hash sum of the derived rows the walked events imply (see _digest)
+        self.derived = (0, 0)
+        self.progress = progress
+        self.every = every
+        # after a resume, a stream may have events before the starting point
+        before = (lambda stream: tables.stream_version_at(stream, start.seq)) if start.seq else None
+        self.chain = Follower(start.hash, start.seq, start.recorded_us, before)
+        self.tree = CompactRange(start.seq, start.peaks)
+        self.filled = 0
+        self.index_rows: Iterator[tuple[Any, ...]] = iter(())
+        self.index_next: tuple[Any, ...] | None = None
+        self.checked = 0
+        self.nodes_checked = 0
+        self.pending: list[tuple[int, int, bytes]] = []
+        self.roots: dict[int, bytes] = {}  # tree size -> root, for the sizes a checkpoint names
+        self.root_sizes: set[int] = set()
+        # a resumed walk checks the event ids and spans of the events it walks past (their keys; None:
+        # every event id and observation)
+        self.touched: set[str] | None = set() if start.seq else None
+
+    @property
+    def last_seq(self) -> int:
+        """The last seq walked and found good."""
+        return self.chain.last_seq
+
+    @property
+    def prev(self) -> str:
+        """The chain hash at `last_seq`."""
+        return self.chain.prev
+
+    def begin(self, index_rows: Iterator[tuple[Any, ...]]) -> None:
+        """Start a read: the derived rows of the events it walks, and the Merkle fill as of now."""
+        # derived rows are compared per event as the walk passes it, so memory stays flat
+        self.index_rows = index_rows
+        self.index_next = next(self.index_rows, None)
+        self.filled = self.tables.fill_state()[0]
+
+    def run(self, links: Iterable[ChainLink]) -> tuple[int, str] | None:
+        """Walk `links` to their end or the first break; the earliest of a chain break and a node mismatch."""
+        bad: tuple[int, str] | None = None
+        for link in links:
+            seq = link.event.seq
+            reason, body = self.chain.check(link)
+            if reason is not None:
+                bad = (seq, reason)
+                break
+            keys = link_keys(link)
+            if self.touched is not None:
+                self.touched.update(k for k in keys if k.startswith((OBSERVATION, EVENT)))
+                if len(self.touched) > _TOUCHED_MAX:
+                    self.touched = None  # a long resumed walk: check everything rather than hold it
+            expected = sorted(
+                [(seq, "key", k) for k in keys]
+                + [(c.seq, "check", c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
+                   for c in link_checks(link)]
+            )  # fmt: skip
+            index_bad = self._index_upto(seq, expected)
+            if index_bad is not None:
+                bad = index_bad
+                break
+            for node in self.tree.append(leaf_hash(body)):
+                if node[0] >= ms.STORED_LEVEL and (node[1] + 1) << node[0] <= self.filled:
+                    self.pending.append(node)
+            if seq in self.root_sizes:
+                self.roots[seq] = self.tree.root()
+            self.chain.take(link)
+            self.checked += 1
+            if len(self.pending) >= _NODE_BATCH and (node_bad := self._flush()) is not None:
+                return node_bad
+            if self.progress is not None and self.checked % self.every == 0:
+                self.progress(self.checked)
+        node_bad = self._flush()
+        if node_bad is not None and (bad is None or node_bad[0] < bad[0]):
+            return node_bad
+        return bad
+
+    def run_rows(self, rows: Iterable[tuple[Any, ...]]) -> bool:
+        """A whole walk's pass over raw rows (ENVELOPE_COLUMNS, observed_us, recorded_us): every check
+        of `run`, the derived rows summed into `derived` instead of compared, and False at the first
+        event any check doubts (the exact walk then names it). Written as one loop over the columns:
+        it is what a full verify pays per event."""
+        prev, last_seq, last_recorded = self.chain.prev, self.chain.last_seq, self.chain.last_recorded
+        versions, tree, pending, filled = self.chain.versions, self.tree, self.pending, self.filled
+        count, total = self.derived
+        prev_digest = bytes.fromhex(prev)
+        checked, progress, every = self.checked, self.progress, self.every
+        for row in rows:
+            seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev_hash, h = row[:10]
+            if seq != last_seq + 1 or prev_hash != prev or version != versions.get(stream, 0) + 1:
+                return False
+            raw = data.encode()
+            text = f"{event_id}{observed_at}{recorded_at}{stream}{type_}"
+            if '"' in text or "\\" in text or not text.isprintable() or type(seq) is not int:
+                # a string the encoder escapes (or a value of another type): chain.envelope_body's bytes
+                body = envelope_body(
+                    StoredEvent(
+                        seq, event_id, stream, version, type_, observed_at, recorded_at, raw, prev_hash, h
+                    )
+                )
+            else:  # the same bytes, joined from the columns as they are (see chain.envelope_body)
+                tail = _TAIL % (event_id, observed_at, recorded_at, seq, stream, version, type_)
+                body = b'{"data":' + raw + tail.encode()
+            digest = blake3(prev_digest + body).digest()
+            if digest.hex() != h:
+                return False
+            observed_us, recorded_us = row[10], row[11]
+            if recorded_us < last_recorded or parse_ts(recorded_at) != recorded_us:
+                return False
+            if parse_ts(observed_at) != observed_us:
+                return False
+            keys = stored_keys(event_id, type_, raw)
+            count += len(keys)
+            total += sum(hash(("key", k, seq)) for k in keys)
+            if type_ == _STANDING:
+                event = StandingChecked(observed_at=observed_at, data=decode_data(type_, raw))
+                for c in check_rows(event, seq, observed_us, recorded_us):
+                    count += 1
+                    total += hash(("check", *c[:5], c.notices.decode()))
+            for node in tree.append(hashlib.sha256(b"\x00" + body).digest()):
+                if node[0] >= ms.STORED_LEVEL and (node[1] + 1) << node[0] <= filled:
+                    pending.append(node)
+            if seq in self.root_sizes:
+                self.roots[seq] = tree.root()
+            versions[stream] = version
+            prev, prev_digest, last_seq, last_recorded = h, digest, seq, recorded_us
+            checked += 1
+            if len(pending) >= _NODE_BATCH and self._flush() is not None:
+                return False
+            if progress is not None and checked % every == 0:
+                progress(checked)
+        self.chain.prev, self.chain.last_seq, self.chain.last_recorded = prev, last_seq, last_recorded
+        self.checked, self.derived = checked, (count, total & _MASK)
+        return self._flush() is None
+
+    def _index_upto(self, seq: int, expected: list[tuple[Any, ...]]) -> tuple[int, str] | None:
+        """Consume the derived rows up to `seq`; they must be exactly `expected` (the event's)."""
+        found: list[tuple[Any, ...]] = []
+        while self.index_next is not None and self.index_next[0] <= seq:
+            row, self.index_next = tuple(self.index_next), next(self.index_rows, None)
+            if row[0] < seq:
+                return row[0], _INDEX_MISMATCH  # a row for an event that is not a standing check
+            found.append(row)
+        if sorted(found) != expected:
+            return seq, _INDEX_MISMATCH
+        return None
+
+    def index_leftover(self) -> tuple[int, str] | None:
+        """Index rows past the last event walked: rows for events the ledger does not hold."""
+        row, self.index_next = self.index_next, None
+        self.index_rows = iter(())
+        if row is None:
+            return None
+        return row[0], f"{_INDEX_MISMATCH}: rows for seq {row[0]}, past the last event (events cut off?)"
+
+    def _flush(self) -> tuple[int, str] | None:
+        """Compare the nodes the walk completed with the stored ones."""
+        if not self.pending:
+            return None
+        stored = self.tables.nodes([(lv, i) for lv, i, _ in self.pending])
+        self.nodes_checked += len(self.pending)
+        pending, self.pending = self.pending, []
+        for level, index, h in pending:
+            if stored.get((level, index)) != h:
+                first, last = (index << level) + 1, (index + 1) << level
+                what = "is missing" if (level, index) not in stored else "does not match the events"
+                return first, f"the stored Merkle node ({level}, {index}) over seqs {first}..{last} {what}"
+        return None
+
+
+def _check_event_ids(tables: Tables, touched: set[str] | None) -> tuple[int, str] | None:
+    """No event id is stored twice (appends refuse it; only a write around them can do it): every id,
+    or those of the events a resumed walk passed."""
+    ids = None if touched is None else sorted(k[len(EVENT) :] for k in touched if k.startswith(EVENT))
+    repeated = tables.repeated_event_id(ids)
+    if repeated is None:
+        return None
+    event_id, seqs = repeated
+    shown = " and ".join(map(str, seqs))
+    return seqs[-1], f"event_id {event_id} is stored more than once (seq {shown})"
+
+
+def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | None:
+    """The inbound spans are the ones the events give (ledger/spans.py), observation by observation:
+    every one, or those whose keys are in `only` (a resumed walk: the walk it resumes checked the rest)."""
+    oids = None if only is None else sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
+    if oids is None and _same_rows(
+        # an observation has spans only if a resolution of it names a paper
+        (r for _, steps in tables.observation_steps() if any(s.cited for s in steps) for r in history(steps)),
+        tables.span_rows(ordered=False),
+    ):
+        return None  # every span: held equal as two multisets, read in any order (no sort)
+    # a mismatch (or a few observations): observation by observation, to name the first that breaks
+    stored = itertools.groupby(tables.span_rows(oids), key=lambda r: r.observation_id)
+    have = next(stored, None)
+    for oid, steps in tables.observation_steps(oids):
+        rows: list[Row] = []
+        while have is not None and have[0] <= oid:
+            if have[0] < oid:  # rows of an observation with no event
+                return _span_break(have[0], list(have[1]), [])
+            rows = list(have[1])
+            have = next(stored, None)
+        if rows != history(steps):
+            return _span_break(oid, rows, steps)
+    if have is not None:
+        return _span_break(have[0], list(have[1]), [])
+    return None
+
+
+def _same_rows(a: Iterable[tuple[Any, ...]], b: Iterable[tuple[Any, ...]]) -> bool:
+    """Whether two streams hold the same rows as multisets: their counts and the sums of their rows'
+    hashes (this process's own, keyed by its random hash seed) modulo 2**64 agree."""
+    return _digest(a) == _digest(b)
+
+
+def _digest(rows: Iterable[tuple[Any, ...]]) -> tuple[int, int]:
+    count, total = 0, 0
+    for row in rows:
+        count += 1
+        total += hash(tuple(row))
+    return count, total & _MASK
+
+
+_MASK = 0xFFFF_FFFF_FFFF_FFFF
+_STANDING = "standing.checked"
+# body(e) after its data, as chain.body_bytes encodes it when no string needs an escape
+_TAIL = (
+    ',"event_id":"%s","observed_at":"%s","recorded_at":"%s","seq":%d,"stream":"%s",'
+    '"stream_version":%d,"type":"%s"}'
+)
+
+
+def _check_counts(tables: Tables, only: set[str] | None, last_seq: int) -> tuple[int, str] | None:
+    """inbound_counts holds what the spans known now add up to: of every paper, or of those the
+    observations whose keys are in `only` point at."""
+    oids = None if only is None else sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
+    cited = None if oids is None else sorted({r.cited for r in tables.span_rows(oids, ordered=False)})
+    if cited == []:
+        return None
+    stored, counted = tables.count_rows(cited)
+    for a, b in itertools.zip_longest(stored, counted):
+        if a != b:  # the first (cited, bucket) that differs, in their order
+            wrong = min(x for x in (a, b) if x is not None)
+            break
+    else:
+        return None
+    return last_seq, (
+        f"inbound_counts of arXiv:{wrong[0]} (bucket {wrong[1]}) do not add up to its inbound spans "
+        "(counts altered, added or removed)"
+    )
+
+
+def _span_break(oid: str, rows: list[Row], steps: list[Step]) -> tuple[int, str]:
+    seq = max([s.seq for s in steps] or [r.resolution_seq for r in rows])
+    return seq, (
+        f"the inbound spans of observation {oid} do not match its citations and resolutions "
+        "(inbound_spans rows altered, added or removed)"
+    )
+
+
+def _check_fill(tables: Tables, last_seq: int) -> tuple[int, str] | None:
+    """The Merkle nodes must not cover events the ledger no longer holds."""
+    filled, chain_hash = tables.fill_state()
+    if filled > last_seq:
+        return last_seq + 1, (
+            f"the Merkle tree was built over {filled} events but the ledger holds {last_seq}: "
+            "events were cut off the end"
+        )
+    if filled and tables.event_hash(filled) != chain_hash:
+        return filled, f"seq {filled} is not the event the Merkle tree was built over (rewritten)"
+    return None
+
+
+def _held_checkpoint(tables: Tables) -> Checkpoint | str | None:
+    """The last checkpoint this ledger signed, or why it does not parse."""
+    note = tables.last_checkpoint()
+    if note is None:
+        return None
+    try:
+        return unsigned_checkpoint(note)
+    except NoteError as e:
+        return f"the last signed checkpoint does not parse: {e.message}"
+
+
+def _check_checkpoint(held: Checkpoint | str | None, walk: _Walk) -> tuple[int, str] | None:
+    """The last signed checkpoint must still hold: not beyond the head, and the same root."""
+    if held is None:
+        return None
+    if isinstance(held, str):
+        return walk.last_seq + 1, held
+    if held.size > walk.last_seq:
+        return walk.last_seq + 1, (
+            f"a checkpoint of {held.size} events was signed but the ledger holds {walk.last_seq}: "
+            "events were cut off the end or the database was rolled back"
+        )
+    got = walk.roots.get(held.size)
+    if got is not None and got != held.root:
+        return (
+            held.size,
+            f"events 1..{held.size} do not hash to the root of the checkpoint signed for that size",
+        )
+    return None  # size 0, or a size before a resumed walk's start: checked by the walk that passed it
