@@ -1,1 +1,2 @@
-"""TODO."""
+"""Standing alerts over HTTP: watches and their alerts, deliveries and SSE, a paper's Atom feed, the
+deliverer's loop and the webhook POST with its address policy against request forgery."""

@@ -1,1 +1,1 @@
-"""TODO."""
+"""Write routes: batches of events, records, and source files (`POST /ingest/{source}`)."""

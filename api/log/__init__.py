@@ -1,1 +1,2 @@
-"""TODO."""
+"""Routes about the log itself: the evidence pages and their live SSE stream, checkpoints and proofs,
+offline bundles, a held checkpoint's check, and the background cosigner that asks the witnesses."""

@@ -1,1 +1,2 @@
-"""TODO."""
+"""What the operator sees: Prometheus metrics, the request middleware, JSON logs, the scrubber's
+schedule."""

@@ -1,1 +1,2 @@
-"""TODO."""
+"""Routes about a paper's record: the record JSON and page, the paper page with its timeline, title
+search, the integrity report, and the caches of records and timelines kept per ledger head."""
