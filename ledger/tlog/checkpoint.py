@@ -30,7 +30,7 @@ from ledger.tlog.checkpoint_notes import Checkpoint, NoteError, parse_checkpoint
 from ledger.tlog.merkle import ProofError, verify_consistency
 
 if TYPE_CHECKING:
-    from ledger.storage.interface import Store
+    from ledger.tlog.stored import LogStore
 
 ED25519 = 0x01  # the signature type byte of C2SP signed-note
 SIG_PREFIX = "\u2014 "  # em dash, space
@@ -231,12 +231,12 @@ def load_or_create_key(path: Path, origin: str | None = None) -> Signer:
 class Checkpointer:
     """Signs checkpoints of one store's tree with its key, never two inconsistent ones."""
 
-    store: Store
+    store: LogStore
     key_path: Path
     origin: str | None = None
 
     @classmethod
-    def for_db(cls, store: Store, origin: str | None = None) -> Checkpointer:
+    def for_db(cls, store: LogStore, origin: str | None = None) -> Checkpointer:
         """Key at $LEDGER_KEY_FILE or interface.side_path(db, ".key"); origin from arg or $LEDGER_ORIGIN.
 
         The last signed checkpoint is kept by store.tables (<db>.checkpoint on SQLite, a table on

@@ -16,7 +16,7 @@ from ledger.tlog.checkpoint import SignedCheckpoint
 from ledger.tlog.merkle import ProofError, verify_consistency
 
 if TYPE_CHECKING:
-    from ledger.storage.interface import Store
+    from ledger.tlog.stored import LogStore
 
 CONSISTENT = "consistent"
 TRUNCATED = "truncated"
@@ -79,7 +79,7 @@ class HeldVerdict(NamedTuple):
         }
 
 
-def hold_against(store: Store, held: SignedCheckpoint, *, fill: bool = True) -> HeldVerdict:
+def hold_against(store: LogStore, held: SignedCheckpoint, *, fill: bool = True) -> HeldVerdict:
     """Check the tree now against a held checkpoint whose signature the caller has verified."""
     cp = held.checkpoint
     size = store.head().seq

@@ -17,7 +17,7 @@ from ledger.tlog.merkle import (
 )
 
 if TYPE_CHECKING:
-    from ledger.storage.interface import Store, Tables
+    from ledger.tlog.stored import LogStore, TreeTables
 
 # Nodes are stored from this level up (subtrees of 16 leaves): an eighth of a row per event instead
 # of two, and anything lower is recomputed from at most 16 events read in one query.
@@ -56,7 +56,7 @@ class InclusionProof(NamedTuple):
 class StoredTree:
     """A NodeSource over the store: stored nodes from STORED_LEVEL up, lower ones from the events."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: LogStore) -> None:
         self.store = store
         self._blocks: dict[int, list[bytes]] = {}
         self._nodes: dict[tuple[int, int], bytes] = {}  # proofs for many seqs share their upper nodes
@@ -89,7 +89,7 @@ class StoredTree:
         return self._blocks[block]
 
 
-def check_fill(tables: Tables) -> tuple[int, str | None]:
+def check_fill(tables: TreeTables) -> tuple[int, str | None]:
     """The fill state, refused if its last leaf is no longer the event the nodes were built over."""
     filled, chain_hash = tables.fill_state()
     if filled and tables.event_hash(filled) != chain_hash:
@@ -101,7 +101,7 @@ def check_fill(tables: Tables) -> tuple[int, str | None]:
     return filled, chain_hash
 
 
-def ensure(store: Store, size: int, *, fill: bool = True) -> StoredTree:
+def ensure(store: LogStore, size: int, *, fill: bool = True) -> StoredTree:
     """A node source for trees up to `size` leaves, storing the complete subtrees it still lacks; with
     fill=False (a read-only server) it computes them in memory instead and writes nothing."""
     head = store.head()
@@ -123,8 +123,8 @@ def ensure(store: Store, size: int, *, fill: bool = True) -> StoredTree:
     return StoredTree(store)
 
 
-def _fill_chunk(store: Store, upto: int) -> int:
-    """Store the nodes of leaves [filled, upto) in one write transaction; returns the new fill."""
+def _fill_chunk(store: LogStore, upto: int) -> int:
+    """LogStore the nodes of leaves [filled, upto) in one write transaction; returns the new fill."""
     tables = store.tables
     with tables.filling():
         # Re-read under the fill lock: another process may have filled meanwhile.
@@ -136,7 +136,7 @@ def _fill_chunk(store: Store, upto: int) -> int:
     return upto
 
 
-def _new_nodes(store: Store, filled: int, upto: int) -> tuple[list[tuple[int, int, bytes]], str]:
+def _new_nodes(store: LogStore, filled: int, upto: int) -> tuple[list[tuple[int, int, bytes]], str]:
     """The stored-level nodes completed by leaves [filled, upto), and the chain hash of seq `upto`."""
     tables = store.tables
     peaks, offset = [], 0
@@ -160,20 +160,20 @@ def _new_nodes(store: Store, filled: int, upto: int) -> tuple[list[tuple[int, in
     return rows, last_hash
 
 
-def _stored(tables: Tables, level: int, index: int) -> bytes:
+def _stored(tables: TreeTables, level: int, index: int) -> bytes:
     h = tables.node(level, index)
     if h is None:
         raise ChainBroken((index << level) + 1, f"Merkle node ({level}, {index}) is missing")
     return h
 
 
-def tree_root(store: Store, size: int, *, fill: bool = True) -> bytes:
+def tree_root(store: LogStore, size: int, *, fill: bool = True) -> bytes:
     """The root of the tree over seq 1..size."""
     return root(ensure(store, size, fill=fill), size)
 
 
 def inclusion(
-    store: Store,
+    store: LogStore,
     seq: int,
     tree_size: int | None = None,
     tree: StoredTree | None = None,
@@ -197,7 +197,7 @@ def inclusion(
     return InclusionProof(seq, size, leaf, inclusion_proof(tree, seq - 1, size), root(tree, size))
 
 
-def consistency(store: Store, old_size: int, new_size: int, *, fill: bool = True) -> list[bytes]:
+def consistency(store: LogStore, old_size: int, new_size: int, *, fill: bool = True) -> list[bytes]:
     """The consistency proof from the tree of old_size leaves to the one of new_size."""
     if not 0 <= old_size <= new_size:
         raise InvalidEvent(
