@@ -27,8 +27,7 @@ from api.errors import error_body
 from api.ops import logs
 from api.ops.serve_start import mark_server_start
 from api.settings import ENV_DB, ENV_READ_ONLY, Settings
-from ledger.storage.backend import is_pg_url
-from service.ledger import Ledger
+from service.ledger import Ledger, is_pg_url
 
 # prometheus-client's multiprocess directory; set here before any worker imports it (api/metrics.py)
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from ledger.storage.backend import side_path
+from service.ledger import side_path
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 DEFAULT_MAX_BATCH = 10_000

@@ -94,7 +94,7 @@ def build(db: Path, inbound: int) -> None:
 
 def ledger_cmd(*args: str) -> list[str]:
     """The `ledger` command of this checkout and interpreter."""
-    return [sys.executable, "-c", "from cli.main import main; main()", *args]
+    return [sys.executable, "-c", "from entry.main import main; main()", *args]
 
 
 def run(

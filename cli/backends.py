@@ -7,7 +7,7 @@ import sys
 import click
 
 from ledger.model.errors import LedgerError
-from ledger.storage.backend import Store
+from service.ledger import Store
 
 
 @click.command("migrate")
@@ -18,8 +18,7 @@ from ledger.storage.backend import Store
 @click.option("--batch", default=2000, show_default=True, help="Events per target transaction.")
 def migrate(source: str, target: str, batch: int) -> None:
     """Copy every event verbatim (same seq, recorded_at and hashes) into an empty ledger and verify it."""
-    from ledger.storage.backend import copy_ledger
-    from service.ledger import Ledger
+    from service.ledger import Ledger, copy_ledger
 
     try:
         src, dst = Ledger(source), Ledger(target)

@@ -286,8 +286,7 @@ def _verify(
     quorum: Quorum = NO_QUORUM,
 ) -> None:
     from ledger.model.instants import now_us
-    from ledger.storage.verify import verify_store
-    from service.ledger import Ledger
+    from service.ledger import Ledger, verify_store
     from service.ops.scrub import VERIFY, PassLog, chain_status, pass_of
 
     ledger = Ledger(db)

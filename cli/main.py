@@ -107,55 +107,5 @@ def events(after: int, limit: int | None, stream: str | None, type_: str | None,
         out.write(enc.encode(envelope_json(e)) + b"\n")
 
 
-@main.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
-@click.option("--workers", default=1, show_default=True, type=int, help="uvicorn worker processes.")
-@click.option("--read-only", is_flag=True, help="Refuse every write (403 writes_disabled).")
-@click.option("--no-samples", is_flag=True, help="Do not load the sample record into an empty ledger.")
-@click.option(
-    "--replicate",
-    "replica",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Keep a Litestream replica of the SQLite file in this directory while serving.",
-)
-@click.option("--sync-interval", default="1s", show_default=True, help="How far the replica may lag.")
-@db_option
-def serve(
-    host: str,
-    port: int,
-    workers: int,
-    read_only: bool,
-    no_samples: bool,
-    replica: str | None,
-    sync_interval: str,
-    db: str,
-) -> None:
-    """Serve the HTTP API and record pages; an empty ledger gets the sample record first."""
-    from api.server import run
-
-    def go() -> None:
-        run(db=db, host=host, port=port, workers=workers, read_only=read_only, samples=not no_samples)
-
-    if replica is None:
-        go()
-        return
-    from ledger.storage.backend import is_pg_url
-    from service.ops.replicate import replicating
-
-    if is_pg_url(db):
-        raise click.UsageError(
-            "--replicate is for a SQLite file; replicate PostgreSQL with its own streaming"
-        )
-    _ledger(db).close()  # the file exists (and is migrated) before Litestream opens it
-    try:
-        with replicating(db, replica, sync_interval) as config:
-            click.echo(f"Replicating {db} to {replica} with Litestream ({config})", err=True)
-            go()
-    except LedgerError as e:
-        raise click.ClickException(e.message) from None
-
-
 for commands in (integrity, sources, backends, ops, monitor, witness, alerts, search, timeline):
     commands.register(main)

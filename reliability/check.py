@@ -66,7 +66,7 @@ def verify_cli(db: str | Path, workdir: Path | None = None) -> str:
     env = None
     if is_url(db):  # the ledger's side files live in its state directory
         env = {**os.environ, "LEDGER_STATE_DIR": str(workdir_of(db, workdir))}
-    cmd = [sys.executable, "-c", "from cli.main import main; main()", "verify", "--db", str(db)]
+    cmd = [sys.executable, "-c", "from entry.main import main; main()", "verify", "--db", str(db)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
     assert r.returncode == 0, f"ledger verify exited {r.returncode}: {r.stdout}{r.stderr}"
     return r.stdout.splitlines()[0]

@@ -15,7 +15,7 @@ fi
 work="$(mktemp -d)"
 port="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 token="fuzz-$RANDOM$RANDOM"
-LEDGER_TOKENS="$token" "$py" -c 'from cli.main import main; main()' serve --db "$work/ledger.db" \
+LEDGER_TOKENS="$token" "$py" -c 'from entry.main import main; main()' serve --db "$work/ledger.db" \
   --port "$port" --workers 2 >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$work"' EXIT
@@ -28,6 +28,6 @@ status=0
 "$st" --config-file reliability/schemathesis.toml run "$LEDGER_FUZZ_BASE/openapi.json" \
   -H "Authorization: Bearer $token" --checks all --exclude-path /evidence/stream \
   --max-examples "$examples" --workers 1 --seed 20261129 || status=$?
-"$py" -c 'from cli.main import main; main()' verify --db "$work/ledger.db" || status=$?
+"$py" -c 'from entry.main import main; main()' verify --db "$work/ledger.db" || status=$?
 grep -c '" 500 ' "$work/server.log" | sed 's/^/server 500 answers: /' || true
 exit "$status"

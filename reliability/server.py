@@ -28,7 +28,7 @@ def free_port() -> int:
 
 def ledger_cmd() -> list[str]:
     """The `ledger` CLI of this interpreter."""
-    return [sys.executable, "-c", "from cli.main import main; main()"]
+    return [sys.executable, "-c", "from entry.main import main; main()"]
 
 
 def workdir_of(db: str | Path, workdir: Path | None = None) -> Path:

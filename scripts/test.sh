@@ -4,9 +4,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh dev
 scripts/system-deps.sh || echo "warning: Chromium or PostgreSQL unavailable; their tests will skip" >&2
-.venv/bin/ruff check ledger projections service api cli tests bench reliability
-.venv/bin/ruff format --check ledger projections service api cli
+.venv/bin/ruff check ledger projections service api cli entry tests bench reliability
+.venv/bin/ruff format --check ledger projections service api cli entry
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache  # the floors (pyproject.toml [tool.importlinter])
 # the whole suite on SQLite (tests/contract/ runs on both backends here), then again on PostgreSQL
 .venv/bin/python -m pytest "$@"
 if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || [ -n "${LEDGER_TEST_PG_URL:-}" ]; then

@@ -35,7 +35,7 @@ def ledger_command() -> list[str]:
     script = Path(sys.executable).parent / "ledger"
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "from cli.main import main; main()"]
+    return [sys.executable, "-c", "from entry.main import main; main()"]
 
 
 def now_rfc3339() -> str:

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def _ledger(*args: str) -> list[str]:
     # this checkout's CLI (an installed `ledger` script may belong to another checkout)
-    return [sys.executable, "-c", "from cli.main import main; main()", *args]
+    return [sys.executable, "-c", "from entry.main import main; main()", *args]
 
 
 def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -35,9 +35,8 @@ from api.errors import TooManySubscribers
 from api.limits import RateLimiter
 from ledger.model.codec import canonical, decode_json
 from ledger.model.instants import format_recorded, now_us
-from ledger.storage.alert_store import Alert
 from service.alerts import alerts as al
-from service.ledger import Ledger
+from service.ledger import Alert, Ledger
 
 router = APIRouter(tags=["alerts"])
 

@@ -21,8 +21,8 @@ from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.events import Event
 from ledger.model.instants import now_us
-from ledger.storage.append import AppendResult
 from projections.diff import record_changes
+from service.ledger import AppendResult
 from service.sources import SOURCES, ingest
 
 router = APIRouter()

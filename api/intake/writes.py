@@ -18,8 +18,7 @@ from api.settings import Settings
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent
 from ledger.model.importer import SCHEMA, Batch, parse_batch, quick_batch, record_to_batch
-from ledger.storage.append import AppendResult
-from service.ledger import Ledger
+from service.ledger import AppendResult, Ledger
 
 router = APIRouter(tags=["writes"])
 

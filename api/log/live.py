@@ -27,8 +27,7 @@ from api.ops import metrics
 from api.settings import Settings
 from ledger.model.codec import canonical, envelope_json
 from ledger.model.events import StoredEvent
-from ledger.storage.backend import Store
-from service.ledger import Ledger
+from service.ledger import Ledger, Store
 
 log = logging.getLogger("api.live")
 

@@ -28,8 +28,7 @@ from service.ops.status import Status, read_status
 
 if TYPE_CHECKING:
     from ledger.model.facts import ScrubPass
-    from ledger.storage.append import AppendResult
-    from ledger.storage.interface import Store
+    from service.ledger import AppendResult, Store
     from service.ops.scrub import PassLog
     from service.sources import Summary
 

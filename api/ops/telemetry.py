@@ -19,7 +19,7 @@ from api.ops import logs, metrics
 from api.ops.scrub import passes_of
 from api.settings import Settings
 from ledger.model.events import Event
-from ledger.storage.append import AppendResult
+from service.ledger import AppendResult
 from service.sources import Summary
 
 router = APIRouter(tags=["service"])
