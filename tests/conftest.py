@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -52,7 +53,24 @@ def pytest_report_header() -> str:
     return f"ledger backend under test: {backend_under_test()} (${BACKEND_ENV})"
 
 
+# What in a test module's source shows that its tests start processes (servers, the CLI as a
+# program, PostgreSQL, a browser): they carry the `process` mark, which `scripts/test.sh --fast` leaves out.
+_PROCESS_SIGNS = ("subprocess", "running_server", "reliability.", "chromium", "playwright", "multiprocessing")
+_process_modules: dict[str, bool] = {}
+
+
+def _starts_processes(item: pytest.Item) -> bool:
+    path = str(item.path)
+    if path not in _process_modules:
+        text = Path(path).read_text(encoding="utf-8")
+        _process_modules[path] = any(sign in text for sign in _PROCESS_SIGNS)
+    return _process_modules[path]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("process") is None and _starts_processes(item):
+            item.add_marker(pytest.mark.process)
     if not on_postgresql():
         return
     for item in items:
@@ -60,6 +78,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if mark is not None:
             why = mark.args[0] if mark.args else mark.kwargs.get("reason", "")
             item.add_marker(pytest.mark.skip(reason=f"SQLite only: {why}"))
+
+
+@pytest.fixture(autouse=True)
+def _no_process_in_fast_run(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In `scripts/test.sh --fast`, a test without the `process` mark that starts one fails, naming it."""
+    if not os.environ.get("LEDGER_TEST_FAST") or request.node.get_closest_marker("process"):
+        return
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"{request.node.nodeid} starts a process: mark it @pytest.mark.process")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
 @pytest.fixture(scope="session")
