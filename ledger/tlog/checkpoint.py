@@ -18,7 +18,7 @@ import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Generic, NamedTuple, Self, TypeVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -104,39 +104,78 @@ def parse_vkey(text: str) -> Verifier:
     return Verifier(name, hash_, raw[1:])
 
 
-class Signer:
-    """An Ed25519 private key under a name (the checkpoint origin)."""
+V = TypeVar("V")
+
+
+class NamedKey(Generic[V]):
+    """An Ed25519 private key under a name, kept as PRIVATE+KEY+<name>+<hex key hash>+<base64 key>.
+
+    Subclasses name the key type byte before the seed and how the public key is published.
+    """
+
+    KEY_TYPE: ClassVar[int]
+    LABEL: ClassVar[str]  # what the key is called in errors
+    SEED: ClassVar[str]  # what its key bytes must be, in errors
 
     def __init__(self, name: str, private: Ed25519PrivateKey) -> None:
-        _check_name(name)
+        self._check(name)
         self.name = name
         self.private = private
-        public = private.public_key().public_bytes(_RAW, serialization.PublicFormat.Raw)
-        self.verifier = Verifier(name, key_hash(name, public), public)
+        self.verifier = self._verifier(
+            name, private.public_key().public_bytes(_RAW, serialization.PublicFormat.Raw)
+        )
+
+    @staticmethod
+    def _check(name: str) -> None:
+        _check_name(name)
+
+    def _verifier(self, name: str, public: bytes) -> V:
+        raise NotImplementedError
+
+    @property
+    def key_hash(self) -> bytes:
+        """The 4-byte key hash of the published key."""
+        raise NotImplementedError
 
     @classmethod
-    def parse(cls, skey: str) -> Signer:
-        """PRIVATE+KEY+<name>+<hex key hash>+<base64(0x01 || seed)> (the Go note signer key format)."""
+    def parse(cls, skey: str) -> Self:
+        """The key from its PRIVATE+KEY+... line; NoteError says what is wrong with it."""
         parts = skey.strip().split("+", 4)
         if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
-            raise NoteError("a signer key is PRIVATE+KEY+<name>+<hex key hash>+<base64 key>")
+            raise NoteError(f"a {cls.LABEL} is PRIVATE+KEY+<name>+<hex key hash>+<base64 key>")
         try:
             raw = base64.b64decode(parts[4], validate=True)
         except binascii.Error:
-            raise NoteError("signer key: bad base64") from None
-        if len(raw) != 33 or raw[0] != ED25519:
-            raise NoteError("signer key: not an Ed25519 seed (0x01 || 32 bytes)")
+            raise NoteError(f"{cls.LABEL}: bad base64") from None
+        if len(raw) != 33 or raw[0] != cls.KEY_TYPE:
+            raise NoteError(f"{cls.LABEL}: not {cls.SEED}")
         signer = cls(parts[2], Ed25519PrivateKey.from_private_bytes(raw[1:]))
-        if signer.verifier.hash.hex() != parts[3]:
-            raise NoteError("signer key: the key hash does not match the name and key")
+        if signer.key_hash.hex() != parts[3]:
+            raise NoteError(f"{cls.LABEL}: the key hash does not match the name and key")
         return signer
 
     @property
     def skey(self) -> str:
-        """The private key in the Go note signer key format."""
+        """The private key as its PRIVATE+KEY+... line."""
         seed = self.private.private_bytes(_RAW, serialization.PrivateFormat.Raw, serialization.NoEncryption())
-        encoded = base64.b64encode(bytes([ED25519]) + seed).decode()
-        return f"PRIVATE+KEY+{self.name}+{self.verifier.hash.hex()}+{encoded}"
+        encoded = base64.b64encode(bytes([self.KEY_TYPE]) + seed).decode()
+        return f"PRIVATE+KEY+{self.name}+{self.key_hash.hex()}+{encoded}"
+
+
+class Signer(NamedKey[Verifier]):
+    """An Ed25519 private key under a name (the checkpoint origin), in the Go note signer key format."""
+
+    KEY_TYPE = ED25519
+    LABEL = "signer key"
+    SEED = "an Ed25519 seed (0x01 || 32 bytes)"
+
+    def _verifier(self, name: str, public: bytes) -> Verifier:
+        return Verifier(name, key_hash(name, public), public)
+
+    @property
+    def key_hash(self) -> bytes:
+        """The 4-byte key hash of the verifier key."""
+        return self.verifier.hash
 
     def sign_note(self, text: str) -> str:
         """The signed note: text, a blank line, one signature line."""

@@ -21,7 +21,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from ledger.tlog.checkpoint import SIG_PREFIX, create_key_file
+from ledger.tlog.checkpoint import SIG_PREFIX, NamedKey, create_key_file
 from ledger.tlog.checkpoint_notes import NoteError
 
 COSIGNATURE_V1 = 0x04  # the signature type byte of an Ed25519 cosignature/v1 key (tlog-cosignature)
@@ -106,44 +106,29 @@ def parse_witness_vkey(text: str) -> WitnessVerifier:
     return WitnessVerifier(name, hash_, raw[1:])
 
 
-class WitnessSigner:
+class WitnessSigner(NamedKey[WitnessVerifier]):
     """A witness's Ed25519 private key under its name; makes cosignature/v1 signature lines."""
 
-    def __init__(self, name: str, private: Ed25519PrivateKey) -> None:
+    KEY_TYPE = COSIGNATURE_V1
+    LABEL = "witness signer key"
+    SEED = "a cosignature/v1 Ed25519 seed (0x04 || 32 bytes)"
+
+    @staticmethod
+    def _check(name: str) -> None:
         _check_name(name)
-        self.name = name
-        self.private = private
-        public = private.public_key().public_bytes(_RAW, serialization.PublicFormat.Raw)
-        self.verifier = WitnessVerifier(name, witness_key_hash(name, public), public)
+
+    def _verifier(self, name: str, public: bytes) -> WitnessVerifier:
+        return WitnessVerifier(name, witness_key_hash(name, public), public)
+
+    @property
+    def key_hash(self) -> bytes:
+        """The cosignature/v1 key ID."""
+        return self.verifier.hash
 
     @property
     def vkey(self) -> str:
         """The witness's verifier key (C2SP vkey, type 0x04)."""
         return self.verifier.vkey
-
-    @classmethod
-    def parse(cls, skey: str) -> WitnessSigner:
-        """PRIVATE+KEY+<name>+<hex key hash>+<base64(0x04 || seed)> (the ledger key file's format)."""
-        parts = skey.strip().split("+", 4)
-        if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
-            raise NoteError("a witness signer key is PRIVATE+KEY+<name>+<hex key hash>+<base64 key>")
-        try:
-            raw = base64.b64decode(parts[4], validate=True)
-        except binascii.Error:
-            raise NoteError("witness signer key: bad base64") from None
-        if len(raw) != 33 or raw[0] != COSIGNATURE_V1:
-            raise NoteError("witness signer key: not a cosignature/v1 Ed25519 seed (0x04 || 32 bytes)")
-        signer = cls(parts[2], Ed25519PrivateKey.from_private_bytes(raw[1:]))
-        if signer.verifier.hash.hex() != parts[3]:
-            raise NoteError("witness signer key: the key hash does not match the name and key")
-        return signer
-
-    @property
-    def skey(self) -> str:
-        """The private key, in the same PRIVATE+KEY+... form as the ledger's key file (type 0x04)."""
-        seed = self.private.private_bytes(_RAW, serialization.PrivateFormat.Raw, serialization.NoEncryption())
-        encoded = base64.b64encode(bytes([COSIGNATURE_V1]) + seed).decode()
-        return f"PRIVATE+KEY+{self.name}+{self.verifier.hash.hex()}+{encoded}"
 
     def cosign(self, text: str, timestamp: int) -> str:
         """The cosignature/v1 signature line (with its newline) on note `text` at `timestamp`."""
