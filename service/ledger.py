@@ -99,8 +99,12 @@ class Ledger:
         synchronous: str = "FULL",
         group_commit: bool = False,
         raise_alerts: bool = True,
+        clock: Callable[[], int] = now_us,
     ) -> None:
         db = path or default_db()
+        # what "now" is, in UTC microseconds: when an append is recorded, and a record's default as_of;
+        # tests pass a clock they advance instead of sleeping
+        self.clock = clock
         self.url = str(db)
         self._path = None if is_pg_url(db) else Path(db)
         self.store: Store = open_store(db, synchronous=synchronous)
@@ -159,7 +163,7 @@ class Ledger:
         `within(tx, result)` runs in the batch's transaction before it commits (what is written with the
         batch, e.g. an ingest's receipt); when it raises, nothing of the batch is written.
         """
-        now = now_us()
+        now = self.clock()
         for i, e in enumerate(events):
             where = places[i] if places is not None else f"events[{i}]"
             if not typed:
@@ -168,13 +172,13 @@ class Ledger:
         # a batch with more to write takes a transaction of its own: a group's would stage its events
         if self._committer is not None and within is None:
             result: AppendResult = self._committer.submit(
-                lambda tx: append_batch(tx, events, expected_versions, places),
+                lambda tx: append_batch(tx, events, expected_versions, places, self.clock),
                 needs_of(events, expected_versions),
             )
         else:
             began = time.perf_counter()
             with self.store.write() as tx:
-                result = append_batch(tx, events, expected_versions, places)
+                result = append_batch(tx, events, expected_versions, places, self.clock)
                 if within is not None:
                     within(tx, result)
             if self._group_observer is not None:
@@ -205,7 +209,7 @@ class Ledger:
     ) -> Iterator[Evidence]:
         """The record as of T (default now) and K, and a way to read every event it was built from, in
         one consistent read of the ledger (held until the block ends)."""
-        t = now_us() if as_of_us is None else as_of_us
+        t = self.clock() if as_of_us is None else as_of_us
         with self.store.snapshot(t, known_us) as reader:
             head = reader.head()
             try:
@@ -245,7 +249,7 @@ class Ledger:
         with `alerts`, the notices held as of T too (service.alerts.paper_alerts). Before the paper's
         first snapshot the record is None, or (`strict`) the record's NotFound is raised.
         `cached(head)` may give the timeline already read at that head."""
-        t = now_us() if as_of_us is None else as_of_us
+        t = self.clock() if as_of_us is None else as_of_us
         with self.store.snapshot(MAX_US) as reader:
             head = reader.head()
             timeline = None if cached is None else cached(head)

@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ledger.model import events as ev
+from ledger.model.instants import now_us
 
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
 PAPERS = ["2101.00001", "2101.00002", "2101.00003", "hep-th/9901001"]
@@ -247,3 +248,19 @@ def outbox_entries(store: Any, states: list[str]) -> None:
                 "VALUES (?, 'w', ?, 0, 0, 0, 0)",
                 (10**9 + n, state),
             )
+
+
+class Clock:
+    """A clock a test moves by hand (UTC microseconds): `Ledger(db, clock=Clock())`, then `advance()`,
+    instead of sleeping for distinct instants."""
+
+    def __init__(self, start_us: int | None = None) -> None:
+        self.us = now_us() if start_us is None else start_us
+
+    def __call__(self) -> int:
+        return self.us
+
+    def advance(self, us: int = 1_000) -> int:
+        """Move on by `us` microseconds; the new instant."""
+        self.us += us
+        return self.us

@@ -179,15 +179,11 @@ def test_a_bundle_is_refused_before_its_first_byte(rich: Ledger) -> None:
 
 
 def test_known_at_bundle(new_db: Callable[[str], str]) -> None:
-    import time
-
-    from ledger.model.instants import now_us
-
-    ledger = Ledger(new_db("l.db"))
+    clock = fx.Clock()
+    ledger = Ledger(new_db("l.db"), clock=clock)
     ledger.append(rich_events()[:10])
-    time.sleep(0.002)
-    known = now_us()
-    time.sleep(0.002)
+    known = clock.advance()
+    clock.advance()
     ledger.append(rich_events()[10:])
     t = parse_ts(fx.ts(60))
     bundle = record_evidence(ledger, A, t, known)

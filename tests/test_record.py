@@ -27,6 +27,7 @@ from service.ledger import Ledger
 from tests import raw
 from tests.factories import (
     PAPERS,
+    Clock,
     check,
     citation,
     ledgers,
@@ -457,15 +458,11 @@ def test_the_typed_record_is_its_canonical_json(scratch: Scratch, events: list[E
 
 
 def test_known_at_hides_events_recorded_later(new_db: NewDb) -> None:
-    import time
-
-    from ledger.model.instants import now_us
-
     pid = "2101.00001"
-    ledger = _ledger_with(new_db(), [paper(pid, ts(0)), measurement(pid, ts(1), 5)])
-    time.sleep(0.01)
-    known = now_us()
-    time.sleep(0.01)
+    clock = Clock()
+    ledger = _ledger_with(Ledger(new_db(), clock=clock), [paper(pid, ts(0)), measurement(pid, ts(1), 5)])
+    known = clock.advance()
+    clock.advance()
     ledger.append([measurement(pid, ts(2), 8)])  # observed long ago, but recorded only now
     now_view = _json(ledger.record(pid))
     then_view = _json(ledger.record(pid, None, known))

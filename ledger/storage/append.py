@@ -8,7 +8,7 @@ observation's step) taken from the typed event in hand instead of decoded again 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, cast
 
 import msgspec
@@ -132,8 +132,10 @@ def append_batch(
     events: Sequence[Event],
     expected_versions: Mapping[str, int] | None = None,
     places: Sequence[str] | None = None,
+    clock: Callable[[], int] = now_us,
 ) -> AppendResult:
-    """Append `events` atomically inside `tx`; raise (and write nothing) on any refusal."""
+    """Append `events` atomically inside `tx`, recorded at `clock()` (UTC microseconds, never before the
+    last recorded instant); raise (and write nothing) on any refusal."""
     encode = _CANONICAL.encode
     # the tags as the interned constants of this module, so the loops below compare them by identity
     types = [_TYPES[type(e)] for e in events]
@@ -189,7 +191,7 @@ def append_batch(
                     details={"stream": stream, "expected": expected, "current": current},
                 )
 
-    recorded_us = max(now_us(), last_recorded)
+    recorded_us = max(clock(), last_recorded)
     recorded_at = format_recorded(recorded_us)
     rows = Rows([], [], [], [])
     events_, keys, steps = rows.events, rows.keys, rows.steps
