@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from ledger.model.errors import InvalidEvent
-from ledger.storage.search import Hit, query_words
+from ledger.storage.derived.search import Hit, query_words
 from service.ledger import Ledger
 
 PER_PAGE = 50

@@ -28,8 +28,8 @@ from ledger.model.events import (
 )
 from ledger.model.facts import CheckWorkRow, Head
 from ledger.model.instants import format_recorded, now_us, parse_ts
-from ledger.storage.keys import EVENT, OBSERVATION, event_keys, link_keys
-from ledger.storage.spans import CITATION, RESOLUTION, Step, link_step
+from ledger.storage.derived.keys import EVENT, OBSERVATION, event_keys, link_keys
+from ledger.storage.derived.spans import CITATION, RESOLUTION, Step, link_step
 
 
 class Rows(NamedTuple):
