@@ -138,7 +138,7 @@ def _full_scan() -> None:
     """Replace the indexes by the full scan matching used before the works index."""
     import service.sources as sources
     from ledger.model.doi import arxiv_key, doi_key, work_keys
-    from ledger.storage.derived.works_store import papers_known, works_known
+    from ledger.storage.works_store import papers_known, works_known
     from service.sources.base import PaperIndex, WorkIndex
 
     class FullScanWorks(WorkIndex):

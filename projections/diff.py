@@ -16,7 +16,7 @@ from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.facts import Fact, Head
 from ledger.model.instants import format_as_of, parse_ts
 from ledger.model.record_types import Measurement, NoticeEvent, Observation, Record, StandingNotice
-from ledger.storage.derived.works_store import observation_events
+from ledger.storage.works_store import observation_events
 from ledger.storage.interface import Store
 
 SCHEMA = "citation-ledger.record-changes.v1"

@@ -10,7 +10,7 @@ import pytest
 from ledger.model.doi import arxiv_key, doi_key, normalize_doi
 from ledger.model.errors import InvalidEvent
 from ledger.model.instants import parse_ts
-from ledger.storage.derived.works_store import papers_known, works_known
+from ledger.storage.works_store import papers_known, works_known
 from service.ledger import Ledger
 from service.sources import ingest
 from service.sources.crossref import kind_of, notice_date

@@ -13,16 +13,16 @@ from hypothesis import strategies as st
 from ledger.model.doi import arxiv_key, doi_key, work_keys
 from ledger.model.events import CitedWork, Event
 from ledger.model.instants import parse_ts
-from ledger.storage.derived import works_store
+from ledger.storage import works_store
 from ledger.storage.derived.keys import LONG_KEY
-from ledger.storage.derived.works_store import (
+from ledger.storage.interface import Store
+from ledger.storage.works_store import (
     checkable_works,
     papers_known,
     papers_matching,
     works_known,
     works_matching,
 )
-from ledger.storage.interface import Store
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import PAPERS, citation, ledgers, oid_of, paper, resolution, ts

@@ -30,7 +30,7 @@ from ledger.model.ids import normalise_arxiv
 from ledger.model.instants import format_recorded, now_us
 from ledger.storage.alert_store import Alert, Watch
 from ledger.storage.derived.keys import work_index_key
-from ledger.storage.derived.works_store import current_works, displayed
+from ledger.storage.works_store import current_works, displayed
 from projections.record import observations
 from service.alerts.address_table import refusal
 from service.alerts.webhooks import SECRET_PREFIX, new_secret, whsec_key

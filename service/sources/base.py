@@ -13,8 +13,8 @@ from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, Notice, StandingChecked, StandingData
 from ledger.model.facts import Head
 from ledger.model.importer import notice_sort_key
-from ledger.storage.derived.works_store import checkable_works, papers_matching, works_matching
 from ledger.storage.interface import Store
+from ledger.storage.works_store import checkable_works, papers_matching, works_matching
 
 EXAMPLES_PER_REASON = 3
 

@@ -180,7 +180,7 @@ def test_integrity_identical_across_backends(
     pair: tuple[Ledger, Ledger], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Merkle roots, proofs, a checkpoint signed with one key, verify and works lookups: as SQLite."""
-    from ledger.storage.derived import works_store
+    from ledger.storage import works_store
     from ledger.tlog import merkle_store
     from ledger.tlog.checkpoint import Checkpointer
     from ledger.tlog.merkle import verify_consistency, verify_inclusion
