@@ -64,6 +64,19 @@ def check_id(request: Request, arxiv_id: str) -> str:
     raise Moved(f"{location}?{query}" if query else location)
 
 
+def resume_after(value: str | None, what: str, limit: int = 2**63 - 1) -> int | None:
+    """A Last-Event-ID header as the number to resume after, None when absent or blank; 422 naming the
+    header unless it is ASCII digits up to `limit` (str.isdigit also takes '²', which int() refuses,
+    and int() refuses more than 4300 digits)."""
+    resume = (value or "").strip()
+    if not resume:
+        return None
+    digits = resume.isascii() and resume.isdigit() and len(resume) <= len(str(limit))
+    if not (digits and int(resume) <= limit):
+        raise InvalidEvent("Last-Event-ID", f"must be the {what} of the last event received")
+    return int(resume)
+
+
 def instant(value: str | None, name: str) -> int | None:
     """An as_of/known_at parameter (RFC 3339 with offset, or YYYY-MM-DD) as UTC microseconds."""
     if value is None or value == "":

@@ -16,7 +16,7 @@ from ledger.errors import InvalidEvent
 from ledger.events import DATA_TYPES, StoredEvent
 
 from . import docs
-from .common import JSON, head_headers, head_json, ledger_of
+from .common import JSON, head_headers, head_json, ledger_of, resume_after
 from .live import Subscription, follow, live_of
 
 router = APIRouter(tags=["evidence"])
@@ -153,11 +153,9 @@ async def evidence_stream(
 ) -> Response:
     """SSE: `id: <seq>`, `event: <type>`, `data: <envelope>`; resumes from Last-Event-ID; 503 past the cap."""
     _check_type(type)
-    resume = last_event_id.strip()
-    if resume:
-        if not (resume.isascii() and resume.isdigit() and int(resume) <= MAX_SEQ):
-            raise InvalidEvent("Last-Event-ID", "must be the seq of the last event received")
-        after = int(resume)
+    resume = resume_after(last_event_id, "seq", MAX_SEQ)
+    if resume is not None:
+        after = resume
     # past the cap this raises 503 too_many_subscribers, before any byte of the stream
     subscription = live_of(request.app).notifier().subscribe(stream, type)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

@@ -21,7 +21,7 @@ from service.ledger import Ledger
 
 from . import docs
 from .auth import require_writer
-from .common import JSON, ArxivId, check_id, instant, ledger_of, read_body, settings_of
+from .common import JSON, ArxivId, check_id, instant, ledger_of, read_body, resume_after, settings_of
 from .errors import TooManySubscribers
 
 router = APIRouter(tags=["alerts"])
@@ -155,8 +155,9 @@ async def watch_alert_stream(
     _auth(request)
     ledger = ledger_of(request)
     watch = await run_in_threadpool(al.watch_of, ledger.store, watch_id)
-    if last_event_id is not None and last_event_id.strip().isdigit():
-        after = int(last_event_id.strip())
+    resume = resume_after(last_event_id, "alert number")
+    if resume is not None:
+        after = resume
     if not _streams.acquire(blocking=False):
         raise TooManySubscribers(
             "too many alert streams open on this server; try again shortly", retry_after="5"
