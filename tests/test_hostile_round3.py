@@ -173,3 +173,25 @@ def test_a_bad_last_event_id_on_the_evidence_stream_is_422(server: Server, value
     with httpx.stream("GET", url, headers={"Last-Event-ID": value}, timeout=WAIT_S) as r:
         assert r.status_code == 422
         assert "Last-Event-ID" in json.loads(r.read())["error"]["message"]
+
+
+# -- U+0000 in a watch id (PostgreSQL text cannot hold it) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("GET", "/watches/%00"),
+        ("GET", "/watches/x%00y/alerts"),
+        ("GET", "/watches/x%00y/deliveries"),
+        ("GET", "/watches/x%00y/alerts/stream"),
+        ("DELETE", "/watches/x%00y"),
+        ("GET", "/watches?after=%00"),
+    ],
+)
+def test_a_nul_in_a_watch_id_is_refused_not_500(server: Server, method: str, path: str) -> None:
+    with httpx.stream(method, server.base + path, headers=AUTH, timeout=WAIT_S) as r:
+        assert r.status_code == 422
+        error = json.loads(r.read())["error"]
+    assert set(error) == {"code", "message", "details"}
+    _still_serving(server)
