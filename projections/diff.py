@@ -16,8 +16,8 @@ from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.facts import Fact, Head
 from ledger.model.instants import format_as_of, parse_ts
 from ledger.model.record_types import Measurement, NoticeEvent, Observation, Record, StandingNotice
-from ledger.storage.works_store import observation_events
 from ledger.storage.interface import Store
+from ledger.storage.works_store import observation_events
 
 SCHEMA = "citation-ledger.record-changes.v1"
 # a JSON value (as decoded, or ready to encode); Mapping and Sequence so that a dict of lists is one
