@@ -295,3 +295,17 @@ def test_ledger_import_names_the_edited_field(
             in result.output
         )
     assert "head seq 0" in result.output
+
+
+def test_ledger_sample_prints_the_shipped_record_which_imports(new_db: NewDb) -> None:
+    """A reader in an empty folder gets the sample record from the package, byte for byte."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+    from tests.conftest import FIXTURE_PATH
+
+    printed = CliRunner().invoke(main, ["sample"]).stdout_bytes
+    assert printed == FIXTURE_PATH.read_bytes()
+    ledger = Ledger(new_db())
+    assert ledger.import_bytes(printed).appended == 132
+    ledger.close()
