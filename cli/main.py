@@ -78,6 +78,18 @@ def import_(files: tuple[str, ...], force: bool, db: str) -> None:
 
 
 @main.command()
+def sample() -> None:
+    """Print the sample record the package ships (arXiv:2509.02480), to import, read or edit."""
+    from importlib.resources import files
+
+    # bytes as shipped: `ledger record` of the imported sample gives back exactly these
+    sys.stdout.buffer.write(files("ledger").joinpath("samples", SAMPLE_NAME).read_bytes())
+
+
+SAMPLE_NAME = "2509.02480.record.json"
+
+
+@main.command()
 @click.argument("arxiv_id", callback=arxiv_arg)
 @click.option("--as-of", "as_of", help="RFC 3339 instant or YYYY-MM-DD (end of day UTC); default now.")
 @click.option("--known-at", "known_at", help="Only events recorded at or before this instant.")

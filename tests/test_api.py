@@ -632,6 +632,17 @@ def test_post_records_refuses_an_altered_record_unless_forced(client: TestClient
     assert r.status_code == 201
 
 
+def test_post_records_refuses_an_edited_paper_id_naming_the_field(client: TestClient, fixture_record):
+    edited = copy.deepcopy(fixture_record)
+    edited["paper"]["arxiv_id"] = "2509.99999"
+    for params in ({}, {"force": "true"}):
+        r = client.post("/records", params=params, json=edited, headers=AUTH)
+        error = assert_error(r, 422, "invalid")
+        assert error["details"]["where"] == "outbound[0].citation.citing_paper.arxiv_id"
+        assert "2509.99999" in error["message"]
+    assert head_of(client).seq == 0
+
+
 # -- service routes, errors everywhere, OpenAPI --------------------------------------------
 
 
