@@ -57,6 +57,8 @@ def error_page(err: LedgerError, back: list[tuple[str, str]] | None = None) -> H
         links.append(("Its snapshots over time", f"/paper/{arxiv_id}"))
     where = details.get("where")
     fix = _INSTANT_FIELDS[where] + INSTANT_HINT if where in _INSTANT_FIELDS else None
+    if where == "arxiv_id":
+        back = None  # the way back would hold the same unreadable id
     status = status_of(err)
     page = render_error_page(status, err.message, [*links, *(back or [])], fix=fix)
     return HTMLResponse(page, status_code=status)

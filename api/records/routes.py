@@ -190,7 +190,7 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
     "/paper/{arxiv_id:path}/integrity",
     tags=["records"],
     summary="What was verified for the record as of T",
-    responses=docs.responses(200, 308, 404, 422, ok="IntegrityReport"),
+    responses=docs.responses(200, 308, 404, 422, ok="IntegrityReport", html=True),
 )
 def integrity(
     request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None, page: Page = 1
