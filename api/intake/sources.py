@@ -18,6 +18,7 @@ from api.auth import require_writer
 from api.common import JSON, body_chunks, check_id, head_headers, instant, ledger_of, settings_of
 from api.limits import RateLimiter
 from api.ops import telemetry
+from api.ops.scrub import broken_walk, chain_headers
 from api.records import negotiated
 from api.records.render import render_changes_page
 from ledger.model.codec import canonical
@@ -162,6 +163,7 @@ def changes(
             "from_record": f"{record}?as_of={at(d['from']['as_of'])}" if d["from"] else record,
             "integrity": f"/paper/{arxiv_id}/integrity?as_of={at(d['to']['as_of'])}",
         }
-        return render_changes_page(d, head=head.header(), links=links)
+        return render_changes_page(d, head=head.header(), links=links, broken=broken)
 
-    return negotiated.answer(request, d, head_headers(head), page)
+    broken = broken_walk(request.app)
+    return negotiated.answer(request, d, {**head_headers(head), **chain_headers(broken)}, page)

@@ -286,14 +286,20 @@ def _shown(value: Any) -> str:
 ENV.filters.update({"change_text": _change_text, "shown": _shown})
 
 
-def render_changes_page(changes: dict[str, Any], *, head: str, links: dict[str, str]) -> str:
+def render_changes_page(
+    changes: dict[str, Any], *, head: str, links: dict[str, str], broken: ScrubPass | None = None
+) -> str:
     """Render what changed in a record between two instants (projections.diff's document), each change
-    with the events responsible linked to their inclusion proofs; `links`: record, from_record, integrity."""
-    return ENV.get_template("changes.html").render(d=changes, head=head, links=links)
+    with the events responsible linked to their inclusion proofs; `links`: record, from_record, integrity;
+    `broken` as for a record."""
+    return ENV.get_template("changes.html").render(d=changes, head=head, links=links, broken=broken)
 
 
-def render_integrity_page(report: dict[str, Any], *, links: dict[str, str]) -> str:
+def render_integrity_page(
+    report: dict[str, Any], *, links: dict[str, str], broken: ScrubPass | None = None
+) -> str:
     """Render an integrity report (api.records.integrity) for people: the verdict, what was checked and
-    how, each event's checks, its inclusion proof and the signed checkpoint a click away."""
+    how, each event's checks, its inclusion proof and the signed checkpoint a click away; `broken` as
+    for a record."""
     proofs = {p["seq"]: p for p in report["proofs"]}
-    return ENV.get_template("integrity.html").render(r=report, proofs=proofs, links=links)
+    return ENV.get_template("integrity.html").render(r=report, proofs=proofs, links=links, broken=broken)

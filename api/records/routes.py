@@ -207,9 +207,12 @@ def integrity(
     except LedgerError as e:
         return negotiated.error(request, e, [("The record", f"/paper/{arxiv_id}/citation-record")])
     record = f"/paper/{arxiv_id}/citation-record?as_of={quote(report['as_of'], safe=':')}"
-    headers = _headers(head, broken_walk(request.app))
+    broken = broken_walk(request.app)
     return negotiated.answer(
-        request, report, headers, lambda: render_integrity_page(report, links={"record": record})
+        request,
+        report,
+        _headers(head, broken),
+        lambda: render_integrity_page(report, links={"record": record}, broken=broken),
     )
 
 
