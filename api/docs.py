@@ -298,7 +298,7 @@ class SearchAnswer(BaseModel):
 
     q: str
     arxiv_id: str | None = Field(
-        description="the paper q names when q is an arXiv id as pasted (then its one hit); else null"
+        None, description="the paper q names when q is an arXiv id as pasted (then its one hit); else absent"
     )
     words: list[str]
     hits: list[SearchHit]

@@ -41,9 +41,10 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON answer of GET /search."""
+        named = {} if self.arxiv_id is None else {"arxiv_id": self.arxiv_id}
         return {
             "q": self.q,
-            "arxiv_id": self.arxiv_id,
+            **named,
             "words": self.words,
             "hits": [hit_json(h) for h in self.hits],
             "page": {
