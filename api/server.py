@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import json
 import logging
@@ -10,6 +11,7 @@ import logging.config
 import os
 import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -278,6 +280,22 @@ def record_url(base: str, arxiv_id: str, as_of: str | None = None) -> str:
     return f"{url}?as_of={quote(as_of, safe=':')}" if as_of else url
 
 
+def check_can_listen(host: str, port: int) -> None:
+    """Exit with one line naming host and port unless a server can listen there now (every address the
+    host resolves to, as uvicorn binds them), so nothing says `Serving` for a port another holds."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in addresses:
+            with socket.socket(family, kind, proto) as s:
+                # as uvicorn's own socket: a port left in TIME_WAIT by a stopped server is free
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(address)
+    except OSError as e:
+        why = (e.strerror or str(e)).lower()
+        hint = " (another server holds it: choose another with --port)" if e.errno == errno.EADDRINUSE else ""
+        raise SystemExit(f"error: cannot listen on {host} port {port}: {why}{hint}") from None
+
+
 def first_page(ledger: Ledger, base: str) -> str:
     """The page to show a new user: a sample as it was, else the most observed paper, else /."""
     for _, arxiv_id, as_of in sample_records():
@@ -301,6 +319,7 @@ def run(
         settings = Settings.from_env()  # a bad LEDGER_* value fails here, once, not in every worker
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
+    check_can_listen(host, port)  # before the samples are written or `Serving` is said
     config = logs.log_config(settings.json_logs)
     if config is not None:
         logging.config.dictConfig(config)  # this process's own lines too, before uvicorn's

@@ -147,7 +147,7 @@ def watch_alerts(
     owner = _auth(request)
     ledger = ledger_of(request)
     watch = al.watch_of(ledger.store, watch_id, owner)
-    page = ledger.store.alerts.alerts(watch.id, after, PAGE, instant(since, "since"))
+    page = ledger.store.alerts.alerts(watch.id, after, PAGE, instant(since, "since", future=True))
     return _json({"alerts": _alerts_json(page), "next": page[-1].n if len(page) == PAGE else None})
 
 
