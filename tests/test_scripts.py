@@ -1,6 +1,6 @@
-"""scripts/setup.sh (what scripts/run.sh and scripts/test.sh run first) installs the project only when
-pyproject.toml changed since the last install, here with a stand-in for the venv's Python that logs what
-it is asked."""
+"""scripts/setup.sh (what scripts/run.sh and scripts/test.sh run first) installs the pinned packages of a
+lock, then the project, only when pyproject.toml or a lock changed since the last install, here with a
+stand-in for the venv's Python that logs what it is asked."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ def checkout(tmp_path: Path) -> Path:
     (tmp_path / "scripts").mkdir()
     shutil.copy(ROOT / "scripts" / "setup.sh", tmp_path / "scripts" / "setup.sh")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(ROOT / "locks", tmp_path / "locks")
     bin_dir = tmp_path / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     for name, text in (("python", FAKE_PYTHON), ("ledger", "#!/bin/sh\n")):
@@ -37,26 +38,38 @@ def _setup(checkout: Path, *args: str) -> list[str]:
     return calls.read_text().splitlines() if calls.exists() else []
 
 
-def test_it_installs_once_then_only_when_pyproject_changes(checkout: Path):
-    plain = "-m pip install -q --disable-pip-version-check -e ."
-    assert _setup(checkout) == [plain]
-    assert _setup(checkout) == [plain]  # nothing changed: no second install
-    with (checkout / "pyproject.toml").open("a") as f:
-        f.write("\n# a new dependency\n")
-    assert _setup(checkout) == [plain, plain]
-    assert _setup(checkout) == [plain, plain]
+PIP = "-m pip install -q --disable-pip-version-check"
+PLAIN = [f"{PIP} --require-hashes -r locks/run.txt", f"{PIP} --no-deps -e ."]
+DEV = [f"{PIP} --require-hashes -r locks/dev.txt", f"{PIP} --no-deps -e ."]
+
+
+@pytest.mark.parametrize("changed", ["pyproject.toml", "locks/run.txt", "locks/dev.txt"])
+def test_it_installs_once_then_only_when_pyproject_or_a_lock_changes(checkout: Path, changed: str):
+    assert _setup(checkout) == PLAIN
+    assert _setup(checkout) == PLAIN  # nothing changed: no second install
+    with (checkout / changed).open("a") as f:
+        f.write("\n# a new pin\n")
+    assert _setup(checkout) == PLAIN + PLAIN
+    assert _setup(checkout) == PLAIN + PLAIN
 
 
 def test_a_dev_install_serves_a_plain_one_but_not_the_reverse(checkout: Path):
-    dev = "-m pip install -q --disable-pip-version-check -e .[dev]"
-    plain = "-m pip install -q --disable-pip-version-check -e ."
-    assert _setup(checkout) == [plain]
-    assert _setup(checkout, "dev") == [plain, dev]
-    assert _setup(checkout) == [plain, dev]
-    assert _setup(checkout, "dev") == [plain, dev]
+    assert _setup(checkout) == PLAIN
+    assert _setup(checkout, "dev") == PLAIN + DEV
+    assert _setup(checkout) == PLAIN + DEV
+    assert _setup(checkout, "dev") == PLAIN + DEV
 
 
 def test_a_venv_without_the_ledger_script_is_installed_again(checkout: Path):
     _setup(checkout)
     (checkout / ".venv" / "bin" / "ledger").unlink()
-    assert len(_setup(checkout)) == 2
+    assert len(_setup(checkout)) == 2 * len(PLAIN)
+
+
+def test_an_unknown_mode_is_refused(checkout: Path):
+    run = subprocess.run(
+        ["bash", str(checkout / "scripts" / "setup.sh"), "prod"], capture_output=True, text=True
+    )
+    assert run.returncode == 2 and "usage: scripts/setup.sh [run|dev]" in run.stderr
+    assert not (checkout / ".venv" / "calls").exists()
+
