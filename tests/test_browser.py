@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,9 @@ def _chromium() -> str:
 
 @pytest.fixture(scope="module")
 def browser() -> Any:
-    """Debian's Chromium driven by Playwright; skipped only when one of them is absent."""
+    """Debian's Chromium driven by Playwright; skipped when one of them is absent or when asked to."""
+    if os.environ.get("LEDGER_TEST_SKIP_BROWSER"):
+        pytest.skip("LEDGER_TEST_SKIP_BROWSER is set: the browser tests do not run")
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
     executable = _chromium()
     with sync_api.sync_playwright() as p:
