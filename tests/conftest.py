@@ -67,9 +67,19 @@ def _starts_processes(item: pytest.Item) -> bool:
     return _process_modules[path]
 
 
+def _needs_postgresql(item: pytest.Item) -> bool:
+    """A test run against a PostgreSQL server starts one (tests/pg_harness.py), here or in a parameter."""
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params.values() if callspec is not None else ()
+    fixtures = getattr(item, "fixturenames", ())
+    return on_postgresql() or "pg_cluster" in fixtures or "pg_url" in fixtures or "postgresql" in params
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.get_closest_marker("process") is None and _starts_processes(item):
+        if item.get_closest_marker("process") is None and (
+            _starts_processes(item) or _needs_postgresql(item)
+        ):
             item.add_marker(pytest.mark.process)
     if not on_postgresql():
         return
