@@ -16,6 +16,7 @@ import hashlib
 import os
 import socket
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Generic, NamedTuple, Self, TypeVar
@@ -26,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from ledger.model.errors import ChainBroken, InvalidEvent, LedgerError
 from ledger.tlog import merkle_store
-from ledger.tlog.checkpoint_notes import Checkpoint, NoteError, parse_checkpoint, unsigned_checkpoint
+from ledger.tlog.checkpoint_notes import Checkpoint, NoteError, b64, parse_checkpoint, unsigned_checkpoint
 from ledger.tlog.merkle import ProofError, verify_consistency
 
 if TYPE_CHECKING:
@@ -83,25 +84,38 @@ class Verifier(NamedTuple):
         return True
 
 
-def parse_vkey(text: str) -> Verifier:
-    """A vkey string -> Verifier; NoteError says what is wrong."""
-    parts = text.strip().split("+", 2)  # the base64 part may itself hold '+'
+def split_vkey(
+    text: str,
+    label: str,
+    key_type: int,
+    kind: str,
+    hash_of: Callable[[str, bytes], bytes],
+    check_name: Callable[[str], None] = _check_name,
+) -> tuple[str, bytes, bytes]:
+    """A C2SP vkey string -> (name, key hash, public key); NoteError names the `label` and what is wrong."""
+    shown = text.strip()
+    parts = shown.split("+", 2)  # the base64 part may itself hold '+'
     if len(parts) != 3:
-        raise NoteError("a verifier key is <name>+<hex key hash>+<base64 key>")
+        raise NoteError(f"a {label} is <name>+<hex key hash>+<base64 key>")
     name, hash_hex, key_b64 = parts
-    _check_name(name)
+    check_name(name)
     try:
         raw = base64.b64decode(key_b64, validate=True)
         hash_ = bytes.fromhex(hash_hex)
     except (binascii.Error, ValueError):
-        raise NoteError(f"verifier key {text.strip()!r}: bad hex or base64") from None
+        raise NoteError(f"{label} {shown!r}: bad hex or base64") from None
     if len(hash_) != 4 or hash_hex != hash_.hex():
-        raise NoteError(f"verifier key {text.strip()!r}: the key hash must be 8 lowercase hex digits")
-    if len(raw) != 33 or raw[0] != ED25519:
-        raise NoteError(f"verifier key {text.strip()!r}: not an Ed25519 key (0x01 || 32 bytes)")
-    if key_hash(name, raw[1:]) != hash_:
-        raise NoteError(f"verifier key {text.strip()!r}: the key hash does not match the name and key")
-    return Verifier(name, hash_, raw[1:])
+        raise NoteError(f"{label} {shown!r}: the key hash must be 8 lowercase hex digits")
+    if len(raw) != 33 or raw[0] != key_type:
+        raise NoteError(f"{label} {shown!r}: not {kind}")
+    if hash_of(name, raw[1:]) != hash_:
+        raise NoteError(f"{label} {shown!r}: the key hash does not match the name and key")
+    return name, hash_, raw[1:]
+
+
+def parse_vkey(text: str) -> Verifier:
+    """A vkey string -> Verifier; NoteError says what is wrong."""
+    return Verifier(*split_vkey(text, "verifier key", ED25519, "an Ed25519 key (0x01 || 32 bytes)", key_hash))
 
 
 V = TypeVar("V")
@@ -143,10 +157,7 @@ class NamedKey(Generic[V]):
         parts = skey.strip().split("+", 4)
         if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
             raise NoteError(f"a {cls.LABEL} is PRIVATE+KEY+<name>+<hex key hash>+<base64 key>")
-        try:
-            raw = base64.b64decode(parts[4], validate=True)
-        except binascii.Error:
-            raise NoteError(f"{cls.LABEL}: bad base64") from None
+        raw = b64(parts[4], f"{cls.LABEL}: bad base64")
         if len(raw) != 33 or raw[0] != cls.KEY_TYPE:
             raise NoteError(f"{cls.LABEL}: not {cls.SEED}")
         signer = cls(parts[2], Ed25519PrivateKey.from_private_bytes(raw[1:]))
@@ -199,10 +210,7 @@ def open_note(note: str, verifier: Verifier) -> str:
         if not line.startswith(SIG_PREFIX) or line.count(" ") != 2:
             raise NoteError(f"malformed signature line {line!r}")
         name, blob_b64 = line[len(SIG_PREFIX) :].split(" ")
-        try:
-            blob = base64.b64decode(blob_b64, validate=True)
-        except binascii.Error:
-            raise NoteError(f"signature line of {name}: bad base64") from None
+        blob = b64(blob_b64, f"signature line of {name}: bad base64")
         if len(blob) < 5:
             raise NoteError(f"signature line of {name}: too short")
         found.append(f"{name}+{blob[:4].hex()}")
