@@ -138,6 +138,17 @@ def _bucket(column: str) -> str:
     return f"(CASE WHEN {column} >= 0 THEN {column} / {b} ELSE -((-{column} - 1) / {b}) - 1 END)"
 
 
+def _starts_ends(columns: str, starts: str, ends: str) -> str:
+    """The rows a per-bucket count of the inbound spans known now sums: (`columns`, bucket, instant,
+    1, 0) for each start where `starts` holds, (..., 0, 1) for each end where `ends` holds."""
+    return (
+        f"SELECT {columns}{_bucket('t_from')} AS bucket, t_from AS t, 1 AS s, 0 AS e FROM inbound_spans"
+        f" WHERE k_to = {OPEN}{starts}"
+        f" UNION ALL SELECT {columns}{_bucket('t_to')}, t_to, 0, 1 FROM inbound_spans"
+        f" WHERE k_to = {OPEN}{ends}"
+    )
+
+
 def step_columns(d: Dialect, events: str = "") -> str:
     """The columns of a Step, read from a citation or resolution row of events (`events`: its alias
     and a dot, in a join)."""
@@ -674,11 +685,8 @@ class SqlReader:
         rows = self.store.query(
             self.conn,
             "SELECT bucket, min(t), max(t), count(DISTINCT t), sum(s), sum(e) FROM ("
-            f"  SELECT {_bucket('t_from')} AS bucket, t_from AS t, 1 AS s, 0 AS e FROM inbound_spans"
-            f"   WHERE cited = ? AND k_to = {OPEN} AND t_from <= ?"
-            f"  UNION ALL SELECT {_bucket('t_to')}, t_to, 0, 1 FROM inbound_spans"
-            f"   WHERE cited = ? AND k_to = {OPEN} AND t_to <= ?"
-            ") AS c GROUP BY bucket ORDER BY bucket",
+            + _starts_ends("", " AND cited = ? AND t_from <= ?", " AND cited = ? AND t_to <= ?")
+            + ") AS c GROUP BY bucket ORDER BY bucket",
             (arxiv_id, self.t, arxiv_id, self.t),
         )
         # int(): PostgreSQL sums bigints as numeric
@@ -982,11 +990,8 @@ class SqlTables:
         )
         counted = self._q(
             "SELECT cited, bucket, sum(s), sum(e) FROM ("
-            f"  SELECT cited, {_bucket('t_from')} AS bucket, 1 AS s, 0 AS e FROM inbound_spans"
-            f"   WHERE k_to = {OPEN}{where}"
-            f"  UNION ALL SELECT cited, {_bucket('t_to')}, 0, 1 FROM inbound_spans"
-            f"   WHERE k_to = {OPEN} AND t_to < {OPEN}{where}"
-            ") AS c GROUP BY cited, bucket HAVING sum(s) <> 0 OR sum(e) <> 0 ORDER BY cited, bucket",
+            + _starts_ends("cited, ", where, f" AND t_to < {OPEN}{where}")
+            + ") AS c GROUP BY cited, bucket HAVING sum(s) <> 0 OR sum(e) <> 0 ORDER BY cited, bucket",
             params * 2,
         )
         # int(): PostgreSQL sums bigints as numeric
