@@ -15,6 +15,7 @@ from cli.main import main
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import measurement_json
+from tests.test_api import ledger_of
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's notice about httpx in its TestClient
@@ -32,11 +33,6 @@ def loaded(new_db: NewDb, fixture_bytes: bytes) -> TestClient:
     client = TestClient(create_app(Settings(db=new_db(), tokens=(TOKEN,))))
     ledger_of(client).import_bytes(fixture_bytes)
     return client
-
-
-def ledger_of(client: TestClient) -> Ledger:
-    ledger: Ledger = client.app.state.ledger  # type: ignore[attr-defined]
-    return ledger
 
 
 def test_the_record_page_opens_with_the_timeline(loaded: TestClient) -> None:
