@@ -152,6 +152,19 @@ class NamedKey(Generic[V]):
         raise NotImplementedError
 
     @classmethod
+    def load_or_create(
+        cls, path: Path, name: str | None, default: Callable[[], str], mismatch: Callable[[str], NoteError]
+    ) -> Self:
+        """The key at `path`, made (mode 600) on first use under `name` (else `default()`); the error
+        `mismatch(its name)` when the file holds a key under another name."""
+        if not path.exists():
+            create_key_file(path, cls(name or default(), Ed25519PrivateKey.generate()).skey)
+        signer = cls.parse(path.read_text())
+        if name is not None and name != signer.name:
+            raise mismatch(signer.name)
+        return signer
+
+    @classmethod
     def parse(cls, skey: str) -> Self:
         """The key from its PRIVATE+KEY+... line; NoteError says what is wrong with it."""
         parts = skey.strip().split("+", 4)
@@ -262,16 +275,15 @@ def create_key_file(path: Path, skey: str) -> None:
 
 def load_or_create_key(path: Path, origin: str | None = None) -> Signer:
     """The key at `path`, created (mode 600) on first use for `origin` (default: default_origin())."""
-    if not path.exists():
-        create_key_file(path, Signer(origin or default_origin(), Ed25519PrivateKey.generate()).skey)
-    signer = Signer.parse(path.read_text())
-    if origin is not None and origin != signer.name:
-        raise NoteError(
-            f"the key at {path} signs for origin {signer.name!r}, not {origin!r}: "
+
+    def mismatch(found: str) -> NoteError:
+        return NoteError(
+            f"the key at {path} signs for origin {found!r}, not {origin!r}: "
             "a new origin needs a new key file",
-            details={"key_origin": signer.name, "asked_origin": origin},
+            details={"key_origin": found, "asked_origin": origin},
         )
-    return signer
+
+    return Signer.load_or_create(path, origin, default_origin, mismatch)
 
 
 @dataclass

@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from ledger.tlog.checkpoint import SIG_PREFIX, NamedKey, create_key_file, split_vkey
+from ledger.tlog.checkpoint import SIG_PREFIX, NamedKey, split_vkey
 from ledger.tlog.checkpoint_notes import NoteError, b64
 
 COSIGNATURE_V1 = 0x04  # the signature type byte of an Ed25519 cosignature/v1 key (tlog-cosignature)
@@ -129,17 +129,15 @@ def default_witness_name() -> str:
 
 def load_or_create_witness_key(path: Path, name: str | None = None) -> WitnessSigner:
     """The witness key at `path`, created (mode 600) on first use for `name` (default_witness_name())."""
-    if not path.exists():
-        new = WitnessSigner(name or default_witness_name(), Ed25519PrivateKey.generate())
-        create_key_file(path, new.skey)
-    signer = WitnessSigner.parse(path.read_text())
-    if name is not None and name != signer.name:
-        raise NoteError(
-            f"the witness key at {path} is named {signer.name!r}, not {name!r}: "
+
+    def mismatch(found: str) -> NoteError:
+        return NoteError(
+            f"the witness key at {path} is named {found!r}, not {name!r}: "
             "a new witness name needs a new key file",
-            details={"key_name": signer.name, "asked_name": name},
+            details={"key_name": found, "asked_name": name},
         )
-    return signer
+
+    return WitnessSigner.load_or_create(path, name, default_witness_name, mismatch)
 
 
 class Cosignature(NamedTuple):
