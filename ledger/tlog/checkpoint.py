@@ -130,6 +130,9 @@ class NamedKey(Generic[V]):
     KEY_TYPE: ClassVar[int]
     LABEL: ClassVar[str]  # what the key is called in errors
     SEED: ClassVar[str]  # what its key bytes must be, in errors
+    # the error for a key file under another name: the message ({path}, {found}, {asked}), and the
+    # names of the found and asked names in its details
+    OTHER_NAME: ClassVar[tuple[str, str, str]]
 
     def __init__(self, name: str, private: Ed25519PrivateKey) -> None:
         self._check(name)
@@ -152,16 +155,17 @@ class NamedKey(Generic[V]):
         raise NotImplementedError
 
     @classmethod
-    def load_or_create(
-        cls, path: Path, name: str | None, default: Callable[[], str], mismatch: Callable[[str], NoteError]
-    ) -> Self:
-        """The key at `path`, made (mode 600) on first use under `name` (else `default()`); the error
-        `mismatch(its name)` when the file holds a key under another name."""
+    def load_or_create(cls, path: Path, name: str | None, default: Callable[[], str]) -> Self:
+        """The key at `path`, made (mode 600) on first use under `name` (else `default()`)."""
         if not path.exists():
             create_key_file(path, cls(name or default(), Ed25519PrivateKey.generate()).skey)
         signer = cls.parse(path.read_text())
         if name is not None and name != signer.name:
-            raise mismatch(signer.name)
+            message, found, asked = cls.OTHER_NAME
+            raise NoteError(
+                message.format(path=path, found=signer.name, asked=name),
+                details={found: signer.name, asked: name},
+            )
         return signer
 
     @classmethod
@@ -192,6 +196,11 @@ class Signer(NamedKey[Verifier]):
     KEY_TYPE = ED25519
     LABEL = "signer key"
     SEED = "an Ed25519 seed (0x01 || 32 bytes)"
+    OTHER_NAME = (
+        "the key at {path} signs for origin {found!r}, not {asked!r}: a new origin needs a new key file",
+        "key_origin",
+        "asked_origin",
+    )
 
     def _verifier(self, name: str, public: bytes) -> Verifier:
         return Verifier(name, key_hash(name, public), public)
@@ -275,15 +284,7 @@ def create_key_file(path: Path, skey: str) -> None:
 
 def load_or_create_key(path: Path, origin: str | None = None) -> Signer:
     """The key at `path`, created (mode 600) on first use for `origin` (default: default_origin())."""
-
-    def mismatch(found: str) -> NoteError:
-        return NoteError(
-            f"the key at {path} signs for origin {found!r}, not {origin!r}: "
-            "a new origin needs a new key file",
-            details={"key_origin": found, "asked_origin": origin},
-        )
-
-    return Signer.load_or_create(path, origin, default_origin, mismatch)
+    return Signer.load_or_create(path, origin, default_origin)
 
 
 @dataclass

@@ -96,6 +96,12 @@ class WitnessSigner(NamedKey[WitnessVerifier]):
     KEY_TYPE = COSIGNATURE_V1
     LABEL = "witness signer key"
     SEED = "a cosignature/v1 Ed25519 seed (0x04 || 32 bytes)"
+    OTHER_NAME = (
+        "the witness key at {path} is named {found!r}, not {asked!r}: "
+        "a new witness name needs a new key file",
+        "key_name",
+        "asked_name",
+    )
 
     @staticmethod
     def _check(name: str) -> None:
@@ -129,15 +135,7 @@ def default_witness_name() -> str:
 
 def load_or_create_witness_key(path: Path, name: str | None = None) -> WitnessSigner:
     """The witness key at `path`, created (mode 600) on first use for `name` (default_witness_name())."""
-
-    def mismatch(found: str) -> NoteError:
-        return NoteError(
-            f"the witness key at {path} is named {found!r}, not {name!r}: "
-            "a new witness name needs a new key file",
-            details={"key_name": found, "asked_name": name},
-        )
-
-    return WitnessSigner.load_or_create(path, name, default_witness_name, mismatch)
+    return WitnessSigner.load_or_create(path, name, default_witness_name)
 
 
 class Cosignature(NamedTuple):
