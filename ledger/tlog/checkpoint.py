@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Generic, NamedTuple, Self, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, NamedTuple, Protocol, Self, TypeVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -118,7 +118,12 @@ def parse_vkey(text: str) -> Verifier:
     return Verifier(*split_vkey(text, "verifier key", ED25519, "an Ed25519 key (0x01 || 32 bytes)", key_hash))
 
 
-V = TypeVar("V")
+class _PublicKey(Protocol):
+    @property
+    def hash(self) -> bytes: ...
+
+
+V = TypeVar("V", bound=_PublicKey)
 
 
 class NamedKey(Generic[V]):
@@ -152,7 +157,7 @@ class NamedKey(Generic[V]):
     @property
     def key_hash(self) -> bytes:
         """The 4-byte key hash of the published key."""
-        raise NotImplementedError
+        return self.verifier.hash
 
     @classmethod
     def load_or_create(cls, path: Path, name: str | None, default: Callable[[], str]) -> Self:
@@ -204,11 +209,6 @@ class Signer(NamedKey[Verifier]):
 
     def _verifier(self, name: str, public: bytes) -> Verifier:
         return Verifier(name, key_hash(name, public), public)
-
-    @property
-    def key_hash(self) -> bytes:
-        """The 4-byte key hash of the verifier key."""
-        return self.verifier.hash
 
     def sign_note(self, text: str) -> str:
         """The signed note: text, a blank line, one signature line."""

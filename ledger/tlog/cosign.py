@@ -111,11 +111,6 @@ class WitnessSigner(NamedKey[WitnessVerifier]):
         return WitnessVerifier(name, witness_key_hash(name, public), public)
 
     @property
-    def key_hash(self) -> bytes:
-        """The cosignature/v1 key ID."""
-        return self.verifier.hash
-
-    @property
     def vkey(self) -> str:
         """The witness's verifier key (C2SP vkey, type 0x04)."""
         return self.verifier.vkey
