@@ -16,14 +16,13 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from reliability.server import serving
 from tests.test_alerts import RW
-from tests.test_alerts_process import _Trickler
-from tests.test_sources_support import CITING, T_INGEST, sample_ledger
+from tests.test_alerts_process import _Trickler, _watch
+from tests.test_sources_support import T_INGEST, sample_ledger
 from tests.test_webhooks import _Receiver
 
 TOKEN = "stall-token"
@@ -49,8 +48,8 @@ def main() -> None:
         sample_ledger(db).close()
         try:
             with serving(db, env=env, args=["--no-samples"]) as server:
-                bad = _watch(server.base, bad_url)
-                _watch(server.base, good.url)
+                bad = _watch(server.base, bad_url, timeout=60, auth=AUTH)
+                _watch(server.base, good.url, timeout=60, auth=AUTH)
                 start = time.monotonic()
                 headers = {**AUTH, "Content-Type": "text/csv"}
                 at = {"observed_at": T_INGEST}
@@ -76,15 +75,6 @@ def main() -> None:
         print(f"bad watch: no attempt settled within {args.wait:g} s")
     else:
         print(f"bad watch: first attempt settled {bad_s:.2f} s after the ingest: {first['error']!r}")
-
-
-def _watch(base: str, callback: str) -> dict[str, Any]:
-    made = httpx.post(
-        f"{base}/watches", headers=AUTH, timeout=60, json={"arxiv_id": CITING, "callback_url": callback}
-    )
-    assert made.status_code == 201, made.text
-    body: dict[str, Any] = made.json()
-    return body
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -41,6 +42,22 @@ def ledger_command() -> list[str]:
 def now_rfc3339() -> str:
     """The current instant as RFC 3339 UTC with microseconds."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def measurement_event(arxiv_id: str, value: int) -> dict[str, Any]:
+    """A citation-count measurement of a paper observed now, as POST /events takes it."""
+    return {
+        "type": "measurement.observed",
+        "observed_at": now_rfc3339(),
+        "data": {
+            "arxiv_id": arxiv_id,
+            "source": "opencitations",
+            "metric": "citation_count",
+            "value": value,
+            "source_release": None,
+            "query_url": None,
+        },
+    }
 
 
 @dataclass

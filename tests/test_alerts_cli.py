@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import main
-from tests.conftest import FIXTURE_PATH, NewDb
-from tests.test_sources_support import SOURCES_DIR, T_INGEST
+from tests.conftest import NewDb
+from tests.test_sources_support import SOURCES_DIR, T_INGEST, imported_sample
 
 RW = str(SOURCES_DIR / "retraction_watch.csv")
 CITING = "2509.02480"
@@ -19,9 +19,7 @@ CITING = "2509.02480"
 
 @pytest.fixture
 def db(new_db: NewDb) -> str:
-    path = new_db()
-    assert CliRunner().invoke(main, ["import", str(FIXTURE_PATH), "--db", path]).exit_code == 0
-    return path
+    return imported_sample(new_db())
 
 
 def _run(db: str, *args: str) -> Result:

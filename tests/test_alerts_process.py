@@ -161,9 +161,10 @@ class _Trickler:
         self.server.close()
 
 
-def _watch(base: str, callback: str) -> dict[str, Any]:
+def _watch(base: str, callback: str, timeout: float = 30, auth: dict[str, str] = AUTH) -> dict[str, Any]:
+    """A watch of CITING's outbound references calling `callback`, made over HTTP."""
     made = httpx.post(
-        f"{base}/watches", headers=AUTH, timeout=30, json={"arxiv_id": CITING, "callback_url": callback}
+        f"{base}/watches", headers=auth, timeout=timeout, json={"arxiv_id": CITING, "callback_url": callback}
     )
     assert made.status_code == 201, made.text
     body: dict[str, Any] = made.json()

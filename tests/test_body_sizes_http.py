@@ -23,7 +23,7 @@ import requests
 from api.alerts.watches import MAX_WATCH_BODY
 from api.log.proofs import MAX_NOTE_BYTES
 from api.server import MAX_HEAD_BYTES
-from tests.api_fixtures import Server, now_rfc3339, running_server
+from tests.api_fixtures import Server, measurement_event, running_server
 from tests.conftest import FIXTURE_PATH
 from tests.test_sources_support import SOURCES_DIR, T_INGEST
 
@@ -80,18 +80,7 @@ def _padded(content: bytes, size: int) -> bytes:
 
 def _event_batch() -> bytes:
     """A batch of one new measurement (a new value each time, so it is appended, not a duplicate)."""
-    event = {
-        "type": "measurement.observed",
-        "observed_at": now_rfc3339(),
-        "data": {
-            "arxiv_id": PAPER,
-            "source": "opencitations",
-            "metric": "citation_count",
-            "value": next(_unique),
-            "source_release": None,
-            "query_url": None,
-        },
-    }
+    event = measurement_event(PAPER, next(_unique))
     return json.dumps({"events": [event]}).encode()
 
 

@@ -121,8 +121,13 @@ class _CountingTx:
         self.calls: dict[str, int] = {}
 
     def __getattr__(self, name: str) -> object:
-        self.calls[name] = self.calls.get(name, 0) + 1
-        return getattr(self.tx, name)
+        method = getattr(self.tx, name)
+
+        def counted(*args: object) -> object:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return method(*args)
+
+        return counted
 
 
 def test_a_group_looks_up_every_batchs_ids_observations_and_streams_at_once(new_db: NewDb) -> None:

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 import pytest
-from api_fixtures import Server, now_rfc3339, running_server
+from api_fixtures import Server, measurement_event, running_server
 
 from api.server import shown_db
 from ledger.model.codec import canonical
@@ -50,18 +50,7 @@ def _head(server: Server) -> dict[str, Any]:
 
 
 def _measurement() -> dict[str, Any]:
-    return {
-        "type": "measurement.observed",
-        "observed_at": now_rfc3339(),
-        "data": {
-            "arxiv_id": PAPER,
-            "source": "opencitations",
-            "metric": "citation_count",
-            "value": 7,
-            "source_release": None,
-            "query_url": None,
-        },
-    }
+    return measurement_event(PAPER, 7)
 
 
 def _append_and_watch(server: Server) -> tuple[dict[str, Any], float]:

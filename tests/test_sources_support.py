@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from cli.main import main
 from ledger.model.events import CitedWork, Event
 from service.ledger import Ledger
+from tests.conftest import FIXTURE_PATH
 from tests.factories import citation, oid_of, paper, resolution, ts
 
 SOURCES_DIR = Path(__file__).parent / "data" / "sources"
@@ -47,3 +51,9 @@ def sample_ledger(path: str | Path) -> Ledger:
     ledger = Ledger(path)
     ledger.append(sample_events())
     return ledger
+
+
+def imported_sample(db: str) -> str:
+    """`db` after `ledger import` of the sample record (tests/data), as a user would load it."""
+    assert CliRunner().invoke(main, ["import", str(FIXTURE_PATH), "--db", db]).exit_code == 0
+    return db

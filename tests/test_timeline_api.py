@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 from typing import Any
 
 import pytest
@@ -15,14 +14,8 @@ from cli.main import main
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import measurement_json
+from tests.test_api import AUTH, PAPER, TOKEN, TestClient, ledger_of
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")  # starlette's notice about httpx in its TestClient
-    from fastapi.testclient import TestClient
-
-TOKEN = "s3cret-token"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-PAPER = "2509.02480"
 FIRST = "2026-08-07T16:39:03.985890Z"
 LAST = "2026-08-08T06:32:00.761636Z"
 
@@ -32,11 +25,6 @@ def loaded(new_db: NewDb, fixture_bytes: bytes) -> TestClient:
     client = TestClient(create_app(Settings(db=new_db(), tokens=(TOKEN,))))
     ledger_of(client).import_bytes(fixture_bytes)
     return client
-
-
-def ledger_of(client: TestClient) -> Ledger:
-    ledger: Ledger = client.app.state.ledger  # type: ignore[attr-defined]
-    return ledger
 
 
 def test_the_record_page_opens_with_the_timeline(loaded: TestClient) -> None:

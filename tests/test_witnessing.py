@@ -74,9 +74,14 @@ def _log_vkey(ledger: Ledger) -> Verifier:
     return Checkpointer.for_db(ledger.store).verifier()
 
 
-def test_each_new_checkpoint_is_cosigned_by_every_witness(new_db: NewDb, tmp_path: Path) -> None:
+def _witnessed(new_db: NewDb, tmp_path: Path) -> tuple[Ledger, Witnesses]:
+    """A ledger of 20 events, and the witnesses of its log."""
     ledger = _ledger(new_db)
-    ws = Witnesses(tmp_path, _log_vkey(ledger))
+    return ledger, Witnesses(tmp_path, _log_vkey(ledger))
+
+
+def test_each_new_checkpoint_is_cosigned_by_every_witness(new_db: NewDb, tmp_path: Path) -> None:
+    ledger, ws = _witnessed(new_db, tmp_path)
     cosigner = Cosigner(ledger.store, ws.list, ws.post)
     first = cosigner.cosign()
     assert first is not None and (first.size, len(first.cosigned_by), first.refused) == (20, 2, {})
@@ -94,8 +99,7 @@ def test_each_new_checkpoint_is_cosigned_by_every_witness(new_db: NewDb, tmp_pat
 def test_a_witness_down_costs_only_its_own_cosignature_and_is_asked_again(
     new_db: NewDb, tmp_path: Path
 ) -> None:
-    ledger = _ledger(new_db)
-    ws = Witnesses(tmp_path, _log_vkey(ledger))
+    ledger, ws = _witnessed(new_db, tmp_path)
     w1, w2 = ws.list
     ws.down.add(w2.url)
     cosigner = Cosigner(ledger.store, ws.list, ws.post)
@@ -111,8 +115,7 @@ def test_a_witness_down_costs_only_its_own_cosignature_and_is_asked_again(
 
 
 def test_a_new_cosigner_learns_each_witnesss_size_from_its_409(new_db: NewDb, tmp_path: Path) -> None:
-    ledger = _ledger(new_db)
-    ws = Witnesses(tmp_path, _log_vkey(ledger))
+    ledger, ws = _witnessed(new_db, tmp_path)
     assert Cosigner(ledger.store, ws.list, ws.post).cosign() is not None
     _grow(ledger, 20, 7, prefix="2105")
     ws.calls.clear()
@@ -123,8 +126,7 @@ def test_a_new_cosigner_learns_each_witnesss_size_from_its_409(new_db: NewDb, tm
 
 
 def test_steady_state_is_one_add_checkpoint_per_witness_per_checkpoint(new_db: NewDb, tmp_path: Path) -> None:
-    ledger = _ledger(new_db)
-    ws = Witnesses(tmp_path, _log_vkey(ledger))
+    ledger, ws = _witnessed(new_db, tmp_path)
     assert Cosigner(ledger.store, ws.list, ws.post).cosign() is not None
     cosigner = Cosigner(ledger.store, ws.list, ws.post)  # restarted: it learns each size from a 409 once
     sent: list[tuple[str, str]] = []  # (url, its `old N` line) of each request
@@ -165,8 +167,7 @@ class _Held:
 def test_a_slow_witness_holds_up_neither_the_others_nor_the_next_checkpoint(
     new_db: NewDb, tmp_path: Path
 ) -> None:
-    ledger = _ledger(new_db)
-    ws = Witnesses(tmp_path, _log_vkey(ledger))
+    ledger, ws = _witnessed(new_db, tmp_path)
     w1, w2 = ws.list
     held = _Held(ws, w2.url)
     cosigner = Cosigner(ledger.store, ws.list, held)
@@ -193,8 +194,7 @@ def test_a_slow_witness_holds_up_neither_the_others_nor_the_next_checkpoint(
 
 
 def test_a_slow_witness_answer_for_the_newest_checkpoint_is_kept_later(new_db: NewDb, tmp_path: Path) -> None:
-    ledger = _ledger(new_db)
-    ws = Witnesses(tmp_path, _log_vkey(ledger))
+    ledger, ws = _witnessed(new_db, tmp_path)
     w1, w2 = ws.list
     held = _Held(ws, w2.url)
     cosigner = Cosigner(ledger.store, ws.list, held)
@@ -210,8 +210,7 @@ def test_a_slow_witness_answer_for_the_newest_checkpoint_is_kept_later(new_db: N
 
 
 def test_a_witness_answering_no_valid_cosignature_is_not_counted(new_db: NewDb, tmp_path: Path) -> None:
-    ledger = _ledger(new_db)
-    ws = Witnesses(tmp_path, _log_vkey(ledger))
+    ledger, ws = _witnessed(new_db, tmp_path)
     impostor = load_or_create_witness_key(tmp_path / "impostor.key", "w1.example")  # the name, not the key
 
     def post(url: str, body: bytes) -> tuple[int, bytes]:

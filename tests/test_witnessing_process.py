@@ -173,6 +173,16 @@ TOKEN = "witness-process-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
+def _accepted(sock: socket.socket) -> Iterator[socket.socket]:
+    """Each connection made to a listening socket, until it is closed."""
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except OSError:
+            return
+        yield conn
+
+
 class _Silent:
     """A TCP port that accepts connections and never answers: a witness that hangs."""
 
@@ -183,11 +193,7 @@ class _Silent:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
+        for conn in _accepted(self.sock):
             self.held.append(conn)
 
     def close(self) -> None:
@@ -212,11 +218,7 @@ class _Proxy:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
+        for conn in _accepted(self.sock):
             with self.lock:
                 self.connections += 1
             up = socket.create_connection((self.upstream.hostname, self.upstream.port))

@@ -4,7 +4,6 @@ exactly what the full scan of every observation (works_known, papers_known) matc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -26,7 +25,7 @@ from ledger.storage.works_store import (
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import PAPERS, citation, ledgers, oid_of, paper, resolution, ts
-from tests.test_record import _SETTINGS, Scratch
+from tests.test_record import _SETTINGS, Scratch, scratch  # noqa: F401 - test_record's fixture, shared
 from tests.test_sources_support import CITING, sample_events
 
 LONG_DOI = "10.5555/" + "x" * LONG_KEY
@@ -195,20 +194,10 @@ _FEW = settings(_SETTINGS, max_examples=25)
 
 @_FEW
 @given(events=ledgers(), cuts=st.lists(st.integers(0, 430), min_size=1, max_size=4))
-def test_any_ledger_matches_as_the_full_scan(scratch: Scratch, events: list[Event], cuts: list[int]) -> None:
+def test_any_ledger_matches_as_the_full_scan(scratch: Scratch, events: list[Event], cuts: list[int]) -> None:  # noqa: F811
     with scratch.example() as new:
         ledger = new("works.db")
         ledger.append(events)
         for cut in cuts:
             keys = _keys_named(events) | {arxiv_key(p) or "" for p in PAPERS}
             assert_same_as_full_scan(ledger.store, parse_ts(ts(cut)), keys)
-
-
-@pytest.fixture
-def scratch(
-    db_factory: Callable[[Path, str], str],
-    tmp_path_factory: pytest.TempPathFactory,
-    request: pytest.FixtureRequest,
-) -> Scratch:
-    """Empty ledgers for each example (tests/test_record.py)."""
-    return Scratch(db_factory, lambda: tmp_path_factory.mktemp(request.node.name[:30]))

@@ -3,18 +3,18 @@ witnesses named by LEDGER_WITNESSES; off the append path: appends never wait for
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
 import httpx
 from starlette.applications import Starlette
 
 from api.ops import metrics
+from api.ops.background import start_thread
 from service.proofs.witnessing import Cosigner, read_witnesses, run_cosigner
 
-STOP_TIMEOUT_S = 10.0
 TIMEOUT_S = 10.0  # a witness slower than this misses the round; it is asked again at the next one
 MAX_ANSWER = 64 * 1024  # a cosignature line is about 150 bytes
 
@@ -44,21 +44,10 @@ async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
             return None
 
         return nothing
-    stop = threading.Event()
-    thread = threading.Thread(
-        target=run_cosigner,
-        args=(cosigner, settings.checkpoint_interval, stop),
-        name="ledger-cosign",
-        daemon=True,
+    interval = settings.checkpoint_interval
+    return start_thread(
+        "ledger-cosign", partial(run_cosigner, cosigner, interval), then=app.state.witness_clients.close
     )
-    thread.start()
-
-    async def stop_cosigner() -> None:
-        stop.set()
-        await asyncio.to_thread(thread.join, STOP_TIMEOUT_S)
-        app.state.witness_clients.close()
-
-    return stop_cosigner
 
 
 class WitnessClients:

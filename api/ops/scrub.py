@@ -3,19 +3,18 @@ with /healthz, the integrity report and every page that shows a record or a pape
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from starlette.applications import Starlette
 
 from api.ops import metrics
+from api.ops.background import start_thread
 from api.ops.serve_start import server_start
 from ledger.model.facts import ScrubPass
 from service.ops.scrub import PassLog, run_scrubber
 
-# How long shutdown waits for the scrub thread: it stops between two batches (milliseconds each).
-STOP_TIMEOUT_S = 10.0
 _LOCK = threading.Lock()
 # Answers about records and papers carry `Ledger-Chain: broken <seq>` while the last full walk says so.
 CHAIN_HEADER = "Ledger-Chain"
@@ -55,20 +54,7 @@ async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
     whenever the last recorded one is LEDGER_SCRUB_INTERVAL old, and no other process is scrubbing);
     returns its stop()."""
     settings = app.state.settings
-    stop = threading.Event()
-    # a thread of its own, not the request pool: a pass may take minutes, and its connection (and
-    # PostgreSQL's session advisory lock) stays with that thread. The server answers meanwhile.
-    thread = threading.Thread(
-        target=run_scrubber,
-        args=(app.state.ledger.store, passes_of(app), settings.scrub_interval, stop),
-        kwargs={"since_us": server_start()},
-        name="ledger-scrub",
-        daemon=True,
+    store, passes = app.state.ledger.store, passes_of(app)
+    return start_thread(
+        "ledger-scrub", partial(run_scrubber, store, passes, settings.scrub_interval, since_us=server_start())
     )
-    thread.start()
-
-    async def stop_scrubber() -> None:
-        stop.set()
-        await asyncio.to_thread(thread.join, STOP_TIMEOUT_S)
-
-    return stop_scrubber

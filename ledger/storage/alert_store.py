@@ -83,9 +83,9 @@ class _Store(Protocol):
     @property
     def dialect(self) -> Dialect: ...
 
-    def _conn(self) -> Any: ...
-    def _q(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any: ...
-    def _many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    def connection(self) -> Any: ...
+    def query(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any: ...
+    def query_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
     def write_begin(self) -> tuple[str, ...]: ...
     def transaction(self, begin: Sequence[str]) -> AbstractContextManager[Any]: ...
 
@@ -97,7 +97,7 @@ class AlertTables:
         self.store = store
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.store._q(self.store._conn(), sql, params)
+        return self.store.query(self.store.connection(), sql, params)
 
     @contextmanager
     def raising(self) -> Iterator[None]:
@@ -117,8 +117,8 @@ class AlertTables:
         """Store a watch and the keys it is found by (inside `raising`)."""
         self._q(f"INSERT INTO watches ({WATCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", tuple(w))
         if keys:
-            self.store._many(
-                self.store._conn(),
+            self.store.query_many(
+                self.store.connection(),
                 "INSERT INTO watch_keys (key, watch_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 [(k, w.id) for k in sorted(set(keys))],
             )
@@ -158,23 +158,27 @@ class AlertTables:
         )
         return True
 
-    def watchers(self, keys: Sequence[str]) -> list[tuple[str, str]]:
-        """(key, watch id) of the watches in force found by any of these keys."""
+    def _in_force(self, columns: str, table: str, key: str, keys: Sequence[str]) -> list[Any]:
+        """`columns` of the `table` rows (as t) whose `key` is one of `keys`, of watches in force."""
         if not keys:
             return []
         d = self.store.dialect
         rows = self._q(
-            "SELECT k.key, k.watch_id FROM watch_keys AS k JOIN watches AS w ON w.id = k.watch_id "
-            f"WHERE {d.any_of('k.key')} AND w.removed_at IS NULL",
+            f"SELECT {columns} FROM {table} AS t JOIN watches AS w ON w.id = t.watch_id "
+            f"WHERE {d.any_of(key)} AND w.removed_at IS NULL",
             (d.bind_list(sorted(set(keys))),),
         )
-        return [(r[0], r[1]) for r in rows]
+        return [tuple(r) for r in rows]
+
+    def watchers(self, keys: Sequence[str]) -> list[tuple[str, str]]:
+        """(key, watch id) of the watches in force found by any of these keys."""
+        return self._in_force("t.key, t.watch_id", "watch_keys", "t.key", keys)
 
     def cover(self, rows: Sequence[tuple[str, str, str]]) -> None:
         """(work_id, watch_id, observation_id): the watch covers the work, through that observation."""
         if rows:
-            self.store._many(
-                self.store._conn(),
+            self.store.query_many(
+                self.store.connection(),
                 "INSERT INTO watch_works (work_id, watch_id, observation_id) VALUES (?, ?, ?) "
                 "ON CONFLICT DO NOTHING",
                 rows,
@@ -182,15 +186,8 @@ class AlertTables:
 
     def covering(self, work_ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """(work_id, watch_id, observation_id) of the watches in force covering any of these works."""
-        if not work_ids:
-            return []
-        d = self.store.dialect
-        rows = self._q(
-            "SELECT c.work_id, c.watch_id, c.observation_id FROM watch_works AS c "
-            f"JOIN watches AS w ON w.id = c.watch_id WHERE {d.any_of('c.work_id')} AND w.removed_at IS NULL",
-            (d.bind_list(sorted(set(work_ids))),),
-        )
-        return [(r[0], r[1], r[2]) for r in rows]
+        columns = "t.work_id, t.watch_id, t.observation_id"
+        return self._in_force(columns, "watch_works", "t.work_id", work_ids)
 
     def covered(self, watch_id: str) -> list[tuple[str, str]]:
         """(work_id, observation_id) a watch covers, by work."""
@@ -230,15 +227,15 @@ class AlertTables:
     def add_alerts(self, alerts: Sequence[Alert], outbox: Sequence[tuple[int, str, int]]) -> None:
         """Store new alerts, numbered already, and the outbox entries (n, watch_id, due) of those to
         deliver (inside `raising`)."""
-        conn = self.store._conn()
+        conn = self.store.connection()
         if alerts:
-            self.store._many(
+            self.store.query_many(
                 conn,
                 f"INSERT INTO alerts ({ALERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(*a[:6], int(a.held), *a[7:]) for a in alerts],
             )
         if outbox:
-            self.store._many(
+            self.store.query_many(
                 conn,
                 "INSERT INTO outbox (alert_n, watch_id, state, attempts, next_us, first_us, lease_us) "
                 f"VALUES (?, ?, '{PENDING}', 0, ?, ?, 0)",
@@ -290,8 +287,8 @@ class AlertTables:
             (now_us, now_us, d.bind_list(sorted(set(busy))), limit),
         ).fetchall()
         if rows:
-            self.store._many(
-                self.store._conn(),
+            self.store.query_many(
+                self.store.connection(),
                 "UPDATE outbox SET lease_us = ? WHERE alert_n = ?",
                 [(now_us + lease_us, r[0]) for r in rows],
             )

@@ -43,7 +43,7 @@ class ThreadConnections(Generic[C]):
         self._local.held = (key, conn)
         self._open[key] = (weakref.ref(thread), conn)
         if old is not None:
-            self._discard(old[0])
+            self.discard(old[0])
         self._prune()
         if thread is not threading.main_thread():
             # only a weak reference to the registry: a finalizer must not keep a store alive
@@ -55,13 +55,14 @@ class ThreadConnections(Generic[C]):
         held: tuple[int, C] | None = getattr(self._local, "held", None)
         self._local.held = None
         if held is not None:
-            self._discard(held[0])
+            self.discard(held[0])
 
     def __len__(self) -> int:
         """How many connections are open."""
         return len(self._open)
 
-    def _discard(self, key: int) -> None:
+    def discard(self, key: int) -> None:
+        """Close and forget the connection of thread `key`, if it has one."""
         item = self._open.pop(key, None)
         if item is not None:
             with contextlib.suppress(Exception):  # already closed, or broken: it is gone either way
@@ -71,7 +72,7 @@ class ThreadConnections(Generic[C]):
         for key, (ref, _) in _items(self._open):
             thread = ref()
             if thread is None or not thread.is_alive():
-                self._discard(key)
+                self.discard(key)
 
 
 def _items(d: dict[int, tuple[weakref.ref[threading.Thread], C]]) -> list[tuple[int, tuple[Any, C]]]:
@@ -86,4 +87,4 @@ def _items(d: dict[int, tuple[weakref.ref[threading.Thread], C]]) -> list[tuple[
 def _thread_ended(registry: weakref.ref[ThreadConnections[Any]], key: int) -> None:
     conns = registry()
     if conns is not None:
-        conns._discard(key)
+        conns.discard(key)

@@ -9,14 +9,16 @@ before COMMIT. A job sees only the append protocol (AppendTx).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from ledger.model.events import StoredEvent
 from ledger.model.facts import Head
 from ledger.storage.append import AppendTx, Needs, Rows
 from ledger.storage.derived.spans import CITATION
+
+V = TypeVar("V")
 
 
 class GroupTx:
@@ -57,31 +59,20 @@ class GroupTx:
 
     def existing(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
         """Stored events under these ids, and those staged by earlier batches of the group."""
-        known = self._known[0]
-        rest = [i for i in event_ids if i not in known]
-        found: dict[str, StoredEvent] = self.tx.existing(rest) if rest else {}
-        found.update((i, self._stored[i]) for i in event_ids if i in self._stored)
-        found.update((i, _stored(self._by_id[i])) for i in event_ids if i in self._by_id)
-        return found
+        staged = {i: _stored(self._by_id[i]) for i in event_ids if i in self._by_id}
+        return _overlay(event_ids, self._known[0], self.tx.existing, self._stored, staged)
 
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
         """observation_id -> citing paper, from the store and from staged citations."""
-        unknown = [o for o in observation_ids if o not in self._citing]
-        known = self._known[1]
-        rest = [o for o in unknown if o not in known]
-        found: dict[str, str] = self.tx.citing_papers(rest) if rest else {}
-        found.update((o, self._stored_citing[o]) for o in unknown if o in self._stored_citing)
-        found.update((o, self._citing[o]) for o in observation_ids if o in self._citing)
-        return found
+        return _overlay(
+            observation_ids, self._known[1], self.tx.citing_papers, self._stored_citing, self._citing
+        )
 
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
         """Current version of each stream, staged batches included."""
-        known = self._known[2]
-        rest = [s for s in streams if s not in known]
-        found: dict[str, int] = self.tx.stream_versions(rest) if rest else {}
-        found.update((s, self._stored_versions[s]) for s in streams if s in self._stored_versions)
-        found.update((s, self._versions[s]) for s in streams if s in self._versions)
-        return found
+        return _overlay(
+            streams, self._known[2], self.tx.stream_versions, self._stored_versions, self._versions
+        )
 
     def insert(self, rows: Rows) -> None:
         """Stage a batch's events; they count once the batch returns (see `run`)."""
@@ -124,6 +115,22 @@ class GroupTx:
                 self._citing.setdefault(step.observation_id, step.citing)
         last = rows.events[-1]
         self._head = (Head(last[0], last[11]), last[8])
+
+
+def _overlay(
+    keys: Sequence[str],
+    known: set[str],
+    read: Callable[[list[str]], dict[str, V]],
+    stored: Mapping[str, V],
+    staged: Mapping[str, V],
+) -> dict[str, V]:
+    """What the store holds under these keys (read now only for those `prefetch` did not look up and
+    the group did not stage), with what earlier batches of the group staged laid over it."""
+    rest = [k for k in keys if k not in known and k not in staged]
+    found = read(rest) if rest else {}
+    found.update((k, stored[k]) for k in keys if k in stored and k not in staged)
+    found.update((k, staged[k]) for k in keys if k in staged)
+    return found
 
 
 def _stored(row: tuple[Any, ...]) -> StoredEvent:

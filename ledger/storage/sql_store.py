@@ -148,6 +148,17 @@ def _bucket(column: str) -> str:
     return f"(CASE WHEN {column} >= 0 THEN {column} / {b} ELSE -((-{column} - 1) / {b}) - 1 END)"
 
 
+def _starts_ends(columns: str, starts: str, ends: str) -> str:
+    """The rows a per-bucket count of the inbound spans known now sums: (`columns`, bucket, instant,
+    1, 0) for each start where `starts` holds, (..., 0, 1) for each end where `ends` holds."""
+    return (
+        f"SELECT {columns}{_bucket('t_from')} AS bucket, t_from AS t, 1 AS s, 0 AS e FROM inbound_spans"
+        f" WHERE k_to = {OPEN}{starts}"
+        f" UNION ALL SELECT {columns}{_bucket('t_to')}, t_to, 0, 1 FROM inbound_spans"
+        f" WHERE k_to = {OPEN}{ends}"
+    )
+
+
 def step_columns(d: Dialect, events: str = "") -> str:
     """The columns of a Step, read from a citation or resolution row of events (`events`: its alias
     and a dot, in a join)."""
@@ -211,13 +222,18 @@ class SqlStore:
         """Whether `conn` is inside a transaction already."""
         raise NotImplementedError
 
-    def _q(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+    def connection(self) -> Any:
+        """This thread's connection (opened on first use)."""
+        return self._conn()
+
+    def query(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        """One statement (written with `?` placeholders) on `conn`; traced when tracing."""
         sql = self.dialect.sql(sql)
         if self.trace is not None:
             self.trace.append(sql)
         return self._execute(conn, sql, params)
 
-    def _many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def query_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """One statement run for many rows; traced once per row, as sent."""
         sql = self.dialect.sql(sql)
         if self.trace is not None:
@@ -228,27 +244,27 @@ class SqlStore:
     def transaction(self, begin: Sequence[str]) -> Iterator[Any]:
         """Run `begin`, yield the connection, COMMIT; ROLLBACK if the block (or a later `begin`) fails."""
         conn = self._conn()
-        self._q(conn, begin[0])
+        self.query(conn, begin[0])
         try:
             for sql in begin[1:]:
-                self._q(conn, sql)
+                self.query(conn, sql)
             yield conn
         except BaseException:
             with contextlib.suppress(*self.rollback_errors):
-                self._q(conn, "ROLLBACK")
+                self.query(conn, "ROLLBACK")
             raise
-        self._q(conn, "COMMIT")
+        self.query(conn, "COMMIT")
 
     @contextmanager
     def reading(self) -> Iterator[Any]:
         """A read transaction that sees one state throughout, ended whatever happens in it."""
         conn = self._conn()
-        self._q(conn, self.read_begin)
+        self.query(conn, self.read_begin)
         try:
             yield conn
         finally:
             with contextlib.suppress(*self.rollback_errors):
-                self._q(conn, "COMMIT")
+                self.query(conn, "COMMIT")
 
     # -- writing ---------------------------------------------------------------------
 
@@ -262,7 +278,7 @@ class SqlStore:
 
     def head(self) -> Head:
         """The last seq and its hash."""
-        return _head(self._q(self._conn(), HEAD_SQL).fetchone())
+        return _head(self.query(self._conn(), HEAD_SQL).fetchone())
 
     @contextmanager
     def snapshot(self, as_of_us: int, known_us: int | None = None) -> Iterator[SqlReader]:
@@ -286,7 +302,7 @@ class SqlStore:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [envelope_row(r) for r in self._q(self._conn(), sql, params)]
+        return [envelope_row(r) for r in self.query(self._conn(), sql, params)]
 
     def iter_chain(self, after: int = 0, batch: int = 5000) -> Iterator[ChainLink]:
         """Every stored event in seq order, with the index columns verify rechecks."""
@@ -296,7 +312,7 @@ class SqlStore:
         """iter_chain's rows as read: ENVELOPE_COLUMNS, observed_us, recorded_us (data as text)."""
         conn = self._conn()
         while True:
-            rows = self._q(
+            rows = self.query(
                 conn,
                 f"SELECT {ENVELOPE_COLUMNS}, observed_us, recorded_us FROM events "
                 "WHERE seq > ? ORDER BY seq LIMIT ?",
@@ -309,7 +325,7 @@ class SqlStore:
 
     def iter_check_works(self) -> Iterator[tuple[Any, ...]]:
         """Every check_works row at either level, ordered by seq (verify compares them with the data)."""
-        yield from self._q(
+        yield from self.query(
             self._conn(),
             f"SELECT {CHECK_WORKS_COLUMNS} FROM check_works_all ORDER BY seq, work_id, source, observed_us",
         )
@@ -317,7 +333,7 @@ class SqlStore:
     def envelopes(self, seqs: Sequence[int]) -> list[StoredEvent]:
         """The stored envelopes of the given seqs, in seq order."""
         d = self.dialect
-        rows = self._q(
+        rows = self.query(
             self._conn(),
             f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {d.any_of('seq')} ORDER BY seq",
             (d.bind_list(seqs),),
@@ -326,7 +342,7 @@ class SqlStore:
 
     def paper_history(self, arxiv_id: str) -> list[Fact]:
         """Every paper.observed snapshot of one paper, in seq order."""
-        rows = self._q(
+        rows = self.query(
             self._conn(),
             f"SELECT {FACT_COLUMNS} FROM events WHERE stream = ? AND type = 'paper.observed' ORDER BY seq",
             (f"paper:{arxiv_id}",),
@@ -335,7 +351,7 @@ class SqlStore:
 
     def papers(self, limit: int = 100, offset: int = 0) -> list[str]:
         """Arxiv ids of papers with at least one snapshot, most events first (a page of them)."""
-        rows = self._q(
+        rows = self.query(
             self._conn(),
             "SELECT substr(stream, 7) FROM events WHERE type = 'paper.observed' "
             "GROUP BY stream ORDER BY count(*) DESC, stream LIMIT ? OFFSET ?",
@@ -359,7 +375,7 @@ class SqlWriteTx:
         self._steps: dict[str, list[Step]] = {}
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.store._q(self.conn, sql, params)
+        return self.store.query(self.conn, sql, params)
 
     def head(self) -> tuple[Head, int]:
         """The head and its recorded_us (0 when empty)."""
@@ -410,10 +426,10 @@ class SqlWriteTx:
         """Insert the new events, their keys and their observations' spans, moving levels down when the
         seqs pass a level's size (the caller commits)."""
         self._spans(rows.steps)
-        self.store._many(self.conn, _INSERT_EVENTS, rows.events)
-        self.store._many(self.conn, _INSERT_KEYS, rows.keys)
+        self.store.query_many(self.conn, _INSERT_EVENTS, rows.events)
+        self.store.query_many(self.conn, _INSERT_KEYS, rows.keys)
         if rows.checks:
-            self.store._many(
+            self.store.query_many(
                 self.conn, _INSERT_CHECK_WORKS, [(*c[:5], c.notices.decode()) for c in rows.checks]
             )
         # a level moves in the append whose seqs pass a multiple of its size: no read needed to know
@@ -454,13 +470,13 @@ class SqlWriteTx:
         # a later insert in this transaction starts from these
         self._steps.update({oid: [*prior.get(oid, []), *mine] for oid, mine in new.items()})
         if closed:
-            self.store._many(self.conn, _DROP_SPAN, closed)
-            self.store._many(self.conn, _CLOSE_SPAN, [(c[-1], *c[:-1]) for c in closed])
+            self.store.query_many(self.conn, _DROP_SPAN, closed)
+            self.store.query_many(self.conn, _CLOSE_SPAN, [(c[-1], *c[:-1]) for c in closed])
         if opened:
-            self.store._many(self.conn, _INSERT_SPANS, opened)
+            self.store.query_many(self.conn, _INSERT_SPANS, opened)
         counts = bucket_deltas(opened, gone)
         if counts:
-            self.store._many(self.conn, _COUNT_BUCKETS, counts)
+            self.store.query_many(self.conn, _COUNT_BUCKETS, counts)
 
 
 class SqlReader:
@@ -473,11 +489,11 @@ class SqlReader:
         self.k = known_us
 
     def _facts(self, sql: str, params: Sequence[Any]) -> list[Fact]:
-        return [fact_row(r) for r in self.store._q(self.conn, sql, params)]
+        return [fact_row(r) for r in self.store.query(self.conn, sql, params)]
 
     def head(self) -> Head:
         """The head this snapshot sees (not counted in the statement budget)."""
-        return _head(self.store._q(self.conn, HEAD_SQL).fetchone())
+        return _head(self.store.query(self.conn, HEAD_SQL).fetchone())
 
     def paper_stream(self, arxiv_id: str) -> list[Fact]:
         """Statement 1: the paper's own stream (snapshots, citations, resolutions, measurements)."""
@@ -495,7 +511,7 @@ class SqlReader:
             count_all = f"SELECT (SELECT count(*) FROM inbound_spans WHERE {_VISIBLE})"
             return self._inbound(count_all, where, where, limit)
         start = self.t - self.t % spans.BUCKET_US
-        row = self.store._q(
+        row = self.store.query(
             self.conn,
             f"SELECT {_COUNT_NOW}, "
             "(SELECT coalesce(sum(starts - ends), 0) FROM inbound_counts WHERE cited = ?)",
@@ -521,7 +537,7 @@ class SqlReader:
         visible: str = _VISIBLE,
     ) -> tuple[int, list[Fact]]:
         # the count on a row of its own, joined to the shown events (none when nothing is shown)
-        rows = self.store._q(
+        rows = self.store.query(
             self.conn,
             f"WITH shown AS (SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {visible}"
             f"  ORDER BY {order} LIMIT ?), "
@@ -537,7 +553,7 @@ class SqlReader:
     def inbound_seqs(self, arxiv_id: str, offset: int, limit: int) -> list[tuple[int, int]]:
         """(citation seq, resolution seq) of the inbound observations `offset`.. `offset + limit` in
         the record's order (the integrity report's and the bundle's pages)."""
-        rows = self.store._q(
+        rows = self.store.query(
             self.conn,
             f"SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {_VISIBLE} "
             f"ORDER BY {_INBOUND_ORDER} LIMIT ? OFFSET ?",
@@ -563,7 +579,7 @@ class SqlReader:
         events_stream_type_time its latest check as of T and K: the cost does not grow with the
         number of checks in the ledger (a window over every check did: 30 ms per record at 1M).
         """
-        rows = self.store._q(self.conn, SOURCE_HEADS_SQL, (self.t, self.k))
+        rows = self.store.query(self.conn, SOURCE_HEADS_SQL, (self.t, self.k))
         return [SourceHead(*r) for r in rows]
 
     def check_history(self, work_ids: Sequence[str]) -> list[tuple[Any, ...]]:
@@ -574,7 +590,7 @@ class SqlReader:
             return []
         d = self.store.dialect
         # a work no check ever listed a notice for has nothing to show: its rows are not read
-        rows = self.store._q(
+        rows = self.store.query(
             self.conn,
             "SELECT c.work_id, c.source, e.observed_at, c.observed_us, c.seq, e.hash, c.notices "
             "FROM check_works_all AS c JOIN events AS e ON e.seq = c.seq "
@@ -597,7 +613,7 @@ class SqlReader:
             " WHERE c.observed_us <= ? AND c.observed_us >= w.since AND c.recorded_us <= ?"
             for level in LEVELS
         )
-        rows = self.store._q(
+        rows = self.store.query(
             self.conn,
             f"WITH wanted(work_id, since) AS ({d.pairs('text', 'bigint')}) "
             "SELECT work_id, since, source, observed_at, observed_us, seq, notices FROM ("
@@ -617,7 +633,7 @@ class SqlReader:
 
     def checks(self) -> list[Checked]:
         """Every standing check of every source, in (observed_us, seq) order."""
-        rows = self.store._q(
+        rows = self.store.query(
             self.conn,
             "SELECT substr(stream, 8), observed_at, observed_us, seq FROM events "
             "WHERE stream >= 'source:' AND stream < 'source;' AND type = 'standing.checked' "
@@ -626,20 +642,22 @@ class SqlReader:
         )
         return [Checked(*r) for r in rows]
 
+    def _check_works(self, columns: str, work_ids: Sequence[str], also: str = "", tail: str = "") -> Any:
+        """`columns` of the check_works rows of these works as of T and K (where `also` holds too)."""
+        d = self.store.dialect
+        where = f"{d.any_of('work_id')} AND {also}{_CHECK_WINDOW}"
+        # `also` given: a set of works is asked for (UNION), else every row, in the order of `tail`
+        union = "UNION" if also else "UNION ALL"
+        return self.store.query(
+            self.conn,
+            _each_level("check_works", columns, where, union) + tail,
+            (d.bind_list(sorted(set(work_ids))), self.t, self.k) * len(LEVELS),
+        )
+
     def _noticed(self, work_ids: Sequence[str]) -> list[str]:
         """Those of these works some check as of T and K lists a notice for, and '*' (every check of
         all works): the only ones whose check rows can hold a notice."""
-        d = self.store.dialect
-        noticed = self.store._q(
-            self.conn,
-            _each_level(
-                "check_works",
-                "work_id",
-                f"{d.any_of('work_id')} AND notices <> '[]' AND {_CHECK_WINDOW}",
-                "UNION",
-            ),
-            (d.bind_list(sorted(set(work_ids))), self.t, self.k) * len(LEVELS),
-        )
+        noticed = self._check_works("work_id", work_ids, also="notices <> '[]' AND ")
         return sorted({r[0] for r in noticed} | {"*"})
 
     def notice_rows(self, work_ids: Sequence[str]) -> list[CheckWorkRow]:
@@ -648,17 +666,8 @@ class SqlReader:
         paper's cited works were at each check (the rows of works never noticed are not read)."""
         if not work_ids:
             return []
-        d = self.store.dialect
-        rows = self.store._q(
-            self.conn,
-            _each_level(
-                "check_works",
-                "work_id, source, observed_us, seq, recorded_us, notices",
-                f"{d.any_of('work_id')} AND {_CHECK_WINDOW}",
-            )
-            + " ORDER BY 3, 4, 1",
-            (d.bind_list(self._noticed(work_ids)), self.t, self.k) * len(LEVELS),
-        )
+        columns = "work_id, source, observed_us, seq, recorded_us, notices"
+        rows = self._check_works(columns, self._noticed(work_ids), tail=" ORDER BY 3, 4, 1")
         return [CheckWorkRow(w, src, o_us, seq, r_us, n.encode()) for w, src, o_us, seq, r_us, n in rows]
 
     def inbound_spans(self, arxiv_id: str, limit: int) -> list[tuple[Span, int | None]] | None:
@@ -670,7 +679,7 @@ class SqlReader:
             f"  SELECT k.seq FROM event_keys_all AS k WHERE k.key = '{OBSERVATION}' || s.observation_id)"
             "  AND e.observed_us = s.t_to) END"
         )
-        rows = self.store._q(
+        rows = self.store.query(
             self.conn,
             "SELECT s.cited, s.citing, s.reference_index, s.observation_id, s.t_from, s.t_to, "
             f"s.citation_seq, s.resolution_seq, {ended} FROM inbound_spans AS s "
@@ -683,14 +692,11 @@ class SqlReader:
     def inbound_days(self, arxiv_id: str) -> list[InboundDay]:
         """Per day of observed time, the paper's inbound spans known now that start or end in it
         (up to T): the first and last such instant, how many distinct ones, how many start and end."""
-        rows = self.store._q(
+        rows = self.store.query(
             self.conn,
             "SELECT bucket, min(t), max(t), count(DISTINCT t), sum(s), sum(e) FROM ("
-            f"  SELECT {_bucket('t_from')} AS bucket, t_from AS t, 1 AS s, 0 AS e FROM inbound_spans"
-            f"   WHERE cited = ? AND k_to = {OPEN} AND t_from <= ?"
-            f"  UNION ALL SELECT {_bucket('t_to')}, t_to, 0, 1 FROM inbound_spans"
-            f"   WHERE cited = ? AND k_to = {OPEN} AND t_to <= ?"
-            ") AS c GROUP BY bucket ORDER BY bucket",
+            + _starts_ends("", " AND cited = ? AND t_from <= ?", " AND cited = ? AND t_to <= ?")
+            + ") AS c GROUP BY bucket ORDER BY bucket",
             (arxiv_id, self.t, arxiv_id, self.t),
         )
         # int(): PostgreSQL sums bigints as numeric
@@ -740,7 +746,7 @@ class SqlTables:
         return side_path(self.store.db, suffix)
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.store._q(self.store._conn(), sql, params)
+        return self.store.query(self.store.connection(), sql, params)
 
     # -- Merkle nodes ----------------------------------------------------------------
 
@@ -778,8 +784,8 @@ class SqlTables:
 
     def store_nodes(self, rows: Sequence[tuple[int, int, bytes]], leaves: int, chain_hash: str) -> None:
         """Insert new nodes and move the fill marker (inside `filling`)."""
-        self.store._many(
-            self.store._conn(), "INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)", rows
+        self.store.query_many(
+            self.store.connection(), "INSERT INTO merkle_nodes (level, idx, hash) VALUES (?, ?, ?)", rows
         )
         self._q(
             "INSERT INTO merkle_fill (id, leaves, chain_hash) VALUES (1, ?, ?) "
@@ -792,7 +798,7 @@ class SqlTables:
     @contextmanager
     def consistent_read(self) -> Iterator[None]:
         """A read that sees one state throughout (verify's walk): the walk, the index and the nodes."""
-        if self.store.in_transaction(self.store._conn()):
+        if self.store.in_transaction(self.store.connection()):
             yield
             return
         with self.store.reading():
@@ -976,8 +982,8 @@ class SqlTables:
 
     def _fill(self, conn: Any, rows: list[Row]) -> None:
         if rows:
-            self.store._many(conn, _INSERT_SPANS, rows)
-            self.store._many(conn, _COUNT_BUCKETS, bucket_deltas(rows, []))
+            self.store.query_many(conn, _INSERT_SPANS, rows)
+            self.store.query_many(conn, _COUNT_BUCKETS, bucket_deltas(rows, []))
 
     def count_rows(
         self, cited: Sequence[str] | None = None
@@ -994,11 +1000,8 @@ class SqlTables:
         )
         counted = self._q(
             "SELECT cited, bucket, sum(s), sum(e) FROM ("
-            f"  SELECT cited, {_bucket('t_from')} AS bucket, 1 AS s, 0 AS e FROM inbound_spans"
-            f"   WHERE k_to = {OPEN}{where}"
-            f"  UNION ALL SELECT cited, {_bucket('t_to')}, 0, 1 FROM inbound_spans"
-            f"   WHERE k_to = {OPEN} AND t_to < {OPEN}{where}"
-            ") AS c GROUP BY cited, bucket HAVING sum(s) <> 0 OR sum(e) <> 0 ORDER BY cited, bucket",
+            + _starts_ends("cited, ", where, f" AND t_to < {OPEN}{where}")
+            + ") AS c GROUP BY cited, bucket HAVING sum(s) <> 0 OR sum(e) <> 0 ORDER BY cited, bucket",
             params * 2,
         )
         # int(): PostgreSQL sums bigints as numeric
@@ -1080,17 +1083,17 @@ class SqlTables:
         query = d.title_query(words)
         # one read, so the count and the page see the same index
         with self.store.reading() as conn:
-            total = self.store._q(
+            total = self.store.query(
                 conn, f"SELECT count(*) FROM search_titles WHERE {d.title_match()}", (query,)
             ).fetchone()[0]
-            rows = self.store._q(
+            rows = self.store.query(
                 conn,
                 "SELECT arxiv_id, observation_id, reference_index, title, seq FROM search_titles "
                 f"WHERE {d.title_match()} ORDER BY observation_id <> '', arxiv_id, reference_index, "
                 "observation_id, title LIMIT ? OFFSET ?",
                 (query, limit, offset),
             ).fetchall()
-            through = int(self.store._q(conn, "SELECT seq FROM search_cursor WHERE id = 1").fetchone()[0])
+            through = int(self.store.query(conn, "SELECT seq FROM search_cursor WHERE id = 1").fetchone()[0])
         return Found(int(total), [Hit(*r) for r in rows], through)
 
     # -- ledger-wide lookups (source adapters, diff, alerts) ---------------------------
@@ -1098,7 +1101,7 @@ class SqlTables:
     def current_checks(self, work_ids: Sequence[str]) -> list[CheckRow]:
         """Per work and source, the latest standing check covering it, known now (as a record shows),
         read in whatever transaction this thread is in."""
-        reader = SqlReader(self.store, self.store._conn(), FAR_FUTURE, FAR_FUTURE)
+        reader = SqlReader(self.store, self.store.connection(), FAR_FUTURE, FAR_FUTURE)
         return reader.work_checks([(w, -FAR_FUTURE) for w in work_ids])
 
     def latest_cited_works(self, as_of_us: int) -> list[tuple[str, str, str | None]]:

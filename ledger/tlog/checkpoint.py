@@ -16,9 +16,10 @@ import hashlib
 import os
 import socket
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Generic, NamedTuple, Self, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, NamedTuple, Protocol, Self, TypeVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -26,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from ledger.model.errors import ChainBroken, InvalidEvent, LedgerError
 from ledger.tlog import merkle_store
-from ledger.tlog.checkpoint_notes import Checkpoint, NoteError, parse_checkpoint, unsigned_checkpoint
+from ledger.tlog.checkpoint_notes import Checkpoint, NoteError, b64, parse_checkpoint, unsigned_checkpoint
 from ledger.tlog.merkle import ProofError, verify_consistency
 
 if TYPE_CHECKING:
@@ -83,28 +84,46 @@ class Verifier(NamedTuple):
         return True
 
 
-def parse_vkey(text: str) -> Verifier:
-    """A vkey string -> Verifier; NoteError says what is wrong."""
-    parts = text.strip().split("+", 2)  # the base64 part may itself hold '+'
+def split_vkey(
+    text: str,
+    label: str,
+    key_type: int,
+    kind: str,
+    hash_of: Callable[[str, bytes], bytes],
+    check_name: Callable[[str], None] = _check_name,
+) -> tuple[str, bytes, bytes]:
+    """A C2SP vkey string -> (name, key hash, public key); NoteError names the `label` and what is wrong."""
+    shown = text.strip()
+    parts = shown.split("+", 2)  # the base64 part may itself hold '+'
     if len(parts) != 3:
-        raise NoteError("a verifier key is <name>+<hex key hash>+<base64 key>")
+        raise NoteError(f"a {label} is <name>+<hex key hash>+<base64 key>")
     name, hash_hex, key_b64 = parts
-    _check_name(name)
+    check_name(name)
     try:
         raw = base64.b64decode(key_b64, validate=True)
         hash_ = bytes.fromhex(hash_hex)
     except (binascii.Error, ValueError):
-        raise NoteError(f"verifier key {text.strip()!r}: bad hex or base64") from None
+        raise NoteError(f"{label} {shown!r}: bad hex or base64") from None
     if len(hash_) != 4 or hash_hex != hash_.hex():
-        raise NoteError(f"verifier key {text.strip()!r}: the key hash must be 8 lowercase hex digits")
-    if len(raw) != 33 or raw[0] != ED25519:
-        raise NoteError(f"verifier key {text.strip()!r}: not an Ed25519 key (0x01 || 32 bytes)")
-    if key_hash(name, raw[1:]) != hash_:
-        raise NoteError(f"verifier key {text.strip()!r}: the key hash does not match the name and key")
-    return Verifier(name, hash_, raw[1:])
+        raise NoteError(f"{label} {shown!r}: the key hash must be 8 lowercase hex digits")
+    if len(raw) != 33 or raw[0] != key_type:
+        raise NoteError(f"{label} {shown!r}: not {kind}")
+    if hash_of(name, raw[1:]) != hash_:
+        raise NoteError(f"{label} {shown!r}: the key hash does not match the name and key")
+    return name, hash_, raw[1:]
 
 
-V = TypeVar("V")
+def parse_vkey(text: str) -> Verifier:
+    """A vkey string -> Verifier; NoteError says what is wrong."""
+    return Verifier(*split_vkey(text, "verifier key", ED25519, "an Ed25519 key (0x01 || 32 bytes)", key_hash))
+
+
+class _PublicKey(Protocol):
+    @property
+    def hash(self) -> bytes: ...
+
+
+V = TypeVar("V", bound=_PublicKey)
 
 
 class NamedKey(Generic[V]):
@@ -116,6 +135,9 @@ class NamedKey(Generic[V]):
     KEY_TYPE: ClassVar[int]
     LABEL: ClassVar[str]  # what the key is called in errors
     SEED: ClassVar[str]  # what its key bytes must be, in errors
+    # the error for a key file under another name: the message ({path}, {found}, {asked}), and the
+    # names of the found and asked names in its details
+    OTHER_NAME: ClassVar[tuple[str, str, str]]
 
     def __init__(self, name: str, private: Ed25519PrivateKey) -> None:
         self._check(name)
@@ -135,7 +157,21 @@ class NamedKey(Generic[V]):
     @property
     def key_hash(self) -> bytes:
         """The 4-byte key hash of the published key."""
-        raise NotImplementedError
+        return self.verifier.hash
+
+    @classmethod
+    def load_or_create(cls, path: Path, name: str | None, default: Callable[[], str]) -> Self:
+        """The key at `path`, made (mode 600) on first use under `name` (else `default()`)."""
+        if not path.exists():
+            create_key_file(path, cls(name or default(), Ed25519PrivateKey.generate()).skey)
+        signer = cls.parse(path.read_text())
+        if name is not None and name != signer.name:
+            message, found, asked = cls.OTHER_NAME
+            raise NoteError(
+                message.format(path=path, found=signer.name, asked=name),
+                details={found: signer.name, asked: name},
+            )
+        return signer
 
     @classmethod
     def parse(cls, skey: str) -> Self:
@@ -143,10 +179,7 @@ class NamedKey(Generic[V]):
         parts = skey.strip().split("+", 4)
         if len(parts) != 5 or parts[:2] != ["PRIVATE", "KEY"]:
             raise NoteError(f"a {cls.LABEL} is PRIVATE+KEY+<name>+<hex key hash>+<base64 key>")
-        try:
-            raw = base64.b64decode(parts[4], validate=True)
-        except binascii.Error:
-            raise NoteError(f"{cls.LABEL}: bad base64") from None
+        raw = b64(parts[4], f"{cls.LABEL}: bad base64")
         if len(raw) != 33 or raw[0] != cls.KEY_TYPE:
             raise NoteError(f"{cls.LABEL}: not {cls.SEED}")
         signer = cls(parts[2], Ed25519PrivateKey.from_private_bytes(raw[1:]))
@@ -168,14 +201,14 @@ class Signer(NamedKey[Verifier]):
     KEY_TYPE = ED25519
     LABEL = "signer key"
     SEED = "an Ed25519 seed (0x01 || 32 bytes)"
+    OTHER_NAME = (
+        "the key at {path} signs for origin {found!r}, not {asked!r}: a new origin needs a new key file",
+        "key_origin",
+        "asked_origin",
+    )
 
     def _verifier(self, name: str, public: bytes) -> Verifier:
         return Verifier(name, key_hash(name, public), public)
-
-    @property
-    def key_hash(self) -> bytes:
-        """The 4-byte key hash of the verifier key."""
-        return self.verifier.hash
 
     def sign_note(self, text: str) -> str:
         """The signed note: text, a blank line, one signature line."""
@@ -199,10 +232,7 @@ def open_note(note: str, verifier: Verifier) -> str:
         if not line.startswith(SIG_PREFIX) or line.count(" ") != 2:
             raise NoteError(f"malformed signature line {line!r}")
         name, blob_b64 = line[len(SIG_PREFIX) :].split(" ")
-        try:
-            blob = base64.b64decode(blob_b64, validate=True)
-        except binascii.Error:
-            raise NoteError(f"signature line of {name}: bad base64") from None
+        blob = b64(blob_b64, f"signature line of {name}: bad base64")
         if len(blob) < 5:
             raise NoteError(f"signature line of {name}: too short")
         found.append(f"{name}+{blob[:4].hex()}")
@@ -254,16 +284,7 @@ def create_key_file(path: Path, skey: str) -> None:
 
 def load_or_create_key(path: Path, origin: str | None = None) -> Signer:
     """The key at `path`, created (mode 600) on first use for `origin` (default: default_origin())."""
-    if not path.exists():
-        create_key_file(path, Signer(origin or default_origin(), Ed25519PrivateKey.generate()).skey)
-    signer = Signer.parse(path.read_text())
-    if origin is not None and origin != signer.name:
-        raise NoteError(
-            f"the key at {path} signs for origin {signer.name!r}, not {origin!r}: "
-            "a new origin needs a new key file",
-            details={"key_origin": signer.name, "asked_origin": origin},
-        )
-    return signer
+    return Signer.load_or_create(path, origin, default_origin)
 
 
 @dataclass

@@ -23,6 +23,14 @@ class NoteError(LedgerError):
     code = "invalid_note"
 
 
+def b64(text: str, error: str) -> bytes:
+    """Strict base64 -> bytes; NoteError(`error`) when it is not base64."""
+    try:
+        return base64.b64decode(text, validate=True)
+    except binascii.Error:
+        raise NoteError(error) from None
+
+
 class Checkpoint(NamedTuple):
     """A tlog-checkpoint body: origin, tree size, root hash."""
 
@@ -48,10 +56,7 @@ def parse_checkpoint(text: str) -> Checkpoint:
     # the digits are counted before int() reads them: past 4,300 it raises ValueError
     if len(size) > len(str(MAX_TREE_SIZE)) or int(size) > MAX_TREE_SIZE:
         raise NoteError(f"checkpoint tree size {size[:40]!r} is above 2^64-1")
-    try:
-        root = base64.b64decode(root_b64, validate=True)
-    except binascii.Error:
-        raise NoteError("the checkpoint root hash is not base64") from None
+    root = b64(root_b64, "the checkpoint root hash is not base64")
     if len(root) != HASH_SIZE:
         raise NoteError(f"the checkpoint root hash is {len(root)} bytes, not {HASH_SIZE}")
     return Checkpoint(origin, int(size), root)

@@ -9,7 +9,6 @@ See https://c2sp.org/tlog-cosignature and https://c2sp.org/signed-note.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import os
 import socket
@@ -19,10 +18,10 @@ from typing import NamedTuple
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from ledger.tlog.checkpoint import SIG_PREFIX, NamedKey, create_key_file
-from ledger.tlog.checkpoint_notes import NoteError
+from ledger.tlog.checkpoint import SIG_PREFIX, NamedKey, split_vkey
+from ledger.tlog.checkpoint_notes import NoteError, b64
 
 COSIGNATURE_V1 = 0x04  # the signature type byte of an Ed25519 cosignature/v1 key (tlog-cosignature)
 COSIGNATURE_HEADER = "cosignature/v1"  # the first line of the signed message: domain separation
@@ -86,24 +85,9 @@ class WitnessVerifier(NamedTuple):
 
 def parse_witness_vkey(text: str) -> WitnessVerifier:
     """A cosignature/v1 vkey string -> WitnessVerifier; NoteError says what is wrong."""
-    shown = text.strip()
-    parts = shown.split("+", 2)  # the base64 part may itself hold '+'
-    if len(parts) != 3:
-        raise NoteError("a witness key is <name>+<hex key hash>+<base64 key>")
-    name, hash_hex, key_b64 = parts
-    _check_name(name)
-    try:
-        raw = base64.b64decode(key_b64, validate=True)
-        hash_ = bytes.fromhex(hash_hex)
-    except (binascii.Error, ValueError):
-        raise NoteError(f"witness key {shown!r}: bad hex or base64") from None
-    if len(hash_) != KEY_HASH_SIZE or hash_hex != hash_.hex():
-        raise NoteError(f"witness key {shown!r}: the key hash must be 8 lowercase hex digits")
-    if len(raw) != 33 or raw[0] != COSIGNATURE_V1:
-        raise NoteError(f"witness key {shown!r}: not a cosignature/v1 key (0x04 || 32-byte Ed25519 key)")
-    if witness_key_hash(name, raw[1:]) != hash_:
-        raise NoteError(f"witness key {shown!r}: the key hash does not match the name and key")
-    return WitnessVerifier(name, hash_, raw[1:])
+    kind = "a cosignature/v1 key (0x04 || 32-byte Ed25519 key)"
+    parts = split_vkey(text, "witness key", COSIGNATURE_V1, kind, witness_key_hash, _check_name)
+    return WitnessVerifier(*parts)
 
 
 class WitnessSigner(NamedKey[WitnessVerifier]):
@@ -112,6 +96,12 @@ class WitnessSigner(NamedKey[WitnessVerifier]):
     KEY_TYPE = COSIGNATURE_V1
     LABEL = "witness signer key"
     SEED = "a cosignature/v1 Ed25519 seed (0x04 || 32 bytes)"
+    OTHER_NAME = (
+        "the witness key at {path} is named {found!r}, not {asked!r}: "
+        "a new witness name needs a new key file",
+        "key_name",
+        "asked_name",
+    )
 
     @staticmethod
     def _check(name: str) -> None:
@@ -119,11 +109,6 @@ class WitnessSigner(NamedKey[WitnessVerifier]):
 
     def _verifier(self, name: str, public: bytes) -> WitnessVerifier:
         return WitnessVerifier(name, witness_key_hash(name, public), public)
-
-    @property
-    def key_hash(self) -> bytes:
-        """The cosignature/v1 key ID."""
-        return self.verifier.hash
 
     @property
     def vkey(self) -> str:
@@ -145,17 +130,7 @@ def default_witness_name() -> str:
 
 def load_or_create_witness_key(path: Path, name: str | None = None) -> WitnessSigner:
     """The witness key at `path`, created (mode 600) on first use for `name` (default_witness_name())."""
-    if not path.exists():
-        new = WitnessSigner(name or default_witness_name(), Ed25519PrivateKey.generate())
-        create_key_file(path, new.skey)
-    signer = WitnessSigner.parse(path.read_text())
-    if name is not None and name != signer.name:
-        raise NoteError(
-            f"the witness key at {path} is named {signer.name!r}, not {name!r}: "
-            "a new witness name needs a new key file",
-            details={"key_name": signer.name, "asked_name": name},
-        )
-    return signer
+    return WitnessSigner.load_or_create(path, name, default_witness_name)
 
 
 class Cosignature(NamedTuple):
@@ -168,10 +143,7 @@ class Cosignature(NamedTuple):
 
 def parse_cosignature(blob_b64: str) -> Cosignature:
     """A signature line's base64 blob -> Cosignature; NoteError when it is not 76 bytes of one."""
-    try:
-        blob = base64.b64decode(blob_b64, validate=True)
-    except binascii.Error:
-        raise NoteError("cosignature: bad base64") from None
+    blob = b64(blob_b64, "cosignature: bad base64")
     if len(blob) != BLOB_SIZE:
         raise NoteError(f"cosignature: {len(blob)} bytes, not {BLOB_SIZE} (key hash, time, signature)")
     timestamp = int.from_bytes(blob[KEY_HASH_SIZE : KEY_HASH_SIZE + TIMESTAMP_SIZE], "big")

@@ -61,6 +61,10 @@ class StoredTree:
         self._blocks: dict[int, list[bytes]] = {}
         self._nodes: dict[tuple[int, int], bytes] = {}  # proofs for many seqs share their upper nodes
 
+    def hold(self, nodes: list[tuple[int, int, bytes]]) -> None:
+        """Keep these (level, index, hash) nodes for this tree's answers (not stored)."""
+        self._nodes.update(((lv, i), h) for lv, i, h in nodes)
+
     def node(self, level: int, index: int) -> bytes:
         """The complete subtree (level, index)."""
         if level >= STORED_LEVEL:
@@ -116,7 +120,7 @@ def ensure(store: LogStore, size: int, *, fill: bool = True) -> StoredTree:
         tree = StoredTree(store)
         if filled < target:
             # one node (some 200 bytes of Python objects) per 8 leaves past the fill, for this answer only
-            tree._nodes.update(((lv, i), h) for lv, i, h in _new_nodes(store, filled, target)[0])
+            tree.hold(_new_nodes(store, filled, target)[0])
         return tree
     while filled < target:
         filled = _fill_chunk(store, min(target, filled + FILL_CHUNK))

@@ -132,7 +132,7 @@ def _backup_postgresql(url: str, dest_path: Path, verify: bool) -> BackupReport:
     try:
         head = copy_ledger(source, target)
         report = verify_store(target) if verify else None
-        pages = target._conn().execute("PRAGMA page_count").fetchone()[0]
+        pages = target.connection().execute("PRAGMA page_count").fetchone()[0]
     finally:
         target.close()
         source.close()

@@ -17,7 +17,8 @@ from typing import IO, Any
 
 import msgspec
 
-_NON_WS = re.compile(rb"[^ \t\n\r]")
+from ledger.model.jsonpull import PullBuffer
+
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _OBJECT_END = re.compile(rb"\}(?=[ \t\n\r]*(?:,[ \t\n\r]*\{|\]))")
 _TRIES = 16  # candidate ends tried before the exact scan (a check with many notices has more)
@@ -33,45 +34,15 @@ class Malformed(ValueError):
     """Not the JSON expected; the message says what and where (in msgspec's words where it can)."""
 
 
-class JsonReader:
+class JsonReader(PullBuffer[bytes]):
     """Cursor over the bytes of one JSON document read from a binary file, a chunk at a time."""
 
     def __init__(self, f: IO[bytes], chunk: int = CHUNK) -> None:
-        self._f = f
-        self._chunk = chunk
-        self._buf = b""
-        self._pos = 0
-        self._base = 0  # the file offset of _buf[0]
-        self._eof = False
-
-    def offset(self) -> int:
-        """The file offset of the cursor."""
-        return self._base + self._pos
-
-    def _more(self, at_least: int = 0) -> bool:
-        if self._eof:
-            return False
-        data = self._f.read(max(self._chunk, at_least))
-        if not data:
-            self._eof = True
-            return False
-        self._base += self._pos
-        self._buf = self._buf[self._pos :] + data
-        self._pos = 0
-        if len(self._buf) > MAX_VALUE + self._chunk:
-            raise Malformed(f"a value at byte {self.offset()} is longer than {MAX_VALUE} bytes")
-        return True
+        super().__init__(f, b"", chunk, MAX_VALUE, Malformed, "byte")
 
     def peek(self) -> int:
         """The next byte that is not a space, not consumed (-1 at the end)."""
-        while True:
-            m = _NON_WS.search(self._buf, self._pos)
-            if m is not None:
-                self._pos = m.start()
-                return self._buf[self._pos]
-            self._pos = len(self._buf)
-            if not self._more():
-                return -1
+        return self._buf[self._pos] if self._skip_space() else -1
 
     def _expect(self, ch: bytes) -> None:
         got = self.peek()

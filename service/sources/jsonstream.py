@@ -11,7 +11,8 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
-_NON_WS = re.compile(r"[^ \t\n\r]")
+from ledger.model.jsonpull import PullBuffer
+
 _NUMBER = re.compile(r"[-+0-9.eE]*")
 _CHUNK = 1 << 16
 # One item of a dump (a work, a page's metadata) is kilobytes; a bigger one is a bomb, not data.
@@ -34,49 +35,16 @@ def _int(text: str) -> int:
     return int(text)
 
 
-class JsonStream:
+class JsonStream(PullBuffer[str]):
     """Cursor over JSON text: `peek`, `members` (keys) of an object, `elements` of an array, `value`."""
 
     def __init__(self, text: IO[str], chunk: int = _CHUNK) -> None:
-        self._text = text
-        self._chunk = chunk
-        self._buf = ""
-        self._pos = 0
-        self._dropped = 0  # characters consumed and released, for error offsets
-        self._eof = False
+        super().__init__(text, "", chunk, MAX_VALUE_CHARS, JsonSyntaxError, "character")
         self._decoder = json.JSONDecoder(parse_int=_int)
-
-    def _more(self, at_least: int = 0) -> bool:
-        if self._eof:
-            return False
-        # read at least as much again as is pending, so retrying a long value stays linear overall
-        data = self._text.read(max(self._chunk, at_least))
-        if not data:
-            self._eof = True
-            return False
-        self._dropped += self._pos
-        self._buf = self._buf[self._pos :] + data
-        self._pos = 0
-        if len(self._buf) > MAX_VALUE_CHARS + self._chunk:  # more than one value and a read ahead
-            raise JsonSyntaxError(
-                f"a value at character {self.offset()} is longer than {MAX_VALUE_CHARS} characters"
-            )
-        return True
-
-    def offset(self) -> int:
-        """Characters consumed so far."""
-        return self._dropped + self._pos
 
     def peek(self) -> str:
         """The next non-space character without consuming it ('' at the end)."""
-        while True:
-            m = _NON_WS.search(self._buf, self._pos)
-            if m is not None:
-                self._pos = m.start()
-                return self._buf[self._pos]
-            self._pos = len(self._buf)
-            if not self._more():
-                return ""
+        return self._buf[self._pos] if self._skip_space() else ""
 
     def _expect(self, ch: str) -> None:
         got = self.peek()
@@ -101,7 +69,7 @@ class JsonStream:
                 # an incomplete string, object, array or literal fails: read on and retry
                 if self._more(len(self._buf) - self._pos):
                     continue
-                raise JsonSyntaxError(f"{e.msg} at character {self._dropped + e.pos}") from None
+                raise JsonSyntaxError(f"{e.msg} at character {self._base + e.pos}") from None
             self._pos = end
             return value
 

@@ -81,20 +81,20 @@ class PostgresStore(SqlStore):
     def stats(self) -> dict[str, int]:
         """Rows per table of the ledger's schema, by name."""
         conn = self._pg()
-        names = self._q(
+        names = self.query(
             conn,
             "SELECT table_name FROM information_schema.tables "
             "WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name",
         ).fetchall()
         # a table name cannot be bound: quoted as an identifier instead
         return {
-            name: self._q(conn, 'SELECT count(*) FROM "{}"'.format(name.replace('"', '""'))).fetchone()[0]
+            name: self.query(conn, 'SELECT count(*) FROM "{}"'.format(name.replace('"', '""'))).fetchone()[0]
             for (name,) in names
         }
 
     def disk_bytes(self) -> int:
         """Bytes the ledger's tables take on disk, their indexes and TOAST included."""
-        row = self._q(
+        row = self.query(
             self._pg(),
             "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
             "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
