@@ -1,2 +1,3 @@
 """Routes about a paper's record: the record JSON and page, the paper page with its timeline, title
-search, the integrity report, and the caches of records and timelines kept per ledger head."""
+search, the integrity report, a held record's check (`POST /verify`), and the caches of records and
+timelines kept per ledger head."""

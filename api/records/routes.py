@@ -26,11 +26,11 @@ from api.common import (
     settings_of,
 )
 from api.errors import ChainUnhealthy, error_answer, status_of
-from api.log.held import verify_held
 from api.negotiate import VARY, prefers_json
 from api.ops import telemetry
 from api.ops.scrub import broken_walk, chain_headers, passes_of
 from api.records import negotiated
+from api.records.held import verify_held
 from api.records.integrity import integrity_report
 from api.records.negotiated import error_page
 from api.records.record_cache import RecordCache
