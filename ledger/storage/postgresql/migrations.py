@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ledger.storage.derived.backfill import FILL_TABLE, fill_work_keys
+from ledger.storage.schema import create_statements
 from ledger.storage.sql import POSTGRESQL
 
 # pg_advisory_xact_lock key held while migrating, so nodes starting together migrate once
@@ -399,10 +400,16 @@ def migrate(conn: Any) -> int:
         try:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
             conn.execute("CREATE TABLE IF NOT EXISTS ledger_schema (version integer NOT NULL)")
-            row = conn.execute("SELECT max(version) FROM ledger_schema").fetchone()
-            if (row[0] or 0) >= number:
+            applied = conn.execute("SELECT max(version) FROM ledger_schema").fetchone()[0] or 0
+            if applied >= number:
                 conn.execute("COMMIT")
                 continue
+            if applied == 0:
+                # an empty database: today's layout in one step
+                conn.execute(";\n".join(create_statements(POSTGRESQL)))
+                conn.execute("INSERT INTO ledger_schema (version) VALUES (%s)", (len(MIGRATIONS),))
+                conn.execute("COMMIT")
+                break
             conn.execute(script)
             if number in AFTER:
                 AFTER[number](conn)

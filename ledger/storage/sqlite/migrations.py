@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from ledger.storage.derived.backfill import FILL_TABLE, fill_work_keys
+from ledger.storage.schema import create_statements
 from ledger.storage.sql import SQLITE
 
 # Each step is applied once, in its own transaction; never edit a released step, add one.
@@ -454,9 +455,17 @@ def migrate(conn: sqlite3.Connection) -> int:
         conn.execute("BEGIN IMMEDIATE")
         try:
             # re-read under the write lock: another process may have migrated meanwhile
-            if conn.execute("PRAGMA user_version").fetchone()[0] >= number:
+            applied = conn.execute("PRAGMA user_version").fetchone()[0]
+            if applied >= number:
                 conn.execute("COMMIT")
                 continue
+            if applied == 0:
+                # an empty database: today's layout in one step
+                for statement in create_statements(SQLITE):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+                conn.execute("COMMIT")
+                break
             for statement in _split(script):
                 conn.execute(statement)
             if number in AFTER:
