@@ -1,7 +1,8 @@
 """The ledger's current stored layout, described once, and the DDL each backend spells it in.
 
-A fresh ledger is made from this description in one step (like sqlite-utils' `create_table_sql`, which
-writes a table's SQL from a description of it; that one speaks SQLite only, so both spellings are here).
+A fresh ledger is made from this description in one step, as sqlite-utils' `create_table_sql` writes a
+table's SQL from a description of it. That one speaks SQLite only and has no CHECK, WITHOUT ROWID or
+partial index, so the two spellings are rendered here, from plain dataclasses.
 The migration steps of each backend stay as frozen history for ledgers made by an earlier layout;
 tests/contract/test_schema.py checks that a fresh ledger and an upgraded one hold the same catalogue,
 and that the two backends agree once each spelling is mapped back to the abstract types below.
@@ -10,6 +11,7 @@ and that the two backends agree once each spelling is mapped back to the abstrac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ledger.storage.sql import Dialect
 
@@ -124,44 +126,19 @@ _KEY_COLUMNS = (_c("key"), _c("seq", BIGINT))
 _LEVELS = ("", "_deep", "_middle", "_recent")
 
 
-def _key_levels() -> tuple[Table, ...]:
-    """event_keys and its smaller levels: the merged level only grows (its rows are all key, so
-    REPLACE cannot change one); the smaller levels' rows are never changed, only moved."""
-    return (
+def _smaller_levels(base: str, columns: tuple[Column, ...], key: tuple[str, ...]) -> tuple[Table, ...]:
+    """The deep, middle and recent levels under `base`: their rows are never changed, only moved by a
+    merge (which deletes them); only the deep one is large enough to be worth an index by seq."""
+    return tuple(
         Table(
-            "event_keys",
-            _KEY_COLUMNS,
-            ("key", "seq"),
-            indexes=(Index("event_keys_seq", ("seq",)),),
-            guard=Guard("append_only"),
-            clustered=True,
-        ),
-        Table("event_keys_recent", _KEY_COLUMNS, ("key", "seq"), guard=Guard("no_update"), clustered=True),
-        Table("event_keys_middle", _KEY_COLUMNS, ("key", "seq"), guard=Guard("no_update"), clustered=True),
-        Table(
-            "event_keys_deep",
-            _KEY_COLUMNS,
-            ("key", "seq"),
-            indexes=(Index("event_keys_deep_seq", ("seq",)),),
+            f"{base}{level}",
+            columns,
+            key,
+            indexes=(Index(f"{base}{level}_seq", ("seq",)),) if level == "_deep" else (),
             guard=Guard("no_update"),
             clustered=True,
-        ),
-    )
-
-
-def _check_levels() -> tuple[Table, ...]:
-    """The standing checks' per-work rows in the smaller levels, as event_keys'."""
-    return (
-        Table("check_works_recent", _CHECK_COLUMNS, _CHECK_KEY, guard=Guard("no_update"), clustered=True),
-        Table("check_works_middle", _CHECK_COLUMNS, _CHECK_KEY, guard=Guard("no_update"), clustered=True),
-        Table(
-            "check_works_deep",
-            _CHECK_COLUMNS,
-            _CHECK_KEY,
-            indexes=(Index("check_works_deep_seq", ("seq",)),),
-            guard=Guard("no_update"),
-            clustered=True,
-        ),
+        )
+        for level in _LEVELS[1:]
     )
 
 
@@ -252,8 +229,17 @@ LAYOUT = Layout(
             ("id",),
             indexes=(Index("scrub_passes_finished", ("finished_us",)),),
         ),
-        *_key_levels(),
-        *_check_levels(),
+        # the merged level only grows (its rows are all key: REPLACE cannot change one)
+        Table(
+            "event_keys",
+            _KEY_COLUMNS,
+            ("key", "seq"),
+            indexes=(Index("event_keys_seq", ("seq",)),),
+            guard=Guard("append_only"),
+            clustered=True,
+        ),
+        *_smaller_levels("event_keys", _KEY_COLUMNS, ("key", "seq")),
+        *_smaller_levels("check_works", _CHECK_COLUMNS, _CHECK_KEY),
         # when each observation points at which paper (ledger/spans.py)
         Table(
             "inbound_spans",
@@ -539,3 +525,14 @@ def _sqlite_search(table: Table) -> list[str]:
         f"CREATE TRIGGER {t}_ai AFTER INSERT ON {t} BEGIN\n"
         f"    INSERT INTO {t}_fts (rowid, {col}) VALUES (new.rowid, new.{col});\nEND",
     ]
+
+
+def frozen_steps(directory: Path) -> list[str]:
+    """The migration steps in `directory` (NN-name.sql, in order), each without its leading comment."""
+    out = []
+    for path in sorted(directory.glob("*.sql")):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        while lines and lines[0].startswith("--"):
+            lines.pop(0)
+        out.append("".join(lines))
+    return out
