@@ -4,6 +4,7 @@ checks, indexes, triggers and views; and the two backends agree once each spelli
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -82,13 +83,16 @@ def test_a_fresh_ledger_is_made_in_one_step_at_the_latest_version(
     backend: str, new_ledger_db: Callable[[str, str], str]
 ) -> None:
     db = new_ledger_db(backend, "fresh")
-    Ledger(db).close()
     if backend == "sqlite":
-        import sqlite3
-
-        with sqlite3.connect(db) as conn:
-            assert conn.execute("PRAGMA user_version").fetchone()[0] == STEPS["sqlite"]
+        lite = sqlite3.connect(db, isolation_level=None)
+        begun: list[str] = []
+        lite.set_trace_callback(lambda sql: begun.append(sql) if sql.startswith("BEGIN") else None)
+        assert migrations.migrate(lite) == STEPS["sqlite"]
+        assert begun == ["BEGIN IMMEDIATE"]  # one transaction, not one per step
+        assert lite.execute("PRAGMA user_version").fetchone()[0] == STEPS["sqlite"]
+        lite.close()
         return
+    Ledger(db).close()
     import psycopg
 
     with psycopg.connect(db) as conn:
