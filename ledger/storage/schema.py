@@ -1,11 +1,11 @@
 """The ledger's current stored layout, described once, and the DDL each backend spells it in.
 
 A fresh ledger is made from this description in one step, as sqlite-utils' `create_table_sql` writes a
-table's SQL from a description of it. That one speaks SQLite only and has no CHECK, WITHOUT ROWID or
-partial index, so the two spellings are rendered here, from plain dataclasses.
-The migration steps of each backend stay as frozen history for ledgers made by an earlier layout;
-tests/contract/test_schema.py checks that a fresh ledger and an upgraded one hold the same catalogue,
-and that the two backends agree once each spelling is mapped back to the abstract types below.
+table's SQL from a description of it; that one speaks SQLite only, so the two spellings are rendered
+here, from plain dataclasses. The migration steps of each backend stay as frozen history for ledgers
+made by an earlier layout; tests/contract/test_schema.py checks that a fresh ledger and an upgraded one
+hold the same catalogue, and that the two backends agree once each spelling is mapped back to the
+abstract types below.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ledger.storage.spans import OPEN
 from ledger.storage.sql import Dialect
 
 SQLITE = "sqlite"
@@ -26,8 +27,6 @@ _SPELLING = {
     SQLITE: {TEXT: "TEXT", INT: "INTEGER", BIGINT: "INTEGER", BOOL: "INTEGER", BYTES: "BLOB"},
     POSTGRESQL: {TEXT: 'text COLLATE "C"', INT: "integer", BIGINT: "bigint", BOOL: "boolean", BYTES: "bytea"},
 }
-# the largest 64-bit integer: the t_to of a span that never ends
-OPEN_END = 9223372036854775807
 
 
 @dataclass(frozen=True)
@@ -259,7 +258,7 @@ LAYOUT = Layout(
             indexes=(
                 Index("inbound_spans_from", ("cited", "k_to", "t_from")),
                 # only spans that end (an observation re-resolved away): most never do
-                Index("inbound_spans_to", ("cited", "k_to", "t_to"), where=f"t_to < {OPEN_END}"),
+                Index("inbound_spans_to", ("cited", "k_to", "t_to"), where=f"t_to < {OPEN}"),
             ),
             clustered=True,
         ),
