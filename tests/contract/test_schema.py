@@ -141,3 +141,6 @@ def test_both_backends_hold_the_same_layout(fresh: Callable[[str], Any]) -> None
     for name in lite_tables:
         assert lite_tables[name] == pg_tables[name], name
     assert lite["views"] == pg["views"] == ["check_works_all", "event_keys_all"]
+    guarded = {n: t["refuses"] for n, t in lite_tables.items() if t["refuses"]}
+    assert guarded["events"] == guarded["merkle_nodes"] == {"UPDATE", "DELETE"}
+    assert guarded["event_keys_recent"] == {"UPDATE"} and "watches" not in guarded
