@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger.storage.spans import OPEN
+from ledger.storage.derived.spans import OPEN
 from ledger.storage.sql import Dialect
 
 SQLITE = "sqlite"
