@@ -1,0 +1,537 @@
+"""The ledger's current stored layout, described once, and the DDL each backend spells it in.
+
+A fresh ledger is made from this description in one step, as sqlite-utils' `create_table_sql` writes a
+table's SQL from a description of it; that one speaks SQLite only, so the two spellings are rendered
+here, from plain dataclasses. The migration steps of each backend stay as frozen history for ledgers
+made by an earlier layout; tests/contract/test_schema.py checks that a fresh ledger and an upgraded one
+hold the same catalogue, and that the two backends agree once each spelling is mapped back to the
+abstract types below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ledger.storage.derived.spans import OPEN
+from ledger.storage.sql import Dialect
+
+SQLITE = "sqlite"
+POSTGRESQL = "postgresql"
+BOTH = (SQLITE, POSTGRESQL)
+
+# Abstract column types. SQLite has one INTEGER and no booleans (0/1 held under a CHECK); PostgreSQL
+# text compares byte-wise (COLLATE "C") as SQLite's does.
+TEXT, INT, BIGINT, BOOL, BYTES = "text", "integer", "bigint", "boolean", "bytes"
+_SPELLING = {
+    SQLITE: {TEXT: "TEXT", INT: "INTEGER", BIGINT: "INTEGER", BOOL: "INTEGER", BYTES: "BLOB"},
+    POSTGRESQL: {TEXT: 'text COLLATE "C"', INT: "integer", BIGINT: "bigint", BOOL: "boolean", BYTES: "bytea"},
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its abstract type, whether NULL is refused, its CHECK and where its CHECK holds."""
+
+    name: str
+    type: str = TEXT
+    not_null: bool = True
+    check: str | None = None
+    check_on: tuple[str, ...] = BOTH
+    references: str | None = None
+    # PostgreSQL's identity (ALWAYS or BY DEFAULT); SQLite's INTEGER PRIMARY KEY is its rowid
+    identity: str | None = None
+
+
+@dataclass(frozen=True)
+class Index:
+    """A secondary index; `where` makes it partial."""
+
+    name: str
+    columns: tuple[str, ...]
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Rows a trigger refuses to change: `append_only` refuses UPDATE and DELETE (and TRUNCATE on
+    PostgreSQL), `no_update` UPDATE only (a merge moves the rows of the small key levels by deleting
+    them). `replace`: SQLite also refuses an INSERT OR REPLACE, which deletes without firing DELETE
+    triggers (recursive_triggers is off)."""
+
+    kind: str
+    replace: bool = False
+    refusal: str = "the ledger is append-only"
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table of the layout."""
+
+    name: str
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...]
+    uniques: tuple[tuple[str, ...], ...] = ()
+    indexes: tuple[Index, ...] = ()
+    guard: Guard | None = None
+    # stored in primary-key order (SQLite: WITHOUT ROWID); PostgreSQL has only heaps
+    clustered: bool = False
+    # a title search over this text column: FTS5 on SQLite, a GIN-indexed tsvector on PostgreSQL
+    search: str | None = None
+    # PostgreSQL keys a long text column in a unique constraint by its md5 (a B-tree entry holds
+    # some 2.7 kB); SQLite's index takes any length
+    long_text: str | None = None
+    # a cursor: one row (id 1) whose seq starts at 0
+    cursor: bool = False
+    on: tuple[str, ...] = BOTH
+
+
+@dataclass(frozen=True)
+class View:
+    """A view: the union of same-shaped tables."""
+
+    name: str
+    columns: tuple[str, ...]
+    tables: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Tables (in creation order) and views."""
+
+    tables: tuple[Table, ...]
+    views: tuple[View, ...] = field(default=())
+
+    def table(self, name: str) -> Table:
+        """The table called `name`."""
+        return next(t for t in self.tables if t.name == name)
+
+
+_c = Column
+
+
+_APPEND_ONLY = Guard("append_only", replace=True)
+_CHECK_COLUMNS = (
+    _c("work_id"),
+    _c("source"),
+    _c("observed_us", BIGINT),
+    _c("seq", BIGINT),
+    _c("recorded_us", BIGINT),
+    _c("notices"),
+)
+_CHECK_KEY = ("work_id", "source", "observed_us", "seq")
+_KEY_COLUMNS = (_c("key"), _c("seq", BIGINT))
+# the levels of ledger/keys.py, smallest last: each merge moves the rows of a level into the next one
+_LEVELS = ("", "_deep", "_middle", "_recent")
+
+
+def _smaller_levels(base: str, columns: tuple[Column, ...], key: tuple[str, ...]) -> tuple[Table, ...]:
+    """The deep, middle and recent levels under `base`: their rows are never changed, only moved by a
+    merge (which deletes them); only the deep one is large enough to be worth an index by seq."""
+    return tuple(
+        Table(
+            f"{base}{level}",
+            columns,
+            key,
+            indexes=(Index(f"{base}{level}_seq", ("seq",)),) if level == "_deep" else (),
+            guard=Guard("no_update"),
+            clustered=True,
+        )
+        for level in _LEVELS[1:]
+    )
+
+
+LAYOUT = Layout(
+    tables=(
+        Table(
+            "events",
+            (
+                _c("seq", BIGINT, check="seq >= 1", check_on=(POSTGRESQL,)),
+                _c("event_id"),
+                _c("stream"),
+                _c("stream_version", BIGINT, check="stream_version >= 1"),
+                _c("type"),
+                _c("observed_at"),
+                _c("observed_us", BIGINT),
+                _c("recorded_at"),
+                _c("recorded_us", BIGINT),
+                # the canonical bytes as UTF-8 text, exactly as hashed (never jsonb)
+                _c("data"),
+                _c("prev_hash"),
+                _c("hash"),
+            ),
+            ("seq",),
+            uniques=(("stream", "stream_version"),),
+            indexes=(Index("events_stream_type_time", ("stream", "type", "observed_us")),),
+            guard=_APPEND_ONLY,
+        ),
+        # one row per (work, standing check): that work's notices in the check, so a record reads
+        # only its works' rows instead of every check's full work list
+        Table(
+            "check_works",
+            tuple(
+                _c("seq", BIGINT, references="events (seq)") if c.name == "seq" else c for c in _CHECK_COLUMNS
+            ),
+            _CHECK_KEY,
+            indexes=(Index("check_works_seq", ("seq",)),),
+            guard=_APPEND_ONLY,
+            clustered=True,
+        ),
+        # complete-subtree hashes of the RFC 6962 tree over the events (ledger/tlog/merkle_store.py)
+        Table(
+            "merkle_nodes",
+            (
+                _c("level", INT, check="level >= 0"),
+                _c("idx", BIGINT, check="idx >= 0"),
+                _c("hash", BYTES, check="length(hash) = 32"),
+            ),
+            ("level", "idx"),
+            guard=Guard("append_only", replace=True, refusal="Merkle nodes never change"),
+            clustered=True,
+        ),
+        # how many leaves the nodes cover and the chain hash of the last one
+        Table(
+            "merkle_fill",
+            (_c("id", INT, check="id = 1"), _c("leaves", BIGINT), _c("chain_hash")),
+            ("id",),
+        ),
+        # the last point `ledger verify` walked the chain to, for `ledger verify --resume`
+        Table(
+            "verified_point",
+            (
+                _c("id", INT, check="id = 1"),
+                _c("seq", BIGINT),
+                _c("hash"),
+                _c("peaks"),
+                _c("verified_at"),
+            ),
+            ("id",),
+        ),
+        # the last signed checkpoint; SQLite keeps it in a file beside the database
+        Table("signed_checkpoint", (_c("id", INT, check="id = 1"), _c("note")), ("id",), on=(POSTGRESQL,)),
+        # one row per full walk of the chain from seq 1 (service/scrub.py)
+        Table(
+            "scrub_passes",
+            (
+                _c("id", BIGINT, identity="ALWAYS"),
+                _c("kind", check="kind IN ('scrub', 'verify', 'integrity')"),
+                _c("started_at"),
+                _c("started_us", BIGINT),
+                _c("finished_at"),
+                _c("finished_us", BIGINT),
+                _c("events", BIGINT, check="events >= 0"),
+                _c("head_seq", BIGINT, check="head_seq >= 0"),
+                _c("ok", BOOL),
+                _c("first_bad_seq", BIGINT, not_null=False),
+                _c("reason", not_null=False),
+            ),
+            ("id",),
+            indexes=(Index("scrub_passes_finished", ("finished_us",)),),
+        ),
+        # the merged level only grows (its rows are all key: REPLACE cannot change one)
+        Table(
+            "event_keys",
+            _KEY_COLUMNS,
+            ("key", "seq"),
+            indexes=(Index("event_keys_seq", ("seq",)),),
+            guard=Guard("append_only"),
+            clustered=True,
+        ),
+        *_smaller_levels("event_keys", _KEY_COLUMNS, ("key", "seq")),
+        *_smaller_levels("check_works", _CHECK_COLUMNS, _CHECK_KEY),
+        # when each observation points at which paper (ledger/spans.py)
+        Table(
+            "inbound_spans",
+            (
+                _c("cited"),
+                _c("citing"),
+                _c("reference_index", BIGINT),
+                _c("observation_id"),
+                _c("t_from", BIGINT),
+                _c("t_to", BIGINT),
+                _c("citation_seq", BIGINT),
+                _c("resolution_seq", BIGINT),
+                _c("k_from", BIGINT),
+                _c("k_to", BIGINT),
+            ),
+            ("cited", "citing", "reference_index", "observation_id", "t_from", "k_from"),
+            indexes=(
+                Index("inbound_spans_from", ("cited", "k_to", "t_from")),
+                # only spans that end (an observation re-resolved away): most never do
+                Index("inbound_spans_to", ("cited", "k_to", "t_to"), where=f"t_to < {OPEN}"),
+            ),
+            clustered=True,
+        ),
+        Table(
+            "inbound_counts",
+            (_c("cited"), _c("bucket", BIGINT), _c("starts", BIGINT), _c("ends", BIGINT)),
+            ("cited", "bucket"),
+            clustered=True,
+        ),
+        Table("derived_pending", (_c("name"),), ("name",), clustered=True),
+        # standing alerts (service/alerts): the ledger's own state, not hashed events, changed in place
+        Table(
+            "watches",
+            (
+                _c("id"),
+                _c("kind", check="kind IN ('paper', 'works')"),
+                _c("target"),
+                _c("callback_url", not_null=False),
+                _c("secret", not_null=False),
+                _c("created_at"),
+                _c("created_seq", BIGINT),
+                _c("removed_at", not_null=False),
+                # the sha256 of the token that made the watch; NULL is the operator's
+                _c("owner", not_null=False),
+            ),
+            ("id",),
+            indexes=(Index("watches_by_owner", ("owner", "id"), where="removed_at IS NULL"),),
+        ),
+        Table("watch_keys", (_c("key"), _c("watch_id")), ("key", "watch_id"), clustered=True),
+        Table(
+            "watch_works",
+            (_c("work_id"), _c("watch_id"), _c("observation_id")),
+            ("work_id", "watch_id", "observation_id"),
+            indexes=(Index("watch_works_by_watch", ("watch_id", "work_id")),),
+            clustered=True,
+        ),
+        Table(
+            "alerts",
+            (
+                _c("n", BIGINT),
+                _c("id"),
+                _c("watch_id"),
+                _c("work_id"),
+                _c("notice_key"),
+                _c("seq", BIGINT),
+                _c("held", INT, check="held IN (0, 1)"),
+                _c("body"),
+                _c("raised_at"),
+                _c("raised_us", BIGINT),
+            ),
+            ("n",),
+            uniques=(("id",), ("watch_id", "work_id", "notice_key")),
+            indexes=(Index("alerts_by_watch", ("watch_id", "n")),),
+        ),
+        Table(
+            "outbox",
+            (
+                _c("alert_n", BIGINT),
+                _c("watch_id"),
+                _c("state", check="state IN ('pending', 'delivered', 'gave_up')"),
+                _c("attempts", INT),
+                _c("next_us", BIGINT),
+                _c("first_us", BIGINT),
+                _c("lease_us", BIGINT),
+            ),
+            ("alert_n",),
+            indexes=(Index("outbox_due", ("state", "next_us")),),
+        ),
+        Table(
+            "deliveries",
+            (
+                _c("id", BIGINT, identity="BY DEFAULT"),
+                _c("alert_n", BIGINT),
+                _c("watch_id"),
+                _c("attempt", INT),
+                _c("at"),
+                _c("address", not_null=False),
+                _c("status", INT, not_null=False),
+                _c("error", not_null=False),
+                _c("next_at", not_null=False),
+            ),
+            ("id",),
+            indexes=(Index("deliveries_by_watch", ("watch_id", "id")),),
+        ),
+        Table("alert_cursor", (_c("id", INT, check="id = 1"), _c("seq", BIGINT)), ("id",), cursor=True),
+        # each distinct title of a paper (observation_id '') or of a reference in its citing paper,
+        # with the first event that carried it (ledger/storage/search.py)
+        Table(
+            "search_titles",
+            (
+                _c("seq", BIGINT),
+                _c("arxiv_id"),
+                _c("observation_id"),
+                _c("reference_index", INT, not_null=False),
+                _c("title"),
+            ),
+            (),
+            uniques=(("arxiv_id", "observation_id", "title"),),
+            search="title",
+            long_text="title",
+        ),
+        Table("search_cursor", (_c("id", INT, check="id = 1"), _c("seq", BIGINT)), ("id",), cursor=True),
+        # one row per acknowledged ingest, written in the transaction of its events (service/sources)
+        Table(
+            "ingest_receipts",
+            (
+                _c("id", BIGINT, identity="ALWAYS"),
+                _c("source"),
+                _c("observed_at"),
+                _c("observed_us", BIGINT),
+                _c("accepted_at"),
+                _c("accepted_us", BIGINT),
+                _c("sha256"),
+                _c("bytes", BIGINT, check="bytes >= 0"),
+                _c("rows_read", BIGINT, check="rows_read >= 0"),
+                _c("rows_matched", BIGINT, check="rows_matched >= 0"),
+                _c("appended", BIGINT, check="appended >= 0"),
+                _c("seq", BIGINT, not_null=False),
+            ),
+            ("id",),
+            indexes=(Index("ingest_receipts_source", ("source", "id")),),
+        ),
+    ),
+    views=(
+        View("event_keys_all", ("key", "seq"), tuple(f"event_keys{lv}" for lv in _LEVELS)),
+        View(
+            "check_works_all",
+            tuple(c.name for c in _CHECK_COLUMNS),
+            tuple(f"check_works{lv}" for lv in _LEVELS),
+        ),
+    ),
+)
+
+
+def create_statements(dialect: Dialect, layout: Layout = LAYOUT) -> list[str]:
+    """The statements that make `layout` in an empty database of `dialect`'s backend."""
+    name = dialect.name
+    out: list[str] = []
+    if name == POSTGRESQL:
+        out.append(_PG_REFUSE)
+    tables = [t for t in layout.tables if name in t.on]
+    for table in tables:
+        out.append(_create_table(table, name))
+        out.extend(_indexes(table, name))
+    for table in tables:
+        out.extend(_guards(table, name))
+        if table.search is not None and name == SQLITE:
+            out.extend(_sqlite_search(table))
+        if table.cursor:
+            out.append(f"INSERT INTO {table.name} (id, seq) VALUES (1, 0)")
+    for view in layout.views:
+        cols = ", ".join(view.columns)
+        union = " UNION ALL ".join(f"SELECT {cols} FROM {t}" for t in view.tables)
+        out.append(f"CREATE VIEW {view.name} AS {union}")
+    return out
+
+
+def _column(column: Column, table: Table, dialect: str) -> str:
+    parts = [column.name, _SPELLING[dialect][column.type]]
+    if dialect == POSTGRESQL and column.identity is not None:
+        parts.append(f"GENERATED {column.identity} AS IDENTITY")
+    if table.primary_key == (column.name,):
+        parts.append("PRIMARY KEY")
+    elif column.not_null:
+        parts.append("NOT NULL")
+    if column.check is not None and dialect in column.check_on:
+        parts.append(f"CHECK ({column.check})")
+    elif column.type == BOOL and dialect == SQLITE:
+        parts.append(f"CHECK ({column.name} IN (0, 1))")
+    if column.references is not None:
+        parts.append(f"REFERENCES {column.references}")
+    return " ".join(parts)
+
+
+def _create_table(table: Table, dialect: str) -> str:
+    lines = [_column(c, table, dialect) for c in table.columns]
+    if table.search is not None and dialect == POSTGRESQL:
+        # 'simple': no stemming, as SQLite's unicode61
+        lines.append(f"words tsvector GENERATED ALWAYS AS (to_tsvector('simple', {table.search})) STORED")
+    for unique in table.uniques:
+        if dialect == SQLITE or table.long_text not in unique:
+            lines.append(f"UNIQUE ({', '.join(unique)})")
+    if len(table.primary_key) > 1:
+        lines.append(f"PRIMARY KEY ({', '.join(table.primary_key)})")
+    tail = " WITHOUT ROWID" if table.clustered and dialect == SQLITE else ""
+    body = ",\n    ".join(lines)
+    return f"CREATE TABLE {table.name} (\n    {body}\n){tail}"
+
+
+def _indexes(table: Table, dialect: str) -> list[str]:
+    out = []
+    if dialect == POSTGRESQL:
+        for unique in table.uniques:
+            if table.long_text in unique:
+                cols = ", ".join(f"md5({c})" if c == table.long_text else c for c in unique)
+                out.append(f"CREATE UNIQUE INDEX {table.name}_key ON {table.name} ({cols})")
+        if table.search is not None:
+            out.append(f"CREATE INDEX {table.name}_words ON {table.name} USING GIN (words)")
+    for index in table.indexes:
+        where = f" WHERE {index.where}" if index.where else ""
+        out.append(f"CREATE INDEX {index.name} ON {table.name} ({', '.join(index.columns)}){where}")
+    return out
+
+
+def _guards(table: Table, dialect: str) -> list[str]:
+    guard, t = table.guard, table.name
+    if guard is None:
+        return []
+    if dialect == POSTGRESQL:
+        return _pg_guards(t, guard)
+    ops = ["UPDATE", "DELETE"] if guard.kind == "append_only" else ["UPDATE"]
+    out = [
+        f"CREATE TRIGGER {t}_no_{op.lower()} BEFORE {op} ON {t}\n"
+        f"BEGIN SELECT RAISE(ABORT, '{guard.refusal}: {op} on {t} refused'); END"
+        for op in ops
+    ]
+    if guard.replace:
+        keys = [k for k in (table.primary_key, *table.uniques) if k]
+        conds = [" AND ".join(f"{c} = NEW.{c}" for c in key) for key in keys]
+        when = (
+            conds[0] if len(conds) == 1 else " OR ".join(c if " AND " not in c else f"({c})" for c in conds)
+        )
+        out.append(
+            f"CREATE TRIGGER {t}_no_replace BEFORE INSERT ON {t}\n"
+            f"WHEN EXISTS (SELECT 1 FROM {t} WHERE {when})\n"
+            f"BEGIN SELECT RAISE(ABORT, '{guard.refusal}: REPLACE on {t} refused'); END"
+        )
+    return out
+
+
+# PostgreSQL's refusal: one function for every guarded table; the triggers stay on for sessions in
+# replica mode too (ENABLE ALWAYS: a superuser cannot skip them that way)
+_PG_REFUSE = """CREATE FUNCTION ledger_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        RAISE EXCEPTION 'the ledger is append-only: % on % refused', TG_OP, TG_TABLE_NAME
+            USING ERRCODE = 'insufficient_privilege';
+    END $$"""
+
+
+def _pg_guards(t: str, guard: Guard) -> list[str]:
+    run = "EXECUTE FUNCTION ledger_refuse_change()"
+    if guard.kind != "append_only":
+        return [
+            f"CREATE TRIGGER {t}_no_update BEFORE UPDATE ON {t} FOR EACH ROW {run}",
+            f"ALTER TABLE {t} ENABLE ALWAYS TRIGGER {t}_no_update",
+        ]
+    return [
+        f"CREATE TRIGGER {t}_append_only BEFORE UPDATE OR DELETE ON {t} FOR EACH ROW {run}",
+        f"CREATE TRIGGER {t}_no_truncate BEFORE TRUNCATE ON {t} FOR EACH STATEMENT {run}",
+        f"ALTER TABLE {t} ENABLE ALWAYS TRIGGER {t}_append_only",
+        f"ALTER TABLE {t} ENABLE ALWAYS TRIGGER {t}_no_truncate",
+        f"REVOKE UPDATE, DELETE, TRUNCATE ON {t} FROM PUBLIC",
+    ]
+
+
+def _sqlite_search(table: Table) -> list[str]:
+    """The FTS5 index in the shape sqlite-utils' enable_fts(create_triggers=True) gives (so
+    `sqlite-utils search` and Datasette find it)."""
+    t, col = table.name, table.search
+    return [
+        f"CREATE VIRTUAL TABLE {t}_fts USING FTS5 (\n"
+        f"    {col},\n    tokenize='unicode61 remove_diacritics 0',\n    content=\"{t}\"\n)",
+        f"CREATE TRIGGER {t}_ai AFTER INSERT ON {t} BEGIN\n"
+        f"    INSERT INTO {t}_fts (rowid, {col}) VALUES (new.rowid, new.{col});\nEND",
+    ]
+
+
+def frozen_steps(directory: Path) -> list[str]:
+    """The migration steps in `directory` (NN-name.sql, in order), each without its leading comment."""
+    out = []
+    for path in sorted(directory.glob("*.sql")):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        while lines and lines[0].startswith("--"):
+            lines.pop(0)
+        out.append("".join(lines))
+    return out
