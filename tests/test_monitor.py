@@ -190,7 +190,8 @@ def test_a_monitor_process_catches_the_server(
         first = _monitor(server.base, vkey, state)
         assert first.returncode == 0 and "first checkpoint kept: size 40" in first.stdout, first.stderr
     served = damage(victim, new_db)
-    with running_server(served) as server:
+    # the server's own walk at start may find the damage (/healthz 503): the monitor must catch it anyway
+    with running_server(served, ready=(200, 503)) as server:
         seen = _monitor(server.base, vkey, state)
     assert seen.returncode == code and words in seen.stdout, seen.stdout + seen.stderr
     kept = MonitorState(state).load(Checkpointer.for_db(Ledger(victim.db).store).verifier())
@@ -449,7 +450,8 @@ def test_a_monitor_process_following_the_events_catches_the_server(
         assert _monitor(server.base, vkey, plain).returncode == 0  # one that follows the checkpoints only
     assert MonitorState(state).load_events().size == 40
     served = damage(victim, new_db)
-    with running_server(served, env=env) as server:
+    # the server's own walk at start may find the damage (/healthz 503): the monitor must catch it anyway
+    with running_server(served, env=env, ready=(200, 503)) as server:
         seen = _monitor(server.base, vkey, state, "--events")
         only_checkpoints = _monitor(server.base, vkey, plain)
         newcomer = _monitor(server.base, vkey, tmp_path / "newcomer", "--events")
