@@ -16,7 +16,7 @@ from api.settings import Settings
 from ledger.model.errors import InvalidEvent
 from ledger.model.facts import Head
 from ledger.model.ids import normalise_arxiv
-from ledger.model.instants import parse_as_of
+from ledger.model.instants import read_instant
 from service.ledger import Ledger
 
 HEAD_HEADER = "Ledger-Head"
@@ -82,14 +82,12 @@ def check_id(request: Request, arxiv_id: str) -> str:
     raise Moved(f"{location}?{query}" if query else location)
 
 
-def instant(value: str | None, name: str) -> int | None:
-    """An as_of/known_at parameter (RFC 3339 with offset, or YYYY-MM-DD) as UTC microseconds."""
+def instant(value: str | None, name: str, *, future: bool = False) -> int | None:
+    """An as_of/known_at/from/to parameter (RFC 3339 with offset, or YYYY-MM-DD) as UTC microseconds;
+    422 naming it when it is none, or lies in the future (`read_instant`) unless `future` allows it."""
     if value is None or value == "":
         return None
-    try:
-        return parse_as_of(value)
-    except ValueError as e:
-        raise InvalidEvent(name, f"{e}; expected RFC 3339 with an offset or YYYY-MM-DD") from None
+    return read_instant(value, name, future=future)
 
 
 def head_headers(head: Head) -> dict[str, str]:

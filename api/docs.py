@@ -297,6 +297,9 @@ class SearchAnswer(BaseModel):
     it)."""
 
     q: str
+    arxiv_id: str | None = Field(
+        None, description="the paper q names when q is an arXiv id as pasted (then its one hit); else absent"
+    )
     words: list[str]
     hits: list[SearchHit]
     page: dict[str, Any]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import json
 import logging
@@ -10,6 +11,7 @@ import logging.config
 import os
 import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,7 +63,10 @@ def raw_error(status: int, code: str, message: str) -> bytes:
 
 
 class _H11Connection(h11.Connection):
-    """h11's connection, remembering why it refused a request (uvicorn keeps only that it did)."""
+    """h11's server side, remembering why it refused a request (uvicorn keeps only that it did), and
+    saying `connection: close` on an answer that starts before the request's body was read:
+    GuardedH11Protocol closes such a connection after the answer, and a keep-alive client not told so
+    sends its next request down it."""
 
     head_too_large = False
 
@@ -75,9 +80,24 @@ class _H11Connection(h11.Connection):
             self.head_too_large = waiting_for_head and e.error_status_hint == 431
             raise
 
+    def send(self, event: h11.Event) -> bytes | None:  # type: ignore[override]
+        """The event's bytes; an early answer's head gets `connection: close` after its status line."""
+        data = super().send(event)
+        if (
+            data
+            and type(event) is h11.Response
+            and self.their_state is h11.SEND_BODY
+            and not any(name == b"connection" for name, _ in event.headers)
+        ):
+            # Only the bytes change: h11 marking the connection closed would make uvicorn close it at
+            # once, resetting it under the client's body before the client has read the answer.
+            data = data.replace(b"\r\n", b"\r\nconnection: close\r\n", 1)
+        return data
+
 
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, plus a deadline for each request head and JSON refusals of bad heads.
+    """uvicorn's h11 protocol, plus deadlines for each request head and for a client to read its answer,
+    and JSON refusals of bad heads.
 
     uvicorn times out a connection only while it is silent: one that sends a header line now and then
     would be held for ever, and enough of them exhaust the server's descriptors. Here the whole request
@@ -87,6 +107,7 @@ class GuardedH11Protocol(H11Protocol):
     """
 
     _head_timer: asyncio.TimerHandle | None = None
+    _write_timer: asyncio.TimerHandle | None = None
     _head_begun = False
     _lingering = 0
 
@@ -139,9 +160,34 @@ class GuardedH11Protocol(H11Protocol):
             self._start_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Drop the deadline with the connection."""
+        """Drop the deadlines with the connection."""
         self._stop_head_timer()
+        self._stop_write_timer()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The client is not reading its answer as fast as it comes: it has a deadline to make room."""
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(_idle_timeout(), self._write_timeout)
+
+    def resume_writing(self) -> None:
+        """The client made room: no deadline until the buffer fills again."""
+        super().resume_writing()
+        self._stop_write_timer()
+
+    def _stop_write_timer(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _write_timeout(self) -> None:
+        self._write_timer = None
+        # part of an answer is out: nothing more can be said on this connection, only dropped
+        self.logger.info(
+            "dropped a connection whose client read nothing for %g s (LEDGER_IDLE_TIMEOUT)", _idle_timeout()
+        )
+        self.transport.abort()
 
     def send_400_response(self, msg: str) -> None:
         """A refused head gets the JSON error shape, like every other refusal: 431 when h11 found it
@@ -234,6 +280,22 @@ def record_url(base: str, arxiv_id: str, as_of: str | None = None) -> str:
     return f"{url}?as_of={quote(as_of, safe=':')}" if as_of else url
 
 
+def check_can_listen(host: str, port: int) -> None:
+    """Exit with one line naming host and port unless a server can listen there now (every address the
+    host resolves to, as uvicorn binds them), so nothing says `Serving` for a port another holds."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in addresses:
+            with socket.socket(family, kind, proto) as s:
+                # as uvicorn's own socket: a port left in TIME_WAIT by a stopped server is free
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(address)
+    except OSError as e:
+        why = (e.strerror or str(e)).lower()
+        hint = " (another server holds it: choose another with --port)" if e.errno == errno.EADDRINUSE else ""
+        raise SystemExit(f"error: cannot listen on {host} port {port}: {why}{hint}") from None
+
+
 def first_page(ledger: Ledger, base: str) -> str:
     """The page to show a new user: a sample as it was, else the most observed paper, else /."""
     for _, arxiv_id, as_of in sample_records():
@@ -257,6 +319,7 @@ def run(
         settings = Settings.from_env()  # a bad LEDGER_* value fails here, once, not in every worker
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
+    check_can_listen(host, port)  # before the samples are written or `Serving` is said
     config = logs.log_config(settings.json_logs)
     if config is not None:
         logging.config.dictConfig(config)  # this process's own lines too, before uvicorn's

@@ -189,6 +189,64 @@ class Settings:
         )
 
 
+# Every LEDGER_* variable of Settings: (variable, field, meaning). `ledger serve --help` lists them
+# with each field's default from Settings itself; a test checks every ENV_* name above is here.
+ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
+    (ENV_DB, "db", "the ledger: a SQLite file or a postgresql:// URL (--db)"),
+    (ENV_READ_ONLY, "read_only", "1/true/yes/on: refuse every write (--read-only)"),
+    (ENV_TOKENS, "tokens", "bearer tokens that may write, comma-separated"),
+    (ENV_TOKENS_FILE, "tokens_file", "a file of sha256 hex token hashes, one a line; unset: <db>.tokens"),
+    (ENV_MAX_BODY, "max_body", "bytes in one request body"),
+    (ENV_MAX_BATCH, "max_batch", "events in one write"),
+    (ENV_MAX_STRING, "max_string", "characters in any one string of a write body"),
+    (ENV_RATE_LIMIT, "rate_limit", "events per second per token and server process; 0: no limit"),
+    (ENV_RATE_BURST, "rate_burst", "events a token may send at once; 0: one second's worth"),
+    (ENV_BODY_TIMEOUT, "body_timeout", "seconds a client has to send a whole write body"),
+    (ENV_BODY_MIN_RATE, "body_min_rate", "bytes per second a long body must keep up past that"),
+    (ENV_IDLE_TIMEOUT, "idle_timeout", "seconds a connection has to send a whole request head"),
+    (ENV_SSE_POLL, "sse_poll", "seconds between two looks of the event stream at the head"),
+    (ENV_SSE_HEARTBEAT, "sse_heartbeat", "seconds between heartbeats of an idle event stream"),
+    (ENV_SSE_MAX_SUBSCRIBERS, "sse_max_subscribers", "live event-stream subscriptions per process"),
+    (ENV_SSE_BUFFER, "sse_buffer", "bytes queued for one slow subscriber before it is dropped"),
+    (ENV_SCRUB_INTERVAL, "scrub_interval", "seconds between two background walks of the whole chain"),
+    (ENV_CORS_ORIGINS, "cors_origins", "origins allowed cross-origin, comma-separated"),
+    (ENV_WITNESSES, "witnesses_file", "a file of `URL VKEY` lines: witnesses that cosign checkpoints"),
+    (ENV_CHECKPOINT_INTERVAL, "checkpoint_interval", "seconds between two looks of the cosigner"),
+    (ENV_WEBHOOK_BACKOFF, "webhook_backoff", "seconds before a failed webhook is tried again (doubling)"),
+    (ENV_WEBHOOK_ALLOW, "webhook_allow", "hosts or CIDRs webhooks may reach besides public addresses"),
+    (ENV_WEBHOOK_TIMEOUT, "webhook_timeout", "seconds one webhook attempt may take in all"),
+    (ENV_MAX_WATCHES, "max_watches", "watches in force one token may hold"),
+    (ENV_METRICS, "metrics", f"GET /metrics: {', '.join(METRICS_MODES)}"),
+    (ENV_LOG_FORMAT, "log_format", f"server log lines: {', '.join(LOG_FORMATS)}"),
+    (ENV_PUBLIC_URL, "public_url", "where clients reach this server (https://...): the feed's links"),
+)
+
+
+# What else `ledger serve` reads from the environment, below the API: (variable, meaning, default).
+OTHER_ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
+    ("LEDGER_KEY_FILE", "the checkpoint signing key's file", "<db>.key"),
+    ("LEDGER_ORIGIN", "the log's name in its checkpoints (for a new key)", "citation-ledger/<hostname>"),
+    ("LEDGER_STATE_DIR", "where a PostgreSQL ledger's key and token files live", "."),
+)
+
+
+def _shown(value: object) -> str:
+    if value in (None, ()):
+        return "unset"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def environment_help() -> str:
+    """The LEDGER_* variables `ledger serve` reads, one a line: name, meaning, default (Settings')."""
+    defaults = Settings()
+    rows = [(name, meaning, _shown(getattr(defaults, attr))) for name, attr, meaning in ENVIRONMENT]
+    return "\n".join(
+        f"{name}: {meaning} (default {default})" for name, meaning, default in rows + list(OTHER_ENVIRONMENT)
+    )
+
+
 def public_url(text: str | None) -> str | None:
     """LEDGER_PUBLIC_URL checked (an absolute http(s) URL, no query or fragment), without a trailing
     slash; None when unset."""

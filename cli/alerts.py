@@ -120,7 +120,7 @@ def alerts_command(watch_id: str | None, since: str | None, as_json: bool, db: s
     """A watch's alerts (with no WATCH_ID, every watch's), in the order they were raised."""
     ledger = Ledger(db)
     only = al.watch_of(ledger.store, watch_id).id if watch_id is not None else None
-    since_us = instant(since, "--since")
+    since_us = instant(since, "--since", future=True)
     after = 0
     while True:
         page = ledger.store.alerts.alerts(only, after, 100, since_us)

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from ledger.model.errors import LedgerError
+from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.ids import normalise_arxiv
-from ledger.model.instants import parse_as_of
+from ledger.model.instants import read_instant
 
 if TYPE_CHECKING:
     from ledger.tlog.cosign import Quorum
@@ -39,14 +39,16 @@ def arxiv_arg(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return canonical
 
 
-def instant(value: str | None, name: str) -> int | None:
-    """An option's RFC 3339 instant or YYYY-MM-DD (end of day UTC) in microseconds; None stays None."""
+def instant(value: str | None, name: str, *, future: bool = False) -> int | None:
+    """An option's RFC 3339 instant or YYYY-MM-DD (end of day UTC) in microseconds; None stays None.
+    Refused as the HTTP API refuses it (the same words, the forms accepted; one in the future unless
+    `future`), naming the option."""
     if value is None:
         return None
     try:
-        return parse_as_of(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint=name) from None
+        return read_instant(value, name, future=future)
+    except InvalidEvent as e:
+        raise click.BadParameter(e.reason, param_hint=name) from None
 
 
 def required_instant(value: str, name: str) -> int:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 import msgspec
@@ -22,15 +24,45 @@ def _ledger(db: str):  # type: ignore[no-untyped-def]
     return Ledger(db)
 
 
+def _stdout_closed(code: int | str | None) -> NoReturn:
+    """End the program with `code`: the reader of stdout has read all it wanted."""
+    # What is still buffered goes nowhere, so the flush at exit cannot fail again (the Python docs'
+    # recipe for SIGPIPE; click's own handler would exit 1).
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(code)
+
+
+def _flush(code: int | str | None = 0) -> None:
+    """Write out what stdout still holds; a reader that closed it ends the program with `code`."""
+    try:
+        # the last lines reach the pipe here, not at interpreter exit, where a failure is only reported
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_closed(code)
+
+
 class _Group(click.Group):
-    """A LedgerError of any command (a refused input, a missing driver) is one line on stderr."""
+    """A LedgerError of any command (a refused input, a missing driver) is one line on stderr; a stdout
+    closed by its reader (`ledger events | head -1`) ends the command quietly, exit 0."""
 
     def invoke(self, ctx: click.Context) -> object:
-        """Run the command; a LedgerError leaves as `error: ...` and exit 1."""
+        """Run the command; a LedgerError leaves as `error: ...` and exit 1, a closed stdout as exit 0
+        (or the status the command chose)."""
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
         except LedgerError as e:
+            _flush(1)
             fail(e)
+        except SystemExit as e:
+            _flush(e.code)
+            raise
+        except click.exceptions.Exit as e:
+            _flush(e.exit_code)
+            raise
+        except BrokenPipeError:
+            _stdout_closed(0)
+        _flush()
+        return result
 
 
 @click.group(cls=_Group)
@@ -75,6 +107,18 @@ def import_(files: tuple[str, ...], force: bool, db: str) -> None:
         f"{total_new} appended, {total_dup} duplicate, {failed} file(s) refused; head seq {ledger.head().seq}"
     )
     sys.exit(1 if failed else 0)
+
+
+@main.command()
+def sample() -> None:
+    """Print the sample record the package ships (arXiv:2509.02480), to import, read or edit."""
+    from importlib.resources import files
+
+    # bytes as shipped: `ledger record` of the imported sample gives back exactly these
+    sys.stdout.buffer.write(files("ledger").joinpath("samples", SAMPLE_NAME).read_bytes())
+
+
+SAMPLE_NAME = "2509.02480.record.json"
 
 
 @main.command()

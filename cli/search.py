@@ -21,7 +21,8 @@ def register(main: click.Group) -> None:
 def search_command(words: tuple[str, ...], page: int, as_json: bool, db: str) -> None:
     """Titles of papers and references holding every one of WORDS (each matches the start of a word),
     papers first; each hit with the path of the record page that shows it. Indexes the events appended
-    since the last search first."""
+    since the last search first. WORDS that are one arXiv id as pasted (bare, arXiv:, a version, an abs
+    URL, a DOI) name that paper: it alone, or `error: ... not in this ledger`, exit 1."""
     from ledger.model.codec import canonical
     from service.ledger import Ledger
     from service.search import record_href, search
@@ -30,9 +31,12 @@ def search_command(words: tuple[str, ...], page: int, as_json: bool, db: str) ->
     if as_json:
         click.echo(canonical(answer.to_dict()).decode())
         return
-    says = "title holds" if answer.total == 1 else "titles hold"
-    shown = f", page {answer.page} of {answer.pages}" if answer.pages > 1 else ""
-    click.echo(f"{answer.total} {says} {' '.join(answer.words)}{shown}")
+    if answer.arxiv_id is not None:
+        click.echo(f"arXiv:{answer.arxiv_id} is in this ledger")
+    else:
+        says = "title holds" if answer.total == 1 else "titles hold"
+        shown = f", page {answer.page} of {answer.pages}" if answer.pages > 1 else ""
+        click.echo(f"{answer.total} {says} {' '.join(answer.words)}{shown}")
     for hit in answer.hits:
         if hit.kind == "paper":
             click.echo(f"paper arXiv:{hit.arxiv_id}: {hit.title}")

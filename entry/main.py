@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from api.settings import environment_help
 from cli.common import db_option, fail
 from cli.main import main
 from cli.witness import _key_option, _name_option, read_log_key
@@ -19,7 +20,10 @@ witness_group = main.commands["witness"]
 assert isinstance(witness_group, click.Group)
 
 
-@main.command("serve")
+# \b keeps click from rewrapping the lines: one variable a line
+@main.command(
+    "serve", epilog="Environment (every LEDGER_* variable the server reads):\n\n\b\n" + environment_help()
+)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
 @click.option("--workers", default=1, show_default=True, type=int, help="uvicorn worker processes.")
@@ -78,7 +82,7 @@ def serve_api(
 @click.option("--port", type=int, default=8080, show_default=True)
 def serve_witness(key: Path, name: str | None, logs: tuple[str, ...], db: Path, host: str, port: int) -> None:
     """Serve POST /add-checkpoint (tlog-witness) for the logs given by --log."""
-    from api.server import run_guarded
+    from api.server import check_can_listen, run_guarded
     from api.settings import Settings
     from api.witness.app import create_witness_app
     from ledger.tlog.cosign import load_or_create_witness_key
@@ -100,6 +104,7 @@ def serve_witness(key: Path, name: str | None, logs: tuple[str, ...], db: Path, 
         settings = Settings.from_env()
     except ValueError as e:
         raise click.ClickException(str(e)) from None
+    check_can_listen(host, port)
     app = create_witness_app(Witness(WitnessState(db), signer, known), settings=settings)
     click.echo(f"Witness {signer.vkey}", err=True)
     click.echo(f"Witnessing {', '.join(sorted(known))}; serving http://{host}:{port}", err=True)

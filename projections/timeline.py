@@ -26,7 +26,7 @@ from ledger.model.errors import NotFound
 from ledger.model.events import CitedWork, Notice
 from ledger.model.facts import Checked, CheckWorkRow, Fact, InboundDay
 from ledger.model.instants import format_as_of, to_datetime
-from ledger.storage.spans import OPEN, Span
+from ledger.storage.derived.spans import OPEN, Span
 from projections.record import CAPS
 
 _EPOCH = datetime(1970, 1, 1)  # naive: isoformat then writes no offset

@@ -14,7 +14,7 @@ start=$SECONDS
 scripts/setup.sh dev
 if [ -z "$fast" ]; then
   echo "installing what the browser and PostgreSQL tests need (apt-get: chromium, postgresql) if missing" >&2
-  scripts/system-deps.sh || echo "warning: Chromium or PostgreSQL unavailable; their tests will skip" >&2
+  scripts/system-deps.sh  # fails naming what it could not install, and the way to do without
 fi
 .venv/bin/ruff check ledger projections service api cli entry tests bench reliability
 .venv/bin/ruff format --check ledger projections service api cli entry

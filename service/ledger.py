@@ -99,12 +99,12 @@ class Ledger:
         synchronous: str = "FULL",
         group_commit: bool = False,
         raise_alerts: bool = True,
-        clock: Callable[[], int] = now_us,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         db = path or default_db()
         # what "now" is, in UTC microseconds: when an append is recorded, and a record's default as_of;
         # tests pass a clock they advance instead of sleeping
-        self.clock = clock
+        self._clock = clock
         self.url = str(db)
         self._path = None if is_pg_url(db) else Path(db)
         self.store: Store = open_store(db, synchronous=synchronous)
@@ -122,6 +122,10 @@ class Ledger:
         if self._path is None:
             raise Unsupported("a PostgreSQL ledger has no database file (its location is Ledger.url)")
         return self._path
+
+    def now(self) -> int:
+        """What this ledger takes for now, in UTC microseconds (its clock, else the system's)."""
+        return (self._clock or now_us)()
 
     def close(self) -> None:
         """Stop the group-commit writer (if any) and close this thread's connection."""
@@ -163,7 +167,7 @@ class Ledger:
         `within(tx, result)` runs in the batch's transaction before it commits (what is written with the
         batch, e.g. an ingest's receipt); when it raises, nothing of the batch is written.
         """
-        now = self.clock()
+        now = self.now()
         for i, e in enumerate(events):
             where = places[i] if places is not None else f"events[{i}]"
             if not typed:
@@ -172,13 +176,13 @@ class Ledger:
         # a batch with more to write takes a transaction of its own: a group's would stage its events
         if self._committer is not None and within is None:
             result: AppendResult = self._committer.submit(
-                lambda tx: append_batch(tx, events, expected_versions, places, self.clock),
+                lambda tx: append_batch(tx, events, expected_versions, places, self._clock),
                 needs_of(events, expected_versions),
             )
         else:
             began = time.perf_counter()
             with self.store.write() as tx:
-                result = append_batch(tx, events, expected_versions, places, self.clock)
+                result = append_batch(tx, events, expected_versions, places, self._clock)
                 if within is not None:
                     within(tx, result)
             if self._group_observer is not None:
@@ -209,7 +213,7 @@ class Ledger:
     ) -> Iterator[Evidence]:
         """The record as of T (default now) and K, and a way to read every event it was built from, in
         one consistent read of the ledger (held until the block ends)."""
-        t = self.clock() if as_of_us is None else as_of_us
+        t = self.now() if as_of_us is None else as_of_us
         with self.store.snapshot(t, known_us) as reader:
             head = reader.head()
             try:
@@ -249,7 +253,7 @@ class Ledger:
         with `alerts`, the notices held as of T too (service.alerts.paper_alerts). Before the paper's
         first snapshot the record is None, or (`strict`) the record's NotFound is raised.
         `cached(head)` may give the timeline already read at that head."""
-        t = self.clock() if as_of_us is None else as_of_us
+        t = self.now() if as_of_us is None else as_of_us
         with self.store.snapshot(MAX_US) as reader:
             head = reader.head()
             timeline = None if cached is None else cached(head)

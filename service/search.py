@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from ledger.model.errors import InvalidEvent
-from ledger.storage.search import Hit, query_words
+from ledger.model.errors import InvalidEvent, NotFound
+from ledger.model.ids import normalise_arxiv
+from ledger.storage.derived.search import Hit, query_words
 from service.ledger import Ledger
 
 PER_PAGE = 50
@@ -26,6 +27,8 @@ class Answer:
     hits: list[Hit]
     indexed_through: int
     head_seq: int
+    # the paper q names when q is one arXiv id as pasted (bare, arXiv:, a version, an abs URL, a DOI)
+    arxiv_id: str | None = None
 
     @property
     def pages(self) -> int:
@@ -38,8 +41,10 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON answer of GET /search."""
+        named = {} if self.arxiv_id is None else {"arxiv_id": self.arxiv_id}
         return {
             "q": self.q,
+            **named,
             "words": self.words,
             "hits": [hit_json(h) for h in self.hits],
             "page": {
@@ -74,10 +79,47 @@ def hit_json(hit: Hit) -> dict[str, Any]:
     return out
 
 
+def pasted_id(q: str | None) -> str | None:
+    """The canonical arXiv id when `q` is one id as people paste it (every form the paper routes take),
+    else None: `q` is title words."""
+    text = (q or "").strip()
+    if not text or any(c.isspace() for c in text):
+        return None
+    try:
+        return normalise_arxiv(text, "q")
+    except InvalidEvent:
+        return None
+
+
+def _paper_answer(ledger: Ledger, q: str, arxiv_id: str) -> Answer:
+    """The one hit of a query that names a paper: the paper under its latest title; NotFound when the
+    ledger has never observed it."""
+    history = ledger.store.paper_history(arxiv_id)
+    if not history:
+        raise NotFound(
+            f"arXiv:{arxiv_id} is not in this ledger: it has never been observed here",
+            details={"arxiv_id": arxiv_id, "q": q},
+        )
+    title = history[-1].data.title
+    seq = history[-1].seq
+    for fact in reversed(history):  # the first event of the run that carries the latest title
+        if fact.data.title != title:
+            break
+        seq = fact.seq
+    hit = Hit(arxiv_id, "", None, title, seq)
+    head = ledger.head()
+    indexed = ledger.store.tables.titles_indexed()
+    return Answer(q, [], 1, 1, [hit], indexed, head.seq, arxiv_id)
+
+
 def search(ledger: Ledger, q: str | None, page: int = 1, *, index: bool = True, where: str = "q") -> Answer:
     """Page `page` of the titles holding every word of `q` (each word as a prefix), papers first; the
     index is first extended to the head unless `index` is False (a read-only server writes nothing),
-    and a ledger that cannot be written is searched as far as it is indexed."""
+    and a ledger that cannot be written is searched as far as it is indexed. A `q` that is an arXiv id
+    (`pasted_id`) answers that paper alone, or NotFound when the ledger does not hold it."""
+    arxiv_id = pasted_id(q)
+    if arxiv_id is not None:
+        return _paper_answer(ledger, str(q), arxiv_id)
     words = query_words(q, where)
     if not 1 <= page <= MAX_PAGE:
         raise InvalidEvent("page", f"{page}: a page is 1..{MAX_PAGE}")

@@ -9,8 +9,8 @@ from typing import Any
 
 from ledger.model.events import ChainLink
 from ledger.storage.backend import is_pg_url
-from ledger.storage.backfill import FILL_TABLE
-from ledger.storage.keys import WORK, key_rows
+from ledger.storage.derived.backfill import FILL_TABLE
+from ledger.storage.derived.keys import WORK, key_rows
 from ledger.storage.postgresql import migrations as pg_migrations
 from ledger.storage.sql import link_params
 from ledger.storage.sqlite import migrations

@@ -20,6 +20,7 @@ from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
 from ledger.model.codec import canonical, digest
 from ledger.model.facts import Head
+from ledger.model.instants import format_as_of, now_us
 from ledger.storage.backend import side_path
 from service.ledger import Ledger
 from tests import raw
@@ -122,7 +123,9 @@ def test_record_json_defaults_to_now_and_honours_known_at(loaded: TestClient):
     # Nothing was recorded by 2026-01-01: as known then, the paper has no snapshot.
     r = loaded.get(f"/paper/{PAPER}/citation-record.json", params={"as_of": AS_OF, "known_at": "2026-01-01"})
     assert assert_error(r, 404, "not_found")
-    r = loaded.get(f"/paper/{PAPER}/citation-record.json", params={"as_of": AS_OF, "known_at": "2999-01-01"})
+    # as known now (a later instant the ledger cannot know: test_future_instants.py)
+    now = format_as_of(now_us())
+    r = loaded.get(f"/paper/{PAPER}/citation-record.json", params={"as_of": AS_OF, "known_at": now})
     assert r.status_code == 200 and r.json()["as_of"] == AS_OF
 
 
@@ -630,6 +633,17 @@ def test_post_records_refuses_an_altered_record_unless_forced(client: TestClient
     assert head_of(client).seq == 0
     r = client.post("/records", params={"force": "true"}, json=altered, headers=AUTH)
     assert r.status_code == 201
+
+
+def test_post_records_refuses_an_edited_paper_id_naming_the_field(client: TestClient, fixture_record):
+    edited = copy.deepcopy(fixture_record)
+    edited["paper"]["arxiv_id"] = "2509.99999"
+    for params in ({}, {"force": "true"}):
+        r = client.post("/records", params=params, json=edited, headers=AUTH)
+        error = assert_error(r, 422, "invalid")
+        assert error["details"]["where"] == "outbound[0].citation.citing_paper.arxiv_id"
+        assert "2509.99999" in error["message"]
+    assert head_of(client).seq == 0
 
 
 # -- service routes, errors everywhere, OpenAPI --------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,9 @@ def _chromium() -> str:
 
 @pytest.fixture(scope="module")
 def browser() -> Any:
-    """Debian's Chromium driven by Playwright; skipped only when one of them is absent."""
+    """Debian's Chromium driven by Playwright; skipped when one of them is absent or when asked to."""
+    if os.environ.get("LEDGER_TEST_SKIP_BROWSER"):
+        pytest.skip("LEDGER_TEST_SKIP_BROWSER is set: the browser tests do not run")
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
     executable = _chromium()
     with sync_api.sync_playwright() as p:
@@ -188,5 +191,56 @@ def test_a_broken_chain_is_said_at_the_top_of_the_record_page(browser: Any, new_
             assert box["y"] < h1["y"] and box["y"] + box["height"] <= 844  # first thing, in the first screen
             assert ALTERED in page.locator("h1").inner_text()
             page.screenshot(path=str(ARTIFACTS / "record-page-chain-broken.png"))
+        finally:
+            page.close()
+
+
+def _follow(page: Any, click: Any, *, negotiated: bool = True) -> Any:
+    """Click, wait for the page it loads, and check it is a page (not JSON shown as text)."""
+    with page.expect_navigation() as nav:
+        click()
+    response = nav.value
+    assert response is not None and response.headers["content-type"].startswith("text/html"), response.url
+    assert response.headers.get("vary") == ("Accept" if negotiated else None)
+    return response
+
+
+def test_the_record_pages_buttons_bring_pages_not_json(browser: Any, new_db: NewDb) -> None:
+    """Integrity report, What changed since (empty, then with a date) and the timeline's change link:
+    each a page for people, the proofs a click away."""
+    first = "2026-08-07T16:39:03.985890Z"
+    with running_server(new_db()) as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            assert page.goto(server.page_url).status == 200
+            _follow(page, lambda: page.get_by_role("link", name="Integrity report").click())
+            assert page.locator("h1").inner_text() == "Integrity of the record of arXiv:2509.02480"
+            assert page.locator("#verdict").inner_text().startswith("Verified.")
+            # an event's inclusion proof unfolds in place; its seq links to the proof as the ledger serves it
+            row = page.locator("#seq-1")
+            assert row.get_by_role("link", name="1").get_attribute("href") == "/evidence/1/proof"
+            row.locator("summary").click()
+            assert row.locator("ol li").first.is_visible()
+
+            page.goto(server.page_url)
+            answer = _follow(page, lambda: page.get_by_role("button", name="What changed since").click())
+            assert answer.status == 422
+            assert page.locator("#fix").inner_text().startswith("What to fix: In the “What changed since”")
+            back = page.get_by_role("link", name="Back to the record")
+            _follow(page, back.click, negotiated=False)
+
+            page.fill("#changes_from", first)
+            _follow(page, lambda: page.get_by_role("button", name="What changed since").click())
+            assert page.locator("h1").inner_text() == "What changed in the record of arXiv:2509.02480"
+            assert page.locator("#verdict").inner_text().startswith("The record changed.")
+            assert page.locator("#verdict a").first.get_attribute("href") == "/evidence/131/proof"
+
+            page.goto(server.page_url)
+            link = page.locator("#tl-now").get_by_role("link", name="what changed, with each event")
+            _follow(page, link.click)
+            assert page.locator("h1").inner_text() == "What changed in the record of arXiv:2509.02480"
+            assert errors == []
         finally:
             page.close()

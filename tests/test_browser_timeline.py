@@ -1,11 +1,16 @@
 """The timeline and its slider in a real headless Chromium, served by a real `ledger serve` process.
 
 Screenshots go to the test's temporary directory (kept by pytest for the last runs); everything is
-checked by element (a mark's lane, class and link), never by pixels.
+checked by element (a mark's lane, class and link), never by pixels. The README's screenshots are made
+here too (LEDGER_UPDATE_SCREENSHOTS=1 writes them into docs/images/).
 """
 
 from __future__ import annotations
 
+import difflib
+import os
+import re
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -166,5 +171,86 @@ def test_a_paper_with_5000_events(browser: Any, synthetic_db: str, tmp_path: Pat
             assert page.locator("#tl-record h2").inner_text() == f"The record as of {after}"
             _no_overflow_on_a_phone(page, url, tmp_path / "timeline-5000-phone.png")
             assert errors == []
+        finally:
+            page.close()
+
+
+IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
+UPDATE = "LEDGER_UPDATE_SCREENSHOTS"
+SHOT_HEIGHT = 830  # px of the timeline shown: its lanes, slider, the instant's changes, the coverage
+# the record page's parts in order: each child of <main>, its id or class, and its heading
+PARTS = """() => [...document.querySelector("main").children].map(e => [e.tagName.toLowerCase(),
+  e.id ? "#" + e.id : (e.className ? "." + e.className.split(" ").join(".") : ""),
+  (e.querySelector("h1, h2") || {innerText: ""}).innerText].join(" ").trim())"""
+
+
+def _size(png: bytes) -> tuple[int, int]:
+    """A PNG's width and height, from its IHDR chunk."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    width, height = struct.unpack(">II", png[16:24])
+    return width, height
+
+
+def _words(text: str) -> str:
+    """Visible text as lines, hashes (which differ on every machine) and runs of spaces folded."""
+    lines = (
+        re.sub(r"\s+", " ", re.sub(r"[0-9a-f]{16,}", "<hash>", line)).strip() for line in text.splitlines()
+    )
+    return "\n".join(line for line in lines if line)
+
+
+def _screenshot(name: str, png: bytes, outline: str, tmp_path: Path) -> None:
+    """Write docs/images/NAME.png and its outline (LEDGER_UPDATE_SCREENSHOTS=1), else check them.
+
+    Pixels differ with the machine's fonts, so what is compared is the image's size and the page's
+    outline beside it (NAME.txt): its parts in order and their words. A page that gained or lost a part,
+    as when the timeline came to the top of the record page, fails here until the images are remade.
+    """
+    width, height = _size(png)
+    text = f"{name}.png: {width}x{height}\n{outline}\n"
+    where = IMAGES if os.environ.get(UPDATE) == "1" else tmp_path
+    (where / f"{name}.png").write_bytes(png)
+    (where / f"{name}.txt").write_text(text)
+    if where == IMAGES:
+        return
+    committed = (IMAGES / f"{name}.txt").read_text()
+    diff = "".join(
+        difflib.unified_diff(committed.splitlines(True), text.splitlines(True), "committed", "now")
+    )
+    assert committed == text, (
+        f"docs/images/{name}.png no longer shows today's page (the new one is in {tmp_path}); "
+        f"remake it with {UPDATE}=1 pytest tests/test_browser_timeline.py -k screenshot:\n{diff}"
+    )
+    assert _size((IMAGES / f"{name}.png").read_bytes()) == (width, height)
+
+
+def test_the_readme_screenshot_of_the_record_page(browser: Any, new_db: NewDb, tmp_path: Path) -> None:  # noqa: F811
+    """The sample as of 8 August 2026 (an unbroken chain), the timeline at its top."""
+    with running_server(new_db()) as server:
+        page = browser.new_page(viewport={"width": 1000, "height": 1100})
+        try:
+            assert page.goto(server.page_url).status == 200
+            assert page.locator("#chain-broken").count() == 0
+            outline = "\n".join(_words(part) for part in page.evaluate(PARTS))
+            _screenshot("record-page", page.screenshot(), outline, tmp_path)
+        finally:
+            page.close()
+
+
+def test_the_readme_screenshot_of_the_timeline(browser: Any, synthetic_db: str, tmp_path: Path) -> None:  # noqa: F811
+    """The paper of 5,000 events, its slider at the retraction of a cited work."""
+    retraction = format_as_of(parse_ts(history().notice_first["retraction"]))
+    with running_server(synthetic_db, args=["--no-samples"]) as server:
+        page = browser.new_page(viewport={"width": 752, "height": 1000})
+        try:
+            url = f"{server.base}/paper/{PAPER}/citation-record?as_of={retraction}"
+            assert page.goto(url).status == 200
+            timeline = page.locator("#timeline")
+            box = timeline.bounding_box()
+            assert box is not None and box["height"] > SHOT_HEIGHT
+            # the section's top, a fixed height: its full height would vary with the fonts' line breaks
+            clip = {"x": box["x"], "y": box["y"], "width": box["width"], "height": SHOT_HEIGHT}
+            shot = page.screenshot(clip=clip, full_page=True)
+            _screenshot("timeline", shot, _words(timeline.inner_text()), tmp_path)
         finally:
             page.close()

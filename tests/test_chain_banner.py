@@ -129,6 +129,10 @@ def test_a_broken_chain_is_named_at_the_top_of_every_page_by_both_workers_after_
         assert f"<h1>{ALTERED}" in record.text  # the altered title is served, under the banner
         for path in ("/", f"/search?q={ALTERED}"):
             _assert_banner(httpx.get(server.base + path), EDITED)
+        # what changed and the integrity report, as a browser gets them
+        browser = {"Accept": "text/html,*/*;q=0.8"}
+        for path in (f"{PAPER_PAGE}/integrity", f"{PAPER_PAGE}/changes?from=2026-08-07"):
+            _assert_banner(httpx.get(server.base + path, headers=browser), EDITED)
         # the record's JSON as of now, and as of an instant (twice: built, then from the cache)
         as_of = f"{RECORD}.json?as_of=2026-08-08T08:47:00Z"
         for path in (f"{RECORD}.json", as_of, as_of, f"{PAPER_PAGE}/integrity"):

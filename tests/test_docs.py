@@ -7,19 +7,24 @@ How a session is written (the format this test reads):
   (a command whose quotes or trailing backslash are left open goes on over the next lines); the lines
   after it, up to the next command, are what it prints, stdout and stderr together, in order.
 - Each session runs in a new empty folder (the ledger is `./ledger.db`, created on first use) through
-  one bash process, with `fixtures` there linking to the real record `fixtures/2509.02480.record.json`
-  and `sources` to the source files of tests/data/sources; `ledger` and `python3` are this project's.
+  one bash process, as a reader with only the package installed: the record comes from `ledger sample`.
+  The one exception is `sources`, linking to the source files of tests/data/sources (the pages that use
+  it say where those files are). `ledger` and `python3` are this project's.
+- `<!-- file: NAME -->` on the line just before any fenced block of a page: that block's text is the
+  file NAME, written into the folder of every session of the page (a receiver a session starts, say).
 - An HTML comment on the line just before the block may set it up:
   `<!-- session: sample -->`: the folder's ledger holds the sample record, as `ledger serve` leaves it;
   `<!-- session: skip: REASON -->`: the session is not run (REASON says why, and which test does the same).
 - A command ending in `&` runs in the background with its output kept aside: each line written after
-  it must appear in that output, in order; when it names `--port N` the next command waits until the
-  port answers. Background commands are stopped when the session ends.
+  it must appear in that output, in order, by the time the session ends (a server, or a webhook
+  receiver printing what it gets); when it names `--port N` the next command waits until the port
+  answers. Background commands are stopped when the session ends.
 - A command must exit 0 unless it shows its exit code itself (`cmd; echo "exit $?"`).
 - What is compared: every line, with UUIDs, hashes (hex of 8 or more digits), base64 of 20 or more characters,
   RFC 3339 instants and durations (`0.10 s`) masked on both sides, and runs of spaces as one. `…` in a
   written line stands for any text; a line that is only `…` stands for any number of lines.
-- Ports 8000-8999 a session names are replaced by free ones, the same one for each number.
+- Ports 8000-8999 a session or a page's files name are replaced by free ones, the same one for each
+  number.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ FIXTURES = ROOT / "tests" / "data"
 SAMPLE = ROOT / "ledger" / "samples" / "2509.02480.record.json"
 _FENCE = re.compile(r"^```console\s*$")
 _SETUP = re.compile(r"^<!--\s*session:\s*(\w+)(?::\s*(.*?))?\s*-->\s*$")
+_FILE = re.compile(r"^<!--\s*file:\s*([\w.-]+)\s*-->\s*$")
 _PORT = re.compile(r"(?<=[:\s=])(8\d{3})\b")
 _MASKS = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
@@ -78,6 +84,7 @@ class Session:
     setup: str
     reason: str
     steps: list[Step]
+    files: dict[str, str] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -92,9 +99,21 @@ def _complete(command: str) -> bool:
     return not command.endswith("\\")
 
 
+def page_files(lines: list[str]) -> dict[str, str]:
+    """The fenced blocks a page names as files (`<!-- file: NAME -->` just before), by name."""
+    files = {}
+    for i, line in enumerate(lines[:-1]):
+        name = _FILE.match(line)
+        if name and lines[i + 1].startswith("```"):
+            end = next(k for k in range(i + 2, len(lines)) if lines[k].strip() == "```")
+            files[name[1]] = "\n".join(lines[i + 2 : end]) + "\n"
+    return files
+
+
 def parse(page: Path) -> list[Session]:
     """The console sessions of a page."""
     lines = page.read_text(encoding="utf-8").splitlines()
+    files = page_files(lines)
     sessions: list[Session] = []
     i = 0
     while i < len(lines):
@@ -116,7 +135,7 @@ def parse(page: Path) -> list[Session]:
                 steps[-1].expected.append(text)
             i += 1
         kind, reason = (setup[1], setup[2] or "") if setup else ("fresh", "")
-        sessions.append(Session(page, start, kind, reason, steps))
+        sessions.append(Session(page, start, kind, reason, steps, files))
         i += 1
     return sessions
 
@@ -159,6 +178,7 @@ def contains_in_order(expected: list[str], actual: list[str]) -> bool:
 
 def _ports(session: Session) -> dict[str, str]:
     text = "\n".join(s.command + "\n" + "\n".join(s.expected) for s in session.steps)
+    text += "\n".join(session.files.values())
     return {n: str(free_port()) for n in sorted(set(_PORT.findall(text)))}
 
 
@@ -189,6 +209,9 @@ def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
     `check`); what each printed (a background command: what the page says)."""
     printed: list[list[str]] = []
     ports = _ports(session)
+    for name, text in session.files.items():
+        (folder / name).write_text(_with_ports(text, ports), encoding="utf-8")
+    waiting: list[tuple[str, list[str], Path]] = []  # background output to find by the end
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["HOME"] = str(folder)
@@ -215,11 +238,7 @@ def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
                 if port:
                     _wait_for_port(int(port[1]))
                 if expected:
-                    poll(lambda expected=expected, log=log: contains_in_order(expected, _read(log)), WAIT_S)
-                    if check:
-                        assert contains_in_order(expected, _read(log)), _report(
-                            session, command, expected, _read(log)
-                        )
+                    waiting.append((command, expected, log))
                 printed.append(step.expected)
                 continue
             # stdin is the script itself: no command may read it
@@ -240,6 +259,12 @@ def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
             assert matches(expected, out), _report(session, command, expected, out)
             if "$?" not in command:
                 assert code == 0, f"{session.id}: {command!r} exited {code}:\n" + "\n".join(out)
+        for command, expected, log in waiting:
+            poll(lambda expected=expected, log=log: contains_in_order(expected, _read(log)), WAIT_S)
+            if check:
+                assert contains_in_order(expected, _read(log)), _report(
+                    session, command, expected, _read(log)
+                )
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(shell.pid, 15)
@@ -270,7 +295,6 @@ def prepare(session: Session, folder: Path) -> Path:
     """The folder a session starts in, set up as its comment says."""
     assert session.setup in ("fresh", "sample"), f"{session.id}: unknown set-up {session.setup!r}"
     folder.mkdir()
-    (folder / "fixtures").symlink_to(FIXTURES)
     (folder / "sources").symlink_to(FIXTURES / "sources")
     if session.setup == "sample":
         from service.ledger import Ledger

@@ -210,3 +210,102 @@ def test_batch_object_and_list(fresh_ledger: Ledger) -> None:
     assert fresh_ledger.append_batch(batch).appended == 1
     with pytest.raises(InvalidEvent, match="expected_versions"):
         parse_input(json.dumps({"events": [env], "expected_versions": {"paper:x": "1"}}).encode())
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize("redigest", [False, True])
+def test_an_edited_paper_id_is_refused_naming_the_field(
+    fresh_ledger: Ledger, fixture_record: dict[str, Any], force: bool, redigest: bool
+) -> None:
+    """Each citation carries its own citing paper: a changed paper.arxiv_id would make an empty record."""
+    rec = copy.deepcopy(fixture_record)
+    rec["paper"]["arxiv_id"] = "2509.99999"
+    raw = json.dumps(_redigest(rec) if redigest else rec).encode()
+    with pytest.raises(
+        InvalidEvent, match=r"^outbound\[0\]\.citation\.citing_paper\.arxiv_id: .*'2509\.99999'"
+    ):
+        fresh_ledger.import_bytes(raw, force=force)
+    assert fresh_ledger.head().seq == 0
+
+
+def test_an_outbound_link_to_another_paper_is_refused(
+    fresh_ledger: Ledger, fixture_record: dict[str, Any]
+) -> None:
+    """With no citing_paper block, links.citing_paper names the citing paper and must be this one."""
+    rec = copy.deepcopy(fixture_record)
+    o = rec["outbound"][3]
+    o["citation"]["citing_paper"] = None
+    o["links"]["citing_paper"] = "/paper/2401.00001"
+    with pytest.raises(InvalidEvent, match=r"^outbound\[3\]\.links\.citing_paper: names paper '2401\.00001'"):
+        fresh_ledger.import_bytes(json.dumps(_redigest(rec)).encode())
+    assert fresh_ledger.head().seq == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "found"),
+    [
+        (b'{"title": "A paper", "authors": []}', "found a JSON object with keys 'authors', 'title'"),
+        (
+            b'{\n  "arxiv_id": "2509.02480",\n  "refs": []\n}\n',
+            "found a JSON object with keys 'arxiv_id', 'refs'",
+        ),
+        (b"{}", "found an empty JSON object"),
+        (b'"2509.02480"', "found a JSON string '2509.02480'"),
+        (b"42", "found a JSON number 42"),
+    ],
+)
+def test_a_file_that_is_not_a_record_says_what_was_expected(
+    fresh_ledger: Ledger, body: bytes, found: str
+) -> None:
+    with pytest.raises(InvalidEvent) as caught:
+        fresh_ledger.import_bytes(body)
+    message = caught.value.message
+    assert message.startswith(
+        "expected a record (a JSON object whose schema is 'pith.paper-citation-record.v1')"
+    )
+    assert "or NDJSON envelopes" in message and message.endswith(found)
+    assert fresh_ledger.head().seq == 0
+
+
+def test_another_schema_is_named(fresh_ledger: Ledger) -> None:
+    with pytest.raises(
+        InvalidEvent, match=r"^schema: expected 'pith\.paper-citation-record\.v1' \(a record\), found 'v2'"
+    ):
+        fresh_ledger.import_bytes(b'{"schema": "v2"}')
+
+
+def test_ledger_import_names_the_edited_field(
+    new_db: NewDb, fixture_record: dict[str, Any], tmp_path
+) -> None:
+    """The command a user runs prints the field and writes nothing, --force or not."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    rec = copy.deepcopy(fixture_record)
+    rec["paper"]["arxiv_id"] = "2509.99999"
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(rec))
+    db = new_db()
+    for force in ([], ["--force"]):
+        result = CliRunner().invoke(main, ["import", *force, str(edited), "--db", db])
+        assert result.exit_code == 1
+        assert (
+            "refused, nothing written: outbound[0].citation.citing_paper.arxiv_id: names paper"
+            in result.output
+        )
+    assert "head seq 0" in result.output
+
+
+def test_ledger_sample_prints_the_shipped_record_which_imports(new_db: NewDb) -> None:
+    """A reader in an empty folder gets the sample record from the package, byte for byte."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+    from tests.conftest import FIXTURE_PATH
+
+    printed = CliRunner().invoke(main, ["sample"]).stdout_bytes
+    assert printed == FIXTURE_PATH.read_bytes()
+    ledger = Ledger(new_db())
+    assert ledger.import_bytes(printed).appended == 132
+    ledger.close()

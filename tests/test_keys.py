@@ -10,8 +10,8 @@ from ledger.model import events as ev
 from ledger.model.codec import canonical
 from ledger.model.instants import parse_ts
 from ledger.storage.backend import is_pg_url
-from ledger.storage.backfill import FILL_TABLE
-from ledger.storage.keys import LONG_KEY, key_rows, link_keys, work_index_key
+from ledger.storage.derived.backfill import FILL_TABLE
+from ledger.storage.derived.keys import LONG_KEY, key_rows, link_keys, work_index_key
 from ledger.storage.postgresql import migrations as pg_migrations
 from ledger.storage.sqlite import migrations
 from service.ledger import Ledger

@@ -18,8 +18,8 @@ from api.settings import Settings
 from cli.main import main
 from ledger.model.errors import InvalidEvent
 from ledger.storage.backend import is_pg_url
+from ledger.storage.derived.search import MAX_QUERY, MAX_WORDS, query_words
 from ledger.storage.postgresql import migrations as pg_migrations
-from ledger.storage.search import MAX_QUERY, MAX_WORDS, query_words
 from ledger.storage.sqlite import migrations
 from service.ledger import Ledger
 from service.search import PER_PAGE, search

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from ledger.model.events import Event
 from ledger.model.instants import parse_ts
 from ledger.storage.backend import is_pg_url
+from ledger.storage.derived.spans import CITATION, OPEN, RESOLUTION, Row, Span, Step, delta, history, spans
 from ledger.storage.postgresql import migrations as pg_migrations
-from ledger.storage.spans import CITATION, OPEN, RESOLUTION, Row, Span, Step, delta, history, spans
 from ledger.storage.sqlite import migrations
 from projections.memory import MemoryReader
 from service.ledger import Ledger
@@ -136,7 +136,7 @@ def test_appended_spans_equal_the_events_and_give_the_record_of_every_event(
 ) -> None:
     monkeypatch.setattr("ledger.storage.append.now_us", _Clock(stills))
     # buckets of 7 minutes: counts as of T sum some buckets and count inside T's own
-    monkeypatch.setattr("ledger.storage.spans.BUCKET_US", 7 * 60 * 1_000_000)
+    monkeypatch.setattr("ledger.storage.derived.spans.BUCKET_US", 7 * 60 * 1_000_000)
     ledger = Ledger(new_db(f"h{next(_names)}.db"))
     try:
         for batch in batches:
@@ -170,7 +170,7 @@ def test_an_older_ledger_gets_its_spans_when_opened(
     new_db: NewDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The migration leaves the rows to the store: they equal the ones appends would have kept."""
-    monkeypatch.setattr("ledger.storage.spans.BUCKET_US", 60 * 1_000_000)
+    monkeypatch.setattr("ledger.storage.derived.spans.BUCKET_US", 60 * 1_000_000)
     source = Ledger(new_db("source.db"))
     source.append([paper(P, ts(0)), paper(Q, ts(0, 1))])
     source.append([citation(oid_of(n), "2201.00001", ts(1, n), n) for n in range(3)])

@@ -14,8 +14,8 @@ from ledger.model.doi import arxiv_key, doi_key, work_keys
 from ledger.model.events import CitedWork, Event
 from ledger.model.instants import parse_ts
 from ledger.storage import works_store
+from ledger.storage.derived.keys import LONG_KEY
 from ledger.storage.interface import Store
-from ledger.storage.keys import LONG_KEY
 from ledger.storage.works_store import (
     checkable_works,
     papers_known,

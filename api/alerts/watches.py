@@ -44,7 +44,11 @@ MAX_WATCH_BODY = 256 * 1024
 PAGE = 100
 STREAM_POLL_S = 0.5
 HEARTBEAT_S = 15.0
-WatchId = Annotated[str, Path(description="The watch's id (from POST /watches)", max_length=64)]
+# no U+0000: PostgreSQL text cannot hold it, so the lookup itself would fail (500) instead of finding nothing
+NO_NUL = r"^[^\x00]*$"
+WatchId = Annotated[
+    str, Path(description="The watch's id (from POST /watches)", max_length=64, pattern=NO_NUL)
+]
 _ERRORS = (401, 403, 404, 422, 429)
 _OVER_QUOTA: dict[int | str, dict[str, Any]] = {
     409: {**docs.responses(409)[409], "description": "The token holds LEDGER_MAX_WATCHES watches"}
@@ -90,7 +94,8 @@ async def post_watch(request: Request) -> Response:
 
 @router.get("/watches", summary="The watches in force", responses=docs.responses(200, *_ERRORS))
 def list_watches(
-    request: Request, after: Annotated[str, Query(max_length=64, description="Watch id to list after")] = ""
+    request: Request,
+    after: Annotated[str, Query(max_length=64, pattern=NO_NUL, description="Watch id to list after")] = "",
 ) -> Response:
     """This token's watches in force by id, a page at a time (`next` names the next page's `after`)."""
     owner = _auth(request)
@@ -142,7 +147,7 @@ def watch_alerts(
     owner = _auth(request)
     ledger = ledger_of(request)
     watch = al.watch_of(ledger.store, watch_id, owner)
-    page = ledger.store.alerts.alerts(watch.id, after, PAGE, instant(since, "since"))
+    page = ledger.store.alerts.alerts(watch.id, after, PAGE, instant(since, "since", future=True))
     return _json({"alerts": _alerts_json(page), "next": page[-1].n if len(page) == PAGE else None})
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from typing import IO, Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -17,6 +18,9 @@ from api.auth import require_writer
 from api.common import JSON, body_chunks, check_id, head_headers, instant, ledger_of, settings_of
 from api.limits import RateLimiter
 from api.ops import telemetry
+from api.ops.scrub import broken_walk, chain_headers
+from api.records import negotiated
+from api.records.render import render_changes_page
 from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.events import Event
@@ -136,11 +140,30 @@ def changes(
     to: Annotated[str | None, Query(description="Same forms; default now")] = None,
 ) -> Response:
     """Per observation: added/removed, resolution and cited-work changes, notices that appeared or
-    went away, receipts that moved; plus measurement and coverage changes."""
-    arxiv_id = check_id(request, arxiv_id)
-    t1 = instant(from_, "from")
-    if t1 is None:
-        raise InvalidEvent("from", "required: RFC 3339 with an offset or YYYY-MM-DD")
-    t2 = instant(to, "to")
-    d, head = record_changes(ledger_of(request), arxiv_id, t1, now_us() if t2 is None else t2)
-    return Response(canonical(d), media_type=JSON, headers=head_headers(head))
+    went away, receipts that moved; plus measurement and coverage changes. A page for a browser
+    (text/html above JSON in Accept), the JSON document for any other client."""
+    record = f"/paper/{arxiv_id}/citation-record"
+    try:
+        arxiv_id = check_id(request, arxiv_id)
+        record = f"/paper/{arxiv_id}/citation-record"
+        t1 = instant(from_, "from")
+        if t1 is None:
+            raise InvalidEvent("from", "required: RFC 3339 with an offset or YYYY-MM-DD")
+        t2 = instant(to, "to")
+        d, head = record_changes(ledger_of(request), arxiv_id, t1, now_us() if t2 is None else t2)
+    except LedgerError as e:
+        return negotiated.error(request, e, [("Back to the record", record)])
+
+    def page() -> str:
+        def at(when: str) -> str:
+            return quote(when, safe=":")
+
+        links = {
+            "record": f"{record}?as_of={at(d['to']['as_of'])}",
+            "from_record": f"{record}?as_of={at(d['from']['as_of'])}" if d["from"] else record,
+            "integrity": f"/paper/{arxiv_id}/integrity?as_of={at(d['to']['as_of'])}",
+        }
+        return render_changes_page(d, head=head.header(), links=links, broken=broken)
+
+    broken = broken_walk(request.app)
+    return negotiated.answer(request, d, {**head_headers(head), **chain_headers(broken)}, page)

@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 
 from api.records.timeline import GROUP_LABELS, Rendered
+from ledger.model.codec import canonical
 from ledger.model.events import STATUSES, CitedWork
 from ledger.model.facts import ScrubPass
 from ledger.model.record_types import Record, SnapshotBlock, StandingNotice, StateCounts
@@ -24,6 +25,8 @@ __all__ = [
     "render_error_page",
     "render_index_page",
     "render_search_page",
+    "render_changes_page",
+    "render_integrity_page",
 ]
 
 # Display order of the reference-resolution states (``pending`` only when present).
@@ -218,15 +221,17 @@ def _notice_count(record: Record | None) -> int:
     return sum(len(o.standing_notice.events) for o in record.outbound)
 
 
-def render_error_page(status: int, message: str, links: list[tuple[str, str]] | None = None) -> str:
-    """Render an error page for an HTTP status code and a human-readable message, with
-    optional (label, href) links to where the reader can go instead."""
+def render_error_page(
+    status: int, message: str, links: list[tuple[str, str]] | None = None, *, fix: str | None = None
+) -> str:
+    """Render an error page for an HTTP status code and a human-readable message, with what to
+    `fix` (if said) and optional (label, href) links to where the reader can go instead."""
     try:
         phrase = HTTPStatus(status).phrase
     except ValueError:
         phrase = "Error"
     return ENV.get_template("error.html").render(
-        status=status, phrase=phrase, message=message, links=links or []
+        status=status, phrase=phrase, message=message, links=links or [], fix=fix
     )
 
 
@@ -254,3 +259,47 @@ def render_search_page(
     return ENV.get_template("search.html").render(
         answer=answer, hits=hits, per_page=per_page, q=answer.q, broken=broken
     )
+
+
+def _change_text(change: dict[str, Any]) -> str:
+    """One change of a record-changes document in words: what moved, from what to what."""
+    kind = change.get("kind")
+    if "notice" in change:
+        notice = change["notice"] or {}
+        what = "appeared" if kind == "notice_appeared" else "went away"
+        return f"{_words(notice.get('kind') or 'notice')} notice from {notice.get('source')} {what}"
+    if kind in ("receipt_appeared", "receipt_gone", "receipt_moved"):
+        return f"{change.get('source')} checked: {_shown(change.get('from'))} → {_shown(change.get('to'))}"
+    where = change.get("path") or _words(kind or "")
+    return f"{where}: {_shown(change.get('from'))} → {_shown(change.get('to'))}"
+
+
+def _shown(value: Any) -> str:
+    """A JSON value as a reader sees it: none for null, strings as they are, the rest as JSON."""
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return value
+    return canonical(value).decode()
+
+
+ENV.filters.update({"change_text": _change_text, "shown": _shown})
+
+
+def render_changes_page(
+    changes: dict[str, Any], *, head: str, links: dict[str, str], broken: ScrubPass | None = None
+) -> str:
+    """Render what changed in a record between two instants (projections.diff's document), each change
+    with the events responsible linked to their inclusion proofs; `links`: record, from_record, integrity;
+    `broken` as for a record."""
+    return ENV.get_template("changes.html").render(d=changes, head=head, links=links, broken=broken)
+
+
+def render_integrity_page(
+    report: dict[str, Any], *, links: dict[str, str], broken: ScrubPass | None = None
+) -> str:
+    """Render an integrity report (api.records.integrity) for people: the verdict, what was checked and
+    how, each event's checks, its inclusion proof and the signed checkpoint a click away; `broken` as
+    for a record."""
+    proofs = {p["seq"]: p for p in report["proofs"]}
+    return ENV.get_template("integrity.html").render(r=report, proofs=proofs, links=links, broken=broken)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from api import docs
@@ -25,13 +25,21 @@ from api.common import (
     read_body,
     settings_of,
 )
-from api.errors import ChainUnhealthy, status_of
+from api.errors import ChainUnhealthy, error_answer, status_of
 from api.log.held import verify_held
+from api.negotiate import VARY, prefers_json
 from api.ops import telemetry
 from api.ops.scrub import broken_walk, chain_headers, passes_of
+from api.records import negotiated
 from api.records.integrity import integrity_report
+from api.records.negotiated import error_page
 from api.records.record_cache import RecordCache
-from api.records.render import render_error_page, render_index_page, render_paper_page, render_record_page
+from api.records.render import (
+    render_index_page,
+    render_integrity_page,
+    render_paper_page,
+    render_record_page,
+)
 from api.records.timeline import render_timeline
 from api.records.timeline_cache import TimelineCache
 from ledger.model.codec import canonical, decode_json
@@ -68,24 +76,6 @@ Page = Annotated[
         "but does not show, 1000 per page (the report's `page.next` links them)",
     ),
 ]
-
-
-def _html_error(err: LedgerError) -> HTMLResponse:
-    """The error as a page, linking to the first record there is when the paper exists later."""
-    links = []
-    details = err.details if isinstance(err.details, dict) else {}
-    first, arxiv_id = details.get("first_observed_at"), details.get("arxiv_id")
-    if first and arxiv_id:
-        href = f"/paper/{arxiv_id}/citation-record?as_of={quote(first, safe='')}"
-        links = [(f"The record as of {first}, when it was first observed", href)]
-        links.append(("Its snapshots over time", f"/paper/{arxiv_id}"))
-    status = status_of(err)
-    return HTMLResponse(render_error_page(status, err.message, links), status_code=status)
-
-
-def _wants_json(request: Request) -> bool:
-    accept = request.headers.get("accept", "")
-    return "application/json" in accept and "text/html" not in accept
 
 
 # The /paper/{id}/... routes come before /paper/{id}: a path converter would swallow them.
@@ -185,7 +175,7 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
         t = instant(as_of, "as_of")
         view = _timeline_and_record(request, arxiv_id, t, strict=True, alerts=True)
     except LedgerError as e:
-        return _html_error(e)
+        return error_page(e)
     assert view.record is not None
     rendered = render_timeline(view.timeline, t)
     broken = broken_walk(request.app)
@@ -200,19 +190,30 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
     "/paper/{arxiv_id:path}/integrity",
     tags=["records"],
     summary="What was verified for the record as of T",
-    responses=docs.responses(200, 308, 404, 422, ok="IntegrityReport"),
+    responses=docs.responses(200, 308, 404, 422, ok="IntegrityReport", html=True),
 )
 def integrity(
     request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None, page: Page = 1
 ) -> Response:
-    """Chain status, the events that built the record, and its digests rebuilt from them (paged)."""
-    arxiv_id = check_id(request, arxiv_id)
-    t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
-    t = now_us() if t is None else t  # one instant for the record and its in-memory rebuild
-    read_only = settings_of(request).read_only
-    ledger, passes = ledger_of(request), passes_of(request.app)
-    report, head = integrity_report(ledger, arxiv_id, t, k, page=page, passes=passes, read_only=read_only)
-    return Response(canonical(report), media_type=JSON, headers=_headers(head, broken_walk(request.app)))
+    """Chain status, the events that built the record, and its digests rebuilt from them (paged); a page
+    for a browser (text/html above JSON in Accept), the JSON report for any other client."""
+    try:
+        arxiv_id = check_id(request, arxiv_id)
+        t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
+        t = now_us() if t is None else t  # one instant for the record and its in-memory rebuild
+        read_only = settings_of(request).read_only
+        ledger, passes = ledger_of(request), passes_of(request.app)
+        report, head = integrity_report(ledger, arxiv_id, t, k, page=page, passes=passes, read_only=read_only)
+    except LedgerError as e:
+        return negotiated.error(request, e, [("The record", f"/paper/{arxiv_id}/citation-record")])
+    record = f"/paper/{arxiv_id}/citation-record?as_of={quote(report['as_of'], safe=':')}"
+    broken = broken_walk(request.app)
+    return negotiated.answer(
+        request,
+        report,
+        _headers(head, broken),
+        lambda: render_integrity_page(report, links={"record": record}, broken=broken),
+    )
 
 
 @router.get(
@@ -224,8 +225,8 @@ def integrity(
 )
 def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
     """HTML by default, with the paper's timeline and its record as of T (default now); JSON (the
-    snapshots) when the client asks for application/json (and not HTML)."""
-    as_json = _wants_json(request)
+    snapshots) when application/json ranks above text/html in Accept; both Vary on Accept."""
+    as_json = prefers_json(request.headers.get("accept"))
     ledger = ledger_of(request)
     try:
         arxiv_id = check_id(request, arxiv_id)
@@ -237,9 +238,9 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
                 details={"arxiv_id": arxiv_id, "first_observed_at": None},
             )
     except LedgerError as e:
-        if as_json:
-            raise
-        return _html_error(e)
+        failed = JSONResponse(error_answer(e), status_code=status_of(e)) if as_json else error_page(e)
+        failed.headers.update(VARY)
+        return failed
     base = f"/paper/{arxiv_id}"
     snapshots = [
         {
@@ -265,14 +266,14 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
     broken = broken_walk(request.app)
     if as_json:
         body = {"arxiv_id": arxiv_id, "snapshots": snapshots, "links": links}
-        return Response(canonical(body), media_type=JSON, headers=_headers(ledger.head(), broken))
+        return Response(canonical(body), media_type=JSON, headers={**_headers(ledger.head(), broken), **VARY})
     view = _timeline_and_record(request, arxiv_id, t)
     rendered = render_timeline(view.timeline, t, paper_page=True)
     shown = format_as_of(view.as_of_us)
     page = render_paper_page(
         arxiv_id, snapshots, links, timeline=rendered, record=view.record, as_of=shown, broken=broken
     )
-    return HTMLResponse(page, headers=_headers(view.head, broken))
+    return HTMLResponse(page, headers={**_headers(view.head, broken), **VARY})
 
 
 @router.post(

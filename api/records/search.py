@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from api import docs
@@ -25,7 +25,10 @@ router = APIRouter()
     tags=["records"],
     summary="Papers and references whose titles hold every word of q, each with the path of its record",
     response_class=HTMLResponse,
-    responses=docs.responses(200, 422, ok="SearchAnswer", html=True),
+    responses={
+        **docs.responses(200, 404, 422, ok="SearchAnswer", html=True),
+        303: {"description": "q is the arXiv id of a paper this ledger holds (HTML): its page"},
+    },
 )
 async def search_titles(
     request: Request,
@@ -40,7 +43,10 @@ async def search_titles(
     page: Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"{PER_PAGE} hits a page")] = 1,
 ) -> Response:
     """HTML by default; JSON when the client asks for application/json (and not HTML). A writable server
-    first indexes the events appended since the last search; a read-only one searches what is indexed."""
+    first indexes the events appended since the last search; a read-only one searches what is indexed.
+    A q that is an arXiv id as pasted (bare, arXiv:, a version, an abs URL, a DOI) names that paper:
+    HTML is sent to its page (303); JSON answers it as the one hit, with `arxiv_id` set (a search
+    client reads the same shape either way); an id the ledger does not hold is 404 saying so."""
     accept = request.headers.get("accept", "")
     as_json = "application/json" in accept and "text/html" not in accept
     ledger, read_only = ledger_of(request), settings_of(request).read_only
@@ -50,6 +56,9 @@ async def search_titles(
         if as_json:
             raise
         return HTMLResponse(render_error_page(status_of(e), e.message, [("Papers", "/")]), status_of(e))
+    if answer.arxiv_id is not None and not as_json:
+        location = request.scope.get("root_path", "") + f"/paper/{answer.arxiv_id}"
+        return RedirectResponse(location, status_code=303)
     broken = await run_in_threadpool(broken_walk, request.app)
     head = {**head_headers(ledger.head()), **chain_headers(broken)}
     if as_json:

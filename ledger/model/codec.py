@@ -22,7 +22,7 @@ from ledger.model.events import (
     ResolutionObserved,
     StandingChecked,
 )
-from ledger.model.instants import now_us, parse_ts
+from ledger.model.instants import FUTURE_SLACK_US, now_us, parse_ts
 
 _ENCODER = msgspec.json.Encoder(order="sorted")
 _EVENT_DECODER = msgspec.json.Decoder(Event)
@@ -31,7 +31,6 @@ _DATA_DECODERS = {name: msgspec.json.Decoder(t) for name, t in DATA_TYPES.items(
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 ARXIV_RE = re.compile(r"\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7}")
 _FIELD_RE = re.compile(r"Object (missing required|contains unknown) field `(.*)`")
-FUTURE_SLACK_US = 5 * 60 * 1_000_000
 
 
 def canonical(value: Any) -> bytes:

@@ -61,6 +61,8 @@ def parse_input(raw: bytes, *, force: bool = False, progress: Callable[[int], An
     if progress is not None:
         progress(len(raw))
     if isinstance(value, dict) and "schema" in value:
+        if value["schema"] != SCHEMA:
+            raise InvalidEvent("schema", f"expected {SCHEMA!r} (a record), found {_short(value['schema'])}")
         return record_to_batch(value, force=force)
     if isinstance(value, dict) and "events" in value:
         return parse_batch(value)
@@ -69,7 +71,30 @@ def parse_input(raw: bytes, *, force: bool = False, progress: Callable[[int], An
             [to_event(v, f"events[{i}]") for i, v in enumerate(value)],
             [f"events[{i}]" for i in range(len(value))],
         )
+    if not isinstance(value, dict) or "type" not in value:
+        raise InvalidEvent("", f"{EXPECTED}; found {_found(value)}")
     return Batch([to_event(value, "event")], ["event"])
+
+
+EXPECTED = (
+    f"expected a record (a JSON object whose schema is {SCHEMA!r}) "
+    'or NDJSON envelopes (one {"type", "observed_at", "data"} object a line)'
+)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _found(value: Any) -> str:
+    """What a file that is neither a record nor envelopes holds, in a few words."""
+    if isinstance(value, dict):
+        keys = sorted(value)
+        shown = ", ".join(_short(k, 30) for k in keys[:6]) + (", ..." if len(keys) > 6 else "")
+        return f"a JSON object with keys {shown}" if keys else "an empty JSON object"
+    kind = {str: "string", bool: "boolean", int: "number", type(None): "null"}.get(type(value), "value")
+    return f"a JSON {kind} {_short(value)}"
 
 
 def parse_ndjson(raw: bytes, progress: Callable[[int], Any] | None = None) -> Batch:
@@ -128,9 +153,11 @@ def record_to_batch(raw: dict[str, Any], *, force: bool = False) -> Batch:
         rec = msgspec.convert(raw, Record, strict=True)
     except msgspec.ValidationError as e:
         raise InvalidEvent(*msgspec_where(e, "")) from None
+    # Self-contradictions first: an edited paper.arxiv_id is named, not reported as a digest mismatch
+    # that --force would then silence.
+    _check_record(rec)
     if not force:
         _check_digests(raw)
-    _check_record(rec)
     return _decompose(rec)
 
 
@@ -191,6 +218,23 @@ def _check_record(rec: Record) -> None:
     for lane, items in (("outbound", rec.outbound), ("inbound", rec.inbound)):
         for i, o in enumerate(items):
             _check_observation(o, f"{lane}[{i}]")
+    for i, o in enumerate(rec.outbound):
+        _check_own(o, f"outbound[{i}]", p.arxiv_id)
+
+
+def _check_own(o: Observation, w: str, pid: str) -> None:
+    """An outbound observation is the record's own paper's: its events go to the citing paper's stream,
+    so another id there would leave the record's paper with no references at all."""
+    citing = _citing_id(o, w)
+    if citing != pid:
+        field = (
+            "citation.citing_paper.arxiv_id" if o.citation.citing_paper is not None else "links.citing_paper"
+        )
+        raise InvalidEvent(
+            f"{w}.{field}",
+            f"names paper {citing!r}, not the record's paper.arxiv_id {pid!r}; "
+            "an outbound observation must be cited by the record's own paper",
+        )
 
 
 def _check_observation(o: Observation, w: str) -> None:

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
+from ledger.model.errors import InvalidEvent
+
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})?"
 )
@@ -18,6 +20,10 @@ _ONE_US = timedelta(microseconds=1)
 # The instants a datetime spells in UTC: an offset may carry a wall time past them (9999-12-31T23:59-01:00).
 MIN_US = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // _ONE_US
 MAX_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - _EPOCH) // _ONE_US
+# How far past the clock an instant may be: the skew allowed between the clocks of writers and the ledger.
+FUTURE_SLACK_US = 5 * 60 * 1_000_000
+# What a query's instant may be, said after every refusal of one (the HTTP 422s and the CLI's alike).
+INSTANT_FORMS = "expected RFC 3339 with an offset or YYYY-MM-DD"
 
 
 @lru_cache(maxsize=65536)  # an event's instant is read by validation, append and projection alike
@@ -54,6 +60,27 @@ def parse_as_of(text: str) -> int:
             raise ValueError(f"invalid date {text!r}: {e}") from None
         return (day - _EPOCH) // timedelta(microseconds=1) + _DAY_US - 1
     return parse_ts(text)
+
+
+def read_instant(value: str, where: str, now: int | None = None, *, future: bool = False) -> int:
+    """A query's instant (as_of, known_at, from, to) in UTC microseconds; InvalidEvent naming `where`
+    when it is no instant (with the forms accepted) or, unless `future`, lies past `now` (default the
+    clock) by more than the clock skew appends allow: the ledger cannot know what it will hold then."""
+    try:
+        us = parse_as_of(value)
+    except ValueError as e:
+        raise InvalidEvent(where, f"{e}; {INSTANT_FORMS}") from None
+    if future:
+        return us
+    now = now_us() if now is None else now
+    if us > now + FUTURE_SLACK_US:
+        shown = format_as_of(now - now % 1_000_000)  # to the second: what a reader compares
+        reason = (
+            f"{value!r} is in the future (now is {shown}); the ledger cannot know what it will hold then: "
+            f"give an instant at most {FUTURE_SLACK_US // 60_000_000} minutes past now"
+        )
+        raise InvalidEvent(where, reason, details={"where": where, "reason": reason, "now": shown})
+    return us
 
 
 def to_datetime(us: int) -> datetime:

@@ -28,8 +28,8 @@ from ledger.model.events import (
 )
 from ledger.model.facts import CheckWorkRow, Head
 from ledger.model.instants import format_recorded, now_us, parse_ts
-from ledger.storage.keys import EVENT, OBSERVATION, event_keys, link_keys
-from ledger.storage.spans import CITATION, RESOLUTION, Step, link_step
+from ledger.storage.derived.keys import EVENT, OBSERVATION, event_keys, link_keys
+from ledger.storage.derived.spans import CITATION, RESOLUTION, Step, link_step
 
 
 class Rows(NamedTuple):
@@ -132,10 +132,10 @@ def append_batch(
     events: Sequence[Event],
     expected_versions: Mapping[str, int] | None = None,
     places: Sequence[str] | None = None,
-    clock: Callable[[], int] = now_us,
+    clock: Callable[[], int] | None = None,
 ) -> AppendResult:
-    """Append `events` atomically inside `tx`, recorded at `clock()` (UTC microseconds, never before the
-    last recorded instant); raise (and write nothing) on any refusal."""
+    """Append `events` atomically inside `tx`, recorded at `clock()` (default now_us; UTC microseconds,
+    never before the last recorded instant); raise (and write nothing) on any refusal."""
     encode = _CANONICAL.encode
     # the tags as the interned constants of this module, so the loops below compare them by identity
     types = [_TYPES[type(e)] for e in events]
@@ -191,7 +191,7 @@ def append_batch(
                     details={"stream": stream, "expected": expected, "current": current},
                 )
 
-    recorded_us = max(clock(), last_recorded)
+    recorded_us = max((clock or now_us)(), last_recorded)
     recorded_at = format_recorded(recorded_us)
     rows = Rows([], [], [], [])
     events_, keys, steps = rows.events, rows.keys, rows.steps

@@ -16,7 +16,7 @@ from typing import Any
 from ledger.model.events import StoredEvent
 from ledger.model.facts import Head
 from ledger.storage.append import AppendTx, Needs, Rows
-from ledger.storage.spans import CITATION
+from ledger.storage.derived.spans import CITATION
 
 
 class GroupTx:

@@ -18,8 +18,8 @@ from ledger.model.events import StoredEvent
 from ledger.model.facts import CheckRow, Fact, IngestReceipt, ScrubPass, VerifiedPoint
 from ledger.storage.alert_store import AlertTables
 from ledger.storage.append import AppendTx
-from ledger.storage.search import Found
-from ledger.storage.spans import Bucket, Row, Step
+from ledger.storage.derived.search import Found
+from ledger.storage.derived.spans import Bucket, Row, Step
 from ledger.tlog.stored import LogStore, TreeTables
 
 PG_SCHEMES = ("postgresql://", "postgres://")

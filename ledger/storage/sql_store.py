@@ -31,15 +31,25 @@ from ledger.model.facts import (
     VerifiedPoint,
 )
 from ledger.model.instants import format_recorded, now_us
-from ledger.storage import spans
 from ledger.storage.alert_store import AlertTables
 from ledger.storage.append import Rows
 from ledger.storage.conns import ThreadConnections
+from ledger.storage.derived import spans
+from ledger.storage.derived.keys import EVENT, LEVELS, MOVES, OBSERVATION, WORK, level_table
+from ledger.storage.derived.search import INDEX_CHUNK, Found, Hit
+from ledger.storage.derived.spans import (
+    CITATION,
+    OPEN,
+    Row,
+    Span,
+    Step,
+    bucket_deltas,
+    delta,
+    history,
+    step_row,
+)
+from ledger.storage.derived.spans import COLUMNS as SPAN_COLUMNS
 from ledger.storage.interface import Tables, side_path
-from ledger.storage.keys import EVENT, LEVELS, MOVES, OBSERVATION, WORK, level_table
-from ledger.storage.search import INDEX_CHUNK, Found, Hit
-from ledger.storage.spans import CITATION, OPEN, Row, Span, Step, bucket_deltas, delta, history, step_row
-from ledger.storage.spans import COLUMNS as SPAN_COLUMNS
 from ledger.storage.sql import (
     CHECK_WORKS_COLUMNS,
     ENVELOPE_COLUMNS,

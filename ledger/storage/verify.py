@@ -23,8 +23,8 @@ from ledger.model.events import ChainLink, StandingChecked, StoredEvent
 from ledger.model.facts import Head, VerifiedPoint
 from ledger.model.instants import parse_ts
 from ledger.storage.append import check_rows, link_checks
-from ledger.storage.keys import EVENT, OBSERVATION, link_keys, stored_keys
-from ledger.storage.spans import Row, Step, history
+from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys, stored_keys
+from ledger.storage.derived.spans import Row, Step, history
 from ledger.tlog import merkle_store as ms
 from ledger.tlog.chain import GENESIS, Follower, envelope_body
 from ledger.tlog.checkpoint import Checkpoint, NoteError, unsigned_checkpoint

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 from ledger.model.doi import ARXIV_DOI_PREFIX, arxiv_key, work_keys
 from ledger.model.events import CitedWork
 from ledger.model.facts import Fact
-from ledger.storage.keys import work_index_key
+from ledger.storage.derived.keys import work_index_key
 from ledger.storage.sql import FAR_FUTURE
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from ledger.model.facts import Fact
 from ledger.model.ids import normalise_arxiv
 from ledger.model.instants import format_recorded, now_us
 from ledger.storage.alert_store import Alert, Watch
-from ledger.storage.keys import work_index_key
+from ledger.storage.derived.keys import work_index_key
 from ledger.storage.works_store import current_works, displayed
 from projections.record import observations
 from service.alerts.address_table import refusal

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ledger.storage.backfill import FILL_TABLE, fill_work_keys
+from ledger.storage.derived.backfill import FILL_TABLE, fill_work_keys
 from ledger.storage.sql import POSTGRESQL
 
 # pg_advisory_xact_lock key held while migrating, so nodes starting together migrate once

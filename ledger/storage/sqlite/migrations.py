@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from ledger.storage.backfill import FILL_TABLE, fill_work_keys
+from ledger.storage.derived.backfill import FILL_TABLE, fill_work_keys
 from ledger.storage.sql import SQLITE
 
 # Each step is applied once, in its own transaction; never edit a released step, add one.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.storage.keys import WORK, link_keys
+from ledger.storage.derived.keys import WORK, link_keys
 from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
 
 PAGE = 10_000
