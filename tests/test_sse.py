@@ -32,7 +32,7 @@ from api.settings import Settings
 from ledger.model.codec import canonical
 from ledger.storage.backend import is_pg_url
 from service.ledger import Ledger
-from tests.conftest import FIXTURE_PATH, NewDb
+from tests.conftest import FIXTURE_PATH, NewDb, examples
 from tests.waiting import until
 
 TIMEOUT = 60.0  # a bound on waiting for a condition, never an expectation of speed
@@ -322,7 +322,9 @@ def race_app(make_app, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, d
 FILTERS = [{}, {"type": "measurement.observed"}, {"stream": "paper:2509.02480"}]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     back=st.integers(0, 40),
     batch=st.integers(1, 6),
