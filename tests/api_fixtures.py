@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 import httpx
 
 from ledger.storage.backend import is_pg_url
+from tests.waiting import wait_until
 
 # (a JSON log line holds the URL in quotes)
 _SERVING = re.compile(r'Serving (http://[^\s"]+)')
@@ -132,17 +132,15 @@ def running_server(
     reader.start()
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + timeout
-        page_url = None
-        while time.monotonic() < deadline:
+
+        def serving() -> str | None:
+            """The page URL it printed, once it answers healthy."""
             if proc.poll() is not None:
                 raise AssertionError(f"ledger serve exited {proc.returncode}:\n{''.join(output)}")
-            page_url = page_url or next((m[1] for line in list(output) if (m := _SERVING.search(line))), None)
-            if page_url and _healthy(base, ready):
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError(f"ledger serve did not become healthy:\n{''.join(output)}")
+            url = next((m[1] for line in list(output) if (m := _SERVING.search(line))), None)
+            return url if url and _healthy(base, ready) else None
+
+        page_url = wait_until(serving, lambda: f"ledger serve healthy:\n{''.join(output)}", timeout)
         yield Server(base, page_url, proc, output)
     finally:
         proc.terminate()

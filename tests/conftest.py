@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from service.ledger import Ledger
 from tests.pg_harness import PgCluster, start_or_reason
@@ -27,6 +28,18 @@ BACKEND_ENV = "LEDGER_TEST_BACKEND"
 BACKENDS = ("sqlite", "postgresql")
 
 NewDb = Callable[..., str]
+
+# `scripts/test.sh --fast` (LEDGER_TEST_FAST=1): each property tries fewer examples; the full run keeps them
+FAST = bool(os.environ.get("LEDGER_TEST_FAST"))
+RAM_DIR = "/dev/shm"  # a tmpfs on Linux
+settings.register_profile("fast", max_examples=20, deadline=None)
+if FAST:
+    settings.load_profile("fast")
+
+
+def examples(n: int) -> int:
+    """The hypothesis examples of a property that asks for `n`: all of them, or a quarter in the fast run."""
+    return max(5, n // 4) if FAST else n
 
 
 def backend_under_test() -> str:
@@ -43,6 +56,10 @@ def on_postgresql() -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if FAST and "TMPDIR" not in os.environ and os.access(RAM_DIR, os.W_OK):
+        # the fast run checks logic, not durability: its ledgers' fsyncs go to memory, not a disk that
+        # makes each new ledger wait ~0.1 s (the full run keeps the disk)
+        tempfile.tempdir = RAM_DIR
     # a PostgreSQL ledger's key and token files go to $LEDGER_STATE_DIR (default: the working
     # directory): keep any a test does not place itself out of the checkout
     if not os.environ.get("LEDGER_STATE_DIR"):
@@ -55,7 +72,10 @@ def pytest_report_header() -> str:
 
 # What in a test module's source shows that its tests start processes (servers, the CLI as a
 # program, PostgreSQL, a browser): they carry the `process` mark, which `scripts/test.sh --fast` leaves out.
-_PROCESS_SIGNS = ("subprocess", "running_server", "reliability.", "chromium", "playwright", "multiprocessing")
+_PROCESS_SIGNS = (
+    "subprocess", "running_server", "reliability.", "from reliability import", "chromium", "playwright",
+    "multiprocessing",
+)  # fmt: skip
 _process_modules: dict[str, bool] = {}
 
 

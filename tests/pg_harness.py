@@ -9,6 +9,7 @@ import glob
 import itertools
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -117,6 +118,6 @@ if __name__ == "__main__":
     print(cluster.admin_url, flush=True)
     try:
         while True:
-            time.sleep(3600)
+            signal.pause()  # until Ctrl-C
     except KeyboardInterrupt:
         cluster.stop()

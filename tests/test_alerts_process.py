@@ -8,8 +8,6 @@ import json
 import signal
 import socket
 import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -22,18 +20,12 @@ from tests.metrics_text import parse, value
 from tests.test_alerts import RW
 from tests.test_sources_support import CITING, T_INGEST, sample_ledger
 from tests.test_webhooks import _Receiver
+from tests.waiting import pause, wait_until
 
 TOKEN = "alert-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SECRET = "webhook-secret"
 ENV = {"LEDGER_TOKENS": TOKEN, "LEDGER_WEBHOOK_ALLOW": "127.0.0.1", "LEDGER_WEBHOOK_BACKOFF": "0.2"}
-
-
-def _until(what: Callable[[], bool], seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not what():
-        assert time.monotonic() < deadline, "not reached in time"
-        time.sleep(0.1)
 
 
 def _check_signed(receiver: _Receiver) -> None:
@@ -62,8 +54,8 @@ def test_each_alert_reaches_the_receiver_once_after_its_failures_signed(new_db: 
     try:
         with running_server(db, env=ENV, args=["--no-samples"]) as server:
             watch_id = _watch_and_ingest(server.base, receiver)
-            _until(lambda: len(receiver.got) >= 7 + 3)
-            time.sleep(1.0)  # room for a duplicate to show, were one to be sent
+            wait_until(lambda: len(receiver.got) >= 7 + 3, "seven alerts and three failed tries")
+            pause(1.0)  # room for a duplicate to show, were one to be sent
             tries = httpx.get(f"{server.base}/watches/{watch_id}/deliveries", headers=AUTH).json()
             scraped = parse(httpx.get(f"{server.base}/metrics").text)
         assert value(scraped, "ledger_webhook_deliveries_total", result="delivered") == 7
@@ -90,16 +82,16 @@ def test_an_alert_raised_before_a_sigkill_is_delivered_after_the_restart(new_db:
     try:
         with running_server(db, env=ENV, args=["--no-samples"]) as server:
             watch_id = _watch_and_ingest(server.base, receiver)
-            _until(lambda: len(receiver.got) >= 1)  # raised, stored and being delivered
+            wait_until(lambda: len(receiver.got) >= 1, "an alert raised, stored and being delivered")
             server.proc.send_signal(signal.SIGKILL)  # no shutdown: only what was committed counts
             server.proc.wait(timeout=10)
         hold.set()  # the receiver is back (its answer to the dead server goes nowhere)
         receiver.hold = None
         seen_before = len(receiver.got)
         with running_server(db, env=ENV, args=["--no-samples"]) as server:
-            _until(lambda: len({h["ledger-alert-id"] for h, _ in receiver.got[seen_before:]}) >= 7,
-                   wh.LEASE_S + 60)  # fmt: skip
-            time.sleep(1.0)
+            wait_until(lambda: len({h["ledger-alert-id"] for h, _ in receiver.got[seen_before:]}) >= 7,
+                       "the seven alerts after the restart", wh.LEASE_S + 60, every=0.1)  # fmt: skip
+            pause(1.0)  # room for a duplicate to show
             tries = httpx.get(f"{server.base}/watches/{watch_id}/deliveries", headers=AUTH).json()
         delivered = [d for d in tries["deliveries"] if d["status"] == 200]
         assert len(delivered) == 7 and len({d["alert_n"] for d in delivered}) == 7
@@ -202,8 +194,8 @@ def test_a_callback_host_that_breaks_the_resolver_is_settled_and_the_others_deli
             good = _watch(server.base, receiver.url)
             assert good["secret"].startswith("whsec_") and "secret" not in _tries(server.base, good["id"])
             _ingest(server.base)
-            _until(lambda: len(receiver.got) >= 7, 30)
-            _until(lambda: len(_tries(server.base, bad["id"])) >= 1)
+            wait_until(lambda: len(receiver.got) >= 7, "the seven alerts at the good receiver", 30)
+            wait_until(lambda: len(_tries(server.base, bad["id"])) >= 1, "a try at the bad address")
             failed = _tries(server.base, bad["id"])[0]
             listed = httpx.get(f"{server.base}/watches", headers=AUTH).json()["watches"]
         assert failed["status"] is None and failed["next_at"] is not None
@@ -227,9 +219,9 @@ def test_a_receiver_trickling_its_answer_is_abandoned_at_the_deadline_and_delays
             trickled = _watch(server.base, slow.url)  # made first: its alerts are due first
             good = _watch(server.base, receiver.url)
             _ingest(server.base)
-            _until(lambda: len(receiver.got) >= 7, 30)
+            wait_until(lambda: len(receiver.got) >= 7, "the seven alerts at the good receiver", 30)
             assert not slow.finished.is_set()  # all seven arrived while the slow answer was still coming
-            _until(lambda: len(_tries(server.base, trickled["id"])) >= 1)
+            wait_until(lambda: len(_tries(server.base, trickled["id"])) >= 1, "a try abandoned")
             assert not slow.finished.is_set()  # abandoned: the answer is 38 bytes at one a second
             cut = _tries(server.base, trickled["id"])[0]
         assert cut["status"] is None and cut["error"] == "no whole answer within 1.5 s: abandoned"

@@ -21,6 +21,7 @@ from ledger.tlog.chain import body_bytes, link_hash
 from service.ledger import Ledger
 from tests import factories as fx
 from tests import raw
+from tests.conftest import examples
 from tests.test_chain import stdlib_canonical
 
 T = "2026-01-01T00:00:00Z"
@@ -369,7 +370,9 @@ def _batches(draw: Any) -> list[list[Any]]:
     return [out[a:b] for a, b in zip([0, *cuts], [*cuts, len(out)], strict=True) if out[a:b]]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(batches=_batches())
 def test_what_an_append_stores_is_what_its_events_imply(new_db: Any, batches: list[list[Any]]) -> None:
     """Every byte, hash, id and derived row an append writes is what verify's reference derivations

@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +26,7 @@ from ledger.storage.backend import is_pg_url
 from ledger.tlog.checkpoint import Checkpointer
 from service.ledger import Ledger
 from service.ops.backup import BackupError, backup
+from tests.waiting import poll
 
 if TYPE_CHECKING:
     from tests.conftest import NewDb
@@ -68,9 +68,7 @@ def test_backup_while_another_process_writes(new_db: NewDb, tmp_path: Path) -> N
     live = Ledger(src)
     writer = _writer(src, tmp_path / "writer.json", 4000)
     try:
-        deadline = time.monotonic() + 30
-        while live.head().seq < 300 and time.monotonic() < deadline:  # the writer is well under way
-            time.sleep(0.02)
+        poll(lambda: live.head().seq >= 300, 30, every=0.02)  # the writer is well under way
         before = live.head().seq
         # small steps with a pause: the copy spans many of the writer's commits
         report = backup(src, dest, step_pages=2, pause=0.01)

@@ -15,8 +15,9 @@ from api_fixtures import running_server
 from service.sources import ingest
 from tests.conftest import NewDb
 from tests.test_alerts import RW
-from tests.test_chain_banner import ALTERED, EDITED, RECORD, _tamper, _until, _verified_ledger
+from tests.test_chain_banner import ALTERED, EDITED, RECORD, _tamper, _verified_ledger
 from tests.test_sources_support import CITING, T_INGEST, sample_ledger
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
@@ -179,7 +180,7 @@ def test_a_broken_chain_is_said_at_the_top_of_the_record_page(browser: Any, new_
     _tamper(db)
     ARTIFACTS.mkdir(exist_ok=True)
     with running_server(db, ready=(200, 503)) as server:
-        _until(lambda: httpx.get(f"{server.base}/healthz").status_code == 503, "the start-up walk ends")
+        wait_until(lambda: httpx.get(f"{server.base}/healthz").status_code == 503, "the start-up walk ends")
         page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone: the top is small
         try:
             assert page.goto(server.base + RECORD).status == 200

@@ -31,6 +31,7 @@ from service.proofs.bundle import encode_bundle, open_bundle, record_evidence
 from service.proofs.bundle_check import check_bundle
 from tests import factories as fx
 from tests.bundle_oracle import check_bundle_in_memory
+from tests.conftest import examples
 
 FIX_ID = "2509.02480"
 FIX_AS_OF = "2026-08-09"
@@ -119,7 +120,9 @@ def streamed(ledger: Ledger, pid: str, t: int, k: int | None = None, chunk: int 
     return b"".join(open_bundle(ledger, pid, t, k).chunks(chunk))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(events=fx.ledgers(), cut=st.integers(0, 430), cap=st.sampled_from([100, 1, 2]))
 def test_any_record_bundle_checks_offline(
     db_factory: DbFactory, tmp_path_factory: Any, events: list[Event], cut: int, cap: int
@@ -582,7 +585,9 @@ def _layout(b: dict[str, Any], how: str) -> bytes:
     return json.dumps(dict(reversed(list(b.items()))), ensure_ascii=False).encode()
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_the_streamed_check_names_what_the_in_memory_one_names(written: tuple[Path, str], data: Any) -> None:
     path, vkey = written

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from service.ops import scrub
 from service.ops.scrub import PassLog
 from tests import raw
 from tests.conftest import NewDb
+from tests.waiting import wait_until
 
 SAMPLE = Path(__file__).resolve().parent.parent / "ledger" / "samples" / "2509.02480.record.json"
 PAPER = "2509.02480"
@@ -62,13 +62,6 @@ def _passes(db: str) -> list[tuple[str, bool, int | None]]:
     return [(kind, bool(ok), bad) for kind, ok, bad in rows]
 
 
-def _until(cond: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not cond():
-        assert time.monotonic() < deadline, f"not reached in {DEADLINE_S} s: {what}"
-        time.sleep(0.05)
-
-
 def _health(server: Server) -> httpx.Response:
     return httpx.get(f"{server.base}/healthz", timeout=10)
 
@@ -76,15 +69,17 @@ def _health(server: Server) -> httpx.Response:
 def _worker_of(server: Server, answer: httpx.Response) -> int:
     """The pid of the worker that gave `answer`: its JSON request line carries the answer's X-Request-Id."""
     rid = answer.headers["X-Request-Id"]
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:  # the line is written as the answer ends: soon after we read it
+
+    def pid() -> int | None:
         for line in server.log().splitlines():
             if rid in line and line.startswith("{"):
                 fields = json.loads(line)
                 if fields["logger"] == "ledger.http" and fields.get("request_id") == rid:
                     return int(fields["pid"])
-        time.sleep(0.02)
-    raise AssertionError(f"no request line for {rid}:\n{server.log()}")
+        return None
+
+    # the line is written as the answer ends: soon after we read it
+    return wait_until(pid, lambda: f"a request line for {rid}:\n{server.log()}", DEADLINE_S, every=0.02)
 
 
 def _from_both_workers(server: Server, path: str, **kw: Any) -> Iterator[httpx.Response]:
@@ -125,7 +120,7 @@ def test_a_broken_chain_is_named_at_the_top_of_every_page_by_both_workers_after_
     _tamper(db)
     with _two_workers(db) as server:
         # the walk runs in the background at start-up; the server answered /healthz meanwhile
-        _until(lambda: _health(server).status_code == 503, "the start-up walk finds the edit")
+        wait_until(lambda: _health(server).status_code == 503, "the start-up walk finds the edit")
         assert _health(server).json()["error"]["details"]["first_bad_seq"] == EDITED
         for path in (RECORD, PAPER_PAGE):
             for page in _from_both_workers(server, path):
@@ -153,7 +148,7 @@ def test_an_untampered_ledger_is_walked_once_and_shows_no_banner(new_db: NewDb) 
     db = new_db()
     _verified_ledger(db)
     with _two_workers(db) as server:
-        _until(lambda: len(_passes(db)) == 2, "the start-up walk is recorded")
+        wait_until(lambda: len(_passes(db)) == 2, "the start-up walk is recorded")
         walk = _health(server).json()["last_full_walk"]
         assert (walk["by"], walk["ok"], walk["walked"]) == ("scrub", True, {"from": 1, "to": N})
         for path in (RECORD, PAPER_PAGE):
@@ -185,7 +180,7 @@ def test_a_read_only_server_walks_in_each_worker_in_memory_and_writes_nothing(ne
                 showing.add(_worker_of(server, page))
             return len(showing) == 2
 
-        _until(both_show_it, "both read-only workers show the break")
+        wait_until(both_show_it, "both read-only workers show the break")
         health = _health(server)
         assert health.status_code == 503 and health.json()["error"]["details"]["first_bad_seq"] == EDITED
     if not is_pg_url(db):

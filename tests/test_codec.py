@@ -18,6 +18,7 @@ from ledger.model import events as ev
 from ledger.model.codec import canonical, check_types, decode_event, derived_event_id, to_event
 from ledger.model.errors import InvalidEvent
 from tests import factories
+from tests.conftest import examples
 
 OID = "8f7cb4e3-557e-49d1-9dc8-6b681dc73b8b"
 WORK = "0e9c0fae-80e7-43d4-b024-395603f598f7"
@@ -479,7 +480,7 @@ _M = (
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(_texts())
 @example(b'{"type":"measurement.observed","observed_at":"x","observed_at":"y","data":{}}')
 # a repeated key alone, and beside each thing that would hide it from the counts: an event_id left out,
@@ -512,7 +513,7 @@ def _exact_body(raw: bytes) -> Any:
     return batch.events, batch.expected_versions
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(_bodies())
 @example(b'{"events":[],"events":[]}')
 @example(b'{"events":[],"expected_versions":{"s":1,"s":2}}')

@@ -36,13 +36,13 @@ import shlex
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from tests.api_fixtures import free_port
+from tests.waiting import poll, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -192,14 +192,13 @@ def _unported(line: str, back: dict[re.Pattern[str], str]) -> str:
     return line
 
 
+def _answers(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def _wait_for_port(port: int) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"nothing answered on port {port} within {WAIT_S} s")
+    wait_until(lambda: _answers(port), f"an answer on port {port}", WAIT_S)
 
 
 MARK = "\x1e"  # between two commands' output on the session's stdout
@@ -261,9 +260,7 @@ def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
             if "$?" not in command:
                 assert code == 0, f"{session.id}: {command!r} exited {code}:\n" + "\n".join(out)
         for command, expected, log in waiting:
-            deadline = time.monotonic() + WAIT_S
-            while not contains_in_order(expected, _read(log)) and time.monotonic() < deadline:
-                time.sleep(0.05)
+            poll(lambda expected=expected, log=log: contains_in_order(expected, _read(log)), WAIT_S)
             if check:
                 assert contains_in_order(expected, _read(log)), _report(
                     session, command, expected, _read(log)

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests.api_fixtures import free_port
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
@@ -84,18 +85,22 @@ class Served:
                 self.url, self.url_at = match[1], time.monotonic()
             self.output.append(line)
 
+    def _healthy(self) -> float | None:
+        """When it answered /healthz with 200, if it has."""
+        if self.proc.poll() is not None:
+            raise AssertionError(f"ledger serve exited {self.proc.returncode}:\n{''.join(self.output)}")
+        try:
+            if self.url and httpx.get(self.base + "/healthz", timeout=1).status_code == 200:
+                return time.monotonic()
+        except httpx.HTTPError:
+            pass
+        return None
+
     def _wait_healthy(self) -> float:
-        deadline = self.started + DEADLINE_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"ledger serve exited {self.proc.returncode}:\n{''.join(self.output)}")
-            try:
-                if self.url and httpx.get(self.base + "/healthz", timeout=1).status_code == 200:
-                    return time.monotonic()
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.02)
-        raise AssertionError(f"ledger serve did not answer in {DEADLINE_S} s:\n{''.join(self.output)}")
+        left = self.started + DEADLINE_S - time.monotonic()
+        return wait_until(
+            self._healthy, lambda: f"ledger serve answering:\n{''.join(self.output)}", left, every=0.02
+        )
 
     def stop(self) -> int:
         """Stop it as Ctrl-C would; its exit code."""

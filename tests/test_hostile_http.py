@@ -18,6 +18,7 @@ from service.ledger import Ledger
 from tests.api_fixtures import Server, running_server
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.test_sources_support import T_INGEST
+from tests.waiting import pause, trickle
 
 TOKEN = "hostile-http-token"
 # a body has 2 s, plus 1 s per 16 KiB received
@@ -225,10 +226,7 @@ def test_a_body_arriving_steadily_is_taken_even_past_the_timeout(server: tuple[S
     ).encode()
     with socket.create_connection(_address(s_), timeout=WAIT_S) as s:
         s.sendall(head)
-        step = len(body) // 5 + 1
-        for i in range(0, len(body), step):  # 2.5 s in all at 0.5 s a piece: over the 2 s timeout
-            s.sendall(body[i : i + step])
-            time.sleep(0.5)
+        trickle(s, body, pieces=5, every=0.5)  # 2.5 s in all at 0.5 s a piece: over the 2 s timeout
         answer = _read_to_end(s, time.monotonic() + WAIT_S)
     assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
 
@@ -258,7 +256,7 @@ def test_the_protocol_guard_serves_a_keep_alive_client(new_db: NewDb) -> None:
         for _ in range(3):
             s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
             assert _one_response(s).startswith(b"HTTP/1.1 200")
-            time.sleep(0.5)
+            pause(0.5)  # a client idle between two requests
 
 
 def test_a_body_too_large_for_h11_to_frame_is_400_not_431(server: tuple[Server, str]) -> None:

@@ -25,7 +25,7 @@ from ledger.model.errors import InvalidEvent
 from ledger.tlog.checkpoint import Checkpoint, Signer, load_or_create_key
 from service.ledger import Ledger
 from tests.api_fixtures import free_port
-from tests.conftest import NewDb
+from tests.conftest import NewDb, examples
 from tests.test_api import TestClient, ledger_of, measurement
 from tests.test_witness import LOG, body
 from tests.test_witness_process import witness_process
@@ -128,7 +128,7 @@ def test_a_checkpoint_of_the_largest_size_is_held_as_truncated(served: tuple[Tes
     assert "is above 2^64-1" in _error(answer, 422)["message"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     sign=st.sampled_from(["", "-"]),
     digits=st.one_of(
@@ -261,6 +261,7 @@ def test_ledger_verify_refuses_a_held_checkpoint_that_is_not_utf8(new_db: NewDb,
 # -- the witness: sizes past what it keeps --------------------------------------------------------
 
 
+@pytest.mark.process  # a `ledger witness serve`
 def test_the_witness_refuses_a_first_checkpoint_past_what_it_keeps(tmp_path: Path) -> None:
     port = free_port()
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from api.app import create_app
 from api.settings import Settings
 from service.ledger import Ledger
-from tests.conftest import FIXTURE_PATH, NewDb
+from tests.conftest import FIXTURE_PATH, NewDb, examples
 from tests.factories import measurement_json
 
 with warnings.catch_warnings():
@@ -122,7 +122,7 @@ def app_client(new_db: NewDb) -> tuple[TestClient, Ledger]:
 
 
 @settings(
-    max_examples=300,
+    max_examples=examples(300),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -151,7 +151,7 @@ def test_the_ledger_still_verifies_after_the_property_run(app_client: tuple[Test
     """A smaller run, then the whole chain is walked: nothing a refusal touched is left behind."""
     client, ledger = app_client
 
-    @settings(max_examples=40, deadline=None)
+    @settings(max_examples=examples(40), deadline=None)
     @given(body=bodies)
     def post(body: str) -> None:
         client.post("/events", content=body.encode("utf-8", "surrogatepass"), headers=AUTH)

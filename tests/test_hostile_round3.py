@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +13,7 @@ import httpx
 import pytest
 
 from tests.api_fixtures import Server, running_server
+from tests.waiting import wait_until
 
 TOKEN = "hostile-round3-token"
 ENV = {"LEDGER_TOKENS": TOKEN, "LEDGER_IDLE_TIMEOUT": "2", "LEDGER_BODY_TIMEOUT": "2"}
@@ -68,11 +68,12 @@ def test_a_client_that_never_reads_its_answers_does_not_hold_the_connection(serv
             s.connect(_address(server))
             s.sendall(f"GET {BIG} HTTP/1.1\r\nHost: x\r\n\r\n".encode() * 20)  # 30 MB asked for
             sockets.append(s)
-        held = 0
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline and (held := _established(port)) > 0:
-            time.sleep(0.2)
-        assert held == 0, f"{held} of 3 connections that read nothing still held after {WAIT_S} s"
+        wait_until(
+            lambda: _established(port) == 0,
+            lambda: f"the 3 connections that read nothing dropped ({_established(port)} held)",
+            WAIT_S,
+            every=0.2,
+        )
     finally:
         for s in sockets:
             s.close()

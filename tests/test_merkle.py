@@ -30,6 +30,7 @@ from ledger.tlog.merkle import (
     verify_inclusion,
 )
 from service.ledger import Ledger
+from tests.conftest import examples
 from tests.factories import paper, ts
 from tests.raw import edit, one, rows
 
@@ -178,7 +179,7 @@ def test_tampered_consistency_proofs_are_refused(
 # -- properties: random sizes, against the naive implementation -------------------------------------
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.binary(max_size=8), min_size=1, max_size=140), st.data())
 def test_memory_tree_matches_the_naive_tree(data: list[bytes], draw: st.DataObject) -> None:
     n = len(data)
@@ -211,7 +212,9 @@ def stored(
     return ledger, bodies
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.data())
 def test_stored_tree_proofs_match_the_naive_tree(
     stored: tuple[Ledger, list[bytes]], data: st.DataObject

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from tests.factories import measurement_json, outbox_entries
 from tests.metrics_text import Samples, names, parse, total, value
 from tests.test_sources_support import SOURCES_DIR, T_INGEST
 from tests.test_witnessing import Witnesses
+from tests.waiting import wait_until
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's notice about httpx in its TestClient
@@ -147,13 +148,6 @@ def test_ingests_count_rows_by_source_and_outcome(client: TestClient) -> None:
     assert moved("ledger_events_duplicate_total", route="ingest") == 1
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "not reached in time"
-        time.sleep(0.02)
-
-
 def test_scrub_passes_move_the_counter_and_the_last_walk_gauges(new_db: NewDb) -> None:
     db = new_db()
     Ledger(db).import_bytes(FIXTURE_PATH.read_bytes())
@@ -162,10 +156,13 @@ def test_scrub_passes_move_the_counter_and_the_last_walk_gauges(new_db: NewDb) -
     )
     app = create_app(Settings(db=db, scrub_interval=0.05))
     with TestClient(app) as client:  # the lifespan runs: the scrubber starts
-        _wait_for(
+        wait_until(
             lambda: (
                 value(_scrape(client), "ledger_scrub_passes_total", kind="scrub", result="ok") >= before + 2
-            )
+            ),
+            "two more scrub passes",
+            30,
+            every=0.02,
         )
         now = _scrape(client)
     last = passes_of(app).last()

@@ -10,8 +10,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from tests.conftest import NewDb
 from tests.factories import outbox_entries
 from tests.metrics_text import Samples, parse, value
 from tests.test_sources_support import SOURCES_DIR
+from tests.waiting import wait_until
 
 TOKEN = "process-metrics-token-never-logged"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -64,13 +63,6 @@ def _json_lines(server: Server) -> list[dict[str, Any]]:
 
 def _pids(server: Server, logger: str, route: str) -> set[int]:
     return {g["pid"] for g in _json_lines(server) if g["logger"] == logger and g.get("route") == route}
-
-
-def _until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not reached in {timeout} s: {what}"
-        time.sleep(0.05)
 
 
 def _count_from_another_process(directory: Path, code: str) -> None:
@@ -138,7 +130,7 @@ def test_two_workers_every_scrape_sums_both(new_db: NewDb, tmp_path: Path) -> No
         assert value(samples, "ledger_ingests_total", source="retraction-watch", result="appended") == 1
 
         # scrubs, by whichever worker holds the scrub lock
-        _until(
+        wait_until(
             lambda: value(_scrape(server), "ledger_scrub_passes_total", kind="scrub", result="ok") >= 2,
             "two scrub passes",
         )
@@ -163,10 +155,10 @@ def test_two_workers_every_scrape_sums_both(new_db: NewDb, tmp_path: Path) -> No
 
         reader = threading.Thread(target=subscribe, daemon=True)
         reader.start()
-        _until(lambda: value(_scrape(server), "ledger_sse_subscribers") == 1, "one subscriber")
+        wait_until(lambda: value(_scrape(server), "ledger_sse_subscribers") == 1, "one subscriber")
         stop.set()
         reader.join(timeout=10)
-        _until(lambda: value(_scrape(server), "ledger_sse_subscribers") == 0, "no subscriber")
+        wait_until(lambda: value(_scrape(server), "ledger_sse_subscribers") == 0, "no subscriber")
 
     lines = _json_lines(server)  # every line: the server's own, uvicorn's and each worker's
     assert {g["logger"] for g in lines} >= {"ledger.serve", "ledger.http", "ledger.append", "uvicorn.error"}
@@ -185,7 +177,7 @@ def test_one_worker_counts_in_its_own_memory_with_text_logs(new_db: NewDb) -> No
         )
         assert value(after, "process_cpu_seconds_total") > 0  # the default registry: not multiprocess
         assert len(r.headers["x-request-id"]) == 16
-        _until(lambda: '"POST /events HTTP/1.1" 201' in server.log(), "uvicorn's access line")
+        wait_until(lambda: '"POST /events HTTP/1.1" 201' in server.log(), "uvicorn's access line")
 
 
 def test_the_cli_imports_no_metrics_before_the_server_sets_their_directory() -> None:

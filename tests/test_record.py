@@ -25,6 +25,7 @@ from projections.memory import MemoryReader
 from projections.record import build_record
 from service.ledger import Ledger
 from tests import raw
+from tests.conftest import examples
 from tests.factories import (
     PAPERS,
     Clock,
@@ -278,7 +279,7 @@ def _traced(ledger: Ledger, action: Callable[[], R]) -> tuple[R, list[str]]:
 # -- hypothesis properties -------------------------------------------------------------------
 
 _SETTINGS = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -428,7 +429,7 @@ def test_memory_reader_agrees_with_the_store(scratch: Scratch, events: list[Even
             assert canonical(built.record) == body
 
 
-@settings(_SETTINGS, max_examples=15)  # each example is a new ledger: kept under 10 s
+@settings(_SETTINGS, max_examples=examples(15))  # each example is a new ledger: kept under 10 s
 @given(events=ledgers(), cut=st.integers(0, 430))
 def test_the_typed_record_is_its_canonical_json(scratch: Scratch, events: list[Event], cut: int) -> None:
     """The Record Structs encode to what record-v1.md's canonical() gives for the same JSON values (the

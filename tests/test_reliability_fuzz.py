@@ -24,6 +24,7 @@ from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
 from cli.main import main
 from service.ledger import Ledger
+from tests.conftest import examples
 
 if TYPE_CHECKING:
     from tests.conftest import NewDb
@@ -37,7 +38,7 @@ RECORD = json.loads((Path(__file__).parent / "data" / "2509.02480.record.json").
 TOKEN = "fuzz-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 FUZZ = settings(
-    max_examples=1500 if FULL else 40,
+    max_examples=1500 if FULL else examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     database=None,

@@ -22,6 +22,7 @@ from api.app import create_app
 from api.docs import EVENT_EXAMPLES
 from api.limits import RateLimiter, long_string, short_strings
 from api.settings import Settings
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from tests.conftest import NewDb
@@ -202,8 +203,8 @@ def test_rate_limit_is_off_unless_configured_and_checked_at_start() -> None:
 # -- slow and idle clients against a real server --------------------------------------------------
 
 
-def _slow_body(base: str, stop: threading.Event, result: dict[str, Any]) -> None:
-    """Headers, then one byte every 0.2 s of a body that claims 4000 bytes."""
+def _slow_body(base: str, stop: threading.Event, result: dict[str, Any], sent: threading.Event) -> None:
+    """Headers, then one byte every 0.2 s of a body that claims 4000 bytes; `sent` once the first is out."""
     host, port = base.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as s:
         s.sendall(
@@ -216,6 +217,7 @@ def _slow_body(base: str, stop: threading.Event, result: dict[str, Any]) -> None
             try:
                 if not answer:  # once the server has answered, only read (sending more would reset)
                     s.sendall(b" ")
+                    sent.set()
                 chunk = s.recv(4096)
                 if not chunk:
                     break
@@ -232,12 +234,12 @@ def test_idle_connections_and_a_slow_client_do_not_stop_others(new_db: NewDb) ->
     with running_server(new_db(), env=env, args=["--no-samples"]) as server:
         host, port = server.base.removeprefix("http://").split(":")
         idle = [socket.create_connection((host, int(port))) for _ in range(300)]
-        stop = threading.Event()
+        stop, trickling = threading.Event(), threading.Event()
         slow: dict[str, Any] = {}
-        slow_thread = threading.Thread(target=_slow_body, args=(server.base, stop, slow))
+        slow_thread = threading.Thread(target=_slow_body, args=(server.base, stop, slow, trickling))
         slow_thread.start()
         try:
-            time.sleep(0.3)
+            assert trickling.wait(timeout=30), "the slow client sent nothing"
             started = time.monotonic()
             with httpx.Client(base_url=server.base, timeout=5) as other:
                 assert other.get("/healthz").status_code == 200
@@ -251,13 +253,17 @@ def test_idle_connections_and_a_slow_client_do_not_stop_others(new_db: NewDb) ->
             assert slow["answer"].startswith(b"HTTP/1.1 408"), slow["answer"][:200]
             assert b'"code":"request_timeout"' in slow["answer"]
             # connections that never sent a byte are closed after LEDGER_IDLE_TIMEOUT
-            time.sleep(3.5)
-            closed = 0
-            for s in idle:
-                s.settimeout(1)
-                with contextlib.suppress(TimeoutError, OSError):
-                    closed += s.recv(1) == b""
-            assert closed == len(idle), f"{closed} of {len(idle)} idle connections closed"
+            closed: set[socket.socket] = set()
+
+            def all_closed() -> bool:
+                for s in set(idle) - closed:
+                    s.setblocking(False)
+                    with contextlib.suppress(BlockingIOError, OSError):
+                        if s.recv(1) == b"":
+                            closed.add(s)
+                return len(closed) == len(idle)
+
+            wait_until(all_closed, lambda: f"{len(closed)} of {len(idle)} idle connections closed", 30)
             assert httpx.get(f"{server.base}/healthz").json()["head"]["seq"] == 3
         finally:
             stop.set()

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, settings
 
 from api.app import create_app
 from api.settings import Settings
+from tests.conftest import examples
 
 schemathesis = pytest.importorskip("schemathesis")
 
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "schemathesis-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 FULL = os.environ.get("RELIABILITY_FULL") == "1"
-EXAMPLES = 150 if FULL else 10
+EXAMPLES = 150 if FULL else examples(10)
 
 
 class Target:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import threading
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +39,7 @@ from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import paper, ts
 from tests.old_layout import build_old_ledger
 from tests.test_verify import BROKEN
+from tests.waiting import wait_until
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's notice about httpx in its TestClient
@@ -95,13 +95,6 @@ def _assert_chain_broken_503(r: Any, seq: int, head_seq: int) -> None:
 def _verify_cli_ok(db: str) -> None:
     result = CliRunner().invoke(main, ["verify", "--db", db])
     assert result.exit_code == 0, result.output
-
-
-def _wait_for(cond: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "timed out waiting for the condition"
-        time.sleep(0.02)
 
 
 # -- the integrity report says what it checked ------------------------------------------------------
@@ -305,13 +298,17 @@ def test_only_one_process_scrubs_at_a_time(db: str) -> None:
 def test_the_server_scrubs_in_the_background_and_healthz_turns_503(db: str) -> None:
     app = create_app(Settings(db=db, scrub_interval=0.05))
     with TestClient(app) as client:  # runs the lifespan: the scrubber starts
-        _wait_for(lambda: passes_of(app).last() is not None)
+        wait_until(lambda: passes_of(app).last() is not None, "a scrub pass", every=0.02)
         health = client.get("/healthz")
         assert health.status_code == 200
         walk = health.json()["last_full_walk"]
         assert (walk["by"], walk["ok"], walk["walked"]) == ("scrub", True, {"from": 1, "to": N})
         _edit_other_paper(db)
-        _wait_for(lambda: not passes_of(app).last().ok)  # type: ignore[union-attr]
+        wait_until(
+            lambda: not passes_of(app).last().ok,  # type: ignore[union-attr]
+            "a failed scrub pass",
+            every=0.02,
+        )
         _assert_chain_broken_503(client.get("/healthz"), 1, N)
         assert _integrity(client)["first_bad_seq"] == 1
     # shutdown stopped the thread (it waits between batches and passes on an Event)

@@ -28,7 +28,7 @@ from service.ledger import Ledger
 from service.sources import Refused, ingest, parse_source
 from tests import raw
 from tests.api_fixtures import Server, running_server
-from tests.conftest import FIXTURE_ID, FIXTURE_PATH, NewDb
+from tests.conftest import FIXTURE_ID, FIXTURE_PATH, NewDb, examples
 from tests.old_layout import build_old_ledger
 from tests.test_sources_support import SOURCES_DIR
 
@@ -327,7 +327,9 @@ def test_rows_the_rules_still_read(fresh_ledger: Ledger, body: bytes, read: int)
 _TEXT = st.text(alphabet=st.sampled_from(['"', ",", "\n", "\r", "a", "é", " ", ";", "+"]), max_size=12)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(notes=st.lists(_TEXT.filter(lambda t: t.count(",") < len(NAMES) - 2), min_size=1, max_size=8))
 def test_any_file_a_csv_writer_writes_is_read_whole(fresh_ledger: Ledger, notes: list[str]) -> None:
     """Quotes, commas and line breaks in fields, as a writer quotes them, never make a row unreadable

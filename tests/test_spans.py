@@ -18,7 +18,7 @@ from ledger.storage.postgresql import migrations as pg_migrations
 from ledger.storage.sqlite import migrations
 from projections.memory import MemoryReader
 from service.ledger import Ledger
-from tests.conftest import NewDb
+from tests.conftest import NewDb, examples
 from tests.factories import citation, oid_of, paper, resolution, ts
 from tests.old_layout import build_old_ledger
 from tests.raw import rows
@@ -125,7 +125,9 @@ class _Clock:
         return self.now
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(batches=histories(), stills=st.lists(st.booleans(), max_size=8), data=st.data())
 def test_appended_spans_equal_the_events_and_give_the_record_of_every_event(
     new_db: NewDb,

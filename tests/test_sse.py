@@ -32,7 +32,8 @@ from api.settings import Settings
 from ledger.model.codec import canonical
 from ledger.storage.backend import is_pg_url
 from service.ledger import Ledger
-from tests.conftest import FIXTURE_PATH, NewDb
+from tests.conftest import FIXTURE_PATH, NewDb, examples
+from tests.waiting import until
 
 TIMEOUT = 60.0  # a bound on waiting for a condition, never an expectation of speed
 IDLE = 3600.0  # a poll or heartbeat interval that never elapses during a test
@@ -152,13 +153,6 @@ class Subscriber:
         return json.loads(bytes(self.body))
 
 
-async def until(predicate: Callable[[], bool]) -> None:
-    """Wait (bounded by TIMEOUT) for a condition no event signals, checking it at each loop turn."""
-    async with asyncio.timeout(TIMEOUT):
-        while not predicate():
-            await asyncio.sleep(0.005)
-
-
 def notifier_of(app: Any) -> Notifier:
     """The app's notifier for the running event loop."""
     return live_of(app).notifier()
@@ -228,7 +222,10 @@ def test_one_database_read_per_new_head_whatever_the_number_of_subscribers(make_
         for s in subs:
             await s.until_seq(FIXTURE_HEAD)
         notifier = notifier_of(app)
-        await until(lambda: len(notifier.live) == n and all(s.caught_up for s in notifier.live))
+        await until(
+            lambda: len(notifier.live) == n and all(s.caught_up for s in notifier.live),
+            "every subscriber caught up",
+        )
         found.clear()
         heads_read.clear()
         for i in range(heads):
@@ -245,7 +242,7 @@ def test_one_database_read_per_new_head_whatever_the_number_of_subscribers(make_
         # the last one to leave stops the polling
         for s in subs:
             await s.leave()
-        await until(lambda: notifier._task is None)
+        await until(lambda: notifier._task is None, "the notifier's task ended")
         assert notifier.position is None and not notifier.live
 
     try:
@@ -268,7 +265,7 @@ def test_a_subscriber_that_stops_reading_is_dropped_and_resumes_with_last_event_
         await reader.until_seq(FIXTURE_HEAD)
         await slow.until_seq(FIXTURE_HEAD)
         notifier = notifier_of(app)
-        await until(lambda: len(notifier.live) == 2)
+        await until(lambda: len(notifier.live) == 2, "two live subscribers")
         head = FIXTURE_HEAD
         for _ in range(40):  # each measurement is ~500 bytes: a 2 KiB buffer overflows long before
             await asyncio.to_thread(append, ledger, 2)
@@ -325,7 +322,9 @@ def race_app(make_app, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, d
 FILTERS = [{}, {"type": "measurement.observed"}, {"stream": "paper:2509.02480"}]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     back=st.integers(0, 40),
     batch=st.integers(1, 6),
@@ -344,7 +343,7 @@ def test_catch_up_hands_over_to_live_without_losing_or_repeating_an_event(
     async def main() -> None:
         budget.update(left=appends, per_read=per_read, done=0)
         sub = Subscriber(app, {"after": after, **where})
-        await until(lambda: budget["done"] == appends and len(notifier_of(app).live) == 1)
+        await until(lambda: budget["done"] == appends and len(notifier_of(app).live) == 1, "the appends done")
         # a last event, appended once all the others are in: anything repeated would come before it
         sentinel = ledger.head().seq + 1
         await asyncio.to_thread(append, ledger)

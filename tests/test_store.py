@@ -8,7 +8,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from ledger.storage.sqlite.migrations import MIGRATIONS, migrate
 from service.ledger import Ledger
 from tests.conftest import on_postgresql
 from tests.raw import Raw, connect, one, rows
+from tests.waiting import wait_until
 
 
 def snapshot(db: str) -> tuple[Any, ...]:
@@ -327,10 +327,11 @@ def test_existing_db_mode_is_left_alone(tmp_path: Path) -> None:
 # -- several processes append at once -------------------------------------------------------------
 
 WORKER = r"""
-import json, random, sys, time, uuid
+import json, random, sys, uuid
 from pathlib import Path
 from ledger.model.codec import to_event
 from service.ledger import Ledger
+from tests.waiting import pause, wait_until
 
 db, w, go, n_papers = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 rng = random.Random(1000 + w)
@@ -359,8 +360,8 @@ for i in range(n_papers):
             "source_release": None, "query_url": None}})
 
 ledger = Ledger(db)
-while not go.exists():
-    time.sleep(0.002)
+go.with_name(f"ready-{w}").touch()
+wait_until(go.exists, "the start", every=0.002)
 acks, pos = [], 0
 while pos < len(events):
     size = rng.randint(1, 20)
@@ -368,7 +369,7 @@ while pos < len(events):
     pos += size
     result = ledger.append([to_event(e, f"events[{j}]") for j, e in enumerate(chunk)])
     acks += [[a.event_id, a.seq, a.duplicate] for a in result.items]
-    time.sleep(rng.random() * 0.004)  # like a server between requests: lets the others in
+    pause(rng.random() * 0.004)  # like a server between requests: lets the others in
 print(json.dumps(acks))
 """
 
@@ -387,7 +388,13 @@ def test_concurrent_processes_keep_the_chain_gapless_and_unforked(
         )
         for w in range(n_procs)
     ]
-    time.sleep(0.5)
+
+    def ready() -> bool:
+        for p in procs:
+            assert p.poll() is None, p.communicate()[1][-2000:]
+        return all((tmp_path / f"ready-{w}").exists() for w in range(n_procs))
+
+    wait_until(ready, "every worker ready")  # then they start at once
     go.touch()
     per_worker: list[list[list[Any]]] = []
     for p in procs:

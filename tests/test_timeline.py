@@ -17,6 +17,7 @@ from projections import timeline as tl
 from projections.memory import MemoryReader
 from projections.timeline import Timeline, as_of_text, build_timeline, events_text
 from service.ledger import Ledger
+from tests.conftest import examples
 from tests.factories import (
     PAPERS,
     check,
@@ -245,7 +246,7 @@ def test_the_memory_reader_agrees(imported_ledger: Ledger) -> None:
 
 
 _SETTINGS = settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

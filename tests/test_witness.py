@@ -21,6 +21,7 @@ from ledger.tlog.checkpoint import Checkpoint, Signer
 from ledger.tlog.cosign import WitnessSigner, cosignatures
 from ledger.tlog.witness_state import WitnessState
 from service.proofs.witness import MAX_BODY_BYTES, MAX_PROOF_LINES, SIZE_CONTENT_TYPE, Witness, parse_request
+from tests.conftest import examples
 
 ORIGIN = "log.example/a"
 NOW = 1_700_000_000
@@ -166,7 +167,7 @@ def test_an_oversized_body_gets_413(witness: Witness) -> None:
     assert witness.add_checkpoint(b"x" * (MAX_BODY_BYTES + 1), NOW).status == 413
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(junk=st.binary(max_size=300))
 def test_no_junk_body_is_cosigned_or_crashes(tmp_path_factory: pytest.TempPathFactory, junk: bytes) -> None:
     w = Witness(WitnessState(tmp_path_factory.mktemp("w") / "w.db"), WITNESS, {ORIGIN: LOG.verifier})

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +17,7 @@ import httpx
 from ledger.tlog.cosign import cosignatures, parse_witness_vkey
 from tests.api_fixtures import free_port
 from tests.test_witness import FORKED, LOG, add, body, note, proof
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -55,18 +55,17 @@ def witness_process(
     assert proc.stdout is not None
     stdout = proc.stdout
     threading.Thread(target=lambda: output.extend(iter(stdout.readline, "")), daemon=True).start()
+
+    def answering() -> bool:
+        assert proc.poll() is None, f"the witness exited {proc.returncode}:\n{''.join(output)}"
+        try:
+            # an empty body: 400 once the server listens, and it changes nothing
+            return httpx.post(f"http://127.0.0.1:{port}/add-checkpoint", content=b"").status_code == 400
+        except httpx.TransportError:
+            return False
+
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, f"the witness exited {proc.returncode}:\n{''.join(output)}"
-            try:
-                # an empty body: 400 once the server listens, and it changes nothing
-                if httpx.post(f"http://127.0.0.1:{port}/add-checkpoint", content=b"").status_code == 400:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"the witness did not answer:\n{''.join(output)}"
-            time.sleep(0.05)
+        wait_until(answering, lambda: f"the witness answering:\n{''.join(output)}", 30)
         yield proc
     finally:
         if proc.poll() is None:

@@ -11,7 +11,6 @@ import contextlib
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -33,6 +32,7 @@ from tests.factories import measurement_json
 from tests.test_checkpoint import _grow
 from tests.test_held_checkpoint import _rolled_back, _rolled_back_and_regrown, _victim
 from tests.test_witness_process import REPO, _env, _ledger, witness_process
+from tests.waiting import wait_until
 
 NewDb = Callable[[str], str]
 DEADLINE_S = 60.0  # generous: the cosigner looks every 0.2 s here; this only bounds a broken run
@@ -73,18 +73,22 @@ def witness_servers(tmp: Path, log_vkey: str, count: int = 2) -> Iterator[Witnes
 def _cosigned(server: Server, size: int, vkeys: list[str]) -> str:
     """GET /checkpoint until it is a checkpoint of `size` events cosigned by each of `vkeys`."""
     witnesses = [parse_witness_vkey(v) for v in vkeys]
-    deadline = time.monotonic() + DEADLINE_S
-    while True:
+    seen = [""]
+
+    def cosigned() -> str | None:
         answer = httpx.get(f"{server.base}/checkpoint", timeout=10)
-        note = answer.text
+        seen[0] = note = answer.text
         if (
             answer.headers.get("Ledger-Checkpoint") == "cosigned"
             and f"\n{size}\n" in note
             and len(cosignatures(note, witnesses)) == len(witnesses)
         ):
             return note
-        assert time.monotonic() < deadline, f"not cosigned at size {size}: {note!r}\n{server.log()}"
-        time.sleep(0.1)
+        return None
+
+    return wait_until(
+        cosigned, lambda: f"cosigned at size {size}: {seen[0]!r}\n{server.log()}", DEADLINE_S, every=0.1
+    )
 
 
 def _monitor(base: str, vkey: str, state: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -116,10 +120,8 @@ def test_witnesses_cosign_the_ledger_and_refuse_a_split_view(new_db: NewDb, tmp_
         split = _rolled_back_and_regrown(victim, new_db)  # 45 events, 31..45 other ones
         _grow(Ledger(split), 200, 5, prefix="2108")  # past the 46 the users saw
         with running_server(split, env=env) as server:
-            deadline = time.monotonic() + DEADLINE_S
-            while "not cosigned by" not in server.log():  # the witnesses refused its round
-                assert time.monotonic() < deadline, server.log()
-                time.sleep(0.1)
+            # the witnesses refused its round
+            wait_until(lambda: "not cosigned by" in server.log(), server.log, DEADLINE_S, every=0.1)
             assert "Ledger-Checkpoint" not in httpx.get(f"{server.base}/checkpoint").headers
             new_user = _monitor(server.base, vkey, tmp_path / "new-user", *quorum)
             assert (
@@ -146,11 +148,9 @@ def test_witnesses_refuse_a_ledger_rolled_back_below_what_they_cosigned(
             held = _cosigned(server, 40, witnesses.vkeys)
         rolled = _rolled_back(victim, new_db)  # events 31..40 gone; the same key, no checkpoint of its own
         with running_server(rolled, env=env) as server:
-            deadline = time.monotonic() + DEADLINE_S
             # each witness answers 409 "40"; the cosigner sends nothing it cannot prove and says why
-            while server.log().count("more than the 30 it holds now") < 2:
-                assert time.monotonic() < deadline, server.log()
-                time.sleep(0.1)
+            refused = "more than the 30 it holds now"
+            wait_until(lambda: server.log().count(refused) >= 2, server.log, DEADLINE_S, every=0.1)
             assert "checkpoint 30: not cosigned by" in server.log()
             answer = httpx.get(f"{server.base}/checkpoint", timeout=10)
             assert "Ledger-Checkpoint" not in answer.headers and "\n30\n" in answer.text

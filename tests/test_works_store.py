@@ -23,7 +23,7 @@ from ledger.storage.works_store import (
     works_matching,
 )
 from service.ledger import Ledger
-from tests.conftest import NewDb
+from tests.conftest import NewDb, examples
 from tests.factories import PAPERS, citation, ledgers, oid_of, paper, resolution, ts
 from tests.test_record import _SETTINGS, Scratch, scratch  # noqa: F401 - test_record's fixture, shared
 from tests.test_sources_support import CITING, sample_events
@@ -189,7 +189,7 @@ def test_one_statement_per_chunk_of_keys(new_db: NewDb, monkeypatch: pytest.Monk
     assert found == {keys[0]: ["w-a"], keys[1]: [], keys[2]: ["w-c"], keys[3]: ["w-d"], keys[4]: []}
 
 
-_FEW = settings(_SETTINGS, max_examples=25)
+_FEW = settings(_SETTINGS, max_examples=examples(25))
 
 
 @_FEW

@@ -19,13 +19,14 @@ _WRITER = """
 import json, sys, time
 from service.ledger import Ledger
 from tests.factories import measurement, ts
+from tests.waiting import pause
 url, n, batches, serialize = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 start = float(sys.argv[5])
 ledger = Ledger(url)
 if serialize == "0":
     ledger.store.serialize = False  # test-only: drop the append lock
 errors = []
-time.sleep(max(0.0, start - time.time()))
+pause(start - time.time())  # every writer starts at the same instant
 for i in range(batches):
     try:
         ledger.append([measurement("2101.00001", ts(1, n * 1000 + i), i, source=f"w{n}")])

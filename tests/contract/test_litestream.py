@@ -16,6 +16,7 @@ from ledger.model.instants import parse_as_of
 from service.ledger import Ledger
 from tests.api_fixtures import running_server
 from tests.factories import run_threads
+from tests.waiting import pause, wait_until
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"
 CONFIG = """dbs:
@@ -74,7 +75,7 @@ def test_replica_restores_after_a_kill(tmp_path: Path) -> None:
     try:
         with running_server(db, env={"LEDGER_TOKENS": "s3cret"}, args=["--no-samples"]) as server:
             acked = _load(server.base, clients=4, seconds=3.0)
-            time.sleep(2.0)  # ten sync intervals after the last acknowledged append
+            pause(2.0)  # ten sync intervals after the last acknowledged append
             server.proc.kill()  # no clean shutdown
             server.proc.wait(timeout=10)
     finally:
@@ -125,13 +126,11 @@ def test_serve_replicate_flag_then_restore_replica(tmp_path: Path) -> None:
     with running_server(db, env={"LEDGER_TOKENS": "s3cret"}, args=args) as server:
         assert (replica / "litestream.yml").exists() and _replicators(replica / "litestream.yml")
         acked = _load(server.base, clients=2, seconds=2.0)
-        time.sleep(2.0)  # ten sync intervals after the last acknowledged append
+        pause(2.0)  # ten sync intervals after the last acknowledged append
         server.proc.kill()
         server.proc.wait(timeout=10)
-    deadline = time.monotonic() + 10
-    while _replicators(replica / "litestream.yml") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _replicators(replica / "litestream.yml") == []  # the replicator died with the server
+    config = replica / "litestream.yml"
+    wait_until(lambda: _replicators(config) == [], "the replicator dies with the server", 10, every=0.1)
     out = CliRunner().invoke(main, ["restore-replica", str(replica), str(restored)])
     assert out.exit_code == 0, out.output
     assert "verify: OK" in out.output
