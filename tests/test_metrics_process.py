@@ -66,9 +66,11 @@ def _pids(server: Server, logger: str, route: str) -> set[int]:
 
 
 def _count_from_another_process(directory: Path, code: str) -> None:
-    """Run `code` (api.metrics imported as m) in a process of its own writing to `directory`."""
+    """Run `code` (api.ops.metrics imported as m) in a process of its own writing to `directory`."""
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(directory)}
-    subprocess.run([sys.executable, "-c", f"import api.ops.metrics as m; {code}"], env=env, cwd=ROOT, check=True)
+    subprocess.run(
+        [sys.executable, "-c", f"import api.ops.metrics as m; {code}"], env=env, cwd=ROOT, check=True
+    )
 
 
 def test_two_workers_every_scrape_sums_both(new_db: NewDb, tmp_path: Path) -> None:
