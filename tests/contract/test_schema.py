@@ -126,6 +126,7 @@ def test_a_ledger_of_any_earlier_layout_upgrades_to_the_fresh_catalogue(
         assert got[part] == want[part], part
 
 
+@pytest.mark.process  # a PostgreSQL server beside SQLite
 def test_both_backends_hold_the_same_layout(fresh: Callable[[str], Any]) -> None:
     lite, pg = abstract(fresh("sqlite")), abstract(fresh("postgresql"))
     lite_tables = {n: t for n, t in lite["tables"].items() if not n.startswith(SQLITE_FTS)}
