@@ -18,7 +18,7 @@ def pg_url(pg_cluster: PgCluster) -> str:
     return pg_cluster.create_db()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.process)])
+@pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh empty ledger on each backend: a file path or a postgresql:// URL."""
     if request.param == "sqlite":
