@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from ledger.model.errors import LedgerError
 from ledger.model.events import StoredEvent
 from ledger.model.facts import CheckRow, Fact, IngestReceipt, ScrubPass, VerifiedPoint
+from ledger.model.works import CatalogueWork
 from ledger.storage.alert_store import AlertTables
 from ledger.storage.append import AppendTx
 from ledger.storage.derived.search import Found
@@ -87,6 +88,18 @@ class WorkTables(Protocol):
     def observation_facts(
         self, observation_ids: Sequence[str], after_us: int, until_us: int
     ) -> list[Fact]: ...
+
+
+class CatalogueTables(Protocol):
+    """The resolver's catalogue (resolver-v1.md): the latest `work.observed` of each DOI and the latest
+    `paper.observed` of each arXiv paper, indexed for candidate retrieval. Each method answers a batch,
+    one list of candidates (a superset, in no promised order) per item asked."""
+
+    def catalogue_by_keys(self, keys: Sequence[str]) -> list[list[CatalogueWork]]: ...
+    def catalogue_search(self, texts: Sequence[str], limit: int) -> list[list[CatalogueWork]]: ...
+    def catalogue_by_volume_page(
+        self, pairs: Sequence[tuple[str, str]], limit: int
+    ) -> list[list[CatalogueWork]]: ...
 
 
 class Tables(
