@@ -54,6 +54,11 @@ _RULES: dict[str, dict[str, dict[str, Any]]] = {
     "ResolutionData": {"observation_id": _UUID_RULE, "cited_arxiv_id": _ARXIV_RULE},
     "StandingData": {"source": {"minLength": 1}},
     "MeasurementData": {"arxiv_id": _ARXIV_RULE},
+    "WorkData": {
+        "source": {"minLength": 1},
+        "doi": {"pattern": "^10\\.[^A-Z]*/[^A-Z]*$"},
+        "arxiv_id": _ARXIV_RULE,
+    },
     "CitedWork": {"snapshot_observed_at": _TS_RULE},
     "PaperBlock": {**_BLOCK, "latest_version": {"minimum": 1}},
     "SnapshotBlock": {**_BLOCK, "version": {"minimum": 1}},
@@ -174,6 +179,24 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
             "value": 4,
             "source_release": None,
             "query_url": "https://api.semanticscholar.org/graph/v1/paper/arXiv:2509.02480",
+        },
+    },
+    "work.observed": {
+        "type": "work.observed",
+        "observed_at": "2026-11-01T00:00:00Z",
+        "data": {
+            "doi": "10.1109/sc41405.2020.00024",
+            "source": "crossref",
+            "title": "ZeRO: Memory optimizations Toward Training Trillion Parameter Models",
+            "authors": [{"family": "Rajbhandari", "given": "Samyam"}, {"family": "Rasley", "given": "Jeff"}],
+            "container_title": "SC20: International Conference for High Performance Computing, "
+            "Networking, Storage and Analysis",
+            "year": 2020,
+            "volume": None,
+            "issue": None,
+            "pages": "1-16",
+            "type": "proceedings-article",
+            "arxiv_id": "1910.02054",
         },
     },
 }
