@@ -1,0 +1,227 @@
+"""The resolver's catalogue on either backend (LEDGER_TEST_BACKEND=postgresql runs it on PostgreSQL):
+the latest work.observed per DOI and the latest paper.observed per arXiv paper, found by key, by words
+and by (volume, first page), and kept up with appends."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger.model import events as ev
+from ledger.model.doi import arxiv_key, doi_key
+from ledger.model.works import Author, CatalogueWork, WorkData
+from ledger.storage.derived.catalogue import first_page, search_tokens
+from service.ledger import Ledger
+from tests.factories import paper, ts
+
+ZERO = "10.1109/sc41405.2020.00024"
+GPIPE = "10.5555/3454287.3454297"
+
+
+def work(
+    doi: str,
+    at: str,
+    *,
+    title: str | None = "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models",
+    authors: tuple[str, ...] = ("Rajbhandari", "Rasley"),
+    container: str | None = "SC20",
+    volume: str | None = None,
+    pages: str | None = "1-16",
+    arxiv_id: str | None = None,
+    source: str = "crossref",
+) -> ev.WorkObserved:
+    data = WorkData(
+        doi,
+        source,
+        title,
+        [Author(a, "X.") for a in authors],
+        container,
+        2020,
+        volume,
+        None,
+        pages,
+        "proceedings-article",
+        arxiv_id,
+    )
+    return ev.WorkObserved(observed_at=at, data=data)
+
+
+def dois(found: list[CatalogueWork]) -> list[str | None]:
+    return [w.doi or w.arxiv_id for w in found]
+
+
+def test_an_empty_catalogue_answers_empty_lists(fresh_ledger: Ledger) -> None:
+    cat = fresh_ledger.catalogue
+    assert cat.catalogue_by_keys([ZERO, "nothing"]) == [[], []]
+    assert cat.catalogue_search(["memory optimizations", ""], 10) == [[], []]
+    assert cat.catalogue_by_volume_page([("1", "1")], 10) == [[]]
+
+
+def test_a_work_is_found_by_its_doi_key_with_its_fields(fresh_ledger: Ledger) -> None:
+    fresh_ledger.append([work(ZERO, ts(1), arxiv_id="1910.02054")])
+    (found,) = fresh_ledger.catalogue.catalogue_by_keys(
+        [doi_key("https://doi.org/10.1109/SC41405.2020.00024")]
+    )
+    (w,) = found
+    assert w == CatalogueWork(
+        seq=1,
+        observed_at=ts(1),
+        source="crossref",
+        doi=ZERO,
+        arxiv_id="1910.02054",
+        title="ZeRO: Memory Optimizations Toward Training Trillion Parameter Models",
+        authors=("Rajbhandari", "Rasley"),
+        container="SC20",
+        year=2020,
+        volume=None,
+        issue=None,
+        first_page="1",
+        type="proceedings-article",
+    )
+    # the arXiv id the work names finds it too
+    assert dois(fresh_ledger.catalogue.catalogue_by_keys([arxiv_key("1910.02054")])[0]) == [ZERO]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        pytest.param((1, 2), id="later-observed-appended-last"),
+        pytest.param((2, 1), id="later-observed-appended-first"),
+    ],
+)
+def test_the_latest_observation_of_a_doi_wins(fresh_ledger: Ledger, order: tuple[int, int]) -> None:
+    titles = {1: "Old title", 2: "New title"}
+    for step in order:
+        fresh_ledger.append([work(ZERO, ts(step), title=titles[step])])
+        fresh_ledger.catalogue  # noqa: B018 - indexed between the appends too
+    (found,) = fresh_ledger.catalogue.catalogue_by_keys([ZERO])
+    assert [w.title for w in found] == ["New title"]
+    assert [w.observed_at for w in found] == [ts(2)]
+
+
+def test_a_tie_in_observed_at_goes_to_the_later_seq(fresh_ledger: Ledger) -> None:
+    fresh_ledger.append([work(ZERO, ts(1), title="First")])
+    fresh_ledger.append([work(ZERO, ts(1), title="Second")])
+    (found,) = fresh_ledger.catalogue.catalogue_by_keys([ZERO])
+    assert [(w.title, w.seq) for w in found] == [("Second", 2)]
+
+
+def test_a_re_observed_work_replaces_its_row_in_search_too(fresh_ledger: Ledger) -> None:
+    fresh_ledger.append([work(ZERO, ts(1), title="Pipeline parallelism for giants")])
+    assert dois(fresh_ledger.catalogue.catalogue_search(["pipeline giants"], 5)[0]) == [ZERO]
+    fresh_ledger.append([work(ZERO, ts(2), title="Memory optimizations")])
+    cat = fresh_ledger.catalogue
+    assert cat.catalogue_search(["pipeline giants"], 5) == [[]]
+    assert dois(cat.catalogue_search(["memory optimizations"], 5)[0]) == [ZERO]
+    assert len(cat.catalogue_by_keys([ZERO])[0]) == 1
+
+
+def test_papers_appear_by_either_key_form_with_year_and_no_authors(fresh_ledger: Ledger) -> None:
+    fresh_ledger.append([paper("2509.02480", ts(1), title="MLP-Offload: Multi-Level Offloading")])
+    fresh_ledger.append(
+        [paper("2509.02480", ts(2), title="MLP-Offload: Breaking the GPU Memory Wall", version=2)]
+    )
+    cat = fresh_ledger.catalogue
+    by_id, by_doi = cat.catalogue_by_keys([arxiv_key("2509.02480"), "10.48550/arXiv.2509.02480v2"])
+    assert by_id == by_doi
+    (w,) = by_id
+    assert (w.source, w.doi, w.arxiv_id, w.year, w.authors) == ("arxiv", None, "2509.02480", 2025, ())
+    assert w.title == "MLP-Offload: Breaking the GPU Memory Wall"
+    assert dois(cat.catalogue_search(["Breaking the GPU memory wall"], 3)[0]) == ["2509.02480"]
+
+
+def test_keys_answer_each_in_order_with_repeats(fresh_ledger: Ledger) -> None:
+    fresh_ledger.append([work(ZERO, ts(1)), work(GPIPE, ts(1), title="GPipe")])
+    got = fresh_ledger.catalogue.catalogue_by_keys([GPIPE, "10.1/none", ZERO, GPIPE])
+    assert [dois(x) for x in got] == [[GPIPE], [], [ZERO], [GPIPE]]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "S. Rajbhandari, J. Rasley, ZeRO: memory optimizations toward training trillion parameter "
+        "models, in: SC20, 2020, pp. 1-16.",
+        "Rajbhandari S. ZeRO: Memory opti- mizations toward training trillion parameter mod- els. SC20",
+        "ZeRO:Memoryoptimizations toward training trillionparameter models",
+        "Rajbhandari, Rasley (2020) SC20",  # no title: authors and container
+    ],
+)
+def test_search_finds_a_title_through_noise(fresh_ledger: Ledger, text: str) -> None:
+    fresh_ledger.append(
+        [
+            work(ZERO, ts(1)),
+            work(
+                GPIPE, ts(1), title="GPipe: Efficient Training of Giant Neural Networks", authors=("Huang",)
+            ),
+            work(
+                "10.1/other", ts(1), title="Attention is all you need", authors=("Vaswani",), container=None
+            ),
+        ]
+    )
+    (found,) = fresh_ledger.catalogue.catalogue_search([text], 2)
+    assert dois(found)[0] == ZERO
+
+
+def test_search_answers_per_text_at_most_limit(fresh_ledger: Ledger) -> None:
+    fresh_ledger.append([work(f"10.1/w{i}", ts(1), title=f"Training models part {i}") for i in range(8)])
+    got = fresh_ledger.catalogue.catalogue_search(["training models", "the of and", "nothing matches"], 3)
+    assert [len(x) for x in got] == [3, 0, 0]
+    # a generous limit gives every work that shares a word, on either backend
+    (every,) = fresh_ledger.catalogue.catalogue_search(["models"], 50)
+    assert sorted(dois(every)) == sorted(f"10.1/w{i}" for i in range(8))
+
+
+def test_volume_and_first_page_find_works_without_titles(fresh_ledger: Ledger) -> None:
+    fresh_ledger.append(
+        [
+            work("10.1/a", ts(1), title=None, volume="12", pages="345-350"),
+            work("10.1/b", ts(1), title="B", volume="12", pages="345\u2013360"),
+            work("10.1/c", ts(1), title="C", volume="12", pages="346"),
+            work("10.1/d", ts(1), title="D", volume="XII", pages="e1002"),
+        ]
+    )
+    got = fresh_ledger.catalogue.catalogue_by_volume_page(
+        [(" 12", "345"), ("xii", "E1002"), ("12", "1"), ("12", "345")], 1
+    )
+    assert [dois(x) for x in got] == [["10.1/a"], ["10.1/d"], [], ["10.1/a"]]
+    (both,) = fresh_ledger.catalogue.catalogue_by_volume_page([("12", "345")], 10)
+    assert dois(both) == ["10.1/a", "10.1/b"]
+
+
+def test_the_catalogue_follows_appends_made_after_a_read(fresh_ledger: Ledger) -> None:
+    assert fresh_ledger.catalogue.catalogue_by_keys([ZERO]) == [[]]
+    fresh_ledger.append([work(ZERO, ts(1))])
+    assert dois(fresh_ledger.catalogue.catalogue_by_keys([ZERO])[0]) == [ZERO]
+    assert fresh_ledger.store.catalogue.catalogue_indexed() == fresh_ledger.head().seq
+
+
+def test_a_work_observed_streams_by_its_doi(fresh_ledger: Ledger) -> None:
+    fresh_ledger.append([work(ZERO, ts(1)), work(ZERO, ts(2), title="Again")])
+    streams = [(e.stream, e.stream_version) for e in fresh_ledger.store.read_log()]
+    assert streams == [(f"work:{ZERO}", 1), (f"work:{ZERO}", 2)]
+
+
+@pytest.mark.parametrize(
+    "pages,first",
+    [("123-130", "123"), ("e1002", "e1002"), (" 5 \u2013 9", "5"), ("", None), (None, None), ("1,3", "1")],
+)
+def test_first_page(pages: str | None, first: str | None) -> None:
+    assert first_page(pages) == first
+
+
+@pytest.mark.parametrize(
+    "text,tokens",
+    [
+        ("Language mod- els are few-shot learners", ["language", "models", "few", "shot", "learners"]),
+        ("The of and in 2020 12 a", []),
+        ("ZeRO ZERO zero", ["zero"]),
+    ],
+)
+def test_search_tokens(text: str, tokens: list[str]) -> None:
+    assert search_tokens(text) == tokens
+
+
+def test_search_tokens_are_bounded_keeping_the_longest() -> None:
+    words = [f"w{'x' * i}" for i in range(40)]
+    kept = search_tokens(" ".join(words))
+    assert len(kept) == 24
+    assert kept == words[16:]
