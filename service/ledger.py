@@ -162,6 +162,12 @@ class Ledger:
             catalogue.index_catalogue(head)
         return catalogue
 
+    def catalogue_work_data(self, dois: Sequence[str]) -> dict[str, bytes]:
+        """The data (canonical bytes) of the latest work.observed of each of these normalised DOIs the
+        ledger holds (what a works ingest compares with, so that a re-ingest appends nothing)."""
+        self.catalogue  # noqa: B018 - brought up to the head first
+        return self.store.catalogue.latest_work_data(dois)
+
     def append(
         self,
         events: Sequence[Event],

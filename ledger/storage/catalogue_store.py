@@ -86,6 +86,26 @@ class SqlCatalogue:
         cols = ", ".join(COLUMNS)
         return [Row(*r) for r in self._q(f"SELECT {cols} FROM catalogue_works ORDER BY ident").fetchall()]
 
+    def latest_work_data(self, dois: Sequence[str]) -> dict[str, bytes]:
+        """The data (canonical bytes) of the latest work.observed of each of these normalised DOIs the
+        catalogue holds, as far as it is extended."""
+        d = self.store.dialect
+        out: dict[str, bytes] = {}
+        wanted = sorted(set(dois))
+        with self.store.reading() as conn:
+            for i in range(0, len(wanted), KEYS_PER_STATEMENT):
+                idents = d.bind_list(["doi:" + x for x in wanted[i : i + KEYS_PER_STATEMENT]])
+                rows = self.store.query(
+                    conn,
+                    "SELECT c.doi, e.data FROM catalogue_works AS c JOIN events AS e ON e.seq = c.seq "
+                    f"WHERE {d.any_of('c.ident')}",
+                    (idents,),
+                ).fetchall()
+                out.update(
+                    (doi, data.encode() if isinstance(data, str) else bytes(data)) for doi, data in rows
+                )
+        return out
+
     # -- the reads of CatalogueTables --------------------------------------------------
 
     def catalogue_by_keys(self, keys: Sequence[str]) -> list[list[CatalogueWork]]:
