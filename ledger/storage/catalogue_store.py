@@ -4,6 +4,7 @@ backends: extending it from the events past its cursor, and the three batched ca
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +19,13 @@ from ledger.storage.derived.catalogue import (
     Row,
     event_row,
     fold,
+    fts_query,
+    index_terms,
     latest_rows,
+    rarest,
     search_tokens,
     to_work,
+    ts_query,
 )
 
 if TYPE_CHECKING:
@@ -37,6 +42,12 @@ _UPSERT = (
 _EVENTS = (
     "SELECT seq, type, observed_at, observed_us, data FROM events "
     f"WHERE seq > ? AND seq <= ? AND type IN ('{WORK}', '{PAPER}') ORDER BY seq"
+)
+
+
+_TERMS = (
+    "INSERT INTO catalogue_terms (term, docs) VALUES (?, ?) "
+    "ON CONFLICT (term) DO UPDATE SET docs = catalogue_terms.docs + excluded.docs"
 )
 
 
@@ -74,12 +85,41 @@ class SqlCatalogue:
                         rows = [event_row(*r) for r in found]
                         latest = latest_rows([r for r in rows if r is not None])
                         if latest:
+                            self._count_terms(conn, latest)
                             self.store.query_many(conn, _UPSERT, latest)
                         self.store.query(conn, "UPDATE catalogue_cursor SET seq = ? WHERE id = 1", (end,))
             except readonly:
                 return done
             done = max(start, end)
         return done
+
+    def _count_terms(self, conn: Any, latest: list[Row]) -> None:
+        """Keep catalogue_terms (how many works hold each word a search may look for) in step with the
+        rows about to be written: the words of a row replaced are taken off, those of its successor added."""
+        d = self.store.dialect
+        held: dict[str, tuple[int, int, str]] = {}
+        for i in range(0, len(latest), KEYS_PER_STATEMENT):
+            part = d.bind_list([r.ident for r in latest[i : i + KEYS_PER_STATEMENT]])
+            held.update(
+                (ident, (int(us), int(seq), text))
+                for ident, us, seq, text in self.store.query(
+                    conn,
+                    "SELECT ident, observed_us, seq, search_text FROM catalogue_works "
+                    f"WHERE {d.any_of('ident')}",
+                    (part,),
+                ).fetchall()
+            )
+        delta: Counter[str] = Counter()
+        for r in latest:
+            old = held.get(r.ident)
+            if old is not None:
+                if (r.observed_us, r.seq) <= old[:2]:
+                    continue  # not the latest: the upsert leaves the row as it is
+                delta.subtract(index_terms(old[2]))
+            delta.update(index_terms(r.search_text))
+        changed = sorted((t, n) for t, n in delta.items() if n)
+        if changed:
+            self.store.query_many(conn, _TERMS, changed)
 
     def catalogue_rows(self) -> list[Row]:
         """Every row, by identity (for tests and verify)."""
@@ -130,14 +170,31 @@ class SqlCatalogue:
         return [list(found.get(k, ())) if k is not None else [] for k in asked]
 
     def catalogue_search(self, texts: Sequence[str], limit: int) -> list[list[CatalogueWork]]:
-        """For each text, the `limit` works whose title, authors or container hold most of its words
-        (any of them: SQLite's FTS5 by bm25, PostgreSQL's tsvector by ts_rank), best first."""
+        """For each text, the `limit` works whose title, authors or container hold most of its rarest
+        words (SQLite's FTS5 by bm25, PostgreSQL's tsvector by ts_rank), best first. Which words are
+        looked for is decided the same way on both backends (from catalogue_terms), so with a generous
+        limit both answer the same works."""
         queries = [search_tokens(t) for t in texts]
-        if self.store.dialect.name == "sqlite":
-            return self._search_sqlite(queries, limit)
-        return self._search_pg(queries, limit)
+        d = self.store.dialect
+        with self.store.reading() as conn:
+            asked = sorted({w for words in queries for w in words})
+            docs: dict[str, int] = {}
+            for i in range(0, len(asked), KEYS_PER_STATEMENT):
+                part = d.bind_list(asked[i : i + KEYS_PER_STATEMENT])
+                docs.update(
+                    (t, int(n))
+                    for t, n in self.store.query(
+                        conn, f"SELECT term, docs FROM catalogue_terms WHERE {d.any_of('term')}", (part,)
+                    ).fetchall()
+                )
+            chosen = [rarest(words, docs) for words in queries]
+            if d.name == "sqlite":
+                return self._search_sqlite(conn, chosen, docs, limit)
+            return self._search_pg(conn, chosen, docs, limit)
 
-    def _search_sqlite(self, queries: list[list[str]], limit: int) -> list[list[CatalogueWork]]:
+    def _search_sqlite(
+        self, conn: Any, queries: list[list[str]], docs: dict[str, int], limit: int
+    ) -> list[list[CatalogueWork]]:
         sql = (
             f"SELECT {WORK_COLUMNS} FROM catalogue_works AS w JOIN ("
             "  SELECT rowid AS r, rank FROM catalogue_works_fts WHERE catalogue_works_fts MATCH ? "
@@ -145,18 +202,19 @@ class SqlCatalogue:
             ") AS f ON w.rowid = f.r ORDER BY f.rank, w.seq"
         )
         out: list[list[CatalogueWork]] = []
-        with self.store.reading() as conn:
-            for words in queries:
-                if not words:
-                    out.append([])
-                    continue
-                match = " OR ".join(f'"{w}"' for w in words)
-                out.append([to_work(r) for r in self.store.query(conn, sql, (match, limit)).fetchall()])
+        for words in queries:
+            if not words:
+                out.append([])
+                continue
+            match = fts_query(words, docs)
+            out.append([to_work(r) for r in self.store.query(conn, sql, (match, limit)).fetchall()])
         return out
 
-    def _search_pg(self, queries: list[list[str]], limit: int) -> list[list[CatalogueWork]]:
+    def _search_pg(
+        self, conn: Any, queries: list[list[str]], docs: dict[str, int], limit: int
+    ) -> list[list[CatalogueWork]]:
         # one statement for the batch: each text's top `limit` by a lateral subquery
-        asked = [(i, " | ".join(f"'{w}'" for w in words)) for i, words in enumerate(queries) if words]
+        asked = [(i, ts_query(words, docs)) for i, words in enumerate(queries) if words]
         out: list[list[CatalogueWork]] = [[] for _ in queries]
         if not asked:
             return out

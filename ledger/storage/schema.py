@@ -179,6 +179,8 @@ _CATALOGUE = (
         search="search_text",
         search_changes=True,
     ),
+    # how many rows hold each word a search may look for: which of a text's words are rarest
+    Table("catalogue_terms", (_c("term"), _c("docs", BIGINT)), ("term",), clustered=True),
     Table("catalogue_cursor", (_c("id", INT, check="id = 1"), _c("seq", BIGINT)), ("id",), cursor=True),
 )
 

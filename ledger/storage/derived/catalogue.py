@@ -21,6 +21,10 @@ PAPER = "paper.observed"
 CHUNK = 50_000
 # the words of one searched text, at most: the rarest (longest) are kept
 MAX_TOKENS = 24
+# the words of one text a search looks for once their counts are known: the rarest
+RAREST = 4
+# works a search may rank for one text before it asks for two of the text's words instead of one
+MATCH_BUDGET = 20_000
 _WORD = re.compile(r"[^\W_]+")
 # a word broken at a line's end: "mod- els", "mod-\nels" (a hyphen then space, between letters)
 _BROKEN = re.compile(r"(?<=[^\W\d_])-\s+(?=[^\W\d_])")
@@ -172,6 +176,44 @@ def search_tokens(text: str) -> list[str]:
         return seen
     keep = set(sorted(seen, key=lambda w: -len(w))[:MAX_TOKENS])
     return [w for w in seen if w in keep]
+
+
+def rarest(words: Sequence[str], docs: dict[str, int], keep: int = RAREST) -> list[str]:
+    """Of a text's words, the `keep` held by the fewest works (and by at least one), in the text's
+    order: a rare word (a name, a technical term) selects the work, a common one only costs time, and one
+    no work holds (noise, a word glued to the next) selects nothing."""
+    held = [w for w in words if docs.get(w, 0) > 0]
+    if len(held) <= keep:
+        return held
+    chosen = set(sorted(held, key=lambda w: (docs[w], -len(w), w))[:keep])
+    return [w for w in held if w in chosen]
+
+
+def _query(words: Sequence[str], docs: dict[str, int], quoted: list[str], either: str, both: str) -> str:
+    if len(quoted) < 3 or sum(docs.get(w, 0) for w in words) <= MATCH_BUDGET:
+        return either.join(quoted)
+    return either.join(f"({a}{both}{b})" for i, a in enumerate(quoted) for b in quoted[i + 1 :])
+
+
+def fts_query(words: Sequence[str], docs: dict[str, int]) -> str:
+    """The FTS5 query of a text's rarest words: any of them when together they are held by at most
+    MATCH_BUDGET works, else any two of them, so that common words never make a search rank most of
+    the catalogue."""
+    return _query(words, docs, [f'"{w}"' for w in words], " OR ", " AND ")
+
+
+def ts_query(words: Sequence[str], docs: dict[str, int]) -> str:
+    """The same query for PostgreSQL's to_tsquery('simple', ...)."""
+    return _query(words, docs, [f"'{w}'" for w in words], " | ", " & ")
+
+
+def index_terms(search_text: str) -> set[str]:
+    """The words of a row's search text that catalogue_terms counts: those a search may look for."""
+    return {
+        w
+        for w in _WORD.findall(search_text.lower())
+        if len(w) > 1 and not w.isdigit() and w not in STOP_WORDS
+    }
 
 
 def to_work(row: Sequence[Any]) -> CatalogueWork:

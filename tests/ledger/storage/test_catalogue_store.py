@@ -225,3 +225,53 @@ def test_search_tokens_are_bounded_keeping_the_longest() -> None:
     kept = search_tokens(" ".join(words))
     assert len(kept) == 24
     assert kept == words[16:]
+
+
+def terms(ledger: Ledger) -> dict[str, int]:
+    rows = ledger.store.catalogue._q("SELECT term, docs FROM catalogue_terms WHERE docs <> 0")  # type: ignore[attr-defined]
+    return {t: int(n) for t, n in rows.fetchall()}
+
+
+def test_term_counts_follow_replacements_and_ignore_stale_observations(fresh_ledger: Ledger) -> None:
+    fresh_ledger.append([work(ZERO, ts(2), title="Pipeline giants", authors=("Huang",), container=None)])
+    fresh_ledger.append([work(GPIPE, ts(2), title="Pipeline", authors=(), container=None)])
+    fresh_ledger.catalogue  # noqa: B018
+    assert terms(fresh_ledger) == {"pipeline": 2, "giants": 1, "huang": 1}
+    fresh_ledger.append([work(ZERO, ts(3), title="Memory", authors=("Huang",), container=None)])
+    fresh_ledger.append(
+        [work(ZERO, ts(1), title="Stale giants", authors=(), container=None)]
+    )  # older: ignored
+    fresh_ledger.catalogue  # noqa: B018
+    assert terms(fresh_ledger) == {"pipeline": 1, "memory": 1, "huang": 1}
+
+
+def test_search_looks_for_the_rarest_words_held_by_some_work(fresh_ledger: Ledger) -> None:
+    common = [
+        work(f"10.1/c{i}", ts(1), title="Deep learning networks", authors=(), container=None)
+        for i in range(6)
+    ]
+    fresh_ledger.append(
+        [*common, work(ZERO, ts(1), title="Deep learning zebra quagga", authors=(), container=None)]
+    )
+    # the rare words decide; a word no work holds (noise) and the common ones are not looked for
+    (found,) = fresh_ledger.catalogue.catalogue_search(["deep learning networks zebra quagga xyzzy"], 1)
+    assert dois(found) == [ZERO]
+
+
+def test_common_words_alone_still_find_their_works(
+    fresh_ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger.storage.derived import catalogue
+
+    monkeypatch.setattr(catalogue, "MATCH_BUDGET", 3)
+    fresh_ledger.append(
+        [
+            work("10.1/a", ts(1), title="Alpha beta gamma", authors=(), container=None),
+            work("10.1/b", ts(1), title="Alpha beta", authors=(), container=None),
+            work("10.1/c", ts(1), title="Alpha delta", authors=(), container=None),
+            work("10.1/d", ts(1), title="Beta gamma", authors=(), container=None),
+        ]
+    )
+    # over the budget: works holding two of the words are looked for
+    (found,) = fresh_ledger.catalogue.catalogue_search(["alpha beta gamma"], 10)
+    assert sorted(dois(found)) == ["10.1/a", "10.1/b", "10.1/d"]

@@ -1,7 +1,8 @@
 -- Step 12, the resolver's catalogue (ledger/storage/derived/catalogue.py): one row per DOI (its latest
 -- work.observed) and per arXiv paper (its latest paper.observed), replaced in place as later ones arrive,
 -- with the GIN-indexed tsvector of title, authors and container. No append writes them: a reader first
--- extends them from the events past the cursor.
+-- extends them from the events past the cursor. catalogue_terms counts the works holding each word a
+-- search may look for, so that a search looks for the rarest words of a text.
 
     CREATE TABLE catalogue_works (
         ident text COLLATE "C" PRIMARY KEY,
@@ -30,6 +31,10 @@
     CREATE INDEX catalogue_works_doi_key ON catalogue_works (doi_key);
     CREATE INDEX catalogue_works_arxiv_key ON catalogue_works (arxiv_key);
     CREATE INDEX catalogue_works_volume_page ON catalogue_works (vol_key, page_key);
+    CREATE TABLE catalogue_terms (
+        term text COLLATE "C" PRIMARY KEY,
+        docs bigint NOT NULL
+    );
     CREATE TABLE catalogue_cursor (
         id integer PRIMARY KEY CHECK (id = 1),
         seq bigint NOT NULL

@@ -1,7 +1,8 @@
 -- Step 13, the resolver's catalogue (ledger/storage/derived/catalogue.py): one row per DOI (its latest
 -- work.observed) and per arXiv paper (its latest paper.observed), replaced in place as later ones arrive,
 -- with an FTS5 index over title, authors and container that follows updates. No append writes them: a
--- reader first extends them from the events past the cursor.
+-- reader first extends them from the events past the cursor. catalogue_terms counts the works holding
+-- each word a search may look for, so that a search looks for the rarest words of a text.
 
     CREATE TABLE catalogue_works (
         ident TEXT PRIMARY KEY,
@@ -28,6 +29,10 @@
     CREATE INDEX catalogue_works_doi_key ON catalogue_works (doi_key);
     CREATE INDEX catalogue_works_arxiv_key ON catalogue_works (arxiv_key);
     CREATE INDEX catalogue_works_volume_page ON catalogue_works (vol_key, page_key);
+    CREATE TABLE catalogue_terms (
+        term TEXT PRIMARY KEY,
+        docs INTEGER NOT NULL
+    ) WITHOUT ROWID;
     CREATE TABLE catalogue_cursor (
         id INTEGER PRIMARY KEY CHECK (id = 1),
         seq INTEGER NOT NULL
