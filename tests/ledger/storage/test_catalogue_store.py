@@ -11,7 +11,8 @@ from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.works import Author, CatalogueWork, WorkData
 from ledger.storage.derived.catalogue import first_page, search_tokens
 from service.ledger import Ledger
-from tests.factories import paper, ts
+from tests.conftest import NewDb
+from tests.factories import paper, run_threads, ts
 
 ZERO = "10.1109/sc41405.2020.00024"
 GPIPE = "10.5555/3454287.3454297"
@@ -275,3 +276,38 @@ def test_common_words_alone_still_find_their_works(
     # over the budget: works holding two of the words are looked for
     (found,) = fresh_ledger.catalogue.catalogue_search(["alpha beta gamma"], 10)
     assert sorted(dois(found)) == ["10.1/a", "10.1/b", "10.1/d"]
+
+
+def test_two_extenders_at_once_count_each_work_once(new_db: NewDb) -> None:
+    db = new_db()
+    first = Ledger(db)
+    first.append(
+        [work(f"10.1/w{i}", ts(1), title=f"Alpha {i}", authors=(), container=None) for i in range(200)]
+    )
+    results: list[int] = []
+    ledgers = [Ledger(db), Ledger(db)]
+    run_threads(
+        *(lambda led=led: results.append(led.store.catalogue.index_catalogue(200)) for led in ledgers)
+    )
+    assert results == [200, 200]
+    assert terms(first)["alpha"] == 200
+    assert len(first.catalogue.catalogue_search(["alpha"], 500)[0]) == 200
+
+
+def test_the_catalogue_is_extended_a_chunk_at_a_time(
+    fresh_ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ledger.storage.catalogue_store.CHUNK", 3)
+    fresh_ledger.append([work(ZERO, ts(i), title=f"Title {i}") for i in range(1, 8)])
+    assert fresh_ledger.store.catalogue.index_catalogue(7) == 7
+    assert [w.title for w in fresh_ledger.catalogue.catalogue_by_keys([ZERO])[0]] == ["Title 7"]
+    assert terms(fresh_ledger)["title"] == 1
+
+
+def test_a_reader_sees_the_catalogue_as_of_one_extension(fresh_ledger: Ledger) -> None:
+    fresh_ledger.append([work(ZERO, ts(1), title="Before")])
+    cat = fresh_ledger.catalogue
+    # an append after the extension is not seen until the catalogue is extended again
+    fresh_ledger.append([work(ZERO, ts(2), title="After")])
+    assert [w.title for w in cat.catalogue_by_keys([ZERO])[0]] == ["Before"]
+    assert [w.title for w in fresh_ledger.catalogue.catalogue_by_keys([ZERO])[0]] == ["After"]
