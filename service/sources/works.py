@@ -29,7 +29,7 @@ from ledger.model.instants import now_us, parse_ts
 from service.ledger import AppendResult, Ledger
 from service.sources.base import EXAMPLES_PER_REASON, NotThatFormat
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
-from service.sources.reader import Input, Progress, open_text
+from service.sources.reader import Input, Progress, ZstdError, open_text
 from service.sources.works_map import (
     CROSSREF,
     OPENALEX,
@@ -280,5 +280,7 @@ def _text(data: Input, progress: Progress | None) -> Iterator[IO[str]]:
         raise InvalidEvent(
             "file", f"a damaged gzip stream ({e or type(e).__name__}); nothing written"
         ) from None
+    except ZstdError as e:
+        raise InvalidEvent("file", f"a damaged zstd stream ({e}); nothing written") from None
     except RecursionError:
         raise InvalidEvent("file", "JSON nested too deeply to read; nothing written") from None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -291,3 +292,48 @@ def test_the_summary_reads_as_json_and_lines(fresh_ledger: Ledger) -> None:
     )
     assert d["examples"] == {"no DOI": ["item 3"]}
     assert summary.lines()[0] == f"works at {T}: read 3, works 2 (2 crossref)"
+
+
+def test_zstd_is_read_as_a_stream(fresh_ledger: Ledger, tmp_path: Path) -> None:
+    import zstandard
+
+    packed = tmp_path / "works.ndjson.zst"
+    packed.write_bytes(zstandard.ZstdCompressor().compress((DATA / "crossref-items.ndjson").read_bytes()))
+    assert ingest_works(fresh_ledger, packed, T).appended == 2
+
+
+def test_a_damaged_zstd_is_refused(fresh_ledger: Ledger) -> None:
+    import zstandard
+
+    packed = zstandard.ZstdCompressor().compress((DATA / "crossref-items.ndjson").read_bytes())
+    with pytest.raises(InvalidEvent, match="damaged zstd|not JSON"):
+        ingest_works(fresh_ledger, packed[: len(packed) // 2], T)
+    broken = packed[:8] + bytes(b ^ 0xFF for b in packed[8:40]) + packed[40:]
+    with pytest.raises(InvalidEvent):
+        ingest_works(fresh_ledger, broken, T)
+    assert fresh_ledger.head().seq == 0
+
+
+def test_a_zstd_file_of_several_frames_is_read_whole(fresh_ledger: Ledger) -> None:
+    import zstandard
+
+    lines = (DATA / "crossref-items.ndjson").read_bytes().splitlines(keepends=True)
+    packed = b"".join(zstandard.ZstdCompressor().compress(line) for line in lines)
+    assert ingest_works(fresh_ledger, packed, T).appended == 2
+
+
+def test_a_zstd_bomb_is_read_in_bounded_pieces() -> None:
+    import zstandard
+
+    from service.sources.reader import open_text
+
+    bomb = zstandard.ZstdCompressor(level=19).compress(b" " * (256 * 1024 * 1024))
+    tracemalloc.start()
+    try:
+        with open_text(bomb) as text:
+            read = sum(len(text.read(1 << 20)) for _ in range(300))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert read == 256 * 1024 * 1024
+    assert peak < 40 * 1024 * 1024  # the whole would be 256 MiB
