@@ -36,6 +36,10 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _first(value: Any) -> str | None:
     """The first non-empty string of a list (Crossref's title, container-title), or the string itself."""
     if isinstance(value, list):
@@ -105,7 +109,7 @@ def crossref_work(item: Any) -> WorkData | str:
     if doi is None:
         return NO_DOI
     authors = []
-    for a in item.get("author") or []:
+    for a in _list(item.get("author")):
         if isinstance(a, dict):
             family, given = _str(a.get("family")), _str(a.get("given"))
             if family is None and given is None:
@@ -120,13 +124,7 @@ def crossref_work(item: Any) -> WorkData | str:
         ),
         None,
     )
-    alternative = item.get("alternative-id")
-    named = [
-        doi,
-        *_relation_ids(item.get("relation")),
-        *(alternative if isinstance(alternative, list) else []),
-        item.get("URL"),
-    ]
+    named = [doi, *_relation_ids(item.get("relation")), *_list(item.get("alternative-id")), item.get("URL")]
     return WorkData(
         doi=doi,
         source=CROSSREF,
@@ -169,7 +167,7 @@ def openalex_work(item: Any) -> WorkData | str:
     if doi is None:
         return NO_DOI
     authors = []
-    for a in item.get("authorships") or []:
+    for a in _list(item.get("authorships")):
         author = a.get("author") if isinstance(a, dict) else None
         name = _str(author.get("display_name")) if isinstance(author, dict) else None
         if name is None and isinstance(a, dict):
@@ -181,7 +179,7 @@ def openalex_work(item: Any) -> WorkData | str:
     biblio = _dict(item.get("biblio"))
     first, last = _str(biblio.get("first_page")), _str(biblio.get("last_page"))
     pages = f"{first}-{last}" if first and last and last != first else first or last
-    locations = [loc for loc in item.get("locations") or [] if isinstance(loc, dict)]
+    locations = [loc for loc in _list(item.get("locations")) if isinstance(loc, dict)]
     urls = [loc.get(k) for loc in [primary, *locations] for k in ("landing_page_url", "pdf_url")]
     year = _year(item.get("publication_year"))
     return WorkData(

@@ -337,3 +337,16 @@ def test_a_zstd_bomb_is_read_in_bounded_pieces() -> None:
         tracemalloc.stop()
     assert read == 256 * 1024 * 1024
     assert peak < 40 * 1024 * 1024  # the whole would be 256 MiB
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"DOI": "10.1/a", "author": 7, "relation": 3, "alternative-id": "x", "title": {"a": 1}},
+        {"DOI": "10.1/a", "relation": {"has-preprint": 5}, "issued": {"date-parts": 7}, "page": 12},
+        {"doi": "10.1/a", "authorships": 5, "locations": "x", "ids": [1], "biblio": {"first_page": 3}},
+    ],
+)
+def test_fields_of_the_wrong_shape_read_as_missing(item: dict[str, Any]) -> None:
+    w = crossref_work(item) if "DOI" in item else openalex_work(item)
+    assert isinstance(w, WorkData) and w.doi == "10.1/a" and w.authors == [] and w.pages is None
