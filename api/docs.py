@@ -202,11 +202,32 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
+def _with_reference(event: dict[str, Any]) -> dict[str, Any]:
+    """The example citation with an optional `reference` (resolver-v1.md), on another observation."""
+    data = {
+        **event["data"],
+        "observation_id": "5a3b6a2e-9d1c-4c7e-8f00-2b1d3c4e5f60",
+        "reference_index": 35,
+        "reference": {
+            "unstructured": "S. Rajbhandari, J. Rasley, O. Ruwase, Y. He, ZeRO: memory optimizations toward "
+            "training trillion parameter models, in: SC20, 2020, pp. 1-16.",
+            "author": "Rajbhandari",
+            "year": "2020",
+            "first-page": "1",
+        },
+    }
+    return {**event, "data": data}
+
+
 def events_body() -> dict[str, Any]:
     """openapi_extra for POST /events: the batch schema and one example per event type."""
     examples = {
         name.replace(".", "_"): {"summary": f"one {name} event", "value": {"events": [event]}}
         for name, event in EVENT_EXAMPLES.items()
+    }
+    examples["citation_with_reference"] = {
+        "summary": "a citation carrying its reference as the source gave it (Crossref's reference keys)",
+        "value": {"events": [_with_reference(EVENT_EXAMPLES["citation.observed"])]},
     }
     examples["citation_and_resolution"] = {
         "summary": "a citation and its resolution, only if the paper's stream is at version 0",
