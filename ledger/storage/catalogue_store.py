@@ -122,7 +122,7 @@ class SqlCatalogue:
             self.store.query_many(conn, _TERMS, changed)
 
     def catalogue_rows(self) -> list[Row]:
-        """Every row, by identity (for tests and verify)."""
+        """Every row, by identity (what tests and benchmarks compare)."""
         cols = ", ".join(COLUMNS)
         return [Row(*r) for r in self._q(f"SELECT {cols} FROM catalogue_works ORDER BY ident").fetchall()]
 
