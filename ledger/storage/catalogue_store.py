@@ -8,7 +8,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ledger.model.doi import doi_key
+from ledger.model.codec import ARXIV_RE
+from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.works import CatalogueWork
 from ledger.storage.derived.catalogue import (
     CHUNK,
@@ -149,8 +150,9 @@ class SqlCatalogue:
     # -- the reads of CatalogueTables --------------------------------------------------
 
     def catalogue_by_keys(self, keys: Sequence[str]) -> list[list[CatalogueWork]]:
-        """The works whose DOI key or arXiv key (ledger/model/doi.py) is each key, by seq."""
-        asked = [doi_key(k) for k in keys]
+        """The works whose DOI key or arXiv key (ledger/model/doi.py) is each key, by seq; a bare arXiv
+        id is taken as its arXiv key."""
+        asked = [arxiv_key(k) if ARXIV_RE.fullmatch(k.strip()) else doi_key(k) for k in keys]
         wanted = sorted({k for k in asked if k is not None})
         d = self.store.dialect
         found: dict[str, list[CatalogueWork]] = {}

@@ -122,8 +122,10 @@ def test_papers_appear_by_either_key_form_with_year_and_no_authors(fresh_ledger:
         [paper("2509.02480", ts(2), title="MLP-Offload: Breaking the GPU Memory Wall", version=2)]
     )
     cat = fresh_ledger.catalogue
-    by_id, by_doi = cat.catalogue_by_keys([arxiv_key("2509.02480"), "10.48550/arXiv.2509.02480v2"])
-    assert by_id == by_doi
+    by_id, by_doi, bare = cat.catalogue_by_keys(
+        [arxiv_key("2509.02480"), "10.48550/arXiv.2509.02480v2", "2509.02480"]
+    )
+    assert by_id == by_doi == bare
     (w,) = by_id
     assert (w.source, w.doi, w.arxiv_id, w.year, w.authors) == ("arxiv", None, "2509.02480", 2025, ())
     assert w.title == "MLP-Offload: Breaking the GPU Memory Wall"
