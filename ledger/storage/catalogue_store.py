@@ -222,16 +222,15 @@ class SqlCatalogue:
             return out
         sql = (
             f"SELECT q.i, {', '.join('w.' + c.strip() for c in WORK_COLUMNS.split(','))} "
-            "FROM unnest(?::bigint[], ?::text[]) AS q(i, t) CROSS JOIN LATERAL ("
-            f"  SELECT {WORK_COLUMNS}, ts_rank(words, to_tsquery('simple', q.t)) AS score "
-            "  FROM catalogue_works WHERE words @@ to_tsquery('simple', q.t) "
-            "  ORDER BY score DESC, seq LIMIT ?"
+            # each text's query parsed once, not once per row ranked
+            "FROM (SELECT i, to_tsquery('simple', t) AS t "
+            "  FROM unnest(?::bigint[], ?::text[]) AS u(i, t)) AS q "
+            "CROSS JOIN LATERAL ("
+            f"  SELECT {WORK_COLUMNS}, ts_rank(words, q.t) AS score "
+            "  FROM catalogue_works WHERE words @@ q.t ORDER BY score DESC, seq LIMIT ?"
             ") AS w ORDER BY q.i, w.score DESC, w.seq"
         )
-        with self.store.reading() as conn:
-            rows = self.store.query(
-                conn, sql, ([i for i, _ in asked], [t for _, t in asked], limit)
-            ).fetchall()
+        rows = self.store.query(conn, sql, ([i for i, _ in asked], [t for _, t in asked], limit)).fetchall()
         for r in rows:
             out[int(r[0])].append(to_work(r[1:]))
         return out
