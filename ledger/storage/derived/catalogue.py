@@ -23,8 +23,10 @@ CHUNK = 50_000
 MAX_TOKENS = 24
 # the words of one text a search looks for once their counts are known: the rarest
 RAREST = 4
+# a word held by more works than this is not looked for while two rarer words of the text remain
+COMMON = 2_000
 # works a search may rank for one text before it asks for two of the text's words instead of one
-MATCH_BUDGET = 20_000
+MATCH_BUDGET = 5_000
 _WORD = re.compile(r"[^\W_]+")
 # a word broken at a line's end: "mod- els", "mod-\nels" (a hyphen then space, between letters)
 _BROKEN = re.compile(r"(?<=[^\W\d_])-\s+(?=[^\W\d_])")
@@ -180,25 +182,31 @@ def search_tokens(text: str) -> list[str]:
 
 def rarest(words: Sequence[str], docs: dict[str, int], keep: int = RAREST) -> list[str]:
     """Of a text's words, the `keep` held by the fewest works (and by at least one), in the text's
-    order: a rare word (a name, a technical term) selects the work, a common one only costs time, and one
-    no work holds (noise, a word glued to the next) selects nothing."""
+    order: a rare word (a name, a technical term) selects the work, a common one only costs time (a
+    search ranks every work it selects), and one no work holds (noise, a word glued to the next)
+    selects nothing. Words held by more than COMMON works are left out too while two rarer remain."""
     held = [w for w in words if docs.get(w, 0) > 0]
-    if len(held) <= keep:
-        return held
     chosen = set(sorted(held, key=lambda w: (docs[w], -len(w), w))[:keep])
+    rare = {w for w in chosen if docs[w] <= COMMON}
+    if len(rare) >= 2:
+        chosen = rare
     return [w for w in held if w in chosen]
 
 
 def _query(words: Sequence[str], docs: dict[str, int], quoted: list[str], either: str, both: str) -> str:
-    if len(quoted) < 3 or sum(docs.get(w, 0) for w in words) <= MATCH_BUDGET:
+    if len(quoted) < 2 or sum(docs.get(w, 0) for w in words) <= MATCH_BUDGET:
         return either.join(quoted)
+    rare = [q for w, q in zip(words, quoted, strict=True) if docs.get(w, 0) <= COMMON]
+    if len(rare) == 1:  # the one rare word, with any of the common ones
+        common = [q for q in quoted if q not in rare]
+        return f"{rare[0]}{both}({either.join(common)})"
     return either.join(f"({a}{both}{b})" for i, a in enumerate(quoted) for b in quoted[i + 1 :])
 
 
 def fts_query(words: Sequence[str], docs: dict[str, int]) -> str:
     """The FTS5 query of a text's rarest words: any of them when together they are held by at most
-    MATCH_BUDGET works, else any two of them, so that common words never make a search rank most of
-    the catalogue."""
+    MATCH_BUDGET works; else the one rare word with any other, or any two of them, so that common
+    words never make a search rank most of the catalogue."""
     return _query(words, docs, [f'"{w}"' for w in words], " OR ", " AND ")
 
 

@@ -9,7 +9,7 @@ import pytest
 from ledger.model import events as ev
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.works import Author, CatalogueWork, WorkData
-from ledger.storage.derived.catalogue import first_page, search_tokens
+from ledger.storage.derived.catalogue import first_page, fts_query, rarest, search_tokens, ts_query
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import paper, run_threads, ts
@@ -313,3 +313,37 @@ def test_a_reader_sees_the_catalogue_as_of_one_extension(fresh_ledger: Ledger) -
     fresh_ledger.append([work(ZERO, ts(2), title="After")])
     assert [w.title for w in cat.catalogue_by_keys([ZERO])[0]] == ["Before"]
     assert [w.title for w in fresh_ledger.catalogue.catalogue_by_keys([ZERO])[0]] == ["After"]
+
+
+@pytest.mark.parametrize(
+    "words,docs,chosen",
+    [
+        (["a", "b", "c", "d", "e"], {"a": 5, "b": 1, "c": 9, "d": 2, "e": 3}, ["a", "b", "d", "e"]),
+        (["noise", "a", "b"], {"a": 1, "b": 2}, ["a", "b"]),  # a word no work holds is not looked for
+        (["the1", "rare", "x"], {"the1": 50_000, "rare": 3, "x": 10}, ["rare", "x"]),  # common left out
+        (["common", "rare"], {"common": 50_000, "rare": 3}, ["common", "rare"]),  # kept: one rare alone
+        ([], {}, []),
+    ],
+)
+def test_rarest(words: list[str], docs: dict[str, int], chosen: list[str]) -> None:
+    assert rarest(words, docs) == chosen
+
+
+@pytest.mark.parametrize(
+    "words,docs,query",
+    [
+        (["a", "b"], {"a": 10, "b": 20}, '"a" OR "b"'),
+        (["r", "c1", "c2"], {"r": 10, "c1": 9_000, "c2": 9_000}, '"r" AND ("c1" OR "c2")'),
+        (
+            ["c1", "c2", "c3"],
+            {"c1": 3_000, "c2": 3_000, "c3": 3_000},
+            '("c1" AND "c2") OR ("c1" AND "c3") OR ("c2" AND "c3")',
+        ),
+        (["c1"], {"c1": 90_000}, '"c1"'),
+    ],
+)
+def test_fts_query_asks_for_two_words_past_the_budget(
+    words: list[str], docs: dict[str, int], query: str
+) -> None:
+    assert fts_query(words, docs) == query
+    assert ts_query(words, docs) == query.replace('"', "'").replace(" OR ", " | ").replace(" AND ", " & ")
