@@ -27,26 +27,17 @@ from ledger.storage.schema import (
 )
 from ledger.storage.sql import Dialect
 
-# Every layout a backend has stamped, by the change that made it: (name, SQLite's version, PostgreSQL's).
-# PostgreSQL never had SQLite's step 2 (its guard refuses a REPLACE's delete anyway). Add a row for a
-# new layout; the description in schema.py is what the upgrade reaches.
+# Every change of the stored layout, in order: SQLite stamped the layout after the nth one version n.
+# PostgreSQL never had SQLite's second (its guard refuses a REPLACE's delete anyway), so from there on
+# its version is one less. Add a name for a new layout; the description in schema.py is what the
+# upgrade reaches.
 _CHANGES = (
-    ("events", 1, 1),
-    ("no_replace", 2, 1),
-    ("merkle", 3, 2),
-    ("scrub_passes", 4, 3),
-    ("event_keys", 5, 4),
-    ("inbound_spans", 6, 5),
-    ("work_keys", 7, 6),
-    ("four_levels", 8, 7),
-    ("alerts", 9, 8),
-    ("search", 10, 9),
-    ("ingest_receipts", 11, 10),
-    ("watch_owners", 12, 11),
-)
+    "events no_replace merkle scrub_passes event_keys inbound_spans work_keys four_levels alerts search "
+    "ingest_receipts watch_owners"
+).split()
 STEP: dict[str, dict[str, int]] = {
-    SQLITE: {name: lite for name, lite, _ in _CHANGES},
-    POSTGRESQL: {name: pg for name, _, pg in _CHANGES},
+    SQLITE: {name: n for n, name in enumerate(_CHANGES, start=1)},
+    POSTGRESQL: {name: max(n - 1, 1) for n, name in enumerate(_CHANGES, start=1)},
 }
 LATEST = {backend: max(steps.values()) for backend, steps in STEP.items()}
 
