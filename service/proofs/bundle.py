@@ -9,6 +9,7 @@ proof of each in one signed checkpoint, the checkpoint and the public key; one l
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.model.codec import canonical, envelope_json
@@ -50,18 +51,16 @@ def encode_bundle(bundle: dict[str, Any]) -> bytes:
     return canonical(bundle) + b"\n"
 
 
+@dataclass
 class BundleStream:
     """A bundle ready to be written: what it holds, and its bytes chunk by chunk in bounded memory."""
 
-    def __init__(
-        self, ledger: Ledger, record: Record, known_at: str | None, seqs: list[int], signed: Signed
-    ) -> None:
-        self.ledger = ledger
-        self.record = record
-        self.known_at = known_at
-        self.seqs = seqs
-        self.signed = signed
-        self._leaves = Leaves()
+    ledger: Ledger
+    record: Record
+    known_at: str | None
+    seqs: list[int]
+    signed: Signed
+    _leaves: Leaves = field(default_factory=Leaves, init=False, repr=False)
 
     @property
     def tree_size(self) -> int:

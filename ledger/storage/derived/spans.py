@@ -184,10 +184,16 @@ def history(steps: Iterable[Step]) -> list[Row]:
     return sorted(rows, key=lambda r: (r.t_from, r.k_from))
 
 
-class _Refs(msgspec.Struct):
+class ObservationRefs(msgspec.Struct):
+    """Where a citation or resolution stands: its observation and, for a citation, its citing paper and
+    reference index, decoded alone from the event's data (the other fields skipped)."""
+
     observation_id: str
     citing_arxiv_id: str | None = None
     reference_index: int | None = None
+
+
+class _Refs(ObservationRefs):
     cited_arxiv_id: str | None = None
 
 
