@@ -4,8 +4,9 @@ As sqlite-utils' `transform` does for one table: what the description holds and 
 made, a table whose columns or keys differ is reshaped (a column added in place, else the table made
 anew and its rows copied), and the indexes, triggers and views that differ are made again. What the
 database holds is compared with a scratch copy of the described layout, read from the same catalogue
-(an in-memory SQLite database; a PostgreSQL schema dropped in the same transaction). Only the rows an
-earlier layout kept otherwise are moved by hand (`_move_rows`), each by the step that changed them.
+(an in-memory SQLite database; PostgreSQL's temporary schema, emptied in the same transaction). Only
+the rows an earlier layout kept otherwise are moved by hand (`_move_rows`), each by the step that
+changed them.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ STEP: dict[str, dict[str, int]] = {
 }
 LATEST = {backend: max(steps.values()) for backend, steps in STEP.items()}
 
-_SCRATCH = "ledger_layout"
 # the guard on the merged key level that refuses the delete a step of the four levels did
 _DELETE_GUARD = {SQLITE: "event_keys_no_delete", POSTGRESQL: "event_keys_append_only ON event_keys"}
 
@@ -182,14 +182,16 @@ def _described(conn: Any, dialect: Dialect) -> dict[str, Any]:
             return _read(scratch, SQLITE)
         finally:
             scratch.close()
+    # the session's own temporary schema first: the tables are made there (no privilege beyond TEMP),
+    # and the ledger's refusal function, which temporary schemas cannot hold, is found after it
     path = conn.execute("SHOW search_path").fetchone()[0]
-    conn.execute(f"CREATE SCHEMA {_SCRATCH}")
-    conn.execute(f"SET LOCAL search_path TO {_SCRATCH}")
-    conn.execute(";\n".join(create_statements(dialect)))
+    conn.execute("SELECT set_config('search_path', %s, true)", (f"pg_temp, {path}",))
     try:
+        conn.execute(";\n".join(create_statements(dialect)[1:]))
         return _read(conn, POSTGRESQL)
     finally:
-        conn.execute(f"DROP SCHEMA {_SCRATCH} CASCADE")
+        conn.execute(f"DROP VIEW {', '.join(v.name for v in LAYOUT.views)}")
+        conn.execute(f"DROP TABLE {', '.join(t.name for t in _tables(POSTGRESQL))}")
         conn.execute("SELECT set_config('search_path', %s, true)", (path,))
 
 
@@ -232,7 +234,8 @@ def _read_pg(conn: Any) -> dict[str, Any]:
     schema = conn.execute("SELECT current_schema()").fetchone()[0]
 
     def bare(text: str) -> str:
-        return text.replace(f"{schema}.", "")
+        # a temporary schema is also spelled by its alias
+        return re.sub(r"\bpg_temp\.", "", text.replace(f"{schema}.", ""))
 
     rels = conn.execute(
         "SELECT c.oid, c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
