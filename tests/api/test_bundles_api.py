@@ -16,9 +16,10 @@ from ledger.model.instants import parse_as_of
 from ledger.tlog.checkpoint import Checkpointer
 from projections import record as projection
 from service.ledger import Ledger
-from service.proofs.bundle import encode_bundle, record_evidence
+from service.proofs.bundle import encode_bundle
 from service.proofs.bundle_check import check_bundle
 from tests import factories as fx
+from tests.bundle_oracle import record_evidence
 
 CITED = "2101.00001"
 

@@ -8,7 +8,6 @@ import hashlib
 import json
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import httpx
 from click.testing import CliRunner, Result
@@ -17,13 +16,11 @@ from api.app import create_app
 from api.settings import Settings
 from cli.main import main
 from ledger.storage.backend import is_pg_url
-from ledger.storage.postgresql import migrations as pg_migrations
-from ledger.storage.sqlite import migrations
 from service.ledger import Ledger
 from tests.api.test_api import TestClient
 from tests.api_fixtures import running_server
 from tests.conftest import NewDb
-from tests.old_layout import build_old_ledger
+from tests.old_layout import build_old_ledger, version_before
 
 A, B = "token-a", "token-b"
 PAPER = "2101.00001"
@@ -146,8 +143,7 @@ def _old_watch(db: str, watch_id: str) -> None:
 
 
 def _owner_step(db: str) -> int:
-    scripts: list[Any] = pg_migrations.MIGRATIONS if is_pg_url(db) else migrations.MIGRATIONS
-    return next(i for i, s in enumerate(scripts) if "ADD COLUMN owner" in s)
+    return version_before(db, "watch_owners")
 
 
 def test_the_migration_gives_the_watches_made_before_it_to_the_operator(new_db: NewDb) -> None:

@@ -17,15 +17,12 @@ from api.app import create_app
 from api.settings import Settings
 from cli.main import main
 from ledger.model.errors import InvalidEvent
-from ledger.storage.backend import is_pg_url
 from ledger.storage.derived.search import MAX_QUERY, MAX_WORDS, query_words
-from ledger.storage.postgresql import migrations as pg_migrations
-from ledger.storage.sqlite import migrations
 from service.ledger import Ledger
 from service.search import PER_PAGE, search
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import citation, oid_of, paper, resolution, ts, work
-from tests.old_layout import build_old_ledger
+from tests.old_layout import build_old_ledger, version_before
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's notice about httpx in its TestClient
@@ -192,9 +189,7 @@ def test_a_ledger_of_the_layout_before_search_is_searchable_once_opened(new_db: 
     source = Ledger(new_db("source.db"))
     source.import_bytes(FIXTURE_PATH.read_bytes())
     old = new_db("old.db")
-    steps = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS
-    before = next(i for i, script in enumerate(steps) if "CREATE TABLE search_titles" in script)
-    build_old_ledger(old, before, source)
+    build_old_ledger(old, version_before(old, "search"), source)
     upgraded = Ledger(old)
     assert upgraded.verify().ok
     assert _found(upgraded, "memory offload") == _found(source, "memory offload") != []

@@ -10,16 +10,13 @@ from ledger.model import events as ev
 from ledger.model.codec import canonical
 from ledger.model.instants import parse_ts
 from ledger.storage.backend import is_pg_url
-from ledger.storage.derived.backfill import FILL_TABLE
 from ledger.storage.derived.keys import LONG_KEY, key_rows, link_keys, work_index_key
-from ledger.storage.postgresql import migrations as pg_migrations
-from ledger.storage.sqlite import migrations
 from service.ledger import Ledger
 from service.sources import parse_source
 from tests.conftest import NewDb
 from tests.factories import check, citation, notice, paper, resolution, ts, work
 from tests.ledger.storage.test_works_store import rebound_events
-from tests.old_layout import build_old_ledger
+from tests.old_layout import build_old_ledger, version_before
 from tests.raw import rows
 from tests.service.sources.test_sources_support import SOURCES_DIR
 
@@ -166,17 +163,13 @@ def test_a_record_is_the_same_whichever_level_holds_its_keys(
     assert built[6][2].count('"retraction"') == 2  # both notices, from both levels, reached the record
 
 
-@pytest.mark.parametrize(
-    "layout", ["CREATE TABLE event_keys", "CREATE TABLE event_keys_deep"], ids=["no-keys", "three-levels"]
-)
+@pytest.mark.parametrize("layout", ["event_keys", "four_levels"], ids=["no-keys", "three-levels"])
 def test_opening_a_ledger_of_the_older_layout_upgrades_it(
     imported_ledger: Ledger, new_db: NewDb, layout: str
 ) -> None:
     old = new_db("old.db")
-    layout_step = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS
-    before = next(i for i, script in enumerate(layout_step) if layout in script)
-    build_old_ledger(old, before, imported_ledger)
-    if "deep" in layout:  # the three-level layout kept each cited arXiv id's key
+    build_old_ledger(old, version_before(old, layout), imported_ledger)
+    if layout == "four_levels":  # the three-level layout kept each cited arXiv id's key
         assert rows(old, "SELECT count(*) FROM event_keys WHERE key LIKE 'c:%'")[0][0] > 0
     assert rows(old, "SELECT count(*) FROM events")[0][0] == imported_ledger.head().seq
     upgraded = Ledger(old)  # migrates the stored layout
@@ -196,9 +189,7 @@ def test_opening_a_ledger_from_before_the_works_index_adds_its_keys(
     source = imported_ledger
     source.append(rebound_events())
     old = new_db("old.db")
-    layout_step = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS
-    before = next(i for i, script in enumerate(layout_step) if FILL_TABLE in script)
-    build_old_ledger(old, before, source)
+    build_old_ledger(old, version_before(old, "work_keys"), source)
     assert rows(old, "SELECT count(*) FROM event_keys_all WHERE key LIKE 'w:%'")[0][0] == 0
     upgraded = Ledger(old)  # derives the works-index keys of the stored events
     want = sorted(key_rows(list(source.store.iter_chain())))

@@ -12,15 +12,12 @@ from hypothesis import strategies as st
 
 from ledger.model.events import Event
 from ledger.model.instants import parse_ts
-from ledger.storage.backend import is_pg_url
 from ledger.storage.derived.spans import CITATION, OPEN, RESOLUTION, Row, Span, Step, delta, history, spans
-from ledger.storage.postgresql import migrations as pg_migrations
-from ledger.storage.sqlite import migrations
 from projections.memory import MemoryReader
 from service.ledger import Ledger
 from tests.conftest import NewDb, examples
 from tests.factories import citation, oid_of, paper, resolution, ts
-from tests.old_layout import build_old_ledger
+from tests.old_layout import build_old_ledger, version_before
 from tests.raw import rows
 
 P, Q = "2101.00001", "2101.00002"
@@ -182,9 +179,7 @@ def test_an_older_ledger_gets_its_spans_when_opened(
     kept = rows(source.url, spans_sql)
     assert len(kept) == 4  # three resolved, one of them closed by the re-resolution
     old = new_db("old.db")
-    steps = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS
-    before = next(i for i, script in enumerate(steps) if "CREATE TABLE inbound_spans" in script)
-    build_old_ledger(old, before, source)
+    build_old_ledger(old, version_before(old, "inbound_spans"), source)
     upgraded = Ledger(old)
     assert rows(old, spans_sql) == kept
     counts_sql = "SELECT * FROM inbound_counts WHERE starts <> 0 OR ends <> 0 ORDER BY cited, bucket"

@@ -17,7 +17,7 @@ import pytest
 
 from ledger.storage.backend import is_pg_url
 from ledger.storage.postgresql import migrations as pg_migrations
-from ledger.storage.sqlite.migrations import MIGRATIONS, migrate
+from ledger.storage.sqlite.migrations import VERSION, migrate
 from service.ledger import Ledger
 from tests.conftest import on_postgresql
 from tests.raw import Raw, connect, one, rows
@@ -209,7 +209,7 @@ def test_pragmas_in_effect(fresh_ledger: Ledger) -> None:
     conn = fresh_ledger.store._conn()  # type: ignore[attr-defined]
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
-    assert conn.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+    assert conn.execute("PRAGMA user_version").fetchone() == (VERSION,)
     # WAL is persistent: any other connection to the file sees it too
     assert sqlite3.connect(fresh_ledger.path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
@@ -260,9 +260,9 @@ PG_TRIGGERS = {
 def _migrate_again(raw: Raw) -> int:
     """Run the backend's migrations once more on a raw connection; the schema version it reports."""
     if raw.pg:
-        assert pg_migrations.migrate(raw.conn) == len(pg_migrations.MIGRATIONS)
+        assert pg_migrations.migrate(raw.conn) == pg_migrations.VERSION
         return int(raw.execute("SELECT max(version) FROM ledger_schema").fetchone()[0])
-    assert migrate(raw.conn) == len(MIGRATIONS)
+    assert migrate(raw.conn) == VERSION
     return int(raw.execute("PRAGMA user_version").fetchone()[0])
 
 
@@ -271,7 +271,7 @@ def test_migrate_is_idempotent(imported_ledger: Ledger) -> None:
     before = snapshot(db)
     with connect(db) as raw:
         version = _migrate_again(raw)
-        assert version == len(pg_migrations.MIGRATIONS if raw.pg else MIGRATIONS)
+        assert version == (pg_migrations.VERSION if raw.pg else VERSION)
         if raw.pg:
             # every append-only trigger is there, and ENABLE ALWAYS ('A': replica mode does not skip it)
             triggers = raw.execute(

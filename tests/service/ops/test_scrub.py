@@ -24,7 +24,7 @@ from api.app import create_app
 from api.ops.scrub import passes_of
 from api.settings import Settings
 from cli.main import main
-from ledger.storage.backend import is_pg_url, side_path
+from ledger.storage.backend import side_path
 from ledger.storage.verify import verify_store, walk_paced
 from ledger.tlog.chain import envelope_body, link_hash
 from ledger.tlog.checkpoint import open_checkpoint, parse_vkey
@@ -38,7 +38,7 @@ from tests.chain_helpers import imported_fixture_db
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import paper, ts
 from tests.ledger.storage.test_verify import BROKEN
-from tests.old_layout import build_old_ledger
+from tests.old_layout import build_old_ledger, version_before
 from tests.waiting import wait_until
 
 with warnings.catch_warnings():
@@ -320,13 +320,8 @@ def test_the_server_scrubs_in_the_background_and_healthz_turns_503(db: str) -> N
 
 
 def test_the_scrub_passes_step_upgrades_an_existing_ledger(db: str, new_db: NewDb) -> None:
-    from ledger.storage.postgresql import migrations as pg_migrations
-    from ledger.storage.sqlite import migrations
-
     old = new_db("old.db")
-    steps = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS
-    before = next(i for i, script in enumerate(steps) if "CREATE TABLE scrub_passes" in script)
-    build_old_ledger(old, before, Ledger(db))
+    build_old_ledger(old, version_before(old, "scrub_passes"), Ledger(db))
     ledger = Ledger(old)  # migrates the older schema
     assert ledger.store.tables.last_pass() is None and ledger.head().seq == N
     done = scrub_pass(ledger.store, PassLog(ledger.store))

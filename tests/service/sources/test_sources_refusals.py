@@ -23,13 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
-from ledger.storage.backend import is_pg_url
 from service.ledger import Ledger
 from service.sources import Refused, ingest, parse_source
 from tests import raw
 from tests.api_fixtures import Server, running_server
 from tests.conftest import FIXTURE_ID, FIXTURE_PATH, NewDb, examples
-from tests.old_layout import build_old_ledger
+from tests.old_layout import build_old_ledger, version_before
 from tests.service.sources.test_sources_support import SOURCES_DIR
 
 RW = (SOURCES_DIR / "retraction_watch.csv").read_bytes()
@@ -342,13 +341,8 @@ def test_any_file_a_csv_writer_writes_is_read_whole(fresh_ledger: Ledger, notes:
 
 
 def test_the_receipts_step_upgrades_an_existing_ledger(imported_ledger: Ledger, new_db: NewDb) -> None:
-    from ledger.storage.postgresql import migrations as pg_migrations
-    from ledger.storage.sqlite import migrations
-
     old = new_db("old.db")
-    steps = pg_migrations.MIGRATIONS if is_pg_url(old) else migrations.MIGRATIONS
-    before = next(i for i, script in enumerate(steps) if "CREATE TABLE ingest_receipts" in script)
-    build_old_ledger(old, before, imported_ledger)
+    build_old_ledger(old, version_before(old, "ingest_receipts"), imported_ledger)
     ledger = Ledger(old)  # migrates the older schema
     summary = ingest(ledger, "retraction-watch", RW, T1)
     assert summary.appended == 1 and _receipts(old) == [
