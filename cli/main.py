@@ -110,12 +110,41 @@ def import_(files: tuple[str, ...], force: bool, db: str) -> None:
 
 
 @main.command()
-def sample() -> None:
+@click.option(
+    "--sources",
+    "sources_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Instead, write the sample source files (Retraction Watch, Crossref, OpenAlex, ...) into DIR.",
+)
+def sample(sources_dir: Path | None) -> None:
     """Print the sample record the package ships (arXiv:2509.02480), to import, read or edit."""
     from importlib.resources import files
 
-    # bytes as shipped: `ledger record` of the imported sample gives back exactly these
-    sys.stdout.buffer.write(files("ledger").joinpath("samples", SAMPLE_NAME).read_bytes())
+    shipped = files("ledger").joinpath("samples")
+    if sources_dir is None:
+        # bytes as shipped: `ledger record` of the imported sample gives back exactly these
+        sys.stdout.buffer.write(shipped.joinpath(SAMPLE_NAME).read_bytes())
+        return
+    found = sorted((f for f in shipped.joinpath("sources").iterdir() if f.is_file()), key=lambda f: f.name)
+    taken = [
+        f.name
+        for f in found
+        if (sources_dir / f.name).exists() and (sources_dir / f.name).read_bytes() != f.read_bytes()
+    ]
+    if taken:
+        # a file of the user's is never overwritten
+        fail(
+            LedgerError(
+                f"{sources_dir}: {', '.join(taken)} already there and different; remove them or name another folder"
+            )
+        )
+    try:
+        sources_dir.mkdir(parents=True, exist_ok=True)
+        for f in found:
+            (sources_dir / f.name).write_bytes(f.read_bytes())
+    except OSError as e:
+        fail(LedgerError(f"{sources_dir}: cannot write the sample source files there: {e.strerror}"))
+    click.echo(f"{len(found)} sample source files in {sources_dir}/: " + ", ".join(f.name for f in found))
 
 
 SAMPLE_NAME = "2509.02480.record.json"

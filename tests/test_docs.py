@@ -7,9 +7,8 @@ How a session is written (the format this test reads):
   (a command whose quotes or trailing backslash are left open goes on over the next lines); the lines
   after it, up to the next command, are what it prints, stdout and stderr together, in order.
 - Each session runs in a new empty folder (the ledger is `./ledger.db`, created on first use) through
-  one bash process, as a reader with only the package installed: the record comes from `ledger sample`.
-  The one exception is `sources`, linking to the source files of tests/data/sources (the pages that use
-  it say where those files are). `ledger` and `python3` are this project's.
+  one bash process, as a reader with only the package installed: the record comes from `ledger sample`,
+  the source files from `ledger sample --sources DIR`. `ledger` and `python3` are this project's.
 - `<!-- file: NAME -->` on the line just before any fenced block of a page: that block's text is the
   file NAME, written into the folder of every session of the page (a receiver a session starts, say).
 - An HTML comment on the line just before the block may set it up:
@@ -46,7 +45,6 @@ from tests.waiting import poll, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FIXTURES = ROOT / "tests" / "data"
 SAMPLE = ROOT / "ledger" / "samples" / "2509.02480.record.json"
 _FENCE = re.compile(r"^```console\s*$")
 _SETUP = re.compile(r"^<!--\s*session:\s*(\w+)(?::\s*(.*?))?\s*-->\s*$")
@@ -295,7 +293,6 @@ def prepare(session: Session, folder: Path) -> Path:
     """The folder a session starts in, set up as its comment says."""
     assert session.setup in ("fresh", "sample"), f"{session.id}: unknown set-up {session.setup!r}"
     folder.mkdir()
-    (folder / "sources").symlink_to(FIXTURES / "sources")
     if session.setup == "sample":
         from service.ledger import Ledger
 
