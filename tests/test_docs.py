@@ -13,6 +13,8 @@ How a session is written (the format this test reads):
   file NAME, written into the folder of every session of the page (a receiver a session starts, say).
 - An HTML comment on the line just before the block may set it up:
   `<!-- session: sample -->`: the folder's ledger holds the sample record, as `ledger serve` leaves it;
+  `<!-- session: synthetic -->`: the folder's `synthetic.db` holds the 5,000-event paper of
+  tests/timeline_history.py, as `python -m bench.timeline --db synthetic.db` builds it;
   `<!-- session: skip: REASON -->`: the session is not run (REASON says why, and which test does the same).
 - A command ending in `&` runs in the background with its output kept aside: each line written after
   it must appear in that output, in order, by the time the session ends (a server, or a webhook
@@ -291,8 +293,12 @@ def test_a_documented_session_holds(session: Session, tmp_path: Path):
 
 def prepare(session: Session, folder: Path) -> Path:
     """The folder a session starts in, set up as its comment says."""
-    assert session.setup in ("fresh", "sample"), f"{session.id}: unknown set-up {session.setup!r}"
+    assert session.setup in ("fresh", "sample", "synthetic"), f"{session.id}: unknown set-up {session.setup!r}"
     folder.mkdir()
+    if session.setup == "synthetic":
+        from bench.timeline import build
+
+        build(str(folder / "synthetic.db"))
     if session.setup == "sample":
         from service.ledger import Ledger
 
