@@ -15,6 +15,9 @@ How a session is written (the format this test reads):
   `<!-- session: sample -->`: the folder's ledger holds the sample record, as `ledger serve` leaves it;
   `<!-- session: synthetic -->`: the folder's `synthetic.db` holds the 5,000-event paper of
   tests/timeline_history.py, as `python -m bench.timeline --db synthetic.db` builds it;
+  `<!-- session: postgresql -->`: a new empty database on a throwaway PostgreSQL server
+  (tests/pg_harness.py) stands for `postgresql://ledger@127.0.0.1:45275/ledger` wherever the session
+  names it, and its key file's name for `127.0.0.1-45275-ledger`;
   `<!-- session: skip: REASON -->`: the session is not run (REASON says why, and which test does the same).
 - A command ending in `&` runs in the background with its output kept aside: each line written after
   it must appear in that output, in order, by the time the session ends (a server, or a webhook
@@ -43,6 +46,7 @@ from pathlib import Path
 import pytest
 
 from tests.api_fixtures import free_port
+from tests.pg_harness import PgCluster
 from tests.waiting import poll, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,6 +196,22 @@ def _unported(line: str, back: dict[re.Pattern[str], str]) -> str:
     return line
 
 
+def _swapped(text: str, swaps: dict[str, str]) -> str:
+    for page, real in swaps.items():
+        text = text.replace(page, real)
+    return text
+
+
+PG_ON_PAGE = "postgresql://ledger@127.0.0.1:45275/ledger"
+
+
+def pg_swaps(url: str) -> dict[str, str]:
+    """What stands for the page's PostgreSQL URL and its side files' stem on the server at `url`."""
+    from ledger.storage.interface import side_path
+
+    return {PG_ON_PAGE: url, side_path(PG_ON_PAGE, "").name: side_path(url, "").name}
+
+
 def _answers(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
@@ -204,11 +224,15 @@ def _wait_for_port(port: int) -> None:
 MARK = "\x1e"  # between two commands' output on the session's stdout
 
 
-def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
+def run(
+    session: Session, folder: Path, check: bool = True, swaps: dict[str, str] | None = None
+) -> list[list[str]]:
     """Run the session's commands in `folder`, comparing each one's output as it goes (unless not
-    `check`); what each printed (a background command: what the page says)."""
+    `check`); what each printed (a background command: what the page says). `swaps`: text the page
+    names and what stands for it here, both ways, as for ports."""
     printed: list[list[str]] = []
     ports = _ports(session)
+    swaps = swaps or {}
     for name, text in session.files.items():
         (folder / name).write_text(_with_ports(text, ports), encoding="utf-8")
     waiting: list[tuple[str, list[str], Path]] = []  # background output to find by the end
@@ -228,8 +252,8 @@ def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
     assert shell.stdin is not None and shell.stdout is not None
     try:
         for n, step in enumerate(session.steps):
-            command = _with_ports(step.command, ports)
-            expected = [_with_ports(line, ports) for line in step.expected]
+            command = _swapped(_with_ports(step.command, ports), swaps)
+            expected = [_swapped(_with_ports(line, ports), swaps) for line in step.expected]
             if step.background:
                 log = folder / f".background-{n}.log"
                 shell.stdin.write(f"{{ {command.rstrip()[:-1]}\n}} < /dev/null > {log} 2>&1 &\n")
@@ -253,7 +277,8 @@ def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
             else:
                 raise AssertionError(f"{session.id}: the shell ended during {command!r}: {out}")
             back = {re.compile(rf"(?<=[:\s=]){free}\b"): number for number, free in ports.items()}
-            printed.append([_unported(line, back) for line in out])
+            unswaps = {real: page for page, real in swaps.items()}
+            printed.append([_swapped(_unported(line, back), unswaps) for line in out])
             if not check:
                 continue
             assert matches(expected, out), _report(session, command, expected, out)
@@ -285,15 +310,22 @@ def _report(session: Session, command: str, expected: list[str], actual: list[st
 
 @pytest.mark.sqlite_only("the sessions use ./ledger.db, a SQLite file, as a reader's folder does")
 @pytest.mark.parametrize("session", SESSIONS, ids=[s.id for s in SESSIONS])
-def test_a_documented_session_holds(session: Session, tmp_path: Path):
+def test_a_documented_session_holds(session: Session, tmp_path: Path, request: pytest.FixtureRequest):
     if session.setup == "skip":
         pytest.skip(f"not run: {session.reason}")
-    run(session, prepare(session, tmp_path / "session"))
+    swaps = {}
+    if session.setup == "postgresql":
+        cluster: PgCluster = request.getfixturevalue("pg_cluster")
+        url = cluster.create_db("docs")
+        request.addfinalizer(lambda: cluster.drop_db(url))
+        swaps = pg_swaps(url)
+    run(session, prepare(session, tmp_path / "session"), swaps=swaps)
 
 
 def prepare(session: Session, folder: Path) -> Path:
     """The folder a session starts in, set up as its comment says."""
-    assert session.setup in ("fresh", "sample", "synthetic"), f"{session.id}: unknown set-up {session.setup!r}"
+    known = ("fresh", "sample", "synthetic", "postgresql")
+    assert session.setup in known, f"{session.id}: unknown set-up {session.setup!r}"
     folder.mkdir()
     if session.setup == "synthetic":
         from bench.timeline import build
@@ -349,8 +381,12 @@ def write(page: Path) -> None:
     for session in reversed(parse(page)):
         if session.setup == "skip":
             continue
+        cluster = PgCluster.start() if session.setup == "postgresql" else None
         with tempfile.TemporaryDirectory() as tmp:
-            printed = run(session, prepare(session, Path(tmp) / "session"), check=False)
+            swaps = pg_swaps(cluster.create_db("docs")) if cluster else {}
+            printed = run(session, prepare(session, Path(tmp) / "session"), check=False, swaps=swaps)
+        if cluster:
+            cluster.stop()
         body = []
         for step, out in zip(session.steps, printed, strict=True):
             body += ["$ " + step.command.split("\n")[0], *step.command.split("\n")[1:], *out]
