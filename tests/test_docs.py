@@ -22,7 +22,8 @@ How a session is written (the format this test reads):
 - A command ending in `&` runs in the background with its output kept aside: each line written after
   it must appear in that output, in order, by the time the session ends (a server, or a webhook
   receiver printing what it gets); when it names `--port N` the next command waits until the port
-  answers. Background commands are stopped when the session ends.
+  answers. It is a job, as in a terminal: `kill %1; wait` stops the first one and returns once it has
+  ended. Background commands still running are stopped when the session ends.
 - A command must exit 0 unless it shows its exit code itself (`cmd; echo "exit $?"`).
 - What is compared: every line, with UUIDs, hashes (hex of 8 or more digits), base64 of 20 or more characters,
   RFC 3339 instants and durations (`0.10 s`) masked on both sides, and runs of spaces as one. `…` in a
@@ -75,8 +76,13 @@ class Step:
     expected: list[str] = field(default_factory=list)
 
     @property
+    def bare(self) -> str:
+        """The command without a comment after it."""
+        return re.sub(r"\s#[^'\"\n]*$", "", self.command).rstrip()
+
+    @property
     def background(self) -> bool:
-        return self.command.rstrip().endswith("&")
+        return self.bare.endswith("&") and not self.bare.endswith("&&")
 
 
 @dataclass
@@ -239,25 +245,35 @@ def run(
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["HOME"] = str(folder)
+    notices = (folder / ".shell.log").open("w")  # the shell's own job notices, not a command's output
     shell = subprocess.Popen(
         ["bash", "--norc", "--noprofile"],
         cwd=folder,
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=notices,
         text=True,
         start_new_session=True,
     )
+    notices.close()
     assert shell.stdin is not None and shell.stdout is not None
+    jobs: list[int] = []  # each background job's process group, stopped at the end
+    # job control, as in a terminal: `kill %1` stops the job's whole process group
+    shell.stdin.write("set -m\n")
     try:
         for n, step in enumerate(session.steps):
             command = _swapped(_with_ports(step.command, ports), swaps)
             expected = [_swapped(_with_ports(line, ports), swaps) for line in step.expected]
             if step.background:
                 log = folder / f".background-{n}.log"
-                shell.stdin.write(f"{{ {command.rstrip()[:-1]}\n}} < /dev/null > {log} 2>&1 &\n")
+                job = _swapped(_with_ports(step.bare, ports), swaps)[:-1]
+                # the job ends only once its command has (`trap`): `kill %1; wait` then frees the port
+                shell.stdin.write(
+                    f"{{ trap : TERM; {job}\n}} < /dev/null > {log} 2>&1 &\nprintf '{MARK}%s\\n' \"$!\"\n"
+                )
                 shell.stdin.flush()
+                jobs.append(int(shell.stdout.readline()[1:]))
                 port = re.search(r"--port (\d+)", command)
                 if port:
                     _wait_for_port(int(port[1]))
@@ -266,7 +282,7 @@ def run(
                 printed.append(step.expected)
                 continue
             # stdin is the script itself: no command may read it
-            shell.stdin.write(f"{{ {command}\n}} < /dev/null\nprintf '{MARK}%s\\n' \"$?\"\n")
+            shell.stdin.write(f"{{ {command}\n}} < /dev/null 2>&1\nprintf '{MARK}%s\\n' \"$?\"\n")
             shell.stdin.flush()
             out: list[str] = []
             for raw in iter(shell.stdout.readline, ""):
@@ -291,8 +307,9 @@ def run(
                     session, command, expected, _read(log)
                 )
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(shell.pid, 15)
+        for group in [*jobs, shell.pid]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, 15)
         shell.wait(timeout=WAIT_S)
     return printed
 
@@ -343,9 +360,27 @@ def prepare(session: Session, folder: Path) -> Path:
 def test_every_page_has_sessions_the_test_reads():
     """The README carries sessions, and no page hides a broken fence from this test."""
     assert any(s.page.name == "README.md" and s.setup != "skip" for s in SESSIONS)
+    assert [s.id for s in SESSIONS if s.setup == "skip"] == [], "every session runs, servers and all"
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
         assert text.count("```console") == len([s for s in SESSIONS if s.page == page]), page
+        # a session in a fence of another kind would be shown to readers and never run
+        unread = re.findall(r"^```(?!console)\w*\n\$ .*", text, flags=re.MULTILINE)
+        assert unread == [], f"{page}: sessions outside ```console fences: {unread}"
+
+
+@pytest.mark.parametrize(
+    ("command", "background"),
+    [
+        ("ledger serve --port 8089 &", True),
+        ("ledger serve --port 8089 &      # and starts it again", True),
+        ("make && ledger serve", False),
+        ("echo '&'", False),
+        ("kill %1; wait                # the operator stops it", False),
+    ],
+)
+def test_which_commands_run_in_the_background(command: str, background: bool):
+    assert Step(command).background is background
 
 
 @pytest.mark.parametrize(
