@@ -30,6 +30,30 @@ db_option = click.option(
 )
 
 
+def _existing(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A ledger a command only reads must be there: opening a missing SQLite file would make an empty
+    ledger, and the command would answer for it (`OK: 0 events verified`) as if it were the user's."""
+    from service.ledger import is_pg_url
+
+    if not is_pg_url(value) and not Path(value).exists():
+        raise LedgerError(
+            f"no ledger at {value}: run this in the folder where `ledger serve` or `ledger import` made "
+            "one, or name it with --db or LEDGER_DB (nothing was created)"
+        )
+    return value
+
+
+read_db_option = click.option(
+    "--db",
+    "db",
+    envvar="LEDGER_DB",
+    default="ledger.db",
+    show_default="$LEDGER_DB or ./ledger.db",
+    callback=_existing,
+    help="The ledger to read: a SQLite file or a postgresql:// URL.",
+)
+
+
 def arxiv_arg(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """An ARXIV_ID argument as the canonical id (a prefix, version, URL or DOI dropped, said on stderr);
     one that names no arXiv id fails as `error: ARXIV_ID: ...`, exit 1 (the group's LedgerError)."""

@@ -11,7 +11,7 @@ import click
 import msgspec
 
 from cli import alerts, backends, integrity, monitor, ops, search, sources, timeline, witness
-from cli.common import SQL_COUNT, arxiv_arg, db_option, fail, instant
+from cli.common import SQL_COUNT, arxiv_arg, db_option, fail, instant, read_db_option
 from ledger.model.codec import envelope_json
 from ledger.model.errors import LedgerError
 
@@ -135,7 +135,8 @@ def sample(sources_dir: Path | None) -> None:
         # a file of the user's is never overwritten
         fail(
             LedgerError(
-                f"{sources_dir}: {', '.join(taken)} already there and different; remove them or name another folder"
+                f"{sources_dir}: {', '.join(taken)} already there and different; "
+                "remove them or name another folder"
             )
         )
     try:
@@ -154,7 +155,7 @@ SAMPLE_NAME = "2509.02480.record.json"
 @click.argument("arxiv_id", callback=arxiv_arg)
 @click.option("--as-of", "as_of", help="RFC 3339 instant or YYYY-MM-DD (end of day UTC); default now.")
 @click.option("--known-at", "known_at", help="Only events recorded at or before this instant.")
-@db_option
+@read_db_option
 def record(arxiv_id: str, as_of: str | None, known_at: str | None, db: str) -> None:
     """Print the record of ARXIV_ID as of T as canonical JSON."""
     t, k = instant(as_of, "--as-of"), instant(known_at, "--known-at")
@@ -171,7 +172,7 @@ def record(arxiv_id: str, as_of: str | None, known_at: str | None, db: str) -> N
 @click.option("--limit", type=SQL_COUNT, default=None, help="At most L events.")
 @click.option("--stream", default=None, help="Only this stream, e.g. paper:2509.02480.")
 @click.option("--type", "type_", default=None, help="Only this event type.")
-@db_option
+@read_db_option
 def events(after: int, limit: int | None, stream: str | None, type_: str | None, db: str) -> None:
     """Print stored envelopes as NDJSON."""
     out = sys.stdout.buffer

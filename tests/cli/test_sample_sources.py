@@ -44,7 +44,8 @@ def test_a_folder_that_cannot_be_made_is_one_line(tmp_path: Path):
     (tmp_path / "file").write_text("")
     result = CliRunner().invoke(main, ["sample", "--sources", str(tmp_path / "file" / "sub")])
     assert result.exit_code == 1
-    assert result.output.startswith(f"error: {tmp_path / 'file' / 'sub'}: cannot write the sample source files")
+    where = tmp_path / "file" / "sub"
+    assert result.output.startswith(f"error: {where}: cannot write the sample source files")
     assert "Traceback" not in result.output
 
 
