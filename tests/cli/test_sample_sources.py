@@ -8,8 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import main
+from tests.paths import DATA, ROOT
 
-SHIPPED = Path(__file__).resolve().parents[2] / "ledger" / "samples" / "sources"
+SHIPPED = ROOT / "ledger" / "samples" / "sources"
 
 
 def test_writes_every_shipped_source_file_byte_for_byte(tmp_path: Path):
@@ -51,4 +52,4 @@ def test_a_folder_that_cannot_be_made_is_one_line(tmp_path: Path):
 
 def test_the_tests_read_the_shipped_files():
     """tests/data/sources is the package's folder, not a copy that could drift."""
-    assert (Path(__file__).resolve().parents[2] / "tests" / "data" / "sources").resolve() == SHIPPED
+    assert (DATA / "sources").resolve() == SHIPPED
