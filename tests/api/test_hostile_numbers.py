@@ -241,6 +241,7 @@ def test_ledger_verify_refuses_a_held_checkpoint_with_a_huge_size(
     new_db: NewDb, tmp_path: Path, digits: int, sign: str
 ) -> None:
     db = new_db()
+    Ledger(db).close()  # an empty ledger: `verify` reads one, never makes one
     key = tmp_path / "ledger.key"
     note = tmp_path / "held.note"
     note.write_text(_note(load_or_create_key(key, ORIGIN), _number(digits, sign)))
@@ -252,6 +253,7 @@ def test_ledger_verify_refuses_a_held_checkpoint_with_a_huge_size(
 
 def test_ledger_verify_refuses_a_held_checkpoint_that_is_not_utf8(new_db: NewDb, tmp_path: Path) -> None:
     db = new_db()
+    Ledger(db).close()  # an empty ledger: `verify` reads one, never makes one
     note = tmp_path / "held.note"
     note.write_bytes(b"origin\n\xff\xfe\n")
     result = CliRunner().invoke(main, ["verify", "--db", db, "--checkpoint", str(note)])

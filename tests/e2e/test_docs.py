@@ -7,18 +7,23 @@ How a session is written (the format this test reads):
   (a command whose quotes or trailing backslash are left open goes on over the next lines); the lines
   after it, up to the next command, are what it prints, stdout and stderr together, in order.
 - Each session runs in a new empty folder (the ledger is `./ledger.db`, created on first use) through
-  one bash process, as a reader with only the package installed: the record comes from `ledger sample`.
-  The one exception is `sources`, linking to the source files of tests/data/sources (the pages that use
-  it say where those files are). `ledger` and `python3` are this project's.
+  one bash process, as a reader with only the package installed: the record comes from `ledger sample`,
+  the source files from `ledger sample --sources DIR`. `ledger` and `python3` are this project's.
 - `<!-- file: NAME -->` on the line just before any fenced block of a page: that block's text is the
   file NAME, written into the folder of every session of the page (a receiver a session starts, say).
 - An HTML comment on the line just before the block may set it up:
   `<!-- session: sample -->`: the folder's ledger holds the sample record, as `ledger serve` leaves it;
+  `<!-- session: synthetic -->`: the folder's `synthetic.db` holds the 5,000-event paper of
+  tests/timeline_history.py, as `python -m bench.timeline --db synthetic.db` builds it;
+  `<!-- session: postgresql -->`: a new empty database on a throwaway PostgreSQL server
+  (tests/pg_harness.py) stands for `postgresql://ledger@127.0.0.1:45275/ledger` wherever the session
+  names it, and its key file's name for `127.0.0.1-45275-ledger`;
   `<!-- session: skip: REASON -->`: the session is not run (REASON says why, and which test does the same).
 - A command ending in `&` runs in the background with its output kept aside: each line written after
   it must appear in that output, in order, by the time the session ends (a server, or a webhook
   receiver printing what it gets); when it names `--port N` the next command waits until the port
-  answers. Background commands are stopped when the session ends.
+  answers. It is a job, as in a terminal: `kill %1; wait` stops the first one and returns once it has
+  ended. Background commands still running are stopped when the session ends.
 - A command must exit 0 unless it shows its exit code itself (`cmd; echo "exit $?"`).
 - What is compared: every line, with UUIDs, hashes (hex of 8 or more digits), base64 of 20 or more characters,
   RFC 3339 instants and durations (`0.10 s`) masked on both sides, and runs of spaces as one. `…` in a
@@ -43,10 +48,10 @@ import pytest
 
 from tests.api_fixtures import free_port
 from tests.paths import ROOT
+from tests.pg_harness import PgCluster
 from tests.waiting import poll, wait_until
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FIXTURES = ROOT / "tests" / "data"
 SAMPLE = ROOT / "ledger" / "samples" / "2509.02480.record.json"
 _FENCE = re.compile(r"^```console\s*$")
 _SETUP = re.compile(r"^<!--\s*session:\s*(\w+)(?::\s*(.*?))?\s*-->\s*$")
@@ -71,8 +76,13 @@ class Step:
     expected: list[str] = field(default_factory=list)
 
     @property
+    def bare(self) -> str:
+        """The command without a comment after it."""
+        return re.sub(r"\s#[^'\"\n]*$", "", self.command).rstrip()
+
+    @property
     def background(self) -> bool:
-        return self.command.rstrip().endswith("&")
+        return self.bare.endswith("&") and not self.bare.endswith("&&")
 
 
 @dataclass
@@ -192,6 +202,22 @@ def _unported(line: str, back: dict[re.Pattern[str], str]) -> str:
     return line
 
 
+def _swapped(text: str, swaps: dict[str, str]) -> str:
+    for page, real in swaps.items():
+        text = text.replace(page, real)
+    return text
+
+
+PG_ON_PAGE = "postgresql://ledger@127.0.0.1:45275/ledger"
+
+
+def pg_swaps(url: str) -> dict[str, str]:
+    """What stands for the page's PostgreSQL URL and its side files' stem on the server at `url`."""
+    from ledger.storage.interface import side_path
+
+    return {PG_ON_PAGE: url, side_path(PG_ON_PAGE, "").name: side_path(url, "").name}
+
+
 def _answers(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
@@ -204,36 +230,50 @@ def _wait_for_port(port: int) -> None:
 MARK = "\x1e"  # between two commands' output on the session's stdout
 
 
-def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
+def run(
+    session: Session, folder: Path, check: bool = True, swaps: dict[str, str] | None = None
+) -> list[list[str]]:
     """Run the session's commands in `folder`, comparing each one's output as it goes (unless not
-    `check`); what each printed (a background command: what the page says)."""
+    `check`); what each printed (a background command: what the page says). `swaps`: text the page
+    names and what stands for it here, both ways, as for ports."""
     printed: list[list[str]] = []
     ports = _ports(session)
+    swaps = swaps or {}
     for name, text in session.files.items():
         (folder / name).write_text(_with_ports(text, ports), encoding="utf-8")
     waiting: list[tuple[str, list[str], Path]] = []  # background output to find by the end
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["HOME"] = str(folder)
+    notices = (folder / ".shell.log").open("w")  # the shell's own job notices, not a command's output
     shell = subprocess.Popen(
         ["bash", "--norc", "--noprofile"],
         cwd=folder,
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=notices,
         text=True,
         start_new_session=True,
     )
+    notices.close()
     assert shell.stdin is not None and shell.stdout is not None
+    jobs: list[int] = []  # each background job's process group, stopped at the end
+    # job control, as in a terminal: `kill %1` stops the job's whole process group
+    shell.stdin.write("set -m\n")
     try:
         for n, step in enumerate(session.steps):
-            command = _with_ports(step.command, ports)
-            expected = [_with_ports(line, ports) for line in step.expected]
+            command = _swapped(_with_ports(step.command, ports), swaps)
+            expected = [_swapped(_with_ports(line, ports), swaps) for line in step.expected]
             if step.background:
                 log = folder / f".background-{n}.log"
-                shell.stdin.write(f"{{ {command.rstrip()[:-1]}\n}} < /dev/null > {log} 2>&1 &\n")
+                job = _swapped(_with_ports(step.bare, ports), swaps)[:-1]
+                # the job ends only once its command has (`trap`): `kill %1; wait` then frees the port
+                shell.stdin.write(
+                    f"{{ trap : TERM; {job}\n}} < /dev/null > {log} 2>&1 &\nprintf '{MARK}%s\\n' \"$!\"\n"
+                )
                 shell.stdin.flush()
+                jobs.append(int(shell.stdout.readline()[1:]))
                 port = re.search(r"--port (\d+)", command)
                 if port:
                     _wait_for_port(int(port[1]))
@@ -242,7 +282,7 @@ def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
                 printed.append(step.expected)
                 continue
             # stdin is the script itself: no command may read it
-            shell.stdin.write(f"{{ {command}\n}} < /dev/null\nprintf '{MARK}%s\\n' \"$?\"\n")
+            shell.stdin.write(f"{{ {command}\n}} < /dev/null 2>&1\nprintf '{MARK}%s\\n' \"$?\"\n")
             shell.stdin.flush()
             out: list[str] = []
             for raw in iter(shell.stdout.readline, ""):
@@ -253,7 +293,8 @@ def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
             else:
                 raise AssertionError(f"{session.id}: the shell ended during {command!r}: {out}")
             back = {re.compile(rf"(?<=[:\s=]){free}\b"): number for number, free in ports.items()}
-            printed.append([_unported(line, back) for line in out])
+            unswaps = {real: page for page, real in swaps.items()}
+            printed.append([_swapped(_unported(line, back), unswaps) for line in out])
             if not check:
                 continue
             assert matches(expected, out), _report(session, command, expected, out)
@@ -266,8 +307,9 @@ def run(session: Session, folder: Path, check: bool = True) -> list[list[str]]:
                     session, command, expected, _read(log)
                 )
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(shell.pid, 15)
+        for group in [*jobs, shell.pid]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, 15)
         shell.wait(timeout=WAIT_S)
     return printed
 
@@ -285,17 +327,27 @@ def _report(session: Session, command: str, expected: list[str], actual: list[st
 
 @pytest.mark.sqlite_only("the sessions use ./ledger.db, a SQLite file, as a reader's folder does")
 @pytest.mark.parametrize("session", SESSIONS, ids=[s.id for s in SESSIONS])
-def test_a_documented_session_holds(session: Session, tmp_path: Path):
+def test_a_documented_session_holds(session: Session, tmp_path: Path, request: pytest.FixtureRequest):
     if session.setup == "skip":
         pytest.skip(f"not run: {session.reason}")
-    run(session, prepare(session, tmp_path / "session"))
+    swaps = {}
+    if session.setup == "postgresql":
+        cluster: PgCluster = request.getfixturevalue("pg_cluster")
+        url = cluster.create_db("docs")
+        request.addfinalizer(lambda: cluster.drop_db(url))
+        swaps = pg_swaps(url)
+    run(session, prepare(session, tmp_path / "session"), swaps=swaps)
 
 
 def prepare(session: Session, folder: Path) -> Path:
     """The folder a session starts in, set up as its comment says."""
-    assert session.setup in ("fresh", "sample"), f"{session.id}: unknown set-up {session.setup!r}"
+    known = ("fresh", "sample", "synthetic", "postgresql")
+    assert session.setup in known, f"{session.id}: unknown set-up {session.setup!r}"
     folder.mkdir()
-    (folder / "sources").symlink_to(FIXTURES / "sources")
+    if session.setup == "synthetic":
+        from bench.timeline import build
+
+        build(str(folder / "synthetic.db"))
     if session.setup == "sample":
         from service.ledger import Ledger
 
@@ -308,9 +360,27 @@ def prepare(session: Session, folder: Path) -> Path:
 def test_every_page_has_sessions_the_test_reads():
     """The README carries sessions, and no page hides a broken fence from this test."""
     assert any(s.page.name == "README.md" and s.setup != "skip" for s in SESSIONS)
+    assert [s.id for s in SESSIONS if s.setup == "skip"] == [], "every session runs, servers and all"
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
         assert text.count("```console") == len([s for s in SESSIONS if s.page == page]), page
+        # a session in a fence of another kind would be shown to readers and never run
+        unread = re.findall(r"^```(?!console)\w*\n\$ .*", text, flags=re.MULTILINE)
+        assert unread == [], f"{page}: sessions outside ```console fences: {unread}"
+
+
+@pytest.mark.parametrize(
+    ("command", "background"),
+    [
+        ("ledger serve --port 8089 &", True),
+        ("ledger serve --port 8089 &      # and starts it again", True),
+        ("make && ledger serve", False),
+        ("echo '&'", False),
+        ("kill %1; wait                # the operator stops it", False),
+    ],
+)
+def test_which_commands_run_in_the_background(command: str, background: bool):
+    assert Step(command).background is background
 
 
 @pytest.mark.parametrize(
@@ -346,8 +416,12 @@ def write(page: Path) -> None:
     for session in reversed(parse(page)):
         if session.setup == "skip":
             continue
+        cluster = PgCluster.start() if session.setup == "postgresql" else None
         with tempfile.TemporaryDirectory() as tmp:
-            printed = run(session, prepare(session, Path(tmp) / "session"), check=False)
+            swaps = pg_swaps(cluster.create_db("docs")) if cluster else {}
+            printed = run(session, prepare(session, Path(tmp) / "session"), check=False, swaps=swaps)
+        if cluster:
+            cluster.stop()
         body = []
         for step, out in zip(session.steps, printed, strict=True):
             body += ["$ " + step.command.split("\n")[0], *step.command.split("\n")[1:], *out]
