@@ -14,8 +14,8 @@ import json
 import random
 import re
 import string
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,7 @@ class Maker:
         out = template
         for k, v in words.items():
             out = out.replace("{" + k + "}", v).replace("{" + k.capitalize() + "}", v[:1].upper() + v[1:])
-        return out
+        return re.sub(r"\b([Aa]) (?=[aeioAEIO]|[uU](?!ni|se|su))", r"\1n ", out)
 
     def title(self, f: str) -> tuple[str, str | None]:
         """A new title (and maybe a subtitle) not used before."""
@@ -105,7 +105,8 @@ class Maker:
             if ":" not in t and r.random() < 0.3:
                 sub = self._fill(r.choice(vocab.SUBTITLES), f)
             if r.random() < 0.08:  # long titles: two clauses joined
-                t = f"{t} and {self._fill(r.choice(vocab.TEMPLATES), f)[:1].lower()}{self._fill(r.choice(vocab.TEMPLATES), f)[1:]}"
+                more = self._fill(r.choice(vocab.TEMPLATES), f)
+                t = f"{t} and {more[:1].lower()}{more[1:]}"
             if r.random() < 0.2:
                 t = title_case(t)
                 sub = title_case(sub) if sub else None
@@ -117,7 +118,14 @@ class Maker:
 
     def authors(self, f: str) -> list[tuple[str, str]]:
         r = self.r
-        spread = {"physics": 3.5, "biology": 4.5, "medicine": 5.0, "ml": 3.0, "chemistry": 3.0, "economics": 1.2}
+        spread = {
+            "physics": 3.5,
+            "biology": 4.5,
+            "medicine": 5.0,
+            "ml": 3.0,
+            "chemistry": 3.0,
+            "economics": 1.2,
+        }
         n = min(12, 1 + int(r.expovariate(1 / spread[f])))
         pool = self.people[f]
         picked = r.sample(pool, n)
@@ -135,7 +143,9 @@ class Maker:
                 num = r.randint(1, 29999) if year >= 2015 else r.randint(1, 9999)
                 aid = f"{yymm}.{num:05d}" if year >= 2015 else f"{yymm}.{num:04d}"
             else:
-                cat = {"physics": "cond-mat", "ml": "cs", "biology": "q-bio", "economics": "q-fin"}.get(f, "physics")
+                cat = {"physics": "cond-mat", "ml": "cs", "biology": "q-bio", "economics": "q-fin"}.get(
+                    f, "physics"
+                )
                 aid = f"{cat}/{year % 100:02d}{r.randint(1, 12):02d}{r.randint(1, 999):03d}"
             if aid not in self.arxiv:
                 self.arxiv.add(aid)
@@ -148,7 +158,8 @@ class Maker:
         for attempt in range(100):
             n = r.randint(1, 99999)
             if prefix == "10.1103":
-                suffix = f"PhysRev{abbr[-1].upper()}.{w.volume}.{(w.page.split('-')[0] if w.page and attempt == 0 else None) or n}"
+                page = w.page.split("-")[0] if w.page and attempt == 0 else n
+                suffix = f"PhysRev{abbr[-1].upper()}.{w.volume}.{page}"
             elif prefix == "10.1016":
                 suffix = f"j.{abbr}.{w.year}.{r.randint(1, 12):02d}.{r.randint(1, 999):03d}"
             elif prefix == "10.1021":
@@ -198,7 +209,9 @@ class Maker:
                 first = r.randint(1, 3500)
                 w.page = f"{first}-{first + r.randint(2, 30)}" if r.random() < 0.92 else str(first)
         elif w.type == "proceedings-article":
-            choices = [p for p in vocab.PROCEEDINGS if p[3] == f] or [p for p in vocab.PROCEEDINGS if p[3] == "ml"]
+            choices = [p for p in vocab.PROCEEDINGS if p[3] == f] or [
+                p for p in vocab.PROCEEDINGS if p[3] == "ml"
+            ]
             full, short, start, _ = r.choice(choices)
             w.year = self.year(start) if not full.startswith("SC20") else 2020
             w.container, w.short_container = full, short
@@ -232,8 +245,17 @@ class Maker:
             if f in ("ml", "physics") and r.random() < 0.08:
                 type_ = "posted-content"
         t, sub = self.title(f)
-        w = Work(doi="", title=t, subtitle=sub, authors=self.authors(f), field=f, type=type_, year=0, month=1,
-                 subtitle_apart=r.random() < 0.25)
+        w = Work(
+            doi="",
+            title=t,
+            subtitle=sub,
+            authors=self.authors(f),
+            field=f,
+            type=type_,
+            year=0,
+            month=1,
+            subtitle_apart=r.random() < 0.25,
+        )
         self.place(w, f)
         w.doi = arxiv_doi(w.arxiv_id) if w.arxiv_id else self.doi(w)
         return w
@@ -269,8 +291,18 @@ class Maker:
             authors = list(j.authors)
             if r.random() < 0.1 and len(authors) > 1:
                 authors = authors[:-1]
-            p = Work(doi=arxiv_doi(aid), title=title, subtitle=sub, authors=authors, field=f, type="posted-content",
-                     year=py, month=r.randint(1, 12), arxiv_id=aid, preprint_of=j.doi)
+            p = Work(
+                doi=arxiv_doi(aid),
+                title=title,
+                subtitle=sub,
+                authors=authors,
+                field=f,
+                type="posted-content",
+                year=py,
+                month=r.randint(1, 12),
+                arxiv_id=aid,
+                preprint_of=j.doi,
+            )
             j.has_preprint = aid
             return [j, p]
         if kind == "part":
@@ -293,9 +325,19 @@ class Maker:
             return [a, b] if r.random() < 0.5 else [b, a]
         if kind == "correction":
             a = self.new(f, "journal-article")
-            label = r.choice(["Correction to: ", "Correction: ", "Erratum: ", "Publisher Correction: ", "Author Correction: "])
+            label = r.choice(
+                [
+                    "Correction to: ",
+                    "Correction: ",
+                    "Erratum: ",
+                    "Publisher Correction: ",
+                    "Author Correction: ",
+                ]
+            )
             full = a.title + (f": {a.subtitle}" if a.subtitle else "")
-            c = self.clone(a, title=label + full, subtitle=None, year=a.year + r.choice([0, 0, 1, 2]), update_to=a.doi)
+            c = self.clone(
+                a, title=label + full, subtitle=None, year=a.year + r.choice([0, 0, 1, 2]), update_to=a.doi
+            )
             c.page = str(r.randint(1, 3500)) if not a.article_number else c.page
             # the original is what people cite: the notice is its distractor
             return [a, c]
@@ -305,7 +347,11 @@ class Maker:
             b = self.clone(a, title=t, subtitle=sub)
             if r.random() < 0.6 and b.page:
                 first = r.randint(1, 3500)
-                b.page = f"{first}-{first + r.randint(2, 30)}" if "-" in b.page else b.page[:-3] + f"{r.randint(0, 999):03d}"
+                b.page = (
+                    f"{first}-{first + r.randint(2, 30)}"
+                    if "-" in b.page
+                    else b.page[:-3] + f"{r.randint(0, 999):03d}"
+                )
             if r.random() < 0.3 and b.issue:
                 b.issue = str(r.randint(1, 12))
             return [a, b] if r.random() < 0.5 else [b, a]
@@ -330,7 +376,11 @@ def swap_one_word(title: str, f: str, r: random.Random) -> str | None:
     if not candidates:
         return None
     i = r.choice(candidates)
-    pool = [x for x in " ".join(vocab.FIELDS[f]["adj"] + vocab.FIELDS[f]["object"]).split() if x.isalpha() and len(x) > 3]
+    pool = [
+        x
+        for x in " ".join(vocab.FIELDS[f]["adj"] + vocab.FIELDS[f]["object"]).split()
+        if x.isalpha() and len(x) > 3
+    ]
     repl = r.choice(pool)
     if repl.lower() == words[i].lower():
         return None
@@ -414,8 +464,13 @@ def build(seed: int, n_catalogue: int, n_held: int) -> list[Work]:
     m = Maker(seed)
     r = m.r
     works: list[Work] = []
-    kinds_w = {"preprint-journal": 0.05, "part": 0.02, "correction": 0.025, "same-authors-venue-year": 0.03,
-               "one-word-title": 0.025}
+    kinds_w = {
+        "preprint-journal": 0.05,
+        "part": 0.02,
+        "correction": 0.025,
+        "same-authors-venue-year": 0.03,
+        "one-word-title": 0.025,
+    }
     total = n_catalogue + n_held
     gid = 0
     held = 0
@@ -488,17 +543,33 @@ def main(argv: list[str] | None = None) -> None:
     works = build(a.seed, a.catalogue, a.held_out)
     a.out.mkdir(parents=True, exist_ok=True)
     in_cat = {w.doi for w in works if not w.held_out}
-    with gz_writer(a.out / "catalogue.ndjson.gz") as cat, gz_writer(a.out / "held_out.ndjson.gz") as ho, gz_writer(
-        a.out / "works_meta.jsonl.gz"
-    ) as meta:
+    with (
+        gz_writer(a.out / "catalogue.ndjson.gz") as cat,
+        gz_writer(a.out / "held_out.ndjson.gz") as ho,
+        gz_writer(a.out / "works_meta.jsonl.gz") as meta,
+    ):
         for w in works:
             line = json.dumps(crossref_item(w), ensure_ascii=False, separators=(",", ":"))
             (ho if w.held_out else cat).write(line + "\n")
-            meta.write(json.dumps({
-                "doi": w.doi, "split": w.split, "held_out": w.held_out, "field": w.field, "type": w.type,
-                "group": w.group, "kind": w.kind, "near_duplicate": near_duplicate(w, in_cat),
-                "partners": w.partners, "arxiv_id": w.arxiv_id,
-            }, ensure_ascii=False, separators=(",", ":")) + "\n")
+            meta.write(
+                json.dumps(
+                    {
+                        "doi": w.doi,
+                        "split": w.split,
+                        "held_out": w.held_out,
+                        "field": w.field,
+                        "type": w.type,
+                        "group": w.group,
+                        "kind": w.kind,
+                        "near_duplicate": near_duplicate(w, in_cat),
+                        "partners": w.partners,
+                        "arxiv_id": w.arxiv_id,
+                    },
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                )
+                + "\n"
+            )
     n_held = sum(w.held_out for w in works)
     print(f"{len(works) - n_held} catalogued, {n_held} held out, {len(works)} works -> {a.out}")
 
