@@ -17,6 +17,44 @@ from ledger.model.works import CatalogueWork
 
 OBSERVED_AT = "2026-12-01T00:00:00Z"
 _WORD = re.compile(r"[^\W_]+")
+# words nearly every work has: a search engine's analyser drops them, and they would make every row a match
+STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "by",
+        "for",
+        "from",
+        "in",
+        "into",
+        "is",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
+        "with",
+        "via",
+        "vol",
+        "no",
+        "pp",
+        "p",
+        "eds",
+        "ed",
+        "et",
+        "al",
+        "journal",
+        "proceedings",
+        "conference",
+        "international",
+        "review",
+        "letters",
+    ]
+)
 
 
 def work_of(seq: int, item: dict[str, Any]) -> CatalogueWork:
@@ -52,7 +90,7 @@ def works_of(path: Path) -> Iterator[CatalogueWork]:
 
 def fts_query(text: str) -> str:
     """Every word of the text as an FTS5 OR query (quoted, so no word is read as an operator)."""
-    words = dict.fromkeys(w for w in _WORD.findall(text.lower()) if len(w) > 1)
+    words = dict.fromkeys(w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOP)
     return " OR ".join(f'"{w}"' for w in words)
 
 

@@ -83,11 +83,17 @@ def _init(db: str | None, catalogue_file: Path) -> None:
     _CATALOGUE = open_catalogue(db, catalogue_file)
 
 
-def _run(spec: str, kwargs: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
+Answer = tuple[str | None, str, int]  # the key of the work answered, the status, the evidence's score
+
+
+def _run(spec: str, kwargs: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[str, Answer]]:
     assert _CATALOGUE is not None
     fn = functools.partial(load_method(spec), **kwargs)
     decisions = fn([ref_input(r) for r in rows], _CATALOGUE)
-    return [(r["id"], answer_key(d.work), d.status) for r, d in zip(rows, decisions, strict=True)]
+    return [
+        (r["id"], (answer_key(d.work), d.status, d.evidence.score))
+        for r, d in zip(rows, decisions, strict=True)
+    ]
 
 
 def run(
@@ -97,35 +103,33 @@ def run(
     db: str | None,
     catalogue_file: Path,
     kwargs: dict[str, Any] | None = None,
-) -> tuple[dict[str, tuple[str | None, str]], float]:
+) -> tuple[dict[str, Answer], float]:
     """Each reference's answer (work key, status) and the wall seconds the resolving took, catalogue
     opening excluded: batches of BATCH references spread over `workers` processes."""
     batches = [rows[i : i + BATCH] for i in range(0, len(rows), BATCH)]
     kwargs = kwargs or {}
-    answers: dict[str, tuple[str | None, str]] = {}
+    answers: dict[str, Answer] = {}
     if workers <= 1:
         _init(db, catalogue_file)
         t = time.perf_counter()
         for b in batches:
-            for oid, key, status in _run(spec, kwargs, b):
-                answers[oid] = (key, status)
+            answers.update(_run(spec, kwargs, b))
         return answers, time.perf_counter() - t
     with ProcessPoolExecutor(workers, initializer=_init, initargs=(db, catalogue_file)) as pool:
         # the catalogue is opened in every worker before the clock starts
         list(pool.map(_run, [spec] * workers, [kwargs] * workers, [[]] * workers))
         t = time.perf_counter()
         for res in pool.map(_run, [spec] * len(batches), [kwargs] * len(batches), batches):
-            for oid, key, status in res:
-                answers[oid] = (key, status)
+            answers.update(res)
         return answers, time.perf_counter() - t
 
 
-def score(rows: Iterable[dict[str, Any]], answers: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+def score(rows: Iterable[dict[str, Any]], answers: dict[str, Answer]) -> dict[str, Any]:
     """Precision, recall, F1, held-out unresolved rate and wrong exact matches of some references."""
     n = answered = correct = in_cat = held = held_unresolved = wrong_exact = 0
     for r in rows:
         n += 1
-        key, status = answers[r["id"]]
+        key, status, _ = answers[r["id"]]
         expected = doi_key(r["expected_doi"]) if r["expected_doi"] else None
         if expected:
             in_cat += 1
@@ -153,7 +157,7 @@ def score(rows: Iterable[dict[str, Any]], answers: dict[str, tuple[str | None, s
     }
 
 
-def breakdown(rows: list[dict[str, Any]], answers: dict[str, tuple[str | None, str]]) -> dict[str, Any]:
+def breakdown(rows: list[dict[str, Any]], answers: dict[str, Answer]) -> dict[str, Any]:
     """The scores overall and per style, noise kind, near-duplicate kind and work type."""
     groups: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
@@ -169,10 +173,15 @@ def breakdown(rows: list[dict[str, Any]], answers: dict[str, tuple[str | None, s
 
 
 def tune_sbmv(rows: list[dict[str, Any]], workers: int, db: str | None, catalogue_file: Path) -> float:
-    """The SBMV threshold with the best F1 on these (tune) references."""
+    """The SBMV threshold with the best F1 on these (tune) references: one run at threshold 0 keeps each
+    best candidate's score, and each threshold then keeps the answers that reach it."""
     best = (0.0, 0.0)
-    for th in [x / 100 for x in range(40, 96, 5)]:
-        answers, _ = run(METHODS["sbmv"], rows, workers, db, catalogue_file, {"threshold": th})
+    every, _ = run(METHODS["sbmv"], rows, workers, db, catalogue_file, {"threshold": 0.0})
+    for th in [x / 100 for x in range(30, 100, 2)]:
+        answers: dict[str, Answer] = {
+            k: (key, status, sc) if sc >= round(th * 100) else (None, "unresolved", sc)
+            for k, (key, status, sc) in every.items()
+        }
         f1 = score(rows, answers)["f1"]
         print(f"threshold {th:.2f}: F1 {f1}", file=sys.stderr)
         best = max(best, (f1, th))
@@ -214,9 +223,7 @@ def markdown(results: dict[str, Any]) -> str:
 def ingest(db: str, catalogue_file: Path) -> None:
     """The catalogue into a ledger through the CLI, as a user would."""
     cmd = [
-        sys.executable,
-        "-m",
-        "entry",
+        str(Path(sys.executable).with_name("ledger")),
         "ingest",
         "works",
         str(catalogue_file),

@@ -100,7 +100,8 @@ def resolve_many(
             if runner
             else None
         )
-        if best and best[0] >= threshold:
+        # scores are compared as the integer percent the evidence records, so a tuned threshold replays
+        if best and int(best[0] * 100) >= round(threshold * 100):
             ev = Evidence("sbmv", best[2].seq, int(best[0] * 100), [], [], ru)
             out.append(Decision("verified_fuzzy", best[2], ev))
         else:
