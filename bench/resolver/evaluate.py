@@ -126,7 +126,7 @@ def run(
 
 def score(rows: Iterable[dict[str, Any]], answers: dict[str, Answer]) -> dict[str, Any]:
     """Precision, recall, F1, held-out unresolved rate and wrong exact matches of some references."""
-    n = answered = correct = in_cat = held = held_unresolved = wrong_exact = 0
+    n = answered = correct = in_cat = held = held_unresolved = wrong_exact = exact = 0
     for r in rows:
         n += 1
         key, status, _ = answers[r["id"]]
@@ -140,6 +140,7 @@ def score(rows: Iterable[dict[str, Any]], answers: dict[str, Answer]) -> dict[st
             answered += 1
             ok = key == expected
             correct += ok
+            exact += status == "verified_exact"
             wrong_exact += status == "verified_exact" and not ok
     p = correct / answered if answered else 1.0
     rec = correct / in_cat if in_cat else 1.0
@@ -153,6 +154,7 @@ def score(rows: Iterable[dict[str, Any]], answers: dict[str, Answer]) -> dict[st
         "recall": round(rec, 4),
         "f1": round(2 * p * rec / (p + rec), 4) if p + rec else 0.0,
         "held_out_unresolved": round(held_unresolved / held, 4) if held else None,
+        "verified_exact": exact,
         "wrong_verified_exact": wrong_exact,
     }
 
@@ -198,6 +200,8 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     rate = ", ".join(f"{m} {results['methods'][m]['references_per_s']} references/s" for m in names)
     lines += [f"Rate ({results['workers']} worker(s), catalogue: {results['catalogue']}): {rate}.", ""]
+    if results.get("note"):
+        lines += [results["note"], ""]
     metrics = ["precision", "recall", "f1", "held_out_unresolved", "wrong_verified_exact"]
     for section in ["overall", "style", "noise", "near_duplicate", "type"]:
         first = results["methods"][names[0]]["scores"][section]
@@ -247,6 +251,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sbmv-threshold", type=float, help="SBMV's threshold (default: its tuned constant)")
     ap.add_argument("--tune-sbmv", action="store_true", help="choose SBMV's threshold on the tune split")
     ap.add_argument("--out", type=Path, default=HERE)
+    ap.add_argument(
+        "--note", default="", help="what was measured (e.g. the resolver's commit), kept with the results"
+    )
     a = ap.parse_args(argv)
     cat_file = a.data / "catalogue.ndjson.gz"
     if a.ingest:
@@ -262,6 +269,7 @@ def main(argv: list[str] | None = None) -> None:
     methods = dict(m.split("=", 1) for m in a.method) if a.method else METHODS
     n_works = sum(1 for _ in gz_lines(cat_file))
     results: dict[str, Any] = {
+        "note": a.note,
         "split": a.split,
         "references": len(rows),
         "catalogue_works": n_works,
@@ -272,6 +280,11 @@ def main(argv: list[str] | None = None) -> None:
         "methods": {},
     }
     for name, spec in methods.items():
+        try:
+            load_method(spec)
+        except (ImportError, AttributeError) as e:
+            print(f"{name}: {spec} cannot be loaded ({e}); skipped", file=sys.stderr)
+            continue
         kwargs = {"threshold": a.sbmv_threshold} if name == "sbmv" and a.sbmv_threshold else {}
         answers, secs = run(spec, rows, a.workers, a.db, cat_file, kwargs)
         results["methods"][name] = {

@@ -15,7 +15,8 @@ import random
 import re
 import string
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ class Work:
     kind: str | None = None  # the near-duplicate kind of its group
     held_out: bool = False
     split: str = "test"
-    partners: list[str] = field(default_factory=list)
+    partners: list[str] = dc_field(default_factory=list)
 
 
 class Maker:
@@ -357,12 +358,12 @@ class Maker:
             return [a, b] if r.random() < 0.5 else [b, a]
         if kind == "one-word-title":
             a = self.new(f)
-            t2 = swap_one_word(a.title, f, r)
-            if t2 is None or norm(t2 + (a.subtitle or "")) in self.titles:
+            swapped = swap_one_word(a.title, f, r)
+            if swapped is None or norm(swapped + (a.subtitle or "")) in self.titles:
                 return [a]
-            self.titles.add(norm(t2 + (a.subtitle or "")))
+            self.titles.add(norm(swapped + (a.subtitle or "")))
             b = self.new(f, a.type if a.type != "posted-content" else "journal-article")
-            b.title, b.subtitle = t2, a.subtitle
+            b.title, b.subtitle = swapped, a.subtitle
             if r.random() < 0.4:  # same first author: a follow-up paper
                 b.authors = [a.authors[0], *b.authors[1:]]
             return [a, b] if r.random() < 0.5 else [b, a]
