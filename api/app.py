@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 from fastapi_offline import FastAPIOffline
+from starlette.exceptions import HTTPException
 
 from api import docs
 from api.alerts import alerting, watches
@@ -19,7 +20,7 @@ from api.intake import sources, writes
 from api.limits import RateLimiter
 from api.log import bundles, evidence, live, proofs, witnesses
 from api.ops import metrics, scrub, telemetry
-from api.records import routes, search
+from api.records import negotiated, routes, search
 from api.settings import Settings
 from service.ledger import Ledger
 
@@ -124,6 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # outermost: it sees every answer (CORS preflights and error pages too) and its end
         app.add_middleware(telemetry.Telemetry, settings=settings)
     install_error_handlers(app)
+    app.add_exception_handler(HTTPException, negotiated.no_such_page)  # a browser's 404 is a page
     if settings.counting:
         app.include_router(telemetry.router)
     # /paper/{id}/changes must come before routes' /paper/{id:path}

@@ -26,7 +26,8 @@ def hash_token(token: str) -> str:
 
 
 def read_token_file(path: str) -> list[str]:
-    """sha256 hex digests, one per line (blank lines and # comments skipped); [] if no file."""
+    """sha256 hex digests, one per line (blank lines and # comments skipped; a line as `sha256sum`
+    prints it, the digest then `  -`, is its digest); [] if no file."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -39,6 +40,8 @@ def read_token_file(path: str) -> list[str]:
         value = line.split("#", 1)[0].strip().lower().removeprefix("sha256:")
         if not value:
             continue
+        if len(value.split()) == 2 and value.split()[1] in ("-", "*-"):
+            value = value.split()[0]  # `echo -n TOKEN | sha256sum >> FILE` writes `HEX  -`
         if _HEX.fullmatch(value):
             hashes.append(value)
         else:

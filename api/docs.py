@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
+from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field, WithJsonSchema
 from pydantic.json_schema import models_json_schema
 
@@ -450,6 +451,11 @@ def responses(
             entry["headers"] = _HEAD_DOC
         out[code] = entry
     return out
+
+
+def records_page(summary: str, answers: dict[int | str, dict[str, Any]]) -> dict[str, Any]:
+    """The route arguments of an HTML page of the records family: its summary and documented answers."""
+    return {"tags": ["records"], "summary": summary, "response_class": HTMLResponse, "responses": answers}
 
 
 def stream_response() -> dict[int | str, dict[str, Any]]:

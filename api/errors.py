@@ -123,7 +123,7 @@ async def _ledger_error(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_answer(exc), status_code=status_of(exc), headers=getattr(exc, "headers", None))
 
 
-async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+async def http_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     message = exc.detail if isinstance(exc.detail, str) else _status_code_name(exc.status_code)
     return JSONResponse(
@@ -167,7 +167,7 @@ def install_error_handlers(app: FastAPI) -> None:
     a paper id as pasted leaves as a 308 to its canonical path."""
     app.add_exception_handler(Moved, _moved)
     app.add_exception_handler(LedgerError, _ledger_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
 

@@ -11,7 +11,7 @@ VmHWM, and getrusage's ru_maxrss):
 - a 5-row Retraction Watch CSV, a 5-item Crossref answer and a 5-item OpenAlex page naming those
   works and five papers: the ingest (parse and match, then the append of its batch), by index and by
   the full scan (`WorkIndex` / `PaperIndex` replaced by the full scan of before, as
-  tests/test_sources_index.py does); each at an instant of its own, so each appends its event;
+  tests/service/sources/test_sources_index.py does); each at an instant of its own, so each appends its event;
 - a 50,000-row Retraction Watch CSV and Crossref answer (five rows name the works, the rest match
   nothing): the adapter alone with an index that matches nothing without asking the store (the
   parse), the adapter with the store's index (parse and match), and the whole ingest (and append).

@@ -11,7 +11,7 @@ import os
 import click
 import msgspec
 
-from cli.common import db_option, instant
+from cli.common import db_option, instant, read_db_option
 from ledger.model.codec import canonical
 from ledger.model.instants import format_recorded, now_us
 from service.alerts import alerts as al
@@ -78,7 +78,7 @@ def _target(w: al.Watch) -> str:
 
 
 @watch.command("list")
-@db_option
+@read_db_option
 def watch_list(db: str) -> None:
     """Every watch in force, one a line, with its owner: the operator (made here) or a token's sha256."""
     tables = Ledger(db).store.alerts
@@ -115,7 +115,7 @@ def watch_remove(watch_id: str, db: str) -> None:
 @click.argument("watch_id", required=False)
 @click.option("--since", help="Only alerts raised at or after this instant (RFC 3339 or YYYY-MM-DD).")
 @click.option("--json", "as_json", is_flag=True, help="One alert JSON a line (NDJSON).")
-@db_option
+@read_db_option
 def alerts_command(watch_id: str | None, since: str | None, as_json: bool, db: str) -> None:
     """A watch's alerts (with no WATCH_ID, every watch's), in the order they were raised."""
     ledger = Ledger(db)

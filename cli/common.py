@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,6 +29,37 @@ db_option = click.option(
     show_default="$LEDGER_DB or ./ledger.db",
     help="SQLite ledger file (created on first use) or a postgresql:// URL.",
 )
+
+
+def must_exist(db: str) -> None:
+    """A ledger a command only reads must be there: opening a missing SQLite file would make an empty
+    ledger, and the command would answer for it (`OK: 0 events verified`) as if it were the user's."""
+    from service.ledger import is_pg_url
+
+    if not is_pg_url(db) and not Path(db).exists():
+        raise LedgerError(
+            f"no ledger at {db}: run this in the folder where `ledger serve` or `ledger import` made "
+            "one, or name it with --db or LEDGER_DB (nothing was created)"
+        )
+
+
+def read_db_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--db for a command that only reads: checked once every option is read, so a bad option is still
+    named first, and before the command opens anything."""
+
+    @functools.wraps(f)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        must_exist(kwargs["db"])
+        return f(*args, **kwargs)
+
+    return click.option(
+        "--db",
+        "db",
+        envvar="LEDGER_DB",
+        default="ledger.db",
+        show_default="$LEDGER_DB or ./ledger.db",
+        help="The ledger to read: a SQLite file or a postgresql:// URL.",
+    )(checked)
 
 
 def arxiv_arg(ctx: click.Context, param: click.Parameter, value: str) -> str:

@@ -10,7 +10,16 @@ from typing import Any
 
 import click
 
-from cli.common import EXIT_CAUGHT, arxiv_arg, db_option, fail, instant, quorum_of, quorum_options
+from cli.common import (
+    EXIT_CAUGHT,
+    arxiv_arg,
+    db_option,
+    fail,
+    instant,
+    quorum_of,
+    quorum_options,
+    read_db_option,
+)
 from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent, LedgerError, NotFound
 from ledger.tlog.cosign import NO_QUORUM, Quorum
@@ -78,7 +87,7 @@ def register(main: click.Group) -> None:
     @main.command()
     @click.argument("seq", type=int)
     @click.option("--tree-size", type=int, default=None, help="Tree size (default: the head).")
-    @db_option
+    @read_db_option
     def proof(seq: int, tree_size: int | None, db: str) -> None:
         """Print the inclusion proof of event SEQ as JSON (hashes in base64)."""
         from ledger.tlog import merkle_store
@@ -92,7 +101,7 @@ def register(main: click.Group) -> None:
     @main.command()
     @click.argument("old_size", type=int)
     @click.argument("new_size", type=int, required=False)
-    @db_option
+    @read_db_option
     def consistency(old_size: int, new_size: int | None, db: str) -> None:
         """Print the consistency proof from tree size OLD_SIZE to NEW_SIZE (default: the head)."""
         from ledger.tlog import merkle_store
@@ -128,7 +137,7 @@ def register(main: click.Group) -> None:
     @click.option("--known-at", "known_at", help="Only events recorded at or before this instant.")
     @click.option("--out", "out", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
     @_origin
-    @db_option
+    @read_db_option
     def bundle(
         arxiv_id: str, as_of: str | None, known_at: str | None, out: str | None, origin: str | None, db: str
     ) -> None:
@@ -200,7 +209,7 @@ def register(main: click.Group) -> None:
         help="The pinned public key (vkey, or a file) the held checkpoint is signed with; default: the "
         "ledger's own key file.",
     )
-    @db_option
+    @read_db_option
     @quorum_options
     def verify(
         as_json: bool,
@@ -227,7 +236,7 @@ def register(main: click.Group) -> None:
         show_default=True,
         help="Share of the time spent walking (it pauses the rest), to spare a busy database.",
     )
-    @db_option
+    @read_db_option
     def scrub(as_json: bool, pace: float, db: str) -> None:
         """Walk the whole chain again from seq 1 now, a batch per short read, and record the pass (as the
         server does every LEDGER_SCRUB_INTERVAL); exit 2 naming the first broken seq."""

@@ -11,7 +11,7 @@ import click
 import msgspec
 
 from cli import alerts, backends, integrity, monitor, ops, search, sources, timeline, witness
-from cli.common import SQL_COUNT, arxiv_arg, db_option, fail, instant
+from cli.common import SQL_COUNT, arxiv_arg, db_option, fail, instant, read_db_option
 from ledger.model.codec import envelope_json
 from ledger.model.errors import LedgerError
 
@@ -110,12 +110,42 @@ def import_(files: tuple[str, ...], force: bool, db: str) -> None:
 
 
 @main.command()
-def sample() -> None:
+@click.option(
+    "--sources",
+    "sources_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Instead, write the sample source files (Retraction Watch, Crossref, OpenAlex, ...) into DIR.",
+)
+def sample(sources_dir: Path | None) -> None:
     """Print the sample record the package ships (arXiv:2509.02480), to import, read or edit."""
     from importlib.resources import files
 
-    # bytes as shipped: `ledger record` of the imported sample gives back exactly these
-    sys.stdout.buffer.write(files("ledger").joinpath("samples", SAMPLE_NAME).read_bytes())
+    shipped = files("ledger").joinpath("samples")
+    if sources_dir is None:
+        # bytes as shipped: `ledger record` of the imported sample gives back exactly these
+        sys.stdout.buffer.write(shipped.joinpath(SAMPLE_NAME).read_bytes())
+        return
+    found = sorted((f for f in shipped.joinpath("sources").iterdir() if f.is_file()), key=lambda f: f.name)
+    taken = [
+        f.name
+        for f in found
+        if (sources_dir / f.name).exists() and (sources_dir / f.name).read_bytes() != f.read_bytes()
+    ]
+    if taken:
+        # a file of the user's is never overwritten
+        fail(
+            LedgerError(
+                f"{sources_dir}: {', '.join(taken)} already there and different; "
+                "remove them or name another folder"
+            )
+        )
+    try:
+        sources_dir.mkdir(parents=True, exist_ok=True)
+        for f in found:
+            (sources_dir / f.name).write_bytes(f.read_bytes())
+    except OSError as e:
+        fail(LedgerError(f"{sources_dir}: cannot write the sample source files there: {e.strerror}"))
+    click.echo(f"{len(found)} sample source files in {sources_dir}/: " + ", ".join(f.name for f in found))
 
 
 SAMPLE_NAME = "2509.02480.record.json"
@@ -125,7 +155,7 @@ SAMPLE_NAME = "2509.02480.record.json"
 @click.argument("arxiv_id", callback=arxiv_arg)
 @click.option("--as-of", "as_of", help="RFC 3339 instant or YYYY-MM-DD (end of day UTC); default now.")
 @click.option("--known-at", "known_at", help="Only events recorded at or before this instant.")
-@db_option
+@read_db_option
 def record(arxiv_id: str, as_of: str | None, known_at: str | None, db: str) -> None:
     """Print the record of ARXIV_ID as of T as canonical JSON."""
     t, k = instant(as_of, "--as-of"), instant(known_at, "--known-at")
@@ -142,7 +172,7 @@ def record(arxiv_id: str, as_of: str | None, known_at: str | None, db: str) -> N
 @click.option("--limit", type=SQL_COUNT, default=None, help="At most L events.")
 @click.option("--stream", default=None, help="Only this stream, e.g. paper:2509.02480.")
 @click.option("--type", "type_", default=None, help="Only this event type.")
-@db_option
+@read_db_option
 def events(after: int, limit: int | None, stream: str | None, type_: str | None, db: str) -> None:
     """Print stored envelopes as NDJSON."""
     out = sys.stdout.buffer

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from cli.common import db_option
+from cli.common import read_db_option
 from ledger.model.codec import canonical
 from service.ledger import Ledger
 from service.ops.backup import BackupError, backup
@@ -24,7 +24,7 @@ def register(main: click.Group) -> None:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as canonical JSON.")
-@db_option
+@read_db_option
 def stats(as_json: bool, db: str) -> None:
     """Rows in each table of the ledger, and its head."""
     ledger = Ledger(db)
@@ -40,7 +40,7 @@ def stats(as_json: bool, db: str) -> None:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the status as canonical JSON.")
-@db_option
+@read_db_option
 def status(as_json: bool, db: str) -> None:
     """One screen of what the ledger is doing, read from its database: the head, its size on disk, the
     last full walk of the chain, the last signed checkpoint and the webhook outbox."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cli.common import db_option
+from cli.common import read_db_option
 
 
 def register(main: click.Group) -> None:
@@ -17,7 +17,7 @@ def register(main: click.Group) -> None:
 @click.argument("words", nargs=-1, required=True)
 @click.option("--page", default=1, show_default=True, type=click.IntRange(1), help="Which page of hits.")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer of GET /search as canonical JSON.")
-@db_option
+@read_db_option
 def search_command(words: tuple[str, ...], page: int, as_json: bool, db: str) -> None:
     """Titles of papers and references holding every one of WORDS (each matches the start of a word),
     papers first; each hit with the path of the record page that shows it. Indexes the events appended

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from cli.common import arxiv_arg, db_option, required_instant
+from cli.common import arxiv_arg, db_option, read_db_option, required_instant
 from ledger.model.codec import canonical
 from ledger.model.errors import LedgerError
 
@@ -172,7 +172,7 @@ def register(main: click.Group) -> None:
     @click.argument("from_", metavar="FROM")
     @click.argument("to")
     @click.option("--text", "as_text", is_flag=True, help="Print a human summary instead of JSON.")
-    @db_option
+    @read_db_option
     def diff_cmd(arxiv_id: str, from_: str, to: str, as_text: bool, db: str) -> None:
         """What changed in the record of ARXIV_ID between FROM and TO (RFC 3339 or YYYY-MM-DD)."""
         from projections.diff import record_changes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import msgspec
 
-from cli.common import arxiv_arg, db_option
+from cli.common import arxiv_arg, read_db_option
 
 
 def register(main: click.Group) -> None:
@@ -17,7 +17,7 @@ def register(main: click.Group) -> None:
 @click.command()
 @click.argument("arxiv_id", callback=arxiv_arg)
 @click.option("--json", "as_json", is_flag=True, help="Print the instants and lanes as canonical JSON.")
-@db_option
+@read_db_option
 def timeline(arxiv_id: str, as_json: bool, db: str) -> None:
     """Print each instant where the record of ARXIV_ID changed (oldest first): when, what changed, and
     the events behind it. Any of them is a record: `ledger record ID --as-of INSTANT`."""

@@ -6,13 +6,17 @@ from pathlib import Path
 
 import click
 
-from api.settings import environment_help
+from api.settings import Settings, environment_help
 from cli.common import db_option, fail
 from cli.main import main
 from cli.witness import _key_option, _name_option, read_log_key
 from ledger.model.errors import LedgerError
 from ledger.tlog.checkpoint import Verifier
-from service.ledger import Ledger
+from ledger.tlog.cosign import load_or_create_witness_key
+from ledger.tlog.witness_state import WitnessState
+from service.ledger import Ledger, is_pg_url
+from service.ops.replicate import replicating
+from service.proofs.witness import Witness
 
 __all__ = ["main"]
 
@@ -49,7 +53,7 @@ def serve_api(
     db: str,
 ) -> None:
     """Serve the HTTP API and record pages; an empty ledger gets the sample record first."""
-    from api.server import run
+    from api.server import run  # FastAPI and uvicorn load only when a server starts, not for the CLI
 
     def go() -> None:
         run(db=db, host=host, port=port, workers=workers, read_only=read_only, samples=not no_samples)
@@ -57,9 +61,6 @@ def serve_api(
     if replica is None:
         go()
         return
-    from ledger.storage.backend import is_pg_url
-    from service.ops.replicate import replicating
-
     if is_pg_url(db):
         raise click.UsageError(
             "--replicate is for a SQLite file; replicate PostgreSQL with its own streaming"
@@ -82,12 +83,8 @@ def serve_api(
 @click.option("--port", type=int, default=8080, show_default=True)
 def serve_witness(key: Path, name: str | None, logs: tuple[str, ...], db: Path, host: str, port: int) -> None:
     """Serve POST /add-checkpoint (tlog-witness) for the logs given by --log."""
-    from api.server import check_can_listen, run_guarded
-    from api.settings import Settings
-    from api.witness.app import create_witness_app
-    from ledger.tlog.cosign import load_or_create_witness_key
-    from ledger.tlog.witness_state import WitnessState
-    from service.proofs.witness import Witness
+    from api.server import check_can_listen, run_guarded  # FastAPI and uvicorn: only when serving
+    from api.witness.app import create_witness_app  # the same, for the witness's app
 
     known: dict[str, Verifier] = {}
     for value in logs:

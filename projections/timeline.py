@@ -5,10 +5,10 @@ listed when the record as of it differs from the record just before it: the firs
 record begins), each later event of the paper's own stream that changes what the record shows, every
 standing check (each moves `standing_sources`), each new snapshot of a paper a shown reference
 resolves to, and each change of the inbound observations (their count, or one the record shows). The
-record is the judge (tests/test_timeline.py holds every instant to it); two things are coarser, and
-say so: a paper with more than EXACT_INBOUND inbound spans has its inbound changes counted per day
-(each day's first and last such instant are listed, the ones between are not), and then a citing
-paper's new snapshot is not listed either.
+record is the judge (tests/projections/test_timeline.py holds every instant to it); two things are
+coarser, and say so: a paper with more than EXACT_INBOUND inbound spans has its inbound changes counted
+per day (each day's first and last such instant are listed, the ones between are not), and then a
+citing paper's new snapshot is not listed either.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ run crash "$py" -m reliability.crash --rounds 12
 run backup "$py" -m reliability.backup_load --events 20000
 run soak "$py" -m reliability.soak --duration 600 --out "$out/soak.json"
 run fuzz env RELIABILITY_FULL=1 "$py" -m pytest -q -s -p no:cacheprovider --hypothesis-show-statistics \
-  tests/test_reliability_fuzz.py tests/test_reliability_schemathesis.py
+  tests/api/test_reliability_fuzz.py tests/api/test_reliability_schemathesis.py
 run limits-security "$py" -m pytest -q -s -p no:cacheprovider \
-  tests/test_reliability_limits.py tests/test_security.py tests/test_backup.py
+  tests/api/test_reliability_limits.py tests/api/test_security.py tests/service/ops/test_backup.py
 run schemathesis-cli reliability/fuzz.sh 100

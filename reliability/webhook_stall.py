@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 
 from reliability.server import serving
-from tests.test_alerts import RW
-from tests.test_alerts_process import _Trickler, _watch
-from tests.test_sources_support import T_INGEST, sample_ledger
-from tests.test_webhooks import _Receiver
+from tests.e2e.test_alerts_process import _Trickler, _watch
+from tests.service.alerts.test_alerts import RW
+from tests.service.alerts.test_webhooks import _Receiver
+from tests.service.sources.test_sources_support import T_INGEST, sample_ledger
 
 TOKEN = "stall-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the tests need beyond PyPI, from Debian's packages: headless Chromium (tests/test_browser.py)
+# What the tests need beyond PyPI, from Debian's packages: headless Chromium (tests/e2e/test_browser.py)
 # and PostgreSQL's server binaries (the suite's second pass, tests/contract/, which start a throwaway
 # cluster). Installs what is missing with apt-get, saying so; fails naming it when it cannot.
 # LEDGER_TEST_SKIP_BROWSER=1 does without Chromium (the browser tests skip, saying why);

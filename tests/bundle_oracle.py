@@ -1,5 +1,6 @@
 """The in-memory bundle check as it was before bundles streamed (service/bundle.py at d809a76), kept as
-the oracle the streamed check (service/bundle_check.py) must agree with, problem for problem."""
+the oracle the streamed check (service/bundle_check.py) must agree with, problem for problem; and the
+whole bundle built as one value in memory, the oracle of the streamed writer (open_bundle)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,34 @@ from typing import Any
 
 import msgspec
 
-from ledger.model.codec import canonical, decode_data
+from ledger.model.codec import canonical, decode_data, envelope_json
 from ledger.model.errors import NotFound
 from ledger.model.events import StoredEvent
-from ledger.model.instants import parse_ts
+from ledger.model.instants import format_as_of, parse_ts
 from ledger.tlog import merkle_store
 from ledger.tlog.chain import envelope_body, link_hash
 from ledger.tlog.checkpoint import Checkpoint, NoteError, Verifier, open_checkpoint, unsigned_checkpoint
 from ledger.tlog.merkle import ProofError, leaf_hash, verify_inclusion
 from projections.memory import MemoryReader
 from projections.record import build_record
-from service.proofs.bundle import SCHEMA
+from service.ledger import Ledger
+from service.proofs.bundle import SCHEMA, prove_seqs
 from service.proofs.bundle_check import BundleReport, _digests, compare_record  # the same rules, not a copy
+
+
+def record_evidence(
+    ledger: Ledger, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
+) -> dict[str, Any]:
+    """The whole bundle as one value in memory (small records); open_bundle must stream the same bytes."""
+    with ledger.evidence(arxiv_id, as_of_us, known_us) as ev:
+        record, seqs = ev.built.record, ev.all_seqs()
+    return {
+        "schema": SCHEMA,
+        "record": record,
+        "known_at": None if known_us is None else format_as_of(known_us),
+        "events": [envelope_json(e) for e in ledger.store.envelopes(seqs)],
+        **prove_seqs(ledger, seqs),
+    }
 
 
 class _Proof(msgspec.Struct, forbid_unknown_fields=True):

@@ -1,4 +1,5 @@
-"""Ledgers for the tests that damage the chain and walk it (tests/test_verify.py, tests/test_scrub.py)."""
+"""Ledgers for the tests that damage the chain and walk it (test_verify.py in tests/ledger/storage/,
+test_scrub.py in tests/service/ops/)."""
 
 from __future__ import annotations
 

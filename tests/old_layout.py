@@ -1,19 +1,21 @@
-"""Ledgers in an older stored layout, to test that opening one upgrades it: the schema steps up to a
-given one, then the rows of a ledger of today (the columns of events and check_works never changed)."""
+"""Ledgers in an older stored layout, to test that opening one upgrades it: the layout a backend stamped
+at a given version, written from today's description (ledger/storage/schema.py) less the changes that
+came after it, then the rows of a ledger of today (the columns of events and check_works never changed)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from typing import Any
 
 from ledger.model.events import ChainLink
+from ledger.storage import schema
 from ledger.storage.backend import is_pg_url
-from ledger.storage.derived.backfill import FILL_TABLE
 from ledger.storage.derived.keys import WORK, key_rows
-from ledger.storage.postgresql import migrations as pg_migrations
-from ledger.storage.sql import link_params
-from ledger.storage.sqlite import migrations
+from ledger.storage.schema import LAYOUT, Guard, Index, Layout, Table
+from ledger.storage.sql import POSTGRESQL, SQLITE, link_params
+from ledger.storage.upgrade import STEP
 from service.ledger import Ledger
 
 EVENT_COLUMNS = (
@@ -21,6 +23,99 @@ EVENT_COLUMNS = (
     "data, prev_hash, hash"
 )
 CHECK_COLUMNS = "seq, work_id, source, observed_us, recorded_us, notices"
+
+# the tables each change added, and the small key levels before the four-level step
+ADDED = {
+    "merkle": ("merkle_nodes", "merkle_fill", "verified_point", "signed_checkpoint"),
+    "scrub_passes": ("scrub_passes",),
+    "event_keys": (
+        "event_keys",
+        "event_keys_middle",
+        "event_keys_recent",
+        "check_works_middle",
+        "check_works_recent",
+    ),
+    "inbound_spans": ("inbound_spans", "inbound_counts", "derived_pending"),
+    "four_levels": ("event_keys_deep", "check_works_deep"),
+    "alerts": ("watches", "watch_keys", "watch_works", "alerts", "outbox", "deliveries", "alert_cursor"),
+    "search": ("search_titles", "search_cursor"),
+    "ingest_receipts": ("ingest_receipts",),
+}
+# before the event-keys step the events kept their random keys in columns of their own, derived by the
+# database from the hashed data
+DERIVED_KEYS = {
+    SQLITE.name: (
+        "observation_id TEXT GENERATED ALWAYS AS (CASE WHEN type IN ('citation.observed', "
+        "'resolution.observed') THEN json_extract(data, '$.observation_id') END) VIRTUAL",
+        "cited_arxiv_id TEXT GENERATED ALWAYS AS (CASE WHEN type = 'resolution.observed' "
+        "THEN json_extract(data, '$.cited_arxiv_id') END) VIRTUAL",
+    ),
+    POSTGRESQL.name: (
+        "observation_id text COLLATE \"C\" GENERATED ALWAYS AS (CASE WHEN type IN ('citation.observed', "
+        "'resolution.observed') THEN data::jsonb ->> 'observation_id' END) STORED",
+        "cited_arxiv_id text COLLATE \"C\" GENERATED ALWAYS AS (CASE WHEN type = 'resolution.observed' "
+        "THEN data::jsonb ->> 'cited_arxiv_id' END) STORED",
+    ),
+}
+
+
+def has(backend: str, version: int, change: str) -> bool:
+    """Whether the layout `backend` stamped `version` holds `change` (a name of ledger/storage/upgrade.py)."""
+    return version >= STEP[backend][change]
+
+
+def layout_at(backend: str, version: int) -> Layout:
+    """The layout `backend` stamped `version`, as today's description less what came after it."""
+    later = {t for change, tables in ADDED.items() if not has(backend, version, change) for t in tables}
+    tables = []
+    for table in LAYOUT.tables:
+        if table.name in later:
+            continue
+        if table.name == "watches" and not has(backend, version, "watch_owners"):
+            table = dataclasses.replace(table, columns=table.columns[:-1], indexes=())
+        if not has(backend, version, "four_levels"):
+            table = _before_four_levels(table)
+        if table.name == "events" and not has(backend, version, "event_keys"):
+            table = dataclasses.replace(table, uniques=(("event_id",), *table.uniques))
+        if table.name == "check_works" and not has(backend, version, "event_keys"):
+            table = dataclasses.replace(table, indexes=())
+        if table.guard is not None and not has(backend, version, "no_replace"):
+            table = dataclasses.replace(table, guard=dataclasses.replace(table.guard, replace=False))
+        tables.append(table)
+    names = {t.name for t in tables}
+    views = tuple(
+        dataclasses.replace(v, tables=tuple(t for t in v.tables if t in names))
+        for v in LAYOUT.views
+        if has(backend, version, "event_keys")
+    )
+    return Layout(tuple(tables), views)
+
+
+def _before_four_levels(table: Table) -> Table:
+    """Before the four-level step the small levels kept an index by seq (and the check rows' levels a
+    REPLACE guard), and the spans an index by observation."""
+    if table.name in ("event_keys_middle", "event_keys_recent", "check_works_middle", "check_works_recent"):
+        guard = Guard("no_update", replace=table.name.startswith("check_works"))
+        return dataclasses.replace(table, indexes=(Index(f"{table.name}_seq", ("seq",)),), guard=guard)
+    if table.name == "inbound_spans":
+        by_observation = Index("inbound_spans_observation", ("observation_id", "t_from", "k_from"))
+        return dataclasses.replace(table, indexes=(by_observation, *table.indexes))
+    return table
+
+
+def old_statements(backend: str, version: int) -> list[str]:
+    """The DDL of the layout `backend` stamped `version`."""
+    dialect = POSTGRESQL if backend == POSTGRESQL.name else SQLITE
+    out = schema.create_statements(dialect, layout_at(backend, version))
+    if not has(backend, version, "event_keys"):
+        derived = ",\n    ".join(DERIVED_KEYS[backend])
+        at = next(i for i, s in enumerate(out) if s.startswith("CREATE TABLE events ("))
+        out[at] = out[at].replace("    UNIQUE (", f"    {derived},\n    UNIQUE (", 1)
+        out[at + 1 : at + 1] = [
+            "CREATE INDEX events_observation ON events (observation_id) WHERE observation_id IS NOT NULL",
+            "CREATE INDEX events_cited ON events (cited_arxiv_id) WHERE cited_arxiv_id IS NOT NULL",
+        ]
+    return out
 
 
 def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
@@ -30,18 +125,18 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
     links = list(source.store.iter_chain())
     events = [link_params(link) for link in links]
     checks = list(source.store.iter_check_works())
-    scripts = (pg_migrations.MIGRATIONS if is_pg_url(db) else migrations.MIGRATIONS)[:steps]
-    keyed = any("CREATE TABLE event_keys" in script for script in scripts)
-    works = any(FILL_TABLE in script for script in scripts)
+    backend = POSTGRESQL.name if is_pg_url(db) else SQLITE.name
+    keyed = has(backend, steps, "event_keys")
+    works = has(backend, steps, "work_keys")
     keys = [(k, seq) for k, seq in key_rows(links) if works or not k.startswith(WORK)] if keyed else []
-    if keyed and not any("event_keys_deep" in script for script in scripts):
+    if keyed and not has(backend, steps, "four_levels"):
         keys += [(f"c:{cited}", link.event.seq) for link in links if (cited := _cited(link)) is not None]
     insert_events = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES ({', '.join(['?'] * 12)})"
     insert_checks = f"INSERT INTO check_works ({CHECK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
     insert_keys = "INSERT INTO event_keys (key, seq) VALUES (?, ?)"
     # from the layout with inbound spans on, they are derived when the ledger opens, as for a ledger
     # that held events when it took that step
-    spanned = any("CREATE TABLE inbound_spans" in script for script in scripts)
+    spanned = has(backend, steps, "inbound_spans")
     pending = [("inbound_spans",)] if spanned and events else []
     insert_pending = "INSERT INTO derived_pending (name) VALUES (?)"
     if is_pg_url(db):
@@ -49,9 +144,8 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
 
         with psycopg.connect(db, autocommit=True) as conn:
             conn.execute("CREATE TABLE ledger_schema (version integer NOT NULL)")
-            for number, script in enumerate(pg_migrations.MIGRATIONS[:steps], start=1):
-                conn.execute(script)
-                conn.execute("INSERT INTO ledger_schema (version) VALUES (%s)", (number,))
+            conn.execute(";\n".join(old_statements(backend, steps)))
+            conn.execute("INSERT INTO ledger_schema (version) VALUES (%s)", (steps,))
             _insert(conn, insert_events.replace("?", "%s"), events)
             _insert(conn, insert_checks.replace("?", "%s"), checks)
             _insert(conn, insert_keys.replace("?", "%s"), keys)
@@ -62,9 +156,8 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
         conn.execute("PRAGMA journal_mode=WAL")
         # a fixture need not survive a power cut: without a sync per DDL statement it builds in ms, not s
         conn.execute("PRAGMA synchronous=OFF")
-        for script in migrations.MIGRATIONS[:steps]:
-            for statement in migrations._split(script):
-                conn.execute(statement)
+        for statement in old_statements(backend, steps):
+            conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {steps}")
         _insert(conn, insert_events, events)
         _insert(conn, insert_checks, checks)
@@ -84,3 +177,9 @@ def _cited(link: ChainLink) -> str | None:
 def _insert(conn: Any, sql: str, rows: list[Any]) -> None:
     if rows:
         conn.cursor().executemany(sql, rows)
+
+
+def version_before(db: str, change: str) -> int:
+    """The version of the layout just before `change` (a name of ledger/storage/upgrade.py), on `db`'s
+    backend."""
+    return STEP[POSTGRESQL.name if is_pg_url(db) else SQLITE.name][change] - 1

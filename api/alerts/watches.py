@@ -19,7 +19,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from api import docs
-from api.auth import require_writer
+from api.auth import require_token, require_writer
 from api.common import (
     JSON,
     ArxivId,
@@ -57,8 +57,14 @@ _streams = threading.Semaphore(100)  # open alert streams per process (past it: 
 
 
 def _auth(request: Request) -> str:
-    """The caller's token, by its sha256 (as the token file holds it): whose watches it may see."""
+    """The caller's token, by its sha256 (as the token file holds it): whose watches it may change."""
     return require_writer(request, settings_of(request))
+
+
+def _reader(request: Request) -> str:
+    """The caller's token, by its sha256: whose watches it may see. A read, so a read-only server or
+    one over its write rate still answers it, and a refusal does not speak of writes."""
+    return require_token(request, settings_of(request), "reading a watch")
 
 
 def _json(value: Any, status: int = 200) -> Response:
@@ -98,7 +104,7 @@ def list_watches(
     after: Annotated[str, Query(max_length=64, pattern=NO_NUL, description="Watch id to list after")] = "",
 ) -> Response:
     """This token's watches in force by id, a page at a time (`next` names the next page's `after`)."""
-    owner = _auth(request)
+    owner = _reader(request)
     page = ledger_of(request).store.alerts.watches(after, PAGE, owner)
     body = {"watches": [al.watch_json(w) for w in page], "next": page[-1].id if len(page) == PAGE else None}
     return _json(body)
@@ -111,7 +117,7 @@ def list_watches(
 )
 def get_watch(request: Request, watch_id: WatchId) -> Response:
     """The watch and the work_ids it covers now."""
-    owner = _auth(request)
+    owner = _reader(request)
     ledger = ledger_of(request)
     watch = al.watch_of(ledger.store, watch_id, owner)
     covered = sorted({w for w, _ in ledger.store.alerts.covered(watch.id)})
@@ -144,7 +150,7 @@ def watch_alerts(
     ] = None,
 ) -> Response:
     """`{"alerts": [...], "next": N}`: the alerts in the order they were raised, a page at a time."""
-    owner = _auth(request)
+    owner = _reader(request)
     ledger = ledger_of(request)
     watch = al.watch_of(ledger.store, watch_id, owner)
     page = ledger.store.alerts.alerts(watch.id, after, PAGE, instant(since, "since", future=True))
@@ -162,7 +168,7 @@ def watch_deliveries(
     after: Annotated[int, after_query("Attempt id to list after")] = 0,
 ) -> Response:
     """Every attempt: when, the address connected to, the status answered or why none came, when next."""
-    owner = _auth(request)
+    owner = _reader(request)
     ledger = ledger_of(request)
     watch = al.watch_of(ledger.store, watch_id, owner)
     page = ledger.store.alerts.deliveries(watch.id, after, PAGE)
@@ -183,7 +189,7 @@ async def watch_alert_stream(
 ) -> StreamingResponse:
     """Every alert after `after` (or Last-Event-ID), then new ones as they are raised; `id:` is the
     alert's number, `event: alert`, `data:` the alert JSON."""
-    owner = _auth(request)
+    owner = _reader(request)
     ledger = ledger_of(request)
     watch = await run_in_threadpool(al.watch_of, ledger.store, watch_id, owner)
     if last_event_id is not None and last_event_id.strip():

@@ -12,9 +12,10 @@ from urllib.parse import quote
 
 from fastapi import Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.exceptions import HTTPException
 
 from api.common import JSON
-from api.errors import error_answer, status_of
+from api.errors import error_answer, http_error, status_of
 from api.negotiate import VARY, prefers_html
 from api.records.render import render_error_page
 from ledger.model.codec import canonical
@@ -62,6 +63,19 @@ def error_page(err: LedgerError, back: list[tuple[str, str]] | None = None) -> H
     status = status_of(err)
     page = render_error_page(status, err.message, [*links, *(back or [])], fix=fix)
     return HTMLResponse(page, status_code=status)
+
+
+async def no_such_page(request: Request, exc: Exception) -> Response:
+    """A routing error: for a browser at an address no route takes (mistyped, say), a page leading back
+    to the index; else, and for every client, the JSON error shape. Both Vary on Accept."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404 and wants_html(request):
+        where = [("The papers this ledger holds", "/")]
+        page = render_error_page(404, f"There is no page at {request.url.path}.", where)
+        return HTMLResponse(page, status_code=404, headers=VARY)
+    answered = await http_error(request, exc)
+    answered.headers.update(VARY)
+    return answered
 
 
 def error(request: Request, err: LedgerError, back: list[tuple[str, str]] | None = None) -> Response:

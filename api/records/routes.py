@@ -158,14 +158,11 @@ def _timeline_and_record(
 
 @router.get(
     "/paper/{arxiv_id:path}/citation-record",
-    tags=["records"],
-    summary="The same record as an HTML page",
-    response_class=HTMLResponse,
     # an id the path cannot hold (a newline) matches no route: the app-wide JSON 404 answers it
-    responses={
-        **docs.responses(200, 308, 422, html=True, json=False),
-        **docs.responses(404, html=True),
-    },
+    **docs.records_page(
+        "The same record as an HTML page",
+        {**docs.responses(200, 308, 422, html=True, json=False), **docs.responses(404, html=True)},
+    ),
 )
 def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTMLResponse:
     """The record page, the paper's timeline at its top; errors are HTML pages with the right status."""
@@ -218,10 +215,10 @@ def integrity(
 
 @router.get(
     "/paper/{arxiv_id:path}",
-    tags=["records"],
-    summary="The paper: its snapshots over time and links to its record views",
-    response_class=HTMLResponse,
-    responses=docs.responses(200, 308, 404, 422, ok="PaperAnswer", html=True),
+    **docs.records_page(
+        "The paper: its snapshots over time and links to its record views",
+        docs.responses(200, 308, 404, 422, ok="PaperAnswer", html=True),
+    ),
 )
 def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
     """HTML by default, with the paper's timeline and its record as of T (default now); JSON (the

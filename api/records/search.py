@@ -22,13 +22,13 @@ router = APIRouter()
 
 @router.get(
     "/search",
-    tags=["records"],
-    summary="Papers and references whose titles hold every word of q, each with the path of its record",
-    response_class=HTMLResponse,
-    responses={
-        **docs.responses(200, 404, 422, ok="SearchAnswer", html=True),
-        303: {"description": "q is the arXiv id of a paper this ledger holds (HTML): its page"},
-    },
+    **docs.records_page(
+        "Papers and references whose titles hold every word of q, each with the path of its record",
+        {
+            **docs.responses(200, 404, 422, ok="SearchAnswer", html=True),
+            303: {"description": "q is the arXiv id of a paper this ledger holds (HTML): its page"},
+        },
+    ),
 )
 async def search_titles(
     request: Request,

@@ -2,16 +2,14 @@
 
 A fresh ledger is made from this description in one step, as sqlite-utils' `create_table_sql` writes a
 table's SQL from a description of it; that one speaks SQLite only, so the two spellings are rendered
-here, from plain dataclasses. The migration steps of each backend stay as frozen history for ledgers
-made by an earlier layout; tests/contract/test_schema.py checks that a fresh ledger and an upgraded one
-hold the same catalogue, and that the two backends agree once each spelling is mapped back to the
-abstract types below.
+here, from plain dataclasses. A ledger made by an earlier layout is brought to this one by upgrade.py;
+tests/contract/test_schema.py checks that a fresh ledger and an upgraded one hold the same catalogue,
+and that the two backends agree once each spelling is mapped back to the abstract types below.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ledger.storage.derived.spans import OPEN
 from ledger.storage.sql import Dialect
@@ -449,15 +447,34 @@ def create_statements(dialect: Dialect, layout: Layout = LAYOUT) -> list[str]:
         out.append(_create_table(table, name))
         out.extend(_indexes(table, name))
     for table in tables:
-        out.extend(_guards(table, name))
-        if table.search is not None and name == SQLITE:
-            out.extend(_sqlite_search(table))
-        if table.cursor:
-            out.append(f"INSERT INTO {table.name} (id, seq) VALUES (1, 0)")
-    for view in layout.views:
-        cols = ", ".join(view.columns)
-        union = " UNION ALL ".join(f"SELECT {cols} FROM {t}" for t in view.tables)
-        out.append(f"CREATE VIEW {view.name} AS {union}")
+        out.extend(_table_extras(table, name))
+    out.extend(view_statement(view) for view in layout.views)
+    return out
+
+
+def table_statements(table: Table, dialect: str) -> list[str]:
+    """The statements that make one table of the layout, with its indexes, guards and search index."""
+    return [_create_table(table, dialect), *_indexes(table, dialect), *_table_extras(table, dialect)]
+
+
+def column_definition(column: Column, table: Table, dialect: str) -> str:
+    """How `dialect` spells one column of `table` in CREATE TABLE or ADD COLUMN."""
+    return _column(column, table, dialect)
+
+
+def view_statement(view: View) -> str:
+    """The CREATE VIEW of a view."""
+    cols = ", ".join(view.columns)
+    union = " UNION ALL ".join(f"SELECT {cols} FROM {t}" for t in view.tables)
+    return f"CREATE VIEW {view.name} AS {union}"
+
+
+def _table_extras(table: Table, dialect: str) -> list[str]:
+    out = _guards(table, dialect)
+    if table.search is not None and dialect == SQLITE:
+        out.extend(_sqlite_search(table))
+    if table.cursor:
+        out.append(f"INSERT INTO {table.name} (id, seq) VALUES (1, 0)")
     return out
 
 
@@ -576,15 +593,4 @@ def _sqlite_search(table: Table) -> list[str]:
             f"CREATE TRIGGER {t}_au AFTER UPDATE ON {t} BEGIN\n{delete}"
             f"    INSERT INTO {t}_fts (rowid, {col}) VALUES (new.rowid, new.{col});\nEND",
         ]
-    return out
-
-
-def frozen_steps(directory: Path) -> list[str]:
-    """The migration steps in `directory` (NN-name.sql, in order), each without its leading comment."""
-    out = []
-    for path in sorted(directory.glob("*.sql")):
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        while lines and lines[0].startswith("--"):
-            lines.pop(0)
-        out.append("".join(lines))
     return out

@@ -55,7 +55,8 @@ def envelope_body(e: StoredEvent) -> bytes:
     """body(e) of ledger-v1.md from a stored envelope: the bytes both the chain and the tree hash."""
     text = f"{e.event_id}{e.observed_at}{e.recorded_at}{e.stream}{e.type}"
     if type(e.seq) is int and type(e.stream_version) is int and _VERBATIM.fullmatch(text):
-        # the same bytes as body_bytes (tests/test_chain.py holds them equal), joined without an encoder
+        # the same bytes as body_bytes (tests/ledger/tlog/test_chain.py holds them equal), joined without
+        # an encoder
         tail = (
             f',"event_id":"{e.event_id}","observed_at":"{e.observed_at}","recorded_at":"{e.recorded_at}",'
             f'"seq":{e.seq},"stream":"{e.stream}","stream_version":{e.stream_version},"type":"{e.type}"}}'

@@ -30,6 +30,7 @@ from ledger.model.ids import normalise_arxiv
 from ledger.model.instants import format_recorded, now_us
 from ledger.storage.alert_store import Alert, Watch
 from ledger.storage.derived.keys import work_index_key
+from ledger.storage.derived.spans import ObservationRefs
 from ledger.storage.works_store import current_works, displayed
 from projections.record import observations
 from service.alerts.address_table import refusal
@@ -212,10 +213,7 @@ class _Candidate(NamedTuple):
     observed_at: str
 
 
-class _Refs(msgspec.Struct):
-    observation_id: str
-    citing_arxiv_id: str | None = None
-    reference_index: int | None = None
+class _Refs(ObservationRefs):
     cited_work: CitedWork | None = None
 
 

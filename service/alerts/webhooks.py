@@ -27,6 +27,7 @@ import logging
 import random
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -169,30 +170,23 @@ def settle(
     return FAILED if state == PENDING else state
 
 
+@dataclass
 class Deliverer:
     """Delivers the outbox from one event loop: watches independently, one attempt in flight per watch,
     at most `cap` at once, each abandoned at its deadline and settled whatever happened."""
 
-    def __init__(
-        self,
-        store: Store,
-        send: Send,
-        base: float = DEFAULT_BACKOFF_S,
-        deadline_s: float = DEADLINE_S,
-        cap: int = MAX_IN_FLIGHT,
-        on_result: Callable[[str], None] | None = None,
-        rng: random.Random | None = None,
-    ) -> None:
-        self.store = store
-        self.send = send
-        self.base = base
-        self.deadline_s = deadline_s
-        self.cap = cap
-        self.on_result = on_result
-        self.rng = rng
+    store: Store
+    send: Send
+    base: float = DEFAULT_BACKOFF_S
+    deadline_s: float = DEADLINE_S
+    cap: int = MAX_IN_FLIGHT
+    on_result: Callable[[str], None] | None = None
+    rng: random.Random | None = None
+    in_flight: dict[str, asyncio.Task[str]] = field(default_factory=dict, init=False)  # watch id -> attempt
+
+    def __post_init__(self) -> None:
         # the lease outlasts the deadline and the settling after it, whatever the deadline is
-        self.lease_us = int(max(LEASE_S, 2 * deadline_s + 5) * 1e6)
-        self.in_flight: dict[str, asyncio.Task[str]] = {}  # watch id -> its attempt
+        self.lease_us = int(max(LEASE_S, 2 * self.deadline_s + 5) * 1e6)
 
     def start_due(self) -> int:
         """Lease what is due of the watches with no attempt in flight (up to the cap) and start it."""

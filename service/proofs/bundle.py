@@ -9,6 +9,7 @@ proof of each in one signed checkpoint, the checkpoint and the public key; one l
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.model.codec import canonical, envelope_json
@@ -20,29 +21,10 @@ from ledger.tlog.merkle import leaf_hash
 from service.ledger import Ledger
 from service.proofs.proofs import Leaves, Signed, prove, prove_seqs, sign_covering
 
-__all__ = ["SCHEMA", "BundleStream", "encode_bundle", "open_bundle", "prove_seqs", "record_evidence"]
+__all__ = ["SCHEMA", "BundleStream", "encode_bundle", "open_bundle", "prove_seqs"]
 
 SCHEMA = "citation-ledger.evidence-bundle.v1"
 CHUNK = 1000  # seqs per read of envelopes and per chunk of proofs
-
-
-def record_evidence(
-    ledger: Ledger,
-    arxiv_id: str,
-    as_of_us: int | None = None,
-    known_us: int | None = None,
-    checkpointer: Checkpointer | None = None,
-) -> dict[str, Any]:
-    """The whole bundle as one value in memory (small records, tests); open_bundle streams the same."""
-    with ledger.evidence(arxiv_id, as_of_us, known_us) as ev:
-        record, seqs = ev.built.record, ev.all_seqs()
-    return {
-        "schema": SCHEMA,
-        "record": record,
-        "known_at": None if known_us is None else format_as_of(known_us),
-        "events": [envelope_json(e) for e in ledger.store.envelopes(seqs)],
-        **prove_seqs(ledger, seqs, checkpointer),
-    }
 
 
 def encode_bundle(bundle: dict[str, Any]) -> bytes:
@@ -50,18 +32,16 @@ def encode_bundle(bundle: dict[str, Any]) -> bytes:
     return canonical(bundle) + b"\n"
 
 
+@dataclass
 class BundleStream:
     """A bundle ready to be written: what it holds, and its bytes chunk by chunk in bounded memory."""
 
-    def __init__(
-        self, ledger: Ledger, record: Record, known_at: str | None, seqs: list[int], signed: Signed
-    ) -> None:
-        self.ledger = ledger
-        self.record = record
-        self.known_at = known_at
-        self.seqs = seqs
-        self.signed = signed
-        self._leaves = Leaves()
+    ledger: Ledger
+    record: Record
+    known_at: str | None
+    seqs: list[int]
+    signed: Signed
+    _leaves: Leaves = field(default_factory=Leaves, init=False, repr=False)
 
     @property
     def tree_size(self) -> int:
@@ -69,8 +49,8 @@ class BundleStream:
         return self.signed.size if self.seqs else 0
 
     def chunks(self, chunk: int = CHUNK) -> Iterator[bytes]:
-        """The bytes of encode_bundle(record_evidence(...)), written by hand in canonical key order, each
-        piece by the same encoder: the events and proofs `chunk` seqs at a time."""
+        """The bytes encode_bundle gives the whole bundle as one value, written by hand in canonical key
+        order, each piece by the same encoder: the events and proofs `chunk` seqs at a time."""
         members = {
             "checkpoint": [canonical(self.signed.note)],
             "events": self._array(self._events(chunk)),

@@ -4,7 +4,7 @@ A bundle of a much-cited paper proves some 200,000 events. Proving them one by o
 whole tree per event, a read of its 16-leaf block per event) costs tens of microseconds each; here a
 chunk of seqs reads the leaves of the blocks it touches in one statement (or is handed those already
 read), hashes each node once, and walks the tree above a block once for all its leaves. The answers
-are those of merkle_store.inclusion (tests/test_proofs.py holds them equal).
+are those of merkle_store.inclusion (tests/service/proofs/test_proofs.py holds them equal).
 """
 
 from __future__ import annotations

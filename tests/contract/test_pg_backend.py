@@ -1,6 +1,6 @@
 """What only PostgreSQL needs showing: its triggers, a tamper behind them, the API, a restored database.
 
-The statement budget on PostgreSQL is tests/test_record.py's, in the suite's PostgreSQL pass."""
+The statement budget on PostgreSQL is tests/projections/test_record.py's, in the suite's PostgreSQL pass."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from tests.contract.scenario import replay
 from tests.old_layout import build_old_ledger
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "2509.02480.record.json"
-STEPS = {"sqlite": len(migrations.MIGRATIONS), "postgresql": len(pg_migrations.MIGRATIONS)}
+STEPS = {"sqlite": migrations.VERSION, "postgresql": pg_migrations.VERSION}
 
 # each backend's own spelling of what the other spells otherwise, and nothing more
 PG_ONLY_TABLES = {"ledger_schema", "signed_checkpoint"}  # SQLite: PRAGMA user_version, a side file

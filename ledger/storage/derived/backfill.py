@@ -1,4 +1,4 @@
-"""The works-index keys of the events a ledger stored before it kept them: a migration step's Python
+"""The works-index keys of the events a ledger stored before it kept them: the upgrade's Python
 part, written once for both backends (SQL alone cannot apply the DOI rules of ledger/doi.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from ledger.storage.derived.keys import WORK, link_keys
 from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
 
 PAGE = 10_000
-# the step's SQL creates this temporary table on each backend
+# where the keys are staged, unsorted, before they are moved in key order
 FILL_TABLE = "work_keys_fill"
 _READ = (
     f"SELECT {ENVELOPE_COLUMNS}, observed_us, recorded_us FROM events "
@@ -23,6 +23,8 @@ def fill_work_keys(conn: Any, dialect: Dialect) -> int:
     Read a page of events at a time, the keys staged unsorted, then moved in key order (each leaf of
     the merged level written once, as a level move does). Run inside the migration's transaction.
     """
+    text, seq = ("TEXT", "INTEGER") if dialect.name == "sqlite" else ('text COLLATE "C"', "bigint")
+    conn.execute(f"CREATE TEMP TABLE {FILL_TABLE} (key {text} NOT NULL, seq {seq} NOT NULL)")
     after, added = 0, 0
     while True:
         rows = conn.execute(dialect.sql(_READ), (after, PAGE)).fetchall()

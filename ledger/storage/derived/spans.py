@@ -51,7 +51,8 @@ class Step(NamedTuple):
 
 
 class Span(NamedTuple):
-    """One state of an observation that points at `cited`, over observed time [t_from, t_to)."""
+    """One state of an observation that points at `cited`, over observed time [t_from, t_to), known
+    over recorded time [k_from, k_to): a span derived from steps alone is known from 0 and still is."""
 
     cited: str
     citing: str
@@ -61,21 +62,12 @@ class Span(NamedTuple):
     t_to: int
     citation_seq: int
     resolution_seq: int
+    k_from: int = 0
+    k_to: int = OPEN
 
 
-class Row(NamedTuple):
-    """A stored span: a Span known over recorded time [k_from, k_to)."""
-
-    cited: str
-    citing: str
-    reference_index: int
-    observation_id: str
-    t_from: int
-    t_to: int
-    citation_seq: int
-    resolution_seq: int
-    k_from: int
-    k_to: int
+# a stored span: a Span with the recorded times it was known over
+Row = Span
 
 
 def spans(steps: Iterable[Step]) -> list[Span]:
@@ -129,7 +121,7 @@ def delta(prior: Sequence[Step], new: Sequence[Step]) -> Delta:
     """The rows an insert of `new` closes and opens, one recorded_us at a time, over `prior`'s."""
     if not prior and all(s.recorded_us == new[0].recorded_us for s in new):
         # the usual case: a new observation, in one append
-        return Delta([], [Row(*s, new[0].recorded_us, OPEN) for s in spans(new)])
+        return Delta([], [s._replace(k_from=new[0].recorded_us) for s in spans(new)])
     current: dict[Span, int | None] = dict.fromkeys(spans(prior))  # None: stored, opened earlier
     known = list(prior)
     closed: list[tuple[Span, int]] = []
@@ -143,27 +135,27 @@ def delta(prior: Sequence[Step], new: Sequence[Step]) -> Delta:
             if k is None:
                 closed.append((s, recorded))
             elif k < recorded:
-                opened.append(Row(*s, k, recorded))
+                opened.append(s._replace(k_from=k, k_to=recorded))
         current = {s: current.get(s, recorded) for s in now}
-    opened.extend(Row(*s, k, OPEN) for s, k in current.items() if k is not None)
+    opened.extend(s._replace(k_from=k) for s, k in current.items() if k is not None)
     return Delta(sorted(closed), sorted(opened))
 
 
 Bucket = tuple[str, int, int, int]  # (cited, bucket, starts, ends)
 
 
-def bucket_deltas(opened: Iterable[Span | Row], closed: Iterable[Span]) -> list[Bucket]:
+def bucket_deltas(opened: Iterable[Span], closed: Iterable[Span]) -> list[Bucket]:
     """(cited, bucket, starts, ends) changes of inbound_counts when spans known now are opened and
     closed (a Row opened already closed is not known now and counts nothing)."""
     out: dict[tuple[str, int], list[int]] = {}
 
-    def add(s: Span | Row, sign: int) -> None:
+    def add(s: Span, sign: int) -> None:
         out.setdefault((s.cited, s.t_from // BUCKET_US), [0, 0])[0] += sign
         if s.t_to != OPEN:
             out.setdefault((s.cited, s.t_to // BUCKET_US), [0, 0])[1] += sign
 
     for s in opened:
-        if not isinstance(s, Row) or s.k_to == OPEN:
+        if s.k_to == OPEN:
             add(s, 1)
     for s in closed:
         add(s, -1)
@@ -178,16 +170,22 @@ def history(steps: Iterable[Step]) -> list[Row]:
     for recorded, group in groupby(sorted(steps, key=lambda s: s.seq), key=lambda s: s.recorded_us):
         known.extend(group)
         now = set(spans(known))
-        rows.extend(Row(*s, k, recorded) for s, k in current.items() if s not in now)
+        rows.extend(s._replace(k_from=k, k_to=recorded) for s, k in current.items() if s not in now)
         current = {s: current.get(s, recorded) for s in now}
-    rows.extend(Row(*s, k, OPEN) for s, k in current.items())
+    rows.extend(s._replace(k_from=k) for s, k in current.items())
     return sorted(rows, key=lambda r: (r.t_from, r.k_from))
 
 
-class _Refs(msgspec.Struct):
+class ObservationRefs(msgspec.Struct):
+    """Where a citation or resolution stands: its observation and, for a citation, its citing paper and
+    reference index, decoded alone from the event's data (the other fields skipped)."""
+
     observation_id: str
     citing_arxiv_id: str | None = None
     reference_index: int | None = None
+
+
+class _Refs(ObservationRefs):
     cited_arxiv_id: str | None = None
 
 

@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from ledger.storage.conns import ThreadConnections
 from ledger.storage.sql import SQLITE
 from ledger.storage.sql_store import SqlStore
@@ -69,6 +67,9 @@ class SQLiteStore(SqlStore):
     def stats(self) -> dict[str, int]:
         """Rows per table, by name (sqlite-utils' introspection): the ledger's tables, not those SQLite
         keeps for a full-text index (PostgreSQL's is an index of its table), so both list the same."""
+        # sqlite-utils and what it loads cost every command's start-up more than the rest of the store
+        import sqlite_utils
+
         # left to itself sqlite-utils turns recursive_triggers on for this shared connection, which changes
         # the triggers a REPLACE fires
         db = sqlite_utils.Database(self._conn(), recursive_triggers=False, execute_plugins=False)
