@@ -55,6 +55,11 @@ _RULES: dict[str, dict[str, dict[str, Any]]] = {
     "ResolutionData": {"observation_id": _UUID_RULE, "cited_arxiv_id": _ARXIV_RULE},
     "StandingData": {"source": {"minLength": 1}},
     "MeasurementData": {"arxiv_id": _ARXIV_RULE},
+    "WorkData": {
+        "source": {"minLength": 1},
+        "doi": {"pattern": "^10\\.[^A-Z]*/[^A-Z]*$"},
+        "arxiv_id": _ARXIV_RULE,
+    },
     "CitedWork": {"snapshot_observed_at": _TS_RULE},
     "PaperBlock": {**_BLOCK, "latest_version": {"minimum": 1}},
     "SnapshotBlock": {**_BLOCK, "version": {"minimum": 1}},
@@ -177,7 +182,42 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
             "query_url": "https://api.semanticscholar.org/graph/v1/paper/arXiv:2509.02480",
         },
     },
+    "work.observed": {
+        "type": "work.observed",
+        "observed_at": "2026-11-01T00:00:00Z",
+        "data": {
+            "doi": "10.1109/sc41405.2020.00024",
+            "source": "crossref",
+            "title": "ZeRO: Memory optimizations Toward Training Trillion Parameter Models",
+            "authors": [{"family": "Rajbhandari", "given": "Samyam"}, {"family": "Rasley", "given": "Jeff"}],
+            "container_title": "SC20: International Conference for High Performance Computing, "
+            "Networking, Storage and Analysis",
+            "year": 2020,
+            "volume": None,
+            "issue": None,
+            "pages": "1-16",
+            "type": "proceedings-article",
+            "arxiv_id": "1910.02054",
+        },
+    },
 }
+
+
+def _with_reference(event: dict[str, Any]) -> dict[str, Any]:
+    """The example citation with an optional `reference` (resolver-v1.md), on another observation."""
+    data = {
+        **event["data"],
+        "observation_id": "5a3b6a2e-9d1c-4c7e-8f00-2b1d3c4e5f60",
+        "reference_index": 35,
+        "reference": {
+            "unstructured": "S. Rajbhandari, J. Rasley, O. Ruwase, Y. He, ZeRO: memory optimizations toward "
+            "training trillion parameter models, in: SC20, 2020, pp. 1-16.",
+            "author": "Rajbhandari",
+            "year": "2020",
+            "first-page": "1",
+        },
+    }
+    return {**event, "data": data}
 
 
 def events_body() -> dict[str, Any]:
@@ -185,6 +225,10 @@ def events_body() -> dict[str, Any]:
     examples = {
         name.replace(".", "_"): {"summary": f"one {name} event", "value": {"events": [event]}}
         for name, event in EVENT_EXAMPLES.items()
+    }
+    examples["citation_with_reference"] = {
+        "summary": "a citation carrying its reference as the source gave it (Crossref's reference keys)",
+        "value": {"events": [_with_reference(EVENT_EXAMPLES["citation.observed"])]},
     }
     examples["citation_and_resolution"] = {
         "summary": "a citation and its resolution, only if the paper's stream is at version 0",

@@ -12,7 +12,7 @@ from ledger.model.codec import canonical
 from ledger.model.errors import LedgerError
 
 PROGRESS_BYTES = 4 * 1024 * 1024
-_SOURCES = ("retraction-watch", "crossref", "openalex", "semantic-scholar", "opencitations")
+_SOURCES = ("retraction-watch", "crossref", "openalex", "semantic-scholar", "opencitations", "works")
 
 
 def _ingest(
@@ -33,6 +33,31 @@ def _ingest(
                 )
         else:
             summary = ingest(ledger, source, data, observed_at, paper_id, force=force)
+    except LedgerError as e:
+        click.echo(f"{file}: refused, nothing written: {e.message}", err=True)
+        sys.exit(1)
+    if as_json:
+        click.echo(canonical(summary.to_dict()).decode())
+    else:
+        for line in summary.lines():
+            click.echo(line)
+
+
+def _ingest_works(file: str, observed_at: str, as_json: bool, db: str) -> None:
+    from service.ledger import Ledger
+    from service.sources import input_size
+    from service.sources.works import ingest_works
+
+    ledger = Ledger(db)
+    data: Any = sys.stdin.buffer if file == "-" else file
+    size = None if file == "-" else input_size(file)
+    try:
+        if size is not None and size >= PROGRESS_BYTES:
+            # the first of the two reads (the whole file checked), by bytes, on stderr
+            with click.progressbar(length=size, label=f"checking {file}", file=sys.stderr) as bar:
+                summary = ingest_works(ledger, data, observed_at, progress=bar.update)
+        else:
+            summary = ingest_works(ledger, data, observed_at)
     except LedgerError as e:
         click.echo(f"{file}: refused, nothing written: {e.message}", err=True)
         sys.exit(1)
@@ -131,8 +156,15 @@ def register(main: click.Group) -> None:
         """Bring a file as SOURCE publishes it into the ledger as one atomic batch.
 
         retraction-watch: the Crossref-distributed CSV; crossref: a REST /works answer;
-        openalex, semantic-scholar: their work/paper JSON; opencitations: a citation-count answer.
+        openalex, semantic-scholar: their work/paper JSON; opencitations: a citation-count answer;
+        works: a Crossref or OpenAlex works file, each work a work.observed (the resolver's catalogue).
         """
+        if source == "works":
+            if paper_id or force:
+                click.echo("--id and --force are not for works", err=True)
+                sys.exit(2)
+            _ingest_works(file, observed_at, as_json, db)
+            return
         _ingest(source, file, observed_at, paper_id, as_json, db, force)
 
     @main.command("diff")

@@ -21,7 +21,7 @@ from ledger.storage.append import AppendResult, append_batch, needs_of
 from ledger.storage.backend import Store, Unsupported, is_pg_url, open_store
 from ledger.storage.backend import copy_ledger as copy_ledger
 from ledger.storage.group_commit import GroupCommitter, GroupObserver
-from ledger.storage.interface import WriteTx
+from ledger.storage.interface import CatalogueTables, WriteTx
 from ledger.storage.interface import side_path as side_path
 from ledger.storage.verify import VerifyReport, verify_store
 from projections.record import Built, build_record
@@ -151,6 +151,22 @@ class Ledger:
     def head(self) -> Head:
         """The last seq and hash."""
         return self.store.head()
+
+    @property
+    def catalogue(self) -> CatalogueTables:
+        """The resolver's catalogue (resolver-v1.md), first brought up to the head (a ledger that cannot
+        be written is read as far as it reaches)."""
+        catalogue = self.store.catalogue
+        head = self.store.head().seq
+        if catalogue.catalogue_indexed() < head:
+            catalogue.index_catalogue(head)
+        return catalogue
+
+    def catalogue_work_data(self, dois: Sequence[str]) -> dict[str, bytes]:
+        """The data (canonical bytes) of the latest work.observed of each of these normalised DOIs the
+        ledger holds (what a works ingest compares with, so that a re-ingest appends nothing)."""
+        self.catalogue  # noqa: B018 - brought up to the head first
+        return self.store.catalogue.latest_work_data(dois)
 
     def append(
         self,

@@ -28,6 +28,7 @@ from ledger.model.instants import now_us
 from projections.diff import record_changes
 from service.ledger import AppendResult
 from service.sources import SOURCES, ingest
+from service.sources.works import ingest_works
 
 router = APIRouter()
 
@@ -47,6 +48,66 @@ async def _spool(request: Request, limit: int) -> IO[bytes]:
         raise
     spool.seek(0)
     return spool  # type: ignore[return-value]
+
+
+_WORKS_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": "A Crossref or OpenAlex works file exactly as published (gzip accepted): a "
+        "/works/{doi} or /works answer, an OpenAlex Work or {results: [...]}, or NDJSON of either's works.",
+        "content": {
+            "application/json": {"schema": {}},
+            "application/x-ndjson": {"schema": {"type": "string"}},
+            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        },
+    }
+}
+
+
+@router.post(
+    "/ingest/works",
+    tags=["sources"],
+    summary="Bring a works file into the resolver's catalogue: one work.observed per new or changed work",
+    status_code=201,
+    responses=docs.responses(201, 200, 401, 403, 413, 422),
+    openapi_extra=_WORKS_BODY,
+)
+async def post_ingest_works(
+    request: Request,
+    observed_at: Annotated[
+        str,
+        Query(
+            description="When the file was fetched (RFC 3339 with offset)", examples=["2026-09-01T12:00:00Z"]
+        ),
+    ],
+) -> Response:
+    """The body is the file, checked whole before anything is written, then appended in batches. 201
+    when works were appended, 200 when none was new; 422 when the body is not a works file (nothing
+    written). Answers the ingest summary (items read, works, skipped with reasons, unchanged)."""
+    settings = settings_of(request)
+    token = require_writer(request, settings)
+    limit = getattr(settings, "max_ingest_body", None) or DEFAULT_MAX_INGEST_BODY
+    body = await _spool(request, limit)
+    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    charge = 1
+
+    def appended(events: Sequence[Event], result: AppendResult, seconds: float) -> None:
+        telemetry.appended(request, "ingest", events, result, seconds, "works")
+
+    try:
+        summary = await run_in_threadpool(ingest_works, ledger_of(request), body, observed_at, None, appended)
+        charge = max(1, summary.appended + summary.duplicates)
+    finally:
+        body.close()
+        if limiter is not None:
+            limiter.charge(token, charge)
+    assert summary.head is not None
+    return Response(
+        canonical(summary.to_dict()),
+        status_code=201 if summary.appended else 200,
+        media_type=JSON,
+        headers=head_headers(summary.head),
+    )
 
 
 @router.post(

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import msgspec
 
 from ledger.model import ijson
+from ledger.model.doi import normalize_doi
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import (
     DATA_TYPES,
@@ -21,6 +22,7 @@ from ledger.model.events import (
     PaperObserved,
     ResolutionObserved,
     StandingChecked,
+    WorkObserved,
 )
 from ledger.model.instants import FUTURE_SLACK_US, now_us, parse_ts
 
@@ -287,6 +289,19 @@ def check_rules(event: Event, where: str, now: int | None = None) -> None:
     elif isinstance(event, MeasurementObserved):
         check_arxiv(event.data.arxiv_id, f"{d}.arxiv_id")
         _safe_int(event.data.value, f"{d}.value")
+    elif isinstance(event, WorkObserved):
+        _check_work(event, d)
+
+
+def _check_work(event: WorkObserved, d: str) -> None:
+    w = event.data
+    if not w.doi.startswith("10.") or "/" not in w.doi or normalize_doi(w.doi) != w.doi:
+        raise InvalidEvent(f"{d}.doi", f"bad DOI {w.doi!r}: expected the normalised form, e.g. 10.1234/abc")
+    if not w.source.strip():
+        raise InvalidEvent(f"{d}.source", "must not be empty")
+    _safe_int(w.year, f"{d}.year")
+    if w.arxiv_id is not None:
+        check_arxiv(w.arxiv_id, f"{d}.arxiv_id")
 
 
 def _check_standing(event: StandingChecked, d: str) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Generic, Literal, NamedTuple, TypeVar
 
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from ledger.model.works import Reference, WorkData
 
 Status = Literal[
     "verified_exact",
@@ -76,6 +78,9 @@ class CitationData(_Data, frozen=True):
     reference_index: NonNegInt
     source: str
     cited_work: CitedWork | None
+    # the reference as its source gave it (resolver-v1.md): absent when absent, never null, so the
+    # events that predate it keep their bytes; not part of the record's JSON
+    reference: Reference | UnsetType = UNSET
 
 
 class ResolutionData(_Data, frozen=True):
@@ -128,20 +133,33 @@ class MeasurementObserved(_Envelope, tag="measurement.observed", frozen=True):
     data: MeasurementData
 
 
-Event = PaperObserved | CitationObserved | ResolutionObserved | StandingChecked | MeasurementObserved
+class WorkObserved(_Envelope, tag="work.observed", frozen=True):
+    data: WorkData
+
+
+Event = (
+    PaperObserved
+    | CitationObserved
+    | ResolutionObserved
+    | StandingChecked
+    | MeasurementObserved
+    | WorkObserved
+)
 EVENT_TYPES: dict[str, type[_Envelope]] = {
     "paper.observed": PaperObserved,
     "citation.observed": CitationObserved,
     "resolution.observed": ResolutionObserved,
     "standing.checked": StandingChecked,
     "measurement.observed": MeasurementObserved,
+    "work.observed": WorkObserved,
 }
-DATA_TYPES: dict[str, type[_Data]] = {
+DATA_TYPES: dict[str, type[Struct]] = {
     "paper.observed": PaperData,
     "citation.observed": CitationData,
     "resolution.observed": ResolutionData,
     "standing.checked": StandingData,
     "measurement.observed": MeasurementData,
+    "work.observed": WorkData,
 }
 
 

@@ -7,11 +7,13 @@ citation, the optional `evidence` of a resolution) and storage returns catalogue
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from msgspec import UNSET, Struct, UnsetType
 
-from ledger.model.events import CitedWork, Status
+if TYPE_CHECKING:
+    # events.py carries WorkData and Reference, so this module may not import it at run time
+    from ledger.model.events import CitedWork, Status
 
 
 class Author(Struct, frozen=True, forbid_unknown_fields=True, gc=False):

@@ -25,6 +25,7 @@ from ledger.model.events import (
     ResolutionObserved,
     StandingChecked,
     StoredEvent,
+    WorkObserved,
 )
 from ledger.model.facts import CheckWorkRow, Head
 from ledger.model.instants import format_recorded, now_us, parse_ts
@@ -106,12 +107,14 @@ class AppendResult(NamedTuple):
 
 
 _STANDING = "standing.checked"
+WORK = "work.observed"
 _TYPES: dict[type, str] = {
     PaperObserved: "paper.observed",
     CitationObserved: CITATION,
     ResolutionObserved: RESOLUTION,
     StandingChecked: _STANDING,
     MeasurementObserved: "measurement.observed",
+    WorkObserved: WORK,
 }
 _BODY = (
     b'{"data":%b,"event_id":%b,"observed_at":%b,"recorded_at":%b,"seq":%d,"stream":%b,'
@@ -281,6 +284,8 @@ def _stream(event: Any, type_: str, citing: dict[str, str], places: Sequence[str
         return f"paper:{citing[oid]}"
     if type_ is _STANDING:
         return f"source:{event.data.source}"
+    if type_ is WORK:
+        return f"work:{event.data.doi}"
     return f"paper:{event.data.arxiv_id}"
 
 

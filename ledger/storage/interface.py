@@ -102,6 +102,14 @@ class CatalogueTables(Protocol):
     ) -> list[list[CatalogueWork]]: ...
 
 
+class CatalogueIndex(CatalogueTables, Protocol):
+    """The catalogue and its cursor: extended from the events past it, as the title index is."""
+
+    def catalogue_indexed(self) -> int: ...
+    def index_catalogue(self, upto: int) -> int: ...
+    def latest_work_data(self, dois: Sequence[str]) -> dict[str, bytes]: ...
+
+
 class Tables(
     TreeTables, VerifyTables, KeyTables, SpanTables, SearchTables, ScrubTables, WorkTables, Protocol
 ):
@@ -147,6 +155,10 @@ class Store(LogStore, EventReads, RecordReads, Protocol):
 
     @property
     def alerts(self) -> AlertTables: ...
+
+    @property
+    def catalogue(self) -> CatalogueIndex:
+        """The resolver's catalogue (resolver-v1.md)."""
 
     def write(self) -> AbstractContextManager[WriteTx]: ...
     def stats(self) -> dict[str, int]: ...

@@ -76,6 +76,8 @@ class Table:
     clustered: bool = False
     # a title search over this text column: FTS5 on SQLite, a GIN-indexed tsvector on PostgreSQL
     search: str | None = None
+    # rows are changed in place: SQLite's FTS5 index follows updates and deletes too
+    search_changes: bool = False
     # PostgreSQL keys a long text column in a unique constraint by its md5 (a B-tree entry holds
     # some 2.7 kB); SQLite's index takes any length
     long_text: str | None = None
@@ -137,6 +139,48 @@ def _smaller_levels(base: str, columns: tuple[Column, ...], key: tuple[str, ...]
         )
         for level in _LEVELS[1:]
     )
+
+
+# the resolver's catalogue (ledger/storage/derived/catalogue.py): one row per DOI (its latest
+# work.observed) and per arXiv paper (its latest paper.observed), replaced in place as later ones arrive
+_CATALOGUE = (
+    Table(
+        "catalogue_works",
+        (
+            _c("ident"),
+            _c("seq", BIGINT),
+            _c("observed_at"),
+            _c("observed_us", BIGINT),
+            _c("source"),
+            _c("doi", not_null=False),
+            _c("arxiv_id", not_null=False),
+            _c("doi_key", not_null=False),
+            _c("arxiv_key", not_null=False),
+            _c("title", not_null=False),
+            _c("authors"),
+            _c("container", not_null=False),
+            _c("year", BIGINT, not_null=False),
+            _c("volume", not_null=False),
+            _c("issue", not_null=False),
+            _c("first_page", not_null=False),
+            _c("type", not_null=False),
+            _c("vol_key", not_null=False),
+            _c("page_key", not_null=False),
+            _c("search_text"),
+        ),
+        ("ident",),
+        indexes=(
+            Index("catalogue_works_doi_key", ("doi_key",)),
+            Index("catalogue_works_arxiv_key", ("arxiv_key",)),
+            Index("catalogue_works_volume_page", ("vol_key", "page_key")),
+        ),
+        search="search_text",
+        search_changes=True,
+    ),
+    # how many rows hold each word a search may look for: which of a text's words are rarest
+    Table("catalogue_terms", (_c("term"), _c("docs", BIGINT)), ("term",), clustered=True),
+    Table("catalogue_cursor", (_c("id", INT, check="id = 1"), _c("seq", BIGINT)), ("id",), cursor=True),
+)
 
 
 LAYOUT = Layout(
@@ -359,6 +403,7 @@ LAYOUT = Layout(
             long_text="title",
         ),
         Table("search_cursor", (_c("id", INT, check="id = 1"), _c("seq", BIGINT)), ("id",), cursor=True),
+        *_CATALOGUE,
         # one row per acknowledged ingest, written in the transaction of its events (service/sources)
         Table(
             "ingest_receipts",
@@ -535,9 +580,17 @@ def _sqlite_search(table: Table) -> list[str]:
     """The FTS5 index in the shape sqlite-utils' enable_fts(create_triggers=True) gives (so
     `sqlite-utils search` and Datasette find it)."""
     t, col = table.name, table.search
-    return [
+    out = [
         f"CREATE VIRTUAL TABLE {t}_fts USING FTS5 (\n"
         f"    {col},\n    tokenize='unicode61 remove_diacritics 0',\n    content=\"{t}\"\n)",
         f"CREATE TRIGGER {t}_ai AFTER INSERT ON {t} BEGIN\n"
         f"    INSERT INTO {t}_fts (rowid, {col}) VALUES (new.rowid, new.{col});\nEND",
     ]
+    if table.search_changes:
+        delete = f"    INSERT INTO {t}_fts ({t}_fts, rowid, {col}) VALUES ('delete', old.rowid, old.{col});\n"
+        out += [
+            f"CREATE TRIGGER {t}_ad AFTER DELETE ON {t} BEGIN\n{delete}END",
+            f"CREATE TRIGGER {t}_au AFTER UPDATE ON {t} BEGIN\n{delete}"
+            f"    INSERT INTO {t}_fts (rowid, {col}) VALUES (new.rowid, new.{col});\nEND",
+        ]
+    return out

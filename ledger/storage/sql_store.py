@@ -33,6 +33,7 @@ from ledger.model.facts import (
 from ledger.model.instants import format_recorded, now_us
 from ledger.storage.alert_store import AlertTables
 from ledger.storage.append import Rows
+from ledger.storage.catalogue_store import SqlCatalogue
 from ledger.storage.conns import ThreadConnections
 from ledger.storage.derived import spans
 from ledger.storage.derived.keys import EVENT, LEVELS, MOVES, OBSERVATION, WORK, level_table
@@ -197,6 +198,11 @@ class SqlStore:
     def alerts(self) -> AlertTables:
         """The standing alerts' tables (watches, alerts, the webhook outbox)."""
         return AlertTables(self)
+
+    @functools.cached_property
+    def catalogue(self) -> SqlCatalogue:
+        """The resolver's catalogue: each DOI's latest work and each arXiv paper, indexed for search."""
+        return SqlCatalogue(self)
 
     def _new_tables(self) -> Tables:
         raise NotImplementedError

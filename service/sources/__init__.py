@@ -18,7 +18,7 @@ from ledger.storage.interface import WriteTx
 from service.ledger import Ledger
 from service.sources import counts, crossref, retraction_watch
 from service.sources.base import NotThatFormat, PaperIndex, Parsed, Refused, Summary, WorkIndex
-from service.sources.reader import Digest, Input, Progress, input_size, open_text
+from service.sources.reader import Digest, Input, Progress, ZstdError, input_size, open_text
 
 STANDING: dict[str, Callable[[IO[str], WorkIndex, Summary], Parsed]] = {
     "retraction-watch": retraction_watch.parse,
@@ -92,6 +92,8 @@ def parse_source(
         raise InvalidEvent(
             "file", f"a damaged gzip stream ({e or type(e).__name__}); nothing written"
         ) from None
+    except ZstdError as e:
+        raise InvalidEvent("file", f"a damaged zstd stream ({e}); nothing written") from None
     except RecursionError:
         raise InvalidEvent("file", "JSON nested too deeply to read; nothing written") from None
 

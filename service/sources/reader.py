@@ -1,4 +1,5 @@
-"""Opening a source file for streaming: bytes counted for a progress bar, gzip by its magic, UTF-8."""
+"""Opening a source file for streaming: bytes counted for a progress bar, gzip and zstd by their magic
+numbers, UTF-8."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import IO, BinaryIO
 
+import zstandard
+
 Progress = Callable[[int], None]
 Input = str | os.PathLike[str] | bytes | IO[bytes]
 _BUFFER = 1 << 16
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_ZSTD_PIECE = 256
+# what a damaged zstd stream raises while it is read
+ZstdError = zstandard.ZstdError
 
 
 class Digest:
@@ -55,6 +62,44 @@ class _Counting(io.RawIOBase):
         return n
 
 
+class _Zstd(io.RawIOBase):
+    """A zstd stream of one or more frames, decompressed as read; a stream that ends inside a frame
+    raises ZstdError (zstandard's own readers end there quietly, a truncated file read as whole). The
+    input is fed 256 bytes at a time: no zstd block expands past 32,768 times its size, so what is
+    held decompressed stays near 8 MiB however the file was made."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self._frame = zstandard.ZstdDecompressor().decompressobj()
+        self._input = b""  # compressed bytes read and not yet fed
+        self._pending = b""  # decompressed bytes, handed out from `_at` on
+        self._at = 0
+        self._started = False  # the current frame has had input
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        while self._at == len(self._pending):
+            if not self._input:
+                self._input = self._raw.read(_BUFFER)
+                if not self._input:
+                    if self._started and not self._frame.eof:
+                        raise ZstdError("the stream ends inside a frame")
+                    return 0
+            if self._frame.eof:  # the next frame of a multi-frame file
+                self._frame = zstandard.ZstdDecompressor().decompressobj()
+            self._started = True
+            piece, self._input = self._input[:_ZSTD_PIECE], self._input[_ZSTD_PIECE:]
+            self._pending, self._at = self._frame.decompress(piece), 0
+            if self._frame.eof:
+                self._input = self._frame.unused_data + self._input
+        n = min(len(b), len(self._pending) - self._at)
+        b[:n] = memoryview(self._pending)[self._at : self._at + n]
+        self._at += n
+        return n
+
+
 def input_size(source: Input) -> int | None:
     """The byte size of a path or bytes input (None for a stream)."""
     if isinstance(source, bytes):
@@ -84,6 +129,8 @@ def open_text(
         # a Crossref or OpenAlex dump is often .gz: read it as it is published
         if buffered.peek(2)[:2] == b"\x1f\x8b":
             binary = gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[assignment]
+        elif buffered.peek(4)[:4] == ZSTD_MAGIC:
+            binary = io.BufferedReader(_Zstd(buffered), buffer_size=_BUFFER)  # type: ignore[assignment]
         text = io.TextIOWrapper(binary, encoding="utf-8-sig", errors=errors, newline="")
         try:
             yield text

@@ -23,8 +23,10 @@ STEPS = {"sqlite": migrations.VERSION, "postgresql": pg_migrations.VERSION}
 
 # each backend's own spelling of what the other spells otherwise, and nothing more
 PG_ONLY_TABLES = {"ledger_schema", "signed_checkpoint"}  # SQLite: PRAGMA user_version, a side file
-SQLITE_FTS = "search_titles_fts"  # FTS5 and its shadow tables; PostgreSQL: the column and index below
-PG_SEARCH_COLUMN, PG_SEARCH_INDEX = ("words", "tsvector", False), "search_titles_words"
+# the searchable tables: SQLite's FTS5 and its shadow tables; PostgreSQL: the column and index below
+SEARCHED = ("search_titles", "catalogue_works")
+SQLITE_FTS = tuple(f"{t}_fts" for t in SEARCHED)
+PG_SEARCH_COLUMN = ("words", "tsvector", False)
 # PostgreSQL keeps seq >= 1 (SQLite's rowid is); SQLite holds a boolean as 0/1 under a CHECK
 PG_ONLY_CHECKS = {"events": ("seq",)}
 SQLITE_ONLY_CHECKS = {"scrub_passes": ("ok",)}
@@ -132,9 +134,10 @@ def test_both_backends_hold_the_same_layout(fresh: Callable[[str], Any]) -> None
     lite_tables = {n: t for n, t in lite["tables"].items() if not n.startswith(SQLITE_FTS)}
     pg_tables = {n: t for n, t in pg["tables"].items() if n not in PG_ONLY_TABLES}
     assert list(lite_tables) and sorted(lite_tables) == sorted(pg_tables)
-    search = pg_tables["search_titles"]
-    assert search["columns"].pop() == PG_SEARCH_COLUMN
-    assert search["indexes"].pop(PG_SEARCH_INDEX) == (("words",), False, None)
+    for name in SEARCHED:
+        search = pg_tables[name]
+        assert search["columns"].pop() == PG_SEARCH_COLUMN
+        assert search["indexes"].pop(f"{name}_words") == (("words",), False, None)
     for name, cols in PG_ONLY_CHECKS.items():
         pg_tables[name]["checks"].remove(cols)
     for name, cols in SQLITE_ONLY_CHECKS.items():

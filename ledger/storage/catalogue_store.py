@@ -1,0 +1,262 @@
+"""The catalogue's SQL (ledger/storage/derived/catalogue.py holds its rules), written once for both
+backends: extending it from the events past its cursor, and the three batched candidate reads of
+`CatalogueTables`. Reads run in one read transaction, so a reader never sees half of an extension."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ledger.model.codec import ARXIV_RE
+from ledger.model.doi import arxiv_key, doi_key
+from ledger.model.works import CatalogueWork
+from ledger.storage.derived.catalogue import (
+    CHUNK,
+    COLUMNS,
+    PAPER,
+    WORK,
+    WORK_COLUMNS,
+    Row,
+    event_row,
+    fold,
+    fts_query,
+    index_terms,
+    latest_rows,
+    rarest,
+    search_tokens,
+    to_work,
+    ts_query,
+)
+
+if TYPE_CHECKING:
+    from ledger.storage.sql_store import SqlStore
+
+KEYS_PER_STATEMENT = 500
+
+_UPSERT = (
+    f"INSERT INTO catalogue_works ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)}) "
+    "ON CONFLICT (ident) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "ident")
+    + " WHERE (excluded.observed_us, excluded.seq) > (catalogue_works.observed_us, catalogue_works.seq)"
+)
+_EVENTS = (
+    "SELECT seq, type, observed_at, observed_us, data FROM events "
+    f"WHERE seq > ? AND seq <= ? AND type IN ('{WORK}', '{PAPER}') ORDER BY seq"
+)
+
+
+_TERMS = (
+    "INSERT INTO catalogue_terms (term, docs) VALUES (?, ?) "
+    "ON CONFLICT (term) DO UPDATE SET docs = catalogue_terms.docs + excluded.docs"
+)
+
+
+class SqlCatalogue:
+    """The catalogue table of one store (either backend), over the store's per-thread connection."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+        sqlite = store.dialect.name == "sqlite"
+        # one extender at a time; on PostgreSQL readers and appends are not held up
+        self._begin = (
+            ("BEGIN IMMEDIATE",) if sqlite else ("BEGIN", "LOCK TABLE catalogue_cursor IN EXCLUSIVE MODE")
+        )
+
+    def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.store.query(self.store.connection(), sql, params)
+
+    def catalogue_indexed(self) -> int:
+        """The last seq the catalogue holds the works of."""
+        return int(self._q("SELECT seq FROM catalogue_cursor WHERE id = 1").fetchone()[0])
+
+    def index_catalogue(self, upto: int) -> int:
+        """Extend the catalogue with the events after its cursor up to seq `upto` (a committed head), a
+        chunk per transaction; returns the seq it holds through (where it stopped on a ledger that cannot
+        be written: a read-only file or role)."""
+        readonly: tuple[type[BaseException], ...] = getattr(self.store.tables, "readonly_errors", ())
+        done = self.catalogue_indexed()
+        while done < upto:
+            try:
+                with self.store.transaction(self._begin) as conn:
+                    start = self.catalogue_indexed()  # another process may have gone further meanwhile
+                    end = min(upto, start + CHUNK)
+                    if start < end:
+                        found = self.store.query(conn, _EVENTS, (start, end)).fetchall()
+                        rows = [event_row(*r) for r in found]
+                        latest = latest_rows([r for r in rows if r is not None])
+                        if latest:
+                            self._count_terms(conn, latest)
+                            self.store.query_many(conn, _UPSERT, latest)
+                        self.store.query(conn, "UPDATE catalogue_cursor SET seq = ? WHERE id = 1", (end,))
+            except readonly:
+                return done
+            done = max(start, end)
+        return done
+
+    def _count_terms(self, conn: Any, latest: list[Row]) -> None:
+        """Keep catalogue_terms (how many works hold each word a search may look for) in step with the
+        rows about to be written: the words of a row replaced are taken off, those of its successor added."""
+        d = self.store.dialect
+        held: dict[str, tuple[int, int, str]] = {}
+        for i in range(0, len(latest), KEYS_PER_STATEMENT):
+            part = d.bind_list([r.ident for r in latest[i : i + KEYS_PER_STATEMENT]])
+            held.update(
+                (ident, (int(us), int(seq), text))
+                for ident, us, seq, text in self.store.query(
+                    conn,
+                    "SELECT ident, observed_us, seq, search_text FROM catalogue_works "
+                    f"WHERE {d.any_of('ident')}",
+                    (part,),
+                ).fetchall()
+            )
+        delta: Counter[str] = Counter()
+        for r in latest:
+            old = held.get(r.ident)
+            if old is not None:
+                if (r.observed_us, r.seq) <= old[:2]:
+                    continue  # not the latest: the upsert leaves the row as it is
+                delta.subtract(index_terms(old[2]))
+            delta.update(index_terms(r.search_text))
+        changed = sorted((t, n) for t, n in delta.items() if n)
+        if changed:
+            self.store.query_many(conn, _TERMS, changed)
+
+    def catalogue_rows(self) -> list[Row]:
+        """Every row, by identity (what tests and benchmarks compare)."""
+        cols = ", ".join(COLUMNS)
+        return [Row(*r) for r in self._q(f"SELECT {cols} FROM catalogue_works ORDER BY ident").fetchall()]
+
+    def latest_work_data(self, dois: Sequence[str]) -> dict[str, bytes]:
+        """The data (canonical bytes) of the latest work.observed of each of these normalised DOIs the
+        catalogue holds, as far as it is extended."""
+        d = self.store.dialect
+        out: dict[str, bytes] = {}
+        wanted = sorted(set(dois))
+        with self.store.reading() as conn:
+            for i in range(0, len(wanted), KEYS_PER_STATEMENT):
+                idents = d.bind_list(["doi:" + x for x in wanted[i : i + KEYS_PER_STATEMENT]])
+                rows = self.store.query(
+                    conn,
+                    "SELECT c.doi, e.data FROM catalogue_works AS c JOIN events AS e ON e.seq = c.seq "
+                    f"WHERE {d.any_of('c.ident')}",
+                    (idents,),
+                ).fetchall()
+                out.update(
+                    (doi, data.encode() if isinstance(data, str) else bytes(data)) for doi, data in rows
+                )
+        return out
+
+    # -- the reads of CatalogueTables --------------------------------------------------
+
+    def catalogue_by_keys(self, keys: Sequence[str]) -> list[list[CatalogueWork]]:
+        """The works whose DOI key or arXiv key (ledger/model/doi.py) is each key, by seq; a bare arXiv
+        id is taken as its arXiv key."""
+        asked = [arxiv_key(k) if ARXIV_RE.fullmatch(k.strip()) else doi_key(k) for k in keys]
+        wanted = sorted({k for k in asked if k is not None})
+        d = self.store.dialect
+        found: dict[str, list[CatalogueWork]] = {}
+        with self.store.reading() as conn:
+            for i in range(0, len(wanted), KEYS_PER_STATEMENT):
+                part = d.bind_list(wanted[i : i + KEYS_PER_STATEMENT])
+                rows = self.store.query(
+                    conn,
+                    f"SELECT {WORK_COLUMNS}, doi_key, arxiv_key FROM catalogue_works "
+                    f"WHERE {d.any_of('doi_key')} OR {d.any_of('arxiv_key')} ORDER BY seq",
+                    (part, part),
+                ).fetchall()
+                for r in rows:
+                    work = to_work(r[:-2])
+                    for k in {r[-2], r[-1]} - {None}:
+                        found.setdefault(k, []).append(work)
+        return [list(found.get(k, ())) if k is not None else [] for k in asked]
+
+    def catalogue_search(self, texts: Sequence[str], limit: int) -> list[list[CatalogueWork]]:
+        """For each text, the `limit` works whose title, authors or container hold most of its rarest
+        words (SQLite's FTS5 by bm25, PostgreSQL's tsvector by ts_rank), best first. Which words are
+        looked for is decided the same way on both backends (from catalogue_terms), so with a generous
+        limit both answer the same works."""
+        queries = [search_tokens(t) for t in texts]
+        d = self.store.dialect
+        with self.store.reading() as conn:
+            asked = sorted({w for words in queries for w in words})
+            docs: dict[str, int] = {}
+            for i in range(0, len(asked), KEYS_PER_STATEMENT):
+                part = d.bind_list(asked[i : i + KEYS_PER_STATEMENT])
+                docs.update(
+                    (t, int(n))
+                    for t, n in self.store.query(
+                        conn, f"SELECT term, docs FROM catalogue_terms WHERE {d.any_of('term')}", (part,)
+                    ).fetchall()
+                )
+            chosen = [rarest(words, docs) for words in queries]
+            if d.name == "sqlite":
+                return self._search_sqlite(conn, chosen, docs, limit)
+            return self._search_pg(conn, chosen, docs, limit)
+
+    def _search_sqlite(
+        self, conn: Any, queries: list[list[str]], docs: dict[str, int], limit: int
+    ) -> list[list[CatalogueWork]]:
+        sql = (
+            f"SELECT {WORK_COLUMNS} FROM catalogue_works AS w JOIN ("
+            "  SELECT rowid AS r, rank FROM catalogue_works_fts WHERE catalogue_works_fts MATCH ? "
+            "  ORDER BY rank LIMIT ?"
+            ") AS f ON w.rowid = f.r ORDER BY f.rank, w.seq"
+        )
+        out: list[list[CatalogueWork]] = []
+        for words in queries:
+            if not words:
+                out.append([])
+                continue
+            match = fts_query(words, docs)
+            out.append([to_work(r) for r in self.store.query(conn, sql, (match, limit)).fetchall()])
+        return out
+
+    def _search_pg(
+        self, conn: Any, queries: list[list[str]], docs: dict[str, int], limit: int
+    ) -> list[list[CatalogueWork]]:
+        # one statement for the batch: each text's top `limit` by a lateral subquery
+        asked = [(i, ts_query(words, docs)) for i, words in enumerate(queries) if words]
+        out: list[list[CatalogueWork]] = [[] for _ in queries]
+        if not asked:
+            return out
+        sql = (
+            f"SELECT q.i, {', '.join('w.' + c.strip() for c in WORK_COLUMNS.split(','))} "
+            # each text's query parsed once, not once per row ranked
+            "FROM (SELECT i, to_tsquery('simple', t) AS t "
+            "  FROM unnest(?::bigint[], ?::text[]) AS u(i, t)) AS q "
+            "CROSS JOIN LATERAL ("
+            f"  SELECT {WORK_COLUMNS}, ts_rank(words, q.t) AS score "
+            "  FROM catalogue_works WHERE words @@ q.t ORDER BY score DESC, seq LIMIT ?"
+            ") AS w ORDER BY q.i, w.score DESC, w.seq"
+        )
+        rows = self.store.query(conn, sql, ([i for i, _ in asked], [t for _, t in asked], limit)).fetchall()
+        for r in rows:
+            out[int(r[0])].append(to_work(r[1:]))
+        return out
+
+    def catalogue_by_volume_page(
+        self, pairs: Sequence[tuple[str, str]], limit: int
+    ) -> list[list[CatalogueWork]]:
+        """For each (volume, first page), up to `limit` works with that volume and first page (trimmed,
+        case folded), by seq."""
+        asked = [(fold(v), fold(p)) for v, p in pairs]
+        wanted = sorted({(v, p) for v, p in asked if v is not None and p is not None})
+        d = self.store.dialect
+        found: dict[tuple[str, str], list[CatalogueWork]] = {}
+        cols = ", ".join("w." + c.strip() for c in WORK_COLUMNS.split(","))
+        with self.store.reading() as conn:
+            for i in range(0, len(wanted), KEYS_PER_STATEMENT):
+                part = wanted[i : i + KEYS_PER_STATEMENT]
+                rows = self.store.query(
+                    conn,
+                    f"WITH p (v, pg) AS ({d.pairs('text', 'text')}) "
+                    f"SELECT * FROM (SELECT {cols}, w.vol_key, w.page_key, "
+                    "  ROW_NUMBER() OVER (PARTITION BY w.vol_key, w.page_key ORDER BY w.seq) AS n "
+                    "  FROM p JOIN catalogue_works AS w ON w.vol_key = p.v AND w.page_key = p.pg"
+                    ") AS ranked WHERE n <= ? ORDER BY seq",
+                    (*d.bind_pairs(part), limit),
+                ).fetchall()
+                for r in rows:
+                    found.setdefault((r[-3], r[-2]), []).append(to_work(r[:-3]))
+        return [list(found.get((v, p), ())) if v is not None and p is not None else [] for v, p in asked]

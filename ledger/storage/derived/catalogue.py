@@ -1,0 +1,244 @@
+"""The resolver's catalogue (resolver-v1.md): each DOI's latest `work.observed` and each arXiv paper's
+latest `paper.observed`, one row each, derived from the events past a cursor as the title index is.
+This module holds the rules (which row an event gives, the words a search looks for); the SQL is
+ledger/storage/catalogue_store.py's."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import msgspec
+
+from ledger.model.doi import arxiv_key, doi_key
+from ledger.model.works import CatalogueWork, WorkData
+
+WORK = "work.observed"
+PAPER = "paper.observed"
+# events past the cursor read per transaction (SQLite holds its write lock for each)
+CHUNK = 50_000
+# the words of one searched text, at most: the rarest (longest) are kept
+MAX_TOKENS = 24
+# the words of one text a search looks for once their counts are known: the rarest
+RAREST = 4
+# a word held by more works than this is not looked for while two rarer words of the text remain
+COMMON = 2_000
+# works a search may rank for one text before it asks for two of the text's words instead of one
+MATCH_BUDGET = 5_000
+_WORD = re.compile(r"[^\W_]+")
+# a word broken at a line's end: "mod- els", "mod-\nels" (a hyphen then space, between letters)
+_BROKEN = re.compile(r"(?<=[^\W\d_])-\s+(?=[^\W\d_])")
+_PAGE_SPLIT = re.compile(r"\s*[-\u2010-\u2015,]\s*")
+# words so common in titles and references that they select nothing
+_STOP = (
+    "a al an and are arxiv as at be by com conference der die doi et for from http https in international "
+    "into is it its journal no of on or org pages pp preprint proc proceedings the to und using via "
+    "vol with www"
+)
+STOP_WORDS = frozenset(_STOP.split())
+
+
+class Row(NamedTuple):
+    """One catalogue row, as stored: the CatalogueWork's fields, its identity, keys and search text."""
+
+    ident: str  # "doi:" + the normalised DOI, or "arxiv:" + the arXiv id
+    seq: int
+    observed_at: str
+    observed_us: int
+    source: str
+    doi: str | None
+    arxiv_id: str | None
+    doi_key: str | None
+    arxiv_key: str | None
+    title: str | None
+    authors: str  # a JSON array of names
+    container: str | None
+    year: int | None
+    volume: str | None
+    issue: str | None
+    first_page: str | None
+    type: str | None
+    vol_key: str | None
+    page_key: str | None
+    search_text: str
+
+
+COLUMNS = Row._fields
+# what a read selects, in CatalogueWork's order
+WORK_COLUMNS = (
+    "seq, observed_at, source, doi, arxiv_id, title, authors, container, year, volume, issue, first_page, "
+    "type"
+)
+
+
+class _Paper(msgspec.Struct):
+    arxiv_id: str
+    title: str
+    submitted_at: str
+
+
+_WORK_DATA = msgspec.json.Decoder(WorkData)
+_PAPER_DATA = msgspec.json.Decoder(_Paper)
+
+
+def first_page(pages: str | None) -> str | None:
+    """The first page of a page range as published ("123-130" -> "123", "e1002" -> "e1002")."""
+    if pages is None:
+        return None
+    first = _PAGE_SPLIT.split(pages.strip(), maxsplit=1)[0].strip()
+    return first or None
+
+
+def fold(value: str | None) -> str | None:
+    """A volume or page as the (volume, first page) index holds it: trimmed, lower-cased."""
+    if value is None:
+        return None
+    return value.strip().lower() or None
+
+
+def event_row(seq: int, type_: str, observed_at: str, observed_us: int, data: bytes | str) -> Row | None:
+    """The catalogue row a stored event gives, or None for any other event type."""
+    if type_ == WORK:
+        w = _WORK_DATA.decode(data)
+        names = [a.family or a.given or "" for a in w.authors]
+        page = first_page(w.pages)
+        return Row(
+            "doi:" + w.doi,
+            seq,
+            observed_at,
+            observed_us,
+            w.source,
+            w.doi,
+            w.arxiv_id,
+            doi_key(w.doi),
+            arxiv_key(w.arxiv_id),
+            w.title,
+            json.dumps([n for n in names if n], ensure_ascii=False),
+            w.container_title,
+            w.year,
+            w.volume,
+            w.issue,
+            page,
+            w.type,
+            fold(w.volume),
+            fold(page),
+            _search_text(w.title, names, w.container_title),
+        )
+    if type_ == PAPER:
+        p = _PAPER_DATA.decode(data)
+        year = int(p.submitted_at[:4]) if p.submitted_at[:4].isdigit() else None
+        return Row(
+            "arxiv:" + p.arxiv_id,
+            seq,
+            observed_at,
+            observed_us,
+            "arxiv",
+            None,
+            p.arxiv_id,
+            None,
+            arxiv_key(p.arxiv_id),
+            p.title,
+            "[]",
+            None,
+            year,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            _search_text(p.title, [], None),
+        )
+    return None
+
+
+def latest_rows(rows: Sequence[Row]) -> list[Row]:
+    """Of rows in seq order, the latest per identity (greatest observed instant, ties to the later seq)."""
+    best: dict[str, Row] = {}
+    for r in rows:
+        cur = best.get(r.ident)
+        if cur is None or (r.observed_us, r.seq) > (cur.observed_us, cur.seq):
+            best[r.ident] = r
+    return list(best.values())
+
+
+def _search_text(title: str | None, names: Sequence[str], container: str | None) -> str:
+    return " ".join(x for x in (title, *names, container) if x)
+
+
+def search_tokens(text: str) -> list[str]:
+    """The words a catalogue search looks for in `text` (any of them): lower-cased letters and digits,
+    a word broken by a hyphen at a line's end joined again, stop words, single letters and bare numbers
+    dropped, each once, at most MAX_TOKENS of them (the longest, in the text's order)."""
+    words = _WORD.findall(_BROKEN.sub("", text.lower()))
+    seen = list(dict.fromkeys(w for w in words if len(w) > 1 and not w.isdigit() and w not in STOP_WORDS))
+    if len(seen) <= MAX_TOKENS:
+        return seen
+    keep = set(sorted(seen, key=lambda w: -len(w))[:MAX_TOKENS])
+    return [w for w in seen if w in keep]
+
+
+def rarest(words: Sequence[str], docs: dict[str, int], keep: int = RAREST) -> list[str]:
+    """Of a text's words, the `keep` held by the fewest works (and by at least one), in the text's
+    order: a rare word (a name, a technical term) selects the work, a common one only costs time (a
+    search ranks every work it selects), and one no work holds (noise, a word glued to the next)
+    selects nothing. Words held by more than COMMON works are left out too while two rarer remain."""
+    held = [w for w in words if docs.get(w, 0) > 0]
+    chosen = set(sorted(held, key=lambda w: (docs[w], -len(w), w))[:keep])
+    rare = {w for w in chosen if docs[w] <= COMMON}
+    if len(rare) >= 2:
+        chosen = rare
+    return [w for w in held if w in chosen]
+
+
+def _query(words: Sequence[str], docs: dict[str, int], quoted: list[str], either: str, both: str) -> str:
+    if len(quoted) < 2 or sum(docs.get(w, 0) for w in words) <= MATCH_BUDGET:
+        return either.join(quoted)
+    rare = [q for w, q in zip(words, quoted, strict=True) if docs.get(w, 0) <= COMMON]
+    if len(rare) == 1:  # the one rare word, with any of the common ones
+        common = [q for q in quoted if q not in rare]
+        return f"{rare[0]}{both}({either.join(common)})"
+    return either.join(f"({a}{both}{b})" for i, a in enumerate(quoted) for b in quoted[i + 1 :])
+
+
+def fts_query(words: Sequence[str], docs: dict[str, int]) -> str:
+    """The FTS5 query of a text's rarest words: any of them when together they are held by at most
+    MATCH_BUDGET works; else the one rare word with any other, or any two of them, so that common
+    words never make a search rank most of the catalogue."""
+    return _query(words, docs, [f'"{w}"' for w in words], " OR ", " AND ")
+
+
+def ts_query(words: Sequence[str], docs: dict[str, int]) -> str:
+    """The same query for PostgreSQL's to_tsquery('simple', ...)."""
+    return _query(words, docs, [f"'{w}'" for w in words], " | ", " & ")
+
+
+def index_terms(search_text: str) -> set[str]:
+    """The words of a row's search text that catalogue_terms counts: those a search may look for."""
+    return {
+        w
+        for w in _WORD.findall(search_text.lower())
+        if len(w) > 1 and not w.isdigit() and w not in STOP_WORDS
+    }
+
+
+def to_work(row: Sequence[Any]) -> CatalogueWork:
+    """A CatalogueWork from the columns WORK_COLUMNS selects."""
+    seq, observed_at, source, doi, arxiv_id, title, authors, container, year, volume, issue, page, type_ = row
+    return CatalogueWork(
+        int(seq),
+        observed_at,
+        source,
+        doi,
+        arxiv_id,
+        title,
+        tuple(json.loads(authors)),
+        container,
+        None if year is None else int(year),
+        volume,
+        issue,
+        page,
+        type_,
+    )

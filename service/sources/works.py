@@ -1,0 +1,286 @@
+"""Works in (resolver-v1.md): a Crossref or OpenAlex works file -> `work.observed` events on `work:{doi}`.
+
+The file is read twice, as a stream each time: first whole, to refuse one that is not a works file
+before anything is written (ledger-v1.md's import rule), then again to append its works in batches of
+BATCH, each compared with the latest `work.observed` of its DOI so that a re-ingest appends nothing.
+Memory holds one item and one batch, never the file: Crossref's public data files are gigabytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import shutil
+import tempfile
+import time
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ledger.model.codec import FUTURE_SLACK_US, canonical, check_ijson_data, check_rules
+from ledger.model.errors import InvalidEvent
+from ledger.model.events import Event, WorkObserved
+from ledger.model.facts import Head
+from ledger.model.instants import now_us, parse_ts
+from service.ledger import AppendResult, Ledger
+from service.sources.base import EXAMPLES_PER_REASON, NotThatFormat
+from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
+from service.sources.reader import Input, Progress, ZstdError, open_text
+from service.sources.works_map import (
+    CROSSREF,
+    OPENALEX,
+    crossref_work,
+    is_crossref,
+    is_openalex,
+    openalex_work,
+)
+
+NAME = "works"
+BATCH = 5_000  # events per append
+FORMATS = (
+    "a Crossref /works/{doi} or /works answer, Crossref work items one per line, an OpenAlex Work, "
+    '{"results": [...]}, or OpenAlex Works one per line'
+)
+
+# told of each batch's append once committed: its events, the answer, the seconds it took
+Appended = Callable[[Sequence[Event], AppendResult, float], None]
+
+
+@dataclass
+class WorksSummary:
+    """What one works ingest read, skipped (with reasons and a few examples), found unchanged and
+    appended."""
+
+    observed_at: str
+    read: int = 0
+    works: int = 0
+    sources: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    unchanged: int = 0
+    appended: int = 0
+    duplicates: int = 0
+    head: Head | None = None
+
+    def skip(self, reason: str, example: str) -> None:
+        """Count an item that gave no work, keeping a few examples of each reason."""
+        self.skipped[reason] += 1
+        kept = self.examples.setdefault(reason, [])
+        if len(kept) < EXAMPLES_PER_REASON:
+            kept.append(example)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON answer of POST /ingest/works and `ledger ingest works --json`."""
+        return {
+            "source": NAME,
+            "observed_at": self.observed_at,
+            "read": self.read,
+            "works": self.works,
+            "sources": dict(sorted(self.sources.items())),
+            "skipped": dict(sorted(self.skipped.items())),
+            "examples": dict(sorted(self.examples.items())),
+            "unchanged": self.unchanged,
+            "appended": self.appended,
+            "duplicates": self.duplicates,
+            "head": None if self.head is None else {"hash": self.head.hash, "seq": self.head.seq},
+        }
+
+    def lines(self) -> list[str]:
+        """The summary as a few human lines."""
+        by = ", ".join(f"{n} {s}" for s, n in sorted(self.sources.items())) or "none"
+        out = [f"works at {self.observed_at}: read {self.read}, works {self.works} ({by})"]
+        for reason, n in sorted(self.skipped.items()):
+            eg = self.examples.get(reason)
+            out.append(f"  skipped: {n} {reason}" + (f" (e.g. {'; '.join(eg)})" if eg else ""))
+        head = "" if self.head is None else f"; head seq {self.head.seq}"
+        out.append(
+            f"  {self.appended} appended, {self.unchanged} unchanged, {self.duplicates} duplicate{head}"
+        )
+        return out
+
+
+def read_items(text: IO[str]) -> Iterator[tuple[str, Any]]:
+    """(source, item) for every work item of a works file, in order, read as a stream; NotThatFormat
+    as soon as it shows it is not one of the formats."""
+    js = JsonStream(text)
+    objects = 0
+    while js.peek() != "":
+        objects += 1
+        if js.peek() != "{":
+            raise NotThatFormat(NAME, f"value {objects} is not a JSON object; expected {FORMATS}")
+        top: dict[str, Any] = {}
+        listed = False
+        for key in js.members():
+            if key == "message" and js.peek() == "{":
+                listed = True
+                for kind, value in items_or_object(js, "items"):
+                    if kind == "item":
+                        yield CROSSREF, value
+                    elif value.get("items") is not STREAMED:  # `/works/{doi}`: the message is the work
+                        if "DOI" not in value:
+                            raise NotThatFormat(
+                                NAME, "a message that is neither a work (DOI) nor a list of items"
+                            )
+                        yield CROSSREF, value
+            elif key in ("items", "results") and js.peek() == "[":
+                listed = True
+                source = CROSSREF if key == "items" else OPENALEX
+                for _ in js.elements():
+                    yield source, js.value()
+            else:
+                top[key] = js.value()
+        if top.get("status") not in (None, "ok"):
+            raise NotThatFormat(
+                NAME, f"value {objects} is an answer whose status is {top['status']!r}, not 'ok'"
+            )
+        if listed:
+            continue
+        if is_crossref(top):
+            yield CROSSREF, top
+        elif is_openalex(top):
+            yield OPENALEX, top
+        else:
+            keys = ", ".join(sorted(top)[:8]) or "no keys"
+            raise NotThatFormat(NAME, f"value {objects} ({keys}) is neither a work nor a list of works")
+    if objects == 0:
+        raise NotThatFormat(NAME, f"no JSON value in it; expected {FORMATS}")
+
+
+def works_of(text: IO[str], summary: WorksSummary) -> Iterator[tuple[int, WorkObserved]]:
+    """(item number, event) of every item that gives a work, each checked by the ledger's rules;
+    the others counted in `summary` as skipped, with the reason."""
+    for n, (source, item) in enumerate(read_items(text), start=1):
+        summary.read += 1
+        got = crossref_work(item) if source == CROSSREF else openalex_work(item)
+        if isinstance(got, str):
+            summary.skip(got, f"item {n}")
+            continue
+        event = WorkObserved(observed_at=summary.observed_at, data=got)
+        try:
+            check_rules(event, f"item {n}")
+            check_ijson_data(canonical(got), f"item {n}")
+        except InvalidEvent as e:
+            summary.skip(f"unreadable {e.where.removeprefix(f'item {n}.data.')}", f"item {n}: {e.reason}")
+            continue
+        except (UnicodeEncodeError, ValueError):  # a lone surrogate in a string
+            summary.skip("unreadable text", f"item {n}")
+            continue
+        summary.works += 1
+        summary.sources[source] += 1
+        yield n, event
+
+
+def ingest_works(
+    ledger: Ledger,
+    data: Input,
+    observed_at: str,
+    progress: Progress | None = None,
+    appended: Appended | None = None,
+) -> WorksSummary:
+    """Check a works file whole, then append its works in batches; a work whose DOI's latest
+    `work.observed` already carries the same data is counted unchanged, not appended."""
+    _check_observed_at(observed_at)
+    with _rereadable(data) as source:
+        # pass 1: refuse a file that is not a works file, before anything is written
+        with _text(source(), progress) as text:
+            for _ in works_of(text, WorksSummary(observed_at)):
+                pass
+        summary = WorksSummary(observed_at)
+        batch: list[tuple[int, WorkObserved]] = []
+        with _text(source(), None) as text:
+            for item in works_of(text, summary):
+                batch.append(item)
+                if len(batch) == BATCH:
+                    _append(ledger, batch, summary, appended)
+                    batch.clear()
+            _append(ledger, batch, summary, appended)
+    if summary.head is None:
+        summary.head = ledger.head()
+    return summary
+
+
+def _append(
+    ledger: Ledger, batch: list[tuple[int, WorkObserved]], summary: WorksSummary, appended: Appended | None
+) -> None:
+    """Append the works of a batch whose data differs from their DOI's latest work.observed."""
+    if not batch:
+        return
+    latest = ledger.catalogue_work_data([e.data.doi for _, e in batch])
+    events: list[Event] = []
+    places: list[str] = []
+    for n, e in batch:
+        data = canonical(e.data)
+        if latest.get(e.data.doi) == data:
+            summary.unchanged += 1
+            continue
+        latest[e.data.doi] = data  # the same work twice in a file: the second is unchanged
+        events.append(e)
+        places.append(f"item {n}")
+    if not events:
+        return
+    began = time.perf_counter()
+    result = ledger.append(events, places=places)
+    if appended is not None:
+        appended(events, result, time.perf_counter() - began)
+    summary.appended += result.appended
+    summary.duplicates += result.duplicates
+    summary.head = result.head
+
+
+def _check_observed_at(observed_at: str) -> None:
+    try:
+        t = parse_ts(observed_at)
+    except (ValueError, TypeError) as e:
+        raise InvalidEvent(
+            "observed_at", f"{e}; give when the file was fetched, e.g. 2026-09-01T12:00:00Z"
+        ) from None
+    if t > now_us() + FUTURE_SLACK_US:
+        raise InvalidEvent("observed_at", "more than 5 minutes in the future")
+
+
+@contextmanager
+def _rereadable(data: Input) -> Iterator[Callable[[], Input]]:
+    """A function giving the input from its start each time it is called: a path or bytes as they are,
+    a seekable stream rewound, any other stream first copied to a temporary file."""
+    if isinstance(data, bytes | str | os.PathLike):
+        yield lambda: data
+        return
+    stream: IO[bytes] = data
+    if stream.seekable():
+        start = stream.tell()
+
+        def rewound() -> IO[bytes]:
+            stream.seek(start)
+            return stream
+
+        yield rewound
+        return
+    with tempfile.TemporaryFile() as spool:
+        shutil.copyfileobj(stream, spool, io.DEFAULT_BUFFER_SIZE * 16)
+        spool.seek(0)
+        with _rereadable(spool) as again:  # type: ignore[arg-type]
+            yield again
+
+
+@contextmanager
+def _text(data: Input, progress: Progress | None) -> Iterator[IO[str]]:
+    """The file as text, its refusals said as a works file's."""
+    try:
+        with open_text(data, progress) as text:
+            yield text
+    except JsonSyntaxError as e:
+        raise NotThatFormat(NAME, f"not JSON ({e})") from None
+    except UnicodeDecodeError as e:
+        raise NotThatFormat(NAME, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise InvalidEvent(
+            "file", f"a damaged gzip stream ({e or type(e).__name__}); nothing written"
+        ) from None
+    except ZstdError as e:
+        raise InvalidEvent("file", f"a damaged zstd stream ({e}); nothing written") from None
+    except RecursionError:
+        raise InvalidEvent("file", "JSON nested too deeply to read; nothing written") from None

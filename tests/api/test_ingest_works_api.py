@@ -1,0 +1,80 @@
+"""POST /ingest/works?observed_at=T: a write token, the ingest limit, refusals as 422 naming the file."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from api.errors import install_error_handlers
+from api.intake import sources
+from api.settings import Settings
+from service.ledger import Ledger
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "works"
+T = "2026-11-01T00:00:00Z"
+TOKEN = "test-token-for-works"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def _client(ledger: Ledger, **settings: object) -> TestClient:
+    app = FastAPI()
+    install_error_handlers(app)
+    app.state.settings = Settings(db=ledger.url, tokens=(TOKEN,), **settings)  # type: ignore[arg-type]
+    app.state.ledger = ledger
+    app.include_router(sources.router)
+    return TestClient(app)
+
+
+def test_works_are_appended_once(fresh_ledger: Ledger) -> None:
+    client = _client(fresh_ledger)
+    body = (DATA / "openalex-results.json").read_bytes()
+    r = client.post("/ingest/works", params={"observed_at": T}, content=body, headers=AUTH)
+    assert r.status_code == 201, r.text
+    assert (r.json()["appended"], r.json()["skipped"]) == (1, {"no DOI": 1})
+    head = fresh_ledger.head()
+    assert r.headers["Ledger-Head"] == f"{head.seq} {head.hash}"
+    again = client.post("/ingest/works", params={"observed_at": T}, content=body, headers=AUTH)
+    assert again.status_code == 200 and again.json()["unchanged"] == 1
+    assert fresh_ledger.head() == head
+
+
+def test_a_gzipped_body_is_read(fresh_ledger: Ledger) -> None:
+    body = gzip.compress((DATA / "crossref-items.ndjson").read_bytes())
+    r = _client(fresh_ledger).post("/ingest/works", params={"observed_at": T}, content=body, headers=AUTH)
+    assert r.status_code == 201 and r.json()["appended"] == 2
+
+
+def test_the_write_token_is_needed(fresh_ledger: Ledger) -> None:
+    body = (DATA / "crossref-work.json").read_bytes()
+    r = _client(fresh_ledger).post("/ingest/works", params={"observed_at": T}, content=body)
+    assert r.status_code == 401
+    assert fresh_ledger.head().seq == 0
+
+
+@pytest.mark.parametrize(
+    "params,body,where",
+    [
+        ({"observed_at": T}, b'{"results": 7}', "file"),
+        ({"observed_at": T}, b"", "file"),
+        ({"observed_at": "soon"}, b"{}", "observed_at"),
+    ],
+)
+def test_refusals_are_422_naming_the_place(
+    fresh_ledger: Ledger, params: dict[str, str], body: bytes, where: str
+) -> None:
+    r = _client(fresh_ledger).post("/ingest/works", params=params, content=body, headers=AUTH)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["details"]["where"] == where
+    assert fresh_ledger.head().seq == 0
+
+
+def test_a_body_over_the_ingest_limit_is_413(fresh_ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sources, "DEFAULT_MAX_INGEST_BODY", 100)
+    body = (DATA / "crossref-works.json").read_bytes()
+    r = _client(fresh_ledger).post("/ingest/works", params={"observed_at": T}, content=body, headers=AUTH)
+    assert r.status_code == 413 and r.json()["error"]["code"] == "payload_too_large"
+    assert fresh_ledger.head().seq == 0
