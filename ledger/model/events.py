@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Generic, Literal, NamedTuple, TypeVar
 
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from ledger.model.evidence import Evidence
 
 Status = Literal[
     "verified_exact",
@@ -84,6 +86,8 @@ class ResolutionData(_Data, frozen=True):
     resolver_source: str | None
     cited_work: CitedWork | None
     cited_arxiv_id: str | None
+    # resolver-v1.md: optional, absent when absent (never null), so events before it keep their bytes
+    evidence: Evidence | UnsetType = UNSET
 
 
 class StandingData(_Data, frozen=True):
