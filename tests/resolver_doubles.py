@@ -5,15 +5,24 @@ that decides by identifier, then by exact normalised title."""
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from ledger.model.doi import arxiv_key, doi_key
-from ledger.model.events import PaperData
+from ledger.model.events import CitedWork, PaperData
 from ledger.model.codec import decode_data
 from ledger.model.works import CatalogueWork, Decision, Evidence, RefInput, RunnerUp
 
 METHOD = "double/1"
+CITING, CITED, OTHER = "2101.00001", "2101.00002", "2101.00003"
+OIDS = [str(uuid.UUID(int=i + 1)) for i in range(4)]
+DOI = "10.1000/known"
+
+
+def cited(title: str | None, doi: str | None = None, work_id: str | None = None) -> CitedWork:
+    """A cited work as a parser gave it: a title, perhaps a DOI, perhaps a work_id."""
+    return CitedWork(None, doi, "raw_reference", None, "2026-01-01T00:00:00Z", title, None, work_id, 2024)
 
 
 def key_of(w: CatalogueWork) -> str | None:

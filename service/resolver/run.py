@@ -235,7 +235,8 @@ def resolve(
     if papers is not None:
         missing = unknown_papers(ledger, papers)
         if missing:
-            raise InvalidEvent("papers", f"no paper {missing[0]!r} in this ledger", details={"unknown": missing})
+            raise InvalidEvent("papers", f"no paper {missing[0]!r} in this ledger",
+                           details={"where": "papers", "reason": "unknown papers", "unknown": missing})
     now = ledger.now()
     ids = all_papers(ledger) if papers is None else sorted(set(papers))
     summary = Summary(dry_run=dry_run)

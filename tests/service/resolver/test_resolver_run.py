@@ -12,7 +12,7 @@ import pytest
 
 from ledger.model.codec import canonical, decode_data
 from ledger.model.errors import InvalidEvent, NotFound
-from ledger.model.events import CitedWork, ResolutionData
+from ledger.model.events import ResolutionData
 from ledger.model.importer import parse_input
 from ledger.model.instants import read_instant
 from ledger.storage.works_store import works_matching
@@ -23,16 +23,21 @@ from service.resolver.person import choice, resolve_by_person
 from service.resolver.run import WORK_ID_NAMESPACE, Summary, resolve
 from tests.conftest import NewDb
 from tests.factories import Clock, check, citation, notice, paper, resolution, ts
-from tests.resolver_doubles import METHOD, ListCatalogue, decide, doi_work, paper_works
+from tests.resolver_doubles import (
+    CITED,
+    CITING,
+    DOI,
+    METHOD,
+    OIDS,
+    OTHER,
+    ListCatalogue,
+    cited,
+    decide,
+    doi_work,
+    paper_works,
+)
 
-CITING, CITED, OTHER = "2101.00001", "2101.00002", "2101.00003"
-OIDS = [str(uuid.UUID(int=i + 1)) for i in range(4)]
-DOI = "10.1000/known"
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "2509.02480.record.json"
-
-
-def _cited(title: str | None, doi: str | None = None, work_id: str | None = None) -> CitedWork:
-    return CitedWork(None, doi, "raw_reference", None, ts(0), title, None, work_id, 2024)
 
 
 class World:
@@ -46,10 +51,10 @@ class World:
             paper(CITING, ts(0), title="The citing paper"),
             paper(CITED, ts(0), title="Attention Is All You Need"),
             paper(OTHER, ts(0), title="Another paper"),
-            citation(OIDS[0], CITING, ts(1), 0, _cited("Attention is all you need.")),
-            citation(OIDS[1], CITING, ts(1), 1, _cited("A known work", doi=DOI)),
-            citation(OIDS[2], CITING, ts(1), 2, _cited("Accessed: 2025-06")),
-            citation(OIDS[3], CITING, ts(1), 3, _cited("Nothing anyone holds")),
+            citation(OIDS[0], CITING, ts(1), 0, cited("Attention is all you need.")),
+            citation(OIDS[1], CITING, ts(1), 1, cited("A known work", doi=DOI)),
+            citation(OIDS[2], CITING, ts(1), 2, cited("Accessed: 2025-06")),
+            citation(OIDS[3], CITING, ts(1), 3, cited("Nothing anyone holds")),
             resolution(OIDS[3], ts(2), "unresolved", resolver="no resolver link"),
         ])  # fmt: skip
         # the DOI's work stands at a catalogue event of its own (a work.observed on the real catalogue)
@@ -189,7 +194,7 @@ def test_standing_checks_cover_the_newly_resolved_doi(world: World) -> None:
 
 
 def test_a_work_the_ledger_holds_keeps_its_work_id(world: World) -> None:
-    world.ledger.append([citation(str(uuid.UUID(int=50)), OTHER, ts(3), 0, _cited("A known work", DOI, "w-held"))])
+    world.ledger.append([citation(str(uuid.UUID(int=50)), OTHER, ts(3), 0, cited("A known work", DOI, "w-held"))])
     world.resolve()
     got = world.resolutions()[OIDS[1]]
     assert got.cited_work is not None and got.cited_work.work_id == "w-held"
@@ -197,7 +202,7 @@ def test_a_work_the_ledger_holds_keeps_its_work_id(world: World) -> None:
 
 def test_a_watch_on_the_citing_paper_is_alerted_for_a_notice_the_resolved_work_has(world: World) -> None:
     world.ledger.append([
-        citation(str(uuid.UUID(int=50)), OTHER, ts(3), 0, _cited("A known work", DOI, "w-held")),
+        citation(str(uuid.UUID(int=50)), OTHER, ts(3), 0, cited("A known work", DOI, "w-held")),
         check("retraction_watch", ts(4), ["w-held"], [notice("w-held")]),
     ])  # fmt: skip
     watch, covered = al.add_watch(world.ledger.store, al.parse_watch({"arxiv_id": CITING}))
