@@ -15,7 +15,7 @@ from service.ledger import Ledger
 from service.resolver import jobs
 from service.resolver.defaults import Resolver, default_resolver
 from service.resolver.person import choice, resolve_by_person
-from service.resolver.run import Summary, resolve
+from service.resolver.run import Summary, resolve, unknown_papers
 
 WATCH_EVERY_S = 5.0  # how often the watch looks for new works
 
@@ -51,7 +51,9 @@ def register(main: click.Group) -> None:
     @click.option("--paper", "papers", multiple=True, help="Resolve this paper's references (repeatable).")
     @click.option("--all", "all_", is_flag=True, help="Resolve every paper's references.")
     @click.option("--dry-run", is_flag=True, help="Append nothing; print what would change.")
-    @click.option("--watch", is_flag=True, help="With --all: resolve again after each works ingest (Ctrl-C stops).")
+    @click.option(
+        "--watch", is_flag=True, help="With --all: resolve again after each works ingest (Ctrl-C stops)."
+    )
     @click.option("--observation", help="A person's resolution of this observation (with --by).")
     @click.option("--doi", help="With --observation: the DOI the reference names.")
     @click.option("--arxiv", help="With --observation: the arXiv id the reference names.")
@@ -92,8 +94,11 @@ def register(main: click.Group) -> None:
         if watch and (not all_ or dry_run):
             fail(InvalidEvent("--watch", "--watch goes with --all and without --dry-run"))
         ids = None if all_ else [normalise_arxiv(p, "--paper") for p in papers]
-        resolver = _resolver(ctx)
         ledger = _ledger(ctx, db)
+        missing = unknown_papers(ledger, ids or [])
+        if missing:
+            fail(InvalidEvent("--paper", f"no paper {missing[0]!r} in this ledger"))
+        resolver = _resolver(ctx)
         catalogue = resolver.catalogue(ledger)
 
         def once() -> Summary:

@@ -9,9 +9,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from ledger.model.codec import decode_data
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.events import CitedWork, PaperData
-from ledger.model.codec import decode_data
 from ledger.model.works import CatalogueWork, Decision, Evidence, RefInput, RunnerUp
 
 METHOD = "double/1"
@@ -47,8 +47,23 @@ class ListCatalogue:
     def catalogue_search(self, texts: Sequence[str], limit: int) -> list[list[CatalogueWork]]:
         return [[w for w in self.works if norm(w.title) and norm(w.title) in norm(t)][:limit] for t in texts]
 
-    def catalogue_by_volume_page(self, pairs: Sequence[tuple[str, str]], limit: int) -> list[list[CatalogueWork]]:
+    def catalogue_by_volume_page(
+        self, pairs: Sequence[tuple[str, str]], limit: int
+    ) -> list[list[CatalogueWork]]:
         return [[] for _ in pairs]
+
+
+class LiveCatalogue(ListCatalogue):
+    """A ListCatalogue of the ledger's papers as they stand at each call (as the catalogue store reads
+    the database), plus some works of its own."""
+
+    def __init__(self, ledger: Any, extra: Sequence[CatalogueWork] = ()) -> None:
+        self.ledger = ledger
+        self.extra = list(extra)
+
+    @property  # type: ignore[override]
+    def works(self) -> list[CatalogueWork]:
+        return [*paper_works(self.ledger), *self.extra]
 
 
 def paper_works(ledger: Any) -> list[CatalogueWork]:

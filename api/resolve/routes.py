@@ -73,7 +73,7 @@ def parse_resolve(body: Any) -> tuple[list[str] | None, bool]:
         return None, dry_run
     papers = body.get("papers")
     if not isinstance(papers, list) or not 0 < len(papers) <= MAX_PAPERS:
-        raise InvalidEvent("papers", f"a list of 1 to {MAX_PAPERS} arXiv ids (more: {{\"all\": true}})")
+        raise InvalidEvent("papers", f'a list of 1 to {MAX_PAPERS} arXiv ids (more: {{"all": true}})')
     out = []
     for i, p in enumerate(papers):
         if not isinstance(p, str):
@@ -93,7 +93,7 @@ def _run(ledger: Ledger, resolver: Resolver, papers: list[str] | None, dry_run: 
     summary="Resolve the references still unresolved against the catalogue of works",
     responses={
         **docs.responses(200, 401, 403, 413, 422),
-        202: {"description": "`{\"all\": true}`: the job resolving every paper (poll its `links.self`)"},
+        202: {"description": '`{"all": true}`: the job resolving every paper (poll its `links.self`)'},
     },
     openapi_extra={
         "requestBody": {
@@ -104,18 +104,25 @@ def _run(ledger: Ledger, resolver: Resolver, papers: list[str] | None, dry_run: 
                         "type": "object",
                         "additionalProperties": False,
                         "properties": {
-                            "papers": {"type": "array", "items": {"type": "string"}, "minItems": 1,
-                                       "maxItems": MAX_PAPERS},
+                            "papers": {
+                                "type": "array",
+                                "items": {"type": "string"},
+                                "minItems": 1,
+                                "maxItems": MAX_PAPERS,
+                            },
                             "all": {"type": "boolean", "enum": [True]},
                             "dry_run": {"type": "boolean"},
                         },
                     },
-                    "examples": {"papers": {"value": {"papers": ["2509.02480"]}}, "all": {"value": {"all": True}}},
+                    "examples": {
+                        "papers": {"value": {"papers": ["2509.02480"]}},
+                        "all": {"value": {"all": True}},
+                    },
                 }
             },
         }
     },
-)  # fmt: skip
+)
 async def post_resolve(request: Request) -> Response:
     """`{"papers": [...]}` (at most 100): resolved now, answered with the summary (examined, changed per
     status, unchanged, appended, the changes). `{"all": true}`: 202 with a job to poll at
@@ -126,8 +133,11 @@ async def post_resolve(request: Request) -> Response:
     ledger = ledger_of(request)
     missing = [] if papers is None else await run_in_threadpool(unknown_papers, ledger, papers)
     if missing:
-        raise InvalidEvent("papers", f"no paper {missing[0]!r} in this ledger",
-                           details={"where": "papers", "reason": "unknown papers", "unknown": missing})
+        raise InvalidEvent(
+            "papers",
+            f"no paper {missing[0]!r} in this ledger",
+            details={"where": "papers", "reason": "unknown papers", "unknown": missing},
+        )
     resolver = resolver_of(request)
     if papers is None:
         job, _ = jobs_of(request).start(lambda: _run(ledger, resolver, None, dry_run))
@@ -157,10 +167,14 @@ def get_job(
 def parse_person(body: Any) -> tuple[str, Any]:
     """A POST /resolve/person body -> (the observation id, the person's choice)."""
     if not isinstance(body, dict):
-        raise InvalidEvent("$", 'a JSON object: {"observation_id": ..., "by": ..., "doi" | "arxiv_id" | "none"}')
+        raise InvalidEvent(
+            "$", 'a JSON object: {"observation_id": ..., "by": ..., "doi" | "arxiv_id" | "none"}'
+        )
     unknown = sorted(set(body) - _PERSON_KEYS)
     if unknown:
-        raise InvalidEvent(unknown[0], "unknown field (expected observation_id, by, and doi, arxiv_id or none)")
+        raise InvalidEvent(
+            unknown[0], "unknown field (expected observation_id, by, and doi, arxiv_id or none)"
+        )
     oid = body.get("observation_id")
     if not isinstance(oid, str) or len(oid) != 36:
         raise InvalidEvent("observation_id", "the observation's id, a UUID")
@@ -192,13 +206,16 @@ def parse_person(body: Any) -> tuple[str, Any]:
                             "none": {"type": "boolean"},
                         },
                     },
-                    "example": {"observation_id": "0b5b0a8e-3c4e-4c44-9d5e-6a3f1b0c2d11", "by": "Ada Lovelace",
-                                "doi": "10.1000/example"},
+                    "example": {
+                        "observation_id": "0b5b0a8e-3c4e-4c44-9d5e-6a3f1b0c2d11",
+                        "by": "Ada Lovelace",
+                        "doi": "10.1000/example",
+                    },
                 }
             },
         }
     },
-)  # fmt: skip
+)
 async def post_person(request: Request) -> Response:
     """Appends a resolution naming the person (`resolver_source` `person:NAME`): verified_exact when the
     catalogue knows the work, verified_fuzzy naming only the identifier when it does not, unresolved
@@ -229,7 +246,9 @@ def get_resolution(
     request: Request,
     arxiv_id: ArxivId,
     observation_id: Annotated[str, Path(description="The observation's id", pattern=_OID)],
-    as_of: Annotated[str | None, Query(description="RFC 3339 with offset, or YYYY-MM-DD; default now")] = None,
+    as_of: Annotated[
+        str | None, Query(description="RFC 3339 with offset, or YYYY-MM-DD; default now")
+    ] = None,
 ) -> Response:
     """The observation's latest resolution as of T, its evidence (candidate, score, fields that agreed
     and disagreed, runner-up) and the catalogue event it used, with links to each event and its

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ledger.model.errors import LedgerError
 from ledger.storage.interface import CatalogueTables
@@ -31,7 +31,7 @@ class Resolver(NamedTuple):
 
 def ledger_catalogue(ledger: Ledger) -> CatalogueTables:
     """The catalogue of this ledger: `Ledger.catalogue` (a property or a method), else its tables."""
-    found = getattr(ledger, "catalogue", None)
+    found: Any = getattr(ledger, "catalogue", None)
     if callable(found):
         found = found()
     if found is None and hasattr(ledger.store.tables, "catalogue_by_keys"):

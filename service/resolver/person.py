@@ -46,7 +46,9 @@ def choice(by: object, doi: object = None, arxiv_id: object = None, clear: bool 
     if doi is not None:
         key = doi_key(doi) if isinstance(doi, str) else None
         if key is None or not key.startswith("10.") or "/" not in key:
-            raise InvalidEvent("doi", "a DOI: 10.<prefix>/<suffix> (a doi: or https://doi.org/ prefix is fine)")
+            raise InvalidEvent(
+                "doi", "a DOI: 10.<prefix>/<suffix> (a doi: or https://doi.org/ prefix is fine)"
+            )
         return PersonChoice(name, doi=key)
     if arxiv_id is not None:
         if not isinstance(arxiv_id, str):

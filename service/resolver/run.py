@@ -19,7 +19,7 @@ from ledger.model.errors import InvalidEvent
 from ledger.model.events import CitedWork, ResolutionData, ResolutionObserved
 from ledger.model.facts import Fact, Head
 from ledger.model.instants import format_recorded
-from ledger.model.works import CatalogueWork, Decision, RefInput, Reference
+from ledger.model.works import CatalogueWork, Decision, Reference, RefInput
 from ledger.storage.interface import CatalogueTables
 from ledger.storage.works_store import works_matching
 from projections.record import observations
@@ -235,8 +235,11 @@ def resolve(
     if papers is not None:
         missing = unknown_papers(ledger, papers)
         if missing:
-            raise InvalidEvent("papers", f"no paper {missing[0]!r} in this ledger",
-                           details={"where": "papers", "reason": "unknown papers", "unknown": missing})
+            raise InvalidEvent(
+                "papers",
+                f"no paper {missing[0]!r} in this ledger",
+                details={"where": "papers", "reason": "unknown papers", "unknown": missing},
+            )
     now = ledger.now()
     ids = all_papers(ledger) if papers is None else sorted(set(papers))
     summary = Summary(dry_run=dry_run)

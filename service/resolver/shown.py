@@ -22,7 +22,9 @@ def event_links(seq: int) -> dict[str, str]:
     return {"event": f"/evidence?after={seq - 1}&limit=1", "proof": f"/evidence/{seq}/proof"}
 
 
-def resolution_view(ledger: Ledger, arxiv_id: str, observation_id: str, as_of_us: int | None = None) -> dict[str, Any]:
+def resolution_view(
+    ledger: Ledger, arxiv_id: str, observation_id: str, as_of_us: int | None = None
+) -> dict[str, Any]:
     """The latest resolution (as of T, default now) of one of this paper's outbound observations, with
     its evidence and catalogue event; NotFound when the paper has no such observation."""
     t = ledger.now() if as_of_us is None else as_of_us

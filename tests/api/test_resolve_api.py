@@ -24,10 +24,10 @@ from tests.resolver_doubles import (
     OIDS,
     OTHER,
     ListCatalogue,
+    LiveCatalogue,
     cited,
     decide,
     doi_work,
-    paper_works,
 )
 from tests.test_api import AUTH, TOKEN, TestClient, ledger_of
 
@@ -57,7 +57,7 @@ class Api:
         self.work_seq = first.seq
 
         def catalogue(led: Any) -> ListCatalogue:
-            return ListCatalogue([*paper_works(led), doi_work(first.seq, first.observed_at, DOI, "A known work")])
+            return LiveCatalogue(led, [doi_work(first.seq, first.observed_at, DOI, "A known work")])
 
         self.app.state.resolver = Resolver(decide, METHOD, catalogue)
         self.started: list[Any] = []

@@ -90,7 +90,9 @@ def test_a_run_resolves_what_the_catalogue_knows_and_says_how(world: World) -> N
     assert by_title.status == "verified_exact" and by_title.resolver_source == "citation-ledger/" + METHOD
     assert by_title.cited_arxiv_id == CITED and by_title.cited_work is not None
     assert by_title.cited_work.arxiv_id == CITED and by_title.cited_work.metadata_source == "arxiv"
-    assert by_title.cited_work.work_id == str(uuid.uuid5(WORK_ID_NAMESPACE, f"https://doi.org/10.48550/arxiv.{CITED}"))
+    assert by_title.cited_work.work_id == str(
+        uuid.uuid5(WORK_ID_NAMESPACE, f"https://doi.org/10.48550/arxiv.{CITED}")
+    )
     by_doi = got[OIDS[1]]
     assert by_doi.cited_work is not None and by_doi.cited_work.doi == DOI and by_doi.cited_arxiv_id is None
     assert by_doi.cited_work.venue == "J. Tests" and by_doi.cited_work.snapshot_observed_at == ts(0)
@@ -190,11 +192,15 @@ def test_standing_checks_cover_the_newly_resolved_doi(world: World) -> None:
     before = works_matching(world.ledger.store, [DOI], world.ledger.now())
     world.resolve()
     after = works_matching(world.ledger.store, [DOI], world.ledger.now())
-    assert before == {DOI: []} and after == {DOI: [str(uuid.uuid5(uuid.NAMESPACE_URL, f"https://doi.org/{DOI}"))]}
+    assert before == {DOI: []} and after == {
+        DOI: [str(uuid.uuid5(uuid.NAMESPACE_URL, f"https://doi.org/{DOI}"))]
+    }
 
 
 def test_a_work_the_ledger_holds_keeps_its_work_id(world: World) -> None:
-    world.ledger.append([citation(str(uuid.UUID(int=50)), OTHER, ts(3), 0, cited("A known work", DOI, "w-held"))])
+    world.ledger.append(
+        [citation(str(uuid.UUID(int=50)), OTHER, ts(3), 0, cited("A known work", DOI, "w-held"))]
+    )
     world.resolve()
     got = world.resolutions()[OIDS[1]]
     assert got.cited_work is not None and got.cited_work.work_id == "w-held"
@@ -211,15 +217,20 @@ def test_a_watch_on_the_citing_paper_is_alerted_for_a_notice_the_resolved_work_h
     world.resolve()
     alerts = [json.loads(a.body) for a in world.ledger.store.alerts.alerts(watch.id, 0, 100)]
     assert [(a["work_id"], a["notice"]["kind"]) for a in alerts] == [("w-held", "retraction")]
-    resolved = next(e.seq for e in world.ledger.store.read_log(type="resolution.observed") if OIDS[1].encode() in e.data)
+    resolved = next(
+        e.seq for e in world.ledger.store.read_log(type="resolution.observed") if OIDS[1].encode() in e.data
+    )
     assert alerts[0]["event"]["type"] == "standing.checked" and alerts[0]["event"]["seq"] < resolved
     assert alerts[0]["known_before"] == {"seq": alerts[0]["event"]["seq"], "resolution_seq": resolved}
 
 
 def test_evidence_is_absent_when_absent_so_old_events_keep_their_bytes() -> None:
     old = ResolutionData(OIDS[0], "unresolved", "no resolver link", None, None)
-    assert canonical(old) == (b'{"cited_arxiv_id":null,"cited_work":null,"observation_id":"'
-                              + OIDS[0].encode() + b'","resolver_source":"no resolver link","status":"unresolved"}')  # fmt: skip
+    expected = (
+        b'{"cited_arxiv_id":null,"cited_work":null,"observation_id":"' + OIDS[0].encode()
+        + b'","resolver_source":"no resolver link","status":"unresolved"}'
+    )  # fmt: skip
+    assert canonical(old) == expected
     batch = parse_input(FIXTURE.read_bytes())
     resolutions = [e for e in batch.events if type(e.data) is ResolutionData]
     assert resolutions and all(b"evidence" not in canonical(e.data) for e in resolutions)
