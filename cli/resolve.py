@@ -13,7 +13,7 @@ from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.ids import normalise_arxiv
 from service.ledger import Ledger
 from service.resolver import jobs
-from service.resolver.defaults import Resolver, default_resolver
+from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
 from service.resolver.person import choice, resolve_by_person
 from service.resolver.run import Summary, resolve, unknown_papers
 
@@ -82,7 +82,9 @@ def register(main: click.Group) -> None:
                                   "--arxiv, --none only"))  # fmt: skip
             asked = choice(by, doi, arxiv, clear)
             ledger = _ledger(ctx, db)
-            result = resolve_by_person(ledger, observation, asked, _resolver(ctx).catalogue(ledger))
+            given = (ctx.obj or {}).get("resolver") if isinstance(ctx.obj, dict) else None
+            catalogue = given.catalogue(ledger) if given is not None else ledger_catalogue(ledger)
+            result = resolve_by_person(ledger, observation, asked, catalogue)
             e = ledger.store.envelopes([result.items[0].seq])[0] if result.appended else None
             where = "already recorded" if e is None else f"seq {e.seq}"
             click.echo(f"resolved {observation} by person:{asked.by} ({where})")

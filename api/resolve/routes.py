@@ -20,8 +20,8 @@ from api.records.render import ENV
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent, LedgerError, NotFound
 from ledger.model.ids import normalise_arxiv
-from service.ledger import Ledger
-from service.resolver.defaults import Resolver, default_resolver
+from service.ledger import CatalogueTables, Ledger
+from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
 from service.resolver.jobs import Jobs
 from service.resolver.person import choice, resolve_by_person
 from service.resolver.run import Summary, resolve, unknown_papers
@@ -40,6 +40,12 @@ def resolver_of(request: Request) -> Resolver:
     """The resolver this app uses (app.state.resolver when set, else the ledger's own)."""
     given: Resolver | None = getattr(request.app.state, "resolver", None)
     return given if given is not None else default_resolver()
+
+
+def catalogue_of(request: Request, ledger: Ledger) -> CatalogueTables:
+    """The catalogue this app resolves against (a person's resolution needs no matcher)."""
+    given: Resolver | None = getattr(request.app.state, "resolver", None)
+    return given.catalogue(ledger) if given is not None else ledger_catalogue(ledger)
 
 
 def jobs_of(request: Request) -> Jobs:
@@ -224,10 +230,9 @@ async def post_person(request: Request) -> Response:
     require_writer(request, settings_of(request))
     oid, asked = parse_person(decode_json(await read_body(request, MAX_RESOLVE_BODY)))
     ledger = ledger_of(request)
-    resolver = resolver_of(request)
 
     def run() -> Any:
-        return resolve_by_person(ledger, oid, asked, resolver.catalogue(ledger))
+        return resolve_by_person(ledger, oid, asked, catalogue_of(request, ledger))
 
     result = await run_in_threadpool(run)
     item = result.items[0]

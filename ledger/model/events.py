@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Generic, Literal, NamedTuple, TypeV
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from ledger.model.evidence import Evidence
+from ledger.model.works import Evidence
 
 Status = Literal[
     "verified_exact",

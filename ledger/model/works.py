@@ -7,13 +7,13 @@ citation, the optional `evidence` of a resolution) and storage returns catalogue
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from msgspec import UNSET, Struct, UnsetType
 
-from ledger.model.events import CitedWork, Status
-from ledger.model.evidence import Evidence as Evidence
-from ledger.model.evidence import RunnerUp as RunnerUp
+if TYPE_CHECKING:
+    # events.py carries WorkData and Reference, so this module may not import it at run time
+    from ledger.model.events import CitedWork, Status
 
 
 class Author(Struct, frozen=True, forbid_unknown_fields=True, gc=False):
@@ -77,6 +77,26 @@ class Reference(
     DOI: str | UnsetType = UNSET
     doi_asserted_by: str | UnsetType = UNSET
     key: str | UnsetType = UNSET
+
+
+class RunnerUp(Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+    """The best candidate after the one chosen (or after the best, when none was chosen)."""
+
+    catalogue_seq: int
+    doi: str | None
+    arxiv_id: str | None
+    score: int
+
+
+class Evidence(Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+    """Why the resolver answered as it did: not part of the record's JSON."""
+
+    method: str  # e.g. "identifier", "title-author-year", "search-validate"
+    catalogue_seq: int | None  # the seq of the catalogue event matched; None when nothing matched
+    score: int
+    agreed: list[str]  # the fields of the reference found in the work: "title", "year", ...
+    disagreed: list[str]
+    runner_up: RunnerUp | None
 
 
 class CatalogueWork(NamedTuple):
