@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from api import docs
 from api.auth import require_writer
 from api.common import JSON, ArxivId, check_id, head_headers, instant, ledger_of, read_body, settings_of
+from api.limits import RateLimiter
 from api.records import negotiated
 from api.records.render import ENV
 from ledger.model.codec import canonical, decode_json
@@ -55,6 +56,13 @@ def jobs_of(request: Request) -> Jobs:
         state.resolve_jobs = Jobs()
     jobs: Jobs = state.resolve_jobs
     return jobs
+
+
+def _charge(request: Request, token: str) -> None:
+    """A resolve costs its token one write, refused or not (as a watch does)."""
+    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    if limiter is not None:
+        limiter.charge(token, 1)
 
 
 def _json(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -134,7 +142,8 @@ async def post_resolve(request: Request) -> Response:
     status, unchanged, appended, the changes). `{"all": true}`: 202 with a job to poll at
     `GET /resolve/jobs/{id}`; while one runs, a second gets the running job. `dry_run: true` appends
     nothing. Unknown keys, wrong types and unknown papers: 422 naming the field, nothing written."""
-    require_writer(request, settings_of(request))
+    token = require_writer(request, settings_of(request))
+    _charge(request, token)
     papers, dry_run = parse_resolve(decode_json(await read_body(request, MAX_RESOLVE_BODY)))
     ledger = ledger_of(request)
     missing = [] if papers is None else await run_in_threadpool(unknown_papers, ledger, papers)
@@ -227,7 +236,8 @@ async def post_person(request: Request) -> Response:
     catalogue knows the work, verified_fuzzy naming only the identifier when it does not, unresolved
     for `"none": true`. The resolver never changes it afterwards. 201 with the event's seq and hash
     (200 when the same resolution was recorded already)."""
-    require_writer(request, settings_of(request))
+    token = require_writer(request, settings_of(request))
+    _charge(request, token)
     oid, asked = parse_person(decode_json(await read_body(request, MAX_RESOLVE_BODY)))
     ledger = ledger_of(request)
 

@@ -9,19 +9,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ledger.model.codec import canonical, decode_data
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import ResolutionData
 from ledger.model.importer import parse_input
 from ledger.model.instants import read_instant
+from ledger.model.works import Decision, Evidence
 from ledger.storage.works_store import works_matching
 from service.alerts import alerts as al
 from service.ledger import Ledger
 from service.resolver import jobs
 from service.resolver.person import choice, resolve_by_person
 from service.resolver.run import WORK_ID_NAMESPACE, Summary, resolve
-from tests.conftest import NewDb
+from tests.conftest import NewDb, examples
 from tests.factories import Clock, check, citation, notice, paper, resolution, ts
 from tests.resolver_doubles import (
     CITED,
@@ -275,3 +278,66 @@ def test_jobs_run_one_at_a_time_and_keep_a_bounded_number() -> None:
     third, _ = kept.start(lambda: Summary())
     started.pop()()
     assert kept.get(first.id) is None and kept.get(third.id) is third  # the oldest went
+
+
+# -- rules, over any answers a matcher may give ---------------------------------------------------
+
+_ANSWERS = st.tuples(
+    st.sampled_from(
+        ["verified_exact", "verified_fuzzy", "unresolved", "metadata_mismatch", "parse_uncertain"]
+    ),
+    st.sampled_from([None, "paper", "doi"]),
+)
+
+
+def _scripted(answers: list[tuple[str, str | None]], works: dict[str, Any]) -> Any:
+    """A matcher answering each observation (by its index in OIDS) as scripted."""
+
+    def decide_scripted(inputs: Any, catalogue: Any) -> list[Decision]:
+        out = []
+        for ref in inputs:
+            status, which = answers[OIDS.index(ref.observation_id)]
+            work = None if which is None else works[which]
+            seq = None if work is None else work.seq
+            out.append(Decision(status, work, Evidence("scripted", seq, 1, [], [], None)))  # type: ignore[arg-type]
+        return out
+
+    return decide_scripted
+
+
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(first=st.lists(_ANSWERS, min_size=4, max_size=4), later=st.lists(_ANSWERS, min_size=4, max_size=4),
+       person=st.sampled_from(OIDS))  # fmt: skip
+def test_any_answers_keep_the_rules(
+    tmp_path_factory: pytest.TempPathFactory, first: list[Any], later: list[Any], person: str
+) -> None:
+    """Whatever the matcher answers: a re-run with the same answers appends nothing, a person's
+    resolution is never changed, the record before a run is unchanged by it, and only an answer that
+    differs from the latest resolution is appended."""
+    w = World(str(tmp_path_factory.mktemp("rules") / "rules.db"))
+    works = {"paper": w.catalogue.works[1], "doi": w.catalogue.works[-1]}
+
+    def run(answers: list[Any]) -> Summary:
+        w.clock.advance()
+        return resolve(w.ledger, None, decide=_scripted(answers, works), catalogue=w.catalogue, method=METHOD)
+
+    run(first)
+    head = w.ledger.head()
+    assert run(first).appended == 0 and w.ledger.head() == head
+    resolve_by_person(w.ledger, person, choice("Ada", clear=True), w.catalogue)
+    mine = w.resolutions()[person]
+    t = w.clock.us
+    before = w.ledger.record_bytes(CITING, t)[0]
+    latest = w.resolutions()
+    s = run(later)
+    assert w.resolutions()[person] == mine
+    assert w.ledger.record_bytes(CITING, t)[0] == before
+    for c in s.changes:
+        old = latest.get(c.observation_id)
+        new = c.event.data
+        assert old is None or (old.status, old.cited_work and old.cited_work.work_id) != (
+            new.status, new.cited_work and new.cited_work.work_id)  # fmt: skip
+        assert old is None or old.status not in ("verified_exact", "verified_fuzzy")
+    w.ledger.close()
