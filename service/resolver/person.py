@@ -16,7 +16,7 @@ from ledger.storage.interface import CatalogueTables
 from ledger.storage.sql import FAR_FUTURE
 from projections.record import observations
 from service.ledger import AppendResult, Ledger
-from service.resolver.run import PERSON_PREFIX, cited_work, match_key, work_ids
+from service.resolver.run import PERSON_PREFIX, arxiv_paper, cited_work, match_key, work_ids
 
 MAX_NAME = 100
 
@@ -92,7 +92,7 @@ def person_resolution(
         ids = work_ids(ledger, [work], now)
         cited = cited_work(work, ids[key])
         evidence = Evidence("person", work.seq, 0, [], [], None)
-        data = ResolutionData(observation_id, "verified_exact", source, cited, work.arxiv_id, evidence)
+        data = ResolutionData(observation_id, "verified_exact", source, cited, arxiv_paper(work), evidence)
         return ResolutionObserved(observed_at=at, data=data)
     stub = CatalogueWork(0, at, source, asked.doi, asked.arxiv_id, None if shown is None else shown.title, (),
                          None if shown is None else shown.venue, None if shown is None else shown.year,

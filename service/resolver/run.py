@@ -199,6 +199,16 @@ def cited_work(work: CatalogueWork, work_id: str) -> CitedWork:
     )
 
 
+def arxiv_paper(work: CatalogueWork) -> str | None:
+    """The arXiv id of a work that is an arXiv paper (one the ledger holds, or one whose DOI is its
+    DataCite arXiv DOI), else None: a journal version naming its preprint is not the preprint."""
+    if work.arxiv_id is None:
+        return None
+    if work.source == "arxiv" or doi_key(work.doi) == arxiv_key(work.arxiv_id):
+        return work.arxiv_id
+    return None
+
+
 def _identity(status: str, work: CitedWork | None) -> tuple[str, str | None]:
     return status, None if work is None else match_key(work.doi, work.arxiv_id)
 
@@ -209,13 +219,14 @@ def resolution_of(
     """The resolution to append for this answer, or None when it changes nothing (same status, same
     work as the latest resolution). Only a verified match names a work."""
     work = None
+    cited_arxiv = None
     if d.work is not None and d.status in ("verified_exact", "verified_fuzzy"):
         key = match_key(d.work.doi, d.work.arxiv_id)
         if key is not None:
             work = cited_work(d.work, ids[key])
+            cited_arxiv = arxiv_paper(d.work)
     if p.latest is not None and _identity(d.status, work) == _identity(p.latest.status, p.latest.cited_work):
         return None
-    cited_arxiv = None if work is None else work.arxiv_id
     data = ResolutionData(p.observation_id, d.status, source, work, cited_arxiv, d.evidence)
     return ResolutionObserved(observed_at=observed_at, data=data)
 

@@ -23,7 +23,7 @@ from service.alerts import alerts as al
 from service.ledger import Ledger
 from service.resolver import jobs
 from service.resolver.person import choice, resolve_by_person
-from service.resolver.run import WORK_ID_NAMESPACE, Summary, resolve
+from service.resolver.run import WORK_ID_NAMESPACE, Summary, arxiv_paper, resolve
 from tests.conftest import NewDb, examples
 from tests.factories import Clock, check, citation, notice, paper, resolution, ts
 from tests.resolver_doubles import (
@@ -341,3 +341,19 @@ def test_any_answers_keep_the_rules(
             new.status, new.cited_work and new.cited_work.work_id)  # fmt: skip
         assert old is None or old.status not in ("verified_exact", "verified_fuzzy")
     w.ledger.close()
+
+
+@pytest.mark.parametrize(
+    ("source", "doi", "arxiv_id", "expected"),
+    [
+        ("arxiv", None, "2101.00002", "2101.00002"),
+        ("crossref", "10.48550/arXiv.2101.00002", "2101.00002", "2101.00002"),
+        ("crossref", "10.1109/sc41405.2020.00024", "1910.02054", None),  # a journal version and its preprint
+        ("crossref", "10.1000/x", None, None),
+    ],
+)
+def test_only_an_arxiv_paper_is_a_cited_arxiv_id(
+    source: str, doi: str | None, arxiv_id: str | None, expected: str | None
+) -> None:
+    work = doi_work(1, ts(0), doi or "", "T")._replace(source=source, doi=doi, arxiv_id=arxiv_id)
+    assert arxiv_paper(work) == expected
