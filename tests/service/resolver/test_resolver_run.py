@@ -16,7 +16,7 @@ from ledger.model.codec import canonical, decode_data
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import ResolutionData
 from ledger.model.importer import parse_input
-from ledger.model.instants import read_instant
+from ledger.model.instants import format_recorded, read_instant
 from ledger.model.works import Decision, Evidence
 from ledger.storage.works_store import works_matching
 from service.alerts import alerts as al
@@ -24,6 +24,7 @@ from service.ledger import Ledger
 from service.resolver import jobs
 from service.resolver.person import choice, resolve_by_person
 from service.resolver.run import WORK_ID_NAMESPACE, Summary, arxiv_paper, resolve
+from service.sources import ingest
 from tests.conftest import NewDb, examples
 from tests.factories import Clock, check, citation, notice, paper, resolution, ts
 from tests.resolver_doubles import (
@@ -357,3 +358,26 @@ def test_only_an_arxiv_paper_is_a_cited_arxiv_id(
 ) -> None:
     work = doi_work(1, ts(0), doi or "", "T")._replace(source=source, doi=doi, arxiv_id=arxiv_id)
     assert arxiv_paper(work) == expected
+
+
+def test_a_source_checked_after_the_resolution_covers_the_resolved_doi(world: World) -> None:
+    """sources-v1.md: the resolved DOI is a key a Retraction Watch ingest matches on; before the
+    resolution the reference had no DOI of its own, so no check covered it."""
+    rw_doi = "10.5555/j.cell.2019.05.031"  # a retracted paper of tests/data/sources/retraction_watch.csv
+    oid = str(uuid.UUID(int=60))
+    world.ledger.append(
+        [citation(oid, CITING, ts(3), 9, cited("Spatial transcriptomic atlas of an invented organ"))]
+    )
+    first = world.ledger.store.read_log(limit=1)[0]
+    world.catalogue.works.append(
+        doi_work(first.seq, first.observed_at, rw_doi, "Spatial transcriptomic atlas of an invented organ")
+    )
+    watch, _ = al.add_watch(world.ledger.store, al.parse_watch({"arxiv_id": CITING}))
+    world.resolve()
+    work_id = world.resolutions()[oid].cited_work.work_id  # type: ignore[union-attr]
+    csv = (FIXTURE.parent / "sources" / "retraction_watch.csv").read_bytes()
+    ingest(world.ledger, "retraction-watch", csv, format_recorded(world.clock.advance()))
+    check_ = decode_data("standing.checked", world.ledger.store.read_log(type="standing.checked")[-1].data)
+    assert {n.kind for n in check_.notices if n.work_id == work_id} >= {"retraction"}
+    alerts = [json.loads(a.body) for a in world.ledger.store.alerts.alerts(watch.id, 0, 100)]
+    assert work_id in {a["work_id"] for a in alerts}
