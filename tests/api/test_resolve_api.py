@@ -13,6 +13,7 @@ from api.app import create_app
 from api.settings import Settings
 from service.resolver.defaults import Resolver
 from service.resolver.jobs import Jobs
+from tests.api.test_api import AUTH, TOKEN, TestClient, ledger_of
 from tests.api_fixtures import running_server
 from tests.conftest import NewDb
 from tests.factories import citation, paper, resolution, ts
@@ -29,7 +30,6 @@ from tests.resolver_doubles import (
     decide,
     doi_work,
 )
-from tests.test_api import AUTH, TOKEN, TestClient, ledger_of
 
 HTML = {"Accept": "text/html"}
 

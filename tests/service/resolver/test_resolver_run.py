@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +26,7 @@ from service.resolver.run import WORK_ID_NAMESPACE, Summary, arxiv_paper, resolv
 from service.sources import ingest
 from tests.conftest import NewDb, examples
 from tests.factories import Clock, check, citation, notice, paper, resolution, ts
+from tests.paths import DATA
 from tests.resolver_doubles import (
     CITED,
     CITING,
@@ -41,7 +41,7 @@ from tests.resolver_doubles import (
     paper_works,
 )
 
-FIXTURE = Path(__file__).resolve().parents[2] / "data" / "2509.02480.record.json"
+FIXTURE = DATA / "2509.02480.record.json"
 
 
 class World:
