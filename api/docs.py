@@ -368,6 +368,9 @@ class IntegrityReport(BaseModel):
     page: dict[str, Any]
     counts: dict[str, Any]
     events: list[dict[str, Any]]
+    catalogue_events: list[dict[str, Any]] = Field(
+        [], description="the catalogue events the record's resolutions matched (their evidence), proven too"
+    )
     recomputed: dict[str, Any]
     method: str
 

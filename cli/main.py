@@ -10,7 +10,7 @@ from typing import NoReturn
 import click
 import msgspec
 
-from cli import alerts, backends, integrity, monitor, ops, search, sources, timeline, witness
+from cli import alerts, backends, integrity, monitor, ops, resolve, search, sources, timeline, witness
 from cli.common import SQL_COUNT, arxiv_arg, db_option, fail, instant, read_db_option
 from ledger.model.codec import envelope_json
 from ledger.model.errors import LedgerError
@@ -181,5 +181,5 @@ def events(after: int, limit: int | None, stream: str | None, type_: str | None,
         out.write(enc.encode(envelope_json(e)) + b"\n")
 
 
-for commands in (integrity, sources, backends, ops, monitor, witness, alerts, search, timeline):
+for commands in (integrity, sources, backends, ops, monitor, witness, alerts, search, timeline, resolve):
     commands.register(main)

@@ -21,7 +21,8 @@ from ledger.storage.append import AppendResult, append_batch, needs_of
 from ledger.storage.backend import Store, Unsupported, is_pg_url, open_store
 from ledger.storage.backend import copy_ledger as copy_ledger
 from ledger.storage.group_commit import GroupCommitter, GroupObserver
-from ledger.storage.interface import CatalogueTables, WriteTx
+from ledger.storage.interface import CatalogueTables as CatalogueTables
+from ledger.storage.interface import WriteTx
 from ledger.storage.interface import side_path as side_path
 from ledger.storage.verify import VerifyReport, verify_store
 from projections.record import Built, build_record

@@ -23,6 +23,7 @@ from projections.record import build_record, inbound_observations
 from service.ledger import Ledger
 from service.ops.scrub import PassLog, chain_status
 from service.proofs.bundle import prove_seqs
+from service.resolver.shown import catalogue_seqs
 
 # hidden inbound observations proven per page past the first (2 events each: a page stays near 3 MB)
 PAGE_OBSERVATIONS = 1000
@@ -56,6 +57,9 @@ def integrity_report(
         offset = (page - 2) * PAGE_OBSERVATIONS
         seqs = ev.built.seqs if page == 1 else ev.hidden_seqs(offset, PAGE_OBSERVATIONS)
         envelopes = ledger.store.envelopes(seqs)  # in the same read as the record
+        # the catalogue events the record's resolutions matched: proven too, though no part of the record
+        used = [s for s in catalogue_seqs(envelopes) if s not in set(seqs)] if page == 1 else []
+        catalogue = ledger.store.envelopes(used)
         record, head, total = ev.built.record, ev.head, ev.built.inbound_total
     shown = len(record.inbound)
     if page == 1:
@@ -77,13 +81,16 @@ def integrity_report(
     # what it does not re-hash is vouched for by the last recorded full walk, which it names.
     passes = passes or PassLog(ledger.store, writable=not read_only)
     chain = chain_status(ledger.store, passes, remember=not read_only)
-    proven, proofs_note, proof_break = _proofs(ledger, seqs, read_only)
+    proven, proofs_note, proof_break = _proofs(ledger, sorted({*seqs, *used}), read_only)
     before = _hashes_before(ledger, envelopes)
     events = [_event(e, before, proven) for e in envelopes]
-    problems = [{"seq": e["seq"], "reason": _EVENT_BREAK} for e in events if not e["hash_ok"]]
-    problems += [{"seq": e["seq"], "reason": _LINK_BREAK} for e in events if e["hash_ok"] and not e["linked"]]
+    before_used = _hashes_before(ledger, catalogue)
+    catalogue_events = [_event(e, before_used, proven) for e in catalogue]
+    listed = [*events, *catalogue_events]
+    problems = [{"seq": e["seq"], "reason": _EVENT_BREAK} for e in listed if not e["hash_ok"]]
+    problems += [{"seq": e["seq"], "reason": _LINK_BREAK} for e in listed if e["hash_ok"] and not e["linked"]]
     named = {p["seq"] for p in problems}
-    located = _locate(ledger, [e["seq"] for e in events if e["proof_ok"] is False], head)
+    located = _locate(ledger, [e["seq"] for e in listed if e["proof_ok"] is False], head)
     problems += [p for p in located if p["seq"] not in named]
     if proof_break is not None:  # the ledger refused to sign: it no longer extends its last checkpoint
         problems.append({"seq": proof_break, "reason": proofs_note})
@@ -106,6 +113,7 @@ def integrity_report(
         "page": _page(record, known_us, page, pages),
         "counts": _counts(total, shown, pages),
         "events": events,
+        "catalogue_events": catalogue_events,
         "recomputed": recomputed,
         "checkpoint": proven["checkpoint"],
         "key": proven["key"],

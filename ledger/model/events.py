@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Generic, Literal, NamedTuple, TypeV
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from ledger.model.works import Reference, WorkData
+from ledger.model.works import Evidence, Reference, WorkData
 
 Status = Literal[
     "verified_exact",
@@ -89,6 +89,8 @@ class ResolutionData(_Data, frozen=True):
     resolver_source: str | None
     cited_work: CitedWork | None
     cited_arxiv_id: str | None
+    # resolver-v1.md: optional, absent when absent (never null), so events before it keep their bytes
+    evidence: Evidence | UnsetType = UNSET
 
 
 class StandingData(_Data, frozen=True):

@@ -211,6 +211,8 @@ class _Candidate(NamedTuple):
     seq: int
     hash: str
     observed_at: str
+    # the resolution that newly named a work whose notice was held already (its seq), if that raised it
+    resolution_seq: int | None = None
 
 
 class _Refs(ObservationRefs):
@@ -329,14 +331,22 @@ def _raise_page(store: Store) -> tuple[int, bool]:
         wanted = sorted({k for ks in keys_of.values() for k in ks})
         for key, watch_id in tables.watchers([*streams, *wanted]):
             keyed.setdefault(key, []).append(watch_id)
+        resolved: dict[tuple[str, str], int] = {}  # (watch, work) -> the first resolution naming it
         for e in events:
             if e.seq not in keys_of:
                 continue
             by_paper = keyed.get(f"p:{e.stream.removeprefix('paper:')}", [])
             by_key = sorted({w for k in keys_of[e.seq] for w in keyed.get(k, [])})
-            covers += _event_covers(e, by_paper, by_key)
+            mine = _event_covers(e, by_paper, by_key)
+            if e.type == _RESOLUTION:
+                for c in mine:
+                    resolved.setdefault((c.watch_id, c.work_id), e.seq)
+            covers += mine
         tables.cover(covers)
-        candidates = _held_notices(store, {c.work_id for c in covers}, covers)
+        candidates = [
+            c._replace(resolution_seq=resolved.get((c.watch_id, c.work_id)))
+            for c in _held_notices(store, {c.work_id for c in covers}, covers)
+        ]
         candidates += _check_notices(store, checks)
         raised = _record(candidates, store)
         tables.advance(events[-1].seq)
@@ -462,7 +472,7 @@ def alert_body(
     if paper is not None:
         links["record"] = f"/paper/{paper}/citation-record?as_of={c.observed_at}"
         links["changes"] = f"/paper/{paper}/changes?from={watch.created_at}&to={c.observed_at}"
-    return {
+    body = {
         "id": alert_id(c.watch_id, c.work_id, c.key),
         "watch": {"id": watch.id, "kind": watch.kind, "target": _target(watch)},
         "work_id": c.work_id,
@@ -473,6 +483,10 @@ def alert_body(
         "raised_at": raised_at,
         "links": links,
     }
+    if c.resolution_seq is not None and c.seq < c.resolution_seq:
+        # held before a resolution named the work: the notice was known before the reference was resolved
+        body["known_before"] = {"seq": c.seq, "resolution_seq": c.resolution_seq}
+    return body
 
 
 def _target(watch: Watch) -> Any:

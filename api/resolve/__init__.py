@@ -1,0 +1,2 @@
+"""Resolving over HTTP: POST /resolve and its jobs, a person's resolution, and how one reference was
+resolved (its evidence), through the Ledger facade and service.resolver."""

@@ -1,0 +1,124 @@
+"""`ledger resolve`: resolve references against the catalogue, watch for new works, or record a
+person's resolution (resolver-v1.md)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import click
+
+from cli.common import db_option, fail
+from ledger.model.errors import InvalidEvent, LedgerError
+from ledger.model.ids import normalise_arxiv
+from service.ledger import Ledger
+from service.resolver import jobs
+from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
+from service.resolver.person import choice, resolve_by_person
+from service.resolver.run import Summary, resolve, unknown_papers
+
+WATCH_EVERY_S = 5.0  # how often the watch looks for new works
+
+
+def summary_lines(s: Summary) -> list[str]:
+    """A run's summary as the CLI prints it: counts, then each change (a dry run: what would change)."""
+    verb = "would change" if s.dry_run else "changed"
+    per = ", ".join(f"{status} {n}" for status, n in s.changed().items()) or "none"
+    lines = [f"examined {s.examined}, {verb} {len(s.changes)} ({per}), unchanged {s.unchanged}"]
+    for c in s.changes:
+        work = c.event.data.cited_work
+        named = "" if work is None else f" -> {work.doi or 'arXiv:' + str(work.arxiv_id)}"
+        lines.append(f"  {c.citing_arxiv_id} [{c.reference_index}] {c.observation_id}: "
+                     f"{c.before or 'no resolution'} -> {c.after}{named}")  # fmt: skip
+    return lines
+
+
+def _resolver(ctx: click.Context) -> Resolver:
+    """The resolver the caller passed in (`obj={"resolver": ...}`), else the ledger's own."""
+    given = (ctx.obj or {}).get("resolver") if isinstance(ctx.obj, dict) else None
+    return given if given is not None else default_resolver()
+
+
+def _ledger(ctx: click.Context, db: str) -> Ledger:
+    given = (ctx.obj or {}).get("ledger") if isinstance(ctx.obj, dict) else None
+    return given if given is not None else Ledger(db)
+
+
+def register(main: click.Group) -> None:
+    """Add `ledger resolve` to the `ledger` group."""
+
+    @main.command("resolve")
+    @click.option("--paper", "papers", multiple=True, help="Resolve this paper's references (repeatable).")
+    @click.option("--all", "all_", is_flag=True, help="Resolve every paper's references.")
+    @click.option("--dry-run", is_flag=True, help="Append nothing; print what would change.")
+    @click.option(
+        "--watch", is_flag=True, help="With --all: resolve again after each works ingest (Ctrl-C stops)."
+    )
+    @click.option("--observation", help="A person's resolution of this observation (with --by).")
+    @click.option("--doi", help="With --observation: the DOI the reference names.")
+    @click.option("--arxiv", help="With --observation: the arXiv id the reference names.")
+    @click.option("--none", "clear", is_flag=True, help="With --observation: the reference names no work.")
+    @click.option("--by", "by", help="With --observation: the person's name (resolver_source person:NAME).")
+    @db_option
+    @click.pass_context
+    def resolve_cmd(
+        ctx: click.Context,
+        papers: tuple[str, ...],
+        all_: bool,
+        dry_run: bool,
+        watch: bool,
+        observation: str | None,
+        doi: str | None,
+        arxiv: str | None,
+        clear: bool,
+        by: str | None,
+        db: str,
+    ) -> None:
+        """Resolve the references still unresolved against the catalogue of works, appending one
+        resolution per changed answer; or, with --observation, record a person's resolution."""
+        if observation is not None:
+            if papers or all_ or watch or dry_run:
+                fail(InvalidEvent("--observation", "a person's resolution takes --by and one of --doi, "
+                                  "--arxiv, --none only"))  # fmt: skip
+            asked = choice(by, doi, arxiv, clear)
+            ledger = _ledger(ctx, db)
+            given = (ctx.obj or {}).get("resolver") if isinstance(ctx.obj, dict) else None
+            catalogue = given.catalogue(ledger) if given is not None else ledger_catalogue(ledger)
+            result = resolve_by_person(ledger, observation, asked, catalogue)
+            e = ledger.store.envelopes([result.items[0].seq])[0] if result.appended else None
+            where = "already recorded" if e is None else f"seq {e.seq}"
+            click.echo(f"resolved {observation} by person:{asked.by} ({where})")
+            return
+        if any(v is not None for v in (doi, arxiv, by)) or clear:
+            fail(InvalidEvent("--observation", "--doi, --arxiv, --none and --by need --observation"))
+        if all_ == bool(papers):
+            fail(InvalidEvent("--paper", "give --paper ID (repeatable) or --all"))
+        if watch and (not all_ or dry_run):
+            fail(InvalidEvent("--watch", "--watch goes with --all and without --dry-run"))
+        ids = None if all_ else [normalise_arxiv(p, "--paper") for p in papers]
+        ledger = _ledger(ctx, db)
+        missing = unknown_papers(ledger, ids or [])
+        if missing:
+            fail(InvalidEvent("--paper", f"no paper {missing[0]!r} in this ledger"))
+        resolver = _resolver(ctx)
+        catalogue = resolver.catalogue(ledger)
+
+        def once() -> Summary:
+            return resolve(ledger, ids, decide=resolver.decide, catalogue=catalogue, method=resolver.method,
+                           dry_run=dry_run)  # fmt: skip
+
+        def report(s: Summary) -> None:
+            for line in summary_lines(s):
+                click.echo(line)
+
+        if not watch:
+            report(once())
+            return
+        stop = threading.Event()
+        every: Any = (ctx.obj or {}).get("watch_wait") if isinstance(ctx.obj, dict) else None
+        try:
+            jobs.watch(ledger, once, report, every or (lambda: stop.wait(WATCH_EVERY_S)))
+        except KeyboardInterrupt:
+            click.echo("stopped", err=True)
+        except LedgerError as e:
+            fail(e)

@@ -1,0 +1,1 @@
+"""The resolver: references matched against the catalogue of works, as resolutions with evidence."""

@@ -1,0 +1,288 @@
+"""Resolving (resolver-v1.md "Resolving"): select the observations still unresolved, ask the matcher,
+and append one `resolution.observed` per observation whose answer changes.
+
+The matcher (`decide`) and the catalogue are passed in: the flow knows how to select, compare and
+append, not how to match. With none given, the ledger's own are used (`defaults.py`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from msgspec import UNSET
+
+from ledger.model.doi import arxiv_key, doi_key
+from ledger.model.errors import InvalidEvent
+from ledger.model.events import CitedWork, ResolutionData, ResolutionObserved
+from ledger.model.facts import Fact, Head
+from ledger.model.instants import format_recorded
+from ledger.model.works import CatalogueWork, Decision, Reference, RefInput
+from ledger.storage.interface import CatalogueTables
+from ledger.storage.works_store import works_matching
+from projections.record import observations
+from service.ledger import Ledger
+
+RESOLVER_PREFIX = "citation-ledger/"
+PERSON_PREFIX = "person:"
+# the latest statuses the resolver may revisit (absent too); a verified match stays as it is
+REOPENED = frozenset({"unresolved", "parse_uncertain", "malformed_identifier", "metadata_mismatch"})
+# a new work's id: uuid5 in the URL namespace of "https://doi.org/" + its match key (sources-v1.md),
+# the normalised DOI, else the arXiv id's DataCite DOI (10.48550/arxiv.<id>)
+WORK_ID_NAMESPACE = uuid.NAMESPACE_URL
+BATCH = 500  # references per call of the matcher, and resolutions per append
+
+Decide = Callable[[Sequence[RefInput], CatalogueTables], list[Decision]]
+
+
+class Pending(NamedTuple):
+    """One observation the resolver may change: its ids, what it reads, and its latest resolution."""
+
+    observation_id: str
+    citing_arxiv_id: str
+    reference_index: int
+    ref: RefInput
+    latest: ResolutionData | None
+
+
+class Change(NamedTuple):
+    """One observation whose answer changed: from its latest status (None: no resolution) to the new."""
+
+    observation_id: str
+    citing_arxiv_id: str
+    reference_index: int
+    before: str | None
+    after: str
+    event: ResolutionObserved
+
+
+@dataclass
+class Summary:
+    """What a run examined and changed (`ledger resolve`, `POST /resolve`)."""
+
+    examined: int = 0
+    unchanged: int = 0
+    changes: list[Change] = field(default_factory=list)
+    appended: int = 0
+    dry_run: bool = False
+    head: Head | None = None
+
+    def changed(self) -> dict[str, int]:
+        """How many observations changed, per new status (sorted by status)."""
+        out: dict[str, int] = {}
+        for c in self.changes:
+            out[c.after] = out.get(c.after, 0) + 1
+        return dict(sorted(out.items()))
+
+    def to_dict(self, *, listed: int = 100) -> dict[str, Any]:
+        """The summary as JSON values: counts, and the first `listed` changes."""
+        return {
+            "examined": self.examined,
+            "changed": self.changed(),
+            "unchanged": self.unchanged,
+            "appended": self.appended,
+            "dry_run": self.dry_run,
+            "changes": [
+                {
+                    "observation_id": c.observation_id,
+                    "citing_arxiv_id": c.citing_arxiv_id,
+                    "reference_index": c.reference_index,
+                    "before": c.before,
+                    "after": c.after,
+                    "doi": None if c.event.data.cited_work is None else c.event.data.cited_work.doi,
+                    "arxiv_id": None if c.event.data.cited_work is None else c.event.data.cited_work.arxiv_id,
+                }
+                for c in self.changes[:listed]
+            ],
+            "head": None if self.head is None else {"seq": self.head.seq, "hash": self.head.hash},
+        }
+
+
+def by_person(data: ResolutionData | None) -> bool:
+    """Whether a person made this resolution (their name follows `person:` in resolver_source)."""
+    return data is not None and (data.resolver_source or "").startswith(PERSON_PREFIX)
+
+
+def reopened(data: ResolutionData | None) -> bool:
+    """Whether the resolver may revisit an observation whose latest resolution is this."""
+    return not by_person(data) and (data is None or data.status in REOPENED)
+
+
+def unknown_papers(ledger: Ledger, papers: Sequence[str]) -> list[str]:
+    """Those of `papers` with no snapshot as of now, in the order given."""
+    known = set(ledger.store.tables.papers_among(sorted(set(papers)), ledger.now()))
+    return [p for p in papers if p not in known]
+
+
+def all_papers(ledger: Ledger, page: int = 1000) -> list[str]:
+    """Every paper with a snapshot, sorted."""
+    out: set[str] = set()
+    offset = 0
+    while True:
+        ids = ledger.store.papers(page, offset)
+        out.update(ids)
+        if len(ids) < page:
+            return sorted(out)
+        offset += page
+
+
+def pending(ledger: Ledger, papers: Iterable[str], as_of_us: int) -> Iterator[Pending]:
+    """The observations of these papers the resolver may change as of T (resolver-v1.md): latest
+    resolution absent, or unresolved/parse_uncertain/malformed_identifier/metadata_mismatch and not
+    made by a person; in (paper, reference index, observation id) order."""
+    for arxiv_id in papers:
+        with ledger.store.snapshot(as_of_us) as reader:
+            facts: list[Fact] = reader.paper_stream(arxiv_id)
+        obs = observations(facts)
+        for o in sorted(obs.values(), key=lambda o: (o.cit.data.reference_index, o.oid)):
+            if o.citing != arxiv_id:
+                continue  # a resolution on this stream of another paper's citation is not its own
+            latest = None if o.res is None else o.res.data
+            if not reopened(latest):
+                continue
+            yield Pending(o.oid, o.citing, o.cit.data.reference_index, ref_input(o.cit.data, latest), latest)
+
+
+def ref_input(citation: Any, latest: ResolutionData | None) -> RefInput:
+    """What the matcher reads of an observation: its reference (when its citation carries one) and the
+    cited work its latest citation displays."""
+    raw = getattr(citation, "reference", UNSET)  # the optional key of resolver-v1.md "References in"
+    reference: Reference | None = raw if isinstance(raw, Reference) else None
+    shown = latest.cited_work if latest is not None and latest.cited_work is not None else citation.cited_work
+    return RefInput(citation.observation_id, reference, shown)
+
+
+def match_key(doi: str | None, arxiv_id: str | None) -> str | None:
+    """A work's identity for comparing answers and naming it: its DOI's key, else its arXiv id's."""
+    return doi_key(doi) or arxiv_key(arxiv_id)
+
+
+def new_work_id(work: CatalogueWork) -> str:
+    """The work_id of a work the ledger holds no id for: uuid5 of its match key (WORK_ID_NAMESPACE)."""
+    key = match_key(work.doi, work.arxiv_id)
+    if key is None:
+        raise InvalidEvent("work", "a catalogue work has a DOI or an arXiv id")
+    return str(uuid.uuid5(WORK_ID_NAMESPACE, "https://doi.org/" + key))
+
+
+def work_ids(ledger: Ledger, works: Iterable[CatalogueWork], as_of_us: int) -> dict[str, str]:
+    """For each work's match key, the work_id to write: the least the ledger already holds under its
+    DOI (else its arXiv id), else a new one (new_work_id)."""
+    wanted: dict[str, CatalogueWork] = {}
+    for w in works:
+        key = match_key(w.doi, w.arxiv_id)
+        if key is not None:
+            wanted.setdefault(key, w)
+    asked = sorted({k for w in wanted.values() for k in (doi_key(w.doi), arxiv_key(w.arxiv_id)) if k})
+    held = works_matching(ledger.store, asked, as_of_us)
+    out: dict[str, str] = {}
+    for key, w in wanted.items():
+        found = held.get(doi_key(w.doi) or "", []) or held.get(arxiv_key(w.arxiv_id) or "", [])
+        out[key] = found[0] if found else new_work_id(w)
+    return out
+
+
+def cited_work(work: CatalogueWork, work_id: str) -> CitedWork:
+    """The record-v1 cited_work of a catalogue work (resolver-v1.md)."""
+    return CitedWork(
+        arxiv_id=work.arxiv_id,
+        doi=work.doi,
+        metadata_source=work.source,
+        pith_arxiv_id=None,
+        snapshot_observed_at=work.observed_at,
+        title=work.title,
+        venue=work.container,
+        work_id=work_id,
+        year=work.year,
+    )
+
+
+def arxiv_paper(work: CatalogueWork) -> str | None:
+    """The arXiv id of a work that is an arXiv paper (one the ledger holds, or one whose DOI is its
+    DataCite arXiv DOI), else None: a journal version naming its preprint is not the preprint."""
+    if work.arxiv_id is None:
+        return None
+    if work.source == "arxiv" or doi_key(work.doi) == arxiv_key(work.arxiv_id):
+        return work.arxiv_id
+    return None
+
+
+def _identity(status: str, work: CitedWork | None) -> tuple[str, str | None]:
+    return status, None if work is None else match_key(work.doi, work.arxiv_id)
+
+
+def resolution_of(
+    p: Pending, d: Decision, ids: dict[str, str], source: str, observed_at: str
+) -> ResolutionObserved | None:
+    """The resolution to append for this answer, or None when it changes nothing (same status, same
+    work as the latest resolution). Only a verified match names a work."""
+    work = None
+    cited_arxiv = None
+    if d.work is not None and d.status in ("verified_exact", "verified_fuzzy"):
+        key = match_key(d.work.doi, d.work.arxiv_id)
+        if key is not None:
+            work = cited_work(d.work, ids[key])
+            cited_arxiv = arxiv_paper(d.work)
+    if p.latest is not None and _identity(d.status, work) == _identity(p.latest.status, p.latest.cited_work):
+        return None
+    data = ResolutionData(p.observation_id, d.status, source, work, cited_arxiv, d.evidence)
+    return ResolutionObserved(observed_at=observed_at, data=data)
+
+
+def resolve(
+    ledger: Ledger,
+    papers: Sequence[str] | None,
+    *,
+    decide: Decide,
+    catalogue: CatalogueTables,
+    method: str,
+    dry_run: bool = False,
+) -> Summary:
+    """Resolve the observations of `papers` (None: every paper) against the catalogue as of now, and
+    append one resolution per changed answer (none with `dry_run`). `method` is the matcher's name and
+    version, written after RESOLVER_PREFIX. InvalidEvent naming `papers` for a paper never observed."""
+    if papers is not None:
+        missing = unknown_papers(ledger, papers)
+        if missing:
+            raise InvalidEvent(
+                "papers",
+                f"no paper {missing[0]!r} in this ledger",
+                details={"where": "papers", "reason": "unknown papers", "unknown": missing},
+            )
+    now = ledger.now()
+    ids = all_papers(ledger) if papers is None else sorted(set(papers))
+    summary = Summary(dry_run=dry_run)
+    source = RESOLVER_PREFIX + method
+    batch: list[Pending] = []
+
+    def flush() -> None:
+        decisions = decide([p.ref for p in batch], catalogue)
+        if len(decisions) != len(batch):
+            raise ValueError(f"the matcher answered {len(decisions)} of {len(batch)} references")
+        held = work_ids(ledger, [d.work for d in decisions if d.work is not None], now)
+        at = format_recorded(ledger.now())
+        events = []
+        for p, d in zip(batch, decisions, strict=True):
+            summary.examined += 1
+            event = resolution_of(p, d, held, source, at)
+            if event is None:
+                summary.unchanged += 1
+                continue
+            before = None if p.latest is None else p.latest.status
+            summary.changes.append(Change(p.observation_id, p.citing_arxiv_id, p.reference_index, before,
+                                          d.status, event))  # fmt: skip
+            events.append(event)
+        if events and not dry_run:
+            summary.appended += ledger.append(events).appended
+        batch.clear()
+
+    for p in pending(ledger, ids, now):
+        batch.append(p)
+        if len(batch) >= BATCH:
+            flush()
+    if batch:
+        flush()
+    summary.head = ledger.head()
+    return summary

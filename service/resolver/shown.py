@@ -1,0 +1,99 @@
+"""How an observation was resolved, as a person or a client reads it: its latest resolution, the
+evidence it carries, and the catalogue event it used, each with the links that prove it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from ledger.model.codec import decode_data
+from ledger.model.errors import NotFound
+from ledger.model.events import StoredEvent
+from ledger.model.instants import format_as_of
+from projections.record import observations
+from service.ledger import Ledger
+from service.resolver.run import PERSON_PREFIX
+
+
+def event_links(seq: int) -> dict[str, str]:
+    """Where an event is served (its envelope in the log) and its inclusion proof."""
+    return {"event": f"/evidence?after={seq - 1}&limit=1", "proof": f"/evidence/{seq}/proof"}
+
+
+def resolution_view(
+    ledger: Ledger, arxiv_id: str, observation_id: str, as_of_us: int | None = None
+) -> dict[str, Any]:
+    """The latest resolution (as of T, default now) of one of this paper's outbound observations, with
+    its evidence and catalogue event; NotFound when the paper has no such observation."""
+    t = ledger.now() if as_of_us is None else as_of_us
+    with ledger.store.snapshot(t) as reader:
+        obs = observations(reader.paper_stream(arxiv_id)).get(observation_id)
+    if obs is None or obs.citing != arxiv_id:
+        raise NotFound(
+            f"paper {arxiv_id} has no outbound observation {observation_id!r} as of {format_as_of(t)}",
+            details={"arxiv_id": arxiv_id, "observation_id": observation_id},
+        )
+    out: dict[str, Any] = {
+        "arxiv_id": arxiv_id,
+        "observation_id": observation_id,
+        "reference_index": obs.cit.data.reference_index,
+        "as_of": format_as_of(t),
+        "resolution": None,
+        "evidence": None,
+        "catalogue_event": None,
+        "links": {"record": f"/paper/{arxiv_id}/citation-record?as_of={format_as_of(t)}"},
+    }
+    if obs.res is None:
+        return out
+    res = obs.res
+    data = res.data
+    source = data.resolver_source or ""
+    seqs = [res.seq]
+    evidence = getattr(data, "evidence", msgspec.UNSET)
+    catalogue_seq = None if evidence is msgspec.UNSET else evidence.catalogue_seq
+    if catalogue_seq is not None:
+        seqs.append(catalogue_seq)
+    envelopes = {e.seq: e for e in ledger.store.envelopes(sorted(set(seqs)))}
+    own = envelopes.get(res.seq)
+    out["resolution"] = {
+        "seq": res.seq,
+        "hash": None if own is None else own.hash,
+        "observed_at": res.observed_at,
+        "status": data.status,
+        "resolver_source": data.resolver_source,
+        "by_person": source.removeprefix(PERSON_PREFIX) if source.startswith(PERSON_PREFIX) else None,
+        "cited_work": msgspec.to_builtins(data.cited_work),
+        "cited_arxiv_id": data.cited_arxiv_id,
+        "links": event_links(res.seq),
+    }
+    if evidence is not msgspec.UNSET:
+        out["evidence"] = msgspec.to_builtins(evidence)
+    used = envelopes.get(catalogue_seq) if catalogue_seq is not None else None
+    if used is not None:
+        out["catalogue_event"] = {
+            "seq": used.seq,
+            "type": used.type,
+            "stream": used.stream,
+            "observed_at": used.observed_at,
+            "hash": used.hash,
+            "links": event_links(used.seq),
+        }
+    return out
+
+
+def resolution_href(arxiv_id: str, observation_id: str) -> str:
+    """Where an observation's resolution and its evidence are served."""
+    return f"/paper/{arxiv_id}/observations/{observation_id}/resolution"
+
+
+def catalogue_seqs(envelopes: Iterable[StoredEvent]) -> list[int]:
+    """The catalogue events the resolutions among these envelopes used (their evidence's seq), sorted."""
+    out: set[int] = set()
+    for e in envelopes:
+        if e.type == "resolution.observed" and b'"evidence"' in e.data:
+            evidence = decode_data(e.type, e.data).evidence
+            if evidence is not msgspec.UNSET and evidence.catalogue_seq is not None:
+                out.add(evidence.catalogue_seq)
+    return sorted(out)

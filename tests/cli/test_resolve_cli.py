@@ -1,0 +1,151 @@
+"""`ledger resolve` (cli/resolve.py): a run's summary, --dry-run, a person's resolution, --watch, and
+refusals of options that do not go together."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from cli.main import main
+from service.ledger import Ledger
+from service.resolver.defaults import Resolver
+from tests.api_fixtures import ledger_command
+from tests.conftest import NewDb
+from tests.factories import Clock, citation, paper, resolution, ts
+from tests.resolver_doubles import (
+    CITED,
+    CITING,
+    DOI,
+    METHOD,
+    OIDS,
+    OTHER,
+    ListCatalogue,
+    LiveCatalogue,
+    cited,
+    decide,
+    doi_work,
+)
+
+
+class Cli:
+    """A ledger where CITING cites CITED's title, a DOI the catalogue knows and a title nobody knows,
+    and `ledger` run in this process with the test double for the resolver."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.clock = Clock()
+        self.ledger = Ledger(db, clock=self.clock)
+        self.ledger.append([
+            paper(CITING, ts(0), title="The citing paper"),
+            paper(CITED, ts(0), title="Attention Is All You Need"),
+            paper(OTHER, ts(0), title="Another paper"),
+            citation(OIDS[0], CITING, ts(1), 0, cited("Attention is all you need.")),
+            citation(OIDS[1], CITING, ts(1), 1, cited("A known work", doi=DOI)),
+            citation(OIDS[2], CITING, ts(1), 2, cited("Accessed: 2025-06")),
+            citation(OIDS[3], CITING, ts(1), 3, cited("Nothing anyone holds")),
+            resolution(OIDS[3], ts(2), "unresolved", resolver="no resolver link"),
+        ])  # fmt: skip
+        first = self.ledger.store.read_log(stream=f"paper:{OTHER}", limit=1)[0]
+
+        def catalogue(led: Any) -> ListCatalogue:
+            return LiveCatalogue(led, [doi_work(first.seq, first.observed_at, DOI, "A known work")])
+
+        self.resolver = Resolver(decide, METHOD, catalogue)
+        self.clock.advance(10_000_000)
+
+    def run(self, *args: str, **obj: Any) -> Result:
+        self.clock.advance()
+        return CliRunner().invoke(main, ["resolve", *args, "--db", self.db],
+                                  obj={"resolver": self.resolver, "ledger": self.ledger, **obj})  # fmt: skip
+
+
+@pytest.fixture
+def cli(new_db: NewDb) -> Cli:
+    return Cli(new_db())
+
+
+def test_a_run_prints_what_it_examined_and_changed(cli: Cli) -> None:
+    r = cli.run("--paper", CITING)
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "examined 4, changed 3 (unresolved 1, verified_exact 2), unchanged 1"
+    assert lines[1:] == [
+        f"  {CITING} [0] {OIDS[0]}: no resolution -> verified_exact -> arXiv:{CITED}",
+        f"  {CITING} [1] {OIDS[1]}: no resolution -> verified_exact -> {DOI}",
+        f"  {CITING} [2] {OIDS[2]}: no resolution -> unresolved",
+    ]
+    again = cli.run("--all")
+    assert again.output == "examined 2, changed 0 (none), unchanged 2\n"
+
+
+def test_a_dry_run_appends_nothing(cli: Cli) -> None:
+    head = cli.ledger.head()
+    r = cli.run("--all", "--dry-run")
+    assert r.exit_code == 0 and r.output.startswith("examined 4, would change 3 (")
+    assert cli.ledger.head() == head
+
+
+def test_a_person_resolves_and_the_resolver_keeps_it(cli: Cli) -> None:
+    r = cli.run("--observation", OIDS[1], "--none", "--by", "Ada Lovelace")
+    assert r.exit_code == 0, r.output
+    seq = cli.ledger.head().seq
+    assert r.output == f"resolved {OIDS[1]} by person:Ada Lovelace (seq {seq})\n"
+    out = cli.run("--paper", CITING).output
+    assert OIDS[1] not in out and out.startswith("examined 3, changed 2")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give --paper ID (repeatable) or --all"),
+        (("--all", "--paper", CITING), "give --paper ID (repeatable) or --all"),
+        (("--paper", CITING, "--watch"), "--watch goes with --all"),
+        (("--all", "--watch", "--dry-run"), "--watch goes with --all"),
+        (("--all", "--doi", DOI), "need --observation"),
+        (("--observation", OIDS[0], "--all", "--by", "A", "--none"), "a person's resolution takes"),
+        (("--observation", OIDS[0], "--by", "A"), "give exactly one of doi"),
+        (("--observation", OIDS[0], "--none"), "a person's name"),
+        (("--paper", "2999.00001"), "no paper '2999.00001'"),
+        (("--paper", "not-an-id"), "--paper"),
+    ],
+)
+def test_options_that_do_not_go_together_are_refused_and_nothing_written(
+    cli: Cli, args: tuple[str, ...], message: str
+) -> None:
+    head = cli.ledger.head()
+    r = cli.run(*args)
+    assert r.exit_code == 1 and message in r.output, r.output
+    assert cli.ledger.head() == head
+
+
+def test_watch_resolves_again_after_the_catalogue_grows_and_stops_on_ctrl_c(cli: Cli) -> None:
+    steps = iter(["grow", "idle", "stop"])
+
+    def wait() -> bool:
+        step = next(steps)
+        if step == "grow":
+            cli.ledger.append([paper("2101.00004", ts(5), title="Accessed: 2025-06")])
+        if step == "stop":
+            raise KeyboardInterrupt
+        return False
+
+    r = cli.run("--all", "--watch", watch_wait=wait)
+    assert r.exit_code == 0, r.output
+    summaries = [line for line in r.output.splitlines() if line.startswith("examined")]
+    assert summaries == [
+        "examined 4, changed 3 (unresolved 1, verified_exact 2), unchanged 1",
+        "examined 2, changed 1 (verified_exact 1), unchanged 1",
+    ]
+    assert "stopped" in r.output
+
+
+@pytest.mark.process
+def test_the_program_refuses_an_unknown_paper_naming_it(new_db: NewDb) -> None:
+    db = new_db()
+    Ledger(db).append([paper(CITING, ts(0))])
+    done = subprocess.run([*ledger_command(), "resolve", "--paper", "2999.00001", "--db", db],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1 and done.stderr == "error: --paper: no paper '2999.00001' in this ledger\n"
