@@ -39,7 +39,8 @@ _TRAIL = ".,;:'\"*>»”’"
 _ARXIV_PREFIX = re.compile(
     r"(?i)(?:(?:\bhttps?://)?(?:www\.|export\.)?\barxiv\.org/(?:abs|pdf)/\s*"
     r"|\barxiv\s*(?:preprint\s*)?[:.]?[ \t]*(?:\r?\n[ \t]*)?|\bcorr\s+abs/|(?<![\w/])abs/)"
-    r"(?=[0-9OolIS]{4}\s?[.,]|[a-z-]+(?:\.[A-Za-z]{2})?/\d|\d)"
+    # what follows is id-shaped: digits, a dot, digits; an old archive's name and a slash; a long number
+    r"(?=[0-9OolIS]{4}\s?\.\s?[0-9OolIS](?:\s?[0-9OolIS]){2}|[a-z-]+(?:\.[A-Za-z]{2})?/\d|\d{5})"
 )
 _ARCHIVES = (
     "astro-ph|cond-mat|gr-qc|hep-ex|hep-lat|hep-ph|hep-th|math-ph|nlin|nucl-ex|nucl-th|physics|quant-ph|"
@@ -47,7 +48,7 @@ _ARCHIVES = (
     "chem-ph|mtrl-th|supr-con|acc-phys|ao-sci|atom-ph|bayes-an|plasm-ph|cmp-lg"
 )
 _OLD = re.compile(r"(?i)(?<![\w-])(" + _ARCHIVES + r")(\.[A-Za-z]{2})?/[ \t]?(\d{7})(v\d+)?(?!\d)")
-_NEW_RUN = re.compile(r"[0-9OolIS]{4}\s?[.,]\s?(?:[0-9OolIS]\s?){4,5}(?:v\d+)?")
+_NEW_RUN = re.compile(r"[0-9OolIS]{4}\s?[.,]\s?(?:[0-9OolIS]\s?){4,5}(?![0-9])(?:v\d+)?")
 _NEW = re.compile(r"(\d{2})(\d{2})\.(\d{4,5})(?:v\d+)?")
 _OCR = str.maketrans({"O": "0", "o": "0", "l": "1", "I": "1", "S": "5"})
 _URL = re.compile(r"(?i)\b(?:https?://|www\.)\S+")

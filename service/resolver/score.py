@@ -26,7 +26,7 @@ PAGE = 12
 CONTAINER = 6
 # what a field costs when the reference shows a different value
 WRONG_YEAR = 12
-WRONG_KIND = 50  # a notice for the work it corrects, Part I for Part II
+WRONG_KIND = 100  # a notice for the work it corrects, Part I for Part II: never the same work
 WRONG_VENUE = 15  # a preprint for its journal version, or the reverse
 WRONG_PAGE = 8
 
