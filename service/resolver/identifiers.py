@@ -49,6 +49,7 @@ _ARCHIVES = (
 )
 _OLD = re.compile(r"(?i)(?<![\w-])(" + _ARCHIVES + r")(\.[A-Za-z]{2})?/[ \t]?(\d{7})(v\d+)?(?!\d)")
 _NEW_RUN = re.compile(r"[0-9OolIS]{4}\s?[.,]\s?(?:[0-9OolIS]\s?){4,5}(?![0-9])(?:v\d+)?")
+_NO_DOT = re.compile(r"[0-9OolIS]{8,9}(?![0-9])(?:v\d+)?")
 _NEW = re.compile(r"(\d{2})(\d{2})\.(\d{4,5})(?:v\d+)?")
 _OCR = str.maketrans({"O": "0", "o": "0", "l": "1", "I": "1", "S": "5"})
 _URL = re.compile(r"(?i)\b(?:https?://|www\.)\S+")
@@ -69,10 +70,12 @@ def read_arxiv(text: str) -> str | None:
     old = _OLD.match(text.strip())
     if old:
         return f"{old.group(1).lower()}{old.group(2) or ''}/{old.group(3)}"
-    run = _NEW_RUN.match(text.strip())
+    run = _NEW_RUN.match(text.strip()) or _NO_DOT.match(text.strip())
     if run is None:
         return None
     digits = re.sub(r"\s", "", run.group()).replace(",", ".").translate(_OCR)
+    if "." not in digits:
+        digits = digits[:4] + "." + digits[4:]  # the dot lost: "arXiv:190905126"
     m = _NEW.match(digits)
     if m is None:
         return None
@@ -147,7 +150,7 @@ def find(text: str) -> Found:
         arxiv = read_arxiv(rest)
         if arxiv is not None:
             lead = len(rest) - len(rest.lstrip())
-            shape = _OLD.match(rest.strip()) or _NEW_RUN.match(rest.strip())
+            shape = _OLD.match(rest.strip()) or _NEW_RUN.match(rest.strip()) or _NO_DOT.match(rest.strip())
             end = m.end() + lead + (shape.end() if shape else 0)
             idents.append(Ident("arxiv", arxiv, (arxiv_key(arxiv) or arxiv,)))
         else:

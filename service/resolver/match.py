@@ -19,13 +19,14 @@ from ledger.storage.interface import CatalogueTables
 from service.resolver import identifiers
 from service.resolver.identifiers import Ident
 from service.resolver.parse import parse
-from service.resolver.score import Cand, RefView, Scored, identity, prepare, score, view
+from service.resolver.score import Cand, RefView, Scored, identity, prepare, score, title_continues, view
 
 METHOD_VERSION = "sbmv+guards/1"
 SEARCH_LIMIT = 20  # candidates asked per reference from the text index
 PAIR_LIMIT = 10  # and per (volume, first page) pair
 THRESHOLD = 52  # the score a candidate needs to be a match
-TITLE_NEEDED = 25  # ... with this much of it from its title, unless its numbers decide
+TITLE_NEEDED = 25  # ... with this much of it from its title
+NUMBERS_THRESHOLD = 40  # or, for a reference without a title, with its numbers and a name agreeing
 MARGIN = 10  # a runner-up this close is a near-duplicate: only a field that tells them apart decides
 MAX_WORDS = 48  # words of a reference sent to the text index
 DOI_CLOSE = 90  # how alike (0-100) a printed identifier and a candidate's must be to be one misprinted
@@ -73,7 +74,8 @@ def reference_text(inp: RefInput) -> tuple[str, list[Ident]]:
             parts.append(str(cited.year))
         doi = doi or cited.doi
         arxiv = [cited.arxiv_id, cited.pith_arxiv_id]
-    return "\n".join(parts), identifiers.from_fields(doi, arxiv)
+    # fields apart by punctuation, as a printed reference keeps its parts
+    return " ; ".join(parts), identifiers.from_fields(doi, arxiv)
 
 
 def read(inp: RefInput) -> _Ref:
@@ -149,13 +151,18 @@ def _cand(w: CatalogueWork, cache: dict[int, Cand]) -> Cand:
 
 
 def _accepted(s: Scored) -> bool:
-    if s.total < THRESHOLD:
-        return False
-    if s.title >= TITLE_NEEDED:
+    if s.total >= THRESHOLD and s.title >= TITLE_NEEDED:
         return True
-    # a reference without a title (ACS, AIP, Elsevier's styles): its numbers and a name must agree
+    # a reference without a title (ACS, AIP, Elsevier's styles): its first page, year, first author and
+    # volume or journal must agree
     a = s.agreed
-    return "volume" in a and "first_page" in a and "year" in a and ("first_author" in a or "container" in a)
+    return (
+        s.total >= NUMBERS_THRESHOLD
+        and "first_page" in a
+        and "year" in a
+        and "first_author" in a
+        and ("volume" in a or "container" in a)
+    )
 
 
 def _beats(b: Scored, r: Scored) -> bool:
@@ -180,7 +187,7 @@ def _by_text(r: _Ref, cands: list[Cand]) -> Decision:
         return _unresolved(r, None, None)
     best = scored[0]
     runner = scored[1] if len(scored) > 1 else None
-    if not _accepted(best):
+    if not _accepted(best) or (best.title >= TITLE_NEEDED and title_continues(r.view, best.cand)):
         return _unresolved(r, best, runner)
     if runner is not None and not _beats(best, runner):
         # a near-duplicate (a preprint and its journal version, Part I and II): prefer neither

@@ -32,14 +32,18 @@ WRONG_PAGE = 8
 
 # a notice about another work: its title begins so ("Correction to: ...", "Retraction note: ...")
 _NOTICE = re.compile(
-    r"^\s*(?:correction|erratum|errata|corrigendum|retraction|retracted|addendum|withdrawal|withdrawn|"
+    r"^\s*(?:(?:author|publisher|editorial|editor's)\s+)?(?:correction|erratum|errata|corrigendum|retraction|retracted|addendum|withdrawal|withdrawn|"
     r"(?:editorial\s+)?expression\s+of\s+concern|retraction\s+note)\b"
 )
 _NOTICE_IN = re.compile(
     r"\b(?:(?:correction|erratum|corrigendum|retraction|addendum|withdrawal)\s*(?:note\s*)?(?:to|for|on|:)|"
     r"retraction\s+note|retracted\s+article|expression\s+of\s+concern)"
 )
-_PART = re.compile(r"\bpart\s+([ivx]{1,4}|[0-9]{1,2}|one|two|three|four|[a-d])\b")
+_PART = re.compile(
+    r"\bpart\s+([ivx]{1,4}|[0-9]{1,2}|one|two|three|four|[a-d])\b"
+    # a series' number printed alone between a title and its subtitle: "Foo. II. Bar", "Foo: III"
+    r"|[.:]\s+(i{1,3}|iv|vi{0,3}|ix)\s*(?:[.:]|$)"
+)
 _PART_NUM = {
     "one": "1",
     "two": "2",
@@ -98,7 +102,10 @@ def identity(w: CatalogueWork) -> str:
 
 def _part(text: str) -> str | None:
     m = _PART.search(text)
-    return _PART_NUM.get(m.group(1), m.group(1)) if m else None
+    if m is None:
+        return None
+    n = m.group(1) or m.group(2)
+    return _PART_NUM.get(n, n)
 
 
 class Cand(NamedTuple):
@@ -262,6 +269,34 @@ def title_similarity(r: RefView, c: Cand) -> tuple[float, bool]:
     return fuzz.partial_ratio(c.title_compact, r.p.compact, score_cutoff=80), False
 
 
+_WORD_AT = re.compile(r"[0-9a-z]+")
+
+
+def title_continues(r: RefView, c: Cand) -> bool:
+    """Whether the reference's title goes on where `c`'s ends, with no punctuation between: a longer
+    title that begins with this one (the work's series sibling, or a longer work of the same words)."""
+    if not c.title_compact:
+        return False
+    at = r.p.compact.find(c.title_compact)
+    if at >= 0:
+        end = at + len(c.title_compact)
+    else:
+        end = fuzz.partial_ratio_alignment(c.title_compact, r.p.compact).dest_end
+    folded = fold(r.p.text)
+    spans = [m.span() for m in _WORD_AT.finditer(folded)]
+    n = 0
+    for a, b in spans:
+        n += b - a
+        if n >= end:
+            if n - end >= 3:
+                return True  # the title ends inside a word: the next title word is glued to it
+            rest = folded[b:].lstrip()
+            following = _WORD_AT.match(rest)
+            # a word straight after, not a year, a volume or a lone letter ("n.d.")
+            return following is not None and following.group().isalpha() and len(following.group()) > 1
+    return False
+
+
 def score(r: RefView, c: Cand) -> Scored:
     """`c` scored against `r`: points for each field of `c` the reference shows, less the costs of the
     fields it shows otherwise."""
@@ -316,7 +351,7 @@ def score(r: RefView, c: Cand) -> Scored:
         if c.page in r.numbers or (not c.page.isdigit() and c.page in r.wordset):
             total += PAGE
             agreed.append("first_page")
-        elif r.p.pairs and not vol_ok:
+        elif r.p.pairs:
             total -= WRONG_PAGE
             disagreed.append("first_page")
     if _container_in(r, c.container):
