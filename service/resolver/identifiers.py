@@ -81,7 +81,7 @@ def read_arxiv(text: str) -> str | None:
         return None
     yy, mm, num = int(m.group(1)), int(m.group(2)), m.group(3)
     # the scheme's own rule: four digits after the dot until 2014, five since 2015
-    if not 1 <= mm <= 12 or (yy, mm) < (7, 4) or len(num) != (5 if (yy, mm) >= (15, 1) else 4):
+    if not 1 <= mm <= 12 or len(num) != (5 if (yy, mm) >= (15, 1) else 4):
         return None
     return f"{m.group(1)}{m.group(2)}.{num}"
 

@@ -26,7 +26,7 @@ SEARCH_LIMIT = 20  # candidates asked per reference from the text index
 PAIR_LIMIT = 10  # and per (volume, first page) pair
 THRESHOLD = 52  # the score a candidate needs to be a match
 TITLE_NEEDED = 25  # ... with this much of it from its title
-NUMBERS_THRESHOLD = 40  # or, for a reference without a title, with its numbers and a name agreeing
+NUMBERS_THRESHOLD = 36  # or, for a reference without a title, with its numbers and a name agreeing
 MARGIN = 10  # a runner-up this close is a near-duplicate: only a field that tells them apart decides
 MAX_WORDS = 48  # words of a reference sent to the text index
 DOI_CLOSE = 90  # how alike (0-100) a printed identifier and a candidate's must be to be one misprinted
@@ -83,7 +83,10 @@ def read(inp: RefInput) -> _Ref:
     text, fields = reference_text(inp)
     found = identifiers.find(text)
     idents = list({i.keys[0]: i for i in fields + found.idents}.values())
-    return _Ref(idents, found.malformed, view(parse(found.rest)))
+    ref = inp.reference
+    volume = ref.volume if ref is not None and isinstance(ref.volume, str) else None
+    page = ref.first_page if ref is not None and isinstance(ref.first_page, str) else None
+    return _Ref(idents, found.malformed, view(parse(found.rest), volume, page))
 
 
 def _evidence(method: str, best: Scored | None, chosen: bool, runner: Scored | None) -> Evidence:
@@ -150,18 +153,18 @@ def _cand(w: CatalogueWork, cache: dict[int, Cand]) -> Cand:
     return c
 
 
-def _accepted(s: Scored) -> bool:
+def _accepted(r: RefView, s: Scored) -> bool:
     if s.total >= THRESHOLD and s.title >= TITLE_NEEDED:
-        return True
-    # a reference without a title (ACS, AIP, Elsevier's styles): its first page, year, first author and
-    # volume or journal must agree
+        # a title alone decides only when it is the whole reference (a record's cited title): beside
+        # other text that agrees with nothing, it may be the beginning of another work's title
+        return len(s.agreed) > 1 or len(r.p.compact) <= len(s.cand.title_compact) * 1.2
+    # a reference without a title (ACS, AIP, Elsevier's styles): its first page and three of its
+    # volume, year, first author and journal must agree
     a = s.agreed
     return (
         s.total >= NUMBERS_THRESHOLD
         and "first_page" in a
-        and "year" in a
-        and "first_author" in a
-        and ("volume" in a or "container" in a)
+        and sum(f in a for f in ("volume", "year", "first_author", "container")) >= 3
     )
 
 
@@ -187,7 +190,7 @@ def _by_text(r: _Ref, cands: list[Cand]) -> Decision:
         return _unresolved(r, None, None)
     best = scored[0]
     runner = scored[1] if len(scored) > 1 else None
-    if not _accepted(best) or (best.title >= TITLE_NEEDED and title_continues(r.view, best.cand)):
+    if not _accepted(r.view, best) or (best.title >= TITLE_NEEDED and title_continues(r.view, best.cand)):
         return _unresolved(r, best, runner)
     if runner is not None and not _beats(best, runner):
         # a near-duplicate (a preprint and its journal version, Part I and II): prefer neither

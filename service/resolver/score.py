@@ -29,6 +29,8 @@ WRONG_YEAR = 12
 WRONG_KIND = 100  # a notice for the work it corrects, Part I for Part II: never the same work
 WRONG_VENUE = 15  # a preprint for its journal version, or the reverse
 WRONG_PAGE = 8
+WRONG_TITLE = 30  # the reference shows a title, and it is not this work's
+UNEXPLAINED = 4  # words the work's authors and journal leave unexplained: the reference's own title
 
 # a notice about another work: its title begins so ("Correction to: ...", "Retraction note: ...")
 _NOTICE = re.compile(
@@ -36,6 +38,7 @@ _NOTICE = re.compile(
     r"(?:editorial\s+)?expression\s+of\s+concern|retraction\s+note)\b"
 )
 _NOTICE_IN = re.compile(
+    r"(?:correction|erratum|corrigendum|retraction|addendum)\s*:|"  # glued to the word before it too
     r"\b(?:(?:correction|erratum|corrigendum|retraction|addendum|withdrawal)\s*(?:note\s*)?(?:to|for|on|:)|"
     r"retraction\s+note|retracted\s+article|expression\s+of\s+concern)"
 )
@@ -123,6 +126,7 @@ class Cand(NamedTuple):
     volume: str | None
     issue: str | None
     page: str | None
+    explains: frozenset[str]  # the words its authors and container account for in a reference
 
 
 def _num(v: str | None) -> str | None:
@@ -149,20 +153,13 @@ def prepare(w: CatalogueWork) -> Cand:
         or bool(w.container and _PREPRINT_VENUE.search(w.container.lower()))
     )
     page = w.first_page.split("-")[0] if w.first_page else None
+    explains = {x for a in w.authors for x in words(a)}
+    for c in container:
+        explains.update(c[:n] for n in range(2, len(c) + 1))
     return Cand(
-        w,
-        identity(w),
-        spaced(tw) if tw else "",
-        compact(tw),
-        bool(_NOTICE.match(low)),
-        _part(low),
-        authors,
-        container,
-        preprint,
-        _num(w.volume),
-        _num(w.issue),
-        _num(page),
-    )
+        w, identity(w), spaced(tw) if tw else "", compact(tw), bool(_NOTICE.match(low)), _part(low), authors,
+        container, preprint, _num(w.volume), _num(w.issue), _num(page), frozenset(explains),
+    )  # fmt: skip
 
 
 class RefView(NamedTuple):
@@ -175,6 +172,9 @@ class RefView(NamedTuple):
     part: str | None
     preprint: bool
     substance: int  # words of three letters or more beyond boilerplate: could it show a title?
+    content: tuple[str, ...]  # those words
+    volume: str | None  # the volume and first page a structured reference states
+    first_page: str | None
 
 
 _BOILER = _PREPRINT_WORDS | {
@@ -198,23 +198,55 @@ _BOILER = _PREPRINT_WORDS | {
     "cv",
     "stat",
     "eprint",
+    "and",
+    "et",
+    "al",
+    "eds",
+    "editor",
+    "editors",
+    "press",
+    "university",
+    "publisher",
+    "elsevier",
+    "springer",
+    "wiley",
+    "handbook",
+    "textbook",
+    "proc",
+    "proceedings",
+    "conf",
+    "conference",
+    "pages",
+    "page",
+    "issue",
+    "volume",
+    "edn",
+    "edition",
+    "chapter",
+    "pub",
+    "ed",
+    "nd",
+    "rev",
+    "lett",
+    "phys",
+    "chem",
+    "soc",
+    "am",
+    "ann",
+    "int",
+    "inf",
 }
 
 
-def view(p: Parsed) -> RefView:
-    """`p` with the sets and flags scoring reads."""
+def view(p: Parsed, volume: str | None = None, first_page: str | None = None) -> RefView:
+    """`p` with the sets and flags scoring reads; a structured reference's own volume and first page."""
     low = fold(p.text)
     ws = frozenset(p.words)
-    substance = sum(1 for w in p.words if len(w) > 2 and w.isalpha() and w not in _BOILER)
+    content = tuple(w for w in p.words if len(w) > 2 and w.isalpha() and w not in _BOILER and w not in _STOP)
     return RefView(
-        p,
-        ws,
-        frozenset(p.numbers),
-        bool(_NOTICE_IN.search(low)) or bool(_NOTICE.match(low)),
-        _part(low),
-        bool(ws & _PREPRINT_WORDS),
-        substance,
-    )
+        p, ws, frozenset(p.numbers), bool(_NOTICE_IN.search(low)) or bool(_NOTICE.match(low)), _part(low),
+        bool(ws & _PREPRINT_WORDS), len(content), content, _num(volume), _num(first_page),
+    )  # fmt: skip
 
 
 class Scored(NamedTuple):
@@ -312,6 +344,9 @@ def score(r: RefView, c: Cand) -> Scored:
             title += LONG_TITLE
         agreed.append("title")
     total += title
+    if not title and c.title_compact and sum(w not in c.explains for w in r.content) >= UNEXPLAINED:
+        total -= WRONG_TITLE
+        disagreed.append("title")
     if c.notice != r.notice or (c.part is not None and r.part is not None and c.part != r.part):
         total -= WRONG_KIND
         disagreed.append("title")
@@ -340,6 +375,11 @@ def score(r: RefView, c: Cand) -> Scored:
         else:
             total -= WRONG_YEAR
             disagreed.append("year")
+    # a structured reference states its volume and first page: another value is another work
+    for name, mine, theirs in (("volume", r.volume, c.volume), ("first_page", r.first_page, c.page)):
+        if mine is not None and theirs is not None and mine != theirs:
+            total -= WRONG_PAGE
+            disagreed.append(name)
     vol_ok = c.volume is not None and c.volume in r.numbers
     if vol_ok:
         total += VOLUME if len(c.volume or "") > 1 else VOLUME / 2
@@ -351,7 +391,7 @@ def score(r: RefView, c: Cand) -> Scored:
         if c.page in r.numbers or (not c.page.isdigit() and c.page in r.wordset):
             total += PAGE
             agreed.append("first_page")
-        elif r.p.pairs:
+        elif r.p.pairs and r.first_page is None:
             total -= WRONG_PAGE
             disagreed.append("first_page")
     if _container_in(r, c.container):
