@@ -55,8 +55,8 @@ def parse(text: str) -> Parsed:
         if m is None:
             continue
         vol, page = m.group(1).lstrip("0"), m.group(2).lstrip("0").lower()
-        # a page is rarely a year printed after a volume; a volume that is a year is tried last
-        if vol and page and not _YEAR.fullmatch(page):
+        # a volume that is a year is tried last (pages from 1600 to 2099 are as common as any)
+        if vol and page:
             (late if _YEAR.fullmatch(vol) else pairs).append((vol, page))
     ws = words(text)
     return Parsed(text, ws, spaced(ws), compact(ws), numbers, years, list(dict.fromkeys(pairs + late))[:4])

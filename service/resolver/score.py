@@ -15,6 +15,7 @@ from service.resolver.parse import Parsed
 
 # points a field earns when the reference shows it (tuned on the evaluation set's tune split)
 TITLE = 45
+TITLE_START = 34  # the beginning of a long title, where the reference is cut short inside it
 LONG_TITLE = 12  # a long title found whole is rarely another work's
 FIRST_AUTHOR = 15
 AUTHORS = 6
@@ -175,6 +176,7 @@ class RefView(NamedTuple):
     content: tuple[str, ...]  # those words
     volume: str | None  # the volume and first page a structured reference states
     first_page: str | None
+    cut: bool  # it ends without an ending's punctuation: truncated, perhaps inside its title
 
 
 _BOILER = _PREPRINT_WORDS | {
@@ -246,6 +248,7 @@ def view(p: Parsed, volume: str | None = None, first_page: str | None = None) ->
     return RefView(
         p, ws, frozenset(p.numbers), bool(_NOTICE_IN.search(low)) or bool(_NOTICE.match(low)), _part(low),
         bool(ws & _PREPRINT_WORDS), len(content), content, _num(volume), _num(first_page),
+        p.text.rstrip()[-1:] not in ".)]\u201d\"'",
     )  # fmt: skip
 
 
@@ -301,6 +304,15 @@ def title_similarity(r: RefView, c: Cand) -> tuple[float, bool]:
     return fuzz.partial_ratio(c.title_compact, r.p.compact, score_cutoff=80), False
 
 
+def _title_start(r: RefView, c: Cand) -> bool:
+    """Whether the reference, cut short, ends with the beginning of `c`'s title (35 letters or more)."""
+    head = fuzz.partial_ratio_alignment(c.title_compact[:24], r.p.compact, score_cutoff=88)
+    if head is None:
+        return False
+    tail = r.p.compact[head.dest_start :]
+    return 35 <= len(tail) < len(c.title_compact) and fuzz.ratio(c.title_compact[: len(tail)], tail) >= 92
+
+
 _WORD_AT = re.compile(r"[0-9a-z]+")
 
 
@@ -343,6 +355,9 @@ def score(r: RefView, c: Cand) -> Scored:
         if sim >= 97 and len(c.title_compact) >= 40:
             title += LONG_TITLE
         agreed.append("title")
+    if not title and r.cut and len(c.title_compact) >= 40 and _title_start(r, c):
+        title = TITLE_START
+        agreed.append("title_start")
     total += title
     if not title and c.title_compact and sum(w not in c.explains for w in r.content) >= UNEXPLAINED:
         total -= WRONG_TITLE
