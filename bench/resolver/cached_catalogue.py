@@ -29,7 +29,7 @@ class CachedCatalogue:
         return [self.memo[(kind, i, limit)] for i in items]
 
     def catalogue_by_keys(self, keys: Sequence[str]) -> list[list[CatalogueWork]]:
-        return self._ask("keys", keys, 0, self.inner.catalogue_by_keys)
+        return self._ask("keys", keys, 0, lambda k: self.inner.catalogue_by_keys(k))
 
     def catalogue_search(self, texts: Sequence[str], limit: int) -> list[list[CatalogueWork]]:
         return self._ask("search", texts, limit, lambda t: self.inner.catalogue_search(t, limit))

@@ -8,9 +8,9 @@ whose work is in the catalogue. Run: python -m bench.resolver.tune_matcher --spl
 from __future__ import annotations
 
 import argparse
-import os
 import gzip
 import json
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -106,8 +106,41 @@ def open_catalogue(db: str | None) -> CatalogueTables:
         return MemoryCatalogue(list(crossref_works(DATA / "catalogue.ndjson.gz")))
     from service.ledger import Ledger
 
-    ledger = Ledger(db)
-    return ledger.catalogue()  # type: ignore[attr-defined, no-any-return]
+    catalogue = Ledger(db).catalogue  # type: ignore[attr-defined]
+    return catalogue() if callable(catalogue) else catalogue  # type: ignore[no-any-return]
+
+
+_WORKER: tuple[CatalogueTables, Resolver] | None = None
+
+
+def _start(db: str | None, matcher: str) -> None:
+    global _WORKER
+    _WORKER = (open_catalogue(db), _resolver(matcher))
+
+
+def _batch(rows: list[dict[str, Any]]) -> list[Decision]:
+    assert _WORKER is not None
+    catalogue, resolve = _WORKER
+    return resolve([ref_input(r) for r in rows], catalogue)
+
+
+def run_pool(
+    rows: list[dict[str, Any]], db: str | None, matcher: str, workers: int, batch: int = 256
+) -> list[Decision]:
+    """Every row decided by `workers` processes, each with its own catalogue, a batch per task."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [rows[i : i + batch] for i in range(0, len(rows), batch)]
+    with ProcessPoolExecutor(workers, initializer=_start, initargs=(db, matcher)) as pool:
+        return [d for ds in pool.map(_batch, chunks) for d in ds]
+
+
+def _resolver(matcher: str) -> Resolver:
+    if matcher == "ours":
+        from service.resolver.match import resolve_many
+    else:
+        from service.resolver.sbmv import resolve_many  # type: ignore[assignment]
+    return resolve_many
 
 
 def main() -> None:
@@ -116,14 +149,12 @@ def main() -> None:
     ap.add_argument("--matcher", default="ours", choices=("ours", "sbmv"))
     ap.add_argument("--db")
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=1, help="processes, each with its own catalogue")
     ap.add_argument("--show", default="", help="print the wrong answers (wrong) or the misses (missed)")
     ap.add_argument("--json")
     ap.add_argument("--cache", help="keep the catalogue's answers in this file between runs (tuning)")
     args = ap.parse_args()
-    if args.matcher == "ours":
-        from service.resolver.match import resolve_many as resolve
-    else:
-        from service.resolver.sbmv import resolve_many as resolve  # type: ignore[assignment]
+    resolve = _resolver(args.matcher)
     catalogue = open_catalogue(args.db)
     if args.cache:
         from bench.resolver.cached_catalogue import CachedCatalogue
@@ -133,13 +164,17 @@ def main() -> None:
     if args.limit:
         rows = rows[: args.limit]
     began = time.perf_counter()
-    decisions = run(rows, catalogue, resolve)
+    if args.workers > 1:
+        began = time.perf_counter()  # each worker opens its catalogue: counted in the time
+        decisions = run_pool(rows, args.db, args.matcher, args.workers)
+    else:
+        decisions = run(rows, catalogue, resolve)
     took = time.perf_counter() - began
     figs = figures(rows, decisions)
     if args.cache:
         catalogue.save()  # type: ignore[union-attr]
     print(table(figs))
-    print(f"{len(rows)} references in {took:.1f}s: {len(rows) / took:.0f}/s on one core")
+    print(f"{len(rows)} references in {took:.1f}s: {len(rows) / took:.0f}/s with {args.workers} process(es)")
     for row, d in zip(rows, decisions, strict=True):
         got = d.work.doi if d.work else None
         wrong = got is not None and got != row["expected_doi"]

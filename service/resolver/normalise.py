@@ -9,7 +9,7 @@ import unicodedata
 _FOLD = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "ı": "i"})
 # a word broken at a line end ("mod-\nels") or by a PDF's soft hyphen kept as "mod- els"
 _BROKEN = re.compile(r"(?<=[^\W\d_])[-\u00ad\u2010\u2011]\s+(?=[^\W\d_])")
-_NOT_WORD = re.compile(r"[^0-9a-z]+")
+NOT_WORD = re.compile(r"[^0-9a-z]+")
 _MARKS = re.compile(r"[\u0300-\u036f]")
 
 
@@ -21,7 +21,7 @@ def fold(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """The words of `text` after `fold`, punctuation as separators."""
-    return _NOT_WORD.sub(" ", fold(text)).split()
+    return NOT_WORD.sub(" ", fold(text)).split()
 
 
 def spaced(ws: list[str]) -> str:

@@ -4,13 +4,14 @@ the guards near-duplicate works need: notices, parts, preprints."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
 from ledger.model.doi import ARXIV_DOI_PREFIX, arxiv_key, doi_key
 from ledger.model.works import CatalogueWork
-from service.resolver.normalise import compact, fold, spaced, words
+from service.resolver.normalise import NOT_WORD, compact, fold, spaced, words
 from service.resolver.parse import Parsed
 
 # points a field earns when the reference shows it (tuned on the evaluation set's tune split)
@@ -137,15 +138,14 @@ def _num(v: str | None) -> str | None:
     return (v.lstrip("0") or "0") if v.isdigit() else v or None
 
 
+@lru_cache(maxsize=1 << 16)
 def prepare(w: CatalogueWork) -> Cand:
-    """`w` normalised for scoring."""
-    tw = words(w.title) if w.title else []
+    """`w` normalised for scoring (kept: a catalogue event's seq names the same data for good, so a
+    process reuses the work across batches)."""
     low = fold(w.title or "")
-    authors = []
-    for a in w.authors[:8]:
-        aw = words(a)
-        if aw:
-            authors.append((spaced(aw), compact(aw)))
+    tw = NOT_WORD.sub(" ", low).split()
+    named = [NOT_WORD.sub(" ", fold(a)).split() for a in w.authors]
+    authors = [(spaced(aw), compact(aw)) for aw in named[:8] if aw]
     container = [c for c in (words(w.container) if w.container else []) if c not in _STOP]
     preprint = (
         w.source == "arxiv"
@@ -154,7 +154,7 @@ def prepare(w: CatalogueWork) -> Cand:
         or bool(w.container and _PREPRINT_VENUE.search(w.container.lower()))
     )
     page = w.first_page.split("-")[0] if w.first_page else None
-    explains = {x for a in w.authors for x in words(a)}
+    explains = {x for aw in named for x in aw}
     for c in container:
         explains.update(c[:n] for n in range(2, len(c) + 1))
     return Cand(
@@ -325,7 +325,8 @@ def title_continues(r: RefView, c: Cand) -> bool:
     if at >= 0:
         end = at + len(c.title_compact)
     else:
-        end = fuzz.partial_ratio_alignment(c.title_compact, r.p.compact).dest_end
+        aligned = fuzz.partial_ratio_alignment(c.title_compact, r.p.compact)
+        end = aligned.dest_end if aligned is not None else len(r.p.compact)
     folded = fold(r.p.text)
     spans = [m.span() for m in _WORD_AT.finditer(folded)]
     n = 0
