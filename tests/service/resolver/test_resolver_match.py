@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ledger.model.events import CitedWork
-from ledger.model.works import Decision, RefInput, Reference
+from ledger.model.works import Decision, Reference, RefInput
 from service.resolver.match import METHOD_VERSION, resolve_many
 from tests.service.resolver import sample_works as s
 from tests.service.resolver.catalogue_fake import FakeCatalogue
@@ -42,8 +42,8 @@ def outcome(d: Decision) -> tuple[str, int | None]:
         ("Someone. Quantum widgets. arXiv:2101.0001", ("malformed_identifier", None)),
         # titles with noise
         (
-            "K. He, X. Zhang, S. Ren, and J. Sun, “Deep residual learning for image recognition,” in Proc. CVPR, "
-            "2016, pp. 770–778.",
+            "K. He, X. Zhang, S. Ren, and J. Sun, “Deep residual learning for image recognition,” in Proc. "
+            "CVPR, 2016, pp. 770–778.",
             ("verified_exact", s.RESNET.seq),
         ),
         # words broken at line ends, once mended, are the title word for word

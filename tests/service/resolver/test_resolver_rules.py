@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.model.works import CatalogueWork, RefInput, Reference
+from ledger.model.works import CatalogueWork, Reference, RefInput
 from service.resolver.match import resolve_many
 from tests.service.resolver import sample_works as s
 from tests.service.resolver.catalogue_fake import FakeCatalogue
