@@ -129,7 +129,8 @@ def _by_identifier(
             if _agrees(r.view, s):
                 return Decision("verified_exact", c.work, _evidence("identifier", s, True, None))
             if first_mismatch is None:
-                first_mismatch = Decision("metadata_mismatch", None, _evidence("identifier", s, False, None))
+                # the evidence names the work the identifier names, though it is not the match
+                first_mismatch = Decision("metadata_mismatch", None, _evidence("identifier", s, True, None))
             break
     return first_mismatch
 

@@ -128,6 +128,12 @@ def test_an_identifier_decision_says_so() -> None:
     assert (d.evidence.method, d.evidence.catalogue_seq) == ("identifier", s.BERT.seq)
 
 
+def test_a_mismatch_names_the_work_its_identifier_names() -> None:
+    d = decide("Someone. Quantum widgets for everyone. Phys. Rev. 1999. doi:10.1109/cvpr.2016.90")
+    assert (d.status, d.work, d.evidence.catalogue_seq) == ("metadata_mismatch", None, s.RESNET.seq)
+    assert "year" in d.evidence.disagreed
+
+
 def test_a_reference_from_a_record_is_read_from_its_cited_work() -> None:
     cited = CitedWork(
         None,
