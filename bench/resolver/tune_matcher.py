@@ -3,7 +3,10 @@
 
 Precision counts every answer naming a work (those for held-out works included), recall the references
 whose work is in the catalogue. Run: python -m bench.resolver.tune_matcher --split tune [--matcher sbmv]
-[--db LEDGER] (a ledger holding the catalogue; by default the catalogue is held in memory)."""
+[--db LEDGER] (a ledger holding the catalogue; by default the catalogue is held in memory) [--workers 2]
+[--cache FILE] (the catalogue's answers kept between tuning runs). The data are bench/resolver/data of
+the evaluation set (branch i30-evalset), or the folder $RESOLVER_EVAL_DATA names. Figures:
+bench/resolver/matcher_results.md."""
 
 from __future__ import annotations
 
