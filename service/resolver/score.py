@@ -416,7 +416,9 @@ def score(r: RefView, c: Cand) -> Scored:
     if c.preprint and r.preprint:
         total += CONTAINER
         agreed.append("preprint")
-    elif c.preprint != r.preprint and (r.preprint or r.p.pairs or "container" in agreed):
+    elif c.preprint != r.preprint and (
+        r.preprint or r.p.pairs or r.volume or r.first_page or "container" in agreed
+    ):
         total -= WRONG_VENUE
         disagreed.append("venue")
     return Scored(max(0, round(total)), title, exact, tuple(agreed), tuple(disagreed), c)

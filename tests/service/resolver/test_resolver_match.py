@@ -166,6 +166,22 @@ def test_structured_fields_are_read() -> None:
     assert outcome(d) == ("verified_exact", s.RESNET.seq)
 
 
+def test_a_structured_journal_reference_is_not_the_preprint() -> None:
+    # the journal version is not in the catalogue: its preprint, same title, authors and year, is not it
+    ref = Reference(
+        author="Vaswani",
+        year="2017",
+        article_title="Attention is all you need",
+        journal_title="Advances in Neural Information Processing Systems",
+        volume="30",
+        first_page="5998",
+    )
+    catalogue = FakeCatalogue([w for w in s.CATALOGUE if w.seq != s.ATTENTION.seq])
+    (d,) = resolve_many([RefInput("o1", ref, None)], catalogue)
+    assert outcome(d) == ("unresolved", None)
+    assert "venue" in d.evidence.disagreed
+
+
 def test_an_arxiv_paper_and_its_arxiv_doi_record_are_one_work() -> None:
     from tests.service.resolver.catalogue_fake import work
 
