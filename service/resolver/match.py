@@ -1,0 +1,267 @@
+"""The resolver's decision (resolver-v1.md): identifiers first, then candidates searched for in batches and
+validated field by field, with guards for near-duplicate works; one `Decision` per reference.
+
+The catalogue returns candidates (a superset, in no order); everything decided here is decided in code
+with a fixed order for ties (score, then catalogue seq), so both backends give the same answers.
+`resolve_many` keeps no state between calls: a process pool may run it over batches, each worker with its
+own catalogue."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from rapidfuzz import fuzz
+
+from ledger.model.events import Status
+from ledger.model.works import CatalogueWork, Decision, Evidence, RefInput, RunnerUp
+from ledger.storage.interface import CatalogueTables
+from service.resolver import identifiers
+from service.resolver.identifiers import Ident
+from service.resolver.parse import parse
+from service.resolver.score import Cand, RefView, Scored, identity, prepare, score, title_continues, view
+
+METHOD_VERSION = "sbmv+guards/1"
+SEARCH_LIMIT = 20  # candidates asked per reference from the text index
+PAIR_LIMIT = 10  # and per (volume, first page) pair
+THRESHOLD = 52  # the score a candidate needs to be a match
+TITLE_NEEDED = 25  # ... with this much of it from its title
+NUMBERS_THRESHOLD = 36  # or, for a reference without a title, with its numbers and a name agreeing
+MARGIN = 10  # a runner-up this close is a near-duplicate: only a field that tells them apart decides
+MAX_WORDS = 48  # words of a reference sent to the text index
+DOI_CLOSE = 90  # how alike (0-100) a printed identifier and a candidate's must be to be one misprinted
+
+
+class _Ref(NamedTuple):
+    idents: list[Ident]
+    malformed: list[str]
+    view: RefView
+
+
+def reference_text(inp: RefInput) -> tuple[str, list[Ident]]:
+    """The text of a reference (its fields and the cited work it displays) and the identifiers its fields
+    name."""
+    parts: list[str] = []
+    doi: str | None = None
+    arxiv: list[str | None] = []
+    ref = inp.reference
+    if ref is not None:
+        for name in (
+            "unstructured",
+            "author",
+            "article_title",
+            "volume_title",
+            "series_title",
+            "journal_title",
+            "year",
+            "volume",
+            "issue",
+            "first_page",
+            "edition",
+            "component",
+        ):
+            value = getattr(ref, name)
+            if isinstance(value, str) and value.strip() and value not in parts[:1]:
+                parts.append(value)
+        doi = ref.DOI if isinstance(ref.DOI, str) else None
+    cited = inp.cited
+    if cited is not None:
+        seen = " ".join(parts)
+        for value in (cited.title, cited.venue):
+            if value and value.strip() and value not in seen:
+                parts.append(value)
+        if cited.year is not None and str(cited.year) not in seen:
+            parts.append(str(cited.year))
+        doi = doi or cited.doi
+        arxiv = [cited.arxiv_id, cited.pith_arxiv_id]
+    # fields apart by punctuation, as a printed reference keeps its parts
+    return " ; ".join(parts), identifiers.from_fields(doi, arxiv)
+
+
+def read(inp: RefInput) -> _Ref:
+    """One reference read: its identifiers (fields first, then text) and its text for matching."""
+    text, fields = reference_text(inp)
+    found = identifiers.find(text)
+    idents = list({i.keys[0]: i for i in fields + found.idents}.values())
+    ref = inp.reference
+    volume = ref.volume if ref is not None and isinstance(ref.volume, str) else None
+    page = ref.first_page if ref is not None and isinstance(ref.first_page, str) else None
+    return _Ref(idents, found.malformed, view(parse(found.rest), volume, page))
+
+
+def _evidence(method: str, best: Scored | None, chosen: bool, runner: Scored | None) -> Evidence:
+    ru = None
+    if runner is not None:
+        w = runner.cand.work
+        ru = RunnerUp(w.seq, w.doi, w.arxiv_id, runner.total)
+    if best is None:
+        return Evidence(method, None, 0, [], [], ru)
+    return Evidence(
+        method,
+        best.cand.work.seq if chosen else None,
+        best.total,
+        list(best.agreed),
+        list(best.disagreed),
+        ru,
+    )
+
+
+def _order(s: Scored) -> tuple[int, int]:
+    return (-s.total, s.cand.work.seq)
+
+
+def _by_identifier(
+    r: _Ref, by_key: dict[str, list[CatalogueWork]], cache: dict[int, Cand]
+) -> Decision | None:
+    """The decision an identifier makes, or None when none names a known work."""
+    first_mismatch: Decision | None = None
+    for ident in r.idents:
+        for key in ident.keys:
+            # the work whose own identifier this is: not a journal version that names its preprint's id
+            works = sorted(
+                (w for w in by_key.get(key, []) if identity(w) == key),
+                key=lambda w: (w.source != "arxiv", w.seq),
+            )
+            if not works:
+                continue
+            c = _cand(works[0], cache)
+            s = score(r.view, c)
+            if _agrees(r.view, s):
+                return Decision("verified_exact", c.work, _evidence("identifier", s, True, None))
+            if first_mismatch is None:
+                # the evidence names the work the identifier names, though it is not the match
+                first_mismatch = Decision("metadata_mismatch", None, _evidence("identifier", s, True, None))
+            break
+    return first_mismatch
+
+
+def _agrees(r: RefView, s: Scored) -> bool:
+    """Whether the reference's text, beside the identifier, agrees with the work it names: it agrees
+    when it shows too little to disagree."""
+    if r.substance < 3 and not r.p.years:
+        return True
+    shown = {"title", "first_author", "year", "year_near", "volume", "first_page", "container", "preprint"}
+    agreed = len(shown.intersection(s.agreed))
+    if r.substance < 3:
+        return "year" not in s.disagreed
+    return agreed > len(s.disagreed) and agreed > 0
+
+
+def _cand(w: CatalogueWork, cache: dict[int, Cand]) -> Cand:
+    c = cache.get(w.seq)
+    if c is None:
+        c = cache[w.seq] = prepare(w)
+    return c
+
+
+def _accepted(r: RefView, s: Scored) -> bool:
+    if s.total >= THRESHOLD and s.title >= TITLE_NEEDED:
+        # a title alone decides only when it is the whole reference (a record's cited title): beside
+        # other text that agrees with nothing, it may be the beginning of another work's title
+        return len(s.agreed) > 1 or len(r.p.compact) <= len(s.cand.title_compact) * 1.2
+    # a reference without a title (ACS, AIP, Elsevier's styles): its first page and three of its
+    # volume, year, first author and journal must agree
+    a = s.agreed
+    return (
+        s.total >= NUMBERS_THRESHOLD
+        and "first_page" in a
+        and sum(f in a for f in ("volume", "year", "first_author", "container")) >= 3
+    )
+
+
+def _beats(b: Scored, r: Scored) -> bool:
+    """Whether a field tells `b` from a close runner-up `r` in `b`'s favour."""
+    if b.total - r.total >= MARGIN:
+        return True
+    more = set(b.agreed) - set(r.agreed)
+    fewer = set(r.agreed) - set(b.agreed)
+    worse = set(r.disagreed) - set(b.disagreed)
+    return bool((more or worse) and not fewer and not (set(b.disagreed) - set(r.disagreed)))
+
+
+def _compatible(c: Cand, idents: list[Ident]) -> bool:
+    """Whether a candidate may be the work an unknown identifier names: only as that identifier misprinted."""
+    mine = c.key
+    return any(fuzz.ratio(mine, k) >= DOI_CLOSE for i in idents for k in i.keys)
+
+
+def _by_text(r: _Ref, cands: list[Cand]) -> Decision:
+    scored = sorted((score(r.view, c) for c in cands), key=_order)
+    if not scored:
+        return _unresolved(r, None, None)
+    best = scored[0]
+    runner = scored[1] if len(scored) > 1 else None
+    if not _accepted(r.view, best) or (best.title >= TITLE_NEEDED and title_continues(r.view, best.cand)):
+        return _unresolved(r, best, runner)
+    if runner is not None and not _beats(best, runner):
+        # a near-duplicate (a preprint and its journal version, Part I and II): prefer neither
+        return _unresolved(r, best, runner)
+    if r.idents and not _compatible(best.cand, r.idents):
+        # the reference names a work by an identifier the catalogue lacks: it cites that work, not this one
+        return _unresolved(r, best, runner)
+    exact = (
+        best.title_exact
+        and "first_author" in best.agreed
+        and "year" in best.agreed
+        and not best.disagreed
+        and not r.idents
+        and not any(s.title_exact and "first_author" in s.agreed and "year" in s.agreed for s in scored[1:])
+    )
+    status: Status = "verified_exact" if exact else "verified_fuzzy"
+    return Decision(
+        status,
+        best.cand.work,
+        _evidence("title-author-year" if exact else "search-validate", best, True, runner),
+    )
+
+
+def _unresolved(r: _Ref, best: Scored | None, runner: Scored | None) -> Decision:
+    status: Status = "malformed_identifier" if r.malformed and not r.idents else "unresolved"
+    return Decision(status, None, _evidence("search-validate", best, False, runner))
+
+
+def _dedupe(works: list[CatalogueWork], cache: dict[int, Cand]) -> list[Cand]:
+    """One candidate per work: the arXiv paper the ledger holds before a catalogue record of the same id."""
+    best: dict[str, Cand] = {}
+    for w in sorted(works, key=lambda w: (w.source != "arxiv", w.seq)):
+        c = _cand(w, cache)
+        best.setdefault(c.key, c)
+    return list(best.values())
+
+
+def query_text(v: RefView) -> str:
+    """What a reference asks the text index: its words, without numbers and single letters."""
+    ws = [w for w in v.p.words if len(w) > 1 and not w.isdigit()]
+    return " ".join(ws[:MAX_WORDS])
+
+
+def resolve_many(inputs: Sequence[RefInput], catalogue: CatalogueTables) -> list[Decision]:
+    """One decision per input, in order: a batch's identifiers, searches and (volume, page) lookups are
+    each one call to the catalogue."""
+    refs = [read(i) for i in inputs]
+    cache: dict[int, Cand] = {}
+    keys = list(dict.fromkeys(k for r in refs for i in r.idents for k in i.keys))
+    by_key = dict(zip(keys, catalogue.catalogue_by_keys(keys), strict=True)) if keys else {}
+    out: list[Decision | None] = []
+    pending: list[int] = []
+    for n, r in enumerate(refs):
+        d = _by_identifier(r, by_key, cache) if r.idents else None
+        out.append(d)
+        if d is None:
+            pending.append(n)
+    searched = [n for n in pending if query_text(refs[n].view)]
+    found = (
+        catalogue.catalogue_search([query_text(refs[n].view) for n in searched], SEARCH_LIMIT)
+        if searched
+        else []
+    )
+    cands: dict[int, list[CatalogueWork]] = {n: list(f) for n, f in zip(searched, found, strict=True)}
+    asked = [(n, pair) for n in pending for pair in refs[n].view.p.pairs]
+    if asked:
+        for (n, _), f in zip(
+            asked, catalogue.catalogue_by_volume_page([p for _, p in asked], PAIR_LIMIT), strict=True
+        ):
+            cands.setdefault(n, []).extend(f)
+    for n in pending:
+        out[n] = _by_text(refs[n], _dedupe(cands.get(n, []), cache))
+    return [d for d in out if d is not None]

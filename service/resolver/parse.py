@@ -1,0 +1,70 @@
+"""Enough of an unstructured reference to validate candidates by: its words, its numbers (years,
+volumes, issues, pages; OCR digits mended), the (volume, first page) pairs a title-less style prints."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from service.resolver.normalise import compact, fold, ocr_digits, spaced, words
+
+_NUMBER = re.compile(r"(?<![0-9])[0-9]+(?![0-9])")
+_RANGE = re.compile(r"(?<![0-9])([0-9]+)\s*(?:[-\u2010-\u2015\u2212]|--)\s*([0-9]+)(?![0-9])")
+_YEAR = re.compile(r"(?<![0-9])(1[6-9][0-9]{2}|20[0-9]{2})(?![0-9])")
+# "Accessed: 2025-06", "Retrieved May 3, 2024", "last visited ...": when a web page was read, not the work
+_ACCESSED = re.compile(
+    r"(?i)\b(?:accessed|retrieved|last\s+(?:accessed|visited)|viewed|visited|consulted)\b(?:\s+on)?[:\s]*"
+    r"[\w ,./-]{0,30}"
+)
+# a volume then its first page, the way title-less styles print them: "141, 1234", "95, 123 (2017)",
+# "12 (3):123", "vol. 12, no. 3, pp. 123", "12(3), 123-130"
+_VOL_PAGE = re.compile(
+    r"(?i)(?<![0-9])([0-9]{1,5})\s*(?:\(\s*[0-9A-Za-z/-]{1,9}\s*\))?\s*(?:[,:]|\s)\s*"
+    r"(?:(?:no\.|issue)\s*[0-9]{1,5}\s*,\s*)?(?:pp?\.\s*)?([A-Za-z]?[0-9]{1,7})(?![0-9])"
+)
+
+
+class Parsed(NamedTuple):
+    """A reference read for matching."""
+
+    text: str  # the text searched with: identifiers, URLs and access dates removed
+    words: list[str]
+    spaced: str  # " w1 w2 ... " for whole-word tests
+    compact: str  # words glued, for titles broken or glued at random
+    numbers: list[str]  # every number, OCR digits mended, abbreviated page ends expanded
+    years: set[int]
+    pairs: list[tuple[str, str]]  # (volume, first page) guesses, most likely first
+
+
+def parse(text: str) -> Parsed:
+    """`text` read for matching."""
+    text = _ACCESSED.sub(" ", text)
+    digits = ocr_digits(text)
+    numbers = [n.lstrip("0") or "0" for n in _NUMBER.findall(digits)]
+    for first, last in _RANGE.findall(digits):
+        # "1425-37" is 1425-1437: the end printed short
+        if len(last) < len(first):
+            full = first[: len(first) - len(last)] + last
+            if int(full) > int(first):
+                numbers.append(full.lstrip("0"))
+    years = {int(y) for y in _YEAR.findall(digits)}
+    pairs: list[tuple[str, str]] = []
+    late: list[tuple[str, str]] = []
+    for n in _NUMBER.finditer(digits):
+        m = _VOL_PAGE.match(digits, n.start())
+        if m is None:
+            continue
+        vol, page = m.group(1).lstrip("0"), m.group(2).lstrip("0").lower()
+        # a volume that is a year is tried last (pages from 1600 to 2099 are as common as any)
+        if vol and page:
+            (late if _YEAR.fullmatch(vol) else pairs).append((vol, page))
+    ws = words(text)
+    return Parsed(text, ws, spaced(ws), compact(ws), numbers, years, list(dict.fromkeys(pairs + late))[:4])
+
+
+def fold_words(text: str | None) -> list[str]:
+    """The words of a catalogue field (an empty list for none)."""
+    return words(text) if text else []
+
+
+__all__ = ["Parsed", "fold", "fold_words", "parse"]

@@ -1,0 +1,424 @@
+"""How much of a catalogue work's metadata a reference shows (SBMV's validation, field by field), with
+the guards near-duplicate works need: notices, parts, preprints."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import NamedTuple
+
+from rapidfuzz import fuzz
+
+from ledger.model.doi import ARXIV_DOI_PREFIX, arxiv_key, doi_key
+from ledger.model.works import CatalogueWork
+from service.resolver.normalise import NOT_WORD, compact, fold, spaced, words
+from service.resolver.parse import Parsed
+
+# points a field earns when the reference shows it (tuned on the evaluation set's tune split)
+TITLE = 45
+TITLE_START = 34  # the beginning of a long title, where the reference is cut short inside it
+LONG_TITLE = 12  # a long title found whole is rarely another work's
+FIRST_AUTHOR = 15
+AUTHORS = 6
+YEAR = 10
+YEAR_NEAR = 4  # a preprint's year and its journal version's often differ by one
+VOLUME = 8
+ISSUE = 3
+PAGE = 12
+CONTAINER = 6
+# what a field costs when the reference shows a different value
+WRONG_YEAR = 12
+WRONG_KIND = 100  # a notice for the work it corrects, Part I for Part II: never the same work
+WRONG_VENUE = 15  # a preprint for its journal version, or the reverse
+WRONG_PAGE = 8
+WRONG_TITLE = 30  # the reference shows a title, and it is not this work's
+UNEXPLAINED = 4  # words the work's authors and journal leave unexplained: the reference's own title
+
+# a notice about another work: its title begins so ("Correction to: ...", "Retraction note: ...")
+_NOTICE = re.compile(
+    r"^\s*(?:(?:author|publisher|editorial|editor's)\s+)?(?:correction|erratum|errata|corrigendum|retraction|retracted|addendum|withdrawal|withdrawn|"
+    r"(?:editorial\s+)?expression\s+of\s+concern|retraction\s+note)\b"
+)
+_NOTICE_IN = re.compile(
+    r"(?:correction|erratum|corrigendum|retraction|addendum)\s*:|"  # glued to the word before it too
+    r"\b(?:(?:correction|erratum|corrigendum|retraction|addendum|withdrawal)\s*(?:note\s*)?(?:to|for|on|:)|"
+    r"retraction\s+note|retracted\s+article|expression\s+of\s+concern)"
+)
+_PART = re.compile(
+    r"\bpart\s+([ivx]{1,4}|[0-9]{1,2}|one|two|three|four|[a-d])\b"
+    # a series' number printed alone between a title and its subtitle: "Foo. II. Bar", "Foo: III"
+    r"|[.:]\s+(i{1,3}|iv|vi{0,3}|ix)\s*(?:[.:]|$)"
+)
+_PART_NUM = {
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "i": "1",
+    "ii": "2",
+    "iii": "3",
+    "iv": "4",
+    "v": "5",
+    "vi": "6",
+    "vii": "7",
+    "viii": "8",
+    "ix": "9",
+    "x": "10",
+    "a": "1",
+    "b": "2",
+    "c": "3",
+    "d": "4",
+}
+_PREPRINT_WORDS = frozenset(
+    {"arxiv", "preprint", "biorxiv", "medrxiv", "ssrn", "corr", "chemrxiv", "preprints"}
+)
+_PREPRINT_VENUE = re.compile(r"arxiv|biorxiv|medrxiv|ssrn|preprint|chemrxiv|research square")
+_STOP = frozenset(
+    {
+        "of",
+        "the",
+        "and",
+        "for",
+        "on",
+        "in",
+        "de",
+        "der",
+        "und",
+        "la",
+        "le",
+        "et",
+        "a",
+        "an",
+        "des",
+        "du",
+        "di",
+        "to",
+        "&",
+    }
+)
+
+
+def identity(w: CatalogueWork) -> str:
+    """The key a work is one work by: an arXiv paper (or its arXiv DOI) by its id, others by their DOI."""
+    if w.doi and not w.doi.lower().startswith(ARXIV_DOI_PREFIX):
+        return doi_key(w.doi) or f"seq:{w.seq}"
+    return arxiv_key(w.arxiv_id) or doi_key(w.doi) or f"seq:{w.seq}"
+
+
+def _part(text: str) -> str | None:
+    m = _PART.search(text)
+    if m is None:
+        return None
+    n = m.group(1) or m.group(2)
+    return _PART_NUM.get(n, n)
+
+
+class Cand(NamedTuple):
+    """A catalogue work normalised once per batch."""
+
+    work: CatalogueWork
+    key: str
+    title_spaced: str
+    title_compact: str
+    notice: bool
+    part: str | None
+    authors: list[tuple[str, str]]  # (words spaced, compact) per author, in order
+    container: list[str]  # the container's significant words
+    preprint: bool
+    volume: str | None
+    issue: str | None
+    page: str | None
+    explains: frozenset[str]  # the words its authors and container account for in a reference
+
+
+def _num(v: str | None) -> str | None:
+    if not v:
+        return None
+    v = v.strip().lower()
+    return (v.lstrip("0") or "0") if v.isdigit() else v or None
+
+
+@lru_cache(maxsize=1 << 16)
+def prepare(w: CatalogueWork) -> Cand:
+    """`w` normalised for scoring (kept: a catalogue event's seq names the same data for good, so a
+    process reuses the work across batches)."""
+    low = fold(w.title or "")
+    tw = NOT_WORD.sub(" ", low).split()
+    named = [NOT_WORD.sub(" ", fold(a)).split() for a in w.authors]
+    authors = [(spaced(aw), compact(aw)) for aw in named[:8] if aw]
+    container = [c for c in (words(w.container) if w.container else []) if c not in _STOP]
+    preprint = (
+        w.source == "arxiv"
+        or w.type == "posted-content"
+        or bool(w.doi and w.doi.lower().startswith(ARXIV_DOI_PREFIX))
+        or bool(w.container and _PREPRINT_VENUE.search(w.container.lower()))
+    )
+    page = w.first_page.split("-")[0] if w.first_page else None
+    explains = {x for aw in named for x in aw}
+    for c in container:
+        explains.update(c[:n] for n in range(2, len(c) + 1))
+    return Cand(
+        w, identity(w), spaced(tw) if tw else "", compact(tw), bool(_NOTICE.match(low)), _part(low), authors,
+        container, preprint, _num(w.volume), _num(w.issue), _num(page), frozenset(explains),
+    )  # fmt: skip
+
+
+class RefView(NamedTuple):
+    """A reference read for matching, with what the guards ask of it."""
+
+    p: Parsed
+    wordset: frozenset[str]
+    numbers: frozenset[str]
+    notice: bool
+    part: str | None
+    preprint: bool
+    substance: int  # words of three letters or more beyond boilerplate: could it show a title?
+    content: tuple[str, ...]  # those words
+    volume: str | None  # the volume and first page a structured reference states
+    first_page: str | None
+    cut: bool  # it ends without an ending's punctuation: truncated, perhaps inside its title
+
+
+_BOILER = _PREPRINT_WORDS | {
+    "doi",
+    "https",
+    "http",
+    "org",
+    "abs",
+    "pdf",
+    "available",
+    "online",
+    "url",
+    "www",
+    "accessed",
+    "retrieved",
+    "vol",
+    "pp",
+    "cs",
+    "cl",
+    "lg",
+    "cv",
+    "stat",
+    "eprint",
+    "and",
+    "et",
+    "al",
+    "eds",
+    "editor",
+    "editors",
+    "press",
+    "university",
+    "publisher",
+    "elsevier",
+    "springer",
+    "wiley",
+    "handbook",
+    "textbook",
+    "proc",
+    "proceedings",
+    "conf",
+    "conference",
+    "pages",
+    "page",
+    "issue",
+    "volume",
+    "edn",
+    "edition",
+    "chapter",
+    "pub",
+    "ed",
+    "nd",
+    "rev",
+    "lett",
+    "phys",
+    "chem",
+    "soc",
+    "am",
+    "ann",
+    "int",
+    "inf",
+}
+
+
+def view(p: Parsed, volume: str | None = None, first_page: str | None = None) -> RefView:
+    """`p` with the sets and flags scoring reads; a structured reference's own volume and first page."""
+    low = fold(p.text)
+    ws = frozenset(p.words)
+    content = tuple(w for w in p.words if len(w) > 2 and w.isalpha() and w not in _BOILER and w not in _STOP)
+    return RefView(
+        p, ws, frozenset(p.numbers), bool(_NOTICE_IN.search(low)) or bool(_NOTICE.match(low)), _part(low),
+        bool(ws & _PREPRINT_WORDS), len(content), content, _num(volume), _num(first_page),
+        p.text.rstrip()[-1:] not in ".)]\u201d\"'",
+    )  # fmt: skip
+
+
+class Scored(NamedTuple):
+    """One candidate's score against one reference, and why."""
+
+    total: int
+    title: float  # the title's points
+    title_exact: bool  # the title found whole, word for word
+    agreed: tuple[str, ...]
+    disagreed: tuple[str, ...]
+    cand: Cand
+
+
+def _name_in(r: RefView, name: tuple[str, str]) -> bool:
+    sp, cp = name
+    if sp in r.p.spaced:
+        return True
+    # glued or split at random ("vander Berg", "Mc Donald"): long names only, short ones are in every word
+    if len(cp) >= 5 and cp in r.p.compact:
+        return True
+    last = sp.split()[-1] if sp.strip() else ""
+    return len(last) >= 3 and last in r.wordset
+
+
+def _container_in(r: RefView, words_: list[str]) -> bool:
+    if not words_:
+        return False
+    if len(words_) == 1:
+        return words_[0] in r.wordset
+    found = 0
+    for w in words_:
+        if w in r.wordset or (w == "journal" and "j" in r.wordset):
+            found += 1
+            continue
+        # an ISO 4 abbreviation keeps a word's beginning: "chem" for chemical, "soc" for society
+        if any(w[:n] in r.wordset for n in range(2, len(w))):
+            found += 1
+    return found >= 2 and found * 4 >= len(words_) * 3
+
+
+def title_similarity(r: RefView, c: Cand) -> tuple[float, bool]:
+    """How well `c`'s title is found in the reference (0-100), and whether it is found word for word."""
+    if not c.title_compact:
+        return 0.0, False
+    if c.title_spaced in r.p.spaced:
+        return 100.0, True
+    if c.title_compact in r.p.compact:
+        return 99.0, False
+    if len(r.p.compact) < len(c.title_compact):
+        # the reference holds less than the title: at best a fragment of it
+        return fuzz.ratio(c.title_compact, r.p.compact, score_cutoff=80), False
+    return fuzz.partial_ratio(c.title_compact, r.p.compact, score_cutoff=80), False
+
+
+def _title_start(r: RefView, c: Cand) -> bool:
+    """Whether the reference, cut short, ends with the beginning of `c`'s title (35 letters or more)."""
+    head = fuzz.partial_ratio_alignment(c.title_compact[:24], r.p.compact, score_cutoff=88)
+    if head is None:
+        return False
+    tail = r.p.compact[head.dest_start :]
+    return 35 <= len(tail) < len(c.title_compact) and fuzz.ratio(c.title_compact[: len(tail)], tail) >= 92
+
+
+_WORD_AT = re.compile(r"[0-9a-z]+")
+
+
+def title_continues(r: RefView, c: Cand) -> bool:
+    """Whether the reference's title goes on where `c`'s ends, with no punctuation between: a longer
+    title that begins with this one (the work's series sibling, or a longer work of the same words)."""
+    if not c.title_compact:
+        return False
+    at = r.p.compact.find(c.title_compact)
+    if at >= 0:
+        end = at + len(c.title_compact)
+    else:
+        aligned = fuzz.partial_ratio_alignment(c.title_compact, r.p.compact)
+        end = aligned.dest_end if aligned is not None else len(r.p.compact)
+    folded = fold(r.p.text)
+    spans = [m.span() for m in _WORD_AT.finditer(folded)]
+    n = 0
+    for a, b in spans:
+        n += b - a
+        if n >= end:
+            if n - end >= 3:
+                return True  # the title ends inside a word: the next title word is glued to it
+            rest = folded[b:].lstrip()
+            following = _WORD_AT.match(rest)
+            # a word straight after, not a year, a volume or a lone letter ("n.d.")
+            return following is not None and following.group().isalpha() and len(following.group()) > 1
+    return False
+
+
+def score(r: RefView, c: Cand) -> Scored:
+    """`c` scored against `r`: points for each field of `c` the reference shows, less the costs of the
+    fields it shows otherwise."""
+    agreed: list[str] = []
+    disagreed: list[str] = []
+    total = 0.0
+    sim, exact = title_similarity(r, c)
+    title = 0.0
+    if sim >= 85:
+        length = min(1.0, len(c.title_compact) / 25)
+        title = TITLE * length * (1.0 if sim >= 97 else 0.3 + 0.7 * (sim - 85) / 12)
+        if sim >= 97 and len(c.title_compact) >= 40:
+            title += LONG_TITLE
+        agreed.append("title")
+    if not title and r.cut and len(c.title_compact) >= 40 and _title_start(r, c):
+        title = TITLE_START
+        agreed.append("title_start")
+    total += title
+    if not title and c.title_compact and sum(w not in c.explains for w in r.content) >= UNEXPLAINED:
+        total -= WRONG_TITLE
+        disagreed.append("title")
+    if c.notice != r.notice or (c.part is not None and r.part is not None and c.part != r.part):
+        total -= WRONG_KIND
+        disagreed.append("title")
+    elif r.part is not None and c.part is None and title:
+        # the reference names a part the work's title does not: another part of a series
+        total -= WRONG_KIND / 2
+        disagreed.append("title")
+    if c.authors:
+        if _name_in(r, c.authors[0]):
+            total += FIRST_AUTHOR
+            agreed.append("first_author")
+        others = c.authors[1:6]
+        if others:
+            found = sum(1 for a in others if _name_in(r, a))
+            if found:
+                total += AUTHORS * found / len(others)
+                agreed.append("authors")
+    year = c.work.year
+    if year is not None and r.p.years:
+        if year in r.p.years:
+            total += YEAR
+            agreed.append("year")
+        elif year - 1 in r.p.years or year + 1 in r.p.years:
+            total += YEAR_NEAR
+            agreed.append("year_near")
+        else:
+            total -= WRONG_YEAR
+            disagreed.append("year")
+    # a structured reference states its volume and first page: another value is another work
+    for name, mine, theirs in (("volume", r.volume, c.volume), ("first_page", r.first_page, c.page)):
+        if mine is not None and theirs is not None and mine != theirs:
+            total -= WRONG_PAGE
+            disagreed.append(name)
+    vol_ok = c.volume is not None and c.volume in r.numbers
+    if vol_ok:
+        total += VOLUME if len(c.volume or "") > 1 else VOLUME / 2
+        agreed.append("volume")
+        if c.issue is not None and c.issue in r.numbers:
+            total += ISSUE
+            agreed.append("issue")
+    if c.page is not None:
+        if c.page in r.numbers or (not c.page.isdigit() and c.page in r.wordset):
+            total += PAGE
+            agreed.append("first_page")
+        elif r.p.pairs and r.first_page is None:
+            total -= WRONG_PAGE
+            disagreed.append("first_page")
+    if _container_in(r, c.container):
+        total += CONTAINER
+        agreed.append("container")
+    if c.preprint and r.preprint:
+        total += CONTAINER
+        agreed.append("preprint")
+    elif c.preprint != r.preprint and (
+        r.preprint or r.p.pairs or r.volume or r.first_page or "container" in agreed
+    ):
+        total -= WRONG_VENUE
+        disagreed.append("venue")
+    return Scored(max(0, round(total)), title, exact, tuple(agreed), tuple(disagreed), c)
