@@ -1,23 +1,15 @@
 """The resolver a door uses when none is passed in: the matcher of `service/resolver/match.py` and the
-catalogue the Ledger holds. Looked up when first asked for, so the flow runs (and is tested) with any
-matcher and catalogue passed in."""
+catalogue the Ledger holds. The doors take another (a test double) in its place."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from ledger.model.errors import LedgerError
 from ledger.storage.interface import CatalogueTables
 from service.ledger import Ledger
+from service.resolver.match import METHOD_VERSION, resolve_many
 from service.resolver.run import Decide
-
-
-class NoResolver(LedgerError):
-    """This build has no matcher or no catalogue to resolve against."""
-
-    code = "not_supported"
 
 
 class Resolver(NamedTuple):
@@ -30,22 +22,10 @@ class Resolver(NamedTuple):
 
 
 def ledger_catalogue(ledger: Ledger) -> CatalogueTables:
-    """The catalogue of this ledger: `Ledger.catalogue` (a property or a method), else its tables."""
-    found: Any = getattr(ledger, "catalogue", None)
-    if callable(found):
-        found = found()
-    if found is None and hasattr(ledger.store.tables, "catalogue_by_keys"):
-        found = ledger.store.tables
-    if found is None:
-        raise NoResolver("this ledger has no catalogue of works to resolve against")
-    catalogue: CatalogueTables = found
-    return catalogue
+    """The catalogue of this ledger, brought up to its head."""
+    return ledger.catalogue
 
 
 def default_resolver() -> Resolver:
     """The ledger's own matcher (`resolve_many`, `METHOD_VERSION`) over the ledger's catalogue."""
-    try:
-        match = importlib.import_module("service.resolver.match")
-    except ImportError as e:
-        raise NoResolver(f"this build has no matcher ({e})") from None
-    return Resolver(match.resolve_many, str(match.METHOD_VERSION), ledger_catalogue)
+    return Resolver(resolve_many, METHOD_VERSION, ledger_catalogue)
