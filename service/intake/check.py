@@ -104,6 +104,8 @@ class FileCheck:
                 "WITHOUT ROWID"
             )
             conn.execute("CREATE TABLE owners (oid BLOB PRIMARY KEY, paper TEXT NOT NULL) WITHOUT ROWID")
+            # one transaction for the whole check: the file is thrown away, never committed row by row
+            conn.execute("BEGIN")
             yield conn
         finally:
             conn.close()
