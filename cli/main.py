@@ -116,17 +116,18 @@ def import_(files: tuple[str, ...], force: bool, batch_size: int, db: str) -> No
         took = time.monotonic() - began
         total_new += got.appended
         total_dup += got.duplicates
-        resumed = f", resumed after line {got.resumed_at_line}" if got.resumed_at_line else ""
-        walked = (
-            ""
-            if got.walk is None or got.walk.ok
-            else (f"; the chain does not verify at seq {got.walk.first_bad_seq}: {got.walk.reason}")
-        )
-        click.echo(
-            f"{name}: {got.appended} appended, {got.duplicates} duplicate (head seq {got.head.seq}); "
-            f"{got.lines} lines in {took:.1f} s ({got.lines / took if took else 0:,.0f} lines/s, "
-            f"{got.batches} batch(es){resumed}){walked}"
-        )
+        # a file of one batch reads as before; a long one says its pace, a resumed one where it began
+        more = ""
+        if got.batches > 1:
+            rate = got.lines / took if took else 0
+            more += f"; {got.lines:,} lines in {took:.1f} s ({rate:,.0f} lines/s, {got.batches} batches)"
+        if got.resumed_at_line:
+            more += f"; resumed after line {got.resumed_at_line}"
+        walked = ""
+        if got.walk is not None and not got.walk.ok:
+            walked = f"; the chain does not verify at seq {got.walk.first_bad_seq}: {got.walk.reason}"
+        counts = f"{got.appended} appended, {got.duplicates} duplicate (head seq {got.head.seq})"
+        click.echo(f"{name}: {counts}{more}{walked}")
         broken += bool(walked)
     click.echo(
         f"{total_new} appended, {total_dup} duplicate, {failed} file(s) refused; head seq {ledger.head().seq}"

@@ -52,10 +52,9 @@ def test_a_compressed_file_is_imported_in_batches(
     r = CliRunner().invoke(main, ["import", str(path), "--db", db], env={"LEDGER_IMPORT_BATCH": "10"})
     assert r.exit_code == 0, r.output
     assert f"{path}: 28 appended, 0 duplicate (head seq 28); 28 lines in" in r.output
-    assert "3 batch(es))" in r.output and "\r" not in r.output  # no terminal: no progress line
+    assert "lines/s, 3 batches)" in r.output and "\r" not in r.output  # no terminal: no progress line
     again = CliRunner().invoke(main, ["import", str(path), "--db", db, "--batch-size", "4"])
-    assert "0 appended, 0 duplicate (head seq 28); 0 lines" in again.output
-    assert "resumed after line 28" in again.output
+    assert f"{path}: 0 appended, 0 duplicate (head seq 28); resumed after line 28\n" in again.output
 
 
 def test_a_refused_line_is_named_and_nothing_is_written(new_db: NewDb, tmp_path: Path) -> None:
@@ -124,8 +123,8 @@ def test_an_import_killed_mid_file_is_resumed_by_the_same_command(new_db: NewDb,
     ledger.close()
     resumed = subprocess.run([*ledger_command(), *command], capture_output=True, text=True, check=False)
     assert resumed.returncode == 0, resumed.stderr
-    assert "43 appended, 0 duplicate (head seq 118); 43 lines" in resumed.stdout
-    assert "resumed after line 75" in resumed.stdout
+    assert "43 appended, 0 duplicate (head seq 118); 43 lines in" in resumed.stdout
+    assert "2 batches); resumed after line 75" in resumed.stdout
     ledger = Ledger(db)
     log = ledger.store.read_log()
     assert [e.seq for e in log] == list(range(1, 119)) and len({e.event_id for e in log}) == 118
