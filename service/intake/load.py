@@ -76,13 +76,15 @@ def _first_line_alone(path: str | os.PathLike[str]) -> bool:
     """Whether the file's first line is a JSON value of its own and other lines follow: NDJSON."""
     with open_stream(path) as s:
         lines = iter_lines(s)
-        first = next(lines, None)
-        if first is None:
-            return False
         try:
+            first = next(lines, None)
+            if first is None:
+                return False
             decode_json(first[1])
-        except InvalidEvent:
-            return False
+        except InvalidEvent as e:
+            if e.where == "file":  # a damaged stream: refused, whatever the file holds
+                raise
+            return False  # a first line too long, or not JSON by itself: read whole
         return any(line.strip() for _, line in lines)
 
 

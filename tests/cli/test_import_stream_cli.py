@@ -133,3 +133,13 @@ def test_an_import_killed_mid_file_is_resumed_by_the_same_command(new_db: NewDb,
         [*ledger_command(), "verify", "--db", db], capture_output=True, text=True, check=False
     )
     assert verify.returncode == 0 and verify.stdout.startswith("OK: 118 events verified"), verify.stdout
+
+
+def test_a_damaged_compressed_file_is_refused_whole(new_db: NewDb, tmp_path: Path) -> None:
+    path = tmp_path / "f.ndjson.gz"
+    path.write_bytes(gzip.compress(b"".join(_events(10)))[:-12])  # cut before its end
+    db = new_db()
+    r = CliRunner().invoke(main, ["import", str(path), "--db", db])
+    assert r.exit_code == 1
+    assert f"{path}: refused, nothing written: file: a damaged compressed stream" in r.output
+    assert Ledger(db).head().seq == 0
