@@ -87,7 +87,14 @@ def _ledger() -> list[str]:
     return [sys.executable, "-c", "import sys; from entry.main import main; sys.argv[0] = 'ledger'; main()"]
 
 
-def run(sizes: list[int], backends: list[str], before: Path | None, work: Path, profile: bool) -> None:
+def run(
+    sizes: list[int],
+    backends: list[str],
+    before: Path | None,
+    work: Path,
+    profile: bool,
+    whos: tuple[str, ...] = ("after", "before", "sqlite-utils", "peer"),
+) -> None:
     """Every figure for every size and backend."""
     results: list[dict[str, Any]] = json.loads(OUT.read_text()) if OUT.exists() else []
     cluster = None
@@ -103,7 +110,7 @@ def run(sizes: list[int], backends: list[str], before: Path | None, work: Path, 
             size = path.stat().st_size
             print(f"{lines:,} lines, {size / 1e6:.0f} MB: {path}", flush=True)
             for backend in backends:
-                for who in ("after", "before", "sqlite-utils", "peer"):
+                for who in whos:
                     if who == "before" and before is None or who == "sqlite-utils" and backend != "sqlite":
                         continue
                     db = _db(backend, work, who, cluster)
@@ -179,12 +186,14 @@ def main() -> None:
     ap.add_argument("--before", type=Path, default=None, help="a checkout of main, measured beside this one")
     ap.add_argument("--keep", type=Path, default=None, help="write the files and ledgers here and keep them")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--only", default="after,before,sqlite-utils,peer", help="the figures to run")
     args = ap.parse_args()
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     work = args.keep or Path(tempfile.mkdtemp(prefix="intake-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        run([int(s) for s in args.sizes.split(",")], backends, args.before, work, args.profile)
+        sizes = [int(s) for s in args.sizes.split(",")]
+        run(sizes, backends, args.before, work, args.profile, tuple(args.only.split(",")))
     finally:
         if args.keep is None:
             shutil.rmtree(work)

@@ -95,6 +95,23 @@ def test_batches_build_what_single_appends_build(
         batched.close()
 
 
+def test_big_batches_build_what_single_appends_build(new_db: NewDb, tmp_path: Path) -> None:
+    """Batches past PostgreSQL's COPY_FROM rows (COPY, not one INSERT a row) store the same rows."""
+    events = history(60) + [fx.check("crossref", fx.ts(90), [f"w-{i}" for i in range(1, 60)])]
+    clock = fx.Clock()
+    single, batched = Ledger(new_db("single.db"), clock=clock), Ledger(new_db("batched.db"), clock=clock)
+    try:
+        for e in events:
+            single.append([e])
+        got = import_file(batched, write(tmp_path / "big.ndjson", events), batch_size=150)
+        assert (got.appended, got.batches) == (len(events), 2)
+        assert state(batched) == state(single)
+        assert batched.verify().ok
+    finally:
+        single.close()
+        batched.close()
+
+
 @pytest.mark.parametrize("compress", [False, True])
 def test_a_file_is_appended_a_batch_at_a_time_with_its_progress(
     fresh_ledger: Ledger, tmp_path: Path, compress: bool
