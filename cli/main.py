@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import NoReturn
 
@@ -14,8 +15,6 @@ from cli import alerts, backends, integrity, monitor, ops, resolve, search, sour
 from cli.common import SQL_COUNT, arxiv_arg, db_option, fail, instant, read_db_option
 from ledger.model.codec import envelope_json
 from ledger.model.errors import LedgerError
-
-_PROGRESS_BYTES = 4 * 1024 * 1024
 
 
 def _ledger(db: str):  # type: ignore[no-untyped-def]
@@ -74,39 +73,67 @@ def main() -> None:
 @main.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--force", is_flag=True, help="Import a record even if its digests do not match.")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, 10_000_000),
+    default=10_000,
+    envvar="LEDGER_IMPORT_BATCH",
+    show_default="$LEDGER_IMPORT_BATCH or 10000",
+    help="Events per transaction of an NDJSON file.",
+)
 @db_option
-def import_(files: tuple[str, ...], force: bool, db: str) -> None:
-    """Import record JSON or NDJSON envelopes; one atomic batch per file."""
-    from ledger.model.importer import parse_input
+def import_(files: tuple[str, ...], force: bool, batch_size: int, db: str) -> None:
+    """Import record JSON or NDJSON envelopes (.gz and .zst read as streams).
+
+    A file is checked whole before anything of it is written; an NDJSON file is then appended a batch
+    at a time, and the same command after a stop resumes after its last committed batch."""
+    from cli.progress import Meter
+    from service.intake.load import Stopped, import_file
 
     ledger = _ledger(db)
-    total_new = total_dup = 0
-    failed = 0
-    sizes = {f: Path(f).stat().st_size for f in files}
-    big = sum(sizes.values()) > _PROGRESS_BYTES or len(files) > 20
-    # progress by bytes parsed, so one large NDJSON file shows movement too
-    with click.progressbar(
-        length=sum(sizes.values()), label="importing", file=sys.stderr, hidden=not big
-    ) as bar:
-        for name in files:
-            try:
-                batch = parse_input(Path(name).read_bytes(), force=force, progress=bar.update)
-                result = ledger.append_batch(batch)
-            except LedgerError as e:
-                click.echo(f"{name}: refused, nothing written: {e.message}", err=True)
-                failed += 1
-                continue
-            total_new += result.appended
-            total_dup += result.duplicates
-            if not big:
-                click.echo(
-                    f"{name}: {result.appended} appended, {result.duplicates} duplicate "
-                    f"(head seq {result.head.seq})"
-                )
+    total_new = total_dup = failed = broken = 0
+    for name in files:
+        meter = Meter(sys.stderr, name) if sys.stderr.isatty() else None
+        began = time.monotonic()
+        try:
+            got = import_file(
+                ledger,
+                name,
+                batch_size=batch_size,
+                force=force,
+                progress=None if meter is None else meter.update,
+            )
+        except Stopped as e:
+            click.echo(f"{name}: {e.message}", err=True)
+            failed += 1
+            continue
+        except LedgerError as e:
+            click.echo(f"{name}: refused, nothing written: {e.message}", err=True)
+            failed += 1
+            continue
+        finally:
+            if meter is not None:
+                meter.close()
+        took = time.monotonic() - began
+        total_new += got.appended
+        total_dup += got.duplicates
+        # a file of one batch reads as before; a long one says its pace, a resumed one where it began
+        more = ""
+        if got.batches > 1:
+            rate = got.lines / took if took else 0
+            more += f"; {got.lines:,} lines in {took:.1f} s ({rate:,.0f} lines/s, {got.batches} batches)"
+        if got.resumed_at_line:
+            more += f"; resumed after line {got.resumed_at_line}"
+        walked = ""
+        if got.walk is not None and not got.walk.ok:
+            walked = f"; the chain does not verify at seq {got.walk.first_bad_seq}: {got.walk.reason}"
+        counts = f"{got.appended} appended, {got.duplicates} duplicate (head seq {got.head.seq})"
+        click.echo(f"{name}: {counts}{more}{walked}")
+        broken += bool(walked)
     click.echo(
         f"{total_new} appended, {total_dup} duplicate, {failed} file(s) refused; head seq {ledger.head().seq}"
     )
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if failed or broken else 0)
 
 
 @main.command()

@@ -112,6 +112,22 @@ class IngestReceipt(NamedTuple):
     seq: int | None  # the batch's last event (a standing source's check); None when it had none
 
 
+class ImportProgress(NamedTuple):
+    """How far `ledger import` has committed a file: written in each batch's transaction, so a run
+    stopped at any point is resumed after its last committed batch."""
+
+    file_key: str  # the file's identity: its size and the sha256 of its first MiB, as stored
+    name: str  # the path as given, for people
+    bytes_done: int  # of the file's bytes (decompressed): the offset after the last committed line
+    lines_done: int
+    prefix_sha256: str  # of those bytes, to check a resumed file still begins with them
+    appended: int  # events new to the ledger, over every run of this file
+    duplicates: int
+    head_seq: int  # the ledger's head after the last committed batch
+    updated_at: str
+    updated_us: int
+
+
 class Checked(NamedTuple):
     """One standing check, as a timeline lists it: its source, instant and seq."""
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from ledger.model.errors import LedgerError
 from ledger.model.events import StoredEvent
-from ledger.model.facts import CheckRow, Fact, IngestReceipt, ScrubPass, VerifiedPoint
+from ledger.model.facts import CheckRow, Fact, ImportProgress, IngestReceipt, ScrubPass, VerifiedPoint
 from ledger.model.works import CatalogueWork
 from ledger.storage.alert_store import AlertTables
 from ledger.storage.append import AppendTx
@@ -110,8 +110,24 @@ class CatalogueIndex(CatalogueTables, Protocol):
     def latest_work_data(self, dois: Sequence[str]) -> dict[str, bytes]: ...
 
 
+class ImportTables(Protocol):
+    """How far each file's import has committed, and the lookups that check a file before it is written."""
+
+    def import_progress(self, file_key: str) -> ImportProgress | None: ...
+    def stored_events(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]: ...
+    def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]: ...
+
+
 class Tables(
-    TreeTables, VerifyTables, KeyTables, SpanTables, SearchTables, ScrubTables, WorkTables, Protocol
+    TreeTables,
+    VerifyTables,
+    KeyTables,
+    SpanTables,
+    SearchTables,
+    ScrubTables,
+    WorkTables,
+    ImportTables,
+    Protocol,
 ):
     """Every table beside the events, one small interface per concern; a backend offers them all."""
 
@@ -137,6 +153,7 @@ class WriteTx(AppendTx, Protocol):
 
     def last_receipt(self, source: str) -> IngestReceipt | None: ...
     def save_receipt(self, receipt: IngestReceipt) -> None: ...
+    def save_import_progress(self, progress: ImportProgress) -> None: ...
 
 
 class Store(LogStore, EventReads, RecordReads, Protocol):

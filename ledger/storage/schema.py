@@ -424,6 +424,24 @@ LAYOUT = Layout(
             ("id",),
             indexes=(Index("ingest_receipts_source", ("source", "id")),),
         ),
+        # how far `ledger import` has committed each file (service/intake), written in each batch's
+        # transaction: a stopped import resumes after its last committed batch
+        Table(
+            "import_progress",
+            (
+                _c("file_key"),
+                _c("name"),
+                _c("bytes_done", BIGINT, check="bytes_done >= 0"),
+                _c("lines_done", BIGINT, check="lines_done >= 0"),
+                _c("prefix_sha256"),
+                _c("appended", BIGINT, check="appended >= 0"),
+                _c("duplicates", BIGINT, check="duplicates >= 0"),
+                _c("head_seq", BIGINT, check="head_seq >= 0"),
+                _c("updated_at"),
+                _c("updated_us", BIGINT),
+            ),
+            ("file_key",),
+        ),
     ),
     views=(
         View("event_keys_all", ("key", "seq"), tuple(f"event_keys{lv}" for lv in _LEVELS)),

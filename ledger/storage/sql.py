@@ -31,6 +31,17 @@ RECEIPT_COLUMNS = (
 )
 INSERT_RECEIPT = f"INSERT INTO ingest_receipts ({RECEIPT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 LAST_RECEIPT = f"SELECT {RECEIPT_COLUMNS} FROM ingest_receipts WHERE source = ? ORDER BY id DESC LIMIT 1"
+# how far `ledger import` has committed each file (service/intake), upserted in each batch's transaction
+PROGRESS_COLUMNS = (
+    "file_key, name, bytes_done, lines_done, prefix_sha256, appended, duplicates, head_seq, updated_at, "
+    "updated_us"
+)
+SAVE_PROGRESS = (
+    f"INSERT INTO import_progress ({PROGRESS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (file_key) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in PROGRESS_COLUMNS.split(", ")[1:])
+)
+LOAD_PROGRESS = f"SELECT {PROGRESS_COLUMNS} FROM import_progress WHERE file_key = ?"
 HEAD_SQL = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
 # Statement 4 (see SqlReader.source_heads).
 SOURCE_HEADS_SQL = (

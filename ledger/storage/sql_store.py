@@ -24,6 +24,7 @@ from ledger.model.facts import (
     CheckWorkRow,
     Fact,
     Head,
+    ImportProgress,
     InboundDay,
     IngestReceipt,
     ScrubPass,
@@ -59,7 +60,9 @@ from ledger.storage.sql import (
     HEAD_SQL,
     INSERT_RECEIPT,
     LAST_RECEIPT,
+    LOAD_PROGRESS,
     PASS_COLUMNS,
+    SAVE_PROGRESS,
     SOURCE_HEADS_SQL,
     Dialect,
     decode_peaks,
@@ -370,6 +373,40 @@ def _head(row: Sequence[Any] | None) -> Head:
     return Head(0, GENESIS) if row is None else Head(row[0], row[1])
 
 
+def _existing(store: SqlStore, conn: Any, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
+    """Events stored under any of these ids."""
+    d = store.dialect
+    rows = store.query(
+        conn,
+        f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {d.keyed('event_keys_all')}",
+        (d.bind_list([EVENT + i for i in event_ids]),),
+    )
+    return {e.event_id: e for e in map(envelope_row, rows)}
+
+
+def _steps_of(store: SqlStore, conn: Any, observation_ids: Sequence[str]) -> dict[str, list[Step]]:
+    """The stored citations and resolutions of each of these observations (an empty list: none)."""
+    d = store.dialect
+    rows = store.query(
+        conn,
+        f"SELECT {step_columns(d)} FROM events WHERE {d.keyed('event_keys_all')}",
+        (d.bind_list([OBSERVATION + o for o in observation_ids]),),
+    )
+    found: dict[str, list[Step]] = {o: [] for o in observation_ids}
+    for step in map(step_row, rows):
+        found[step.observation_id].append(step)
+    return found
+
+
+def citing_of(steps: dict[str, list[Step]]) -> dict[str, str]:
+    """observation_id -> its citing paper, for the observations with a citation.observed among `steps`."""
+    return {
+        oid: min(s.citing for s in mine if s.citing is not None)
+        for oid, mine in steps.items()
+        if any(s.type == CITATION for s in mine)
+    }
+
+
 class SqlWriteTx:
     """The reads and writes an append needs, inside one write transaction."""
 
@@ -390,32 +427,15 @@ class SqlWriteTx:
 
     def existing(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
         """Events already stored under any of these ids."""
-        d = self.store.dialect
-        rows = self._q(
-            f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {d.keyed('event_keys_all')}",
-            (d.bind_list([EVENT + i for i in event_ids]),),
-        )
-        return {e.event_id: e for e in map(envelope_row, rows)}
+        return _existing(self.store, self.conn, event_ids)
 
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
         """observation_id -> its citing paper, for ids that have a citation.observed."""
-        steps = self._read_steps(observation_ids)
-        return {
-            oid: min(s.citing for s in mine if s.citing is not None)
-            for oid, mine in steps.items()
-            if any(s.type == CITATION for s in mine)
-        }
+        return citing_of(self._read_steps(observation_ids))
 
     def _read_steps(self, observation_ids: Sequence[str]) -> dict[str, list[Step]]:
         """The stored citations and resolutions of these observations (remembered for the spans)."""
-        d = self.store.dialect
-        rows = self._q(
-            f"SELECT {step_columns(d)} FROM events WHERE {d.keyed('event_keys_all')}",
-            (d.bind_list([OBSERVATION + o for o in observation_ids]),),
-        )
-        found: dict[str, list[Step]] = {o: [] for o in observation_ids}
-        for step in map(step_row, rows):
-            found[step.observation_id].append(step)
+        found = _steps_of(self.store, self.conn, observation_ids)
         self._steps.update(found)
         return {o: mine for o, mine in found.items() if mine}
 
@@ -454,6 +474,10 @@ class SqlWriteTx:
     def save_receipt(self, receipt: IngestReceipt) -> None:
         """Record an ingest in this transaction: committed with its events or not at all."""
         self._q(INSERT_RECEIPT, tuple(receipt))
+
+    def save_import_progress(self, progress: ImportProgress) -> None:
+        """Record how far a file's import has come, in the transaction of the batch that got it there."""
+        self._q(SAVE_PROGRESS, tuple(progress))
 
     def _spans(self, steps: Sequence[Step]) -> None:
         """Close and open the inbound spans of the observations these steps change (read before the
@@ -1032,6 +1056,22 @@ class SqlTables:
             self._fill(conn, batch)
             self._q("DELETE FROM derived_pending WHERE name = 'inbound_spans'")
         return True
+
+    # -- imports (service/intake) -----------------------------------------------------
+
+    def import_progress(self, file_key: str) -> ImportProgress | None:
+        """How far the import of the file `file_key` names has committed, if it has begun."""
+        row = self._q(LOAD_PROGRESS, (file_key,)).fetchone()
+        return None if row is None else ImportProgress(*row)
+
+    def stored_events(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
+        """The events stored under any of these ids (what an append would find)."""
+        return _existing(self.store, self.store.connection(), event_ids)
+
+    def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
+        """observation_id -> its citing paper, for those with a stored citation.observed (what an append
+        would find)."""
+        return citing_of(_steps_of(self.store, self.store.connection(), observation_ids))
 
     # -- scrub passes ----------------------------------------------------------------
 

@@ -1,0 +1,203 @@
+"""Intake: `ledger import` of NDJSON files of 25k, 400k (and 4M) lines on SQLite and PostgreSQL, beside
+`sqlite-utils insert --nl` of the same file and the eventsourcing peer reading and storing the same lines.
+
+    .venv/bin/python -m bench.intake [--sizes 25000,400000] [--backend sqlite|postgresql|both]
+                                     [--before /work/main] [--keep DIR] [--profile]
+
+The lines are the events of bench/synth.py's papers (the shapes of the fixture record), one client
+envelope a line, as `ledger import` takes them. Each figure is one process run under `/usr/bin/time -v`,
+whose "Maximum resident set size" is that process's peak RSS (wait4 of a small parent, so no floor from
+the bench's own memory), into an empty ledger (or table) made for it:
+
+- `ledger import FILE` (this checkout), and the same command of `--before` (a checkout of main, run with
+  its code first on the path), both at their defaults (synchronous=FULL; batches of 10,000 now);
+- `sqlite-utils insert DB events FILE --nl` (SQLite only): rows of the envelope's fields, no chain,
+  no index, one transaction per 100 rows (its default batch), journal_mode as SQLite's default;
+- the peer (bench/intake_peer.py): eventsourcing's application recorder storing each line's data as a
+  StoredEvent of its stream, 10,000 a call, WAL at synchronous=FULL (PostgreSQL: synchronous_commit on).
+
+Results go to bench/intake.json (one object per figure) and a table on stdout. `--profile` runs
+py-spy on this checkout's import of the largest file and keeps the flame graph's top frames.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "intake.json"
+VENV = Path(sys.executable).parent
+
+
+def make_file(path: Path, lines: int) -> int:
+    """`lines` NDJSON envelopes of synthetic papers; the file's size."""
+    from bench.synth import Synth
+    from ledger.model.codec import event_to_dict
+
+    encode = msgspec.json.encode
+    n = 0
+    with path.open("wb") as f:
+        for _, events in Synth().events():
+            for e in events:
+                f.write(encode(event_to_dict(e)) + b"\n")
+                n += 1
+                if n == lines:
+                    return path.stat().st_size
+    raise AssertionError("unreachable")
+
+
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    """Run `cmd` under /usr/bin/time -v: wall seconds, peak RSS (MB), exit code, its last output."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        ["/usr/bin/time", "-v", *cmd], capture_output=True, text=True, env=env, check=False, cwd=cwd
+    )
+    seconds = time.perf_counter() - started
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    cpu = sum(float(m) for m in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", done.stderr))
+    return {
+        "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu, 2),
+        "peak_rss_mb": round(int(rss.group(1)) / 1024, 1) if rss else None,
+        "exit": done.returncode,
+        "tail": (done.stdout.strip().splitlines() or [""])[-1][:300]
+        if done.returncode == 0
+        else done.stderr[-600:],
+    }
+
+
+def _env(before: Path | None) -> dict[str, str]:
+    # the code measured first on the path: main's packages ahead of this checkout's editable install
+    return {**os.environ, "PYTHONPATH": str(before or ROOT)}
+
+
+def _ledger() -> list[str]:
+    return [sys.executable, "-c", "import sys; from entry.main import main; sys.argv[0] = 'ledger'; main()"]
+
+
+def run(
+    sizes: list[int],
+    backends: list[str],
+    before: Path | None,
+    work: Path,
+    profile: bool,
+    whos: tuple[str, ...] = ("after", "before", "sqlite-utils", "peer"),
+) -> None:
+    """Every figure for every size and backend."""
+    results: list[dict[str, Any]] = json.loads(OUT.read_text()) if OUT.exists() else []
+    cluster = None
+    if "postgresql" in backends:
+        from tests.pg_harness import PgCluster
+
+        cluster = PgCluster.start(fsync=True)
+    try:
+        for lines in sizes:
+            path = work / f"intake-{lines}.ndjson"
+            if not path.exists():
+                make_file(path, lines)
+            size = path.stat().st_size
+            print(f"{lines:,} lines, {size / 1e6:.0f} MB: {path}", flush=True)
+            for backend in backends:
+                for who in whos:
+                    if who == "before" and before is None or who == "sqlite-utils" and backend != "sqlite":
+                        continue
+                    db = _db(backend, work, who, cluster)
+                    cmd = _command(who, path, db)
+                    r = timed(cmd, _env(before if who == "before" else None), work)
+                    r |= {"who": who, "backend": backend, "lines": lines, "bytes": size,
+                          "lines_per_s": round(lines / r["seconds"]) if r["exit"] == 0 else None,
+                          "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                          "load": os.getloadavg()[0]}  # fmt: skip
+                    results = [
+                        x for x in results if (x["who"], x["backend"], x["lines"]) != (who, backend, lines)
+                    ]
+                    results.append(r)
+                    OUT.write_text(json.dumps(results, indent=1) + "\n")
+                    _say(r)
+                    _drop(backend, db, cluster)
+            if profile and lines == max(sizes):
+                _profile(path, work)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+def _say(r: dict[str, Any]) -> None:
+    print(
+        f"  {r['backend']:<10} {r['who']:<12} {r['seconds']:8.1f} s (cpu {r['cpu_seconds']:6.1f} s)  "
+        f"{r['lines_per_s'] or 0:>8,} lines/s  "
+        f"peak RSS {r['peak_rss_mb']:>7} MB  exit {r['exit']}  {r['tail'][:120]}",
+        flush=True,
+    )
+
+
+def _db(backend: str, work: Path, who: str, cluster: Any) -> str:
+    if backend == "postgresql":
+        return str(cluster.create_db("intake"))
+    db = work / f"{who}.db"
+    for suffix in ("", "-wal", "-shm", ".checkpoint", ".key"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    return str(db)
+
+
+def _drop(backend: str, db: str, cluster: Any) -> None:
+    if backend == "postgresql":
+        cluster.drop_db(db)
+
+
+def _command(who: str, path: Path, db: str) -> list[str]:
+    if who in ("after", "before"):
+        return [*_ledger(), "import", str(path), "--db", db]
+    if who == "sqlite-utils":
+        return [str(VENV / "sqlite-utils"), "insert", db, "events", str(path), "--nl"]
+    return [sys.executable, "-m", "bench.intake_peer", str(path), db]
+
+
+def _profile(path: Path, work: Path) -> None:
+    """py-spy over this checkout's import of `path` (SQLite): the frames that take its time."""
+    db = _db("sqlite", work, "profile", None)
+    out = ROOT / "bench" / "profiles" / "intake-import.txt"
+    spy = VENV / "py-spy"
+    subprocess.run(
+        [str(spy), "record", "--format", "raw", "-o", str(out), "--rate", "50", "--",
+         *_ledger(), "import", str(path), "--db", db],
+        capture_output=True, check=False, cwd=work, env=_env(None),
+    )  # fmt: skip
+    print(f"  profile: {out}", flush=True)
+
+
+def main() -> None:
+    """Parse the arguments, run, keep or remove the work directory."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="25000,400000")
+    ap.add_argument("--backend", default="both", choices=["sqlite", "postgresql", "both"])
+    ap.add_argument("--before", type=Path, default=None, help="a checkout of main, measured beside this one")
+    ap.add_argument("--keep", type=Path, default=None, help="write the files and ledgers here and keep them")
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--only", default="after,before,sqlite-utils,peer", help="the figures to run")
+    args = ap.parse_args()
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    work = args.keep or Path(tempfile.mkdtemp(prefix="intake-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")]
+        run(sizes, backends, args.before, work, args.profile, tuple(args.only.split(",")))
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""A file's first pass: every line checked as its append will check it, nothing written to the ledger.
+
+Each line is decoded and its rules checked (ledger-v1.md "Appending", at the ledger's clock), and the
+rules that span lines are checked as the batches of the second pass will meet them: an event id stored
+or seen earlier in the file with other content, an observation cited by another paper than the one it
+belongs to, a resolution of an observation with no citation in the ledger or earlier in the file. What
+those rules must remember of earlier lines (each new event id with a digest of its content, each new
+observation with its paper) goes to a scratch SQLite file, not to memory, so a file of any size is
+checked in the memory of one chunk of lines. The decoded events are dropped after each chunk.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import msgspec
+from blake3 import blake3
+
+from ledger.model.codec import check_ijson_data, check_rules, decode_json, derived_id, quick_event, to_event
+from ledger.model.errors import Conflict, InvalidEvent
+from ledger.model.events import (
+    CitationObserved,
+    Event,
+    MeasurementObserved,
+    PaperObserved,
+    ResolutionObserved,
+    StandingChecked,
+)
+from ledger.storage.interface import Tables
+
+# Lines checked together: one set of lookups in the scratch file and the ledger per chunk
+CHUNK = 5000
+_TYPES: dict[type, str] = {
+    PaperObserved: "paper.observed",
+    CitationObserved: "citation.observed",
+    ResolutionObserved: "resolution.observed",
+    StandingChecked: "standing.checked",
+    MeasurementObserved: "measurement.observed",
+}
+_ENCODE = msgspec.json.Encoder(order="sorted").encode
+_NUL = b"\\u0000"
+# SQLite's page cache for the scratch file: its tree of ids outgrows it, the OS caches the rest
+_SCRATCH_CACHE_KB = 8192
+
+
+def decode_line(raw: bytes, where: str, now: int) -> Event:
+    """One NDJSON line -> a typed event, its rules checked at `now` (the ledger's clock)."""
+    event = quick_event(raw)
+    if event is None:
+        event = to_event(decode_json(raw, where), where)
+    check_rules(event, where, now)
+    return event
+
+
+def _key(uuid_text: str) -> bytes:
+    """A UUID's 16 bytes (the scratch file's keys: less than half the text's size)."""
+    return bytes.fromhex(uuid_text.replace("-", ""))
+
+
+class _Line:
+    __slots__ = ("data", "event", "fingerprint", "id", "type", "where")
+
+    def __init__(self, event: Event, where: str) -> None:
+        self.event = event
+        self.where = where
+        self.type = _TYPES[type(event)]
+        self.data = _ENCODE(event.data)
+        if _NUL in self.data:  # the encoder escapes U+0000, so its absence proves there is none
+            check_ijson_data(self.data, where)
+        self.id = event.event_id or derived_id(self.data, event.observed_at, self.type)
+        # what "the same content" is compared on (type, observed_at, data), in 16 bytes
+        self.fingerprint = blake3(
+            b"%b\x00%b\x00%b" % (self.type.encode(), event.observed_at.encode(), self.data)
+        ).digest(16)
+
+
+class FileCheck:
+    """The first pass over one file's lines, against the ledger as it is now (`tables`)."""
+
+    def __init__(self, tables: Tables, now: int, scratch_dir: str | None = None) -> None:
+        self._tables = tables
+        self._now = now
+        self._scratch_dir = scratch_dir
+        self.lines = 0  # non-empty lines checked
+        self.new = 0  # events the file would append (as the ledger is now)
+        self.duplicates = 0
+
+    @contextmanager
+    def scratch(self) -> Iterator[sqlite3.Connection]:
+        """The scratch file, deleted at the end."""
+        fd, path = tempfile.mkstemp(prefix="ledger-import-", suffix=".db", dir=self._scratch_dir)
+        os.close(fd)
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            for pragma in ("journal_mode = OFF", "synchronous = OFF", f"cache_size = -{_SCRATCH_CACHE_KB}"):
+                conn.execute(f"PRAGMA {pragma}")
+            conn.execute(
+                "CREATE TABLE ids (id BLOB PRIMARY KEY, fingerprint BLOB NOT NULL, line TEXT NOT NULL) "
+                "WITHOUT ROWID"
+            )
+            conn.execute("CREATE TABLE owners (oid BLOB PRIMARY KEY, paper TEXT NOT NULL) WITHOUT ROWID")
+            # one transaction for the whole check: the file is thrown away, never committed row by row
+            conn.execute("BEGIN")
+            yield conn
+        finally:
+            conn.close()
+            os.unlink(path)
+
+    def run(self, numbered: Iterable[tuple[int, bytes]]) -> None:
+        """Check every (number, line); raise the first refusal, naming its line."""
+        with self.scratch() as scratch:
+            chunk: list[tuple[int, bytes]] = []
+            for item in numbered:
+                chunk.append(item)
+                if len(chunk) >= CHUNK:
+                    self._chunk(scratch, chunk)
+                    chunk = []
+            if chunk:
+                self._chunk(scratch, chunk)
+
+    def _chunk(self, scratch: sqlite3.Connection, numbered: Sequence[tuple[int, bytes]]) -> None:
+        lines = []
+        for n, raw in numbered:
+            if raw.strip():
+                where = f"line {n}"
+                lines.append(_Line(decode_line(raw, where, self._now), where))
+        self.lines += len(lines)
+        new = self._new_lines(scratch, lines)
+        self._owners(scratch, new)
+        scratch.executemany(
+            "INSERT INTO ids (id, fingerprint, line) VALUES (?, ?, ?)",
+            sorted((_key(x.id), x.fingerprint, x.where) for x in new),
+        )
+        self.new += len(new)
+        self.duplicates += len(lines) - len(new)
+
+    def _new_lines(self, scratch: sqlite3.Connection, lines: list[_Line]) -> list[_Line]:
+        """The lines whose event is new; a repeat with other content is refused, as the append would."""
+        ids = sorted({x.id for x in lines})
+        earlier = {
+            row[0]: (row[1], row[2])
+            for row in _select(scratch, "SELECT id, fingerprint, line FROM ids WHERE id IN ", map(_key, ids))
+        }
+        unseen = [i for i in ids if _key(i) not in earlier]
+        stored = self._tables.stored_events(unseen) if unseen else {}
+        new: list[_Line] = []
+        first: dict[str, _Line] = {}
+        for x in lines:
+            prior = stored.get(x.id)
+            if prior is not None:
+                if (prior.type, prior.observed_at, prior.data) != (x.type, x.event.observed_at, x.data):
+                    raise Conflict(
+                        f"{x.where}.event_id: {x.id} is already stored (seq {prior.seq}) "
+                        "with different content",
+                        details={"event_id": x.id, "seq": prior.seq},
+                    )
+                continue
+            seen = first.get(x.id)
+            before = (seen.fingerprint, seen.where) if seen is not None else earlier.get(_key(x.id))
+            if before is not None:
+                if before[0] != x.fingerprint:
+                    raise Conflict(
+                        f"{x.where}.event_id: {x.id} appears earlier in the file ({before[1]}) "
+                        "with different content",
+                        details={"event_id": x.id, "earlier": before[1]},
+                    )
+                continue
+            first[x.id] = x
+            new.append(x)
+        return new
+
+    def _owners(self, scratch: sqlite3.Connection, new: list[_Line]) -> None:
+        """Each new citation's observation belongs to its paper; each new resolution's has a citation."""
+        oids = sorted({x.event.data.observation_id for x in new if x.type in _OBSERVED})  # type: ignore[union-attr]
+        if not oids:
+            return
+        by_key = {_key(o): o for o in oids}
+        known = dict(_select(scratch, "SELECT oid, paper FROM owners WHERE oid IN ", by_key))
+        known = {by_key[k]: paper for k, paper in known.items()}
+        missing = [o for o in oids if o not in known]
+        if missing:
+            known.update(self._tables.citing_papers(missing))
+        added: dict[str, str] = {}
+        for x in new:
+            d: Any = x.event.data
+            if x.type == "citation.observed":
+                owner = known.get(d.observation_id)
+                if owner is None:
+                    known[d.observation_id] = added[d.observation_id] = d.citing_arxiv_id
+                elif owner != d.citing_arxiv_id:
+                    raise InvalidEvent(
+                        f"{x.where}.data.citing_arxiv_id",
+                        f"observation {d.observation_id} belongs to paper {owner}, not {d.citing_arxiv_id}",
+                    )
+            elif x.type == "resolution.observed" and d.observation_id not in known:
+                raise InvalidEvent(
+                    f"{x.where}.data.observation_id",
+                    f"no citation.observed for observation {d.observation_id} in the ledger or earlier in "
+                    "the file",
+                )
+        scratch.executemany(
+            "INSERT INTO owners (oid, paper) VALUES (?, ?)",
+            sorted((_key(o), p) for o, p in added.items()),
+        )
+
+
+_OBSERVED = ("citation.observed", "resolution.observed")
+
+
+def _select(conn: sqlite3.Connection, sql: str, keys: Iterable[bytes]) -> list[Any]:
+    """Rows of `sql` + "(?, ?, ...)" over the keys, 500 a statement (SQLite's bound on parameters)."""
+    out: list[Any] = []
+    keys = list(keys)
+    for i in range(0, len(keys), 500):
+        part = keys[i : i + 500]
+        out += conn.execute(sql + "(" + ", ".join("?" * len(part)) + ")", part).fetchall()
+    return out

@@ -1,0 +1,319 @@
+"""`ledger import` of one file (ledger-v1.md "Importing a record"): read as a stream, checked whole,
+then appended in batches, each its own transaction, that the same command resumes after.
+
+A record file (one JSON object; any file whose first line is not a JSON value of its own) is one unit:
+read whole, one batch, as before. Any other file is NDJSON envelopes, read twice as a stream: the first
+pass checks every line (service/intake/check.py) and notes the running sha256 of the file's bytes at
+each batch's end; the second decodes each line again and appends a batch of `batch_size` events at a
+time through the Ledger facade, the same append path single events take, after checking that the bytes
+of the batch are those the first pass checked. Each batch's transaction also records how far the file
+is committed (its identity, the byte offset and line after the batch, the sha256 of those bytes), so a
+run stopped anywhere (kill -9, a full disk) is resumed by the same command: it checks that the file
+still begins with the committed bytes (their hash, not their lines) and checks and appends the rest.
+
+After each commit the chain is walked from the last verified point over what was just stored, read
+back from the database (ledger/storage/verify.py), and the verified point moved to the head, so the
+first integrity report after an import walks nothing: no anonymous request pays for a bulk load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+from ledger.model.codec import decode_json, quick_event, to_event
+from ledger.model.errors import InvalidEvent, LedgerError
+from ledger.model.events import Event
+from ledger.model.facts import Head, ImportProgress
+from ledger.model.importer import parse_input
+from ledger.model.instants import format_recorded, now_us
+from service.intake.check import FileCheck
+from service.intake.stream import MAX_LINE, iter_lines, open_stream, read_exactly
+from service.ledger import Ledger, VerifyReport, verify_store
+from service.ops.scrub import VERIFY, PassLog, pass_of
+
+BATCH = 10_000
+# the part of a file its identity hashes (with its size): enough to tell two files apart, read at once
+HEAD_BYTES = 1 << 20
+# a file read whole (a record) may hold no more: a larger one that is not NDJSON is refused
+WHOLE_MAX = 256 * 1024 * 1024
+
+CHECKING, APPENDING = "checking", "appending"
+# told (phase, non-empty lines so far, bytes of the file read so far, the file's size)
+Progress = Callable[[str, int, int, int], None]
+
+
+class Stopped(LedgerError):
+    """An import stopped after some of its batches were committed (the rest refused at its append, or
+    the file changed since it was checked): the same command resumes after the last committed batch."""
+
+    code = "import_stopped"
+
+
+class Imported(NamedTuple):
+    """What one file's import did."""
+
+    name: str
+    lines: int  # non-empty lines (events) read, in this run
+    appended: int
+    duplicates: int
+    head: Head
+    batches: int
+    resumed_at_line: int  # the last line committed by an earlier run (0: none)
+    walk: VerifyReport | None  # the last walk after a commit (None: nothing was committed)
+
+
+def file_key(path: str | os.PathLike[str]) -> str:
+    """A file's identity: its size and the sha256 of its first MiB, as stored."""
+    with open(path, "rb") as f:
+        head = f.read(HEAD_BYTES)
+    return f"{os.path.getsize(path)}:{hashlib.sha256(head).hexdigest()}"
+
+
+def _first_line_alone(path: str | os.PathLike[str]) -> bool:
+    """Whether the file's first line is a JSON value of its own and other lines follow: NDJSON."""
+    with open_stream(path) as s:
+        lines = iter_lines(s)
+        try:
+            first = next(lines, None)
+            if first is None:
+                return False
+            decode_json(first[1])
+        except InvalidEvent as e:
+            if e.where == "file":  # a damaged stream: refused, whatever the file holds
+                raise
+            return False  # a first line too long, or not JSON by itself: read whole
+        return any(line.strip() for _, line in lines)
+
+
+def import_file(
+    ledger: Ledger,
+    path: str | os.PathLike[str],
+    *,
+    batch_size: int = BATCH,
+    force: bool = False,
+    progress: Progress | None = None,
+    scratch_dir: str | None = None,
+    walk: bool = True,
+) -> Imported:
+    """Import one file: check it whole, then append it a batch at a time; raise (a LedgerError naming
+    the line) before anything is written if any line is refused."""
+    if batch_size < 1:
+        raise InvalidEvent("batch_size", "must be >= 1")
+    name = os.fspath(path)
+    walker = _Walker(ledger) if walk else None
+    if not _first_line_alone(path):
+        return _import_whole(ledger, name, force, walker)
+    return _Lines(ledger, name, batch_size, progress, scratch_dir, walker).run()
+
+
+def _import_whole(ledger: Ledger, name: str, force: bool, walker: _Walker | None) -> Imported:
+    """A record (or a batch object, a list, one envelope): read whole and appended as one batch."""
+    chunks: list[bytes] = []
+    with open_stream(name) as s:
+        read = read_exactly(s, WHOLE_MAX + 1, chunks.append)
+    if read > WHOLE_MAX:
+        raise InvalidEvent("file", f"neither NDJSON nor a JSON value of at most {WHOLE_MAX} bytes")
+    batch = parse_input(b"".join(chunks), force=force)
+    chunks.clear()
+    result = ledger.append_batch(batch)
+    report = walker.after_commit() if walker is not None else None
+    return Imported(name, len(batch.events), result.appended, result.duplicates, result.head, 1, 0, report)
+
+
+class _Walker:
+    """Walks the chain after each commit from the last verified point, re-reading what was stored, and
+    moves the point to the head; with no full walk recorded yet, the first is from seq 1 and recorded
+    as one (what the first integrity report would otherwise walk inside its request)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.store = ledger.store
+        self.passes = PassLog(ledger.store)
+        self.report: VerifyReport | None = None
+
+    def after_commit(self) -> VerifyReport | None:
+        """Walk what was committed; a walk that finds a break stops walking (the break is the answer)."""
+        if self.report is not None and not self.report.ok:
+            return self.report
+        started = now_us()
+        if self.passes.last() is None:
+            self.report = verify_store(self.store, remember=True)
+            self.passes.record(pass_of(VERIFY, self.report, started, now_us()))
+        else:
+            self.report = verify_store(self.store, resume=True, remember=True)
+        return self.report
+
+
+class _Lines:
+    """The two passes over an NDJSON file, from where an earlier run's last batch ended."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        name: str,
+        batch_size: int,
+        progress: Progress | None,
+        scratch_dir: str | None,
+        walker: _Walker | None,
+    ) -> None:
+        self.ledger = ledger
+        self.name = name
+        self.batch_size = batch_size
+        self.progress = progress
+        self.scratch_dir = scratch_dir
+        self.walker = walker
+        self.size = os.path.getsize(name)
+        self.key = file_key(name)
+        self.read = 0  # bytes of the file read in the current pass
+        self.lines = 0  # non-empty lines read in the current pass
+
+    def _counted(self, n: int) -> None:
+        self.read += n
+
+    def _tell(self, phase: str) -> None:
+        if self.progress is not None:
+            self.progress(phase, self.lines, self.read, self.size)
+
+    def run(self) -> Imported:
+        """Check what is not committed yet, then append it."""
+        prior = self.ledger.store.tables.import_progress(self.key)
+        start, ends = self._check(prior)
+        if start.prior is None and prior is not None:
+            # the committed bytes are not this file's beginning: another file of the same size and first
+            # MiB, or this one edited since; checked and appended from its start (stored lines are
+            # duplicates)
+            start, ends = self._check(None)
+        return self._append(start, ends)
+
+    def _numbered(self, s: Any, sha: Any, first: int, ends: list[str] | None) -> Iterator[tuple[int, bytes]]:
+        """The lines after the start, each taken into the running hash; with `ends`, the hash noted
+        after every `batch_size` non-empty lines (and at the end), where the second pass commits."""
+        count = since = 0
+        for n, line in iter_lines(s, first):
+            sha.update(line)
+            since += len(line)
+            if line.strip():
+                count += 1
+                self.lines += 1
+                if self.lines % 1000 == 0:
+                    self._tell(CHECKING)
+            yield n, line
+            if ends is not None and count == self.batch_size:
+                ends.append(sha.hexdigest())
+                count = since = 0
+        if ends is not None and (since or not ends):
+            ends.append(sha.hexdigest())
+
+    def _check(self, prior: ImportProgress | None) -> tuple[_Start, list[str]]:
+        """The first pass from the committed prefix (when the file still begins with it): every line
+        checked, the running hash noted at each batch's end."""
+        sha = hashlib.sha256()
+        self.read = self.lines = 0
+        start = _Start(0, 0, hashlib.sha256(), None)
+        with open_stream(self.name, self._counted) as s:
+            if prior is not None:
+                done = read_exactly(s, prior.bytes_done, sha.update)
+                if done != prior.bytes_done or sha.hexdigest() != prior.prefix_sha256:
+                    return start, []
+                start = _Start(prior.bytes_done, prior.lines_done, sha.copy(), prior)
+            check = FileCheck(self.ledger.store.tables, self.ledger.now(), self.scratch_dir)
+            ends: list[str] = []
+            check.run(self._numbered(s, sha, start.lines + 1, ends))
+        self._tell(CHECKING)
+        return start, ends
+
+    def _append(self, start: _Start, ends: list[str]) -> Imported:
+        """The second pass: a batch at a time, each with the file's progress in its transaction."""
+        self.read = self.lines = 0
+        run = _Run(start, ends, self.ledger.head())
+        try:
+            with open_stream(self.name, self._counted, at=start.offset) as s:
+                for n, line in iter_lines(s, start.lines + 1):
+                    run.sha.update(line)
+                    run.offset += len(line)
+                    run.line = n
+                    if not line.strip():
+                        continue
+                    where = f"line {n}"
+                    # its rules are the append's to check (at the ledger's clock), as the first pass did
+                    event = quick_event(line) or to_event(decode_json(line, where), where)
+                    run.events.append(event)
+                    run.places.append(where)
+                    self.lines += 1
+                    if len(run.events) == self.batch_size:
+                        self._commit(run)
+                    elif self.lines % 1000 == 0:
+                        self._tell(APPENDING)
+                if run.batches < len(ends):  # the last batch, or the bytes after the last full one
+                    self._commit(run)
+        except LedgerError as e:
+            if not run.batches:
+                raise
+            raise Stopped(
+                f"stopped at line {run.line} after {run.batches} committed batch(es) ({run.appended} "
+                f"appended, up to line {run.committed_line}): {e.message}; the same command resumes "
+                "after the last committed batch",
+                details={"line": run.line, "committed_line": run.committed_line},
+            ) from None
+        got = (run.appended, run.duplicates, run.head, run.batches)
+        return Imported(self.name, self.lines, *got, start.lines, run.report)
+
+    def _commit(self, run: _Run) -> None:
+        """Append the batch in hand, with how far the file is committed, in one transaction."""
+        if run.batches >= len(run.ends) or run.sha.hexdigest() != run.ends[run.batches]:
+            raise InvalidEvent(
+                "file",
+                f"changed while it was imported: its bytes up to line {run.line} are not those checked",
+            )
+        at = now_us()
+        prior = run.start.prior
+        before = (prior.appended, prior.duplicates) if prior is not None else (0, 0)
+
+        def save(tx: Any, result: Any) -> None:
+            tx.save_import_progress(
+                ImportProgress(self.key, self.name, run.offset, run.line, run.sha.hexdigest(),
+                               before[0] + run.appended + result.appended,
+                               before[1] + run.duplicates + result.duplicates,
+                               result.head.seq, format_recorded(at), at)
+            )  # fmt: skip
+
+        result = self.ledger.append(run.events, None, run.places, typed=True, within=save)
+        run.appended += result.appended
+        run.duplicates += result.duplicates
+        run.head = result.head
+        run.batches += 1
+        run.committed_line = run.line
+        run.events, run.places = [], []
+        if self.walker is not None:
+            run.report = self.walker.after_commit()
+        self._tell(APPENDING)
+
+
+class _Run:
+    """The second pass's state: the running hash and offset, the batch in hand, what was committed."""
+
+    def __init__(self, start: _Start, ends: list[str], head: Head) -> None:
+        self.start = start
+        self.ends = ends
+        self.sha = start.sha.copy()
+        self.offset = start.offset
+        self.line = self.committed_line = start.lines
+        self.events: list[Event] = []
+        self.places: list[str] = []
+        self.appended = self.duplicates = self.batches = 0
+        self.head = head
+        self.report: VerifyReport | None = None
+
+
+class _Start(NamedTuple):
+    """Where this run begins: after the bytes and lines an earlier run committed, and their hash."""
+
+    offset: int
+    lines: int
+    sha: Any
+    prior: ImportProgress | None
+
+
+__all__ = ["BATCH", "Imported", "LedgerError", "MAX_LINE", "file_key", "import_file"]

@@ -1,0 +1,295 @@
+"""service/intake/load.py: an NDJSON file checked whole (one refused line writes nothing, named), then
+appended in batches that build what single appends build, resumed after the last committed batch, and
+walked as it commits so the first integrity report walks nothing."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from ledger.model import events as ev
+from ledger.model.codec import event_to_dict
+from ledger.model.errors import Conflict, InvalidEvent, LedgerError
+from service.intake import load
+from service.intake.load import CHECKING, Stopped, file_key, import_file
+from service.ledger import Ledger
+from service.ops.scrub import PassLog, chain_status
+from tests import factories as fx
+from tests.conftest import NewDb, examples
+
+A = fx.PAPERS[0]
+
+
+def line(e: ev.Event | dict[str, Any]) -> bytes:
+    """One NDJSON line of an envelope (an event, or its JSON as a dict)."""
+    return msgspec.json.encode(e if isinstance(e, dict) else event_to_dict(e)) + b"\n"
+
+
+def history(n: int) -> list[ev.Event]:
+    """n papers, each citing the one before it and resolved to it: 3 events a paper past the first."""
+    out: list[ev.Event] = []
+    for i in range(n):
+        pid = f"2101.{i + 1:05d}"
+        out.append(fx.paper(pid, fx.ts(i), title=f"Paper {i}"))
+        if i:
+            oid = fx.oid_of(i)
+            out.append(fx.citation(oid, pid, fx.ts(i, 1), cited=fx.work(f"w-{i}", fx.ts(i, 1))))
+            out.append(fx.resolution(oid, fx.ts(i, 2), cited_arxiv=f"2101.{i:05d}"))
+    return out
+
+
+def write(path: Path, events: Sequence[ev.Event | dict[str, Any]], blank: bool = False) -> Path:
+    path.write_bytes(b"".join(line(e) + (b"\n" if blank else b"") for e in events))
+    return path
+
+
+def state(ledger: Ledger) -> dict[str, Any]:
+    """Everything an append derives: the log, every key and check row, spans, counts, titles indexed."""
+    t = ledger.store.tables
+    stored, counted = t.count_rows()
+    return {
+        "log": ledger.store.read_log(),
+        "index": sorted(t.index_rows()),
+        "spans": sorted(t.span_rows(ordered=False)),
+        "counts": (list(stored), list(counted)),
+        "titles": t.index_titles(ledger.head().seq),
+    }
+
+
+# -- batches build what single appends build -------------------------------------------------------
+
+_EXAMPLE = itertools.count()
+
+
+@settings(
+    max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(events=fx.ledgers(max_obs=5), batch=st.integers(1, 7), blank=st.booleans())
+def test_batches_build_what_single_appends_build(
+    new_db: NewDb, tmp_path: Path, events: list[ev.Event], batch: int, blank: bool
+) -> None:
+    assume(events)
+    clock = fx.Clock()  # one instant for both ledgers: the same recorded_at, so the same hashes
+    n = next(_EXAMPLE)
+    single, batched = Ledger(new_db(f"s{n}.db"), clock=clock), Ledger(new_db(f"b{n}.db"), clock=clock)
+    try:
+        for e in events:
+            single.append([e])
+        path = write(tmp_path / f"h{n}.ndjson", events, blank)
+        got = import_file(batched, path, batch_size=batch)
+        # a file of one line is one unit; blank lines after the last full batch are committed as one more
+        batches = 1 if len(events) == 1 else -(-len(events) // batch) + (blank and len(events) % batch == 0)
+        assert (got.appended, got.batches) == (len(single.store.read_log()), batches)
+        assert state(batched) == state(single)
+        assert batched.verify().ok
+    finally:
+        single.close()
+        batched.close()
+
+
+def test_big_batches_build_what_single_appends_build(new_db: NewDb, tmp_path: Path) -> None:
+    """Batches past PostgreSQL's COPY_FROM rows (COPY, not one INSERT a row) store the same rows."""
+    events = history(60) + [fx.check("crossref", fx.ts(90), [f"w-{i}" for i in range(1, 60)])]
+    clock = fx.Clock()
+    single, batched = Ledger(new_db("single.db"), clock=clock), Ledger(new_db("batched.db"), clock=clock)
+    try:
+        for e in events:
+            single.append([e])
+        got = import_file(batched, write(tmp_path / "big.ndjson", events), batch_size=150)
+        assert (got.appended, got.batches) == (len(events), 2)
+        assert state(batched) == state(single)
+        assert batched.verify().ok
+    finally:
+        single.close()
+        batched.close()
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_file_is_appended_a_batch_at_a_time_with_its_progress(
+    fresh_ledger: Ledger, tmp_path: Path, compress: bool
+) -> None:
+    events = history(10)  # 28 events
+    path = write(tmp_path / "h.ndjson", events)
+    if compress:
+        path = tmp_path / "h.ndjson.gz"
+        path.write_bytes(gzip.compress((tmp_path / "h.ndjson").read_bytes()))
+    commits: list[int] = []
+    fresh_ledger.on_commit(lambda: commits.append(fresh_ledger.head().seq))
+    got = import_file(fresh_ledger, path, batch_size=10)
+    assert commits == [10, 20, 28] and (got.appended, got.duplicates, got.batches) == (28, 0, 3)
+    p = fresh_ledger.store.tables.import_progress(file_key(path))
+    assert p is not None and (p.lines_done, p.appended, p.head_seq) == (28, 28, 28)
+
+
+# -- one refused line writes nothing, and is named ------------------------------------------------
+
+
+def _refusals() -> list[Any]:
+    good = history(12)  # 34 events: a refusal past the first batch of 10
+    oid = fx.oid_of(99)
+    future = {**event_to_dict(fx.measurement(A, fx.ts(1), 1)), "observed_at": "2999-01-01T00:00:00Z"}
+    unknown = {"type": "paper.noticed", "observed_at": fx.ts(0), "data": {}}
+    earlier = {**event_to_dict(good[3]), "event_id": fx.oid_of(7), "observed_at": fx.ts(60)}
+    cases = [
+        ("json", b'{"type": "paper.observed", "observed_at": \n', InvalidEvent, r"line 25\b"),
+        ("type", line(unknown), InvalidEvent, r"line 25\.type: unknown event type"),
+        ("orphan-resolution", line(fx.resolution(oid, fx.ts(50))), InvalidEvent,
+         r"line 25\.data\.observation_id: no citation\.observed"),
+        ("other-paper", line(fx.citation(fx.oid_of(1), A, fx.ts(50))), InvalidEvent,
+         r"line 25\.data\.citing_arxiv_id: observation .* belongs to paper"),
+        ("id-earlier-in-file", line(earlier), Conflict,
+         r"line 25\.event_id: .* appears earlier in the file \(line 24\)"),
+        ("future", line(future), InvalidEvent, r"line 25\.observed_at: more than 5 minutes in the future"),
+    ]  # fmt: skip
+    return [pytest.param(25, bad, error, match, id=name) for name, bad, error, match in cases]
+
+
+@pytest.mark.parametrize(("at", "bad", "error", "match"), _refusals())
+def test_one_refused_line_refuses_the_file_and_writes_nothing(
+    fresh_ledger: Ledger, tmp_path: Path, at: int, bad: bytes, error: type[LedgerError], match: str
+) -> None:
+    lines = [line(e) for e in history(12)]
+    # the line before the refused one names the id it repeats (its own content)
+    lines[at - 2] = line({**event_to_dict(history(12)[at - 2]), "event_id": fx.oid_of(7)})
+    lines.insert(at - 1, bad)
+    path = tmp_path / "f.ndjson"
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(error, match=match):
+        import_file(fresh_ledger, path, batch_size=10)
+    assert fresh_ledger.head().seq == 0
+    assert fresh_ledger.store.tables.import_progress(file_key(path)) is None
+
+
+def test_an_id_stored_with_other_content_is_named(imported_ledger: Ledger, tmp_path: Path) -> None:
+    stored = imported_ledger.store.read_log(limit=1)[0]
+    other = {**event_to_dict(fx.measurement(A, fx.ts(1), 1)), "event_id": stored.event_id}
+    path = tmp_path / "f.ndjson"
+    path.write_bytes(b"".join(line(e) for e in history(3)) + line(other))
+    head = imported_ledger.head()
+    with pytest.raises(Conflict, match=rf"line 8\.event_id: {stored.event_id} is already stored \(seq 1\)"):
+        import_file(imported_ledger, path, batch_size=2)
+    assert imported_ledger.head() == head
+
+
+def test_lines_already_stored_are_duplicates(fresh_ledger: Ledger, tmp_path: Path) -> None:
+    events = history(4)
+    fresh_ledger.append(events[:5])
+    got = import_file(fresh_ledger, write(tmp_path / "f.ndjson", events), batch_size=3)
+    assert (got.appended, got.duplicates) == (len(events) - 5, 5)
+
+
+# -- resumed after the last committed batch -------------------------------------------------------
+
+
+class _Stop(Exception):
+    """Stands for a kill: raised from the progress callback once `after` batches are committed."""
+
+
+def _stop_after(after: int) -> Callable[[str, int, int, int], None]:
+    seen = {"appending": 0}
+
+    def progress(phase: str, lines: int, read: int, size: int) -> None:
+        if phase == "appending" and lines % 10 == 0 and lines:
+            seen["appending"] += 1
+            if seen["appending"] == after:
+                raise _Stop
+
+    return progress
+
+
+def test_a_stopped_import_resumes_after_its_last_committed_batch(
+    fresh_ledger: Ledger, tmp_path: Path
+) -> None:
+    events = history(12)  # 34 events
+    path = write(tmp_path / "f.ndjson", events)
+    with pytest.raises(_Stop):
+        import_file(fresh_ledger, path, batch_size=10, progress=_stop_after(2))
+    assert fresh_ledger.head().seq == 20
+    checked: list[int] = []
+    got = import_file(
+        fresh_ledger, path, batch_size=10, progress=lambda ph, n, r, s: ph == CHECKING and checked.append(n)
+    )
+    assert (got.resumed_at_line, got.appended, got.duplicates, got.batches) == (20, 14, 0, 2)
+    assert max(checked) == 14  # only the lines not committed were checked again
+    log = fresh_ledger.store.read_log()
+    assert len(log) == len(events) and len({e.event_id for e in log}) == len(events)
+    assert fresh_ledger.verify().ok
+    again = import_file(fresh_ledger, path, batch_size=10)
+    assert (again.resumed_at_line, again.appended, again.lines) == (34, 0, 0)
+
+
+def test_a_file_that_no_longer_begins_with_the_committed_bytes_starts_over(
+    fresh_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(load, "HEAD_BYTES", 8)  # the identity covers the first 8 bytes only
+    events = history(12)
+    path = write(tmp_path / "f.ndjson", events)
+    with pytest.raises(_Stop):
+        import_file(fresh_ledger, path, batch_size=10, progress=_stop_after(1))
+    raw = path.read_bytes()
+    path.write_bytes(raw.replace(b'"Paper 1"', b'"Paper X"'))  # same size, same first bytes
+    got = import_file(fresh_ledger, path, batch_size=10)
+    assert got.resumed_at_line == 0
+    assert (got.appended, got.duplicates) == (len(events) - 10 + 1, 10 - 1)
+
+
+def test_a_file_changed_between_its_check_and_its_append_is_stopped(
+    fresh_ledger: Ledger, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "f.ndjson", history(12))
+
+    def change(phase: str, lines: int, read: int, size: int) -> None:
+        if phase == CHECKING and read == size:
+            raw = path.read_bytes()
+            path.write_bytes(raw.replace(b'"Paper 9"', b'"Paper Z"'))
+
+    with pytest.raises(Stopped, match=r"after 2 committed batch\(es\).*changed while it was imported"):
+        import_file(fresh_ledger, path, batch_size=10, progress=change)
+    assert fresh_ledger.head().seq == 20  # what was checked and committed stays; the rest is not
+
+
+# -- the walk as it commits -----------------------------------------------------------------------
+
+
+def test_the_first_integrity_report_after_an_import_walks_nothing(
+    fresh_ledger: Ledger, tmp_path: Path
+) -> None:
+    got = import_file(fresh_ledger, write(tmp_path / "f.ndjson", history(12)), batch_size=10)
+    assert got.walk is not None and got.walk.ok
+    point = fresh_ledger.store.tables.verified_point()
+    assert point is not None and point.seq == fresh_ledger.head().seq == 34
+    chain = chain_status(fresh_ledger.store, PassLog(fresh_ledger.store))
+    assert chain["ok"] and chain["events_checked"] == 0 and chain["walked"] is None
+    assert chain["trusted"]["to"] == 34 and chain["last_full_walk"]["by"] == "verify"
+
+
+def test_the_walk_reads_back_what_was_stored(
+    fresh_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that wrote other bytes than the append computed (a fault below it) is caught by the
+    walk after the commit, not vouched for."""
+    insert = _write_tx_class(fresh_ledger).insert
+
+    def faulty(self: Any, rows: Any) -> None:
+        first = list(rows.events[0])
+        first[9] = first[9].replace("Paper", "Pxper")  # the data column, its hash unchanged
+        rows.events[0] = tuple(first)
+        insert(self, rows)
+
+    monkeypatch.setattr(_write_tx_class(fresh_ledger), "insert", faulty)
+    got = import_file(fresh_ledger, write(tmp_path / "f.ndjson", history(6)), batch_size=10)
+    assert got.walk is not None and not got.walk.ok and got.walk.first_bad_seq == 1
+    assert fresh_ledger.store.tables.verified_point() is None
+
+
+def _write_tx_class(ledger: Ledger) -> type:
+    with ledger.store.write() as tx:
+        return type(tx)

@@ -1,0 +1,87 @@
+"""service/intake/stream.py: gzip and zstandard by their magic, lines numbered as splitlines numbers them,
+damaged streams and overlong lines refused, offsets skipped."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+import zstandard
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledger.model.errors import InvalidEvent
+from service.intake.stream import iter_lines, open_stream
+
+TEXT = b'{"a": 1}\n\n{"b": 2}\r\n{"c": 3}\r{"d": 4}'
+
+
+def _zstd_frames(data: bytes, cut: int = 2) -> bytes:
+    """`data` as two zstandard frames one after the other (what pzstd and concatenated files hold)."""
+    c = zstandard.ZstdCompressor()
+    return c.compress(data[:cut]) + c.compress(data[cut:])
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [lambda b: b, gzip.compress, lambda b: zstandard.ZstdCompressor().compress(b), _zstd_frames],
+    ids=["plain", "gzip", "zstd", "zstd-two-frames"],
+)
+def test_each_form_gives_the_same_lines(tmp_path: Path, encode: object) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(encode(TEXT))  # type: ignore[operator]
+    counted: list[int] = []
+    with open_stream(path, counted.append) as s:
+        lines = list(iter_lines(s))
+    assert lines == list(enumerate(TEXT.splitlines(keepends=True), start=1))
+    assert sum(counted) == path.stat().st_size  # the stored bytes, compressed when they are
+
+
+@given(st.binary(max_size=300), st.integers(min_value=1, max_value=5))
+def test_numbering_is_splitlines(data: bytes, first: int) -> None:
+    import io
+
+    got = list(iter_lines(io.BytesIO(data), first))
+    assert got == list(enumerate(data.splitlines(keepends=True), start=first))
+    assert b"".join(line for _, line in got) == data
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: gzip.compress(b)[:-12],  # cut before its end
+        lambda b: gzip.compress(b)[:-8] + b"\x00" * 8,  # a wrong CRC
+        lambda b: zstandard.ZstdCompressor().compress(b)[:-5],  # cut inside its frame
+        lambda b: zstandard.ZstdCompressor().compress(b) + b"\x28\xb5\x2f\xfd\x00",  # a broken 2nd frame
+    ],
+    ids=["gzip-cut", "gzip-crc", "zstd-cut", "zstd-bad-frame"],
+)
+def test_a_damaged_stream_is_refused(tmp_path: Path, damage: object) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(damage(TEXT * 100))  # type: ignore[operator]
+    with pytest.raises(InvalidEvent, match="damaged compressed stream"), open_stream(path) as s:
+        list(iter_lines(s))
+
+
+def test_a_line_longer_than_the_bound_is_refused_by_number(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"short\n" + b"x" * 100 + b"\n")
+    with pytest.raises(InvalidEvent, match=r"line 2: longer than 50 bytes"), open_stream(path) as s:
+        list(iter_lines(s, max_line=50))
+
+
+@pytest.mark.parametrize("encode", [lambda b: b, gzip.compress], ids=["plain", "gzip"])
+@pytest.mark.parametrize("at", [0, 9, 10, len(TEXT)])
+def test_a_stream_opened_at_an_offset_starts_there(tmp_path: Path, encode: object, at: int) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(encode(TEXT))  # type: ignore[operator]
+    with open_stream(path, at=at) as s:
+        assert s.read() == TEXT[at:]
+
+
+def test_a_compressed_stream_shorter_than_the_offset_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "f.gz"
+    path.write_bytes(gzip.compress(TEXT))
+    with pytest.raises(InvalidEvent, match="fewer than"), open_stream(path, at=len(TEXT) + 1):
+        pass
