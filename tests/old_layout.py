@@ -40,6 +40,7 @@ ADDED = {
     "alerts": ("watches", "watch_keys", "watch_works", "alerts", "outbox", "deliveries", "alert_cursor"),
     "search": ("search_titles", "search_cursor"),
     "ingest_receipts": ("ingest_receipts",),
+    "catalogue": ("catalogue_works", "catalogue_terms", "catalogue_cursor"),
     "import_progress": ("import_progress",),
 }
 # before the event-keys step the events kept their random keys in columns of their own, derived by the
