@@ -19,7 +19,7 @@ def _ingest(
     source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, db: str, force: bool
 ) -> None:
     from service.ledger import Ledger
-    from service.sources import ingest, input_size
+    from service.sources import SourceFile, ingest, input_size
 
     ledger = Ledger(db)
     data: Any = sys.stdin.buffer if file == "-" else file
@@ -29,10 +29,10 @@ def _ingest(
             # by bytes read, on stderr: stdout stays the summary alone
             with click.progressbar(length=size, label=f"reading {file}", file=sys.stderr) as bar:
                 summary = ingest(
-                    ledger, source, data, observed_at, paper_id, progress=bar.update, force=force
+                    ledger, SourceFile(source, data, observed_at, paper_id), progress=bar.update, force=force
                 )
         else:
-            summary = ingest(ledger, source, data, observed_at, paper_id, force=force)
+            summary = ingest(ledger, SourceFile(source, data, observed_at, paper_id), force=force)
     except LedgerError as e:
         click.echo(f"{file}: refused, nothing written: {e.message}", err=True)
         sys.exit(1)

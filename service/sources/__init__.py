@@ -6,7 +6,7 @@ import gzip
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import IO
+from typing import IO, NamedTuple
 
 from ledger.model.codec import FUTURE_SLACK_US
 from ledger.model.errors import InvalidEvent
@@ -39,10 +39,30 @@ UNDER_HALF = "under_half_the_last"
 # told of the ingest's append once committed: its events, the answer, the seconds it took
 Appended = Callable[[Sequence[Event], AppendResult, float], None]
 
-__all__ = ["SOURCES", "NotThatFormat", "Refused", "Summary", "ingest", "input_size", "parse_source"]
+__all__ = [
+    "SOURCES",
+    "NotThatFormat",
+    "Refused",
+    "SourceFile",
+    "Summary",
+    "ingest",
+    "input_size",
+    "parse_source",
+]
 
 
-def _check_args(source: str, observed_at: str, paper_id: str | None) -> int:
+class SourceFile(NamedTuple):
+    """A file as a source publishes it: which source, its bytes (a path, bytes or a stream), when it was
+    fetched, and for opencitations the paper it counts."""
+
+    source: str
+    data: Input
+    observed_at: str
+    paper_id: str | None = None
+
+
+def _check_args(file: SourceFile) -> int:
+    source, _, observed_at, paper_id = file
     if source not in SOURCES:
         raise InvalidEvent("source", f"unknown source {source!r}; one of {', '.join(SOURCES)}")
     try:
@@ -64,17 +84,12 @@ def _check_args(source: str, observed_at: str, paper_id: str | None) -> int:
 
 
 def parse_source(
-    ledger: Ledger,
-    source: str,
-    data: Input,
-    observed_at: str,
-    paper_id: str | None = None,
-    progress: Progress | None = None,
-    digest: Digest | None = None,
+    ledger: Ledger, file: SourceFile, progress: Progress | None = None, digest: Digest | None = None
 ) -> Parsed:
-    """Read a file as `source` publishes it into the events of one batch (nothing is written);
+    """Read a file as its source publishes it into the events of one batch (nothing is written);
     `digest` takes the file's bytes."""
-    t = _check_args(source, observed_at, paper_id)
+    t = _check_args(file)
+    source, data, observed_at, paper_id = file
     summary = Summary(source, SOURCES[source], observed_at)
     # the Retraction Watch export is known to carry stray non-UTF-8 bytes in names: they are replaced
     # rather than refusing 60k rows over one author; in a column the ledger reads they leave the row
@@ -100,10 +115,7 @@ def parse_source(
 
 def ingest(
     ledger: Ledger,
-    source: str,
-    data: Input | IO[bytes],
-    observed_at: str,
-    paper_id: str | None = None,
+    file: SourceFile,
     progress: Progress | None = None,
     appended: Appended | None = None,
     *,
@@ -119,8 +131,9 @@ def ingest(
     `force`.
     """
     digest = Digest()
-    parsed = parse_source(ledger, source, data, observed_at, paper_id, progress, digest)
+    parsed = parse_source(ledger, file, progress, digest)
     summary = parsed.summary
+    source, observed_at = file.source, file.observed_at
 
     def receipt(tx: WriteTx, result: AppendResult) -> None:
         # under the append lock: two ingests at once are each compared with the one before them
