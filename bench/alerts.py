@@ -22,7 +22,7 @@ from bench.util import DATA, PYTHON, copy_db, remove_db, vm_hwm_kb
 from ledger.model.events import CitationData, CitationObserved, CitedWork, Event, PaperData, PaperObserved
 from service.alerts import alerts as al
 from service.ledger import Ledger
-from service.sources import ingest
+from service.sources import SourceFile, ingest
 
 PAPERS = 10_000
 REFS = 3
@@ -83,7 +83,7 @@ def measure(db: str, file: str) -> dict[str, object]:
     ledger = Ledger(db)
     body = Path(file).read_bytes()
     start = time.perf_counter()
-    summary = ingest(ledger, "retraction-watch", body, T_INGEST)
+    summary = ingest(ledger, SourceFile("retraction-watch", body, T_INGEST))
     seconds = time.perf_counter() - start
     alerts = ledger.store.alerts.last_n()
     return {"seconds": round(seconds, 3), "notices": summary.notices, "alerts": alerts,

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from service.ledger import Ledger  # noqa: E402
-from service.sources import ingest  # noqa: E402
+from service.sources import SourceFile, ingest  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "2509.02480.record.json"
 HEADER = [
@@ -92,7 +92,7 @@ def run(work: Path, rows: int) -> None:
     traced = Ledger(work / "traced.db", synchronous="OFF")
     traced.import_bytes(FIXTURE.read_bytes())
     tracemalloc.start()
-    summary = ingest(traced, "retraction-watch", path, "2026-09-01T12:00:00Z")
+    summary = ingest(traced, SourceFile("retraction-watch", path, "2026-09-01T12:00:00Z"))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     print(f"tracemalloc peak during ingest: {peak / 1e6:.2f} MB ({peak / size:.1%} of the file)")
@@ -102,7 +102,7 @@ def run(work: Path, rows: int) -> None:
     timed.import_bytes(FIXTURE.read_bytes())
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    ingest(timed, "retraction-watch", path, "2026-09-01T12:00:00Z")
+    ingest(timed, SourceFile("retraction-watch", path, "2026-09-01T12:00:00Z"))
     elapsed = time.perf_counter() - start
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"ingest time: {elapsed:.2f} s ({rows / elapsed:,.0f} rows/s, {size / 1e6 / elapsed:.1f} MB/s)")

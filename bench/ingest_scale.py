@@ -184,7 +184,7 @@ def child(task: str, db: str, source: str, path: str, at: str) -> dict[str, Any]
     lookups), or match (parse and lookups, nothing appended)."""
     from ledger.model.instants import parse_ts
     from service.ledger import Ledger
-    from service.sources import crossref, ingest, parse_source, retraction_watch
+    from service.sources import SourceFile, crossref, ingest, parse_source, retraction_watch
     from service.sources.base import Summary, WorkIndex
     from service.sources.reader import open_text
 
@@ -195,10 +195,10 @@ def child(task: str, db: str, source: str, path: str, at: str) -> dict[str, Any]
     out: dict[str, Any] = {}
     start = time.perf_counter()
     if task in ("ingest", "fullscan"):
-        s = ingest(ledger, source, path, at)
+        s = ingest(ledger, SourceFile(source, path, at))
         out |= {"appended": s.appended, "matched": s.matched, "works_checked": s.works_checked}
     elif task == "match":
-        s = parse_source(ledger, source, path, at).summary
+        s = parse_source(ledger, SourceFile(source, path, at)).summary
         out |= {"matched": s.matched, "works_checked": s.works_checked}
     else:
 

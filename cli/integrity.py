@@ -6,7 +6,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -22,11 +22,19 @@ from cli.common import (
 )
 from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent, LedgerError, NotFound
-from ledger.tlog.cosign import NO_QUORUM, Quorum
+from ledger.tlog.cosign import Quorum
 
 # Above this many events to walk, `ledger verify` shows a progress bar instead of counting lines.
 BAR_THRESHOLD = 100_000
 _BAR_STEP = 1000
+
+
+class _Held(NamedTuple):
+    """A checkpoint `ledger verify` is asked to hold the ledger to: the note, --key and the quorum."""
+
+    note: str
+    key_arg: str | None  # None: the ledger's own key file
+    quorum: Quorum
 
 
 def _origin(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -224,8 +232,8 @@ def register(main: click.Group) -> None:
         With --checkpoint, also hold the ledger to a checkpoint you kept."""
         if witness_keys and held is None:
             raise click.BadParameter("witnesses cosign a held checkpoint: give it with --checkpoint")
-        note = None if held is None else _note_text(held)
-        _verify(db, as_json, resume, note, key_arg, quorum_of(witness_keys, quorum))
+        given = None if held is None else _Held(_note_text(held), key_arg, quorum_of(witness_keys, quorum))
+        _verify(db, as_json, resume, given)
 
     @main.command()
     @click.option("--json", "as_json", is_flag=True, help="Print the pass as JSON.")
@@ -286,20 +294,13 @@ def _last_walk(p: dict[str, Any]) -> str:
     return f"{p['by']} from {p['started_at']} to {p['finished_at']}, {_walked(p['walked'])}, {result}"
 
 
-def _verify(
-    db: str,
-    as_json: bool,
-    resume: bool,
-    note: str | None = None,
-    key_arg: str | None = None,
-    quorum: Quorum = NO_QUORUM,
-) -> None:
+def _verify(db: str, as_json: bool, resume: bool, given: _Held | None) -> None:
     from ledger.model.instants import now_us
     from service.ledger import Ledger, verify_store
     from service.ops.scrub import VERIFY, PassLog, chain_status, pass_of
 
     ledger = Ledger(db)
-    held = None if note is None else _open_held(ledger, note, key_arg, quorum)
+    held = None if given is None else _open_held(ledger, given)
     passes = PassLog(ledger.store)
     point = ledger.store.tables.verified_point() if resume else None
     progress, every, bar = _progress(ledger.head().seq - (point.seq if point is not None else 0))
@@ -359,12 +360,12 @@ def _verify(
     sys.exit(0 if status["ok"] and (held is None or (verdict is not None and verdict.ok)) else EXIT_CAUGHT)
 
 
-def _open_held(ledger: Any, note: str, key_arg: str | None, quorum: Quorum) -> Any:
+def _open_held(ledger: Any, given: _Held) -> Any:
     """The held checkpoint, its signature verified with --key or the ledger's key file (exit 1 if not)."""
     from ledger.tlog.checkpoint import Checkpointer, NoteError, open_checkpoint, read_vkey_arg
 
-    if key_arg is not None:
-        verifier = read_vkey_arg(key_arg)  # InvalidEvent naming --key: exit 1
+    if given.key_arg is not None:
+        verifier = read_vkey_arg(given.key_arg)  # InvalidEvent naming --key: exit 1
     else:
         checkpointer = Checkpointer.for_db(ledger.store)
         existing = checkpointer.existing_verifier()
@@ -378,13 +379,13 @@ def _open_held(ledger: Any, note: str, key_arg: str | None, quorum: Quorum) -> A
             )
         verifier = existing
     try:
-        held = open_checkpoint(note, verifier)
+        held = open_checkpoint(given.note, verifier)
     except NoteError as e:
         fail(
             NoteError(f"--checkpoint: the held checkpoint does not verify with {verifier.vkey}: {e.message}")
         )
     try:
-        quorum.check(note)
+        given.quorum.check(given.note)
     except NoteError as e:
         # caught, as monitor's "not cosigned": possibly a view shown to this user alone
         fail(NoteError(f"--checkpoint: not cosigned: {e.message}"), EXIT_CAUGHT)

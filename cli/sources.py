@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -19,45 +20,41 @@ def _ingest(
     source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, db: str, force: bool
 ) -> None:
     from service.ledger import Ledger
-    from service.sources import ingest, input_size
+    from service.sources import SourceFile, ingest
 
     ledger = Ledger(db)
+
+    def run(data: Any, progress: Callable[[int], None] | None) -> Any:
+        return ingest(ledger, SourceFile(source, data, observed_at, paper_id), progress, force=force)
+
+    _run(file, as_json, "reading", run)
+
+
+def _ingest_works(file: str, observed_at: str, as_json: bool, db: str) -> None:
+    from service.ledger import Ledger
+    from service.sources.works import ingest_works
+
+    ledger = Ledger(db)
+    # the bar follows the first of its two reads (the whole file checked)
+    _run(file, as_json, "checking", lambda data, progress: ingest_works(ledger, data, observed_at, progress))
+
+
+def _run(
+    file: str, as_json: bool, reading: str, run: Callable[[Any, Callable[[int], None] | None], Any]
+) -> None:
+    """Run an ingest of FILE (- for stdin), with a bar on stderr for a big file, and print its summary;
+    exit 1 naming the refusal (nothing written)."""
+    from service.sources import input_size
+
     data: Any = sys.stdin.buffer if file == "-" else file
     size = None if file == "-" else input_size(file)
     try:
         if size is not None and size >= PROGRESS_BYTES:
             # by bytes read, on stderr: stdout stays the summary alone
-            with click.progressbar(length=size, label=f"reading {file}", file=sys.stderr) as bar:
-                summary = ingest(
-                    ledger, source, data, observed_at, paper_id, progress=bar.update, force=force
-                )
+            with click.progressbar(length=size, label=f"{reading} {file}", file=sys.stderr) as bar:
+                summary = run(data, bar.update)
         else:
-            summary = ingest(ledger, source, data, observed_at, paper_id, force=force)
-    except LedgerError as e:
-        click.echo(f"{file}: refused, nothing written: {e.message}", err=True)
-        sys.exit(1)
-    if as_json:
-        click.echo(canonical(summary.to_dict()).decode())
-    else:
-        for line in summary.lines():
-            click.echo(line)
-
-
-def _ingest_works(file: str, observed_at: str, as_json: bool, db: str) -> None:
-    from service.ledger import Ledger
-    from service.sources import input_size
-    from service.sources.works import ingest_works
-
-    ledger = Ledger(db)
-    data: Any = sys.stdin.buffer if file == "-" else file
-    size = None if file == "-" else input_size(file)
-    try:
-        if size is not None and size >= PROGRESS_BYTES:
-            # the first of the two reads (the whole file checked), by bytes, on stderr
-            with click.progressbar(length=size, label=f"checking {file}", file=sys.stderr) as bar:
-                summary = ingest_works(ledger, data, observed_at, progress=bar.update)
-        else:
-            summary = ingest_works(ledger, data, observed_at)
+            summary = run(data, None)
     except LedgerError as e:
         click.echo(f"{file}: refused, nothing written: {e.message}", err=True)
         sys.exit(1)

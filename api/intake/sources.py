@@ -27,7 +27,7 @@ from ledger.model.events import Event
 from ledger.model.instants import now_us
 from projections.diff import record_changes
 from service.ledger import AppendResult
-from service.sources import SOURCES, ingest
+from service.sources import SOURCES, SourceFile, ingest
 from service.sources.works import ingest_works
 
 router = APIRouter()
@@ -166,7 +166,7 @@ async def post_ingest(
 
     try:
         summary = await run_in_threadpool(
-            ingest, ledger_of(request), source, body, observed_at, id, None, appended, force=force
+            ingest, ledger_of(request), SourceFile(source, body, observed_at, id), None, appended, force=force
         )
         charge = max(1, summary.appended + summary.duplicates)
     except LedgerError:

@@ -177,12 +177,7 @@ def tree_root(store: LogStore, size: int, *, fill: bool = True) -> bytes:
 
 
 def inclusion(
-    store: LogStore,
-    seq: int,
-    tree_size: int | None = None,
-    tree: StoredTree | None = None,
-    *,
-    fill: bool = True,
+    store: LogStore, seq: int, tree_size: int | None = None, *, fill: bool = True
 ) -> InclusionProof:
     """The inclusion proof of event `seq` in the tree of `tree_size` leaves (default: the head)."""
     size = store.head().seq if tree_size is None else tree_size
@@ -196,7 +191,7 @@ def inclusion(
             f"event seq {seq} is not in a tree of size {size}; ask with tree_size >= {seq}",
             details={"seq": seq, "tree_size": size},
         )
-    tree = tree or ensure(store, size, fill=fill)
+    tree = ensure(store, size, fill=fill)
     leaf = tree.leaves((seq - 1) >> STORED_LEVEL)[(seq - 1) % BLOCK]
     return InclusionProof(seq, size, leaf, inclusion_proof(tree, seq - 1, size), root(tree, size))
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import gzip
 import time
-import zlib
 from collections.abc import Callable, Sequence
-from typing import IO
+from typing import IO, NamedTuple
 
-from ledger.model.codec import FUTURE_SLACK_US
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event
 from ledger.model.facts import IngestReceipt
@@ -17,8 +14,16 @@ from ledger.storage.append import AppendResult
 from ledger.storage.interface import WriteTx
 from service.ledger import Ledger
 from service.sources import counts, crossref, retraction_watch
-from service.sources.base import NotThatFormat, PaperIndex, Parsed, Refused, Summary, WorkIndex
-from service.sources.reader import Digest, Input, Progress, ZstdError, input_size, open_text
+from service.sources.base import (
+    NotThatFormat,
+    PaperIndex,
+    Parsed,
+    Refused,
+    Summary,
+    WorkIndex,
+    check_observed_at,
+)
+from service.sources.reader import Digest, Input, Progress, input_size, open_text
 
 STANDING: dict[str, Callable[[IO[str], WorkIndex, Summary], Parsed]] = {
     "retraction-watch": retraction_watch.parse,
@@ -39,21 +44,33 @@ UNDER_HALF = "under_half_the_last"
 # told of the ingest's append once committed: its events, the answer, the seconds it took
 Appended = Callable[[Sequence[Event], AppendResult, float], None]
 
-__all__ = ["SOURCES", "NotThatFormat", "Refused", "Summary", "ingest", "input_size", "parse_source"]
+__all__ = [
+    "SOURCES",
+    "NotThatFormat",
+    "Refused",
+    "SourceFile",
+    "Summary",
+    "ingest",
+    "input_size",
+    "parse_source",
+]
 
 
-def _check_args(source: str, observed_at: str, paper_id: str | None) -> int:
+class SourceFile(NamedTuple):
+    """A file as a source publishes it: which source, its bytes (a path, bytes or a stream), when it was
+    fetched, and for opencitations the paper it counts."""
+
+    source: str
+    data: Input
+    observed_at: str
+    paper_id: str | None = None
+
+
+def _check_args(file: SourceFile) -> int:
+    source, _, observed_at, paper_id = file
     if source not in SOURCES:
         raise InvalidEvent("source", f"unknown source {source!r}; one of {', '.join(SOURCES)}")
-    try:
-        t = parse_ts(observed_at)
-    except (ValueError, TypeError) as e:
-        raise InvalidEvent(
-            "observed_at", f"{e}; give when the file was fetched, e.g. 2026-09-01T12:00:00Z"
-        ) from None
-    # refused again by the append, but checked here so a 60 MB file is not read for nothing
-    if t > now_us() + FUTURE_SLACK_US:
-        raise InvalidEvent("observed_at", "more than 5 minutes in the future")
+    t = check_observed_at(observed_at)
     if source == "opencitations" and not paper_id:
         raise InvalidEvent(
             "id", "opencitations needs --id naming the paper, e.g. doi:10.48550/arXiv.2310.04610"
@@ -64,46 +81,28 @@ def _check_args(source: str, observed_at: str, paper_id: str | None) -> int:
 
 
 def parse_source(
-    ledger: Ledger,
-    source: str,
-    data: Input,
-    observed_at: str,
-    paper_id: str | None = None,
-    progress: Progress | None = None,
-    digest: Digest | None = None,
+    ledger: Ledger, file: SourceFile, progress: Progress | None = None, digest: Digest | None = None
 ) -> Parsed:
-    """Read a file as `source` publishes it into the events of one batch (nothing is written);
+    """Read a file as its source publishes it into the events of one batch (nothing is written);
     `digest` takes the file's bytes."""
-    t = _check_args(source, observed_at, paper_id)
+    t = _check_args(file)
+    source, data, observed_at, paper_id = file
     summary = Summary(source, SOURCES[source], observed_at)
     # the Retraction Watch export is known to carry stray non-UTF-8 bytes in names: they are replaced
     # rather than refusing 60k rows over one author; in a column the ledger reads they leave the row
     # unreadable (retraction_watch.py)
     errors = "replace" if source == "retraction-watch" else "strict"
-    try:
-        # every chunk's lookups see one state of the ledger, as the one statement of the full scan they
-        # replaced did: an append meanwhile cannot leave a notice for a work the check no longer covers
-        with ledger.store.tables.consistent_read(), open_text(data, progress, errors, digest) as text:
-            if source in STANDING:
-                return STANDING[source](text, WorkIndex(ledger.store, t), summary)
-            return counts.parse(source, text, PaperIndex(ledger.store, t), summary, paper_id)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        # a .gz file cut short or damaged: what there is of it may parse, but it is not the file
-        raise InvalidEvent(
-            "file", f"a damaged gzip stream ({e or type(e).__name__}); nothing written"
-        ) from None
-    except ZstdError as e:
-        raise InvalidEvent("file", f"a damaged zstd stream ({e}); nothing written") from None
-    except RecursionError:
-        raise InvalidEvent("file", "JSON nested too deeply to read; nothing written") from None
+    # every chunk's lookups see one state of the ledger, as the one statement of the full scan they
+    # replaced did: an append meanwhile cannot leave a notice for a work the check no longer covers
+    with ledger.store.tables.consistent_read(), open_text(data, progress, errors, digest) as text:
+        if source in STANDING:
+            return STANDING[source](text, WorkIndex(ledger.store, t), summary)
+        return counts.parse(source, text, PaperIndex(ledger.store, t), summary, paper_id)
 
 
 def ingest(
     ledger: Ledger,
-    source: str,
-    data: Input | IO[bytes],
-    observed_at: str,
-    paper_id: str | None = None,
+    file: SourceFile,
     progress: Progress | None = None,
     appended: Appended | None = None,
     *,
@@ -119,8 +118,9 @@ def ingest(
     `force`.
     """
     digest = Digest()
-    parsed = parse_source(ledger, source, data, observed_at, paper_id, progress, digest)
+    parsed = parse_source(ledger, file, progress, digest)
     summary = parsed.summary
+    source, observed_at = file.source, file.observed_at
 
     def receipt(tx: WriteTx, result: AppendResult) -> None:
         # under the append lock: two ingests at once are each compared with the one before them

@@ -7,16 +7,32 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.model.codec import canonical
+from ledger.model.codec import FUTURE_SLACK_US, canonical
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, Notice, StandingChecked, StandingData
 from ledger.model.facts import Head
 from ledger.model.importer import notice_sort_key
+from ledger.model.instants import now_us, parse_ts
 from ledger.storage.interface import Store
 from ledger.storage.works_store import checkable_works, papers_matching, works_matching
 
 EXAMPLES_PER_REASON = 3
+
+
+def check_observed_at(observed_at: str) -> int:
+    """When the file was fetched, in UTC microseconds; InvalidEvent naming observed_at when it is not
+    an instant or is more than 5 minutes ahead."""
+    try:
+        t = parse_ts(observed_at)
+    except (ValueError, TypeError) as e:
+        raise InvalidEvent(
+            "observed_at", f"{e}; give when the file was fetched, e.g. 2026-09-01T12:00:00Z"
+        ) from None
+    # refused again by the append, but checked here so a 60 MB file is not read for nothing
+    if t > now_us() + FUTURE_SLACK_US:
+        raise InvalidEvent("observed_at", "more than 5 minutes in the future")
+    return t
 
 
 class NotThatFormat(InvalidEvent):

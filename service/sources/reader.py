@@ -1,5 +1,5 @@
 """Opening a source file for streaming: bytes counted for a progress bar, gzip and zstd by their magic
-numbers, UTF-8."""
+numbers, UTF-8, a damaged file refused."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ import gzip
 import hashlib
 import io
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import IO, BinaryIO
 
 import zstandard
+
+from ledger.model.errors import InvalidEvent
 
 Progress = Callable[[int], None]
 Input = str | os.PathLike[str] | bytes | IO[bytes]
@@ -114,7 +117,8 @@ def open_text(
     source: Input, progress: Progress | None = None, errors: str = "strict", digest: Digest | None = None
 ) -> Iterator[IO[str]]:
     """The input as text read incrementally (a BOM is dropped, newlines kept as in the file); `digest`
-    takes every byte of it, those the reader left unread too once the block ends."""
+    takes every byte of it, those the reader left unread too once the block ends. A damaged gzip or
+    zstd stream read in the block, or JSON too deep for its parser, is refused as InvalidEvent on file."""
     with ExitStack() as stack:
         raw: IO[bytes]
         if isinstance(source, bytes):
@@ -137,5 +141,14 @@ def open_text(
             # a parser may stop at the end of its JSON value: the bytes after it are the file's too
             while digest is not None and counting.read(_BUFFER):
                 pass
+        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+            # a .gz file cut short or damaged: what there is of it may parse, but it is not the file
+            raise InvalidEvent(
+                "file", f"a damaged gzip stream ({e or type(e).__name__}); nothing written"
+            ) from None
+        except ZstdError as e:
+            raise InvalidEvent("file", f"a damaged zstd stream ({e}); nothing written") from None
+        except RecursionError:  # the JSON parsers reading the text recurse per level of nesting
+            raise InvalidEvent("file", "JSON nested too deeply to read; nothing written") from None
         finally:
             text.detach()

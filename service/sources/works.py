@@ -8,28 +8,25 @@ Memory holds one item and one batch, never the file: Crossref's public data file
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import shutil
 import tempfile
 import time
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ledger.model.codec import FUTURE_SLACK_US, canonical, check_ijson_data, check_rules
+from ledger.model.codec import canonical, check_ijson_data, check_rules
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, WorkObserved
 from ledger.model.facts import Head
-from ledger.model.instants import now_us, parse_ts
 from service.ledger import AppendResult, Ledger
-from service.sources.base import EXAMPLES_PER_REASON, NotThatFormat
+from service.sources.base import EXAMPLES_PER_REASON, NotThatFormat, check_observed_at
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
-from service.sources.reader import Input, Progress, ZstdError, open_text
+from service.sources.reader import Input, Progress, open_text
 from service.sources.works_map import (
     CROSSREF,
     OPENALEX,
@@ -183,7 +180,7 @@ def ingest_works(
 ) -> WorksSummary:
     """Check a works file whole, then append its works in batches; a work whose DOI's latest
     `work.observed` already carries the same data is counted unchanged, not appended."""
-    _check_observed_at(observed_at)
+    check_observed_at(observed_at)
     with _rereadable(data) as source:
         # pass 1: refuse a file that is not a works file, before anything is written
         with _text(source(), progress) as text:
@@ -231,17 +228,6 @@ def _append(
     summary.head = result.head
 
 
-def _check_observed_at(observed_at: str) -> None:
-    try:
-        t = parse_ts(observed_at)
-    except (ValueError, TypeError) as e:
-        raise InvalidEvent(
-            "observed_at", f"{e}; give when the file was fetched, e.g. 2026-09-01T12:00:00Z"
-        ) from None
-    if t > now_us() + FUTURE_SLACK_US:
-        raise InvalidEvent("observed_at", "more than 5 minutes in the future")
-
-
 @contextmanager
 def _rereadable(data: Input) -> Iterator[Callable[[], Input]]:
     """A function giving the input from its start each time it is called: a path or bytes as they are,
@@ -276,11 +262,3 @@ def _text(data: Input, progress: Progress | None) -> Iterator[IO[str]]:
         raise NotThatFormat(NAME, f"not JSON ({e})") from None
     except UnicodeDecodeError as e:
         raise NotThatFormat(NAME, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise InvalidEvent(
-            "file", f"a damaged gzip stream ({e or type(e).__name__}); nothing written"
-        ) from None
-    except ZstdError as e:
-        raise InvalidEvent("file", f"a damaged zstd stream ({e}); nothing written") from None
-    except RecursionError:
-        raise InvalidEvent("file", "JSON nested too deeply to read; nothing written") from None

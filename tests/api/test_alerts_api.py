@@ -13,7 +13,7 @@ from api.app import create_app
 from api.settings import Settings
 from service.alerts import alerts as al
 from service.alerts import webhooks as wh
-from service.sources import ingest
+from service.sources import SourceFile, ingest
 from tests.api.test_api import AUTH, TOKEN, TestClient, ledger_of
 from tests.conftest import NewDb
 from tests.service.alerts.test_alerts import RW, RW_NOTICES
@@ -92,7 +92,7 @@ def test_a_bad_watch_is_a_422_naming_the_field_and_nothing_is_stored(
 
 def test_alerts_page_in_the_order_raised_and_resume_after_a_number(sampled: TestClient) -> None:
     made = _watch(sampled, {"arxiv_id": CITING})
-    ingest(ledger_of(sampled), "retraction-watch", RW, T_INGEST)
+    ingest(ledger_of(sampled), SourceFile("retraction-watch", RW, T_INGEST))
     _raise(sampled)
     got = sampled.get(f"/watches/{made['id']}/alerts", headers=AUTH).json()
     kinds = sorted((a["work_id"], a["notice"]["kind"]) for a in got["alerts"])
@@ -107,7 +107,7 @@ def test_alerts_page_in_the_order_raised_and_resume_after_a_number(sampled: Test
 
 def test_the_alert_stream_sends_each_alert_once_and_resumes_from_last_event_id(sampled: TestClient) -> None:
     made = _watch(sampled, {"arxiv_id": CITING})
-    ingest(ledger_of(sampled), "retraction-watch", RW, T_INGEST)
+    ingest(ledger_of(sampled), SourceFile("retraction-watch", RW, T_INGEST))
     _raise(sampled)
     url = f"/watches/{made['id']}/alerts/stream"
 
@@ -136,7 +136,7 @@ def test_the_paper_feed_is_valid_atom_with_an_entry_per_notice(sampled: TestClie
     empty = sampled.get(f"/paper/{CITING}/alerts.atom")
     assert empty.status_code == 200 and empty.headers["content-type"].startswith("application/atom+xml")
     assert feedparser.parse(empty.content).entries == []
-    ingest(ledger_of(sampled), "retraction-watch", RW, T_INGEST)
+    ingest(ledger_of(sampled), SourceFile("retraction-watch", RW, T_INGEST))
     _raise(sampled)
     answer = sampled.get(f"/paper/{CITING}/alerts.atom")
     feed = feedparser.parse(answer.content)
@@ -153,7 +153,7 @@ def test_the_paper_feed_is_valid_atom_with_an_entry_per_notice(sampled: TestClie
 def test_the_record_page_shows_the_notices_or_says_there_are_none(sampled: TestClient) -> None:
     before = sampled.get(f"/paper/{CITING}/citation-record").text
     assert "No notice for any cited work as of" in before and "no source has checked" in before
-    ingest(ledger_of(sampled), "retraction-watch", RW, T_INGEST)
+    ingest(ledger_of(sampled), SourceFile("retraction-watch", RW, T_INGEST))
     _raise(sampled)
     page = sampled.get(f"/paper/{CITING}/citation-record").text
     assert page.count('class="alert"') == 7 and "Retraction</strong> of reference" in page
@@ -164,7 +164,7 @@ def test_the_record_page_shows_the_notices_or_says_there_are_none(sampled: TestC
 
 def test_deliveries_are_listed_per_watch(sampled: TestClient) -> None:
     made = _watch(sampled, {"works": ["arxiv:2310.04610"], "callback_url": "https://hooks.example/b"})
-    ingest(ledger_of(sampled), "retraction-watch", RW, T_INGEST)
+    ingest(ledger_of(sampled), SourceFile("retraction-watch", RW, T_INGEST))
     _raise(sampled)
     refused = wh.Sent(None, None, "connection refused")
     wh.deliver_due(ledger_of(sampled).store, lambda url, body, headers: refused)

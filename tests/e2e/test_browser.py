@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.sources import ingest
+from service.sources import SourceFile, ingest
 from tests.api_fixtures import running_server
 from tests.conftest import NewDb
 from tests.e2e.test_chain_banner import ALTERED, EDITED, RECORD, _tamper, _verified_ledger
@@ -97,7 +97,7 @@ def test_the_record_page_shows_a_notice_on_a_cited_work_at_the_top(browser: Any,
     """After a Retraction Watch file names one of its cited works, the page leads with the notice,
     links its feed, and the feed is what the link names."""
     db = new_db("alerted.db")
-    ingest(sample_ledger(db), "retraction-watch", RW, T_INGEST)
+    ingest(sample_ledger(db), SourceFile("retraction-watch", RW, T_INGEST))
     ARTIFACTS.mkdir(exist_ok=True)
     with running_server(db, args=["--no-samples"]) as server:
         page = browser.new_page(viewport={"width": 1280, "height": 900})

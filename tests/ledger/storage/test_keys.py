@@ -12,7 +12,7 @@ from ledger.model.instants import parse_ts
 from ledger.storage.backend import is_pg_url
 from ledger.storage.derived.keys import LONG_KEY, key_rows, link_keys, work_index_key
 from service.ledger import Ledger
-from service.sources import parse_source
+from service.sources import SourceFile, parse_source
 from tests.conftest import NewDb
 from tests.factories import check, citation, notice, paper, resolution, ts, work
 from tests.ledger.storage.test_works_store import rebound_events
@@ -199,7 +199,7 @@ def test_opening_a_ledger_from_before_the_works_index_adds_its_keys(
     assert report.ok and report.events_checked == source.head().seq
     body = (SOURCES_DIR / "retraction_watch.csv").read_bytes()
     for at in (ts(2), ts(6)):
-        a, b = (parse_source(x, "retraction-watch", body, at) for x in (upgraded, source))
+        a, b = (parse_source(x, SourceFile("retraction-watch", body, at)) for x in (upgraded, source))
         assert (a.events, a.summary.to_dict()) == (b.events, b.summary.to_dict())
 
 

@@ -11,7 +11,7 @@ from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import CitedWork
 from service.alerts import alerts as al
 from service.ledger import Ledger
-from service.sources import ingest
+from service.sources import SourceFile, ingest
 from tests.conftest import NewDb
 from tests.factories import check, citation, notice, oid_of, resolution, ts
 from tests.service.sources.test_sources_support import CITING, SOURCES_DIR, T_INGEST, cited, sample_ledger
@@ -50,7 +50,7 @@ def test_a_paper_watch_is_told_of_each_notice_its_references_get_once(sample: Le
     watch, covered = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
     assert {"w-cell", "w-plos", "w-arxiv", "w-old"} <= set(covered)
     assert _alerts(sample, watch.id) == []  # no notice held yet
-    ingest(sample, "retraction-watch", RW, T_INGEST)
+    ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
     got = _alerts(sample, watch.id)
     assert _kinds(got) == RW_NOTICES
     check_seq = sample.head().seq
@@ -65,12 +65,12 @@ def test_a_paper_watch_is_told_of_each_notice_its_references_get_once(sample: Le
         assert a["links"]["record"].startswith(f"/paper/{CITING}/citation-record?as_of=")
         assert a["citing"] and all(c["arxiv_id"] == CITING for c in a["citing"])
     # the same file again: the same notices, nothing new
-    ingest(sample, "retraction-watch", RW, "2026-09-02T12:00:00Z")
+    ingest(sample, SourceFile("retraction-watch", RW, "2026-09-02T12:00:00Z"))
     assert _kinds(_alerts(sample, watch.id)) == RW_NOTICES
 
 
 def test_a_watch_made_later_gets_the_notices_already_held_marked_as_such(sample: Ledger) -> None:
-    ingest(sample, "retraction-watch", RW, T_INGEST)
+    ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
     watch, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
     got = _alerts(sample, watch.id)
     assert _kinds(got) == RW_NOTICES and all(a["held_before_watch"] for a in got)
@@ -90,7 +90,7 @@ def test_a_works_watch_is_told_of_the_works_its_keys_match(
     sample: Ledger, works: list[str], want: list[tuple[str, str]]
 ) -> None:
     watch, _ = al.add_watch(sample.store, al.parse_watch({"works": works}))
-    ingest(sample, "retraction-watch", RW, T_INGEST)
+    ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
     assert _kinds(_alerts(sample, watch.id)) == want
 
 
@@ -101,7 +101,7 @@ def test_each_watch_gets_its_own_alerts_and_a_removed_one_gets_none(sample: Ledg
     tables = sample.store.alerts
     with tables.updating():
         assert tables.remove_watch(gone.id, "2026-09-01T00:00:00Z")
-    ingest(sample, "retraction-watch", RW, T_INGEST)
+    ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
     assert len(_alerts(sample, a.id)) == 7 and len(_alerts(sample, b.id)) == 1
     assert _alerts(sample, gone.id) == []
     with pytest.raises(NotFound, match="no watch"):
@@ -133,7 +133,7 @@ def test_alerts_are_raised_whatever_appended_the_events(sample: Ledger) -> None:
     line = {"type": "standing.checked", "observed_at": ts(31),
             "data": {"source": "crossref", "work_ids": ["w-cell"], "notices": [n]}}  # fmt: skip
     sample.import_bytes(json.dumps(line).encode() + b"\n")
-    ingest(sample, "retraction-watch", RW, T_INGEST)
+    ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
     assert _kinds(_alerts(sample, watch.id)) == [
         ("w-cell", "correction"), ("w-cell", "expression_of_concern"), ("w-cell", "retraction"),
         ("w-cell", "withdrawal"),
@@ -143,7 +143,7 @@ def test_alerts_are_raised_whatever_appended_the_events(sample: Ledger) -> None:
 def test_with_no_watch_raising_reads_only_and_the_first_watch_starts_at_the_head(sample: Ledger) -> None:
     tables = sample.store.alerts
     before = tables.cursor()
-    ingest(sample, "retraction-watch", RW, T_INGEST)
+    ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
     assert tables.cursor() == before  # nothing written while nobody watches
     al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
     assert tables.cursor() == sample.head().seq

@@ -34,7 +34,7 @@ from ledger.storage.alert_store import DELIVERED, GAVE_UP, PENDING
 from service.alerts import alerts as al
 from service.alerts import webhooks as wh
 from service.ledger import Ledger
-from service.sources import ingest
+from service.sources import SourceFile, ingest
 from tests.conftest import NewDb
 from tests.service.alerts.test_alerts import RW
 from tests.service.sources.test_sources_support import CITING, T_INGEST, sample_ledger
@@ -190,7 +190,7 @@ def _watched(new_db: NewDb, secret: str | None = "s3cret") -> tuple[Ledger, al.W
     if secret is None:  # as a watch stored before every webhook was signed
         spec = spec._replace(secret=None)
     watch, _ = al.add_watch(ledger.store, spec)
-    ingest(ledger, "retraction-watch", RW, T_INGEST)
+    ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))
     return ledger, watch
 
 
@@ -280,7 +280,7 @@ def _two_watches(new_db: NewDb, bad_url: str, good_url: str) -> tuple[Ledger, al
     for url in (bad_url, good_url):
         body = {"works": ["arxiv:2310.04610"], "callback_url": url}
         made.append(al.add_watch(ledger.store, al.parse_watch(body, ["127.0.0.1"]))[0])
-    ingest(ledger, "retraction-watch", RW, T_INGEST)
+    ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))
     return ledger, made[0], made[1]
 
 
@@ -332,7 +332,7 @@ def test_whatever_a_send_raises_the_attempt_is_settled_as_failed(new_db: NewDb, 
 
 def test_one_watch_in_flight_does_not_hold_another_watchs_backlog(new_db: NewDb) -> None:
     ledger, slow, fast = _two_watches(new_db, "https://slow.example/a", "https://fast.example/b")
-    ingest(ledger, "retraction-watch", RW, T_INGEST)  # nothing new: still one alert each
+    ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))  # nothing new: still one alert each
     tables = ledger.store.alerts
     with tables.updating():
         taken = tables.take_due(now_us(), 10**6, 16)

@@ -23,7 +23,7 @@ from service.ledger import Ledger
 from service.resolver import jobs
 from service.resolver.person import choice, resolve_by_person
 from service.resolver.run import WORK_ID_NAMESPACE, Summary, arxiv_paper, resolve
-from service.sources import ingest
+from service.sources import SourceFile, ingest
 from tests.conftest import NewDb, examples
 from tests.factories import Clock, check, citation, notice, paper, resolution, ts
 from tests.paths import DATA
@@ -376,7 +376,7 @@ def test_a_source_checked_after_the_resolution_covers_the_resolved_doi(world: Wo
     world.resolve()
     work_id = world.resolutions()[oid].cited_work.work_id  # type: ignore[union-attr]
     csv = (FIXTURE.parent / "sources" / "retraction_watch.csv").read_bytes()
-    ingest(world.ledger, "retraction-watch", csv, format_recorded(world.clock.advance()))
+    ingest(world.ledger, SourceFile("retraction-watch", csv, format_recorded(world.clock.advance())))
     check_ = decode_data("standing.checked", world.ledger.store.read_log(type="standing.checked")[-1].data)
     assert {n.kind for n in check_.notices if n.work_id == work_id} >= {"retraction"}
     alerts = [json.loads(a.body) for a in world.ledger.store.alerts.alerts(watch.id, 0, 100)]

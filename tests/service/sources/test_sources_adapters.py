@@ -12,7 +12,7 @@ from ledger.model.errors import InvalidEvent
 from ledger.model.instants import parse_ts
 from ledger.storage.works_store import papers_known, works_known
 from service.ledger import Ledger
-from service.sources import ingest
+from service.sources import SourceFile, ingest
 from service.sources.crossref import kind_of, notice_date
 from service.sources.retraction_watch import parse_date, split_reasons
 from tests.conftest import NewDb
@@ -77,7 +77,7 @@ def test_works_known_follow_the_displayed_cited_work(ledger: Ledger) -> None:
 
 
 def test_retraction_watch_csv(ledger: Ledger) -> None:
-    s = ingest(ledger, "retraction-watch", SOURCES_DIR / "retraction_watch.csv", T_INGEST)
+    s = ingest(ledger, SourceFile("retraction-watch", SOURCES_DIR / "retraction_watch.csv", T_INGEST))
     data = _check(ledger, "retraction_watch")
     # the whole database: every work with a DOI or arXiv id was checked, sorted
     assert data["work_ids"] == ["w-arxiv", "w-cell", "w-hindawi", "w-never", "w-plos"]
@@ -102,11 +102,11 @@ def test_retraction_watch_csv(ledger: Ledger) -> None:
 
 def test_reingest_same_file_same_time_appends_nothing(ledger: Ledger) -> None:
     path = SOURCES_DIR / "retraction_watch.csv"
-    first = ingest(ledger, "retraction-watch", path, T_INGEST)
-    again = ingest(ledger, "retraction-watch", path.read_bytes(), T_INGEST)
+    first = ingest(ledger, SourceFile("retraction-watch", path, T_INGEST))
+    again = ingest(ledger, SourceFile("retraction-watch", path.read_bytes(), T_INGEST))
     assert first.appended == 1 and again.appended == 0 and again.duplicates == 1
     assert again.head == first.head
-    later = ingest(ledger, "retraction-watch", path, "2026-09-02T12:00:00Z")
+    later = ingest(ledger, SourceFile("retraction-watch", path, "2026-09-02T12:00:00Z"))
     assert later.appended == 1  # another look at another time is another fact
 
 
@@ -134,14 +134,14 @@ def test_one_row_matching_two_works_gives_two_notices(ledger: Ledger) -> None:
     # w-plos and a second work sharing its DOI in another spelling
     twin = cited("w-plos-twin", ts(0), doi="doi:10.5555/journal.pone.0123456")
     ledger.append([citation(oid_of(99), CITING, ts(2), 9, twin)])
-    ingest(ledger, "retraction-watch", SOURCES_DIR / "retraction_watch.csv", T_INGEST)
+    ingest(ledger, SourceFile("retraction-watch", SOURCES_DIR / "retraction_watch.csv", T_INGEST))
     works = [n[0] for n in _notices(_check(ledger, "retraction_watch")) if n[3] == "39552"]
     assert works == ["w-plos", "w-plos-twin"]
 
 
 def test_an_empty_database_is_still_a_check(new_db: NewDb) -> None:
     ledger = Ledger(new_db("empty.db"))
-    s = ingest(ledger, "retraction-watch", SOURCES_DIR / "retraction_watch.csv", T_INGEST)
+    s = ingest(ledger, SourceFile("retraction-watch", SOURCES_DIR / "retraction_watch.csv", T_INGEST))
     assert s.works_checked == 0 and s.appended == 1
     assert _check(ledger, "retraction_watch") == {"notices": [], "source": "retraction_watch", "work_ids": []}
 
@@ -150,7 +150,7 @@ def test_an_empty_database_is_still_a_check(new_db: NewDb) -> None:
 
 
 def test_crossref_works_list(ledger: Ledger) -> None:
-    s = ingest(ledger, "crossref", SOURCES_DIR / "crossref_works.json", T_INGEST)
+    s = ingest(ledger, SourceFile("crossref", SOURCES_DIR / "crossref_works.json", T_INGEST))
     data = _check(ledger, "crossref")
     assert data["work_ids"] == ["w-hindawi", "w-never", "w-plos"]  # only the works items matched
     assert _notices(data) == [
@@ -171,7 +171,7 @@ def test_crossref_works_list(ledger: Ledger) -> None:
 
 
 def test_crossref_single_work_publisher_and_retraction_watch_entries(ledger: Ledger) -> None:
-    ingest(ledger, "crossref", SOURCES_DIR / "crossref_work.json", T_INGEST)
+    ingest(ledger, SourceFile("crossref", SOURCES_DIR / "crossref_work.json", T_INGEST))
     data = _check(ledger, "crossref")
     assert data["work_ids"] == ["w-cell"]
     # the publisher's two identical entries are one notice; Retraction Watch's differs (record-id)
@@ -197,7 +197,7 @@ def test_crossref_public_data_file_shape_and_arxiv_version(ledger: Ledger) -> No
         b'{"items": [{"DOI": "10.48550/ARXIV.2310.04610v2", '
         b'"updated-by": [{"type": "withdrawal", "DOI": "10.48550/arXiv.2310.04610v3"}]}]}'
     )
-    ingest(ledger, "crossref", body, T_INGEST)
+    ingest(ledger, SourceFile("crossref", body, T_INGEST))
     data = _check(ledger, "crossref")
     # matched without its version; the stored notice DOI keeps its own
     assert _notices(data) == [("w-arxiv", "withdrawal", "10.48550/arxiv.2310.04610v3", None, None)]
@@ -227,7 +227,7 @@ OPENALEX_2310 = (
 
 def test_openalex_results_page(ledger: Ledger) -> None:
     ledger.append([paper("2509.02480", ts(0))])
-    s = ingest(ledger, "openalex", SOURCES_DIR / "openalex_works.json", T_INGEST)
+    s = ingest(ledger, SourceFile("openalex", SOURCES_DIR / "openalex_works.json", T_INGEST))
     assert _measurements(ledger) == [
         (
             "2509.02480",
@@ -244,8 +244,8 @@ def test_openalex_results_page(ledger: Ledger) -> None:
 
 
 def test_openalex_work_and_semantic_scholar_paper(ledger: Ledger) -> None:
-    ingest(ledger, "openalex", SOURCES_DIR / "openalex_work.json", T_INGEST)
-    ingest(ledger, "semantic-scholar", SOURCES_DIR / "semantic_scholar_paper.json", T_INGEST)
+    ingest(ledger, SourceFile("openalex", SOURCES_DIR / "openalex_work.json", T_INGEST))
+    ingest(ledger, SourceFile("semantic-scholar", SOURCES_DIR / "semantic_scholar_paper.json", T_INGEST))
     assert _measurements(ledger) == [
         OPENALEX_2310,
         (
@@ -260,31 +260,35 @@ def test_openalex_work_and_semantic_scholar_paper(ledger: Ledger) -> None:
 
 
 def test_semantic_scholar_batch(ledger: Ledger) -> None:
-    s = ingest(ledger, "semantic-scholar", SOURCES_DIR / "semantic_scholar_batch.json", T_INGEST)
+    s = ingest(ledger, SourceFile("semantic-scholar", SOURCES_DIR / "semantic_scholar_batch.json", T_INGEST))
     assert [m[:4] for m in _measurements(ledger)] == [("2310.04610", "semantic_scholar", "citationCount", 41)]
     assert s.skipped == {"no_matching_paper": 2, "not_found_by_source": 1}  # 2509.02480 is not in this ledger
 
 
 def test_opencitations_needs_id_and_reads_a_string_count(ledger: Ledger) -> None:
     with pytest.raises(InvalidEvent, match="--id"):
-        ingest(ledger, "opencitations", SOURCES_DIR / "opencitations_count.json", T_INGEST)
+        ingest(ledger, SourceFile("opencitations", SOURCES_DIR / "opencitations_count.json", T_INGEST))
     s = ingest(
         ledger,
-        "opencitations",
-        SOURCES_DIR / "opencitations_count.json",
-        T_INGEST,
-        "doi:10.48550/arXiv.2310.04610",
+        SourceFile(
+            "opencitations",
+            SOURCES_DIR / "opencitations_count.json",
+            T_INGEST,
+            "doi:10.48550/arXiv.2310.04610",
+        ),
     )
     assert _measurements(ledger) == [("2310.04610", "opencitations", "citation_count", 34, None, None)]
-    miss = ingest(ledger, "opencitations", b'[{"count": "3"}]', T_INGEST, "doi:10.5555/nothing")
+    miss = ingest(ledger, SourceFile("opencitations", b'[{"count": "3"}]', T_INGEST, "doi:10.5555/nothing"))
     assert miss.skipped == {"no_matching_paper": 1} and miss.appended == 0
-    bad = ingest(ledger, "opencitations", b'[{"count": "many"}]', T_INGEST, "doi:10.48550/arXiv.2310.04610")
+    bad = ingest(
+        ledger, SourceFile("opencitations", b'[{"count": "many"}]', T_INGEST, "doi:10.48550/arXiv.2310.04610")
+    )
     assert bad.skipped == {"unreadable": 1}
     assert s.appended == 1
 
 
 def test_a_paper_unknown_as_of_t_is_skipped(ledger: Ledger) -> None:
-    s = ingest(ledger, "openalex", SOURCES_DIR / "openalex_work.json", "2025-12-31T00:00:00Z")
+    s = ingest(ledger, SourceFile("openalex", SOURCES_DIR / "openalex_work.json", "2025-12-31T00:00:00Z"))
     assert s.skipped == {"no_matching_paper": 1} and s.measurements == 0
 
 
@@ -312,16 +316,16 @@ def test_not_the_named_format_is_refused_and_nothing_written(
     head = ledger.head()
     paper_id = "doi:10.48550/arXiv.2310.04610" if source == "opencitations" else None
     with pytest.raises(InvalidEvent, match=message):
-        ingest(ledger, source, body, T_INGEST, paper_id)
+        ingest(ledger, SourceFile(source, body, T_INGEST, paper_id))
     assert ledger.head() == head
 
 
 @pytest.mark.parametrize("observed_at", ["2026-09-01", "2026-09-01T12:00:00", "2999-01-01T00:00:00Z", "x"])
 def test_observed_at_must_be_a_past_instant_with_offset(ledger: Ledger, observed_at: str) -> None:
     with pytest.raises(InvalidEvent, match="observed_at"):
-        ingest(ledger, "retraction-watch", SOURCES_DIR / "retraction_watch.csv", observed_at)
+        ingest(ledger, SourceFile("retraction-watch", SOURCES_DIR / "retraction_watch.csv", observed_at))
 
 
 def test_unknown_source(ledger: Ledger) -> None:
     with pytest.raises(InvalidEvent, match="unknown source"):
-        ingest(ledger, "pubmed", b"", T_INGEST)
+        ingest(ledger, SourceFile("pubmed", b"", T_INGEST))

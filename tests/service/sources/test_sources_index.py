@@ -17,7 +17,7 @@ from ledger.model.events import Event, StandingChecked
 from ledger.model.instants import parse_ts
 from ledger.storage.interface import Store
 from service.ledger import Ledger
-from service.sources import base, counts, crossref, parse_source, retraction_watch
+from service.sources import SourceFile, base, counts, crossref, parse_source, retraction_watch
 from service.sources.base import PaperIndex, Parsed, WorkIndex
 from tests.conftest import NewDb
 from tests.factories import oid_of, resolution, ts
@@ -125,7 +125,7 @@ CHUNKS = [(retraction_watch, "CHUNK"), (crossref, "CHUNK"), (counts, "CHUNK")]
 def _parsed(
     ledger: Ledger, source: str, body: bytes, at: str
 ) -> tuple[list[Event], list[str], dict[str, Any]]:
-    p: Parsed = parse_source(ledger, source, body, at)
+    p: Parsed = parse_source(ledger, SourceFile(source, body, at))
     return p.events, p.places, p.summary.to_dict()
 
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from cli.main import main
 from service.ledger import Ledger
-from service.sources import Refused, ingest, parse_source
+from service.sources import Refused, SourceFile, ingest, parse_source
 from tests import raw
 from tests.api_fixtures import Server, running_server
 from tests.conftest import FIXTURE_ID, FIXTURE_PATH, NewDb, examples
@@ -319,7 +319,7 @@ _NO_TRAILING = HEADER.rstrip(b"\n").removesuffix(b",") + b"\n"
 )
 def test_rows_the_rules_still_read(fresh_ledger: Ledger, body: bytes, read: int) -> None:
     fresh_ledger.import_bytes(FIXTURE_PATH.read_bytes())
-    parsed = parse_source(fresh_ledger, "retraction-watch", body, T1)
+    parsed = parse_source(fresh_ledger, SourceFile("retraction-watch", body, T1))
     assert parsed.summary.read == read and parsed.summary.matched == 1
 
 
@@ -336,7 +336,7 @@ def test_any_file_a_csv_writer_writes_is_read_whole(fresh_ledger: Ledger, notes:
     rows = [_filler(i) for i in range(len(notes))]
     for row, note in zip(rows, notes, strict=True):
         row[NAMES.index("Title")] = row[NAMES.index("Notes")] = note
-    parsed = parse_source(fresh_ledger, "retraction-watch", HEADER + _csv(rows, "\r\n"), T1)
+    parsed = parse_source(fresh_ledger, SourceFile("retraction-watch", HEADER + _csv(rows, "\r\n"), T1))
     assert parsed.summary.read == len(rows)
 
 
@@ -344,9 +344,9 @@ def test_the_receipts_step_upgrades_an_existing_ledger(imported_ledger: Ledger, 
     old = new_db("old.db")
     build_old_ledger(old, version_before(old, "ingest_receipts"), imported_ledger)
     ledger = Ledger(old)  # migrates the older schema
-    summary = ingest(ledger, "retraction-watch", RW, T1)
+    summary = ingest(ledger, SourceFile("retraction-watch", RW, T1))
     assert summary.appended == 1 and _receipts(old) == [
         ("retraction-watch", T1, hashlib.sha256(RW).hexdigest(), len(RW), 11, 1, 1, ledger.head().seq)
     ]
     with pytest.raises(Refused, match="no_readable_row"):
-        ingest(ledger, "retraction-watch", HEADER, T2)
+        ingest(ledger, SourceFile("retraction-watch", HEADER, T2))

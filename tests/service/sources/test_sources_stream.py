@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from service.ledger import Ledger
-from service.sources import ingest
+from service.sources import SourceFile, ingest
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 from service.sources.retraction_watch import REQUIRED
 from tests.conftest import NewDb
@@ -82,8 +82,8 @@ def test_crossref_answer_read_in_tiny_pieces_gives_the_same_check(new_db: NewDb)
     body = (SOURCES_DIR / "crossref_works.json").read_text()
     whole = sample_ledger(new_db("a.db"))
     pieces = sample_ledger(new_db("b.db"))
-    s1 = ingest(whole, "crossref", body.encode(), T_INGEST)
-    s2 = ingest(pieces, "crossref", io.BytesIO(body.encode()), T_INGEST)
+    s1 = ingest(whole, SourceFile("crossref", body.encode(), T_INGEST))
+    s2 = ingest(pieces, SourceFile("crossref", io.BytesIO(body.encode()), T_INGEST))
     assert s1.to_dict() | {"head": None} == s2.to_dict() | {"head": None}
     [a] = whole.store.read_log(type="standing.checked")
     [b] = pieces.store.read_log(type="standing.checked")
@@ -96,7 +96,7 @@ def test_gzip_input_and_progress_by_bytes(new_db: NewDb, tmp_path: Path) -> None
     gz = tmp_path / "rw.csv.gz"
     gz.write_bytes(gzip.compress(raw))
     seen: list[int] = []
-    s = ingest(ledger, "retraction-watch", gz, T_INGEST, progress=seen.append)
+    s = ingest(ledger, SourceFile("retraction-watch", gz, T_INGEST), progress=seen.append)
     assert s.notices == 7 and sum(seen) == gz.stat().st_size
 
 
@@ -143,7 +143,7 @@ def write_rw_csv(path: Path, rows: int, match_every: int = 1000) -> None:
 def _peak(ledger: Ledger, path: Path) -> tuple[int, Any]:
     tracemalloc.start()
     try:
-        s = ingest(ledger, "retraction-watch", path, T_INGEST)
+        s = ingest(ledger, SourceFile("retraction-watch", path, T_INGEST))
         return tracemalloc.get_traced_memory()[1], s
     finally:
         tracemalloc.stop()
@@ -189,7 +189,7 @@ def test_memory_stays_flat_as_the_crossref_answer_grows(new_db: NewDb, tmp_path:
         ledger = sample_ledger(new_db(f"{name}.db"))
         tracemalloc.start()
         try:
-            s = ingest(ledger, "crossref", path, T_INGEST)
+            s = ingest(ledger, SourceFile("crossref", path, T_INGEST))
             peaks.append(tracemalloc.get_traced_memory()[1])
         finally:
             tracemalloc.stop()
