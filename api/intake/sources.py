@@ -27,8 +27,8 @@ from ledger.model.events import Event
 from ledger.model.instants import now_us
 from projections.diff import record_changes
 from service.ledger import AppendResult
-from service.sources import SOURCES, SourceFile, ingest
-from service.sources.works import ingest_works
+from service.sources import SOURCES, SourceFile, Summary, ingest
+from service.sources.works import WorksSummary, ingest_works
 
 router = APIRouter()
 
@@ -50,18 +50,27 @@ async def _spool(request: Request, limit: int) -> IO[bytes]:
     return spool  # type: ignore[return-value]
 
 
-_WORKS_BODY = {
-    "requestBody": {
-        "required": True,
-        "description": "A Crossref or OpenAlex works file exactly as published (gzip accepted): a "
-        "/works/{doi} or /works answer, an OpenAlex Work or {results: [...]}, or NDJSON of either's works.",
-        "content": {
-            "application/json": {"schema": {}},
-            "application/x-ndjson": {"schema": {"type": "string"}},
-            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-        },
-    }
-}
+_BINARY = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+_WORKS_BODY = docs.request_body(
+    {"application/json": {"schema": {}}, "application/x-ndjson": {"schema": {"type": "string"}}, **_BINARY},
+    "A Crossref or OpenAlex works file exactly as published (gzip accepted): a /works/{doi} or /works "
+    "answer, an OpenAlex Work or {results: [...]}, or NDJSON of either's works.",
+)
+_SOURCE_BODY = docs.request_body(
+    {"text/csv": {"schema": {"type": "string"}}, "application/json": {"schema": {}}, **_BINARY},
+    "The file exactly as the source publishes it (gzip accepted).",
+)
+
+
+def _summary_answer(summary: Summary | WorksSummary) -> Response:
+    """The ingest summary: 201 when events were appended, 200 when all were already there."""
+    assert summary.head is not None
+    return Response(
+        canonical(summary.to_dict()),
+        status_code=201 if summary.appended else 200,
+        media_type=JSON,
+        headers=head_headers(summary.head),
+    )
 
 
 @router.post(
@@ -101,13 +110,7 @@ async def post_ingest_works(
         body.close()
         if limiter is not None:
             limiter.charge(token, charge)
-    assert summary.head is not None
-    return Response(
-        canonical(summary.to_dict()),
-        status_code=201 if summary.appended else 200,
-        media_type=JSON,
-        headers=head_headers(summary.head),
-    )
+    return _summary_answer(summary)
 
 
 @router.post(
@@ -116,17 +119,7 @@ async def post_ingest_works(
     summary="Bring a source file (as the source publishes it) into the ledger as one batch",
     status_code=201,
     responses=docs.responses(201, 200, 401, 403, 413, 422),
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "description": "The file exactly as the source publishes it (gzip accepted).",
-            "content": {
-                "text/csv": {"schema": {"type": "string"}},
-                "application/json": {"schema": {}},
-                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-            },
-        }
-    },
+    openapi_extra=_SOURCE_BODY,
 )
 async def post_ingest(
     request: Request,
@@ -176,14 +169,8 @@ async def post_ingest(
         body.close()
         if limiter is not None:
             limiter.charge(token, charge)  # as POST /events: let in while not in debt, then charged
-    assert summary.head is not None
     telemetry.ingested(request, source, summary)
-    return Response(
-        canonical(summary.to_dict()),
-        status_code=201 if summary.appended else 200,
-        media_type=JSON,
-        headers=head_headers(summary.head),
-    )
+    return _summary_answer(summary)
 
 
 @router.get(
