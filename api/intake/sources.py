@@ -62,6 +62,13 @@ _SOURCE_BODY = docs.request_body(
 )
 
 
+# the one query parameter both ingest routes share
+FetchedAt = Annotated[
+    str,
+    Query(description="When the file was fetched (RFC 3339 with offset)", examples=["2026-09-01T12:00:00Z"]),
+]
+
+
 def _summary_answer(summary: Summary | WorksSummary) -> Response:
     """The ingest summary: 201 when events were appended, 200 when all were already there."""
     assert summary.head is not None
@@ -83,12 +90,7 @@ def _summary_answer(summary: Summary | WorksSummary) -> Response:
 )
 async def post_ingest_works(
     request: Request,
-    observed_at: Annotated[
-        str,
-        Query(
-            description="When the file was fetched (RFC 3339 with offset)", examples=["2026-09-01T12:00:00Z"]
-        ),
-    ],
+    observed_at: FetchedAt,
 ) -> Response:
     """The body is the file, checked whole before anything is written, then appended in batches. 201
     when works were appended, 200 when none was new; 422 when the body is not a works file (nothing
@@ -124,12 +126,7 @@ async def post_ingest_works(
 async def post_ingest(
     request: Request,
     source: Annotated[str, Path(description="One of " + ", ".join(SOURCES), examples=["retraction-watch"])],
-    observed_at: Annotated[
-        str,
-        Query(
-            description="When the file was fetched (RFC 3339 with offset)", examples=["2026-09-01T12:00:00Z"]
-        ),
-    ],
+    observed_at: FetchedAt,
     id: Annotated[
         str | None, Query(description="opencitations only: the paper, e.g. doi:10.48550/arXiv.2310.04610")
     ] = None,
