@@ -54,46 +54,54 @@ def test_each_format_gives_its_works(
     assert summary.head == fresh_ledger.head()
 
 
-def test_a_crossref_work_is_mapped_field_by_field(fresh_ledger: Ledger) -> None:
-    ingest_works(fresh_ledger, DATA / "crossref-work.json", T)
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "crossref-work.json",
+            WorkData(
+                doi="10.1109/sc41405.2020.00024",
+                source="crossref",
+                title="ZeRO: Memory optimizations Toward Training Trillion Parameter Models",
+                authors=[
+                    Author("Rajbhandari", "Samyam"),
+                    Author("Rasley", "Jeff"),
+                    Author("Ruwase", "Olatunji"),
+                    Author("He", "Yuxiong"),
+                ],
+                container_title="SC20: International Conference for High Performance Computing, Networking, "
+                "Storage and Analysis",
+                year=2020,
+                volume=None,
+                issue=None,
+                pages="1-16",
+                type="proceedings-article",
+                arxiv_id="1910.02054",
+            ),
+        ),
+        (
+            "openalex-results.json",
+            WorkData(
+                doi="10.1038/s41586-020-2649-2",
+                source="openalex",
+                title="Array programming with NumPy",
+                authors=[Author("Harris", "Charles R."), Author("Oliphant", "Travis E.")],
+                container_title="Nature",
+                year=2020,
+                volume="585",
+                issue="7825",
+                pages="357-362",
+                type="article",
+                arxiv_id=None,
+            ),
+        ),
+    ],
+    ids=["crossref", "openalex"],
+)
+def test_a_work_is_mapped_field_by_field(fresh_ledger: Ledger, name: str, expected: WorkData) -> None:
+    ingest_works(fresh_ledger, DATA / name, T)
     (w,) = works_in(fresh_ledger).values()
-    assert w == WorkData(
-        doi="10.1109/sc41405.2020.00024",
-        source="crossref",
-        title="ZeRO: Memory optimizations Toward Training Trillion Parameter Models",
-        authors=[
-            Author("Rajbhandari", "Samyam"),
-            Author("Rasley", "Jeff"),
-            Author("Ruwase", "Olatunji"),
-            Author("He", "Yuxiong"),
-        ],
-        container_title="SC20: International Conference for High Performance Computing, Networking, "
-        "Storage and Analysis",
-        year=2020,
-        volume=None,
-        issue=None,
-        pages="1-16",
-        type="proceedings-article",
-        arxiv_id="1910.02054",
-    )
-
-
-def test_an_openalex_work_is_mapped_field_by_field(fresh_ledger: Ledger) -> None:
-    ingest_works(fresh_ledger, DATA / "openalex-results.json", T)
-    (w,) = works_in(fresh_ledger).values()
-    assert w == WorkData(
-        doi="10.1038/s41586-020-2649-2",
-        source="openalex",
-        title="Array programming with NumPy",
-        authors=[Author("Harris", "Charles R."), Author("Oliphant", "Travis E.")],
-        container_title="Nature",
-        year=2020,
-        volume="585",
-        issue="7825",
-        pages="357-362",
-        type="article",
-        arxiv_id=None,
-    )
+    assert w == expected
 
 
 @pytest.mark.parametrize(
