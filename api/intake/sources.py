@@ -6,8 +6,8 @@ Mount this router before routes.router: `/paper/{id:path}` there would swallow `
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
-from typing import IO, Annotated
+from collections.abc import Callable, Sequence
+from typing import IO, Annotated, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -27,7 +27,7 @@ from ledger.model.events import Event
 from ledger.model.instants import now_us
 from projections.diff import record_changes
 from service.ledger import AppendResult
-from service.sources import SOURCES, SourceFile, Summary, ingest
+from service.sources import SOURCES, Appended, SourceFile, Summary, ingest
 from service.sources.works import WorksSummary, ingest_works
 
 router = APIRouter()
@@ -36,6 +36,7 @@ router = APIRouter()
 # an events batch, so this route has its own limit; the body is spooled to disk, not held in memory.
 DEFAULT_MAX_INGEST_BODY = 512 * 1024 * 1024
 _SPOOL_IN_MEMORY = 8 * 1024 * 1024
+IngestSummary = TypeVar("IngestSummary", Summary, WorksSummary)
 
 
 async def _spool(request: Request, limit: int) -> IO[bytes]:
@@ -60,6 +61,29 @@ _SOURCE_BODY = docs.request_body(
     {"text/csv": {"schema": {"type": "string"}}, "application/json": {"schema": {}}, **_BINARY},
     "The file exactly as the source publishes it (gzip accepted).",
 )
+
+
+async def _ingest_charged(
+    request: Request, token: str, label: str, run: Callable[[IO[bytes], Appended], IngestSummary]
+) -> IngestSummary:
+    """The body spooled (within the ingest limit) and ingested by `run` in a thread, each append
+    counted in telemetry under `label`; the client is charged an attempt per event, one at least."""
+    limit = getattr(settings_of(request), "max_ingest_body", None) or DEFAULT_MAX_INGEST_BODY
+    body = await _spool(request, limit)
+    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    charge = 1  # a refused file costs an attempt, so a client cannot spin on bad files
+
+    def appended(events: Sequence[Event], result: AppendResult, seconds: float) -> None:
+        telemetry.appended(request, "ingest", events, result, seconds, label)
+
+    try:
+        summary = await run_in_threadpool(run, body, appended)
+        charge = max(1, summary.appended + summary.duplicates)
+    finally:
+        body.close()
+        if limiter is not None:
+            limiter.charge(token, charge)  # as POST /events: let in while not in debt, then charged
+    return summary
 
 
 # the one query parameter both ingest routes share
@@ -88,30 +112,18 @@ def _summary_answer(summary: Summary | WorksSummary) -> Response:
     responses=docs.responses(201, 200, 401, 403, 413, 422),
     openapi_extra=_WORKS_BODY,
 )
-async def post_ingest_works(
-    request: Request,
-    observed_at: FetchedAt,
-) -> Response:
+async def post_ingest_works(request: Request, observed_at: FetchedAt) -> Response:
     """The body is the file, checked whole before anything is written, then appended in batches. 201
     when works were appended, 200 when none was new; 422 when the body is not a works file (nothing
     written). Answers the ingest summary (items read, works, skipped with reasons, unchanged)."""
-    settings = settings_of(request)
-    token = require_writer(request, settings)
-    limit = getattr(settings, "max_ingest_body", None) or DEFAULT_MAX_INGEST_BODY
-    body = await _spool(request, limit)
-    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
-    charge = 1
-
-    def appended(events: Sequence[Event], result: AppendResult, seconds: float) -> None:
-        telemetry.appended(request, "ingest", events, result, seconds, "works")
-
-    try:
-        summary = await run_in_threadpool(ingest_works, ledger_of(request), body, observed_at, None, appended)
-        charge = max(1, summary.appended + summary.duplicates)
-    finally:
-        body.close()
-        if limiter is not None:
-            limiter.charge(token, charge)
+    token = require_writer(request, settings_of(request))
+    ledger = ledger_of(request)
+    summary = await _ingest_charged(
+        request,
+        token,
+        "works",
+        lambda body, appended: ingest_works(ledger, body, observed_at, None, appended),
+    )
     return _summary_answer(summary)
 
 
@@ -141,31 +153,20 @@ async def post_ingest(
     """The body is the file. 201 when events were appended, 200 when all were already there;
     422 when the body is not the named format, or a Retraction Watch file is refused by a rule of
     its own (details.rule; nothing written). Answers the ingest summary."""
-    settings = settings_of(request)
     # auth (and rate) first: a refused client never gets its body read
-    token = require_writer(request, settings)
+    token = require_writer(request, settings_of(request))
     if source not in SOURCES:
         raise InvalidEvent("source", f"unknown source {source!r}; one of {', '.join(SOURCES)}")
-    limit = getattr(settings, "max_ingest_body", None) or DEFAULT_MAX_INGEST_BODY
-    body = await _spool(request, limit)
-    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
-    charge = 1  # a refused file costs an attempt, so a client cannot spin on bad files
+    ledger = ledger_of(request)
 
-    def appended(events: Sequence[Event], result: AppendResult, seconds: float) -> None:
-        telemetry.appended(request, "ingest", events, result, seconds, source)
+    def run(body: IO[bytes], appended: Appended) -> Summary:
+        return ingest(ledger, SourceFile(source, body, observed_at, id), None, appended, force=force)
 
     try:
-        summary = await run_in_threadpool(
-            ingest, ledger_of(request), SourceFile(source, body, observed_at, id), None, appended, force=force
-        )
-        charge = max(1, summary.appended + summary.duplicates)
+        summary = await _ingest_charged(request, token, source, run)
     except LedgerError:
         telemetry.ingested(request, source, None)
         raise
-    finally:
-        body.close()
-        if limiter is not None:
-            limiter.charge(token, charge)  # as POST /events: let in while not in debt, then charged
     telemetry.ingested(request, source, summary)
     return _summary_answer(summary)
 
