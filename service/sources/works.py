@@ -22,9 +22,8 @@ from typing import IO, Any
 from ledger.model.codec import canonical, check_ijson_data, check_rules
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, WorkObserved
-from ledger.model.facts import Head
 from service.ledger import AppendResult, Ledger
-from service.sources.base import EXAMPLES_PER_REASON, NotThatFormat, check_observed_at
+from service.sources.base import NotThatFormat, Tally, check_observed_at
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 from service.sources.reader import Input, Progress, open_text
 from service.sources.works_map import (
@@ -48,7 +47,7 @@ Appended = Callable[[Sequence[Event], AppendResult, float], None]
 
 
 @dataclass
-class WorksSummary:
+class WorksSummary(Tally):
     """What one works ingest read, skipped (with reasons and a few examples), found unchanged and
     appended."""
 
@@ -56,19 +55,7 @@ class WorksSummary:
     read: int = 0
     works: int = 0
     sources: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)
-    examples: dict[str, list[str]] = field(default_factory=dict)
     unchanged: int = 0
-    appended: int = 0
-    duplicates: int = 0
-    head: Head | None = None
-
-    def skip(self, reason: str, example: str) -> None:
-        """Count an item that gave no work, keeping a few examples of each reason."""
-        self.skipped[reason] += 1
-        kept = self.examples.setdefault(reason, [])
-        if len(kept) < EXAMPLES_PER_REASON:
-            kept.append(example)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON answer of POST /ingest/works and `ledger ingest works --json`."""
@@ -81,9 +68,7 @@ class WorksSummary:
             "skipped": dict(sorted(self.skipped.items())),
             "examples": dict(sorted(self.examples.items())),
             "unchanged": self.unchanged,
-            "appended": self.appended,
-            "duplicates": self.duplicates,
-            "head": None if self.head is None else {"hash": self.head.hash, "seq": self.head.seq},
+            **self.appends_dict(),
         }
 
     def lines(self) -> list[str]:
