@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Sequence
-from typing import IO, Annotated, TypeVar
+from typing import IO, Annotated, Any, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -86,7 +86,12 @@ async def _ingest_charged(
     return summary
 
 
-# the one query parameter both ingest routes share
+# what both ingest routes document alike: their tag, answers and query parameter
+_INGEST_ROUTE: dict[str, Any] = {
+    "tags": ["sources"],
+    "status_code": 201,
+    "responses": docs.responses(201, 200, 401, 403, 413, 422),
+}
 FetchedAt = Annotated[
     str,
     Query(description="When the file was fetched (RFC 3339 with offset)", examples=["2026-09-01T12:00:00Z"]),
@@ -106,11 +111,9 @@ def _summary_answer(summary: Summary | WorksSummary) -> Response:
 
 @router.post(
     "/ingest/works",
-    tags=["sources"],
     summary="Bring a works file into the resolver's catalogue: one work.observed per new or changed work",
-    status_code=201,
-    responses=docs.responses(201, 200, 401, 403, 413, 422),
     openapi_extra=_WORKS_BODY,
+    **_INGEST_ROUTE,
 )
 async def post_ingest_works(request: Request, observed_at: FetchedAt) -> Response:
     """The body is the file, checked whole before anything is written, then appended in batches. 201
@@ -129,11 +132,9 @@ async def post_ingest_works(request: Request, observed_at: FetchedAt) -> Respons
 
 @router.post(
     "/ingest/{source}",
-    tags=["sources"],
     summary="Bring a source file (as the source publishes it) into the ledger as one batch",
-    status_code=201,
-    responses=docs.responses(201, 200, 401, 403, 413, 422),
     openapi_extra=_SOURCE_BODY,
+    **_INGEST_ROUTE,
 )
 async def post_ingest(
     request: Request,
