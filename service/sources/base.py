@@ -74,9 +74,11 @@ class Tally:
         if len(kept) < EXAMPLES_PER_REASON:
             kept.append(example)
 
-    def appends_dict(self) -> dict[str, Any]:
-        """What the appends did, as the JSON answers end."""
+    def tally_dict(self) -> dict[str, Any]:
+        """The tally as the JSON answers give it (their keys are sorted when written)."""
         return {
+            "skipped": dict(sorted(self.skipped.items())),
+            "examples": dict(sorted(self.examples.items())),
             "appended": self.appended,
             "duplicates": self.duplicates,
             "head": None if self.head is None else {"hash": self.head.hash, "seq": self.head.seq},
@@ -118,11 +120,9 @@ class Summary(Tally):
             "works_checked": self.works_checked,
             "notices": self.notices,
             "measurements": self.measurements,
-            "skipped": dict(sorted(self.skipped.items())),
             "ignored": dict(sorted(self.ignored.items())),
             "notes": dict(sorted(self.notes.items())),
-            "examples": {k: v for k, v in sorted(self.examples.items())},
-            **self.appends_dict(),
+            **self.tally_dict(),
         }
 
     def lines(self) -> list[str]:
