@@ -28,7 +28,7 @@ from ledger.model.instants import now_us
 from projections.diff import record_changes
 from service.ledger import AppendResult
 from service.sources import SOURCES, Appended, SourceFile, Summary, ingest
-from service.sources.works import WorksSummary, ingest_works
+from service.sources.works import NAME, WorksSummary, ingest_works
 
 router = APIRouter()
 
@@ -125,7 +125,7 @@ async def post_ingest_works(request: Request, observed_at: FetchedAt) -> Respons
         request,
         token,
         "works",
-        lambda body, appended: ingest_works(ledger, body, observed_at, None, appended),
+        lambda body, appended: ingest_works(ledger, SourceFile(NAME, body, observed_at), None, appended),
     )
     return _summary_answer(summary)
 

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -22,7 +22,8 @@ from typing import IO, Any
 from ledger.model.codec import canonical, check_ijson_data, check_rules
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, WorkObserved
-from service.ledger import AppendResult, Ledger
+from service.ledger import Ledger
+from service.sources import Appended, SourceFile
 from service.sources.base import NotThatFormat, Tally, check_observed_at
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 from service.sources.reader import Input, Progress, open_text
@@ -41,9 +42,6 @@ FORMATS = (
     "a Crossref /works/{doi} or /works answer, Crossref work items one per line, an OpenAlex Work, "
     '{"results": [...]}, or OpenAlex Works one per line'
 )
-
-# told of each batch's append once committed: its events, the answer, the seconds it took
-Appended = Callable[[Sequence[Event], AppendResult, float], None]
 
 
 @dataclass
@@ -65,10 +63,8 @@ class WorksSummary(Tally):
             "read": self.read,
             "works": self.works,
             "sources": dict(sorted(self.sources.items())),
-            "skipped": dict(sorted(self.skipped.items())),
-            "examples": dict(sorted(self.examples.items())),
             "unchanged": self.unchanged,
-            **self.appends_dict(),
+            **self.tally_dict(),
         }
 
     def lines(self) -> list[str]:
@@ -157,16 +153,13 @@ def works_of(text: IO[str], summary: WorksSummary) -> Iterator[tuple[int, WorkOb
 
 
 def ingest_works(
-    ledger: Ledger,
-    data: Input,
-    observed_at: str,
-    progress: Progress | None = None,
-    appended: Appended | None = None,
+    ledger: Ledger, file: SourceFile, progress: Progress | None = None, appended: Appended | None = None
 ) -> WorksSummary:
-    """Check a works file whole, then append its works in batches; a work whose DOI's latest
-    `work.observed` already carries the same data is counted unchanged, not appended."""
+    """Check a works file (its source "works") whole, then append its works in batches; a work whose
+    DOI's latest `work.observed` already carries the same data is counted unchanged, not appended."""
+    observed_at = file.observed_at
     check_observed_at(observed_at)
-    with _rereadable(data) as source:
+    with _rereadable(file.data) as source:
         # pass 1: refuse a file that is not a works file, before anything is written
         with _text(source(), progress) as text:
             for _ in works_of(text, WorksSummary(observed_at)):
