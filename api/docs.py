@@ -237,25 +237,31 @@ def events_body() -> dict[str, Any]:
             "expected_versions": {f"paper:{_PAPER}": 0},
         },
     }
-    return {
-        "requestBody": {
-            "required": True,
-            "description": "Events appended as one atomic batch (ledger-v1.md). "
-            "Timestamps are RFC 3339 with an offset; no floats anywhere.",
-            "content": {"application/json": {"schema": _ref("EventBatch"), "examples": examples}},
-        }
-    }
+    return request_body(
+        {"application/json": {"schema": _ref("EventBatch"), "examples": examples}},
+        "Events appended as one atomic batch (ledger-v1.md). "
+        "Timestamps are RFC 3339 with an offset; no floats anywhere.",
+    )
 
 
 def record_body(description: str) -> dict[str, Any]:
     """openapi_extra for a body that is a Paper Citation Record."""
-    return {
-        "requestBody": {
-            "required": True,
-            "description": description,
-            "content": {"application/json": {"schema": _ref("Record")}},
-        }
-    }
+    return request_body({"application/json": {"schema": _ref("Record")}}, description)
+
+
+def request_body(content: dict[str, Any], description: str | None = None) -> dict[str, Any]:
+    """openapi_extra for a required body of the media types in content."""
+    described = {} if description is None else {"description": description}
+    return {"requestBody": {"required": True, **described, "content": content}}
+
+
+def object_body(
+    properties: dict[str, Any], required: list[str] | None = None, **media: Any
+) -> dict[str, Any]:
+    """openapi_extra for a JSON object body that refuses keys not in properties; media adds examples."""
+    needed = {} if required is None else {"required": required}
+    schema = {"type": "object", "additionalProperties": False, **needed, "properties": properties}
+    return request_body({"application/json": {"schema": schema, **media}})
 
 
 # -- answers (pydantic models used for documentation only) ----------------------------------

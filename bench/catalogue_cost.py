@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from service.ledger import Ledger
-from service.sources.works import ingest_works
+from service.sources import SourceFile
+from service.sources.works import NAME, ingest_works
 
 _TOPICS = (
     "training large language models memory efficient parallel pipeline tensor distributed deep learning "
@@ -72,14 +73,14 @@ def main() -> None:
     ledger = Ledger(db, synchronous="NORMAL")
 
     began = time.perf_counter()
-    summary = ingest_works(ledger, source, "2026-11-01T00:00:00Z")
+    summary = ingest_works(ledger, SourceFile(NAME, source, "2026-11-01T00:00:00Z"))
     took = time.perf_counter() - began
     print(f"ingest {summary.appended} works: {took:.1f} s ({summary.appended / took:.0f} works/s)")
     began = time.perf_counter()
     ledger.catalogue  # noqa: B018 - extended to the head
     print(f"catalogue extended over {summary.appended} events: {time.perf_counter() - began:.2f} s")
     began = time.perf_counter()
-    again = ingest_works(ledger, source, "2026-11-02T00:00:00Z")
+    again = ingest_works(ledger, SourceFile(NAME, source, "2026-11-02T00:00:00Z"))
     print(f"re-ingest ({again.unchanged} unchanged): {time.perf_counter() - began:.1f} s")
 
     picks = [works[rng.randrange(len(works))] for _ in range(args.refs)]

@@ -32,11 +32,17 @@ def _ingest(
 
 def _ingest_works(file: str, observed_at: str, as_json: bool, db: str) -> None:
     from service.ledger import Ledger
-    from service.sources.works import ingest_works
+    from service.sources import SourceFile
+    from service.sources.works import NAME, ingest_works
 
     ledger = Ledger(db)
     # the bar follows the first of its two reads (the whole file checked)
-    _run(file, as_json, "checking", lambda data, progress: ingest_works(ledger, data, observed_at, progress))
+    _run(
+        file,
+        as_json,
+        "checking",
+        lambda data, progress: ingest_works(ledger, SourceFile(NAME, data, observed_at), progress),
+    )
 
 
 def _run(

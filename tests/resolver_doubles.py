@@ -13,6 +13,8 @@ from ledger.model.codec import decode_data
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.events import CitedWork, PaperData
 from ledger.model.works import CatalogueWork, Decision, Evidence, RefInput, RunnerUp
+from service.resolver.defaults import Resolver
+from tests.factories import citation, paper, resolution, ts
 
 METHOD = "double/1"
 CITING, CITED, OTHER = "2101.00001", "2101.00002", "2101.00003"
@@ -114,3 +116,29 @@ def decide(inputs: Sequence[RefInput], catalogue: Any) -> list[Decision]:
             runner = found[0] if found else None
             out.append(Decision("unresolved", None, _evidence("title", None, 0, runner)))
     return out
+
+
+def seed_world(ledger: Any) -> None:
+    """The tests' shared ledger: CITING cites CITED's title, a DOI the catalogue knows, a line naming no
+    work and a title nobody knows (the last already unresolved, by no resolver link)."""
+    ledger.append([
+        paper(CITING, ts(0), title="The citing paper"),
+        paper(CITED, ts(0), title="Attention Is All You Need"),
+        paper(OTHER, ts(0), title="Another paper"),
+        citation(OIDS[0], CITING, ts(1), 0, cited("Attention is all you need.")),
+        citation(OIDS[1], CITING, ts(1), 1, cited("A known work", doi=DOI)),
+        citation(OIDS[2], CITING, ts(1), 2, cited("Accessed: 2025-06")),
+        citation(OIDS[3], CITING, ts(1), 3, cited("Nothing anyone holds")),
+        resolution(OIDS[3], ts(2), "unresolved", resolver="no resolver link"),
+    ])  # fmt: skip
+
+
+def known_work(at: Any) -> CatalogueWork:
+    """DOI's work, "A known work", standing at the stored event `at` (a work.observed on the real
+    catalogue)."""
+    return doi_work(at.seq, at.observed_at, DOI, "A known work")
+
+
+def live_resolver(at: Any) -> Resolver:
+    """The double's resolver over the ledger's papers as they stand at each run, plus known_work(at)."""
+    return Resolver(decide, METHOD, lambda ledger: LiveCatalogue(ledger, [known_work(at)]))

@@ -6,8 +6,8 @@ Mount this router before routes.router: `/paper/{id:path}` there would swallow `
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
-from typing import IO, Annotated
+from collections.abc import Callable, Sequence
+from typing import IO, Annotated, Any, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -27,8 +27,8 @@ from ledger.model.events import Event
 from ledger.model.instants import now_us
 from projections.diff import record_changes
 from service.ledger import AppendResult
-from service.sources import SOURCES, SourceFile, ingest
-from service.sources.works import ingest_works
+from service.sources import SOURCES, Appended, SourceFile, Summary, ingest
+from service.sources.works import NAME, WorksSummary, ingest_works
 
 router = APIRouter()
 
@@ -36,6 +36,7 @@ router = APIRouter()
 # an events batch, so this route has its own limit; the body is spooled to disk, not held in memory.
 DEFAULT_MAX_INGEST_BODY = 512 * 1024 * 1024
 _SPOOL_IN_MEMORY = 8 * 1024 * 1024
+IngestSummary = TypeVar("IngestSummary", Summary, WorksSummary)
 
 
 async def _spool(request: Request, limit: int) -> IO[bytes]:
@@ -50,57 +51,55 @@ async def _spool(request: Request, limit: int) -> IO[bytes]:
     return spool  # type: ignore[return-value]
 
 
-_WORKS_BODY = {
-    "requestBody": {
-        "required": True,
-        "description": "A Crossref or OpenAlex works file exactly as published (gzip accepted): a "
-        "/works/{doi} or /works answer, an OpenAlex Work or {results: [...]}, or NDJSON of either's works.",
-        "content": {
-            "application/json": {"schema": {}},
-            "application/x-ndjson": {"schema": {"type": "string"}},
-            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-        },
-    }
-}
-
-
-@router.post(
-    "/ingest/works",
-    tags=["sources"],
-    summary="Bring a works file into the resolver's catalogue: one work.observed per new or changed work",
-    status_code=201,
-    responses=docs.responses(201, 200, 401, 403, 413, 422),
-    openapi_extra=_WORKS_BODY,
+_BINARY = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+_WORKS_BODY = docs.request_body(
+    {"application/json": {"schema": {}}, "application/x-ndjson": {"schema": {"type": "string"}}, **_BINARY},
+    "A Crossref or OpenAlex works file exactly as published (gzip accepted): a /works/{doi} or /works "
+    "answer, an OpenAlex Work or {results: [...]}, or NDJSON of either's works.",
 )
-async def post_ingest_works(
-    request: Request,
-    observed_at: Annotated[
-        str,
-        Query(
-            description="When the file was fetched (RFC 3339 with offset)", examples=["2026-09-01T12:00:00Z"]
-        ),
-    ],
-) -> Response:
-    """The body is the file, checked whole before anything is written, then appended in batches. 201
-    when works were appended, 200 when none was new; 422 when the body is not a works file (nothing
-    written). Answers the ingest summary (items read, works, skipped with reasons, unchanged)."""
-    settings = settings_of(request)
-    token = require_writer(request, settings)
-    limit = getattr(settings, "max_ingest_body", None) or DEFAULT_MAX_INGEST_BODY
+_SOURCE_BODY = docs.request_body(
+    {"text/csv": {"schema": {"type": "string"}}, "application/json": {"schema": {}}, **_BINARY},
+    "The file exactly as the source publishes it (gzip accepted).",
+)
+
+
+async def _ingest_charged(
+    request: Request, token: str, label: str, run: Callable[[IO[bytes], Appended], IngestSummary]
+) -> IngestSummary:
+    """The body spooled (within the ingest limit) and ingested by `run` in a thread, each append
+    counted in telemetry under `label`; the client is charged an attempt per event, one at least."""
+    limit = getattr(settings_of(request), "max_ingest_body", None) or DEFAULT_MAX_INGEST_BODY
     body = await _spool(request, limit)
     limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
-    charge = 1
+    charge = 1  # a refused file costs an attempt, so a client cannot spin on bad files
 
     def appended(events: Sequence[Event], result: AppendResult, seconds: float) -> None:
-        telemetry.appended(request, "ingest", events, result, seconds, "works")
+        telemetry.appended(request, "ingest", events, result, seconds, label)
 
     try:
-        summary = await run_in_threadpool(ingest_works, ledger_of(request), body, observed_at, None, appended)
+        summary = await run_in_threadpool(run, body, appended)
         charge = max(1, summary.appended + summary.duplicates)
     finally:
         body.close()
         if limiter is not None:
-            limiter.charge(token, charge)
+            limiter.charge(token, charge)  # as POST /events: let in while not in debt, then charged
+    return summary
+
+
+# what both ingest routes document alike: their tag, answers and query parameter
+_INGEST_ROUTE: dict[str, Any] = {
+    "tags": ["sources"],
+    "status_code": 201,
+    "responses": docs.responses(201, 200, 401, 403, 413, 422),
+}
+FetchedAt = Annotated[
+    str,
+    Query(description="When the file was fetched (RFC 3339 with offset)", examples=["2026-09-01T12:00:00Z"]),
+]
+
+
+def _summary_answer(summary: Summary | WorksSummary) -> Response:
+    """The ingest summary: 201 when events were appended, 200 when all were already there."""
     assert summary.head is not None
     return Response(
         canonical(summary.to_dict()),
@@ -111,32 +110,36 @@ async def post_ingest_works(
 
 
 @router.post(
+    "/ingest/works",
+    summary="Bring a works file into the resolver's catalogue: one work.observed per new or changed work",
+    openapi_extra=_WORKS_BODY,
+    **_INGEST_ROUTE,
+)
+async def post_ingest_works(request: Request, observed_at: FetchedAt) -> Response:
+    """The body is the file, checked whole before anything is written, then appended in batches. 201
+    when works were appended, 200 when none was new; 422 when the body is not a works file (nothing
+    written). Answers the ingest summary (items read, works, skipped with reasons, unchanged)."""
+    token = require_writer(request, settings_of(request))
+    ledger = ledger_of(request)
+    summary = await _ingest_charged(
+        request,
+        token,
+        "works",
+        lambda body, appended: ingest_works(ledger, SourceFile(NAME, body, observed_at), None, appended),
+    )
+    return _summary_answer(summary)
+
+
+@router.post(
     "/ingest/{source}",
-    tags=["sources"],
     summary="Bring a source file (as the source publishes it) into the ledger as one batch",
-    status_code=201,
-    responses=docs.responses(201, 200, 401, 403, 413, 422),
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "description": "The file exactly as the source publishes it (gzip accepted).",
-            "content": {
-                "text/csv": {"schema": {"type": "string"}},
-                "application/json": {"schema": {}},
-                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-            },
-        }
-    },
+    openapi_extra=_SOURCE_BODY,
+    **_INGEST_ROUTE,
 )
 async def post_ingest(
     request: Request,
     source: Annotated[str, Path(description="One of " + ", ".join(SOURCES), examples=["retraction-watch"])],
-    observed_at: Annotated[
-        str,
-        Query(
-            description="When the file was fetched (RFC 3339 with offset)", examples=["2026-09-01T12:00:00Z"]
-        ),
-    ],
+    observed_at: FetchedAt,
     id: Annotated[
         str | None, Query(description="opencitations only: the paper, e.g. doi:10.48550/arXiv.2310.04610")
     ] = None,
@@ -151,39 +154,22 @@ async def post_ingest(
     """The body is the file. 201 when events were appended, 200 when all were already there;
     422 when the body is not the named format, or a Retraction Watch file is refused by a rule of
     its own (details.rule; nothing written). Answers the ingest summary."""
-    settings = settings_of(request)
     # auth (and rate) first: a refused client never gets its body read
-    token = require_writer(request, settings)
+    token = require_writer(request, settings_of(request))
     if source not in SOURCES:
         raise InvalidEvent("source", f"unknown source {source!r}; one of {', '.join(SOURCES)}")
-    limit = getattr(settings, "max_ingest_body", None) or DEFAULT_MAX_INGEST_BODY
-    body = await _spool(request, limit)
-    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
-    charge = 1  # a refused file costs an attempt, so a client cannot spin on bad files
+    ledger = ledger_of(request)
 
-    def appended(events: Sequence[Event], result: AppendResult, seconds: float) -> None:
-        telemetry.appended(request, "ingest", events, result, seconds, source)
+    def run(body: IO[bytes], appended: Appended) -> Summary:
+        return ingest(ledger, SourceFile(source, body, observed_at, id), None, appended, force=force)
 
     try:
-        summary = await run_in_threadpool(
-            ingest, ledger_of(request), SourceFile(source, body, observed_at, id), None, appended, force=force
-        )
-        charge = max(1, summary.appended + summary.duplicates)
+        summary = await _ingest_charged(request, token, source, run)
     except LedgerError:
         telemetry.ingested(request, source, None)
         raise
-    finally:
-        body.close()
-        if limiter is not None:
-            limiter.charge(token, charge)  # as POST /events: let in while not in debt, then charged
-    assert summary.head is not None
     telemetry.ingested(request, source, summary)
-    return Response(
-        canonical(summary.to_dict()),
-        status_code=201 if summary.appended else 200,
-        media_type=JSON,
-        headers=head_headers(summary.head),
-    )
+    return _summary_answer(summary)
 
 
 @router.get(

@@ -109,33 +109,14 @@ def _run(ledger: Ledger, resolver: Resolver, papers: list[str] | None, dry_run: 
         **docs.responses(200, 401, 403, 413, 422),
         202: {"description": '`{"all": true}`: the job resolving every paper (poll its `links.self`)'},
     },
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {
-                            "papers": {
-                                "type": "array",
-                                "items": {"type": "string"},
-                                "minItems": 1,
-                                "maxItems": MAX_PAPERS,
-                            },
-                            "all": {"type": "boolean", "enum": [True]},
-                            "dry_run": {"type": "boolean"},
-                        },
-                    },
-                    "examples": {
-                        "papers": {"value": {"papers": ["2509.02480"]}},
-                        "all": {"value": {"all": True}},
-                    },
-                }
-            },
-        }
-    },
+    openapi_extra=docs.object_body(
+        {
+            "papers": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_PAPERS},
+            "all": {"type": "boolean", "enum": [True]},
+            "dry_run": {"type": "boolean"},
+        },
+        examples={"papers": {"value": {"papers": ["2509.02480"]}}, "all": {"value": {"all": True}}},
+    ),
 )
 async def post_resolve(request: Request) -> Response:
     """`{"papers": [...]}` (at most 100): resolved now, answered with the summary (examined, changed per
@@ -204,32 +185,21 @@ def parse_person(body: Any) -> tuple[str, Any]:
     summary="A person's resolution of one observation: set a DOI or an arXiv id, or clear the match",
     status_code=201,
     responses=docs.responses(201, 200, 401, 403, 404, 413, 422),
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["observation_id", "by"],
-                        "properties": {
-                            "observation_id": {"type": "string", "format": "uuid"},
-                            "by": {"type": "string", "minLength": 1, "maxLength": 100},
-                            "doi": {"type": "string"},
-                            "arxiv_id": {"type": "string"},
-                            "none": {"type": "boolean"},
-                        },
-                    },
-                    "example": {
-                        "observation_id": "0b5b0a8e-3c4e-4c44-9d5e-6a3f1b0c2d11",
-                        "by": "Ada Lovelace",
-                        "doi": "10.1000/example",
-                    },
-                }
-            },
-        }
-    },
+    openapi_extra=docs.object_body(
+        {
+            "observation_id": {"type": "string", "format": "uuid"},
+            "by": {"type": "string", "minLength": 1, "maxLength": 100},
+            "doi": {"type": "string"},
+            "arxiv_id": {"type": "string"},
+            "none": {"type": "boolean"},
+        },
+        ["observation_id", "by"],
+        example={
+            "observation_id": "0b5b0a8e-3c4e-4c44-9d5e-6a3f1b0c2d11",
+            "by": "Ada Lovelace",
+            "doi": "10.1000/example",
+        },
+    ),
 )
 async def post_person(request: Request) -> Response:
     """Appends a resolution naming the person (`resolver_source` `person:NAME`): verified_exact when the

@@ -10,7 +10,9 @@ and that the two backends agree once each spelling is mapped back to the abstrac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import get_args, get_type_hints
 
+from ledger.storage.derived.catalogue import Row
 from ledger.storage.derived.spans import OPEN
 from ledger.storage.sql import Dialect
 
@@ -110,6 +112,16 @@ class Layout:
 _c = Column
 
 
+def _columns_of(row: type) -> tuple[Column, ...]:
+    """A table's columns from the NamedTuple a row is held in: int as BIGINT, `| None` as nullable."""
+    columns = []
+    for name, hint in get_type_hints(row).items():
+        args = get_args(hint) or (hint,)
+        kind = BIGINT if int in args else TEXT
+        columns.append(Column(name, kind, not_null=type(None) not in args))
+    return tuple(columns)
+
+
 _APPEND_ONLY = Guard("append_only", replace=True)
 _CHECK_COLUMNS = (
     _c("work_id"),
@@ -146,28 +158,7 @@ def _smaller_levels(base: str, columns: tuple[Column, ...], key: tuple[str, ...]
 _CATALOGUE = (
     Table(
         "catalogue_works",
-        (
-            _c("ident"),
-            _c("seq", BIGINT),
-            _c("observed_at"),
-            _c("observed_us", BIGINT),
-            _c("source"),
-            _c("doi", not_null=False),
-            _c("arxiv_id", not_null=False),
-            _c("doi_key", not_null=False),
-            _c("arxiv_key", not_null=False),
-            _c("title", not_null=False),
-            _c("authors"),
-            _c("container", not_null=False),
-            _c("year", BIGINT, not_null=False),
-            _c("volume", not_null=False),
-            _c("issue", not_null=False),
-            _c("first_page", not_null=False),
-            _c("type", not_null=False),
-            _c("vol_key", not_null=False),
-            _c("page_key", not_null=False),
-            _c("search_text"),
-        ),
+        _columns_of(Row),
         ("ident",),
         indexes=(
             Index("catalogue_works_doi_key", ("doi_key",)),

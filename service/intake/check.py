@@ -21,27 +21,21 @@ from typing import Any
 import msgspec
 from blake3 import blake3
 
-from ledger.model.codec import check_ijson_data, check_rules, decode_json, derived_id, quick_event, to_event
-from ledger.model.errors import Conflict, InvalidEvent
-from ledger.model.events import (
-    CitationObserved,
-    Event,
-    MeasurementObserved,
-    PaperObserved,
-    ResolutionObserved,
-    StandingChecked,
+from ledger.model.codec import (
+    check_ijson_data,
+    check_rules,
+    decode_json,
+    derived_id,
+    quick_event,
+    to_event,
+    type_of,
 )
+from ledger.model.errors import Conflict, InvalidEvent
+from ledger.model.events import Event
 from ledger.storage.interface import Tables
 
 # Lines checked together: one set of lookups in the scratch file and the ledger per chunk
 CHUNK = 5000
-_TYPES: dict[type, str] = {
-    PaperObserved: "paper.observed",
-    CitationObserved: "citation.observed",
-    ResolutionObserved: "resolution.observed",
-    StandingChecked: "standing.checked",
-    MeasurementObserved: "measurement.observed",
-}
 _ENCODE = msgspec.json.Encoder(order="sorted").encode
 _NUL = b"\\u0000"
 # SQLite's page cache for the scratch file: its tree of ids outgrows it, the OS caches the rest
@@ -68,7 +62,7 @@ class _Line:
     def __init__(self, event: Event, where: str) -> None:
         self.event = event
         self.where = where
-        self.type = _TYPES[type(event)]
+        self.type = type_of(event)
         self.data = _ENCODE(event.data)
         if _NUL in self.data:  # the encoder escapes U+0000, so its absence proves there is none
             check_ijson_data(self.data, where)

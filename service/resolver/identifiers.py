@@ -131,18 +131,14 @@ def find(text: str) -> Found:
             bad = re.match(r"\S*", rest)
             malformed.append((m.group() + (bad.group() if bad else "")).strip())
             spans.append((m.start(), m.end() + (bad.end() if bad else 0)))
-    for m in _DOI_CONTINUED.finditer(text) if "10." in text else ():
-        if not taken(m.start()):
-            readings = _doi_readings(m.group())
-            if readings:
-                idents.append(_ident_of_doi(readings))
-                spans.append(m.span())
-    for m in _DOI.finditer(text) if "10." in text else ():
-        if not taken(m.start()):
-            readings = _doi_readings(m.group())
-            if readings:
-                idents.append(_ident_of_doi(readings))
-                spans.append(m.span())
+    # a DOI broken across a line first, so its first line is not read as a DOI of its own
+    for pattern in (_DOI_CONTINUED, _DOI) if "10." in text else ():
+        for m in pattern.finditer(text):
+            if not taken(m.start()):
+                readings = _doi_readings(m.group())
+                if readings:
+                    idents.append(_ident_of_doi(readings))
+                    spans.append(m.span())
     for m in _ARXIV_PREFIX.finditer(text):
         if taken(m.start()):
             continue

@@ -41,7 +41,8 @@ SOURCES: dict[str, str] = {
 WHOLE_DATABASE = frozenset({"retraction-watch"})
 UNDER_HALF = "under_half_the_last"
 
-# told of the ingest's append once committed: its events, the answer, the seconds it took
+# told of each append once committed (an ingest's one, a works ingest's every batch): its events,
+# the answer, the seconds it took
 Appended = Callable[[Sequence[Event], AppendResult, float], None]
 
 __all__ = [

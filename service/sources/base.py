@@ -53,21 +53,12 @@ class Refused(InvalidEvent):
         self.details = {"where": "file", "reason": text, "rule": rule, "line": line, "forceable": forceable}
 
 
-@dataclass
-class Summary:
-    """What one ingest read, matched, skipped (with reasons) and appended."""
+@dataclass(kw_only=True)
+class Tally:
+    """What every ingest counts: what it skipped (with a few examples of each reason) and what its
+    appends did."""
 
-    source: str
-    event_source: str
-    observed_at: str
-    read: int = 0
-    matched: int = 0
-    works_checked: int | None = None
-    notices: int = 0
-    measurements: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
-    ignored: Counter[str] = field(default_factory=Counter)
-    notes: Counter[str] = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
     appended: int = 0
     duplicates: int = 0
@@ -78,6 +69,37 @@ class Summary:
         self.skipped[reason] += 1
         self._example(reason, example)
 
+    def _example(self, reason: str, example: str) -> None:
+        kept = self.examples.setdefault(reason, [])
+        if len(kept) < EXAMPLES_PER_REASON:
+            kept.append(example)
+
+    def tally_dict(self) -> dict[str, Any]:
+        """The tally as the JSON answers give it (their keys are sorted when written)."""
+        return {
+            "skipped": dict(sorted(self.skipped.items())),
+            "examples": dict(sorted(self.examples.items())),
+            "appended": self.appended,
+            "duplicates": self.duplicates,
+            "head": None if self.head is None else {"hash": self.head.hash, "seq": self.head.seq},
+        }
+
+
+@dataclass
+class Summary(Tally):
+    """What one ingest read, matched, skipped (with reasons) and appended."""
+
+    source: str
+    event_source: str
+    observed_at: str
+    read: int = 0
+    matched: int = 0
+    works_checked: int | None = None
+    notices: int = 0
+    measurements: int = 0
+    ignored: Counter[str] = field(default_factory=Counter)
+    notes: Counter[str] = field(default_factory=Counter)
+
     def note(self, what: str, example: str) -> None:
         """Count something kept but worth saying (e.g. an unparsable date read as null)."""
         self.notes[what] += 1
@@ -86,11 +108,6 @@ class Summary:
     def ignore(self, what: str) -> None:
         """Count something the spec says is not a notice at all (not a skip)."""
         self.ignored[what] += 1
-
-    def _example(self, reason: str, example: str) -> None:
-        kept = self.examples.setdefault(reason, [])
-        if len(kept) < EXAMPLES_PER_REASON:
-            kept.append(example)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON answer of POST /ingest and `ledger ingest --json`."""
@@ -103,13 +120,9 @@ class Summary:
             "works_checked": self.works_checked,
             "notices": self.notices,
             "measurements": self.measurements,
-            "skipped": dict(sorted(self.skipped.items())),
             "ignored": dict(sorted(self.ignored.items())),
             "notes": dict(sorted(self.notes.items())),
-            "examples": {k: v for k, v in sorted(self.examples.items())},
-            "appended": self.appended,
-            "duplicates": self.duplicates,
-            "head": None if self.head is None else {"hash": self.head.hash, "seq": self.head.seq},
+            **self.tally_dict(),
         }
 
     def lines(self) -> list[str]:

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -22,9 +22,9 @@ from typing import IO, Any
 from ledger.model.codec import canonical, check_ijson_data, check_rules
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, WorkObserved
-from ledger.model.facts import Head
-from service.ledger import AppendResult, Ledger
-from service.sources.base import EXAMPLES_PER_REASON, NotThatFormat, check_observed_at
+from service.ledger import Ledger
+from service.sources import Appended, SourceFile
+from service.sources.base import NotThatFormat, Tally, check_observed_at
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 from service.sources.reader import Input, Progress, open_text
 from service.sources.works_map import (
@@ -43,12 +43,9 @@ FORMATS = (
     '{"results": [...]}, or OpenAlex Works one per line'
 )
 
-# told of each batch's append once committed: its events, the answer, the seconds it took
-Appended = Callable[[Sequence[Event], AppendResult, float], None]
-
 
 @dataclass
-class WorksSummary:
+class WorksSummary(Tally):
     """What one works ingest read, skipped (with reasons and a few examples), found unchanged and
     appended."""
 
@@ -56,19 +53,7 @@ class WorksSummary:
     read: int = 0
     works: int = 0
     sources: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)
-    examples: dict[str, list[str]] = field(default_factory=dict)
     unchanged: int = 0
-    appended: int = 0
-    duplicates: int = 0
-    head: Head | None = None
-
-    def skip(self, reason: str, example: str) -> None:
-        """Count an item that gave no work, keeping a few examples of each reason."""
-        self.skipped[reason] += 1
-        kept = self.examples.setdefault(reason, [])
-        if len(kept) < EXAMPLES_PER_REASON:
-            kept.append(example)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON answer of POST /ingest/works and `ledger ingest works --json`."""
@@ -78,12 +63,8 @@ class WorksSummary:
             "read": self.read,
             "works": self.works,
             "sources": dict(sorted(self.sources.items())),
-            "skipped": dict(sorted(self.skipped.items())),
-            "examples": dict(sorted(self.examples.items())),
             "unchanged": self.unchanged,
-            "appended": self.appended,
-            "duplicates": self.duplicates,
-            "head": None if self.head is None else {"hash": self.head.hash, "seq": self.head.seq},
+            **self.tally_dict(),
         }
 
     def lines(self) -> list[str]:
@@ -172,16 +153,13 @@ def works_of(text: IO[str], summary: WorksSummary) -> Iterator[tuple[int, WorkOb
 
 
 def ingest_works(
-    ledger: Ledger,
-    data: Input,
-    observed_at: str,
-    progress: Progress | None = None,
-    appended: Appended | None = None,
+    ledger: Ledger, file: SourceFile, progress: Progress | None = None, appended: Appended | None = None
 ) -> WorksSummary:
-    """Check a works file whole, then append its works in batches; a work whose DOI's latest
-    `work.observed` already carries the same data is counted unchanged, not appended."""
+    """Check a works file (its source "works") whole, then append its works in batches; a work whose
+    DOI's latest `work.observed` already carries the same data is counted unchanged, not appended."""
+    observed_at = file.observed_at
     check_observed_at(observed_at)
-    with _rereadable(data) as source:
+    with _rereadable(file.data) as source:
         # pass 1: refuse a file that is not a works file, before anything is written
         with _text(source(), progress) as text:
             for _ in works_of(text, WorksSummary(observed_at)):

@@ -9,12 +9,11 @@ import warnings
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.app import create_app
-from api.settings import Settings
 from service.ledger import Ledger
+from tests.api.app_support import HOSTILE, answering_app
 from tests.conftest import FIXTURE_PATH, NewDb, examples
 from tests.factories import measurement_json
 
@@ -114,18 +113,12 @@ bodies = st.one_of(
 @pytest.fixture
 def app_client(new_db: NewDb) -> tuple[TestClient, Ledger]:
     """The whole app over a ledger holding the sample record; server errors come back as answers."""
-    db = new_db()
-    ledger = Ledger(db)
+    ledger = Ledger(new_db())
     ledger.import_bytes(FIXTURE_PATH.read_bytes())
-    client = TestClient(create_app(Settings(db=db, tokens=(TOKEN,))), raise_server_exceptions=False)
-    return client, ledger
+    return answering_app(ledger, TOKEN), ledger
 
 
-@settings(
-    max_examples=examples(300),
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@HOSTILE
 @given(route=st.sampled_from(ROUTES), body=bodies, gzip_it=st.booleans())
 def test_no_write_route_answers_5xx_and_a_refusal_stores_nothing(
     app_client: tuple[TestClient, Ledger], route: str, body: str, gzip_it: bool

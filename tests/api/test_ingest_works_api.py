@@ -6,13 +6,11 @@ import gzip
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.errors import install_error_handlers
 from api.intake import sources
-from api.settings import Settings
 from service.ledger import Ledger
+from tests.api.app_support import sources_app
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "works"
 T = "2026-11-01T00:00:00Z"
@@ -20,13 +18,8 @@ TOKEN = "test-token-for-works"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def _client(ledger: Ledger, **settings: object) -> TestClient:
-    app = FastAPI()
-    install_error_handlers(app)
-    app.state.settings = Settings(db=ledger.url, tokens=(TOKEN,), **settings)  # type: ignore[arg-type]
-    app.state.ledger = ledger
-    app.include_router(sources.router)
-    return TestClient(app)
+def _client(ledger: Ledger, **options: object) -> TestClient:
+    return sources_app(ledger, TOKEN, **options)
 
 
 def test_works_are_appended_once(fresh_ledger: Ledger) -> None:

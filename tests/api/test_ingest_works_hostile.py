@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 import zstandard
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.app import create_app
-from api.settings import Settings
 from service.ledger import Ledger
+from tests.api.app_support import HOSTILE, answering_app
 from tests.conftest import NewDb, examples
 
 with warnings.catch_warnings():
@@ -115,17 +114,12 @@ def files(draw: Any) -> bytes:
 
 @pytest.fixture
 def app_client(new_db: NewDb) -> tuple[TestClient, Ledger]:
-    db = new_db()
-    ledger = Ledger(db)
-    client = TestClient(create_app(Settings(db=db, tokens=(TOKEN,))), raise_server_exceptions=False)
-    return client, ledger
+    """The whole app over a ledger; server errors come back as answers."""
+    ledger = Ledger(new_db())
+    return answering_app(ledger, TOKEN), ledger
 
 
-@settings(
-    max_examples=examples(300),
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@HOSTILE
 @given(raw=files())
 def test_no_works_file_answers_5xx_and_a_refusal_writes_nothing(
     app_client: tuple[TestClient, Ledger], raw: bytes

@@ -143,6 +143,26 @@ def obs_by_ref(rec: dict, ref: int) -> dict:
     return next(o for o in rec["outbound"] if o["citation"]["reference_index"] == ref)
 
 
+def block_of(record: dict, lines: list[str], ref: int, n: int) -> list[str]:
+    """The n lines after the heading of reference `ref`'s outbound observation."""
+    i = lines.index(f"Observation {obs_by_ref(record, ref)['observation_id']} · outbound")
+    return lines[i + 1 : i + 1 + n]
+
+
+def known_by_pith_id(ref: int, version: str, title: str, year: int, observed: str) -> list[str]:
+    """The first lines of an unresolved reference with no parsed title whose cited work's Pith id
+    names a paper the ledger holds (`version`: its arXiv id and version)."""
+    arxiv_id = version.split()[0]
+    return [
+        f"This paper cites reference {ref} (no title parsed).",
+        f"{PAPER_TITLE} → {title}",
+        f"Reference {ref}",
+        f"Cited work as observed: Pith id {arxiv_id} · year {year} · observed {observed}",
+        f"Cited paper: arXiv:{version}, {title} (known by the cited work's Pith id)",
+        f"Resolution: unresolved; no resolver link, observed {observed}",
+    ]
+
+
 # --- the real fixture ------------------------------------------------------------------
 
 
@@ -205,23 +225,14 @@ def test_every_observation_rendered_in_order_with_its_id(record, html, lines):
 
 
 def test_observation_blocks(record, lines):
-    ref9 = obs_by_ref(record, 9)
-    i = lines.index(f"Observation {ref9['observation_id']} · outbound")
     survey = "Efficient Training of Large Language Models on Distributed Infrastructures: A Survey"
-    assert lines[i + 1 : i + 9] == [
-        "This paper cites reference 9 (no title parsed).",
-        f"{PAPER_TITLE} → {survey}",
-        "Reference 9",
-        "Cited work as observed: Pith id 2407.20018 · year 2024 · observed 2026-08-05T11:38:37.916772Z",
-        f"Cited paper: arXiv:2407.20018 v1, {survey} (known by the cited work's Pith id)",
-        "Resolution: unresolved; no resolver link, observed 2026-08-05T11:38:37.916772Z",
+    assert block_of(record, lines, 9, 8) == [
+        *known_by_pith_id(9, "2407.20018 v1", survey, 2024, "2026-08-05T11:38:37.916772Z"),
         "Source-reported events for the cited work",
         "Unavailable: canonical work link unavailable.",
     ]
-    ref34 = obs_by_ref(record, 34)
-    i = lines.index(f"Observation {ref34['observation_id']} · outbound")
-    title = ref34["citation"]["cited_work"]["title"]
-    assert lines[i + 1 : i + 10] == [
+    title = obs_by_ref(record, 34)["citation"]["cited_work"]["title"]
+    assert block_of(record, lines, 34, 9) == [
         f"This paper cites {title}.",
         f"{PAPER_TITLE} → {title}",
         "Reference 34",
@@ -242,17 +253,10 @@ def test_observation_blocks(record, lines):
 def test_an_unresolved_reference_says_what_its_observation_holds(record, html, lines):
     """Reference 33 has no parsed title and no resolver link, yet its cited work carries a Pith id
     the ledger knows as Megatron-LM: the block says so, and links the cited paper."""
-    ref33 = obs_by_ref(record, 33)
-    i = lines.index(f"Observation {ref33['observation_id']} · outbound")
     megatron = "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism"
-    assert lines[i + 1 : i + 7] == [
-        "This paper cites reference 33 (no title parsed).",
-        f"{PAPER_TITLE} → {megatron}",
-        "Reference 33",
-        "Cited work as observed: Pith id 1909.08053 · year 2019 · observed 2026-08-05T11:38:40.899514Z",
-        f"Cited paper: arXiv:1909.08053 v4, {megatron} (known by the cited work's Pith id)",
-        "Resolution: unresolved; no resolver link, observed 2026-08-05T11:38:40.899514Z",
-    ]
+    assert block_of(record, lines, 33, 6) == known_by_pith_id(
+        33, "1909.08053 v4", megatron, 2019, "2026-08-05T11:38:40.899514Z"
+    )
     assert hrefs(html).count("/paper/1909.08053") == 2
 
 

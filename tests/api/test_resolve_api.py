@@ -11,24 +11,18 @@ import pytest
 
 from api.app import create_app
 from api.settings import Settings
-from service.resolver.defaults import Resolver
 from service.resolver.jobs import Jobs
 from tests.api.test_api import AUTH, TOKEN, TestClient, ledger_of
 from tests.api_fixtures import running_server
 from tests.conftest import NewDb
-from tests.factories import citation, paper, resolution, ts
 from tests.resolver_doubles import (
-    CITED,
     CITING,
     DOI,
     METHOD,
     OIDS,
     OTHER,
-    ListCatalogue,
-    LiveCatalogue,
-    cited,
-    decide,
-    doi_work,
+    live_resolver,
+    seed_world,
 )
 
 HTML = {"Accept": "text/html"}
@@ -42,24 +36,11 @@ class Api:
         self.app = create_app(Settings(db=db, tokens=(TOKEN,)))
         self.client = TestClient(self.app)
         ledger = ledger_of(self.client)
-        ledger.append([
-            paper(CITING, ts(0), title="The citing paper"),
-            paper(CITED, ts(0), title="Attention Is All You Need"),
-            paper(OTHER, ts(0), title="Another paper"),
-            citation(OIDS[0], CITING, ts(1), 0, cited("Attention is all you need.")),
-            citation(OIDS[1], CITING, ts(1), 1, cited("A known work", doi=DOI)),
-            citation(OIDS[2], CITING, ts(1), 2, cited("Accessed: 2025-06")),
-            citation(OIDS[3], CITING, ts(1), 3, cited("Nothing anyone holds")),
-            resolution(OIDS[3], ts(2), "unresolved", resolver="no resolver link"),
-        ])  # fmt: skip
-        # the DOI's work stands at an event no record of CITING uses (a work.observed on the real catalogue)
+        seed_world(ledger)
+        # the DOI's work stands at an event no record of CITING uses
         first = ledger.store.read_log(stream=f"paper:{OTHER}", limit=1)[0]
         self.work_seq = first.seq
-
-        def catalogue(led: Any) -> ListCatalogue:
-            return LiveCatalogue(led, [doi_work(first.seq, first.observed_at, DOI, "A known work")])
-
-        self.app.state.resolver = Resolver(decide, METHOD, catalogue)
+        self.app.state.resolver = live_resolver(first)
         self.started: list[Any] = []
         self.app.state.resolve_jobs = Jobs(spawn=self.started.append)
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.errors import install_error_handlers
 from api.intake import sources
-from api.settings import Settings
 from service.ledger import Ledger
+from tests.api.app_support import sources_app
 from tests.service.sources.test_sources_support import SOURCES_DIR, T_INGEST
 
 TOKEN = "test-token-for-ingest"
@@ -19,13 +17,8 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 RW = (SOURCES_DIR / "retraction_watch.csv").read_bytes()
 
 
-def _client(ledger: Ledger, **settings: object) -> TestClient:
-    app = FastAPI()
-    install_error_handlers(app)
-    app.state.settings = Settings(db=ledger.url, tokens=(TOKEN,), **settings)  # type: ignore[arg-type]
-    app.state.ledger = ledger
-    app.include_router(sources.router)
-    return TestClient(app)
+def _client(ledger: Ledger, **options: object) -> TestClient:
+    return sources_app(ledger, TOKEN, **options)
 
 
 @pytest.fixture

@@ -11,22 +11,17 @@ from click.testing import CliRunner, Result
 
 from cli.main import main
 from service.ledger import Ledger
-from service.resolver.defaults import Resolver
 from tests.api_fixtures import ledger_command
 from tests.conftest import NewDb
-from tests.factories import Clock, citation, paper, resolution, ts
+from tests.factories import Clock, paper, ts
 from tests.resolver_doubles import (
     CITED,
     CITING,
     DOI,
-    METHOD,
     OIDS,
     OTHER,
-    ListCatalogue,
-    LiveCatalogue,
-    cited,
-    decide,
-    doi_work,
+    live_resolver,
+    seed_world,
 )
 
 
@@ -38,22 +33,8 @@ class Cli:
         self.db = db
         self.clock = Clock()
         self.ledger = Ledger(db, clock=self.clock)
-        self.ledger.append([
-            paper(CITING, ts(0), title="The citing paper"),
-            paper(CITED, ts(0), title="Attention Is All You Need"),
-            paper(OTHER, ts(0), title="Another paper"),
-            citation(OIDS[0], CITING, ts(1), 0, cited("Attention is all you need.")),
-            citation(OIDS[1], CITING, ts(1), 1, cited("A known work", doi=DOI)),
-            citation(OIDS[2], CITING, ts(1), 2, cited("Accessed: 2025-06")),
-            citation(OIDS[3], CITING, ts(1), 3, cited("Nothing anyone holds")),
-            resolution(OIDS[3], ts(2), "unresolved", resolver="no resolver link"),
-        ])  # fmt: skip
-        first = self.ledger.store.read_log(stream=f"paper:{OTHER}", limit=1)[0]
-
-        def catalogue(led: Any) -> ListCatalogue:
-            return LiveCatalogue(led, [doi_work(first.seq, first.observed_at, DOI, "A known work")])
-
-        self.resolver = Resolver(decide, METHOD, catalogue)
+        seed_world(self.ledger)
+        self.resolver = live_resolver(self.ledger.store.read_log(stream=f"paper:{OTHER}", limit=1)[0])
         self.clock.advance(10_000_000)
 
     def run(self, *args: str, **obj: Any) -> Result:

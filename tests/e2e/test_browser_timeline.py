@@ -11,6 +11,8 @@ import difflib
 import os
 import re
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,22 @@ def _loaded(page: Any, at: str) -> None:
     page.wait_for_function(f"document.getElementById('timeline').dataset.loaded === {at!r}", timeout=30_000)
 
 
+@contextmanager
+def _record_page(chromium: Any, server: Any, paper: str, height: int) -> Iterator[tuple[Any, str]]:
+    """A new page on `paper`'s record (answered 200) and its URL; at the end no script error was
+    thrown, and the page is closed."""
+    page = chromium.new_page(viewport={"width": 1100, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        url = f"{server.base}/paper/{paper}/citation-record"
+        assert page.goto(url).status == 200
+        yield page, url
+        assert errors == []
+    finally:
+        page.close()
+
+
 def _no_overflow_on_a_phone(page: Any, url: str, shot: Path) -> None:
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(url)
@@ -60,40 +78,34 @@ def _no_overflow_on_a_phone(page: Any, url: str, shot: Path) -> None:
 
 
 def test_the_sample_paper(browser: Any, new_db: NewDb, tmp_path: Path) -> None:  # noqa: F811
-    with running_server(new_db()) as server:
-        page = browser.new_page(viewport={"width": 1100, "height": 1000})
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        try:
-            url = f"{server.base}/paper/{SAMPLE}/citation-record"
-            assert page.goto(url).status == 200
-            for lane, at in CHECKS.items():
-                assert [m["href"] for m in _marks(page, lane)] == [f"?as_of={at}"], lane
-            snapshots = _marks(page, "snapshots")
-            assert snapshots[-1]["href"] == f"?as_of={FIRST}" and snapshots[-1]["cls"] == "m"
-            # the references were observed before the first snapshot: hollow marks, shown from FIRST
-            citations = _marks(page, "citations")
-            assert citations and {m["cls"] for m in citations} == {"e"}
-            assert {m["href"] for m in citations} == {f"?as_of={FIRST}"}
-            assert page.locator("#tl-at").inner_text() == f"{CHECKS['check:crossref']} · change 3 of 3"
-            page.locator("#timeline").screenshot(path=str(tmp_path / "timeline-sample.png"))
+    with (
+        running_server(new_db()) as server,
+        _record_page(browser, server, SAMPLE, 1000) as (page, url),
+    ):
+        for lane, at in CHECKS.items():
+            assert [m["href"] for m in _marks(page, lane)] == [f"?as_of={at}"], lane
+        snapshots = _marks(page, "snapshots")
+        assert snapshots[-1]["href"] == f"?as_of={FIRST}" and snapshots[-1]["cls"] == "m"
+        # the references were observed before the first snapshot: hollow marks, shown from FIRST
+        citations = _marks(page, "citations")
+        assert citations and {m["cls"] for m in citations} == {"e"}
+        assert {m["href"] for m in citations} == {f"?as_of={FIRST}"}
+        assert page.locator("#tl-at").inner_text() == f"{CHECKS['check:crossref']} · change 3 of 3"
+        page.locator("#timeline").screenshot(path=str(tmp_path / "timeline-sample.png"))
 
-            page.locator("#tl-range").focus()
-            page.keyboard.press("Home")
-            _loaded(page, FIRST)
-            assert page.url == f"{url}?as_of={FIRST}"
-            assert page.input_value("#as_of") == FIRST  # the record below is the one as of FIRST
-            assert page.locator("#tl-now li").first.inner_text().startswith("the record begins: 56 outbound")
-            page.keyboard.press("ArrowRight")
-            _loaded(page, CHECKS["check:retraction_watch"])
-            assert page.url.endswith(f"?as_of={CHECKS['check:retraction_watch']}")
-            assert page.locator("#tl-now li").all_inner_texts() == ["retraction_watch checked"]
-            assert "Checked: retraction_watch at" in page.locator("#outbound").inner_text()
-            assert "crossref at" not in page.locator("#outbound").inner_text()
-            _no_overflow_on_a_phone(page, url, tmp_path / "timeline-sample-phone.png")
-            assert errors == []
-        finally:
-            page.close()
+        page.locator("#tl-range").focus()
+        page.keyboard.press("Home")
+        _loaded(page, FIRST)
+        assert page.url == f"{url}?as_of={FIRST}"
+        assert page.input_value("#as_of") == FIRST  # the record below is the one as of FIRST
+        assert page.locator("#tl-now li").first.inner_text().startswith("the record begins: 56 outbound")
+        page.keyboard.press("ArrowRight")
+        _loaded(page, CHECKS["check:retraction_watch"])
+        assert page.url.endswith(f"?as_of={CHECKS['check:retraction_watch']}")
+        assert page.locator("#tl-now li").all_inner_texts() == ["retraction_watch checked"]
+        assert "Checked: retraction_watch at" in page.locator("#outbound").inner_text()
+        assert "crossref at" not in page.locator("#outbound").inner_text()
+        _no_overflow_on_a_phone(page, url, tmp_path / "timeline-sample-phone.png")
 
 
 @pytest.fixture
@@ -110,70 +122,63 @@ def synthetic_db(new_db: NewDb) -> str:
 def test_a_paper_with_5000_events(browser: Any, synthetic_db: str, tmp_path: Path) -> None:  # noqa: F811
     made = history()
     timeline, _ = Ledger(synthetic_db).timeline(PAPER)
-    with running_server(synthetic_db, args=["--no-samples"]) as server:
-        page = browser.new_page(viewport={"width": 1100, "height": 1400})
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        try:
-            url = f"{server.base}/paper/{PAPER}/citation-record"
-            assert page.goto(url).status == 200
-            svg_bytes = page.eval_on_selector_all(
-                "svg.tl-chart", "els => els.reduce((n, e) => n + new Blob([e.outerHTML]).size, 0)"
-            )
-            assert svg_bytes < 200_000, svg_bytes
-            notices = _marks(page, "notices")
-            strong = {m["href"] for m in notices if m["cls"] == "s"}
-            assert strong == {f"?as_of={format_as_of(parse_ts(at))}" for at in made.notice_first.values()}
-            gone = format_as_of(parse_ts(made.notice_gone["expression_of_concern"]))
-            assert [m["href"] for m in notices if m["cls"] != "s"] == [f"?as_of={gone}"]
-            versions = [
-                i.at
-                for i in timeline.instants
-                if any(c.startswith(("first snapshot", "snapshot v")) for c in i.changes)
-            ]
-            assert [m["href"] for m in _marks(page, "snapshots")] == [f"?as_of={v}" for v in versions]
-            assert len(_marks(page, "resolutions")) < 200  # 2,450 marks merged into bands
-            lines = page.eval_on_selector_all("svg[data-chart=measures] g[data-lane] path", "ps => ps.length")
-            assert lines == 2  # one line per source, never summed
-            assert page.locator("#timeline details").count() == 3
-            page.locator("#timeline").screenshot(path=str(tmp_path / "timeline-5000.png"))
+    with (
+        running_server(synthetic_db, args=["--no-samples"]) as server,
+        _record_page(browser, server, PAPER, 1400) as (page, url),
+    ):
+        svg_bytes = page.eval_on_selector_all(
+            "svg.tl-chart", "els => els.reduce((n, e) => n + new Blob([e.outerHTML]).size, 0)"
+        )
+        assert svg_bytes < 200_000, svg_bytes
+        notices = _marks(page, "notices")
+        strong = {m["href"] for m in notices if m["cls"] == "s"}
+        assert strong == {f"?as_of={format_as_of(parse_ts(at))}" for at in made.notice_first.values()}
+        gone = format_as_of(parse_ts(made.notice_gone["expression_of_concern"]))
+        assert [m["href"] for m in notices if m["cls"] != "s"] == [f"?as_of={gone}"]
+        versions = [
+            i.at
+            for i in timeline.instants
+            if any(c.startswith(("first snapshot", "snapshot v")) for c in i.changes)
+        ]
+        assert [m["href"] for m in _marks(page, "snapshots")] == [f"?as_of={v}" for v in versions]
+        assert len(_marks(page, "resolutions")) < 200  # 2,450 marks merged into bands
+        lines = page.eval_on_selector_all("svg[data-chart=measures] g[data-lane] path", "ps => ps.length")
+        assert lines == 2  # one line per source, never summed
+        assert page.locator("#timeline details").count() == 3
+        page.locator("#timeline").screenshot(path=str(tmp_path / "timeline-5000.png"))
 
-            # a strong mark moves the slider, the record and the URL to the notice's instant
-            retraction = format_as_of(parse_ts(made.notice_first["retraction"]))
-            page.locator(f'svg a[href="?as_of={retraction}"]').first.click()
-            _loaded(page, retraction)
-            assert page.url == f"{url}?as_of={retraction}"
-            index = next(n for n, i in enumerate(timeline.instants) if i.at == retraction)
-            assert page.input_value("#tl-range") == str(index)
-            assert (
-                "retraction_watch reports a retraction of “Cited work 7”"
-                in page.locator("#tl-now").inner_text()
-            )
-            assert "retraction reported by retraction_watch" in page.locator("#outbound").inner_text()
+        # a strong mark moves the slider, the record and the URL to the notice's instant
+        retraction = format_as_of(parse_ts(made.notice_first["retraction"]))
+        page.locator(f'svg a[href="?as_of={retraction}"]').first.click()
+        _loaded(page, retraction)
+        assert page.url == f"{url}?as_of={retraction}"
+        index = next(n for n, i in enumerate(timeline.instants) if i.at == retraction)
+        assert page.input_value("#tl-range") == str(index)
+        assert (
+            "retraction_watch reports a retraction of “Cited work 7”" in page.locator("#tl-now").inner_text()
+        )
+        assert "retraction reported by retraction_watch" in page.locator("#outbound").inner_text()
 
-            page.locator("#tl-range").focus()
-            page.keyboard.press("End")
-            _loaded(page, timeline.instants[-1].at)
-            assert "version 4" in page.locator("h1").inner_text()
-            page.keyboard.press("Home")
-            _loaded(page, timeline.instants[0].at)
-            assert "version 1" in page.locator("h1").inner_text()
-            assert "lists 0 of 0 outbound references" in page.locator("header").inner_text()
-            assert page.url == f"{url}?as_of={timeline.instants[0].at}"
+        page.locator("#tl-range").focus()
+        page.keyboard.press("End")
+        _loaded(page, timeline.instants[-1].at)
+        assert "version 4" in page.locator("h1").inner_text()
+        page.keyboard.press("Home")
+        _loaded(page, timeline.instants[0].at)
+        assert "version 1" in page.locator("h1").inner_text()
+        assert "lists 0 of 0 outbound references" in page.locator("header").inner_text()
+        assert page.url == f"{url}?as_of={timeline.instants[0].at}"
 
-            # the paper page: the same timeline, its slider moving the record summary
-            paper_url = f"{server.base}/paper/{PAPER}"
-            page.goto(f"{paper_url}?as_of={retraction}")
-            page.locator("#tl-range").focus()
-            page.keyboard.press("ArrowRight")
-            after = timeline.instants[index + 1].at
-            _loaded(page, after)
-            assert page.url == f"{paper_url}?as_of={after}"
-            assert page.locator("#tl-record h2").inner_text() == f"The record as of {after}"
-            _no_overflow_on_a_phone(page, url, tmp_path / "timeline-5000-phone.png")
-            assert errors == []
-        finally:
-            page.close()
+        # the paper page: the same timeline, its slider moving the record summary
+        paper_url = f"{server.base}/paper/{PAPER}"
+        page.goto(f"{paper_url}?as_of={retraction}")
+        page.locator("#tl-range").focus()
+        page.keyboard.press("ArrowRight")
+        after = timeline.instants[index + 1].at
+        _loaded(page, after)
+        assert page.url == f"{paper_url}?as_of={after}"
+        assert page.locator("#tl-record h2").inner_text() == f"The record as of {after}"
+        _no_overflow_on_a_phone(page, url, tmp_path / "timeline-5000-phone.png")
 
 
 IMAGES = ROOT / "docs" / "images"

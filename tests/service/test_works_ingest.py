@@ -16,8 +16,9 @@ from ledger.model.codec import decode_data
 from ledger.model.errors import InvalidEvent
 from ledger.model.works import Author, WorkData
 from service.ledger import Ledger
+from service.sources import SourceFile
 from service.sources import works as works_module
-from service.sources.works import ingest_works
+from service.sources.works import NAME, ingest_works
 from service.sources.works_map import arxiv_in, crossref_work, openalex_work, split_name
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "works"
@@ -47,53 +48,61 @@ def works_in(ledger: Ledger) -> dict[str, WorkData]:
 def test_each_format_gives_its_works(
     fresh_ledger: Ledger, name: str, dois: list[str], skipped: dict[str, int]
 ) -> None:
-    summary = ingest_works(fresh_ledger, DATA / name, T)
+    summary = ingest_works(fresh_ledger, SourceFile(NAME, DATA / name, T))
     assert sorted(works_in(fresh_ledger)) == sorted(dois)
     assert (summary.works, summary.appended, dict(summary.skipped)) == (len(dois), len(dois), skipped)
     assert summary.read == len(dois) + sum(skipped.values())
     assert summary.head == fresh_ledger.head()
 
 
-def test_a_crossref_work_is_mapped_field_by_field(fresh_ledger: Ledger) -> None:
-    ingest_works(fresh_ledger, DATA / "crossref-work.json", T)
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "crossref-work.json",
+            WorkData(
+                doi="10.1109/sc41405.2020.00024",
+                source="crossref",
+                title="ZeRO: Memory optimizations Toward Training Trillion Parameter Models",
+                authors=[
+                    Author("Rajbhandari", "Samyam"),
+                    Author("Rasley", "Jeff"),
+                    Author("Ruwase", "Olatunji"),
+                    Author("He", "Yuxiong"),
+                ],
+                container_title="SC20: International Conference for High Performance Computing, Networking, "
+                "Storage and Analysis",
+                year=2020,
+                volume=None,
+                issue=None,
+                pages="1-16",
+                type="proceedings-article",
+                arxiv_id="1910.02054",
+            ),
+        ),
+        (
+            "openalex-results.json",
+            WorkData(
+                doi="10.1038/s41586-020-2649-2",
+                source="openalex",
+                title="Array programming with NumPy",
+                authors=[Author("Harris", "Charles R."), Author("Oliphant", "Travis E.")],
+                container_title="Nature",
+                year=2020,
+                volume="585",
+                issue="7825",
+                pages="357-362",
+                type="article",
+                arxiv_id=None,
+            ),
+        ),
+    ],
+    ids=["crossref", "openalex"],
+)
+def test_a_work_is_mapped_field_by_field(fresh_ledger: Ledger, name: str, expected: WorkData) -> None:
+    ingest_works(fresh_ledger, SourceFile(NAME, DATA / name, T))
     (w,) = works_in(fresh_ledger).values()
-    assert w == WorkData(
-        doi="10.1109/sc41405.2020.00024",
-        source="crossref",
-        title="ZeRO: Memory optimizations Toward Training Trillion Parameter Models",
-        authors=[
-            Author("Rajbhandari", "Samyam"),
-            Author("Rasley", "Jeff"),
-            Author("Ruwase", "Olatunji"),
-            Author("He", "Yuxiong"),
-        ],
-        container_title="SC20: International Conference for High Performance Computing, Networking, "
-        "Storage and Analysis",
-        year=2020,
-        volume=None,
-        issue=None,
-        pages="1-16",
-        type="proceedings-article",
-        arxiv_id="1910.02054",
-    )
-
-
-def test_an_openalex_work_is_mapped_field_by_field(fresh_ledger: Ledger) -> None:
-    ingest_works(fresh_ledger, DATA / "openalex-results.json", T)
-    (w,) = works_in(fresh_ledger).values()
-    assert w == WorkData(
-        doi="10.1038/s41586-020-2649-2",
-        source="openalex",
-        title="Array programming with NumPy",
-        authors=[Author("Harris", "Charles R."), Author("Oliphant", "Travis E.")],
-        container_title="Nature",
-        year=2020,
-        volume="585",
-        issue="7825",
-        pages="357-362",
-        type="article",
-        arxiv_id=None,
-    )
+    assert w == expected
 
 
 @pytest.mark.parametrize(
@@ -106,7 +115,7 @@ def test_an_openalex_work_is_mapped_field_by_field(fresh_ledger: Ledger) -> None
     ],
 )
 def test_an_arxiv_id_named_anywhere_is_kept(fresh_ledger: Ledger, name: str, arxiv: dict[str, Any]) -> None:
-    ingest_works(fresh_ledger, DATA / name, T)
+    ingest_works(fresh_ledger, SourceFile(NAME, DATA / name, T))
     found = works_in(fresh_ledger)
     assert {doi: found[doi].arxiv_id for doi in arxiv} == arxiv
 
@@ -164,18 +173,18 @@ def test_odd_but_readable_items_keep_what_reads() -> None:
 
 
 def test_a_re_ingest_appends_nothing_even_at_a_later_instant(fresh_ledger: Ledger) -> None:
-    ingest_works(fresh_ledger, DATA / "crossref-works.json", T)
+    ingest_works(fresh_ledger, SourceFile(NAME, DATA / "crossref-works.json", T))
     head = fresh_ledger.head()
-    again = ingest_works(fresh_ledger, DATA / "crossref-works.json", T2)
+    again = ingest_works(fresh_ledger, SourceFile(NAME, DATA / "crossref-works.json", T2))
     assert (again.appended, again.unchanged, again.works) == (0, 2, 2)
     assert fresh_ledger.head() == head
 
 
 def test_a_changed_work_is_appended_on_its_stream(fresh_ledger: Ledger) -> None:
-    ingest_works(fresh_ledger, DATA / "crossref-work.json", T)
+    ingest_works(fresh_ledger, SourceFile(NAME, DATA / "crossref-work.json", T))
     doc = json.loads((DATA / "crossref-work.json").read_text())
     doc["message"]["volume"] = "1"
-    summary = ingest_works(fresh_ledger, json.dumps(doc).encode(), T2)
+    summary = ingest_works(fresh_ledger, SourceFile(NAME, json.dumps(doc).encode(), T2))
     assert (summary.appended, summary.unchanged) == (1, 0)
     streams = [(e.stream, e.stream_version) for e in fresh_ledger.store.read_log()]
     assert streams == [("work:10.1109/sc41405.2020.00024", 1), ("work:10.1109/sc41405.2020.00024", 2)]
@@ -185,14 +194,14 @@ def test_a_changed_work_is_appended_on_its_stream(fresh_ledger: Ledger) -> None:
 
 def test_the_same_work_twice_in_a_file_is_appended_once(fresh_ledger: Ledger) -> None:
     line = (DATA / "crossref-items.ndjson").read_text().splitlines()[0]
-    summary = ingest_works(fresh_ledger, f"{line}\n{line}\n".encode(), T)
+    summary = ingest_works(fresh_ledger, SourceFile(NAME, f"{line}\n{line}\n".encode(), T))
     assert (summary.works, summary.appended, summary.unchanged) == (2, 1, 1)
 
 
 def test_gzip_is_read_as_a_stream(fresh_ledger: Ledger, tmp_path: Path) -> None:
     packed = tmp_path / "items.ndjson.gz"
     packed.write_bytes(gzip.compress((DATA / "openalex-works.ndjson").read_bytes()))
-    assert ingest_works(fresh_ledger, packed, T).appended == 2
+    assert ingest_works(fresh_ledger, SourceFile(NAME, packed, T)).appended == 2
 
 
 def test_an_unseekable_stream_is_read_twice_through_a_spool(fresh_ledger: Ledger) -> None:
@@ -210,7 +219,7 @@ def test_an_unseekable_stream_is_read_twice_through_a_spool(fresh_ledger: Ledger
             return self._inner.readinto(b)
 
     stream = io.BufferedReader(OneWay((DATA / "crossref-items.ndjson").read_bytes()))
-    assert ingest_works(fresh_ledger, stream, T).appended == 2
+    assert ingest_works(fresh_ledger, SourceFile(NAME, stream, T)).appended == 2
 
 
 @pytest.mark.parametrize(
@@ -231,7 +240,7 @@ def test_a_file_that_is_not_a_works_file_is_refused_whole(
     fresh_ledger: Ledger, body: bytes, reason: str
 ) -> None:
     with pytest.raises(InvalidEvent, match=reason) as e:
-        ingest_works(fresh_ledger, body, T)
+        ingest_works(fresh_ledger, SourceFile(NAME, body, T))
     assert e.value.where == "file"
     assert fresh_ledger.head().seq == 0
 
@@ -242,16 +251,16 @@ def test_a_refusal_late_in_a_big_file_writes_nothing(
     monkeypatch.setattr(works_module, "BATCH", 2)
     lines = [json.dumps({"DOI": f"10.1/{i}", "title": [f"Work {i}"]}) for i in range(7)]
     with pytest.raises(InvalidEvent, match="value 8"):
-        ingest_works(fresh_ledger, ("\n".join(lines) + "\n42\n").encode(), T)
+        ingest_works(fresh_ledger, SourceFile(NAME, ("\n".join(lines) + "\n42\n").encode(), T))
     assert fresh_ledger.head().seq == 0
-    summary = ingest_works(fresh_ledger, "\n".join(lines).encode(), T)
+    summary = ingest_works(fresh_ledger, SourceFile(NAME, "\n".join(lines).encode(), T))
     assert (summary.appended, fresh_ledger.head().seq) == (7, 7)  # in batches of 2: 4 appends
 
 
 def test_a_damaged_gzip_is_refused(fresh_ledger: Ledger) -> None:
     packed = gzip.compress((DATA / "crossref-items.ndjson").read_bytes())
     with pytest.raises(InvalidEvent, match="damaged gzip"):
-        ingest_works(fresh_ledger, packed[: len(packed) // 2], T)
+        ingest_works(fresh_ledger, SourceFile(NAME, packed[: len(packed) // 2], T))
     assert fresh_ledger.head().seq == 0
 
 
@@ -265,7 +274,7 @@ def test_a_damaged_gzip_is_refused(fresh_ledger: Ledger) -> None:
 def test_an_item_the_ledger_cannot_hold_is_skipped_not_appended(
     fresh_ledger: Ledger, item: dict[str, Any], reason: str | None
 ) -> None:
-    summary = ingest_works(fresh_ledger, json.dumps(item).encode(), T)
+    summary = ingest_works(fresh_ledger, SourceFile(NAME, json.dumps(item).encode(), T))
     if reason is None:
         assert summary.appended == 1
     else:
@@ -277,12 +286,12 @@ def test_an_item_the_ledger_cannot_hold_is_skipped_not_appended(
 )
 def test_observed_at_is_checked_first(fresh_ledger: Ledger, when: str, where: str) -> None:
     with pytest.raises(InvalidEvent) as e:
-        ingest_works(fresh_ledger, DATA / "crossref-work.json", when)
+        ingest_works(fresh_ledger, SourceFile(NAME, DATA / "crossref-work.json", when))
     assert e.value.where == where
 
 
 def test_the_summary_reads_as_json_and_lines(fresh_ledger: Ledger) -> None:
-    summary = ingest_works(fresh_ledger, DATA / "crossref-works.json", T)
+    summary = ingest_works(fresh_ledger, SourceFile(NAME, DATA / "crossref-works.json", T))
     d = summary.to_dict()
     assert (d["source"], d["works"], d["sources"], d["skipped"]) == (
         "works",
@@ -299,7 +308,7 @@ def test_zstd_is_read_as_a_stream(fresh_ledger: Ledger, tmp_path: Path) -> None:
 
     packed = tmp_path / "works.ndjson.zst"
     packed.write_bytes(zstandard.ZstdCompressor().compress((DATA / "crossref-items.ndjson").read_bytes()))
-    assert ingest_works(fresh_ledger, packed, T).appended == 2
+    assert ingest_works(fresh_ledger, SourceFile(NAME, packed, T)).appended == 2
 
 
 def test_a_damaged_zstd_is_refused(fresh_ledger: Ledger) -> None:
@@ -307,10 +316,10 @@ def test_a_damaged_zstd_is_refused(fresh_ledger: Ledger) -> None:
 
     packed = zstandard.ZstdCompressor().compress((DATA / "crossref-items.ndjson").read_bytes())
     with pytest.raises(InvalidEvent, match="damaged zstd|not JSON"):
-        ingest_works(fresh_ledger, packed[: len(packed) // 2], T)
+        ingest_works(fresh_ledger, SourceFile(NAME, packed[: len(packed) // 2], T))
     broken = packed[:8] + bytes(b ^ 0xFF for b in packed[8:40]) + packed[40:]
     with pytest.raises(InvalidEvent):
-        ingest_works(fresh_ledger, broken, T)
+        ingest_works(fresh_ledger, SourceFile(NAME, broken, T))
     assert fresh_ledger.head().seq == 0
 
 
@@ -319,7 +328,7 @@ def test_a_zstd_file_of_several_frames_is_read_whole(fresh_ledger: Ledger) -> No
 
     lines = (DATA / "crossref-items.ndjson").read_bytes().splitlines(keepends=True)
     packed = b"".join(zstandard.ZstdCompressor().compress(line) for line in lines)
-    assert ingest_works(fresh_ledger, packed, T).appended == 2
+    assert ingest_works(fresh_ledger, SourceFile(NAME, packed, T)).appended == 2
 
 
 def test_a_zstd_bomb_is_read_in_bounded_pieces() -> None:

@@ -67,10 +67,7 @@ class Row(NamedTuple):
 
 COLUMNS = Row._fields
 # what a read selects, in CatalogueWork's order
-WORK_COLUMNS = (
-    "seq, observed_at, source, doi, arxiv_id, title, authors, container, year, volume, issue, first_page, "
-    "type"
-)
+WORK_COLUMNS = ", ".join(CatalogueWork._fields)
 
 
 class _Paper(msgspec.Struct):

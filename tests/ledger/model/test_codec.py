@@ -19,6 +19,7 @@ from ledger.model.codec import canonical, check_types, decode_event, derived_eve
 from ledger.model.errors import InvalidEvent
 from tests import factories
 from tests.conftest import examples
+from tests.ledger.model.quick_support import assert_quick_agrees, exact_event
 
 OID = "8f7cb4e3-557e-49d1-9dc8-6b681dc73b8b"
 WORK = "0e9c0fae-80e7-43d4-b024-395603f598f7"
@@ -464,16 +465,6 @@ def _bodies(draw: Any) -> bytes:
     return _spell(draw, body)
 
 
-def _exact(raw: bytes) -> Any:
-    """What the exact path decodes (before the rules), or the InvalidEvent it raises."""
-    from ledger.model.codec import decode_json
-
-    try:
-        return msgspec.convert(decode_json(raw), ev.Event, strict=True)
-    except (InvalidEvent, msgspec.ValidationError) as e:
-        return e
-
-
 _M = (
     '{"type":"measurement.observed","observed_at":"2026-01-01T00:00:00Z",%s"data":{"arxiv_id":"2509.02480",'
     '"source":"%s","metric":"m","metric":"n","value":1,"source_release":null,"query_url":null}}'
@@ -489,13 +480,7 @@ _M = (
 @example((_M % ('"event_id":null,', "a\\u003ab")).encode())
 @example((_M % ("", "a\\u003ab")).encode())
 def test_the_quick_decoder_gives_the_exact_event_or_steps_aside(raw: bytes) -> None:
-    from ledger.model.codec import quick_event
-
-    quick, exact = quick_event(raw), _exact(raw)
-    if isinstance(exact, Exception):
-        assert quick is None, (raw, exact)
-    else:
-        assert quick is None or quick == exact
+    assert_quick_agrees(raw)
 
 
 _ONCE = (_M % ("", "a")).replace(',"metric":"n"', "").encode()
@@ -562,4 +547,4 @@ def test_the_quick_body_decoder_takes_an_ordinary_body(count: int, versions: Any
 def test_the_quick_decoder_takes_an_ordinary_line(raw: bytes) -> None:
     from ledger.model.codec import quick_event
 
-    assert quick_event(raw) == _exact(raw)
+    assert quick_event(raw) == exact_event(raw)

@@ -13,10 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.model import events as ev
-from ledger.model.codec import canonical, decode_event, decode_json, quick_body, quick_event
+from ledger.model.codec import canonical, decode_event, quick_body, quick_event
 from ledger.model.errors import InvalidEvent
 from ledger.model.works import Reference
 from tests.conftest import examples
+from tests.ledger.model.quick_support import assert_quick_agrees, exact_event
 
 OID = "8f7cb4e3-557e-49d1-9dc8-6b681dc73b8b"
 TS = "2026-01-01T00:00:00Z"
@@ -132,13 +133,6 @@ def test_a_bad_reference_is_refused_naming_the_field(reference: Any, where: str)
     assert e.value.where == where
 
 
-def _exact(raw: bytes) -> Any:
-    try:
-        return msgspec.convert(decode_json(raw), ev.Event, strict=True)
-    except (InvalidEvent, msgspec.ValidationError) as e:
-        return e
-
-
 _WIRE = [f.encode_name for f in msgspec.structs.fields(Reference)]
 
 
@@ -169,11 +163,7 @@ def _texts(draw: Any) -> bytes:
 @settings(max_examples=examples(300))
 @given(_texts())
 def test_the_quick_decoder_agrees_with_the_exact_path(raw: bytes) -> None:
-    quick, exact = quick_event(raw), _exact(raw)
-    if isinstance(exact, Exception):
-        assert quick is None, (raw, exact)
-    else:
-        assert quick is None or quick == exact
+    exact = assert_quick_agrees(raw)
     body = b'{"events":[' + raw + b"]}"
     fast = quick_body(body)
     if isinstance(exact, Exception):
@@ -185,4 +175,4 @@ def test_the_quick_decoder_agrees_with_the_exact_path(raw: bytes) -> None:
 def test_the_quick_decoder_takes_a_plain_reference() -> None:
     raw = json.dumps(envelope("citation.observed", {**CITATION, "reference": REFERENCE})).encode()
     assert quick_event(raw) is not None
-    assert quick_event(raw) == _exact(raw)
+    assert quick_event(raw) == exact_event(raw)

@@ -2,121 +2,107 @@
 
 from __future__ import annotations
 
+from ledger.model.works import CatalogueWork
 from tests.service.resolver.catalogue_fake import work
 
-ATTENTION_PREPRINT = work(
-    10,
-    "Attention Is All You Need",
-    ["Vaswani", "Shazeer", "Parmar", "Uszkoreit"],
-    arxiv_id="1706.03762",
-    doi=None,
-    source="arxiv",
-    year=2017,
-    type=None,
+
+def _preprint(seq: int, title: str, authors: str, arxiv_id: str, year: int) -> CatalogueWork:
+    """An arXiv paper of the ledger as the catalogue holds it: no DOI, no container, no type."""
+    return work(seq, title, authors.split(), arxiv_id=arxiv_id, source="arxiv", year=year, type=None)
+
+
+def _published(
+    seq: int,
+    title: str,
+    authors: str,
+    container: str,
+    year: int,
+    volume: str | None,
+    issue: str | None,
+    first_page: str,
+    doi: str | None = None,
+    type: str = "journal-article",
+) -> CatalogueWork:
+    """A Crossref work; its DOI is made from seq unless given."""
+    return work(
+        seq,
+        title,
+        authors.split(),
+        doi=doi,
+        container=container,
+        year=year,
+        volume=volume,
+        issue=issue,
+        first_page=first_page,
+        type=type,
+    )
+
+
+_NEURIPS = "Advances in Neural Information Processing Systems"
+_CVPR = "2016 IEEE Conference on Computer Vision and Pattern Recognition (CVPR)"
+_JFM = "Journal of Fluid Mechanics"
+_JACS = "Journal of the American Chemical Society"
+_SEDIMENT = "A theory of sediment transport in braided rivers. "
+_GRAPH = "Message passing graph networks for molecular property prediction"
+_BERT = "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding"
+_PROC = "proceedings-article"
+_VASWANI = "Vaswani Shazeer Parmar Uszkoreit"
+
+# Arguments: seq, title, authors, then a preprint's arXiv id and year, or a published work's container,
+# year, volume, issue and first page.
+ATTENTION_PREPRINT = _preprint(10, "Attention Is All You Need", _VASWANI, "1706.03762", 2017)
+ATTENTION = _published(
+    11, "Attention is all you need", _VASWANI, _NEURIPS, 2017, "30", None, "5998", type=_PROC
 )
-ATTENTION = work(
-    11,
-    "Attention is all you need",
-    ["Vaswani", "Shazeer", "Parmar", "Uszkoreit"],
-    container="Advances in Neural Information Processing Systems",
-    year=2017,
-    volume="30",
-    first_page="5998",
-    type="proceedings-article",
-)
-RESNET = work(
+RESNET = _published(
     12,
     "Deep Residual Learning for Image Recognition",
-    ["He", "Zhang", "Ren", "Sun"],
-    doi="10.1109/cvpr.2016.90",
-    container="2016 IEEE Conference on Computer Vision and Pattern Recognition (CVPR)",
-    year=2016,
-    first_page="770",
-    type="proceedings-article",
+    "He Zhang Ren Sun",
+    _CVPR,
+    2016,
+    None,
+    None,
+    "770",
+    "10.1109/cvpr.2016.90",
+    _PROC,
 )
-PART_I = work(
-    13,
-    "A theory of sediment transport in braided rivers. Part I: Grain sorting",
-    ["Okafor", "Lindqvist"],
-    container="Journal of Fluid Mechanics",
-    year=2012,
-    volume="700",
-    first_page="101",
+PART_I = _published(
+    13, _SEDIMENT + "Part I: Grain sorting", "Okafor Lindqvist", _JFM, 2012, "700", None, "101"
 )
-PART_II = work(
-    14,
-    "A theory of sediment transport in braided rivers. Part II: Bar migration",
-    ["Okafor", "Lindqvist"],
-    container="Journal of Fluid Mechanics",
-    year=2012,
-    volume="700",
-    first_page="131",
+PART_II = _published(
+    14, _SEDIMENT + "Part II: Bar migration", "Okafor Lindqvist", _JFM, 2012, "700", None, "131"
 )
-GRAPH = work(
-    15,
-    "Message passing graph networks for molecular property prediction",
-    ["Nakamura", "Osei", "Brandt"],
-    container="Nature Communications",
-    year=2021,
-    volume="12",
-    issue="1",
-    first_page="4512",
+GRAPH = _published(15, _GRAPH, "Nakamura Osei Brandt", "Nature Communications", 2021, "12", "1", "4512")
+GRAPH_CORRECTION = _published(
+    16, "Correction to: " + _GRAPH, "Nakamura Osei Brandt", "Nature Communications", 2021, "12", "1", "6120"
 )
-GRAPH_CORRECTION = work(
-    16,
-    "Correction to: Message passing graph networks for molecular property prediction",
-    ["Nakamura", "Osei", "Brandt"],
-    container="Nature Communications",
-    year=2021,
-    volume="12",
-    issue="1",
-    first_page="6120",
+WIDGETS = _published(
+    17, "Cooperative catalysis of widget formation", "Smith Doe", _JACS, 2019, "141", None, "1234"
 )
-WIDGETS = work(
-    17,
-    "Cooperative catalysis of widget formation",
-    ["Smith", "Doe"],
-    container="Journal of the American Chemical Society",
-    year=2019,
-    volume="141",
-    first_page="1234",
+WIDGETS_OTHER = _published(
+    18, "Widget formation under pressure", "Smith Doe", _JACS, 2019, "141", None, "2345"
 )
-WIDGETS_OTHER = work(
-    18,
-    "Widget formation under pressure",
-    ["Smith", "Doe"],
-    container="Journal of the American Chemical Society",
-    year=2019,
-    volume="141",
-    first_page="2345",
-)
-BERT = work(
-    19,
-    "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding",
-    ["Devlin", "Chang", "Lee", "Toutanova"],
-    arxiv_id="1810.04805",
-    doi=None,
-    source="arxiv",
-    year=2018,
-    type=None,
-)
-GPT3 = work(
+BERT = _preprint(19, _BERT, "Devlin Chang Lee Toutanova", "1810.04805", 2018)
+GPT3 = _published(
     20,
     "Language Models are Few-Shot Learners",
-    ["Brown", "Mann", "Ryder", "Subbiah", "Kaplan"],
-    container="Advances in Neural Information Processing Systems",
-    year=2020,
-    volume="33",
-    first_page="1877",
+    "Brown Mann Ryder Subbiah Kaplan",
+    _NEURIPS,
+    2020,
+    "33",
+    None,
+    "1877",
 )
-ZERO_OFFLOAD = work(
+ZERO_OFFLOAD = _published(
     21,
     "ZeRO-Offload: Democratizing Billion-Scale Model Training",
-    ["Ren", "Rajbhandari", "Aminabadi"],
-    doi="10.5555/zero-offload",
-    container="2021 USENIX Annual Technical Conference",
-    year=2021,
-    first_page="551",
+    "Ren Rajbhandari Aminabadi",
+    "2021 USENIX Annual Technical Conference",
+    2021,
+    None,
+    None,
+    "551",
+    "10.5555/zero-offload",
 )
 CATALOGUE = [
     ATTENTION_PREPRINT,

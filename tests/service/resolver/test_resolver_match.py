@@ -12,11 +12,16 @@ from tests.service.resolver import sample_works as s
 from tests.service.resolver.catalogue_fake import FakeCatalogue
 
 
-def decide(text: str, catalogue: FakeCatalogue | None = None) -> Decision:
-    (d,) = resolve_many(
-        [RefInput("o1", Reference(unstructured=text), None)], catalogue or FakeCatalogue(s.CATALOGUE)
-    )
+def decide_one(
+    ref: Reference | None, cited: CitedWork | None = None, catalogue: FakeCatalogue | None = None
+) -> Decision:
+    """The decision on one input, against the sample catalogue unless another is given."""
+    (d,) = resolve_many([RefInput("o1", ref, cited)], catalogue or FakeCatalogue(s.CATALOGUE))
     return d
+
+
+def decide(text: str, catalogue: FakeCatalogue | None = None) -> Decision:
+    return decide_one(Reference(unstructured=text), None, catalogue)
 
 
 def outcome(d: Decision) -> tuple[str, int | None]:
@@ -146,12 +151,12 @@ def test_a_reference_from_a_record_is_read_from_its_cited_work() -> None:
         None,
         2016,
     )
-    (d,) = resolve_many([RefInput("o1", None, cited)], FakeCatalogue(s.CATALOGUE))
+    d = decide_one(None, cited)
     assert outcome(d) == ("verified_fuzzy", s.RESNET.seq)
     cited_id = CitedWork(
         "1810.04805", None, "raw_reference", None, "2026-08-05T11:38:53Z", None, None, None, None
     )
-    (d,) = resolve_many([RefInput("o2", None, cited_id)], FakeCatalogue(s.CATALOGUE))
+    d = decide_one(None, cited_id)
     assert outcome(d) == ("verified_exact", s.BERT.seq)
 
 
@@ -162,7 +167,7 @@ def test_structured_fields_are_read() -> None:
         year="2016",
         first_page="770",
     )
-    (d,) = resolve_many([RefInput("o1", ref, None)], FakeCatalogue(s.CATALOGUE))
+    d = decide_one(ref)
     assert outcome(d) == ("verified_exact", s.RESNET.seq)
 
 
@@ -176,8 +181,7 @@ def test_a_structured_journal_reference_is_not_the_preprint() -> None:
         volume="30",
         first_page="5998",
     )
-    catalogue = FakeCatalogue([w for w in s.CATALOGUE if w.seq != s.ATTENTION.seq])
-    (d,) = resolve_many([RefInput("o1", ref, None)], catalogue)
+    d = decide_one(ref, catalogue=FakeCatalogue([w for w in s.CATALOGUE if w.seq != s.ATTENTION.seq]))
     assert outcome(d) == ("unresolved", None)
     assert "venue" in d.evidence.disagreed
 

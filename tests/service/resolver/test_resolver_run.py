@@ -25,7 +25,7 @@ from service.resolver.person import choice, resolve_by_person
 from service.resolver.run import WORK_ID_NAMESPACE, Summary, arxiv_paper, resolve
 from service.sources import SourceFile, ingest
 from tests.conftest import NewDb, examples
-from tests.factories import Clock, check, citation, notice, paper, resolution, ts
+from tests.factories import Clock, check, citation, notice, paper, ts
 from tests.paths import DATA
 from tests.resolver_doubles import (
     CITED,
@@ -38,7 +38,9 @@ from tests.resolver_doubles import (
     cited,
     decide,
     doi_work,
+    known_work,
     paper_works,
+    seed_world,
 )
 
 FIXTURE = DATA / "2509.02480.record.json"
@@ -51,20 +53,10 @@ class World:
     def __init__(self, db: str) -> None:
         self.clock = Clock()
         self.ledger = Ledger(db, clock=self.clock)
-        self.ledger.append([
-            paper(CITING, ts(0), title="The citing paper"),
-            paper(CITED, ts(0), title="Attention Is All You Need"),
-            paper(OTHER, ts(0), title="Another paper"),
-            citation(OIDS[0], CITING, ts(1), 0, cited("Attention is all you need.")),
-            citation(OIDS[1], CITING, ts(1), 1, cited("A known work", doi=DOI)),
-            citation(OIDS[2], CITING, ts(1), 2, cited("Accessed: 2025-06")),
-            citation(OIDS[3], CITING, ts(1), 3, cited("Nothing anyone holds")),
-            resolution(OIDS[3], ts(2), "unresolved", resolver="no resolver link"),
-        ])  # fmt: skip
-        # the DOI's work stands at a catalogue event of its own (a work.observed on the real catalogue)
+        seed_world(self.ledger)
+        # the DOI's work stands at a catalogue event of its own
         first = self.ledger.store.read_log(limit=1)[0]
-        self.catalogue = ListCatalogue([*paper_works(self.ledger), doi_work(first.seq, first.observed_at, DOI,
-                                                                             "A known work")])  # fmt: skip
+        self.catalogue = ListCatalogue([*paper_works(self.ledger), known_work(first)])
         self.clock.advance(10_000_000)
 
     def resolve(self, papers: list[str] | None = None, dry_run: bool = False) -> Summary:
