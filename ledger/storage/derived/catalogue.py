@@ -167,7 +167,10 @@ def latest_rows(rows: Sequence[Row]) -> list[Row]:
 
 
 def _search_text(title: str | None, names: Sequence[str], container: str | None) -> str:
-    return " ".join(x for x in (title, *names, container) if x)
+    # its words alone, lower-cased, a space apart: FTS5's tokenizer and PostgreSQL's parser then read
+    # the same words (the parser keeps "IEEE/CVF" or "node.js" whole, as a path or a host name)
+    text = " ".join(x for x in (title, *names, container) if x)
+    return " ".join(_WORD.findall(text.lower()))
 
 
 def search_tokens(text: str) -> list[str]:
