@@ -21,6 +21,7 @@ from entry.main import main as cli
 from ledger.model import events as ev
 from ledger.model.works import Reference
 from service.ledger import Ledger
+from service.resolver import pool
 
 DATA = Path(__file__).parent / "data"
 PER_PAPER = 50
@@ -61,7 +62,10 @@ def run_main() -> None:
     ap.add_argument("--build", action="store_true")
     ap.add_argument("--limit", type=int, default=5000)
     ap.add_argument("--write", action="store_true", help="append the resolutions (default: --dry-run)")
+    ap.add_argument("--workers", type=int, help="decide on this many processes (default: pool.WORKERS)")
     a = ap.parse_args()
+    if a.workers is not None:
+        pool.WORKERS = a.workers
     if a.build:
         print("built", build(a.db, limit=a.limit))
     t = time.perf_counter()

@@ -4,51 +4,26 @@ over a real-shaped slice of the evaluation catalogue and references of its tune 
 
 from __future__ import annotations
 
-import gzip
 import io
-import json
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
-import msgspec
 import pytest
 
-from ledger.model.works import Reference, RefInput
+from ledger.model.works import RefInput
 from service.ledger import Ledger
 from service.resolver.match import SEARCH_LIMIT, query_text, read, resolve_many
 from service.sources.works import ingest_works
+from tests.eval_slice import AT, ref_inputs, tune_references, works_slice
 from tests.pg_harness import PgCluster
 
-DATA = Path(__file__).parents[3] / "bench" / "resolver" / "data"
 WORKS = 3_000  # the first works of the catalogue file
-REFS = 300  # references of the tune split: most to works in the slice, some to works outside it
-AT = "2026-01-01T00:00:00Z"
-
-
-def _slice() -> tuple[bytes, set[str]]:
-    with gzip.open(DATA / "catalogue.ndjson.gz", "rt") as f:
-        lines = [next(f) for _ in range(WORKS)]
-    return "".join(lines).encode(), {json.loads(line)["DOI"].lower() for line in lines}
-
-
-def _references(dois: set[str]) -> list[dict[str, Any]]:
-    inside: list[dict[str, Any]] = []
-    outside: list[dict[str, Any]] = []
-    with gzip.open(DATA / "references.jsonl.gz", "rt") as f:
-        for row in map(json.loads, f):
-            if row["split"] != "tune":
-                continue
-            (inside if row["work_doi"] in dois else outside).append(row)
-            if len(inside) >= REFS * 5 // 6 and len(outside) >= REFS // 6:
-                break
-    return inside[: REFS * 5 // 6] + outside[: REFS // 6]
+REFS = 300  # references of the tune split
 
 
 @pytest.fixture(scope="module")
 def both(tmp_path_factory: pytest.TempPathFactory, pg_cluster: PgCluster) -> Iterator[list[Ledger]]:
     """Two ledgers, SQLite and PostgreSQL, holding the same slice of the catalogue at the same seqs."""
-    works, _ = _slice()
+    works, _ = works_slice(WORKS)
     ledgers = [Ledger(tmp_path_factory.mktemp("same") / "a.db"), Ledger(pg_cluster.create_db())]
     for ledger in ledgers:
         ingest_works(ledger, io.BytesIO(works), AT)
@@ -59,8 +34,8 @@ def both(tmp_path_factory: pytest.TempPathFactory, pg_cluster: PgCluster) -> Ite
 
 @pytest.fixture(scope="module")
 def inputs() -> list[RefInput]:
-    _, dois = _slice()
-    return [RefInput(r["id"], msgspec.convert(r["reference"], Reference), None) for r in _references(dois)]
+    _, dois = works_slice(WORKS)
+    return ref_inputs(tune_references(dois, REFS))
 
 
 @pytest.mark.process  # a PostgreSQL server beside SQLite
