@@ -15,7 +15,8 @@ from service.ledger import Ledger
 from service.resolver import jobs
 from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
 from service.resolver.person import choice, resolve_by_person
-from service.resolver.run import Summary, resolve, unknown_papers
+from service.resolver.pool import resolve_on_cores
+from service.resolver.run import Summary, unknown_papers
 
 WATCH_EVERY_S = 5.0  # how often the watch looks for new works
 
@@ -101,11 +102,9 @@ def register(main: click.Group) -> None:
         if missing:
             fail(InvalidEvent("--paper", f"no paper {missing[0]!r} in this ledger"))
         resolver = _resolver(ctx)
-        catalogue = resolver.catalogue(ledger)
 
         def once() -> Summary:
-            return resolve(ledger, ids, decide=resolver.decide, catalogue=catalogue, method=resolver.method,
-                           dry_run=dry_run)  # fmt: skip
+            return resolve_on_cores(ledger, ids, resolver, dry_run=dry_run)
 
         def report(s: Summary) -> None:
             for line in summary_lines(s):

@@ -25,7 +25,8 @@ from service.ledger import CatalogueTables, Ledger
 from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
 from service.resolver.jobs import Jobs
 from service.resolver.person import choice, resolve_by_person
-from service.resolver.run import Summary, resolve, unknown_papers
+from service.resolver.pool import resolve_on_cores
+from service.resolver.run import Summary, unknown_papers
 from service.resolver.shown import resolution_view
 
 router = APIRouter(tags=["resolve"])
@@ -97,9 +98,7 @@ def parse_resolve(body: Any) -> tuple[list[str] | None, bool]:
 
 
 def _run(ledger: Ledger, resolver: Resolver, papers: list[str] | None, dry_run: bool) -> Summary:
-    catalogue = resolver.catalogue(ledger)
-    return resolve(ledger, papers, decide=resolver.decide, catalogue=catalogue, method=resolver.method,
-                   dry_run=dry_run)  # fmt: skip
+    return resolve_on_cores(ledger, papers, resolver, dry_run=dry_run)
 
 
 @router.post(

@@ -71,8 +71,8 @@ def open_catalogue(db: str | None, catalogue_file: Path) -> CatalogueTables:
     if db:
         from ledger.storage.backend import open_store
 
-        tables: CatalogueTables = open_store(db).tables  # type: ignore[assignment]
-        return tables
+        catalogue: CatalogueTables = open_store(db).catalogue
+        return catalogue
     from bench.resolver.catalogue import MemoryCatalogue
 
     return MemoryCatalogue.from_file(catalogue_file)

@@ -18,21 +18,24 @@ from ledger.storage.derived.catalogue import (
     WORK,
     WORK_COLUMNS,
     Row,
+    cut,
     event_row,
     fold,
-    fts_query,
     index_terms,
     latest_rows,
     rarest,
+    reached,
     search_tokens,
+    tiers,
     to_work,
-    ts_query,
 )
 
 if TYPE_CHECKING:
     from ledger.storage.sql_store import SqlStore
 
 KEYS_PER_STATEMENT = 500
+# a word held by more works than this is not looked for (the works read per search stay bounded)
+POSTINGS = 50_000
 
 _UPSERT = (
     f"INSERT INTO catalogue_works ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)}) "
@@ -172,10 +175,10 @@ class SqlCatalogue:
         return [list(found.get(k, ())) if k is not None else [] for k in asked]
 
     def catalogue_search(self, texts: Sequence[str], limit: int) -> list[list[CatalogueWork]]:
-        """For each text, the `limit` works whose title, authors or container hold most of its rarest
-        words (SQLite's FTS5 by bm25, PostgreSQL's tsvector by ts_rank), best first. Which words are
-        looked for is decided the same way on both backends (from catalogue_terms), so with a generous
-        limit both answer the same works."""
+        """For each text, the `limit` works that hold most of its rarest words, weighted by rarity, best
+        first, ties by seq. The database answers only which works hold each word; which words are
+        looked for, the ranking and the cut are decided in code (derived/catalogue.py `tiers`, `cut`),
+        so both backends answer the same list."""
         queries = [search_tokens(t) for t in texts]
         d = self.store.dialect
         with self.store.reading() as conn:
@@ -190,49 +193,67 @@ class SqlCatalogue:
                     ).fetchall()
                 )
             chosen = [rarest(words, docs) for words in queries]
-            if d.name == "sqlite":
-                return self._search_sqlite(conn, chosen, docs, limit)
-            return self._search_pg(conn, chosen, docs, limit)
+            # a word held by too many works selects nothing worth reading: it is not looked for
+            chosen = [[w for w in words if docs[w] <= POSTINGS] for words in chosen]
+            terms = sorted({w for words in chosen for w in words})
+            if not terms:
+                return [[] for _ in texts]
+            total = int(self.store.query(conn, "SELECT COUNT(*) FROM catalogue_works").fetchone()[0])
+            keys: dict[int, tuple[int, str]] = {}
+            postings = self._postings(conn, terms, keys)
+            ranked = [tiers(words, docs, total, postings) for words in chosen]
+            if d.name == "sqlite":  # each work's seq and identity, for the works the cut may take
+                keys = self._keys(
+                    conn, sorted({i for r in ranked for tier in reached(r, limit) for i in tier})
+                )
+            seq = {i: k[0] for i, k in keys.items()}
+            picked = [cut(r, seq, limit) for r in ranked]
+            works = self._by_idents(conn, sorted({keys[i][1] for p in picked for i in p}))
+        return [[works[keys[i][1]] for i in p] for p in picked]
 
-    def _search_sqlite(
-        self, conn: Any, queries: list[list[str]], docs: dict[str, int], limit: int
-    ) -> list[list[CatalogueWork]]:
-        sql = (
-            f"SELECT {WORK_COLUMNS} FROM catalogue_works AS w JOIN ("
-            "  SELECT rowid AS r, rank FROM catalogue_works_fts WHERE catalogue_works_fts MATCH ? "
-            "  ORDER BY rank LIMIT ?"
-            ") AS f ON w.rowid = f.r ORDER BY f.rank, w.seq"
-        )
-        out: list[list[CatalogueWork]] = []
-        for words in queries:
-            if not words:
-                out.append([])
-                continue
-            match = fts_query(words, docs)
-            out.append([to_work(r) for r in self.store.query(conn, sql, (match, limit)).fetchall()])
+    def _postings(
+        self, conn: Any, terms: list[str], keys: dict[int, tuple[int, str]]
+    ) -> dict[str, frozenset[int]]:
+        """The works holding each word, by rowid (SQLite's FTS5 holds nothing else; `_keys` reads their
+        seqs) or by seq (PostgreSQL, which puts each work's seq and identity in `keys` as it goes)."""
+        found: dict[str, list[int]] = {t: [] for t in terms}
+        if self.store.dialect.name == "sqlite":
+            sql = "SELECT rowid FROM catalogue_works_fts WHERE catalogue_works_fts MATCH ?"
+            for t in terms:
+                found[t] = [r[0] for r in self.store.query(conn, sql, (f'"{t}"',)).fetchall()]
+        else:
+            # one statement for the batch: each word's works through the GIN index
+            sql = (
+                "SELECT q.t, w.seq, w.ident FROM (SELECT t, to_tsquery('simple', x) AS x "
+                "  FROM unnest(?::text[], ?::text[]) AS u(t, x)) AS q "
+                "CROSS JOIN LATERAL (SELECT seq, ident FROM catalogue_works WHERE words @@ q.x) AS w"
+            )
+            for t, s, ident in self.store.query(conn, sql, (terms, [f"'{t}'" for t in terms])).fetchall():
+                found[t].append(int(s))
+                keys[int(s)] = (int(s), ident)
+        return {t: frozenset(ids) for t, ids in found.items()}
+
+    def _keys(self, conn: Any, ids: list[int]) -> dict[int, tuple[int, str]]:
+        """The seq and identity of each work `_postings` named by rowid (SQLite)."""
+        d = self.store.dialect
+        out: dict[int, tuple[int, str]] = {}
+        for i in range(0, len(ids), KEYS_PER_STATEMENT):
+            part = d.bind_list(ids[i : i + KEYS_PER_STATEMENT])
+            rows = self.store.query(
+                conn, f"SELECT rowid, seq, ident FROM catalogue_works WHERE {d.any_of('rowid')}", (part,)
+            ).fetchall()
+            out.update((int(k), (int(s), ident)) for k, s, ident in rows)
         return out
 
-    def _search_pg(
-        self, conn: Any, queries: list[list[str]], docs: dict[str, int], limit: int
-    ) -> list[list[CatalogueWork]]:
-        # one statement for the batch: each text's top `limit` by a lateral subquery
-        asked = [(i, ts_query(words, docs)) for i, words in enumerate(queries) if words]
-        out: list[list[CatalogueWork]] = [[] for _ in queries]
-        if not asked:
-            return out
-        sql = (
-            f"SELECT q.i, {', '.join('w.' + c.strip() for c in WORK_COLUMNS.split(','))} "
-            # each text's query parsed once, not once per row ranked
-            "FROM (SELECT i, to_tsquery('simple', t) AS t "
-            "  FROM unnest(?::bigint[], ?::text[]) AS u(i, t)) AS q "
-            "CROSS JOIN LATERAL ("
-            f"  SELECT {WORK_COLUMNS}, ts_rank(words, q.t) AS score "
-            "  FROM catalogue_works WHERE words @@ q.t ORDER BY score DESC, seq LIMIT ?"
-            ") AS w ORDER BY q.i, w.score DESC, w.seq"
-        )
-        rows = self.store.query(conn, sql, ([i for i, _ in asked], [t for _, t in asked], limit)).fetchall()
-        for r in rows:
-            out[int(r[0])].append(to_work(r[1:]))
+    def _by_idents(self, conn: Any, idents: list[str]) -> dict[str, CatalogueWork]:
+        d = self.store.dialect
+        out: dict[str, CatalogueWork] = {}
+        for i in range(0, len(idents), KEYS_PER_STATEMENT):
+            part = d.bind_list(idents[i : i + KEYS_PER_STATEMENT])
+            for r in self.store.query(
+                conn, f"SELECT ident, {WORK_COLUMNS} FROM catalogue_works WHERE {d.any_of('ident')}", (part,)
+            ).fetchall():
+                out[r[0]] = to_work(r[1:])
         return out
 
     def catalogue_by_volume_page(

@@ -8,9 +8,11 @@ append, not how to match. With none given, the ledger's own are used (`defaults.
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from msgspec import UNSET
 
@@ -35,6 +37,14 @@ WORK_ID_NAMESPACE = uuid.NAMESPACE_URL
 BATCH = 500  # references per call of the matcher, and resolutions per append
 
 Decide = Callable[[Sequence[RefInput], CatalogueTables], list[Decision]]
+
+
+class Workers(Protocol):
+    """Processes that decide batches (service/resolver/pool.py): how many, and one batch submitted."""
+
+    workers: int
+
+    def submit(self, refs: Sequence[RefInput]) -> Future[list[Decision]]: ...
 
 
 class Pending(NamedTuple):
@@ -239,10 +249,13 @@ def resolve(
     catalogue: CatalogueTables,
     method: str,
     dry_run: bool = False,
+    workers: Workers | None = None,
 ) -> Summary:
     """Resolve the observations of `papers` (None: every paper) against the catalogue as of now, and
     append one resolution per changed answer (none with `dry_run`). `method` is the matcher's name and
-    version, written after RESOLVER_PREFIX. InvalidEvent naming `papers` for a paper never observed."""
+    version, written after RESOLVER_PREFIX. With `workers`, batches are decided in those processes
+    (the same decisions) while this one selects the next and appends, in order. InvalidEvent naming
+    `papers` for a paper never observed."""
     if papers is not None:
         missing = unknown_papers(ledger, papers)
         if missing:
@@ -256,15 +269,17 @@ def resolve(
     summary = Summary(dry_run=dry_run)
     source = RESOLVER_PREFIX + method
     batch: list[Pending] = []
+    # batches being decided by the workers, oldest first: each is settled in the order it was selected
+    inflight: deque[tuple[list[Pending], Future[list[Decision]]]] = deque()
+    submitted: list[int] = []
 
-    def flush() -> None:
-        decisions = decide([p.ref for p in batch], catalogue)
-        if len(decisions) != len(batch):
-            raise ValueError(f"the matcher answered {len(decisions)} of {len(batch)} references")
+    def settle(done: list[Pending], decisions: list[Decision]) -> None:
+        if len(decisions) != len(done):
+            raise ValueError(f"the matcher answered {len(decisions)} of {len(done)} references")
         held = work_ids(ledger, [d.work for d in decisions if d.work is not None], now)
         at = format_recorded(ledger.now())
         events = []
-        for p, d in zip(batch, decisions, strict=True):
+        for p, d in zip(done, decisions, strict=True):
             summary.examined += 1
             event = resolution_of(p, d, held, source, at)
             if event is None:
@@ -276,6 +291,18 @@ def resolve(
             events.append(event)
         if events and not dry_run:
             summary.appended += ledger.append(events).appended
+
+    def flush(last: bool = False) -> None:
+        # a run of less than a batch is decided here: starting workers would cost more than it saves
+        if workers is None or (last and not submitted):
+            settle(batch, decide([p.ref for p in batch], catalogue))
+        else:
+            inflight.append((list(batch), workers.submit([p.ref for p in batch])))
+            submitted.append(len(batch))
+            # two batches a worker keeps each busy while the next is selected
+            while len(inflight) > 2 * workers.workers:
+                done, future = inflight.popleft()
+                settle(done, future.result())
         batch.clear()
 
     for p in pending(ledger, ids, now):
@@ -283,6 +310,9 @@ def resolve(
         if len(batch) >= BATCH:
             flush()
     if batch:
-        flush()
+        flush(last=True)
+    while inflight:
+        done, future = inflight.popleft()
+        settle(done, future.result())
     summary.head = ledger.head()
     return summary

@@ -5,7 +5,9 @@ ledger/storage/catalogue_store.py's."""
 
 from __future__ import annotations
 
+import heapq
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -162,7 +164,10 @@ def latest_rows(rows: Sequence[Row]) -> list[Row]:
 
 
 def _search_text(title: str | None, names: Sequence[str], container: str | None) -> str:
-    return " ".join(x for x in (title, *names, container) if x)
+    # its words alone, lower-cased, a space apart: FTS5's tokenizer and PostgreSQL's parser then read
+    # the same words (the parser keeps "IEEE/CVF" or "node.js" whole, as a path or a host name)
+    text = " ".join(x for x in (title, *names, container) if x)
+    return " ".join(_WORD.findall(text.lower()))
 
 
 def search_tokens(text: str) -> list[str]:
@@ -190,26 +195,86 @@ def rarest(words: Sequence[str], docs: dict[str, int], keep: int = RAREST) -> li
     return [w for w in held if w in chosen]
 
 
+def needed(words: Sequence[str], docs: dict[str, int]) -> tuple[int, str | None]:
+    """What a work must hold of a text's rarest words to be a candidate: how many of them, and which
+    one in any case (None: any). Any one when together they are held by at most MATCH_BUDGET works;
+    else the one rare word with any other, or any two, so common words never select most of the
+    catalogue."""
+    if len(words) < 2 or sum(docs.get(w, 0) for w in words) <= MATCH_BUDGET:
+        return 1, None
+    rare = [w for w in words if docs.get(w, 0) <= COMMON]
+    return 2, rare[0] if len(rare) == 1 else None
+
+
 def _query(words: Sequence[str], docs: dict[str, int], quoted: list[str], either: str, both: str) -> str:
-    if len(quoted) < 2 or sum(docs.get(w, 0) for w in words) <= MATCH_BUDGET:
+    least, must = needed(words, docs)
+    if least == 1:
         return either.join(quoted)
-    rare = [q for w, q in zip(words, quoted, strict=True) if docs.get(w, 0) <= COMMON]
-    if len(rare) == 1:  # the one rare word, with any of the common ones
-        common = [q for q in quoted if q not in rare]
-        return f"{rare[0]}{both}({either.join(common)})"
+    if must is not None:  # the one rare word, with any of the common ones
+        rare = quoted[list(words).index(must)]
+        return f"{rare}{both}({either.join(q for q in quoted if q != rare)})"
     return either.join(f"({a}{both}{b})" for i, a in enumerate(quoted) for b in quoted[i + 1 :])
 
 
+def weight(docs: int, total: int) -> int:
+    """How much a word says of a work that holds it (an integer, so sums are exact): its rarity,
+    1000 times ln((total + 1) / docs)."""
+    return max(1, round(1000 * math.log((total + 1) / max(docs, 1))))
+
+
 def fts_query(words: Sequence[str], docs: dict[str, int]) -> str:
-    """The FTS5 query of a text's rarest words: any of them when together they are held by at most
-    MATCH_BUDGET works; else the one rare word with any other, or any two of them, so that common
-    words never make a search rank most of the catalogue."""
+    """What `needed` asks, as an FTS5 query (`sqlite-utils search`, a person reading a ledger)."""
     return _query(words, docs, [f'"{w}"' for w in words], " OR ", " AND ")
 
 
 def ts_query(words: Sequence[str], docs: dict[str, int]) -> str:
     """The same query for PostgreSQL's to_tsquery('simple', ...)."""
     return _query(words, docs, [f"'{w}'" for w in words], " | ", " & ")
+
+
+def tiers(
+    words: Sequence[str], docs: dict[str, int], total: int, postings: dict[str, frozenset[int]]
+) -> list[set[int]]:
+    """The works that hold what `needed` asks of a text's rarest words, in tiers of equal weight (the
+    summed weight of the distinct words a work holds), heaviest first. `postings` gives the works
+    (by any id the backend keeps) holding each word."""
+    least, must = needed(words, docs)
+    ws = list(dict.fromkeys(w for w in words if w in postings))
+    by_points: dict[int, set[int]] = {}
+    # the works holding exactly each set of the words: at most 2**RAREST sets, each a few set operations
+    for n in range(1, 1 << len(ws)):
+        subset = [w for i, w in enumerate(ws) if n >> i & 1]
+        if len(subset) < least or (must is not None and must not in subset):
+            continue
+        exact = set(postings[subset[0]]).intersection(*(postings[w] for w in subset[1:]))
+        for i, w in enumerate(ws):
+            if exact and not n >> i & 1:
+                exact -= postings[w]
+        if exact:
+            points = sum(weight(docs.get(w, 0), total) for w in subset)
+            by_points.setdefault(points, set()).update(exact)
+    return [by_points[p] for p in sorted(by_points, reverse=True)]
+
+
+def reached(ranked: list[set[int]], limit: int) -> list[set[int]]:
+    """The tiers the first `limit` works come from (the last of them perhaps in part)."""
+    out: list[set[int]] = []
+    n = 0
+    for tier in ranked:
+        if n >= limit:
+            break
+        out.append(tier)
+        n += len(tier)
+    return out
+
+
+def cut(ranked: list[set[int]], seq: dict[int, int], limit: int) -> list[int]:
+    """The first `limit` works of the tiers, each tier by seq (`seq` maps a work's id to its seq): the
+    order both backends give."""
+    out: list[int] = []
+    for tier in reached(ranked, limit):
+        out += heapq.nsmallest(limit - len(out), tier, key=seq.__getitem__)
+    return out
 
 
 def index_terms(search_text: str) -> set[str]:
