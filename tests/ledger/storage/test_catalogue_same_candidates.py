@@ -12,7 +12,8 @@ import pytest
 from ledger.model.works import RefInput
 from service.ledger import Ledger
 from service.resolver.match import SEARCH_LIMIT, query_text, read, resolve_many
-from service.sources.works import ingest_works
+from service.sources import SourceFile
+from service.sources.works import NAME, ingest_works
 from tests.eval_slice import AT, ref_inputs, tune_references, works_slice
 from tests.pg_harness import PgCluster
 
@@ -26,7 +27,7 @@ def both(tmp_path_factory: pytest.TempPathFactory, pg_cluster: PgCluster) -> Ite
     works, _ = works_slice(WORKS)
     ledgers = [Ledger(tmp_path_factory.mktemp("same") / "a.db"), Ledger(pg_cluster.create_db())]
     for ledger in ledgers:
-        ingest_works(ledger, io.BytesIO(works), AT)
+        ingest_works(ledger, SourceFile(NAME, io.BytesIO(works), AT))
     yield ledgers
     for ledger in ledgers:
         ledger.close()

@@ -14,7 +14,8 @@ from service.ledger import Ledger
 from service.resolver import pool, run
 from service.resolver.defaults import default_resolver
 from service.resolver.run import Summary, resolve
-from service.sources.works import ingest_works
+from service.sources import SourceFile
+from service.sources.works import NAME, ingest_works
 from tests.conftest import NewDb
 from tests.eval_slice import AT, citations, tune_references, works_slice
 
@@ -26,7 +27,7 @@ REFS = 360
 def ledger(new_db: NewDb) -> Ledger:
     works, dois = works_slice(WORKS)
     led = Ledger(new_db("pool.db"))
-    ingest_works(led, io.BytesIO(works), AT)
+    ingest_works(led, SourceFile(NAME, io.BytesIO(works), AT))
     led.append(citations(tune_references(dois, REFS), per_paper=40))
     return led
 
