@@ -28,6 +28,10 @@ def main(argv: list[str] | None = None) -> None:
     for path in ("catalogue.ndjson.gz", "held_out.ndjson.gz"):
         for item in gz_lines(a.data / path):
             m.dois.add(item["DOI"].lower())
+            # a preprint's DOI is made from its arXiv id, not drawn: its id is taken too
+            m.arxiv.update(item.get("alternative-id") or [])
+            if item["DOI"].lower().startswith("10.48550/arxiv."):
+                m.arxiv.add(item["DOI"][len("10.48550/arxiv.") :])
             m.titles.add(norm(item["title"][0] + "".join(item.get("subtitle") or [])))
             m.titles.add(norm(item["title"][0]))
     t = time.perf_counter()
@@ -42,8 +46,6 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"stopped after {n} works: {e}", flush=True)
                 break
             made += 1
-            if w.doi.lower().startswith("10.48550/"):
-                m.dois.add(w.doi.lower())  # an arXiv DOI is not drawn by Maker.doi: keep it unique too
             out.write(json.dumps(crossref_item(w), ensure_ascii=False, separators=(",", ":")) + "\n")
             if n and n % 100_000 == 0:
                 print(f"{n} works, {n / (time.perf_counter() - t):.0f}/s", flush=True)
