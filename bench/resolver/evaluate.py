@@ -1,12 +1,14 @@
-"""Evaluate reference resolvers on the synthetic set: the same references, catalogue and run for each.
+"""Evaluate reference resolvers on the synthetic set against a real ledger's catalogue: the same references,
+catalogue and run for each method.
 
-    python -m bench.resolver.evaluate --split test                 # resolver and SBMV, in-memory catalogue
-    python -m bench.resolver.evaluate --split test --db ledger.db  # against a ledger's catalogue tables
-    python -m bench.resolver.evaluate --split tune --tune-sbmv     # choose SBMV's threshold (tune only)
+    python -m bench.resolver.evaluate --split test --db ledger.db --ingest      # make the ledger, then run
+    python -m bench.resolver.evaluate --split test --db postgresql://...        # a ledger already holding it
+    python -m bench.resolver.evaluate --split tune --db ledger.db --tune-sbmv   # SBMV's threshold (tune only)
 
-A method is any `resolve_many(inputs, catalogue) -> list[Decision]` named as `module:function`.
+A method is any `resolve_many(inputs, catalogue) -> list[Decision]` named as `module:function`; by default
+the ledger's matcher (service/resolver/match.py) and the SBMV baseline (service/resolver/sbmv.py).
 Precision counts every non-null answer (held-out references included), recall the references whose work
-is in the catalogue. Writes bench/resolver/results.json and bench/resolver/results.md.
+is in the catalogue. Writes results.json and results.md into --out (default bench/resolver).
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from bench.resolver.make_catalogue import DATA, gz_lines
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.works import CatalogueWork, Decision, Reference, RefInput
 from ledger.storage.interface import CatalogueTables
+from service.ledger import is_pg_url
 
 HERE = Path(__file__).parent
-METHODS = {"resolver": "service.resolver.match:resolve_many", "sbmv": "bench.resolver.sbmv:resolve_many"}
+METHODS = {"resolver": "service.resolver.match:resolve_many", "sbmv": "service.resolver.sbmv:resolve_many"}
 BATCH = 256
 Resolve = Callable[[Sequence[RefInput], CatalogueTables], list[Decision]]
 
@@ -63,24 +66,30 @@ def answer_key(w: CatalogueWork | None) -> str | None:
     return doi_key(w.doi) or arxiv_key(w.arxiv_id)
 
 
-# The catalogue each worker process opens once: in memory from the file, or a ledger's tables.
+# The catalogue each worker process opens once: a ledger's tables.
 _CATALOGUE: CatalogueTables | None = None
 
 
-def open_catalogue(db: str | None, catalogue_file: Path) -> CatalogueTables:
-    if db:
-        from ledger.storage.backend import open_store
+def open_catalogue(db: str) -> CatalogueTables:
+    """The ledger's catalogue, indexed up to its head (as `ledger resolve` reads it)."""
+    from service.ledger import Ledger
 
-        catalogue: CatalogueTables = open_store(db).catalogue
-        return catalogue
-    from bench.resolver.catalogue import MemoryCatalogue
-
-    return MemoryCatalogue.from_file(catalogue_file)
+    return Ledger(db).catalogue
 
 
-def _init(db: str | None, catalogue_file: Path) -> None:
+def catalogue_size(db: str) -> int:
+    """The works (and arXiv papers) a ledger's catalogue holds, once brought up to its head."""
+    from service.ledger import Ledger
+
+    ledger = Ledger(db)
+    ledger.catalogue  # noqa: B018 - indexed up to the head first
+    store = ledger.store
+    return int(store.query(store.connection(), "SELECT count(*) FROM catalogue_works").fetchone()[0])
+
+
+def _init(db: str) -> None:
     global _CATALOGUE
-    _CATALOGUE = open_catalogue(db, catalogue_file)
+    _CATALOGUE = open_catalogue(db)
 
 
 Answer = tuple[str | None, str, int]  # the key of the work answered, the status, the evidence's score
@@ -100,8 +109,7 @@ def run(
     spec: str,
     rows: list[dict[str, Any]],
     workers: int,
-    db: str | None,
-    catalogue_file: Path,
+    db: str,
     kwargs: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Answer], float]:
     """Each reference's answer (work key, status) and the wall seconds the resolving took, catalogue
@@ -110,12 +118,12 @@ def run(
     kwargs = kwargs or {}
     answers: dict[str, Answer] = {}
     if workers <= 1:
-        _init(db, catalogue_file)
+        _init(db)
         t = time.perf_counter()
         for b in batches:
             answers.update(_run(spec, kwargs, b))
         return answers, time.perf_counter() - t
-    with ProcessPoolExecutor(workers, initializer=_init, initargs=(db, catalogue_file)) as pool:
+    with ProcessPoolExecutor(workers, initializer=_init, initargs=(db,)) as pool:
         # the catalogue is opened in every worker before the clock starts
         list(pool.map(_run, [spec] * workers, [kwargs] * workers, [[]] * workers))
         t = time.perf_counter()
@@ -174,11 +182,11 @@ def breakdown(rows: list[dict[str, Any]], answers: dict[str, Answer]) -> dict[st
     return out
 
 
-def tune_sbmv(rows: list[dict[str, Any]], workers: int, db: str | None, catalogue_file: Path) -> float:
+def tune_sbmv(rows: list[dict[str, Any]], workers: int, db: str) -> float:
     """The SBMV threshold with the best F1 on these (tune) references: one run at threshold 0 keeps each
     best candidate's score, and each threshold then keeps the answers that reach it."""
     best = (0.0, 0.0)
-    every, _ = run(METHODS["sbmv"], rows, workers, db, catalogue_file, {"threshold": 0.0})
+    every, _ = run(METHODS["sbmv"], rows, workers, db, {"min_similarity": 0.0})
     for th in [x / 100 for x in range(30, 100, 2)]:
         answers: dict[str, Answer] = {
             k: (key, status, sc) if sc >= round(th * 100) else (None, "unresolved", sc)
@@ -244,8 +252,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--split", default="test", choices=["test", "tune", "all"])
     ap.add_argument("--method", action="append", help="name=module:function (default: resolver and sbmv)")
     ap.add_argument("--data", type=Path, default=DATA)
-    ap.add_argument("--db", help="a ledger (SQLite path or PostgreSQL URL) whose catalogue tables to use")
+    ap.add_argument(
+        "--db", required=True, help="a ledger (SQLite path or PostgreSQL URL) holding the catalogue"
+    )
     ap.add_argument("--ingest", action="store_true", help="first ingest the catalogue into --db via the CLI")
+    ap.add_argument("--catalogue-file", type=Path, help="the works file --ingest reads (default: --data's)")
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--limit", type=int, help="only the first N references of the split")
     ap.add_argument("--sbmv-threshold", type=float, help="SBMV's threshold (default: its tuned constant)")
@@ -255,28 +266,24 @@ def main(argv: list[str] | None = None) -> None:
         "--note", default="", help="what was measured (e.g. the resolver's commit), kept with the results"
     )
     a = ap.parse_args(argv)
-    cat_file = a.data / "catalogue.ndjson.gz"
+    cat_file = a.catalogue_file or a.data / "catalogue.ndjson.gz"
     if a.ingest:
-        if not a.db:
-            ap.error("--ingest needs --db")
         ingest(a.db, cat_file)
     rows = references(a.data / "references.jsonl.gz", a.split, a.limit)
     if a.tune_sbmv:
         if a.split != "tune":
             ap.error("SBMV is tuned on the tune split only")
-        print(json.dumps({"sbmv_threshold": tune_sbmv(rows, a.workers, a.db, cat_file)}))
+        print(json.dumps({"sbmv_threshold": tune_sbmv(rows, a.workers, a.db)}))
         return
     methods = dict(m.split("=", 1) for m in a.method) if a.method else METHODS
-    n_works = sum(1 for _ in gz_lines(cat_file))
+    n_works = catalogue_size(a.db)
     results: dict[str, Any] = {
         "note": a.note,
         "split": a.split,
         "references": len(rows),
         "catalogue_works": n_works,
         "workers": a.workers,
-        "catalogue": a.db
-        and ("postgresql" if a.db.startswith("postgres") else "sqlite ledger")
-        or "memory-fts5",
+        "catalogue": "postgresql ledger" if is_pg_url(a.db) else "sqlite ledger",
         "methods": {},
     }
     for name, spec in methods.items():
@@ -285,8 +292,8 @@ def main(argv: list[str] | None = None) -> None:
         except (ImportError, AttributeError) as e:
             print(f"{name}: {spec} cannot be loaded ({e}); skipped", file=sys.stderr)
             continue
-        kwargs = {"threshold": a.sbmv_threshold} if name == "sbmv" and a.sbmv_threshold else {}
-        answers, secs = run(spec, rows, a.workers, a.db, cat_file, kwargs)
+        kwargs = {"min_similarity": a.sbmv_threshold} if name == "sbmv" and a.sbmv_threshold else {}
+        answers, secs = run(spec, rows, a.workers, a.db, kwargs)
         results["methods"][name] = {
             "function": spec,
             "seconds": round(secs, 2),
