@@ -22,8 +22,8 @@ from service.alerts import alerts as al
 from service.ledger import Ledger
 from service.resolver.defaults import default_resolver
 from service.resolver.run import Summary, resolve
-from service.sources import ingest
-from service.sources.works import ingest_works
+from service.sources import SourceFile, ingest
+from service.sources.works import NAME, ingest_works
 from tests.conftest import FIXTURE_ID, FIXTURE_PATH, NewDb
 from tests.factories import Clock, oid_of, paper
 from tests.paths import DATA
@@ -103,7 +103,7 @@ class World:
             like.append(CitationObserved(observed_at=at, data=data))
         self.ledger.append(like)
         self.clock.advance()
-        summary = ingest_works(self.ledger, WORKS.read_bytes(), WORKS_AT)
+        summary = ingest_works(self.ledger, SourceFile(NAME, WORKS.read_bytes(), WORKS_AT))
         assert summary.to_dict()["appended"] == 6
         self.clock.advance()
 
@@ -251,7 +251,7 @@ def test_a_watch_on_the_citing_paper_is_alerted_when_the_resolved_work_is_retrac
     work_id = d.cited_work.work_id
     assert world.ledger.store.alerts.alerts(watch.id, 0, 100) == []
     csv = RETRACTIONS.read_bytes()
-    ingest(world.ledger, "retraction-watch", csv, format_recorded(world.clock.advance()))
+    ingest(world.ledger, SourceFile("retraction-watch", csv, format_recorded(world.clock.advance())))
     alerts = [json.loads(a.body) for a in world.ledger.store.alerts.alerts(watch.id, 0, 100)]
     mine = [a for a in alerts if a["work_id"] == work_id]
     assert [(a["notice"]["kind"], a["event"]["type"]) for a in mine] == [("retraction", "standing.checked")]
