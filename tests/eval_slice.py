@@ -12,7 +12,8 @@ from typing import Any
 import msgspec
 
 from ledger.model import events as ev
-from ledger.model.works import Reference, RefInput
+from ledger.model.resolving import RefInput
+from ledger.model.works import Reference
 
 DATA = Path(__file__).parents[1] / "bench" / "resolver" / "data"
 AT = "2026-01-01T00:00:00Z"

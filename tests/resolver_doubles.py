@@ -12,7 +12,8 @@ from typing import Any
 from ledger.model.codec import decode_data
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.events import CitedWork, PaperData
-from ledger.model.works import CatalogueWork, Decision, Evidence, RefInput, RunnerUp
+from ledger.model.resolving import Decision, RefInput
+from ledger.model.works import CatalogueWork, Evidence, RunnerUp
 from service.resolver.defaults import Resolver
 from tests.factories import citation, paper, resolution, ts
 

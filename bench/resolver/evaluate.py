@@ -31,7 +31,8 @@ import msgspec
 
 from bench.resolver.make_catalogue import DATA, gz_lines
 from ledger.model.doi import arxiv_key, doi_key
-from ledger.model.works import CatalogueWork, Decision, Reference, RefInput
+from ledger.model.resolving import Decision, RefInput
+from ledger.model.works import CatalogueWork, Reference
 from ledger.storage.interface import CatalogueTables
 from service.ledger import is_pg_url
 

@@ -7,13 +7,9 @@ citation, the optional `evidence` of a resolution) and storage returns catalogue
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from msgspec import UNSET, Struct, UnsetType
-
-if TYPE_CHECKING:
-    # events.py carries WorkData and Reference, so this module may not import it at run time
-    from ledger.model.events import CitedWork, Status
 
 
 class Author(Struct, frozen=True, forbid_unknown_fields=True, gc=False):
@@ -116,20 +112,3 @@ class CatalogueWork(NamedTuple):
     issue: str | None
     first_page: str | None
     type: str | None
-
-
-class RefInput(NamedTuple):
-    """What the resolver reads of one observation: the reference as its source gave it (absent for a
-    reference imported from a record) and the cited work its latest citation displays."""
-
-    observation_id: str
-    reference: Reference | None
-    cited: CitedWork | None
-
-
-class Decision(NamedTuple):
-    """The resolver's answer for one reference: a record-v1 status, the work matched, and why."""
-
-    status: Status
-    work: CatalogueWork | None
-    evidence: Evidence

@@ -14,7 +14,8 @@ from typing import NamedTuple
 from rapidfuzz import fuzz
 
 from ledger.model.events import Status
-from ledger.model.works import CatalogueWork, Decision, Evidence, RefInput, RunnerUp
+from ledger.model.resolving import Decision, RefInput
+from ledger.model.works import CatalogueWork, Evidence, RunnerUp
 from ledger.storage.interface import CatalogueTables
 from service.resolver import identifiers
 from service.resolver.identifiers import Ident

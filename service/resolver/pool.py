@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
-from ledger.model.works import Decision, RefInput
+from ledger.model.resolving import Decision, RefInput
 from service.ledger import Ledger
 from service.resolver.defaults import Resolver, default_resolver
 from service.resolver.run import Summary, resolve

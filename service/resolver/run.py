@@ -21,7 +21,8 @@ from ledger.model.errors import InvalidEvent
 from ledger.model.events import CitedWork, ResolutionData, ResolutionObserved
 from ledger.model.facts import Fact, Head
 from ledger.model.instants import format_recorded
-from ledger.model.works import CatalogueWork, Decision, Reference, RefInput
+from ledger.model.resolving import Decision, RefInput
+from ledger.model.works import CatalogueWork, Reference
 from ledger.storage.interface import CatalogueTables
 from ledger.storage.works_store import works_matching
 from projections.record import observations

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 from rapidfuzz import fuzz
 
-from ledger.model.works import CatalogueWork, Decision, Evidence, RefInput, RunnerUp
+from ledger.model.resolving import Decision, RefInput
+from ledger.model.works import CatalogueWork, Evidence, RunnerUp
 from ledger.storage.interface import CatalogueTables
 from service.resolver.match import SEARCH_LIMIT, reference_text
 from service.resolver.normalise import fold

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ledger.model.works import RefInput
+from ledger.model.resolving import RefInput
 from service.ledger import Ledger
 from service.resolver.match import SEARCH_LIMIT, query_text, read, resolve_many
 from service.sources import SourceFile

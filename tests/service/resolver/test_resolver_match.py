@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ledger.model.events import CitedWork
-from ledger.model.works import Decision, Reference, RefInput
+from ledger.model.resolving import Decision, RefInput
+from ledger.model.works import Reference
 from service.resolver.match import METHOD_VERSION, resolve_many
 from tests.service.resolver import sample_works as s
 from tests.service.resolver.catalogue_fake import FakeCatalogue

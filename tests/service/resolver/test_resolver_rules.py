@@ -6,7 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.model.works import CatalogueWork, Reference, RefInput
+from ledger.model.resolving import RefInput
+from ledger.model.works import CatalogueWork, Reference
 from service.resolver.match import resolve_many
 from tests.service.resolver import sample_works as s
 from tests.service.resolver.catalogue_fake import FakeCatalogue

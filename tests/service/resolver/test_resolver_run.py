@@ -16,7 +16,8 @@ from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import ResolutionData
 from ledger.model.importer import parse_input
 from ledger.model.instants import format_recorded, read_instant
-from ledger.model.works import Decision, Evidence
+from ledger.model.resolving import Decision
+from ledger.model.works import Evidence
 from ledger.storage.works_store import works_matching
 from service.alerts import alerts as al
 from service.ledger import Ledger

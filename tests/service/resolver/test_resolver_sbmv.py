@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ledger.model.works import Reference, RefInput
+from ledger.model.resolving import RefInput
+from ledger.model.works import Reference
 from service.resolver.sbmv import resolve_many, similarity
 from tests.service.resolver import sample_works as s
 from tests.service.resolver.catalogue_fake import FakeCatalogue
