@@ -10,10 +10,10 @@ them resumed from a number misses none.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from typing import Any, NamedTuple, Protocol
+from contextlib import contextmanager
+from typing import Any, NamedTuple
 
-from ledger.storage.sql import Dialect
+from ledger.storage.sql import DialectStore
 
 WATCH_COLUMNS = "id, kind, target, callback_url, secret, created_at, created_seq, removed_at, owner"
 ALERT_COLUMNS = "n, id, watch_id, work_id, notice_key, seq, held, body, raised_at, raised_us"
@@ -77,23 +77,10 @@ class Due(NamedTuple):
     secret: str | None
 
 
-class _Store(Protocol):
-    """What the alert tables use of a store written over a dialect (sql_store.SqlStore)."""
-
-    @property
-    def dialect(self) -> Dialect: ...
-
-    def connection(self) -> Any: ...
-    def query(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any: ...
-    def query_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
-    def write_begin(self) -> tuple[str, ...]: ...
-    def transaction(self, begin: Sequence[str]) -> AbstractContextManager[Any]: ...
-
-
 class AlertTables:
     """The alert tables over one store's per-thread connection."""
 
-    def __init__(self, store: _Store) -> None:
+    def __init__(self, store: DialectStore) -> None:
         self.store = store
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ledger.model.codec import ARXIV_RE
 from ledger.model.doi import arxiv_key, doi_key
@@ -29,9 +29,7 @@ from ledger.storage.derived.catalogue import (
     tiers,
     to_work,
 )
-
-if TYPE_CHECKING:
-    from ledger.storage.sql_store import SqlStore
+from ledger.storage.sql import DialectStore
 
 KEYS_PER_STATEMENT = 500
 # a word held by more works than this is not looked for (the works read per search stay bounded)
@@ -58,8 +56,9 @@ _TERMS = (
 class SqlCatalogue:
     """The catalogue table of one store (either backend), over the store's per-thread connection."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: DialectStore, readonly_errors: tuple[type[BaseException], ...]) -> None:
         self.store = store
+        self.readonly_errors = readonly_errors  # a write gives up on these (a read-only file or role)
         sqlite = store.dialect.name == "sqlite"
         # one extender at a time; on PostgreSQL readers and appends are not held up
         self._begin = (
@@ -77,7 +76,6 @@ class SqlCatalogue:
         """Extend the catalogue with the events after its cursor up to seq `upto` (a committed head), a
         chunk per transaction; returns the seq it holds through (where it stopped on a ledger that cannot
         be written: a read-only file or role)."""
-        readonly: tuple[type[BaseException], ...] = getattr(self.store.tables, "readonly_errors", ())
         done = self.catalogue_indexed()
         while done < upto:
             try:
@@ -92,7 +90,7 @@ class SqlCatalogue:
                             self._count_terms(conn, latest)
                             self.store.query_many(conn, _UPSERT, latest)
                         self.store.query(conn, "UPDATE catalogue_cursor SET seq = ? WHERE id = 1", (end,))
-            except readonly:
+            except self.readonly_errors:
                 return done
             done = max(start, end)
         return done

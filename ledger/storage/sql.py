@@ -8,8 +8,9 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ledger.model.codec import decode_data
 from ledger.model.events import ChainLink, StoredEvent
@@ -194,3 +195,18 @@ def decode_peaks(text: str) -> list[bytes]:
     """Stored peaks: the JSON form, or space-separated hex (what existing PostgreSQL ledgers hold)."""
     items = json.loads(text) if text.startswith("[") else text.split()
     return [bytes.fromhex(p) for p in items]
+
+
+class DialectStore(Protocol):
+    """What tables written over a dialect use of their store (sql_store.SqlStore): its per-thread
+    connection, its statements, and its write and read transactions."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def connection(self) -> Any: ...
+    def query(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any: ...
+    def query_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    def write_begin(self) -> tuple[str, ...]: ...
+    def transaction(self, begin: Sequence[str]) -> AbstractContextManager[Any]: ...
+    def reading(self) -> AbstractContextManager[Any]: ...

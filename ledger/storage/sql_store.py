@@ -205,7 +205,7 @@ class SqlStore:
     @functools.cached_property
     def catalogue(self) -> SqlCatalogue:
         """The resolver's catalogue: each DOI's latest work and each arXiv paper, indexed for search."""
-        return SqlCatalogue(self)
+        return SqlCatalogue(self, getattr(self.tables, "readonly_errors", ()))
 
     def _new_tables(self) -> Tables:
         raise NotImplementedError
