@@ -18,11 +18,11 @@ from msgspec import UNSET
 
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.errors import InvalidEvent
-from ledger.model.events import CitedWork, ResolutionData, ResolutionObserved
+from ledger.model.events import CitationData, CitedWork, ResolutionData, ResolutionObserved
 from ledger.model.facts import Fact, Head
 from ledger.model.instants import format_recorded
 from ledger.model.resolving import Decision, RefInput
-from ledger.model.works import CatalogueWork, Reference
+from ledger.model.works import CatalogueWork
 from ledger.storage.interface import CatalogueTables
 from ledger.storage.works_store import works_matching
 from projections.record import observations
@@ -156,11 +156,10 @@ def pending(ledger: Ledger, papers: Iterable[str], as_of_us: int) -> Iterator[Pe
             yield Pending(o.oid, o.citing, o.cit.data.reference_index, ref_input(o.cit.data, latest), latest)
 
 
-def ref_input(citation: Any, latest: ResolutionData | None) -> RefInput:
+def ref_input(citation: CitationData, latest: ResolutionData | None) -> RefInput:
     """What the matcher reads of an observation: its reference (when its citation carries one) and the
     cited work its latest citation displays."""
-    raw = getattr(citation, "reference", UNSET)  # the optional key of resolver-v1.md "References in"
-    reference: Reference | None = raw if isinstance(raw, Reference) else None
+    reference = None if citation.reference is UNSET else citation.reference
     shown = latest.cited_work if latest is not None and latest.cited_work is not None else citation.cited_work
     return RefInput(citation.observation_id, reference, shown)
 

@@ -51,7 +51,7 @@ def resolution_view(
     data = res.data
     source = data.resolver_source or ""
     seqs = [res.seq]
-    evidence = getattr(data, "evidence", msgspec.UNSET)
+    evidence = data.evidence
     catalogue_seq = None if evidence is msgspec.UNSET else evidence.catalogue_seq
     if catalogue_seq is not None:
         seqs.append(catalogue_seq)
