@@ -1,22 +1,21 @@
 """A real-shaped slice of the resolver's evaluation set (bench/resolver/data): the first works of its
-catalogue, and references of its tune split (most to works in the slice, some to works outside it)."""
+catalogue, and references of its tune split (most to works in the slice, some to works outside it);
+`citations` (the bench's) makes them citation.observed events."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ledger.model import events as ev
+from bench.resolver.resolve_throughput import AT, citations
 from ledger.model.resolving import RefInput
 from ledger.model.works import Reference
 
 DATA = Path(__file__).parents[1] / "bench" / "resolver" / "data"
-AT = "2026-01-01T00:00:00Z"
 
 
 def works_slice(n: int) -> tuple[bytes, set[str]]:
@@ -45,16 +44,4 @@ def ref_inputs(rows: list[dict[str, Any]]) -> list[RefInput]:
     return [RefInput(r["id"], msgspec.convert(r["reference"], Reference), None) for r in rows]
 
 
-def citations(rows: list[dict[str, Any]], per_paper: int = 50) -> list[ev.Event]:
-    """A citing paper per `per_paper` references, each reference a citation.observed carrying it."""
-    out: list[ev.Event] = []
-    for n, r in enumerate(rows):
-        citing = f"2601.{n // per_paper:05d}"
-        if n % per_paper == 0:
-            out.append(ev.PaperObserved(observed_at=AT, data=ev.PaperData(
-                citing, f"Citing paper {n // per_paper}", "cs.DL", AT, AT, 1)))  # fmt: skip
-        ref = msgspec.convert(r["reference"], Reference)
-        oid = str(uuid.uuid5(uuid.NAMESPACE_URL, r["id"]))
-        data = ev.CitationData(oid, citing, n % per_paper, "pdf_text", None, ref)
-        out.append(ev.CitationObserved(observed_at=AT, data=data))
-    return out
+__all__ = ["AT", "citations", "ref_inputs", "tune_references", "works_slice"]

@@ -13,6 +13,7 @@ import json
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import msgspec
 from click.testing import CliRunner
@@ -25,8 +26,23 @@ from service.resolver import pool
 
 DATA = Path(__file__).parent / "data"
 PER_PAPER = 50
-_REF = msgspec.json.Decoder(Reference)
 AT = "2026-01-01T00:00:00Z"
+
+
+def citations(rows: list[dict[str, Any]], per_paper: int = PER_PAPER) -> list[ev.Event]:
+    """A citing paper per `per_paper` reference rows, each row a citation.observed carrying its
+    Crossref reference object as rendered."""
+    out: list[ev.Event] = []
+    for n, r in enumerate(rows):
+        citing = f"2601.{n // per_paper:05d}"
+        if n % per_paper == 0:
+            out.append(ev.PaperObserved(observed_at=AT, data=ev.PaperData(
+                citing, f"Citing paper {n // per_paper}", "cs.DL", AT, AT, 1)))  # fmt: skip
+        ref = msgspec.convert(r["reference"], Reference)
+        oid = str(uuid.uuid5(uuid.NAMESPACE_URL, r["id"]))
+        data = ev.CitationData(oid, citing, n % per_paper, "pdf_text", None, ref)
+        out.append(ev.CitationObserved(observed_at=AT, data=data))
+    return out
 
 
 def build(db: str, split: str = "test", limit: int = 5000) -> int:
@@ -38,17 +54,7 @@ def build(db: str, split: str = "test", limit: int = 5000) -> int:
         raise SystemExit(run.output)
     with gzip.open(DATA / "references.jsonl.gz", "rt") as f:
         rows = [r for r in map(json.loads, f) if r["split"] == split][:limit]
-    events: list[ev.Event] = []
-    for n, r in enumerate(rows):
-        citing = f"2601.{n // PER_PAPER:05d}"
-        if n % PER_PAPER == 0:
-            events.append(ev.PaperObserved(observed_at=AT, data=ev.PaperData(
-                citing, f"Citing paper {n // PER_PAPER}", "cs.DL", AT, AT, 1)))  # fmt: skip
-        ref = _REF.decode(json.dumps(r["reference"]))  # the Crossref reference object as rendered
-        data = ev.CitationData(
-            str(uuid.uuid5(uuid.NAMESPACE_URL, r["id"])), citing, n % PER_PAPER, "pdf_text", None, ref
-        )
-        events.append(ev.CitationObserved(observed_at=AT, data=data))
+    events = citations(rows)
     ledger = Ledger(db)
     for i in range(0, len(events), 1000):
         ledger.append(events[i : i + 1000])
