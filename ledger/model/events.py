@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Generic, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, NamedTuple, TypeVar
 
-from msgspec import UNSET, Meta, Struct, UnsetType
+from msgspec import UNSET, Meta, Struct, UnsetType, structs
 
 from ledger.model.works import Evidence, Reference, WorkData
 
@@ -38,6 +38,17 @@ PositiveInt = Annotated[int, Meta(ge=1)]
 # were tens of milliseconds of a page
 class _Data(Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     """Base of every `data` object: all keys required, unknown keys refused."""
+
+
+_D = TypeVar("_D")
+
+
+class _Envelope(Struct, Generic[_D], frozen=True, forbid_unknown_fields=True, tag_field="type", kw_only=True):
+    """What a client sends: type, observed_at, data and an optional event_id."""
+
+    observed_at: str
+    event_id: str | None = None
+    data: _D
 
 
 class CitedWork(_Data, frozen=True):
@@ -108,35 +119,31 @@ class MeasurementData(_Data, frozen=True):
     query_url: str | None
 
 
-class _Envelope(Struct, frozen=True, forbid_unknown_fields=True, tag_field="type", kw_only=True):
-    """What a client sends: type, observed_at, data and an optional event_id."""
-
-    observed_at: str
-    event_id: str | None = None
+# Each event kind: its tag and the type of its data, named once.
 
 
-class PaperObserved(_Envelope, tag="paper.observed", frozen=True):
-    data: PaperData
+class PaperObserved(_Envelope[PaperData], tag="paper.observed", frozen=True):
+    """A paper's arXiv metadata, on the stream `paper:{arxiv_id}`."""
 
 
-class CitationObserved(_Envelope, tag="citation.observed", frozen=True):
-    data: CitationData
+class CitationObserved(_Envelope[CitationData], tag="citation.observed", frozen=True):
+    """One reference a paper makes, on the stream `paper:{citing_arxiv_id}`."""
 
 
-class ResolutionObserved(_Envelope, tag="resolution.observed", frozen=True):
-    data: ResolutionData
+class ResolutionObserved(_Envelope[ResolutionData], tag="resolution.observed", frozen=True):
+    """How a reference was resolved, on the stream of its citing paper."""
 
 
-class StandingChecked(_Envelope, tag="standing.checked", frozen=True):
-    data: StandingData
+class StandingChecked(_Envelope[StandingData], tag="standing.checked", frozen=True):
+    """A retraction and correction check of works, on the stream `source:{source}`."""
 
 
-class MeasurementObserved(_Envelope, tag="measurement.observed", frozen=True):
-    data: MeasurementData
+class MeasurementObserved(_Envelope[MeasurementData], tag="measurement.observed", frozen=True):
+    """A dated citation count of a paper, on the stream `paper:{arxiv_id}`."""
 
 
-class WorkObserved(_Envelope, tag="work.observed", frozen=True):
-    data: WorkData
+class WorkObserved(_Envelope[WorkData], tag="work.observed", frozen=True):
+    """A catalogue work's metadata, on the stream `work:{doi}`."""
 
 
 Event = (
@@ -147,22 +154,34 @@ Event = (
     | MeasurementObserved
     | WorkObserved
 )
-EVENT_TYPES: dict[str, type[_Envelope]] = {
-    "paper.observed": PaperObserved,
-    "citation.observed": CitationObserved,
-    "resolution.observed": ResolutionObserved,
-    "standing.checked": StandingChecked,
-    "measurement.observed": MeasurementObserved,
-    "work.observed": WorkObserved,
+# the tables below are read off the union, so a new kind is added in one place
+EVENT_TYPES: dict[str, type[_Envelope[Any]]] = {
+    t.__struct_config__.tag: t
+    for t in Event.__args__  # type: ignore[union-attr]
 }
+# each envelope names its data type once, as the argument of its base (_Envelope[PaperData])
 DATA_TYPES: dict[str, type[Struct]] = {
-    "paper.observed": PaperData,
-    "citation.observed": CitationData,
-    "resolution.observed": ResolutionData,
-    "standing.checked": StandingData,
-    "measurement.observed": MeasurementData,
-    "work.observed": WorkData,
+    tag: next(f.type for f in structs.fields(t) if f.name == "data") for tag, t in EVENT_TYPES.items()
 }
+
+
+class _GlanceWork(Struct, frozen=True, gc=False):
+    work_id: str | None = None
+    doi: str | None = None
+    arxiv_id: str | None = None
+    pith_arxiv_id: str | None = None
+
+
+class Glance(Struct, frozen=True, gc=False):
+    """The few fields of a stored event's data that indexes and bundle checks read, of any event type:
+    decoding only these skips the rest (the data was validated when it was appended)."""
+
+    observation_id: str | None = None
+    arxiv_id: str | None = None
+    citing_arxiv_id: str | None = None
+    reference_index: int | None = None
+    cited_arxiv_id: str | None = None
+    cited_work: _GlanceWork | None = None
 
 
 # What an envelope's `data` holds: the stored canonical bytes, or (decoding a bundle) the JSON as sent.

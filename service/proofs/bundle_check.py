@@ -25,7 +25,7 @@ import msgspec
 
 from ledger.model.codec import canonical, context_digest, decode_data, observation_digest
 from ledger.model.errors import NotFound
-from ledger.model.events import StoredEvent
+from ledger.model.events import Glance, StoredEvent
 from ledger.model.instants import parse_ts
 from ledger.model.record_types import Record
 from ledger.tlog import merkle_store
@@ -447,14 +447,6 @@ class _Climb:
 # -- rebuilding the record ------------------------------------------------------------------------
 
 
-class _LightData(msgspec.Struct):
-    observation_id: str | None = None
-    citing_arxiv_id: str | None = None
-    reference_index: int | None = None
-    cited_arxiv_id: str | None = None
-    arxiv_id: str | None = None
-
-
 class _Light(msgspec.Struct):
     """What pass 2 reads of an event (the other fields are skipped)."""
 
@@ -463,7 +455,7 @@ class _Light(msgspec.Struct):
     type: str
     observed_at: str
     recorded_at: str
-    data: _LightData
+    data: Glance
 
 
 _LIGHT = msgspec.json.Decoder(_Light)
@@ -594,7 +586,7 @@ def _rebuilt(opener: Opener, events: _Events, arxiv_id: str, t: int, k: int | No
                 snapshots[at] = (o_us, e.seq, i)
         elif e.type == "standing.checked":
             keep.add(i)
-    total, shown = observations.inbound(projection.CAPS["inbound"])
+    total, shown = observations.inbound(projection.CAPS.inbound)
     for oid in {*shown, *own_oids}:
         keep.update(observations.entries(oid))
     keep.update(i for _, _, i in snapshots.values())

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from ledger.model.doi import work_keys
-from ledger.model.events import ChainLink
+from ledger.model.events import ChainLink, Glance
 
 # the events whose rows each level but the last holds before they move to the next one, each size a
 # multiple of the one before (a level moves only in an append that moved the one above it); the recent
@@ -50,19 +50,7 @@ _CITATION = "citation.observed"
 _RESOLUTION = "resolution.observed"
 
 
-class _Work(msgspec.Struct):
-    work_id: str | None = None
-    doi: str | None = None
-    arxiv_id: str | None = None
-    pith_arxiv_id: str | None = None
-
-
-class _Refs(msgspec.Struct):
-    observation_id: str
-    cited_work: _Work | None = None
-
-
-_REFS = msgspec.json.Decoder(_Refs)
+_GLANCE = msgspec.json.Decoder(Glance)
 
 
 def work_index_key(match_key: str) -> str:
@@ -83,7 +71,7 @@ def stored_keys(event_id: str, type_: str, data: bytes) -> list[str]:
     """The keys of an event with this id, type and stored data bytes (what `link_keys` reads)."""
     if type_ != _CITATION and type_ != _RESOLUTION:
         return [EVENT + event_id]
-    return event_keys(event_id, _REFS.decode(data))
+    return event_keys(event_id, _GLANCE.decode(data))
 
 
 def event_keys(event_id: str, refs: Any = None) -> list[str]:
