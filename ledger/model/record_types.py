@@ -99,9 +99,12 @@ class Measurement(_Strict, frozen=True):
 
 
 class Caps(_Strict, frozen=True):
-    database_statements: int
-    inbound: int
-    outbound: int
+    """The record's limits, fixed by record-v1.md (an import refuses others): the SQL statements that build
+    it, the outbound and inbound observations it lists."""
+
+    database_statements: Literal[6]
+    inbound: Literal[100]
+    outbound: Literal[100]
 
 
 class CoverageLane(_Strict, frozen=True):

@@ -309,3 +309,16 @@ def test_ledger_sample_prints_the_shipped_record_which_imports(new_db: NewDb) ->
     ledger = Ledger(new_db())
     assert ledger.import_bytes(printed).appended == 132
     ledger.close()
+
+
+@pytest.mark.parametrize(
+    ("cap", "value"), [("database_statements", 7), ("inbound", 50), ("outbound", 1000), ("outbound", "100")]
+)
+def test_caps_other_than_the_specs_are_refused_naming_the_cap(
+    fixture_record: dict[str, Any], cap: str, value: Any
+) -> None:
+    """record-v1.md fixes the caps; a record that claims others is not one this ledger would build."""
+    rec = copy.deepcopy(fixture_record)
+    rec["caps"][cap] = value
+    with pytest.raises(InvalidEvent, match=rf"^caps\.{cap}: "):
+        record_to_batch(_redigest(rec))
