@@ -7,6 +7,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ledger.model.errors import LedgerError
@@ -18,28 +19,24 @@ KEEP = 16  # finished jobs kept to poll; the oldest goes first
 CATALOGUE_TYPES = ("work.observed", "paper.observed")  # what the catalogue is made of (resolver-v1.md)
 
 
+def _started() -> str:
+    return format_recorded(now_us())
+
+
+@dataclass
 class Job:
     """One whole-ledger run: running, done (with its summary) or failed (with its error)."""
 
-    def __init__(self) -> None:
-        self.id = str(uuid.uuid4())
-        self.state = "running"
-        self.started_at = format_recorded(now_us())
-        self.finished_at: str | None = None
-        self.summary: dict[str, Any] | None = None
-        self.error: dict[str, Any] | None = None
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    state: str = "running"
+    started_at: str = field(default_factory=_started)
+    finished_at: str | None = None
+    summary: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The job as `GET /resolve/jobs/{id}` answers it."""
-        return {
-            "id": self.id,
-            "state": self.state,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "summary": self.summary,
-            "error": self.error,
-            "links": {"self": f"/resolve/jobs/{self.id}"},
-        }
+        return {**asdict(self), "links": {"self": f"/resolve/jobs/{self.id}"}}
 
 
 class Jobs:
