@@ -74,15 +74,17 @@ def paper_works(ledger: Any) -> list[CatalogueWork]:
     out = []
     for e in ledger.store.read_log(type="paper.observed"):
         d: PaperData = decode_data(e.type, e.data)
-        out.append(CatalogueWork(e.seq, e.observed_at, "arxiv", None, d.arxiv_id, d.title, (), None, None,
-                                 None, None, None, None))  # fmt: skip
+        out.append(CatalogueWork(seq=e.seq, observed_at=e.observed_at, source="arxiv", type=None, doi=None,
+                                 arxiv_id=d.arxiv_id, title=d.title, authors=(), container=None, year=None,
+                                 volume=None, issue=None, first_page=None))  # fmt: skip
     return out
 
 
 def doi_work(seq: int, observed_at: str, doi: str, title: str, year: int = 2020) -> CatalogueWork:
     """A crossref work with a DOI, standing at catalogue event `seq`."""
-    return CatalogueWork(seq, observed_at, "crossref", doi, None, title, ("Smith",), "J. Tests", year,
-                         "1", "2", "3", "journal-article")  # fmt: skip
+    return CatalogueWork(seq=seq, observed_at=observed_at, source="crossref", type="journal-article", doi=doi,
+                         arxiv_id=None, title=title, authors=("Smith",), container="J. Tests", year=year,
+                         volume="1", issue="2", first_page="3")  # fmt: skip
 
 
 def _evidence(method: str, w: CatalogueWork | None, score: int, runner: CatalogueWork | None) -> Evidence:

@@ -102,6 +102,7 @@ class CatalogueWork(NamedTuple):
     seq: int  # the catalogue event's seq
     observed_at: str
     source: str  # "crossref", "openalex", or "arxiv" for a paper the ledger holds
+    type: str | None  # the source's kind of work: "journal-article", "posted-content", ...
     doi: str | None
     arxiv_id: str | None
     title: str | None
@@ -111,4 +112,3 @@ class CatalogueWork(NamedTuple):
     volume: str | None
     issue: str | None
     first_page: str | None
-    type: str | None

@@ -94,9 +94,11 @@ def person_resolution(
         evidence = Evidence("person", work.seq, 0, [], [], None)
         data = ResolutionData(observation_id, "verified_exact", source, cited, arxiv_paper(work), evidence)
         return ResolutionObserved(observed_at=at, data=data)
-    stub = CatalogueWork(0, at, source, asked.doi, asked.arxiv_id, None if shown is None else shown.title, (),
-                         None if shown is None else shown.venue, None if shown is None else shown.year,
-                         None, None, None, None)  # fmt: skip
+    stub = CatalogueWork(seq=0, observed_at=at, source=source, type=None, doi=asked.doi,
+                         arxiv_id=asked.arxiv_id, title=None if shown is None else shown.title, authors=(),
+                         container=None if shown is None else shown.venue,
+                         year=None if shown is None else shown.year, volume=None, issue=None,
+                         first_page=None)  # fmt: skip
     cited = cited_work(stub, work_ids(ledger, [stub], now)[key])
     data = ResolutionData(observation_id, "verified_fuzzy", source, cited, asked.arxiv_id)
     return ResolutionObserved(observed_at=at, data=data)

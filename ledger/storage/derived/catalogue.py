@@ -288,11 +288,12 @@ def index_terms(search_text: str) -> set[str]:
 
 def to_work(row: Sequence[Any]) -> CatalogueWork:
     """A CatalogueWork from the columns WORK_COLUMNS selects."""
-    seq, observed_at, source, doi, arxiv_id, title, authors, container, year, volume, issue, page, type_ = row
+    seq, observed_at, source, type_, doi, arxiv_id, title, authors, container, year, volume, issue, page = row
     return CatalogueWork(
         int(seq),
         observed_at,
         source,
+        type_,
         doi,
         arxiv_id,
         title,
@@ -302,5 +303,4 @@ def to_work(row: Sequence[Any]) -> CatalogueWork:
         volume,
         issue,
         page,
-        type_,
     )

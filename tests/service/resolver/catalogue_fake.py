@@ -35,19 +35,19 @@ def work(
     if doi is None and source != "arxiv":
         doi = f"10.5555/w{seq}"
     return CatalogueWork(
-        seq,
-        "2026-01-01T00:00:00Z",
-        source,
-        doi,
-        arxiv_id,
-        title,
-        tuple(authors),
-        container,
-        year,
-        volume,
-        issue,
-        first_page,
-        type,
+        seq=seq,
+        observed_at="2026-01-01T00:00:00Z",
+        source=source,
+        type=type,
+        doi=doi,
+        arxiv_id=arxiv_id,
+        title=title,
+        authors=tuple(authors),
+        container=container,
+        year=year,
+        volume=volume,
+        issue=issue,
+        first_page=first_page,
     )
 
 
