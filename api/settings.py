@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 from service.ledger import side_path
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
+# a source file is a whole Retraction Watch database (~60 MB) or a Crossref dump: spooled to disk
+DEFAULT_MAX_INGEST_BODY = 512 * 1024 * 1024
 DEFAULT_MAX_BATCH = 10_000
 DEFAULT_MAX_STRING = 16 * 1024
 DEFAULT_BODY_TIMEOUT = 30.0
@@ -28,6 +30,7 @@ ENV_READ_ONLY = "LEDGER_READ_ONLY"
 ENV_TOKENS = "LEDGER_TOKENS"
 ENV_TOKENS_FILE = "LEDGER_TOKENS_FILE"
 ENV_MAX_BODY = "LEDGER_MAX_BODY"
+ENV_MAX_INGEST_BODY = "LEDGER_MAX_INGEST_BODY"
 ENV_SSE_POLL = "LEDGER_SSE_POLL"
 ENV_SSE_HEARTBEAT = "LEDGER_SSE_HEARTBEAT"
 ENV_MAX_BATCH = "LEDGER_MAX_BATCH"
@@ -69,6 +72,8 @@ class Settings:
     # sha256 hex per line; defaults to "<db>.tokens" next to the database.
     tokens_file: str | None = None
     max_body: int = DEFAULT_MAX_BODY
+    # Bytes of one source or works file (POST /ingest, /ingest/works), spooled to disk as it arrives.
+    max_ingest_body: int = DEFAULT_MAX_INGEST_BODY
     sse_poll: float = 0.2
     sse_heartbeat: float = 15.0
     # Events in one write (POST /events, or a record's decomposition).
@@ -145,6 +150,9 @@ class Settings:
             tokens=tokens,
             tokens_file=env.get(ENV_TOKENS_FILE) or None,
             max_body=_positive_int(env.get(ENV_MAX_BODY), DEFAULT_MAX_BODY, ENV_MAX_BODY, "bytes"),
+            max_ingest_body=_positive_int(
+                env.get(ENV_MAX_INGEST_BODY), DEFAULT_MAX_INGEST_BODY, ENV_MAX_INGEST_BODY, "bytes"
+            ),
             sse_poll=_positive_float(env.get(ENV_SSE_POLL), 0.2, ENV_SSE_POLL),
             sse_heartbeat=_positive_float(env.get(ENV_SSE_HEARTBEAT), 15.0, ENV_SSE_HEARTBEAT),
             max_batch=_positive_int(env.get(ENV_MAX_BATCH), DEFAULT_MAX_BATCH, ENV_MAX_BATCH, "events"),
@@ -197,6 +205,7 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (ENV_TOKENS, "tokens", "bearer tokens that may write, comma-separated"),
     (ENV_TOKENS_FILE, "tokens_file", "a file of sha256 hex token hashes, one a line; unset: <db>.tokens"),
     (ENV_MAX_BODY, "max_body", "bytes in one request body"),
+    (ENV_MAX_INGEST_BODY, "max_ingest_body", "bytes in one source or works file sent to /ingest"),
     (ENV_MAX_BATCH, "max_batch", "events in one write"),
     (ENV_MAX_STRING, "max_string", "characters in any one string of a write body"),
     (ENV_RATE_LIMIT, "rate_limit", "events per second per token and server process; 0: no limit"),

@@ -32,9 +32,6 @@ from service.sources.works import NAME, WorksSummary, ingest_works
 
 router = APIRouter()
 
-# A source file is the whole Retraction Watch database (~60 MB) or a Crossref dump: bigger than
-# an events batch, so this route has its own limit; the body is spooled to disk, not held in memory.
-DEFAULT_MAX_INGEST_BODY = 512 * 1024 * 1024
 _SPOOL_IN_MEMORY = 8 * 1024 * 1024
 IngestSummary = TypeVar("IngestSummary", Summary, WorksSummary)
 
@@ -68,7 +65,7 @@ async def _ingest_charged(
 ) -> IngestSummary:
     """The body spooled (within the ingest limit) and ingested by `run` in a thread, each append
     counted in telemetry under `label`; the client is charged an attempt per event, one at least."""
-    limit = getattr(settings_of(request), "max_ingest_body", None) or DEFAULT_MAX_INGEST_BODY
+    limit = settings_of(request).max_ingest_body
     body = await _spool(request, limit)
     limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
     charge = 1  # a refused file costs an attempt, so a client cannot spin on bad files

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api.intake import sources
 from service.ledger import Ledger
 from tests.api.app_support import sources_app
 
@@ -65,9 +64,9 @@ def test_refusals_are_422_naming_the_place(
     assert fresh_ledger.head().seq == 0
 
 
-def test_a_body_over_the_ingest_limit_is_413(fresh_ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sources, "DEFAULT_MAX_INGEST_BODY", 100)
+def test_a_body_over_the_ingest_limit_is_413(fresh_ledger: Ledger) -> None:
     body = (DATA / "crossref-works.json").read_bytes()
-    r = _client(fresh_ledger).post("/ingest/works", params={"observed_at": T}, content=body, headers=AUTH)
+    client = _client(fresh_ledger, max_ingest_body=100)
+    r = client.post("/ingest/works", params={"observed_at": T}, content=body, headers=AUTH)
     assert r.status_code == 413 and r.json()["error"]["code"] == "payload_too_large"
     assert fresh_ledger.head().seq == 0
