@@ -17,7 +17,7 @@ import ipaddress
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import msgspec
 
@@ -27,7 +27,7 @@ from ledger.model.errors import Conflict, InvalidEvent, NotFound
 from ledger.model.events import CitedWork, Notice, StoredEvent
 from ledger.model.facts import Fact
 from ledger.model.ids import normalise_arxiv
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import format_recorded, now_us, parse_ts
 from ledger.storage.alert_store import Alert, Watch
 from ledger.storage.derived.keys import work_index_key
 from ledger.storage.derived.spans import ObservationRefs
@@ -470,8 +470,14 @@ def alert_body(
     paper = watch.target if watch.kind == PAPER else (citing[0]["arxiv_id"] if citing else None)
     links: dict[str, str] = {"proof": f"/evidence/{c.seq}/proof", "watch": f"/watches/{watch.id}/alerts"}
     if paper is not None:
-        links["record"] = f"/paper/{paper}/citation-record?as_of={c.observed_at}"
-        links["changes"] = f"/paper/{paper}/changes?from={watch.created_at}&to={c.observed_at}"
+        # from the watch's making, or from just before the check when the check is dated earlier (a
+        # source file observed before the watch was made): `from` must come before `to`
+        at = parse_ts(c.observed_at)
+        since = min(parse_ts(watch.created_at), at - 1)
+        links["record"] = f"/paper/{paper}/citation-record?" + urlencode({"as_of": c.observed_at}, safe=":")
+        links["changes"] = f"/paper/{paper}/changes?" + urlencode(
+            {"from": format_recorded(since), "to": c.observed_at}, safe=":"
+        )
     body = {
         "id": alert_id(c.watch_id, c.work_id, c.key),
         "watch": {"id": watch.id, "kind": watch.kind, "target": _target(watch)},

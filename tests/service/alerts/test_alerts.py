@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import CitedWork
+from ledger.model.instants import format_recorded, parse_ts
 from service.alerts import alerts as al
 from service.ledger import Ledger
 from service.sources import SourceFile, ingest
@@ -227,3 +229,28 @@ def test_an_alert_names_the_title_its_observation_displays(sample: Ledger) -> No
     sample.append([check("crossref", ts(24), ["w-titled"], [notice("w-titled", "correction")])])
     (got,) = _alerts(sample, watch.id)
     assert got["citing"][0]["title"] == "A titled work" and got["citing"][0]["reference_index"] == 50
+
+
+def _query(link: str) -> dict[str, str]:
+    path, _, query = link.partition("?")
+    return {k: v[0] for k, v in parse_qs(query, strict_parsing=True).items()}
+
+
+@pytest.mark.parametrize("made_later", [False, True], ids=["watch-first", "watch-made-later"])
+def test_an_alerts_changes_link_runs_forward_and_keeps_the_offset(sample: Ledger, made_later: bool) -> None:
+    """`from` is the watch's making, or just before the check when the check is dated earlier (a source
+    file observed before the watch was made, appended before or after it); an instant with an offset
+    survives the query string (a bare `+` would be read as a space)."""
+    at = "2026-09-01T14:00:00+02:00"
+    if not made_later:
+        watch, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
+    ingest(sample, SourceFile("retraction-watch", RW, at))
+    if made_later:
+        watch, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
+    alerts = _alerts(sample, watch.id)
+    assert len(alerts) == len(RW_NOTICES)
+    for a in alerts:
+        changes, record = _query(a["links"]["changes"]), _query(a["links"]["record"])
+        assert record == {"as_of": at} and changes["to"] == at
+        assert parse_ts(watch.created_at) > parse_ts(at)  # the check is dated before the watch
+        assert changes["from"] == format_recorded(parse_ts(at) - 1)
