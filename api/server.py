@@ -69,16 +69,26 @@ class _H11Connection(h11.Connection):
     sends its next request down it."""
 
     head_too_large = False
+    # why a head h11 took was refused all the same (the answer's message)
+    refusal: str | None = None
 
     def next_event(self) -> h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]:  # type: ignore[override]
         """The next event; whether a protocol error was an oversized head is kept for the answer."""
         waiting_for_head = self.their_state is h11.IDLE
         try:
-            return super().next_event()
+            event = super().next_event()
         except h11.RemoteProtocolError as e:
             # h11 hints 431 for anything it buffered past its bound, a chunk-size line too
             self.head_too_large = waiting_for_head and e.error_status_hint == 431
             raise
+        if type(event) is h11.Request:
+            names = {name for name, _ in event.headers}
+            if b"content-length" in names and b"transfer-encoding" in names:
+                # RFC 9112 6.1: two framings a proxy and this server may read differently (request
+                # smuggling); it may be refused, and the connection must not carry another request
+                self.refusal = "the request has both Content-Length and Transfer-Encoding"
+                raise h11.RemoteProtocolError(self.refusal, error_status_hint=400)
+        return event
 
     def send(self, event: h11.Event) -> bytes | None:  # type: ignore[override]
         """The event's bytes; an early answer's head gets `connection: close` after its status line."""
@@ -199,7 +209,8 @@ class GuardedH11Protocol(H11Protocol):
                 f"the request line and headers exceed {MAX_HEAD_BYTES} bytes",
             )
         else:
-            self._refuse(400, "bad_request", "the request is not valid HTTP/1.1")
+            why = self.conn.refusal if isinstance(self.conn, _H11Connection) else None
+            self._refuse(400, "bad_request", why or "the request is not valid HTTP/1.1")
 
     def _head_timeout(self) -> None:
         self._head_timer = None

@@ -269,3 +269,31 @@ def test_a_body_too_large_for_h11_to_frame_is_400_not_431(server: tuple[Server, 
         answer = _read_to_end(s, time.monotonic() + WAIT_S)
     assert _json_error(answer, 400)["code"] == "bad_request"
     _still_serving(s_, db)
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [
+        b"Content-Length: 47\r\nTransfer-Encoding: chunked\r\n",
+        b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+    ],
+    ids=["length-first", "chunked-first"],
+)
+def test_a_request_framed_two_ways_is_400_and_the_connection_closes(
+    server: tuple[Server, str], framing: bytes
+) -> None:
+    """RFC 9112 6.1: Content-Length with Transfer-Encoding is how a request is smuggled past a proxy.
+    It is refused naming both, nothing is written, and the request hidden behind it is never read."""
+    s_, db = server
+    before = Ledger(db).head().seq
+    hidden = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    head = b"POST /events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n"
+    with socket.create_connection(_address(s_), timeout=WAIT_S) as s:
+        s.sendall(head + framing + b"\r\n0\r\n\r\n" + hidden)
+        answer = _read_to_end(s, time.monotonic() + WAIT_S)
+    error = _json_error(answer, 400)
+    assert error["code"] == "bad_request"
+    assert "Content-Length and Transfer-Encoding" in error["message"]
+    assert answer.count(b"HTTP/1.1 ") == 1  # the hidden request got no answer
+    assert Ledger(db).head().seq == before
+    _still_serving(s_, db)
