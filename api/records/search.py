@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from api import docs
 from api.common import JSON, head_headers, ledger_of, settings_of
-from api.errors import status_of
+from api.errors import error_answer, status_of
+from api.negotiate import VARY, prefers_json
 from api.ops.scrub import broken_walk, chain_headers
 from api.records.render import render_error_page, render_search_page
 from ledger.model.codec import canonical
@@ -42,25 +43,26 @@ async def search_titles(
     ] = None,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"{PER_PAGE} hits a page")] = 1,
 ) -> Response:
-    """HTML by default; JSON when the client asks for application/json (and not HTML). A writable server
+    """HTML by default; JSON when application/json ranks above text/html in Accept (both Vary on
+    Accept). A writable server
     first indexes the events appended since the last search; a read-only one searches what is indexed.
     A q that is an arXiv id as pasted (bare, arXiv:, a version, an abs URL, a DOI) names that paper:
     HTML is sent to its page (303); JSON answers it as the one hit, with `arxiv_id` set (a search
     client reads the same shape either way); an id the ledger does not hold is 404 saying so."""
-    accept = request.headers.get("accept", "")
-    as_json = "application/json" in accept and "text/html" not in accept
+    as_json = prefers_json(request.headers.get("accept"))
     ledger, read_only = ledger_of(request), settings_of(request).read_only
     try:
         answer: Answer = await run_in_threadpool(search, ledger, q, page, index=not read_only)
     except LedgerError as e:
         if as_json:
-            raise
-        return HTMLResponse(render_error_page(status_of(e), e.message, [("Papers", "/")]), status_of(e))
+            return JSONResponse(error_answer(e), status_code=status_of(e), headers=VARY)
+        page_ = render_error_page(status_of(e), e.message, [("Papers", "/")])
+        return HTMLResponse(page_, status_of(e), headers=VARY)
     if answer.arxiv_id is not None and not as_json:
         location = request.scope.get("root_path", "") + f"/paper/{answer.arxiv_id}"
-        return RedirectResponse(location, status_code=303)
+        return RedirectResponse(location, status_code=303, headers=VARY)
     broken = await run_in_threadpool(broken_walk, request.app)
-    head = {**head_headers(ledger.head()), **chain_headers(broken)}
+    head = {**head_headers(ledger.head()), **chain_headers(broken), **VARY}
     if as_json:
         return Response(canonical(answer.to_dict()), media_type=JSON, headers=head)
     hits = [(hit, record_href(hit)) for hit in answer.hits]

@@ -112,3 +112,24 @@ def test_ledger_search_for_an_id_not_held_says_so(imported: Ledger) -> None:
     r = CliRunner().invoke(main, ["search", f"arXiv:{ABSENT}", "--db", imported.url])
     assert r.exit_code == 1 and r.stdout == ""
     assert r.stderr == f"error: arXiv:{ABSENT} is not in this ledger: it has never been observed here\n"
+
+
+@pytest.mark.parametrize(
+    ("accept", "as_json"),
+    [
+        pytest.param("application/json", True, id="json"),
+        pytest.param("APPLICATION/JSON", True, id="json-upper-case"),
+        pytest.param("text/html;q=0, application/json", True, id="html-refused"),
+        pytest.param("text/html;q=0.5, application/json", True, id="json-weighed-higher"),
+        pytest.param("application/json;q=0.1, text/html", False, id="html-weighed-higher"),
+        pytest.param("text/html, application/json", False, id="a-tie-is-the-page"),
+        pytest.param("*/*", False, id="anything"),
+    ],
+)
+def test_search_negotiates_by_the_weights_of_accept(client: TestClient, accept: str, as_json: bool) -> None:
+    """RFC 9110 12.5.1, as the paper route reads it: JSON only when it ranks above the page."""
+    for q in ("memory offloading", ABSENT):
+        r = client.get("/search", params={"q": q}, headers={"accept": accept}, follow_redirects=False)
+        assert r.headers["vary"] == "Accept"
+        want = "application/json" if as_json else "text/html"
+        assert r.headers["content-type"].startswith(want), (q, r.text)
