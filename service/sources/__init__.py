@@ -9,7 +9,6 @@ from typing import IO, NamedTuple
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event
 from ledger.model.facts import IngestReceipt
-from ledger.model.instants import format_recorded, now_us, parse_ts
 from ledger.storage.append import AppendResult
 from ledger.storage.interface import WriteTx
 from service.ledger import Ledger
@@ -22,6 +21,7 @@ from service.sources.base import (
     Summary,
     WorkIndex,
     check_observed_at,
+    new_receipt,
 )
 from service.sources.reader import Digest, Input, Progress, input_size, open_text
 
@@ -128,23 +128,9 @@ def ingest(
         last = tx.last_receipt(source)
         if source in WHOLE_DATABASE and not force and last is not None and summary.read * 2 < last.rows_read:
             raise Refused(UNDER_HALF, _under_half(summary.read, last), forceable=True)
-        at = now_us()
         seq = result.items[-1].seq if result.items else None
-        tx.save_receipt(
-            IngestReceipt(
-                source,
-                observed_at,
-                parse_ts(observed_at),
-                format_recorded(at),
-                at,
-                digest.sha256,
-                digest.size,
-                summary.read,
-                summary.matched,
-                result.appended,
-                seq,
-            )
-        )
+        rows = (summary.read, summary.matched)
+        tx.save_receipt(new_receipt(source, observed_at, digest, rows, result.appended, seq))
 
     began = time.perf_counter()
     result = ledger.append(parsed.events, places=parsed.places, within=receipt)

@@ -11,13 +11,32 @@ from ledger.model.codec import FUTURE_SLACK_US, canonical
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, Notice, StandingChecked, StandingData
-from ledger.model.facts import Head
+from ledger.model.facts import Head, IngestReceipt
 from ledger.model.importer import notice_sort_key
-from ledger.model.instants import now_us, parse_ts
+from ledger.model.instants import format_recorded, now_us, parse_ts
 from ledger.storage.interface import Store
 from ledger.storage.works_store import checkable_works, papers_matching, works_matching
+from service.sources.reader import Digest
 
 EXAMPLES_PER_REASON = 3
+
+
+def new_receipt(
+    source: str,
+    observed_at: str,
+    file: Digest,
+    rows: tuple[int, int],
+    appended: int,
+    seq: int | None,
+) -> IngestReceipt:
+    """The receipt of a file accepted now: what it was (sha256 and size as given), the rows read and
+    matched, the events new to the ledger and the last seq the ingest appended."""
+    at = now_us()
+    read, matched = rows
+    return IngestReceipt(
+        source, observed_at, parse_ts(observed_at), format_recorded(at), at, file.sha256, file.size, read,
+        matched, appended, seq,
+    )  # fmt: skip
 
 
 def check_observed_at(observed_at: str) -> int:

@@ -22,11 +22,13 @@ from typing import IO, Any
 from ledger.model.codec import canonical, check_ijson_data, check_rules
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, WorkObserved
+from ledger.storage.append import AppendResult
+from ledger.storage.interface import WriteTx
 from service.ledger import Ledger
 from service.sources import Appended, SourceFile
-from service.sources.base import NotThatFormat, Tally, check_observed_at
+from service.sources.base import NotThatFormat, Tally, check_observed_at, new_receipt
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
-from service.sources.reader import Input, Progress, open_text
+from service.sources.reader import Digest, Input, Progress, open_text
 from service.sources.works_map import (
     CROSSREF,
     OPENALEX,
@@ -54,6 +56,7 @@ class WorksSummary(Tally):
     works: int = 0
     sources: Counter[str] = field(default_factory=Counter)
     unchanged: int = 0
+    last_seq: int | None = None  # the last event this ingest appended (its receipt names it)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON answer of POST /ingest/works and `ledger ingest works --json`."""
@@ -159,9 +162,10 @@ def ingest_works(
     DOI's latest `work.observed` already carries the same data is counted unchanged, not appended."""
     observed_at = file.observed_at
     check_observed_at(observed_at)
+    digest = Digest()
     with _rereadable(file.data) as source:
         # pass 1: refuse a file that is not a works file, before anything is written
-        with _text(source(), progress) as text:
+        with _text(source(), progress, digest) as text:
             for _ in works_of(text, WorksSummary(observed_at)):
                 pass
         summary = WorksSummary(observed_at)
@@ -172,19 +176,30 @@ def ingest_works(
                 if len(batch) == BATCH:
                     _append(ledger, batch, summary, appended)
                     batch.clear()
-            _append(ledger, batch, summary, appended)
+
+        def receipt(tx: WriteTx, result: AppendResult) -> None:
+            # with the last batch: the receipt says the whole file was taken
+            seq = result.items[-1].seq if result.items else summary.last_seq
+            appended_ = summary.appended + result.appended
+            rows = (summary.read, summary.works)
+            tx.save_receipt(new_receipt(NAME, observed_at, digest, rows, appended_, seq))
+
+        _append(ledger, batch, summary, appended, receipt)
     if summary.head is None:
         summary.head = ledger.head()
     return summary
 
 
 def _append(
-    ledger: Ledger, batch: list[tuple[int, WorkObserved]], summary: WorksSummary, appended: Appended | None
+    ledger: Ledger,
+    batch: list[tuple[int, WorkObserved]],
+    summary: WorksSummary,
+    appended: Appended | None,
+    within: Callable[[WriteTx, AppendResult], None] | None = None,
 ) -> None:
-    """Append the works of a batch whose data differs from their DOI's latest work.observed."""
-    if not batch:
-        return
-    latest = ledger.catalogue_work_data([e.data.doi for _, e in batch])
+    """Append the works of a batch whose data differs from their DOI's latest work.observed; `within`
+    runs in its transaction (the last batch's, even with nothing new, writes the receipt)."""
+    latest = ledger.catalogue_work_data([e.data.doi for _, e in batch]) if batch else {}
     events: list[Event] = []
     places: list[str] = []
     for n, e in batch:
@@ -195,15 +210,18 @@ def _append(
         latest[e.data.doi] = data  # the same work twice in a file: the second is unchanged
         events.append(e)
         places.append(f"item {n}")
-    if not events:
+    if not events and within is None:
         return
     began = time.perf_counter()
-    result = ledger.append(events, places=places)
-    if appended is not None:
+    result = ledger.append(events, places=places, within=within)
+    if appended is not None and events:
         appended(events, result, time.perf_counter() - began)
     summary.appended += result.appended
     summary.duplicates += result.duplicates
-    summary.head = result.head
+    if events:
+        summary.head = result.head
+    if result.items:
+        summary.last_seq = result.items[-1].seq
 
 
 @contextmanager
@@ -231,10 +249,10 @@ def _rereadable(data: Input) -> Iterator[Callable[[], Input]]:
 
 
 @contextmanager
-def _text(data: Input, progress: Progress | None) -> Iterator[IO[str]]:
+def _text(data: Input, progress: Progress | None, digest: Digest | None = None) -> Iterator[IO[str]]:
     """The file as text, its refusals said as a works file's."""
     try:
-        with open_text(data, progress) as text:
+        with open_text(data, progress, digest=digest) as text:
             yield text
     except JsonSyntaxError as e:
         raise NotThatFormat(NAME, f"not JSON ({e})") from None

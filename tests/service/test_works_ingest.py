@@ -4,6 +4,7 @@ whole before anything is written, appended in batches, and not appended again wh
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import tracemalloc
@@ -20,6 +21,7 @@ from service.sources import SourceFile
 from service.sources import works as works_module
 from service.sources.works import NAME, ingest_works
 from service.sources.works_map import arxiv_in, crossref_work, openalex_work, split_name
+from tests import raw
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "works"
 T = "2026-11-01T00:00:00Z"
@@ -359,3 +361,36 @@ def test_a_zstd_bomb_is_read_in_bounded_pieces() -> None:
 def test_fields_of_the_wrong_shape_read_as_missing(item: dict[str, Any]) -> None:
     w = crossref_work(item) if "DOI" in item else openalex_work(item)
     assert isinstance(w, WorkData) and w.doi == "10.1/a" and w.authors == [] and w.pages is None
+
+
+def _receipts(ledger: Ledger) -> list[tuple[Any, ...]]:
+    return raw.rows(
+        ledger.url,
+        "SELECT source, observed_at, sha256, bytes, rows_read, rows_matched, appended, seq "
+        "FROM ingest_receipts ORDER BY id",
+    )
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_every_works_file_taken_leaves_its_receipt(
+    fresh_ledger: Ledger, monkeypatch: pytest.MonkeyPatch, gz: bool
+) -> None:
+    """As every other ingest (docs/sources.md): with the last batch, the file's sha256 and size as given,
+    the items read and kept as works, the events new to the ledger and the last one appended."""
+    monkeypatch.setattr(works_module, "BATCH", 2)
+    lines = [json.dumps({"DOI": f"10.1/{i}", "title": [f"Work {i}"]}) for i in range(5)]
+    body = "\n".join([*lines, json.dumps({"title": ["no DOI"]})]).encode()
+    body = gzip.compress(body) if gz else body
+    digest = hashlib.sha256(body).hexdigest()
+    ingest_works(fresh_ledger, SourceFile(NAME, body, T))
+    assert _receipts(fresh_ledger) == [("works", T, digest, len(body), 6, 5, 5, 5)]
+    # the same file again: acknowledged with a receipt of its own, nothing new
+    ingest_works(fresh_ledger, SourceFile(NAME, body, T2))
+    assert _receipts(fresh_ledger)[1] == ("works", T2, digest, len(body), 6, 5, 0, None)
+    assert fresh_ledger.head().seq == 5
+
+
+def test_a_refused_works_file_leaves_no_receipt(fresh_ledger: Ledger) -> None:
+    with pytest.raises(InvalidEvent):
+        ingest_works(fresh_ledger, SourceFile(NAME, b'{"DOI": "10.1/x"}\n42\n', T))
+    assert _receipts(fresh_ledger) == []
