@@ -32,7 +32,7 @@ from ledger.model.record_types import (
 )
 
 SCHEMA: Literal["pith.paper-citation-record.v1"] = "pith.paper-citation-record.v1"
-CAPS = Caps(database_statements=6, inbound=100, outbound=100)
+CAPS = {"database_statements": 6, "inbound": 100, "outbound": 100}
 REFUSAL = "A citation records a reference. It does not transfer a finding from one paper to another."
 _MONTHS = [
     "January",
@@ -171,11 +171,11 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
     used.update(f.seq for f in (snap, category_snap) if f is not None)
 
     outbound_all = sorted(observations(own).values(), key=lambda o: (o.cit.data.reference_index, o.oid))
-    total_in, shown = src.inbound(arxiv_id, CAPS.inbound)
-    inbound = inbound_observations(shown, arxiv_id)[: CAPS.inbound]
+    total_in, shown = src.inbound(arxiv_id, CAPS["inbound"])
+    inbound = inbound_observations(shown, arxiv_id)[: CAPS["inbound"]]
     for o in (*outbound_all, *inbound):
         used.update(f.seq for f in o if f is not None)
-    outbound = outbound_all[: CAPS.outbound]
+    outbound = outbound_all[: CAPS["outbound"]]
 
     wanted = {o.cited for o in outbound if o.cited} | {o.citing for o in inbound}
     wanted.discard(arxiv_id)
@@ -309,7 +309,7 @@ def _assemble(
     cites = "paper_references, paper_reference_links"
     record = Record(
         as_of=format_as_of(as_of_us),
-        caps=CAPS,
+        caps=Caps(**CAPS),
         context_digest="",  # of the rest but as_of, set below
         coverage=[
             CoverageLane(

@@ -243,9 +243,9 @@ class _Fold:
     def __init__(self, arxiv_id: str, notice_rows: Iterable[CheckWorkRow]) -> None:
         self.arxiv_id = arxiv_id
         self.obs: dict[str, _Obs] = {}
-        self.out: _Ranked[_OutKey] = _Ranked(CAPS.outbound)
+        self.out: _Ranked[_OutKey] = _Ranked(CAPS["outbound"])
         self.counts = dict.fromkeys(GROUPS, 0)  # over the shown outbound, as the record counts
-        self.inbound: _Ranked[_InKey] = _Ranked(CAPS.inbound)
+        self.inbound: _Ranked[_InKey] = _Ranked(CAPS["inbound"])
         self.inbound_count = 0
         self.snapshot: Fact | None = None
         self.measures: dict[tuple[str, str], Fact] = {}

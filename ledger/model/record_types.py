@@ -7,9 +7,9 @@ cited paper, `state_counts.pending` at zero) are fields with a default that `omi
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from msgspec import Struct
+from msgspec import Meta, Struct
 
 from ledger.model.events import CitedWork, Notice, Status
 
@@ -102,9 +102,9 @@ class Caps(_Strict, frozen=True):
     """The record's limits, fixed by record-v1.md (an import refuses others): the SQL statements that build
     it, the outbound and inbound observations it lists."""
 
-    database_statements: Literal[6]
-    inbound: Literal[100]
-    outbound: Literal[100]
+    database_statements: Annotated[int, Meta(ge=6, le=6)]
+    inbound: Annotated[int, Meta(ge=100, le=100)]
+    outbound: Annotated[int, Meta(ge=100, le=100)]
 
 
 class CoverageLane(_Strict, frozen=True):

@@ -586,7 +586,7 @@ def _rebuilt(opener: Opener, events: _Events, arxiv_id: str, t: int, k: int | No
                 snapshots[at] = (o_us, e.seq, i)
         elif e.type == "standing.checked":
             keep.add(i)
-    total, shown = observations.inbound(projection.CAPS.inbound)
+    total, shown = observations.inbound(projection.CAPS["inbound"])
     for oid in {*shown, *own_oids}:
         keep.update(observations.entries(oid))
     keep.update(i for _, _, i in snapshots.values())
