@@ -16,7 +16,6 @@ from ledger.model.facts import Fact, Head
 from ledger.model.importer import Batch, parse_input
 from ledger.model.instants import MAX_US, now_us
 from ledger.model.record_types import Record
-from ledger.storage.alert_store import Alert as Alert
 from ledger.storage.append import AppendResult, append_batch, needs_of
 from ledger.storage.backend import Store, Unsupported, is_pg_url, open_store
 from ledger.storage.backend import copy_ledger as copy_ledger
@@ -24,6 +23,7 @@ from ledger.storage.group_commit import GroupCommitter, GroupObserver
 from ledger.storage.interface import CatalogueTables as CatalogueTables
 from ledger.storage.interface import WriteTx
 from ledger.storage.interface import side_path as side_path
+from ledger.storage.state.alerts import Alert as Alert
 from ledger.storage.verify import VerifyReport, verify_store
 from projections.record import Built, build_record
 from projections.timeline import Timeline, build_timeline

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -157,3 +158,32 @@ def _healthy(base: str, ready: Collection[int] = (200,)) -> bool:
         return httpx.get(f"{base}/healthz", timeout=1.0).status_code in ready
     except httpx.HTTPError:
         return False
+
+
+def worker_of(server: Server, answer: httpx.Response) -> int:
+    """The pid of the worker that gave `answer`: its JSON request line carries the answer's X-Request-Id."""
+    rid = answer.headers["X-Request-Id"]
+
+    def pid() -> int | None:
+        for line in server.log().splitlines():
+            if rid in line and line.startswith("{"):
+                fields = json.loads(line)
+                if fields["logger"] == "ledger.http" and fields.get("request_id") == rid:
+                    return int(fields["pid"])
+        return None
+
+    # the line is written as the answer ends: soon after we read it
+    return wait_until(pid, lambda: f"a request line for {rid}:\n{server.log()}", 60.0, every=0.02)
+
+
+def from_both_workers(server: Server, path: str, **kw: Any) -> Iterator[httpx.Response]:
+    """GET `path` until both workers have answered it (bounded), yielding every answer (the server runs
+    `--workers 2` with LEDGER_LOG_FORMAT=json)."""
+    workers: set[int] = set()
+    for _ in range(400):
+        answer = httpx.get(server.base + path, timeout=10, **kw)
+        yield answer
+        workers.add(worker_of(server, answer))
+        if len(workers) == 2:
+            return
+    raise AssertionError(f"one worker answered every GET {path}:\n{server.log()}")

@@ -42,6 +42,7 @@ ADDED = {
     "ingest_receipts": ("ingest_receipts",),
     "catalogue": ("catalogue_works", "catalogue_terms", "catalogue_cursor"),
     "import_progress": ("import_progress",),
+    "resolve_jobs": ("resolve_jobs",),
 }
 # before the event-keys step the events kept their random keys in columns of their own, derived by the
 # database from the hashed data

@@ -51,10 +51,10 @@ def catalogue_of(request: Request, ledger: Ledger) -> CatalogueTables:
 
 
 def jobs_of(request: Request) -> Jobs:
-    """This app's resolve jobs, made on first use."""
+    """This app's resolve jobs (kept in the ledger, shared with every other process), made on first use."""
     state = request.app.state
     if getattr(state, "resolve_jobs", None) is None:
-        state.resolve_jobs = Jobs()
+        state.resolve_jobs = Jobs(ledger_of(request))
     jobs: Jobs = state.resolve_jobs
     return jobs
 
@@ -151,11 +151,13 @@ def get_job(
     request: Request,
     job_id: Annotated[str, Path(description="The job's id (from POST /resolve)", pattern=_OID)],
 ) -> Response:
-    """The job, while the server keeps it (the last 16)."""
+    """The job, while the ledger keeps it (the last 16), whichever server process started it."""
     require_writer(request, settings_of(request))
     job = jobs_of(request).get(job_id)
     if job is None:
-        raise NotFound(f"no resolve job {job_id!r} (a server keeps its last 16)", details={"job_id": job_id})
+        raise NotFound(
+            f"no resolve job {job_id!r} (the ledger keeps the last 16)", details={"job_id": job_id}
+        )
     return _json(job.to_dict())
 
 

@@ -17,10 +17,11 @@ from ledger.model.errors import LedgerError
 from ledger.model.events import StoredEvent
 from ledger.model.facts import CheckRow, Fact, ImportProgress, IngestReceipt, ScrubPass, VerifiedPoint
 from ledger.model.works import CatalogueWork
-from ledger.storage.alert_store import AlertTables
 from ledger.storage.append import AppendTx
 from ledger.storage.derived.search import Found
 from ledger.storage.derived.spans import Bucket, Row, Step
+from ledger.storage.state.alerts import AlertTables
+from ledger.storage.state.jobs import JobTables
 from ledger.tlog.stored import LogStore, TreeTables
 
 PG_SCHEMES = ("postgresql://", "postgres://")
@@ -172,6 +173,10 @@ class Store(LogStore, EventReads, RecordReads, Protocol):
 
     @property
     def alerts(self) -> AlertTables: ...
+
+    @property
+    def jobs(self) -> JobTables:
+        """The background resolve jobs, shared by every process of the ledger."""
 
     @property
     def catalogue(self) -> CatalogueIndex:

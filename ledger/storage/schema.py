@@ -433,6 +433,21 @@ LAYOUT = Layout(
             ),
             ("file_key",),
         ),
+        # background resolve jobs (ledger/storage/state/jobs.py): every server process answers for each
+        Table(
+            "resolve_jobs",
+            (
+                _c("id"),
+                _c("state", check="state IN ('running', 'done', 'failed')"),
+                _c("started_at"),
+                _c("started_us", BIGINT),
+                _c("finished_at", not_null=False),
+                _c("beat_us", BIGINT),
+                _c("summary", not_null=False),
+                _c("error", not_null=False),
+            ),
+            ("id",),
+        ),
     ),
     views=(
         View("event_keys_all", ("key", "seq"), tuple(f"event_keys{lv}" for lv in _LEVELS)),

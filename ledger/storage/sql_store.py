@@ -32,7 +32,6 @@ from ledger.model.facts import (
     VerifiedPoint,
 )
 from ledger.model.instants import format_recorded, now_us
-from ledger.storage.alert_store import AlertTables
 from ledger.storage.append import Rows
 from ledger.storage.catalogue_store import SqlCatalogue
 from ledger.storage.conns import ThreadConnections
@@ -71,6 +70,8 @@ from ledger.storage.sql import (
     fact_row,
     link_row,
 )
+from ledger.storage.state.alerts import AlertTables
+from ledger.storage.state.jobs import JobTables
 from ledger.tlog.chain import GENESIS
 
 _INSERT_EVENTS = (
@@ -201,6 +202,11 @@ class SqlStore:
     def alerts(self) -> AlertTables:
         """The standing alerts' tables (watches, alerts, the webhook outbox)."""
         return AlertTables(self)
+
+    @functools.cached_property
+    def jobs(self) -> JobTables:
+        """The background resolve jobs (one running at a time across every process)."""
+        return JobTables(self)
 
     @functools.cached_property
     def catalogue(self) -> SqlCatalogue:

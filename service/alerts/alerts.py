@@ -28,9 +28,9 @@ from ledger.model.events import CitedWork, Notice, StoredEvent
 from ledger.model.facts import Fact
 from ledger.model.ids import normalise_arxiv
 from ledger.model.instants import format_recorded, now_us, parse_ts
-from ledger.storage.alert_store import Alert, Watch
 from ledger.storage.derived.keys import work_index_key
 from ledger.storage.derived.spans import ObservationRefs
+from ledger.storage.state.alerts import Alert, Watch
 from ledger.storage.works_store import current_works, displayed
 from projections.record import observations
 from service.alerts.address_table import refusal

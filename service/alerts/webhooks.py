@@ -1,6 +1,6 @@
 """Delivering alerts to their watches' callbacks, as the Standard Webhooks specification describes.
 
-The outbox (ledger/alert_store.py) holds every alert to deliver until it is delivered or given up,
+The outbox (ledger/storage/state/alerts.py) holds every alert to deliver until it is delivered or given up,
 so an alert is delivered at least once across crashes and restarts: a deliverer leases what is due,
 POSTs each (the HTTP request is the door's: `Send`), and settles it in its own transaction. A non-2xx
 answer, a refusal, an error of any kind or an attempt past its deadline is tried again after an
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from standardwebhooks import Webhook
 
 from ledger.model.instants import format_recorded, now_us
-from ledger.storage.alert_store import DELIVERED, GAVE_UP, PENDING, Delivery, Due
+from ledger.storage.state.alerts import DELIVERED, GAVE_UP, PENDING, Delivery, Due
 
 if TYPE_CHECKING:
     from ledger.storage.interface import Store

@@ -3,36 +3,44 @@ and the watch that re-resolves after each catalogue ingest (`ledger resolve --al
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from ledger.model.codec import canonical
 from ledger.model.errors import LedgerError
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import format_recorded
+from ledger.storage.state.jobs import DONE, FAILED, RUNNING
+from ledger.storage.state.jobs import Job as StoredJob
 from service.ledger import Ledger
 from service.resolver.run import Summary
 
 KEEP = 16  # finished jobs kept to poll; the oldest goes first
 CATALOGUE_TYPES = ("work.observed", "paper.observed")  # what the catalogue is made of (resolver-v1.md)
-
-
-def _started() -> str:
-    return format_recorded(now_us())
+BEAT_S = 5.0  # how often the process running a job says it is alive
+STALE_S = 60.0  # a running job not heard of for this long stopped with its process
 
 
 @dataclass
 class Job:
     """One whole-ledger run: running, done (with its summary) or failed (with its error)."""
 
-    id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    state: str = "running"
-    started_at: str = field(default_factory=_started)
+    id: str
+    state: str
+    started_at: str
     finished_at: str | None = None
     summary: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, row: StoredJob) -> Job:
+        """The job a stored row holds."""
+        summary = None if row.summary is None else json.loads(row.summary)
+        error = None if row.error is None else json.loads(row.error)
+        return cls(row.id, row.state, row.started_at, row.finished_at, summary, error)
 
     def to_dict(self) -> dict[str, Any]:
         """The job as `GET /resolve/jobs/{id}` answers it."""
@@ -40,51 +48,58 @@ class Job:
 
 
 class Jobs:
-    """The jobs of one process: one running at a time, the last `keep` kept."""
+    """The jobs of one ledger, kept in its database: any server process over it answers for any job,
+    one runs at a time across all of them, and the last `keep` are kept."""
 
-    def __init__(self, keep: int = KEEP, spawn: Callable[[Callable[[], None]], None] | None = None) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        keep: int = KEEP,
+        spawn: Callable[[Callable[[], None]], None] | None = None,
+        beat_s: float = BEAT_S,
+    ) -> None:
+        self._ledger = ledger
         self._keep = keep
         # how a job's work is started: a thread of its own (tests pass one that runs it when they say)
         self._spawn = spawn or _thread
-        self._jobs: OrderedDict[str, Job] = OrderedDict()
-        self._lock = threading.Lock()
-        self._running: Job | None = None
+        self._beat_s = beat_s
 
     def start(self, run: Callable[[], Summary]) -> tuple[Job, bool]:
         """Start `run` in a thread as a new job, or give the one running; and whether it is new."""
-        with self._lock:
-            if self._running is not None:
-                return self._running, False
-            job = Job()
-            self._running = job
-            self._jobs[job.id] = job
-            while len(self._jobs) > self._keep:
-                self._jobs.popitem(last=False)
-        self._spawn(lambda: self._run(job, run))
-        return job, True
+        now = self._ledger.now()
+        row = StoredJob(str(uuid.uuid4()), RUNNING, format_recorded(now), now, None, now, None, None)
+        got = self._ledger.store.jobs.start_job(row, now - round(STALE_S * 1e6), self._keep)
+        if got.id != row.id:
+            return Job.of(got), False
+        self._spawn(lambda: self._run(row.id, run))
+        return Job.of(row), True
 
-    def _run(self, job: Job, run: Callable[[], Summary]) -> None:
+    def _run(self, job_id: str, run: Callable[[], Summary]) -> None:
+        store, stop = self._ledger.store, threading.Event()
+        beating = threading.Thread(
+            target=self._beat, args=(job_id, stop), name="resolve-job-beat", daemon=True
+        )
+        beating.start()
+        state, summary, error = FAILED, None, None
         try:
-            job.summary = run().to_dict()
-            job.state = "done"
+            summary, state = canonical(run().to_dict()).decode(), DONE
         except LedgerError as e:
-            job.error, job.state = {"code": e.code, "message": str(e)}, "failed"
+            error = canonical({"code": e.code, "message": str(e)}).decode()
         except Exception as e:  # a job's failure is its answer; the server goes on
-            job.error, job.state = {"code": "internal", "message": type(e).__name__}, "failed"
+            error = canonical({"code": "internal", "message": type(e).__name__}).decode()
         finally:
-            job.finished_at = format_recorded(now_us())
-            with self._lock:
-                self._running = None
+            stop.set()
+            beating.join()
+            store.jobs.finish_job(job_id, state, format_recorded(self._ledger.now()), summary, error)
+
+    def _beat(self, job_id: str, stop: threading.Event) -> None:
+        while not stop.wait(self._beat_s):
+            self._ledger.store.jobs.beat_job(job_id, self._ledger.now())
 
     def get(self, job_id: str) -> Job | None:
         """The job of this id, if it is still kept."""
-        with self._lock:
-            return self._jobs.get(job_id)
-
-    def running(self) -> Job | None:
-        """The job running now, if any."""
-        with self._lock:
-            return self._running
+        row = self._ledger.store.jobs.job(job_id)
+        return None if row is None else Job.of(row)
 
 
 def _thread(work: Callable[[], None]) -> None:

@@ -67,7 +67,7 @@ def app(db_factory: Callable[[Path, str], str], tmp_path_factory: pytest.TempPat
         app.state.ledger.import_bytes((ROOT / "tests" / "data" / "2509.02480.record.json").read_bytes())
         # a whole-ledger resolve runs before its 202 is sent, so no job appends while a later case
         # checks that a refused request left the head where it was
-        app.state.resolve_jobs = Jobs(spawn=lambda run: run())
+        app.state.resolve_jobs = Jobs(app.state.ledger, spawn=lambda run: run())
         TARGET.app = app
         try:
             yield app

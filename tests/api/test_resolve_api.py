@@ -42,7 +42,7 @@ class Api:
         self.work_seq = first.seq
         self.app.state.resolver = live_resolver(first)
         self.started: list[Any] = []
-        self.app.state.resolve_jobs = Jobs(spawn=self.started.append)
+        self.app.state.resolve_jobs = Jobs(ledger, spawn=self.started.append)
 
     def head(self) -> int:
         return ledger_of(self.client).head().seq

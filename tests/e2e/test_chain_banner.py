@@ -7,12 +7,10 @@ alone, after `ledger verify` moved the verified point past it, so no resumed ver
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import httpx
 import msgspec
@@ -28,7 +26,7 @@ from service.ledger import Ledger
 from service.ops import scrub
 from service.ops.scrub import PassLog
 from tests import raw
-from tests.api_fixtures import Server, running_server
+from tests.api_fixtures import Server, from_both_workers, running_server, worker_of
 from tests.conftest import NewDb
 from tests.paths import ROOT
 from tests.waiting import wait_until
@@ -66,34 +64,6 @@ def _health(server: Server) -> httpx.Response:
     return httpx.get(f"{server.base}/healthz", timeout=10)
 
 
-def _worker_of(server: Server, answer: httpx.Response) -> int:
-    """The pid of the worker that gave `answer`: its JSON request line carries the answer's X-Request-Id."""
-    rid = answer.headers["X-Request-Id"]
-
-    def pid() -> int | None:
-        for line in server.log().splitlines():
-            if rid in line and line.startswith("{"):
-                fields = json.loads(line)
-                if fields["logger"] == "ledger.http" and fields.get("request_id") == rid:
-                    return int(fields["pid"])
-        return None
-
-    # the line is written as the answer ends: soon after we read it
-    return wait_until(pid, lambda: f"a request line for {rid}:\n{server.log()}", DEADLINE_S, every=0.02)
-
-
-def _from_both_workers(server: Server, path: str, **kw: Any) -> Iterator[httpx.Response]:
-    """GET `path` until both workers have answered it (bounded), yielding every answer."""
-    workers: set[int] = set()
-    for _ in range(400):
-        answer = httpx.get(server.base + path, timeout=10, **kw)
-        yield answer
-        workers.add(_worker_of(server, answer))
-        if len(workers) == 2:
-            return
-    raise AssertionError(f"one worker answered every GET {path}:\n{server.log()}")
-
-
 @contextmanager
 def _two_workers(db: str, *extra: str) -> Iterator[Server]:
     env = {"LEDGER_LOG_FORMAT": "json"}
@@ -123,7 +93,7 @@ def test_a_broken_chain_is_named_at_the_top_of_every_page_by_both_workers_after_
         wait_until(lambda: _health(server).status_code == 503, "the start-up walk finds the edit")
         assert _health(server).json()["error"]["details"]["first_bad_seq"] == EDITED
         for path in (RECORD, PAPER_PAGE):
-            for page in _from_both_workers(server, path):
+            for page in from_both_workers(server, path):
                 _assert_banner(page, EDITED)
         record = httpx.get(server.base + RECORD)
         assert f"<h1>{ALTERED}" in record.text  # the altered title is served, under the banner
@@ -152,7 +122,7 @@ def test_an_untampered_ledger_is_walked_once_and_shows_no_banner(new_db: NewDb) 
         walk = _health(server).json()["last_full_walk"]
         assert (walk["by"], walk["ok"], walk["walked"]) == ("scrub", True, {"from": 1, "to": N})
         for path in (RECORD, PAPER_PAGE):
-            for page in _from_both_workers(server, path):
+            for page in from_both_workers(server, path):
                 assert page.status_code == 200 and 'role="alert"' not in page.text
                 assert "Ledger-Chain" not in page.headers and "chain-broken" not in page.text
         assert _passes(db) == [("verify", True, None), ("scrub", True, None)]
@@ -177,7 +147,7 @@ def test_a_read_only_server_walks_in_each_worker_in_memory_and_writes_nothing(ne
             page = httpx.get(server.base + RECORD, timeout=10)
             assert page.status_code == 200
             if BANNER.search(page.text) is not None:
-                showing.add(_worker_of(server, page))
+                showing.add(worker_of(server, page))
             return len(showing) == 2
 
         wait_until(both_show_it, "both read-only workers show the break")

@@ -30,7 +30,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 from api.alerts.webhooks import sender
 from ledger.model.errors import InvalidEvent
 from ledger.model.instants import now_us
-from ledger.storage.alert_store import DELIVERED, GAVE_UP, PENDING
+from ledger.storage.state.alerts import DELIVERED, GAVE_UP, PENDING
 from service.alerts import alerts as al
 from service.alerts import webhooks as wh
 from service.ledger import Ledger

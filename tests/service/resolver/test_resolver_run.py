@@ -43,6 +43,7 @@ from tests.resolver_doubles import (
     paper_works,
     seed_world,
 )
+from tests.waiting import wait_until
 
 FIXTURE = DATA / "2509.02480.record.json"
 
@@ -253,25 +254,92 @@ def test_the_watch_resolves_again_only_after_the_catalogue_grows(world: World) -
     assert world.resolutions()[OIDS[2]].cited_arxiv_id == "2101.00004"
 
 
-def test_jobs_run_one_at_a_time_and_keep_a_bounded_number() -> None:
+def test_jobs_run_one_at_a_time_and_keep_a_bounded_number(new_db: NewDb) -> None:
     started: list[Any] = []
-    kept = jobs.Jobs(keep=2, spawn=started.append)
+    db = new_db()
+    kept = jobs.Jobs(Ledger(db), keep=2, spawn=started.append)
     first, new = kept.start(lambda: Summary(examined=1))
     second, again = kept.start(lambda: Summary(examined=2))
-    assert new and not again and second is first and first.state == "running"
+    assert new and not again and second == first and first.state == "running"
     started.pop()()
-    assert first.state == "done" and first.summary is not None and first.summary["examined"] == 1
-    assert kept.running() is None and kept.get(first.id) is first
+    done = kept.get(first.id)
+    assert done is not None and done.state == "done" and done.summary is not None
+    assert done.summary["examined"] == 1 and done.finished_at is not None
 
     def broken() -> Summary:
         raise InvalidEvent("papers", "no such paper")
 
     failed, _ = kept.start(broken)
     started.pop()()
-    assert failed.state == "failed" and failed.error is not None and failed.error["code"] == "invalid"
+    got = kept.get(failed.id)
+    assert got is not None and got.state == "failed" and got.error is not None
+    assert got.error["code"] == "invalid"
     third, _ = kept.start(lambda: Summary())
     started.pop()()
-    assert kept.get(first.id) is None and kept.get(third.id) is third  # the oldest went
+    assert kept.get(first.id) is None and kept.get(third.id) is not None  # the oldest went
+
+
+def test_every_process_over_a_ledger_answers_for_its_jobs_and_runs_one_at_a_time(new_db: NewDb) -> None:
+    """Two server processes (two Ledgers over one database): a job started by one is polled from the
+    other, and the other cannot start a second while it runs."""
+    db = new_db()
+    started: list[Any] = []
+    one, other = jobs.Jobs(Ledger(db), spawn=started.append), jobs.Jobs(Ledger(db), spawn=started.append)
+    job, _ = one.start(lambda: Summary(examined=7))
+    polled = other.get(job.id)
+    assert polled is not None and polled.state == "running"
+    same, new = other.start(lambda: Summary())
+    assert not new and same.id == job.id and len(started) == 1
+    started.pop()()
+    polled = other.get(job.id)
+    assert polled is not None and polled.state == "done" and polled.summary is not None
+    assert polled.summary["examined"] == 7
+
+
+def test_a_job_whose_process_stopped_fails_and_lets_the_next_run(new_db: NewDb) -> None:
+    """A process killed mid-job stops beating its row: past STALE_S the job is failed, saying so."""
+    db, clock = new_db(), Clock()
+    started: list[Any] = []
+    killed = jobs.Jobs(Ledger(db, clock=clock), spawn=started.append)
+    job, _ = killed.start(lambda: Summary())
+    started.clear()  # the process died before its thread ran: nothing will finish or beat this job
+    later = jobs.Jobs(Ledger(db, clock=clock), spawn=started.append)
+    clock.advance(round(jobs.STALE_S * 1e6) - 1)
+    assert later.start(lambda: Summary())[0].id == job.id  # not yet stale: still the one running
+    clock.advance(2)
+    fresh, new = later.start(lambda: Summary())
+    assert new and fresh.id != job.id
+    gone = later.get(job.id)
+    assert gone is not None and gone.state == "failed" and gone.error is not None
+    assert gone.error["code"] == "stopped"
+
+
+def test_a_running_job_beats_while_its_run_lasts(new_db: NewDb) -> None:
+    """The thread running a job beats its row, so no other process takes it for stopped."""
+    db, clock = new_db(), Clock()
+    ledger = Ledger(db, clock=clock)
+    started: list[Any] = []
+    runner = jobs.Jobs(ledger, spawn=started.append, beat_s=0.01)
+    jid: list[str] = []
+
+    def long_run() -> Summary:
+        # past the staleness limit, in the test's clock: the run is still going, and says so
+        at = clock.advance(round(jobs.STALE_S * 1e6) * 2)
+        wait_until(lambda: _beat_of(ledger, jid[0]) == at, "the job's row beaten at the new instant")
+        taken, new = jobs.Jobs(Ledger(db, clock=clock)).start(lambda: Summary())
+        assert not new and taken.id == jid[0]  # another process sees it running, not stopped
+        return Summary()
+
+    job, _ = runner.start(long_run)
+    jid.append(job.id)
+    started.pop()()
+    done = runner.get(job.id)
+    assert done is not None and done.state == "done"
+
+
+def _beat_of(ledger: Ledger, job_id: str) -> int | None:
+    row = ledger.store.jobs.job(job_id)
+    return None if row is None else row.beat_us
 
 
 # -- rules, over any answers a matcher may give ---------------------------------------------------
