@@ -1,5 +1,6 @@
 """Every route that reads a body, posted by real clients (curl, urllib, requests, httpx) over a real socket
-to a real `ledger serve`: bodies around the 16 KiB head limit and the body limit. Clients send a small
+to a real `ledger serve`: bodies around the 16 KiB head limit and each route's body limit (a source file's
+own, LEDGER_MAX_INGEST_BODY, included). Clients send a small
 body in the same packet as its head; only the head counts against the head limit, so each answer is
 what the route says about the content (201/200 valid, 422 invalid, 413 over the limit), never 431."""
 
@@ -30,7 +31,13 @@ from tests.service.sources.test_sources_support import SOURCES_DIR, T_INGEST
 TOKEN = "body-sizes-token"
 # as large as the watch limit, so that one size is the limit of /events, /records, /verify and /watches
 MAX_BODY = MAX_WATCH_BODY
-ENV = {"LEDGER_TOKENS": TOKEN, "LEDGER_MAX_BODY": str(MAX_BODY)}
+# a source file's limit, set apart from the others so that a route judged by the wrong one shows
+MAX_INGEST_BODY = 3 * MAX_BODY
+ENV = {
+    "LEDGER_TOKENS": TOKEN,
+    "LEDGER_MAX_BODY": str(MAX_BODY),
+    "LEDGER_MAX_INGEST_BODY": str(MAX_INGEST_BODY),
+}
 TIMEOUT_S = 30
 PAPER = "2509.02480"  # the sample record `ledger serve` loads
 
@@ -95,7 +102,7 @@ class Route:
 
     target: str
     content_type: str
-    limit: int | None  # None: too large to reach in a test (the ingest limit, 512 MiB)
+    limit: int
     body: Callable[[Server, int | None], tuple[bytes, set[int]]]
 
 
@@ -151,7 +158,7 @@ ROUTES = {
     "events": Route("/events", "application/json", MAX_BODY, _events),
     "records": Route("/records", "application/json", MAX_BODY, _record),
     "verify": Route("/verify", "application/json", MAX_BODY, _verify),
-    "ingest": Route(f"/ingest/crossref?observed_at={T_INGEST}", "application/json", None, _ingest),
+    "ingest": Route(f"/ingest/crossref?observed_at={T_INGEST}", "application/json", MAX_INGEST_BODY, _ingest),
     "watches": Route("/watches", "application/json", MAX_WATCH_BODY, _watch),
     "checkpoint-check": Route("/checkpoint/check", "text/plain", MAX_NOTE_BYTES, _check),
 }
@@ -189,11 +196,8 @@ def test_a_body_is_judged_by_the_route_whatever_the_client_and_size(
     server: Server, tmp_path: Path, route_name: str, size_name: str, client: str
 ) -> None:
     route = ROUTES[route_name]
-    if route.limit is None and size_name == "body-limit-plus-1":
-        pytest.skip("the ingest limit (512 MiB) is too large to send in a test")
-    # the ingest limit is out of reach: there, the others' limit is just a large file
-    size = SIZES[size_name](route.limit or MAX_BODY)
-    if route.limit is not None and size is not None and size > route.limit:
+    size = SIZES[size_name](route.limit)
+    if size is not None and size > route.limit:
         body, expected = b"x" * size, {413}
     else:
         body, expected = route.body(server, size)
