@@ -4,8 +4,9 @@ backends: extending it from the events past its cursor, and the three batched ca
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ledger.model.codec import ARXIV_RE
@@ -46,6 +47,16 @@ _EVENTS = (
     f"WHERE seq > ? AND seq <= ? AND type IN ('{WORK}', '{PAPER}') ORDER BY seq"
 )
 
+
+# a stream's catalogue events in the order that makes its last one the latest; a work's stream is
+# work:{doi} and a paper's paper:{arxiv_id}, so stream order is the order of the rows' idents
+_BY_STREAM = (
+    "SELECT seq, type, observed_at, observed_us, data, stream FROM events "
+    f"WHERE seq <= ? AND type IN ('{WORK}', '{PAPER}') AND (stream, observed_us, seq) > (?, ?, ?) "
+    "ORDER BY stream, observed_us, seq LIMIT ?"
+)
+_BY_IDENT = f"SELECT {', '.join(COLUMNS)} FROM catalogue_works WHERE ident > ? ORDER BY ident LIMIT ?"
+PAGE = 5_000  # rows a check reads at a time: a page per statement, so no backend holds them all
 
 _TERMS = (
     "INSERT INTO catalogue_terms (term, docs) VALUES (?, ?) "
@@ -122,6 +133,42 @@ class SqlCatalogue:
         changed = sorted((t, n) for t, n in delta.items() if n)
         if changed:
             self.store.query_many(conn, _TERMS, changed)
+
+    def catalogue_check(self) -> tuple[int, str] | None:
+        """(the cursor's seq, what is wrong) when the catalogue is not what its events give up to its
+        cursor: each row the latest work.observed of its DOI or paper.observed of its paper, and each
+        word counted by as many works as hold it; None when it is. Streams both sides in ident order."""
+        with self.store.reading() as conn:
+            upto = int(self.store.query(conn, "SELECT seq FROM catalogue_cursor WHERE id = 1").fetchone()[0])
+            events = self._pages(conn, _BY_STREAM, (upto,), ("", -1, -1), lambda r: (r[5], r[3], r[0]))
+            given = _latest_by_stream(events)
+            held = map(Row._make, self._pages(conn, _BY_IDENT, (), ("",), lambda r: (r[0],)))
+            counted: Counter[str] = Counter()
+            for want, have in itertools.zip_longest(given, held):
+                if want != have:
+                    return upto, _row_break(want, have)
+                counted.update(index_terms(want.search_text))
+            terms = self.store.query(conn, "SELECT term, docs FROM catalogue_terms WHERE docs <> 0")
+            stored = {t: int(n) for t, n in terms}
+        if stored != counted:
+            wrong = min(set(stored.items()) ^ set(counted.items()))[0]
+            return upto, (
+                f"catalogue_terms counts {stored.get(wrong, 0)} works holding {wrong!r}; the catalogue's "
+                f"rows hold {counted.get(wrong, 0)} (counts altered, added or removed)"
+            )
+        return None
+
+    def _pages(
+        self, conn: Any, sql: str, fixed: tuple[Any, ...], start: tuple[Any, ...], key: Any
+    ) -> Iterator[tuple[Any, ...]]:
+        """The rows of `sql` a page at a time, each page after the `key` of the last row read."""
+        after = start
+        while True:
+            rows = self.store.query(conn, sql, (*fixed, *after, PAGE)).fetchall()
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            after = key(rows[-1])
 
     def catalogue_rows(self) -> list[Row]:
         """Every row, by identity (what tests and benchmarks compare)."""
@@ -279,3 +326,26 @@ class SqlCatalogue:
                 for r in rows:
                     found.setdefault((r[-3], r[-2]), []).append(to_work(r[:-3]))
         return [list(found.get((v, p), ())) if v is not None and p is not None else [] for v, p in asked]
+
+
+def _latest_by_stream(events: Iterable[Sequence[Any]]) -> Iterator[Row]:
+    """The catalogue row of the last event of each stream, from events in _BY_STREAM's order."""
+    last: Row | None = None
+    for e in events:
+        row = event_row(*e[:5])
+        if row is None:
+            continue
+        if last is not None and row.ident != last.ident:
+            yield last
+        last = row
+    if last is not None:
+        yield last
+
+
+def _row_break(want: Row | None, have: Row | None) -> str:
+    if have is None or (want is not None and want.ident < have.ident):
+        assert want is not None
+        return f"catalogue_works has no row for {want.ident}, which seq {want.seq} gives (row removed)"
+    if want is None or have.ident < want.ident:
+        return f"catalogue_works holds {have.ident}, which no event gives (row added)"
+    return f"catalogue_works' row for {have.ident} is not the one seq {want.seq} gives (row altered)"

@@ -105,7 +105,8 @@ def verify_store(
     remember: bool = False,
     every: int = 10000,
 ) -> VerifyReport:
-    """Walk the events in seq order: sequence, stream versions, derived columns, hashes, Merkle nodes."""
+    """Walk the events in seq order: sequence, stream versions, derived columns, hashes, Merkle nodes;
+    a whole walk also checks the resolver's catalogue against its events."""
     tables = store.tables
     start = _Start(0, GENESIS, -1, [])
     point: VerifiedPoint | None = None
@@ -204,8 +205,13 @@ def _walk(
                     or _check_spans(tables, walk.touched)
                     or _check_counts(tables, walk.touched, walk.last_seq)
                 )
-            if bad is not None or final:
-                return walk, bad, store.head()
+            head = store.head()
+        if bad is None and final and batch is None and start.seq == 0:
+            # the catalogue is checked whole (in a read of its own, as far as its cursor), so only by a
+            # whole walk: not a paced or a resumed one
+            bad = store.catalogue.catalogue_check()
+        if bad is not None or final:
+            return walk, bad, head
         if between is not None and not between():
             return None
 
