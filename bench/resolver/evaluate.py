@@ -35,10 +35,11 @@ from ledger.model.resolving import Decision, RefInput
 from ledger.model.works import CatalogueWork, Reference
 from ledger.storage.interface import CatalogueTables
 from service.ledger import is_pg_url
+from service.resolver import run as run_flow
 
 HERE = Path(__file__).parent
 METHODS = {"resolver": "service.resolver.match:resolve_many", "sbmv": "service.resolver.sbmv:resolve_many"}
-BATCH = 256
+BATCH = run_flow.BATCH  # references per call, as `ledger resolve` decides them
 Resolve = Callable[[Sequence[RefInput], CatalogueTables], list[Decision]]
 
 
@@ -114,8 +115,13 @@ def run(
     kwargs: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Answer], float]:
     """Each reference's answer (work key, status) and the wall seconds the resolving took, catalogue
-    opening excluded: batches of BATCH references spread over `workers` processes."""
+    opening excluded: batches of BATCH references spread over `workers` processes, the last shared
+    among them (as `ledger resolve` does)."""
     batches = [rows[i : i + BATCH] for i in range(0, len(rows), BATCH)]
+    if workers > 1 and batches:
+        last = batches.pop()
+        size = -(-len(last) // workers)
+        batches += [last[i : i + size] for i in range(0, len(last), size)]
     kwargs = kwargs or {}
     answers: dict[str, Answer] = {}
     if workers <= 1:
