@@ -36,6 +36,7 @@ from ledger.model.works import CatalogueWork, Reference
 from ledger.storage.interface import CatalogueTables
 from service.ledger import is_pg_url
 from service.resolver import run as run_flow
+from service.resolver.pool import collector_paused
 
 HERE = Path(__file__).parent
 METHODS = {"resolver": "service.resolver.match:resolve_many", "sbmv": "service.resolver.sbmv:resolve_many"}
@@ -100,7 +101,8 @@ Answer = tuple[str | None, str, int]  # the key of the work answered, the status
 def _run(spec: str, kwargs: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[str, Answer]]:
     assert _CATALOGUE is not None
     fn = functools.partial(load_method(spec), **kwargs)
-    decisions = fn([ref_input(r) for r in rows], _CATALOGUE)
+    with collector_paused():  # as `ledger resolve`'s workers decide
+        decisions = fn([ref_input(r) for r in rows], _CATALOGUE)
     return [
         (r["id"], (answer_key(d.work), d.status, d.evidence.score))
         for r, d in zip(rows, decisions, strict=True)
