@@ -141,6 +141,15 @@ def run(
         return answers, time.perf_counter() - t
 
 
+def write_answers(path: Path, method: str, rows: list[dict[str, Any]], answers: dict[str, Answer]) -> None:
+    """Each reference's answer (work key, status, score) as a JSON line, in the split's order, appended
+    to `path`: two runs' files are equal when every answer is."""
+    with path.open("a") as f:
+        for r in rows:
+            key, status, sc = answers[r["id"]]
+            f.write(json.dumps([method, r["id"], key, status, sc]) + "\n")
+
+
 def score(rows: Iterable[dict[str, Any]], answers: dict[str, Answer]) -> dict[str, Any]:
     """Precision, recall, F1, held-out unresolved rate and wrong exact matches of some references."""
     n = answered = correct = in_cat = held = held_unresolved = wrong_exact = exact = 0
@@ -272,6 +281,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tune-sbmv", action="store_true", help="choose SBMV's threshold on the tune split")
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument(
+        "--answers", type=Path, help="also write each reference's answer (JSON lines) here, to compare runs"
+    )
+    ap.add_argument(
         "--note", default="", help="what was measured (e.g. the resolver's commit), kept with the results"
     )
     a = ap.parse_args(argv)
@@ -303,6 +315,8 @@ def main(argv: list[str] | None = None) -> None:
             continue
         kwargs = {"min_similarity": a.sbmv_threshold} if name == "sbmv" and a.sbmv_threshold else {}
         answers, secs = run(spec, rows, a.workers, a.db, kwargs)
+        if a.answers:
+            write_answers(a.answers, name, rows, answers)
         results["methods"][name] = {
             "function": spec,
             "seconds": round(secs, 2),
