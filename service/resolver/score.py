@@ -229,6 +229,9 @@ class RefView(NamedTuple):
     substance: int  # words of three letters or more beyond boilerplate: could it show a title?
     content: tuple[str, ...]  # those words
     content_counts: dict[str, int]  # each of them, how many times
+    # those after the first "et al" (all when there is none): the names before it are no title's words,
+    # though a work whose catalogue entry names no authors cannot explain them
+    unnamed_counts: dict[str, int]
     volume: str | None  # the volume and first page a structured reference states
     first_page: str | None
     cut: bool  # it ends without an ending's punctuation: truncated, perhaps inside its title
@@ -299,12 +302,22 @@ def view(p: Parsed, volume: str | None = None, first_page: str | None = None) ->
     """`p` with the sets and flags scoring reads; a structured reference's own volume and first page."""
     low = p.folded
     ws = frozenset(p.words)
-    content = tuple(w for w in p.words if len(w) > 2 and w.isalpha() and w not in _BOILER and w not in _STOP)
+    content = _content(p.words)
+    counts = Counter(content)
+    et_al = _ET_AL.search(low) if "et" in ws else None
+    unnamed = counts if et_al is None else Counter(_content(NOT_WORD.sub(" ", low[et_al.end() :]).split()))
     return RefView(
         p, ws, frozenset(p.numbers), _notice_in(low), _part(low),
-        bool(ws & _PREPRINT_WORDS), len(content), content, Counter(content), _num(volume), _num(first_page),
+        bool(ws & _PREPRINT_WORDS), len(content), content, counts, unnamed, _num(volume), _num(first_page),
         p.text.rstrip()[-1:] not in ".)]\u201d\"'",
     )  # fmt: skip
+
+
+_ET_AL = re.compile(r"\bet\s*al\b")
+
+
+def _content(words_: list[str]) -> tuple[str, ...]:
+    return tuple(w for w in words_ if len(w) > 2 and w.isalpha() and w not in _BOILER and w not in _STOP)
 
 
 class Scored(NamedTuple):
@@ -345,11 +358,13 @@ def _container_in(r: RefView, c: Cand) -> bool:
 
 def _unexplained(r: RefView, c: Cand) -> bool:
     """Whether UNEXPLAINED or more of the reference's content words (counted as often as printed) are
-    words `c`'s authors and container do not explain."""
+    words `c`'s authors and container do not explain. Of a work that names no authors, the names of an
+    author list ending "et al" are not asked: it cannot explain them, and they are no title's words."""
     if len(r.content) < UNEXPLAINED:
         return False
-    missing = r.content_counts.keys() - c.explains
-    return len(missing) >= UNEXPLAINED or sum(r.content_counts[w] for w in missing) >= UNEXPLAINED
+    counts = r.content_counts if c.authors else r.unnamed_counts
+    missing = counts.keys() - c.explains
+    return len(missing) >= UNEXPLAINED or sum(counts[w] for w in missing) >= UNEXPLAINED
 
 
 def title_similarity(r: RefView, c: Cand) -> tuple[float, bool]:
