@@ -35,10 +35,12 @@ from ledger.model.resolving import Decision, RefInput
 from ledger.model.works import CatalogueWork, Reference
 from ledger.storage.interface import CatalogueTables
 from service.ledger import is_pg_url
+from service.resolver import run as run_flow
+from service.resolver.pool import collector_paused
 
 HERE = Path(__file__).parent
 METHODS = {"resolver": "service.resolver.match:resolve_many", "sbmv": "service.resolver.sbmv:resolve_many"}
-BATCH = 256
+BATCH = run_flow.BATCH  # references per call, as `ledger resolve` decides them
 Resolve = Callable[[Sequence[RefInput], CatalogueTables], list[Decision]]
 
 
@@ -99,7 +101,8 @@ Answer = tuple[str | None, str, int]  # the key of the work answered, the status
 def _run(spec: str, kwargs: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[str, Answer]]:
     assert _CATALOGUE is not None
     fn = functools.partial(load_method(spec), **kwargs)
-    decisions = fn([ref_input(r) for r in rows], _CATALOGUE)
+    with collector_paused():  # as `ledger resolve`'s workers decide
+        decisions = fn([ref_input(r) for r in rows], _CATALOGUE)
     return [
         (r["id"], (answer_key(d.work), d.status, d.evidence.score))
         for r, d in zip(rows, decisions, strict=True)
@@ -114,8 +117,13 @@ def run(
     kwargs: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Answer], float]:
     """Each reference's answer (work key, status) and the wall seconds the resolving took, catalogue
-    opening excluded: batches of BATCH references spread over `workers` processes."""
+    opening excluded: batches of BATCH references spread over `workers` processes, the last shared
+    among them (as `ledger resolve` does)."""
     batches = [rows[i : i + BATCH] for i in range(0, len(rows), BATCH)]
+    if workers > 1 and batches:
+        last = batches.pop()
+        size = -(-len(last) // workers)
+        batches += [last[i : i + size] for i in range(0, len(last), size)]
     kwargs = kwargs or {}
     answers: dict[str, Answer] = {}
     if workers <= 1:
@@ -131,6 +139,15 @@ def run(
         for res in pool.map(_run, [spec] * len(batches), [kwargs] * len(batches), batches):
             answers.update(res)
         return answers, time.perf_counter() - t
+
+
+def write_answers(path: Path, method: str, rows: list[dict[str, Any]], answers: dict[str, Answer]) -> None:
+    """Each reference's answer (work key, status, score) as a JSON line, in the split's order, appended
+    to `path`: two runs' files are equal when every answer is."""
+    with path.open("a") as f:
+        for r in rows:
+            key, status, sc = answers[r["id"]]
+            f.write(json.dumps([method, r["id"], key, status, sc]) + "\n")
 
 
 def score(rows: Iterable[dict[str, Any]], answers: dict[str, Answer]) -> dict[str, Any]:
@@ -264,6 +281,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tune-sbmv", action="store_true", help="choose SBMV's threshold on the tune split")
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument(
+        "--answers", type=Path, help="also write each reference's answer (JSON lines) here, to compare runs"
+    )
+    ap.add_argument(
         "--note", default="", help="what was measured (e.g. the resolver's commit), kept with the results"
     )
     a = ap.parse_args(argv)
@@ -295,6 +315,8 @@ def main(argv: list[str] | None = None) -> None:
             continue
         kwargs = {"min_similarity": a.sbmv_threshold} if name == "sbmv" and a.sbmv_threshold else {}
         answers, secs = run(spec, rows, a.workers, a.db, kwargs)
+        if a.answers:
+            write_answers(a.answers, name, rows, answers)
         results["methods"][name] = {
             "function": spec,
             "seconds": round(secs, 2),

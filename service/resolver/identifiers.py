@@ -119,7 +119,14 @@ def find(text: str) -> Found:
     def taken(at: int) -> bool:
         return any(a <= at < b for a, b in spans)
 
-    for m in _DOI_PREFIX.finditer(text):
+    # a pattern is tried only on text holding a word it needs (most references hold none): on ASCII
+    # text, where its case-blind letters are the lower-cased ones
+    low = text.lower() if text.isascii() else None
+
+    def may(*needed: str) -> bool:
+        return low is None or any(n in low for n in needed)
+
+    for m in _DOI_PREFIX.finditer(text) if may("doi") else ():
         rest = text[m.end() :]
         doi = _DOI_CONTINUED.match(rest) or _DOI.match(rest)
         readings = _doi_readings(doi.group()) if doi else []
@@ -139,7 +146,7 @@ def find(text: str) -> Found:
                 if readings:
                     idents.append(_ident_of_doi(readings))
                     spans.append(m.span())
-    for m in _ARXIV_PREFIX.finditer(text):
+    for m in _ARXIV_PREFIX.finditer(text) if may("arxiv", "abs/") else ():
         if taken(m.start()):
             continue
         rest = text[m.end() : m.end() + 40]
@@ -154,7 +161,7 @@ def find(text: str) -> Found:
             end = m.end() + (bad.end() if bad else 0)
             malformed.append(text[m.start() : end].strip())
         spans.append((m.start(), end))
-    for m in _OLD.finditer(text):
+    for m in _OLD.finditer(text) if "/" in text else ():
         if not taken(m.start()):
             arxiv = read_arxiv(m.group())
             if arxiv is not None:
@@ -163,7 +170,7 @@ def find(text: str) -> Found:
     rest = text
     for a, b in sorted(spans, reverse=True):
         rest = rest[:a] + " " + rest[b:]
-    return Found(_dedupe(idents), malformed, _URL.sub(" ", rest))
+    return Found(_dedupe(idents), malformed, _URL.sub(" ", rest) if may("http", "www.") else rest)
 
 
 def _dedupe(idents: list[Ident]) -> list[Ident]:

@@ -28,6 +28,7 @@ PAIR_LIMIT = 10  # and per (volume, first page) pair
 THRESHOLD = 52  # the score a candidate needs to be a match
 TITLE_NEEDED = 25  # ... with this much of it from its title
 NUMBERS_THRESHOLD = 36  # or, for a reference without a title, with its numbers and a name agreeing
+BARE_TITLE_WORDS = 3  # a reference that is a work's whole title and nothing else, of this many words
 MARGIN = 10  # a runner-up this close is a near-duplicate: only a field that tells them apart decides
 MAX_WORDS = 48  # words of a reference sent to the text index
 DOI_CLOSE = 90  # how alike (0-100) a printed identifier and a candidate's must be to be one misprinted
@@ -156,6 +157,10 @@ def _cand(w: CatalogueWork, cache: dict[int, Cand]) -> Cand:
 
 
 def _accepted(r: RefView, s: Scored) -> bool:
+    if s.title_exact and r.p.compact == s.cand.title_compact and len(r.p.words) >= BARE_TITLE_WORDS:
+        # the reference is the work's whole title word for word and nothing else (a list's line whose
+        # other parts were lost): a title of three words or more is seldom another work's whole title
+        return True
     if s.total >= THRESHOLD and s.title >= TITLE_NEEDED:
         # a title alone decides only when it is the whole reference (a record's cited title): beside
         # other text that agrees with nothing, it may be the beginning of another work's title

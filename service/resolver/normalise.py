@@ -8,13 +8,17 @@ import unicodedata
 # letters NFKD does not decompose into a base letter and a mark
 _FOLD = str.maketrans({"ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "ı": "i"})
 # a word broken at a line end ("mod-\nels") or by a PDF's soft hyphen kept as "mod- els"
-_BROKEN = re.compile(r"(?<=[^\W\d_])[-\u00ad\u2010\u2011]\s+(?=[^\W\d_])")
+# (the hyphen first and the letter before it looked behind at: a search then skips to each hyphen)
+_BROKEN = re.compile(r"[-\u00ad\u2010\u2011](?<=[^\W\d_].)\s+(?=[^\W\d_])")
 NOT_WORD = re.compile(r"[^0-9a-z]+")
 _MARKS = re.compile(r"[\u0300-\u036f]")
 
 
 def fold(text: str) -> str:
     """`text` lowercased, accents dropped, broken words joined; punctuation kept."""
+    if text.isascii():
+        # most text: casefold is lower, and NFKD, the marks and _FOLD change nothing
+        return _BROKEN.sub("", text.lower())
     low = unicodedata.normalize("NFKD", text.casefold())
     return _BROKEN.sub("", _MARKS.sub("", low)).translate(_FOLD)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from service.resolver.normalise import compact, fold, ocr_digits, spaced, words
+from service.resolver.normalise import NOT_WORD, compact, fold, ocr_digits, spaced, words
 
 _NUMBER = re.compile(r"(?<![0-9])[0-9]+(?![0-9])")
 _RANGE = re.compile(r"(?<![0-9])([0-9]+)\s*(?:[-\u2010-\u2015\u2212]|--)\s*([0-9]+)(?![0-9])")
@@ -28,6 +28,7 @@ class Parsed(NamedTuple):
     """A reference read for matching."""
 
     text: str  # the text searched with: identifiers, URLs and access dates removed
+    folded: str  # that text folded (normalise.fold)
     words: list[str]
     spaced: str  # " w1 w2 ... " for whole-word tests
     compact: str  # words glued, for titles broken or glued at random
@@ -58,8 +59,11 @@ def parse(text: str) -> Parsed:
         # a volume that is a year is tried last (pages from 1600 to 2099 are as common as any)
         if vol and page:
             (late if _YEAR.fullmatch(vol) else pairs).append((vol, page))
-    ws = words(text)
-    return Parsed(text, ws, spaced(ws), compact(ws), numbers, years, list(dict.fromkeys(pairs + late))[:4])
+    folded = fold(text)
+    ws = NOT_WORD.sub(" ", folded).split()  # words(text), its text folded once
+    return Parsed(
+        text, folded, ws, spaced(ws), compact(ws), numbers, years, list(dict.fromkeys(pairs + late))[:4]
+    )
 
 
 def fold_words(text: str | None) -> list[str]:

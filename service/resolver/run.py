@@ -35,7 +35,9 @@ REOPENED = frozenset({"unresolved", "parse_uncertain", "malformed_identifier", "
 # a new work's id: uuid5 in the URL namespace of "https://doi.org/" + its match key (sources-v1.md),
 # the normalised DOI, else the arXiv id's DataCite DOI (10.48550/arxiv.<id>)
 WORK_ID_NAMESPACE = uuid.NAMESPACE_URL
-BATCH = 500  # references per call of the matcher, and resolutions per append
+# references per call of the matcher, and resolutions per append: a batch's references share their
+# catalogue reads (the works of a word, a candidate's row), so 1000 cost about an eighth less each than 500
+BATCH = 1000
 
 Decide = Callable[[Sequence[RefInput], CatalogueTables], list[Decision]]
 
@@ -297,7 +299,11 @@ def resolve(
         if workers is None or (last and not submitted):
             settle(batch, decide([p.ref for p in batch], catalogue))
         else:
-            inflight.append((list(batch), workers.submit([p.ref for p in batch])))
+            # the last batch is shared among the workers: none then waits alone on a whole batch at the end
+            size = -(-len(batch) // workers.workers) if last else len(batch)
+            for i in range(0, len(batch), size):
+                part = batch[i : i + size]
+                inflight.append((part, workers.submit([p.ref for p in part])))
             submitted.append(len(batch))
             # two batches a worker keeps each busy while the next is selected
             while len(inflight) > 2 * workers.workers:
@@ -306,9 +312,9 @@ def resolve(
         batch.clear()
 
     for p in pending(ledger, ids, now):
-        batch.append(p)
         if len(batch) >= BATCH:
-            flush()
+            flush()  # a full batch goes once another follows it: the last one is known as the last
+        batch.append(p)
     if batch:
         flush(last=True)
     while inflight:

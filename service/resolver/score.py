@@ -4,6 +4,7 @@ the guards near-duplicate works need: notices, parts, preprints."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -44,6 +45,19 @@ _NOTICE_IN = re.compile(
     r"\b(?:(?:correction|erratum|corrigendum|retraction|addendum|withdrawal)\s*(?:note\s*)?(?:to|for|on|:)|"
     r"retraction\s+note|retracted\s+article|expression\s+of\s+concern)"
 )
+# a word each notice pattern holds: text without any of them holds no notice
+_NOTICE_WORDS = (
+    "correction", "erratum", "errata", "corrigendum", "retract", "addendum", "withdraw", "expression",
+)  # fmt: skip
+
+
+def _notice_in(low: str) -> bool:
+    """Whether folded reference text names a notice about another work (_NOTICE_IN or _NOTICE)."""
+    if not any(w in low for w in _NOTICE_WORDS):
+        return False
+    return bool(_NOTICE_IN.search(low)) or bool(_NOTICE.match(low))
+
+
 _PART = re.compile(
     r"\bpart\s+([ivx]{1,4}|[0-9]{1,2}|one|two|three|four|[a-d])\b"
     # a series' number printed alone between a title and its subtitle: "Foo. II. Bar", "Foo: III"
@@ -113,6 +127,25 @@ def _part(text: str) -> str | None:
     return _PART_NUM.get(n, n)
 
 
+class Name(NamedTuple):
+    """An author's name as a reference may print it."""
+
+    spaced: str  # its words, spaced
+    compact: str | None  # glued, when long enough (5 letters) to be told apart inside other words
+    last: str | None  # its last word, when long enough (3 letters) to be a word of its own
+
+
+@lru_cache(maxsize=1 << 16)
+def _author(name: str) -> tuple[list[str], Name | None]:
+    """A name's words, and the name as scoring looks for it (None: no word). Cached: names recur
+    across works, as a catalogue's authors write many."""
+    ws = NOT_WORD.sub(" ", fold(name)).split()
+    if not ws:
+        return ws, None
+    cp = compact(ws)
+    return ws, Name(spaced(ws), cp if len(cp) >= 5 else None, ws[-1] if len(ws[-1]) >= 3 else None)
+
+
 class Cand(NamedTuple):
     """A catalogue work normalised once per batch."""
 
@@ -122,8 +155,9 @@ class Cand(NamedTuple):
     title_compact: str
     notice: bool
     part: str | None
-    authors: list[tuple[str, str]]  # (words spaced, compact) per author, in order
+    authors: list[Name]  # per author, in order
     container: list[str]  # the container's significant words
+    abbreviations: list[frozenset[str]]  # per container word, its beginnings an ISO 4 abbreviation keeps
     preprint: bool
     volume: str | None
     issue: str | None
@@ -138,28 +172,48 @@ def _num(v: str | None) -> str | None:
     return (v.lstrip("0") or "0") if v.isdigit() else v or None
 
 
+class _Venue(NamedTuple):
+    words: list[str]  # its significant words
+    abbreviations: list[frozenset[str]]
+    explains: frozenset[str]  # every beginning of two letters or more of each word
+    preprint: bool
+
+
+@lru_cache(maxsize=1 << 12)
+def _venue(container: str) -> _Venue:
+    """A container's words as scoring reads them. Cached: a catalogue has few, each named by many works."""
+    ws = [c for c in words(container) if c not in _STOP]
+    return _Venue(
+        ws,
+        [frozenset(c[:n] for n in range(2, len(c))) for c in ws],
+        frozenset(c[:n] for c in ws for n in range(2, len(c) + 1)),
+        bool(_PREPRINT_VENUE.search(container.lower())),
+    )
+
+
+_NO_VENUE = _Venue([], [], frozenset(), False)
+
+
 @lru_cache(maxsize=1 << 16)
 def prepare(w: CatalogueWork) -> Cand:
     """`w` normalised for scoring (kept: a catalogue event's seq names the same data for good, so a
     process reuses the work across batches)."""
     low = fold(w.title or "")
     tw = NOT_WORD.sub(" ", low).split()
-    named = [NOT_WORD.sub(" ", fold(a)).split() for a in w.authors]
-    authors = [(spaced(aw), compact(aw)) for aw in named[:8] if aw]
-    container = [c for c in (words(w.container) if w.container else []) if c not in _STOP]
+    named = [_author(a) for a in w.authors]
+    authors = [n for _, n in named[:8] if n is not None]
+    venue = _venue(w.container) if w.container else _NO_VENUE
     preprint = (
         w.source == "arxiv"
         or w.type == "posted-content"
         or bool(w.doi and w.doi.lower().startswith(ARXIV_DOI_PREFIX))
-        or bool(w.container and _PREPRINT_VENUE.search(w.container.lower()))
+        or venue.preprint
     )
     page = w.first_page.split("-")[0] if w.first_page else None
-    explains = {x for aw in named for x in aw}
-    for c in container:
-        explains.update(c[:n] for n in range(2, len(c) + 1))
+    explains = venue.explains.union(*(ws for ws, _ in named))
     return Cand(
         w, identity(w), spaced(tw) if tw else "", compact(tw), bool(_NOTICE.match(low)), _part(low), authors,
-        container, preprint, _num(w.volume), _num(w.issue), _num(page), frozenset(explains),
+        venue.words, venue.abbreviations, preprint, _num(w.volume), _num(w.issue), _num(page), explains,
     )  # fmt: skip
 
 
@@ -174,6 +228,10 @@ class RefView(NamedTuple):
     preprint: bool
     substance: int  # words of three letters or more beyond boilerplate: could it show a title?
     content: tuple[str, ...]  # those words
+    content_counts: dict[str, int]  # each of them, how many times
+    # those after the first "et al" (all when there is none): the names before it are no title's words,
+    # though a work whose catalogue entry names no authors cannot explain them
+    unnamed_counts: dict[str, int]
     volume: str | None  # the volume and first page a structured reference states
     first_page: str | None
     cut: bool  # it ends without an ending's punctuation: truncated, perhaps inside its title
@@ -242,14 +300,24 @@ _BOILER = _PREPRINT_WORDS | {
 
 def view(p: Parsed, volume: str | None = None, first_page: str | None = None) -> RefView:
     """`p` with the sets and flags scoring reads; a structured reference's own volume and first page."""
-    low = fold(p.text)
+    low = p.folded
     ws = frozenset(p.words)
-    content = tuple(w for w in p.words if len(w) > 2 and w.isalpha() and w not in _BOILER and w not in _STOP)
+    content = _content(p.words)
+    counts = Counter(content)
+    et_al = _ET_AL.search(low) if "et" in ws else None
+    unnamed = counts if et_al is None else Counter(_content(NOT_WORD.sub(" ", low[et_al.end() :]).split()))
     return RefView(
-        p, ws, frozenset(p.numbers), bool(_NOTICE_IN.search(low)) or bool(_NOTICE.match(low)), _part(low),
-        bool(ws & _PREPRINT_WORDS), len(content), content, _num(volume), _num(first_page),
+        p, ws, frozenset(p.numbers), _notice_in(low), _part(low),
+        bool(ws & _PREPRINT_WORDS), len(content), content, counts, unnamed, _num(volume), _num(first_page),
         p.text.rstrip()[-1:] not in ".)]\u201d\"'",
     )  # fmt: skip
+
+
+_ET_AL = re.compile(r"\bet\s*al\b")
+
+
+def _content(words_: list[str]) -> tuple[str, ...]:
+    return tuple(w for w in words_ if len(w) > 2 and w.isalpha() and w not in _BOILER and w not in _STOP)
 
 
 class Scored(NamedTuple):
@@ -263,31 +331,40 @@ class Scored(NamedTuple):
     cand: Cand
 
 
-def _name_in(r: RefView, name: tuple[str, str]) -> bool:
-    sp, cp = name
-    if sp in r.p.spaced:
+def _name_in(r: RefView, name: Name) -> bool:
+    # the last word alone first: the cheapest test, and true whenever the whole name is
+    if name.last is not None and name.last in r.wordset:
+        return True
+    if name.spaced in r.p.spaced:
         return True
     # glued or split at random ("vander Berg", "Mc Donald"): long names only, short ones are in every word
-    if len(cp) >= 5 and cp in r.p.compact:
-        return True
-    last = sp.split()[-1] if sp.strip() else ""
-    return len(last) >= 3 and last in r.wordset
+    return name.compact is not None and name.compact in r.p.compact
 
 
-def _container_in(r: RefView, words_: list[str]) -> bool:
+def _container_in(r: RefView, c: Cand) -> bool:
+    words_ = c.container
     if not words_:
         return False
     if len(words_) == 1:
         return words_[0] in r.wordset
     found = 0
-    for w in words_:
-        if w in r.wordset or (w == "journal" and "j" in r.wordset):
-            found += 1
-            continue
+    ws = r.wordset
+    for w, beginnings in zip(words_, c.abbreviations, strict=True):
         # an ISO 4 abbreviation keeps a word's beginning: "chem" for chemical, "soc" for society
-        if any(w[:n] in r.wordset for n in range(2, len(w))):
+        if w in ws or (w == "journal" and "j" in ws) or not beginnings.isdisjoint(ws):
             found += 1
     return found >= 2 and found * 4 >= len(words_) * 3
+
+
+def _unexplained(r: RefView, c: Cand) -> bool:
+    """Whether UNEXPLAINED or more of the reference's content words (counted as often as printed) are
+    words `c`'s authors and container do not explain. Of a work that names no authors, the names of an
+    author list ending "et al" are not asked: it cannot explain them, and they are no title's words."""
+    if len(r.content) < UNEXPLAINED:
+        return False
+    counts = r.content_counts if c.authors else r.unnamed_counts
+    missing = counts.keys() - c.explains
+    return len(missing) >= UNEXPLAINED or sum(counts[w] for w in missing) >= UNEXPLAINED
 
 
 def title_similarity(r: RefView, c: Cand) -> tuple[float, bool]:
@@ -327,7 +404,7 @@ def title_continues(r: RefView, c: Cand) -> bool:
     else:
         aligned = fuzz.partial_ratio_alignment(c.title_compact, r.p.compact)
         end = aligned.dest_end if aligned is not None else len(r.p.compact)
-    folded = fold(r.p.text)
+    folded = r.p.folded
     spans = [m.span() for m in _WORD_AT.finditer(folded)]
     n = 0
     for a, b in spans:
@@ -360,7 +437,7 @@ def score(r: RefView, c: Cand) -> Scored:
         title = TITLE_START
         agreed.append("title_start")
     total += title
-    if not title and c.title_compact and sum(w not in c.explains for w in r.content) >= UNEXPLAINED:
+    if not title and c.title_compact and _unexplained(r, c):
         total -= WRONG_TITLE
         disagreed.append("title")
     if c.notice != r.notice or (c.part is not None and r.part is not None and c.part != r.part):
@@ -410,7 +487,7 @@ def score(r: RefView, c: Cand) -> Scored:
         elif r.p.pairs and r.first_page is None:
             total -= WRONG_PAGE
             disagreed.append("first_page")
-    if _container_in(r, c.container):
+    if _container_in(r, c):
         total += CONTAINER
         agreed.append("container")
     if c.preprint and r.preprint:

@@ -240,19 +240,30 @@ def tiers(
     (by any id the backend keeps) holding each word."""
     least, must = needed(words, docs)
     ws = list(dict.fromkeys(w for w in words if w in postings))
+    # the works holding exactly each set of the words (bit i: the i-th word), split one word at a time:
+    # each word's works are read once, not once per set
+    exact: dict[int, set[int]] = {}
+    for i, w in enumerate(ws):
+        held = postings[w]
+        alone = set(held)
+        for n in list(exact):
+            both = exact[n] & held
+            if both:
+                exact[n] -= both
+                alone -= both
+                exact[n | 1 << i] = both
+                if not exact[n]:
+                    del exact[n]
+        if alone:
+            exact[1 << i] = alone
+    weights = [weight(docs.get(w, 0), total) for w in ws]
     by_points: dict[int, set[int]] = {}
-    # the works holding exactly each set of the words: at most 2**RAREST sets, each a few set operations
-    for n in range(1, 1 << len(ws)):
-        subset = [w for i, w in enumerate(ws) if n >> i & 1]
-        if len(subset) < least or (must is not None and must not in subset):
+    for n, found in exact.items():
+        subset = [i for i in range(len(ws)) if n >> i & 1]
+        if len(subset) < least or (must is not None and all(ws[i] != must for i in subset)):
             continue
-        exact = set(postings[subset[0]]).intersection(*(postings[w] for w in subset[1:]))
-        for i, w in enumerate(ws):
-            if exact and not n >> i & 1:
-                exact -= postings[w]
-        if exact:
-            points = sum(weight(docs.get(w, 0), total) for w in subset)
-            by_points.setdefault(points, set()).update(exact)
+        points = sum(weights[i] for i in subset)
+        by_points.setdefault(points, set()).update(found)
     return [by_points[p] for p in sorted(by_points, reverse=True)]
 
 
