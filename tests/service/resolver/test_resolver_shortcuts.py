@@ -76,8 +76,10 @@ REF_WORDS = NAME_WORDS + VENUE_WORDS + ["vanderberg", "mcdonald", "garcialopez",
     ref=st.lists(st.sampled_from(REF_WORDS), max_size=12).map(" ".join),
 )
 def test_scoring_tests_answer_as_their_loops(authors: list[str], container: str, ref: str) -> None:
-    c = score.prepare(CatalogueWork(1, "t", "crossref", "10.1/x", None, "A title", tuple(authors),
-                                    container or None, 2000, None, None, None, None))  # fmt: skip
+    c = score.prepare(CatalogueWork(seq=1, observed_at="t", source="crossref", type=None, doi="10.1/x",
+                                    arxiv_id=None, title="A title", authors=tuple(authors),
+                                    container=container or None, year=2000, volume=None, issue=None,
+                                    first_page=None))  # fmt: skip
     r = score.view(parse(ref))
     for name in c.authors:
         sp = name.spaced
