@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import multiprocessing
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, NamedTuple
 
 from ledger.model.resolving import Decision, RefInput
 from service.ledger import Ledger
 from service.resolver.defaults import Resolver, default_resolver
-from service.resolver.run import Summary, resolve
+from service.resolver.run import Decided, Summary, resolve
 
+_log = logging.getLogger("ledger.resolve")
 WORKERS = min(2, os.cpu_count() or 1)  # the machine's two cores (issue 30)
 
 _worker: dict[str, Any] = {}
@@ -57,12 +60,39 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if one else "spawn")
 
 
+class _Decided:
+    """A batch a worker decides, or, if the workers died meanwhile, the parent decides instead."""
+
+    def __init__(self, future: Future[list[Decision]], instead: Callable[[], list[Decision]]) -> None:
+        self._future = future
+        self._instead = instead
+
+    def result(self) -> list[Decision]:
+        """The batch's decisions."""
+        try:
+            return self._future.result()
+        except BrokenProcessPool:
+            return self._instead()
+
+
 class DecidePool:
     """Worker processes that decide batches of references against one ledger's catalogue, each opening
-    its own connection (a forked one never touches its parent's: it ends by os._exit)."""
+    its own connection (a forked one never touches its parent's: it ends by os._exit).
 
-    def __init__(self, url: str, resolver: Resolver, workers: int = WORKERS) -> None:
+    A worker that dies (killed, out of memory) breaks the pool; with `here` given, the batches it left
+    and every later one are decided in the parent instead, so the run ends as it would have: a worker
+    only decides, the parent appends, and the same batch gives the same decisions anywhere."""
+
+    def __init__(
+        self,
+        url: str,
+        resolver: Resolver,
+        workers: int = WORKERS,
+        here: Callable[[list[RefInput]], list[Decision]] | None = None,
+    ) -> None:
         self.workers = workers
+        self._here = here
+        self._broken = False
         self._pool = ProcessPoolExecutor(
             workers,
             mp_context=_context(),
@@ -70,9 +100,23 @@ class DecidePool:
             initargs=(url, resolver),
         )
 
-    def submit(self, refs: Sequence[RefInput]) -> Future[list[Decision]]:
-        """Decide these references in a worker."""
-        return self._pool.submit(_decide, list(refs))
+    def submit(self, refs: Sequence[RefInput]) -> Decided:
+        """Decide these references in a worker (in the parent once the workers have died)."""
+        batch = list(refs)
+        if not self._broken:
+            try:
+                return _Decided(self._pool.submit(_decide, batch), lambda: self._instead(batch))
+            except BrokenProcessPool:
+                pass
+        return _Now(self._instead(batch))
+
+    def _instead(self, batch: list[RefInput]) -> list[Decision]:
+        if self._here is None:
+            raise BrokenProcessPool("a resolver worker stopped")
+        if not self._broken:
+            self._broken = True
+            _log.warning("a resolver worker stopped; the rest of the run is decided in this process")
+        return self._here(batch)
 
     def close(self) -> None:
         """Stop the workers (after the batches submitted are decided)."""
@@ -85,6 +129,14 @@ class DecidePool:
         self.close()
 
 
+class _Now(NamedTuple):
+    decisions: list[Decision]
+
+    def result(self) -> list[Decision]:
+        """The batch's decisions, made already."""
+        return self.decisions
+
+
 def resolve_on_cores(
     ledger: Ledger, papers: Sequence[str] | None, resolver: Resolver, *, dry_run: bool
 ) -> Summary:
@@ -95,6 +147,10 @@ def resolve_on_cores(
     if WORKERS < 2 or resolver != default_resolver():
         return resolve(ledger, papers, decide=resolver.decide, catalogue=catalogue, method=resolver.method,
                        dry_run=dry_run)  # fmt: skip
-    with DecidePool(ledger.url, resolver) as pool:
+
+    def here(refs: list[RefInput]) -> list[Decision]:
+        return resolver.decide(refs, catalogue)
+
+    with DecidePool(ledger.url, resolver, here=here) as pool:
         return resolve(ledger, papers, decide=resolver.decide, catalogue=catalogue, method=resolver.method,
                        dry_run=dry_run, workers=pool)  # fmt: skip

@@ -10,7 +10,6 @@ from __future__ import annotations
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -42,12 +41,18 @@ BATCH = 1000
 Decide = Callable[[Sequence[RefInput], CatalogueTables], list[Decision]]
 
 
+class Decided(Protocol):
+    """A batch submitted to the workers: its decisions, once made (a Future is one)."""
+
+    def result(self) -> list[Decision]: ...
+
+
 class Workers(Protocol):
     """Processes that decide batches (service/resolver/pool.py): how many, and one batch submitted."""
 
     workers: int
 
-    def submit(self, refs: Sequence[RefInput]) -> Future[list[Decision]]: ...
+    def submit(self, refs: Sequence[RefInput]) -> Decided: ...
 
 
 class Pending(NamedTuple):
@@ -272,7 +277,7 @@ def resolve(
     source = RESOLVER_PREFIX + method
     batch: list[Pending] = []
     # batches being decided by the workers, oldest first: each is settled in the order it was selected
-    inflight: deque[tuple[list[Pending], Future[list[Decision]]]] = deque()
+    inflight: deque[tuple[list[Pending], Decided]] = deque()
     submitted: list[int] = []
 
     def settle(done: list[Pending], decisions: list[Decision]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import os
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ import pytest
 from ledger.model.codec import decode_data
 from service.ledger import Ledger
 from service.resolver import pool, run
-from service.resolver.defaults import default_resolver
+from service.resolver.defaults import Resolver, default_resolver
 from service.resolver.run import Summary, resolve
 from service.sources import SourceFile
 from service.sources.works import NAME, ingest_works
@@ -83,3 +85,48 @@ def test_a_run_of_less_than_a_batch_starts_no_worker(ledger: Ledger, monkeypatch
     s = resolve(ledger, ["2601.00000"], decide=r.decide, catalogue=r.catalogue(ledger), method=r.method,
                 dry_run=True, workers=Refused())  # fmt: skip
     assert s.examined == 40
+
+
+def _dies_in_a_worker(refs: Any, catalogue: Any) -> Any:
+    """The ledger's matcher, except that a worker process asked to use it dies at once (kill -9)."""
+    if multiprocessing.parent_process() is not None:
+        os._exit(9)
+    return default_resolver().decide(refs, catalogue)
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_run_whose_workers_die_ends_as_one_process_would(
+    ledger: Ledger, start: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The batches the dead workers held, and the rest, are decided in the parent: same answers, all
+    appended, said once in the log."""
+    monkeypatch.setattr(run, "BATCH", 50)
+    monkeypatch.setattr(pool, "_context", lambda: multiprocessing.get_context(start))
+    r = default_resolver()
+    alone = resolve(
+        ledger, None, decide=r.decide, catalogue=r.catalogue(ledger), method=r.method, dry_run=True
+    )
+    dying = Resolver(_dies_in_a_worker, r.method, r.catalogue)
+    catalogue = r.catalogue(ledger)
+    here = lambda refs: r.decide(refs, catalogue)  # noqa: E731
+    with pool.DecidePool(ledger.url, dying, workers=2, here=here) as workers:
+        ended = resolve(ledger, None, decide=r.decide, catalogue=catalogue, method=r.method, dry_run=False,
+                        workers=workers)  # fmt: skip
+    assert ended.examined == REFS and _answers(ended) == _answers(alone)
+    assert ended.appended == len(ledger.store.read_log(type="resolution.observed")) > 0
+    assert [m for m in caplog.messages if "worker stopped" in m] == [
+        "a resolver worker stopped; the rest of the run is decided in this process"
+    ]
+
+
+@pytest.mark.process
+def test_without_a_fallback_a_dead_worker_fails_the_run(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run, "BATCH", 50)
+    r = default_resolver()
+    dying = Resolver(_dies_in_a_worker, r.method, r.catalogue)
+    with pool.DecidePool(ledger.url, dying, workers=2) as workers, pytest.raises(BrokenProcessPool):
+        resolve(ledger, None, decide=r.decide, catalogue=r.catalogue(ledger), method=r.method, dry_run=True,
+                workers=workers)  # fmt: skip
