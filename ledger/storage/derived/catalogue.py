@@ -256,6 +256,54 @@ def tiers(
     return [by_points[p] for p in sorted(by_points, reverse=True)]
 
 
+def subsets(words: Sequence[str], docs: dict[str, int], total: int) -> list[tuple[int, tuple[str, ...]]]:
+    """The sets of a text's words a work may hold that `needed` allows, each with its points (the summed
+    weight of its words), heaviest first (ties by the words)."""
+    least, must = needed(words, docs)
+    ws = list(dict.fromkeys(words))
+    out = []
+    for n in range(1, 1 << len(ws)):
+        s = tuple(sorted(w for i, w in enumerate(ws) if n >> i & 1))
+        if len(s) >= least and (must is None or must in s):
+            out.append((sum(weight(docs.get(w, 0), total) for w in s), s))
+    return sorted(out, key=lambda x: (-x[0], x[1]))
+
+
+class Ranking:
+    """The tiers of one text (those `tiers` gives) as far as a cut to `limit` reaches, found heaviest
+    first: the index is asked, a tier at a time, for the `limit` works of least seq holding all the
+    words of each set of the tier, so it intersects common words itself, no word's works are read
+    whole, and a search stops once it holds `limit` works. A work holding a larger set was met in it
+    first (a larger set weighs more), so a tier is what its sets' asks give less the works met; an ask
+    cut at `limit` brings the search to its limit, and holds the least seqs the cut takes from it."""
+
+    def __init__(self, words: Sequence[str], docs: dict[str, int], total: int, limit: int) -> None:
+        self._groups: list[list[tuple[str, ...]]] = []
+        last = None
+        for points, s in subsets(words, docs, total):
+            if points != last:
+                self._groups.append([])
+                last = points
+            self._groups[-1].append(s)
+        self._groups.reverse()  # popped from the end: heaviest first
+        self._limit = limit
+        self._seen: set[int] = set()
+        self.tiers: list[set[int]] = []
+
+    def asks(self) -> list[tuple[str, ...]]:
+        """The word sets of the next tier, or none when the tiers so far reach the limit."""
+        if len(self._seen) >= self._limit or not self._groups:
+            return []
+        return self._groups[-1]
+
+    def take(self, found: dict[tuple[str, ...], frozenset[int]]) -> None:
+        """The next tier, from the works the index found holding each of `asks()`."""
+        tier = set().union(*(found[s] for s in self._groups.pop())) - self._seen
+        if tier:
+            self.tiers.append(tier)
+            self._seen |= tier
+
+
 def reached(ranked: list[set[int]], limit: int) -> list[set[int]]:
     """The tiers the first `limit` works come from (the last of them perhaps in part)."""
     out: list[set[int]] = []
