@@ -24,15 +24,13 @@ from ledger.storage.derived.catalogue import (
     fold,
     index_terms,
     latest_rows,
-    rarest,
+    looked_for,
     search_tokens,
     to_work,
 )
 from ledger.storage.sql import DialectStore
 
 KEYS_PER_STATEMENT = 500
-# a word held by more works than this is not looked for (the works read per search stay bounded)
-POSTINGS = 50_000
 
 _UPSERT = (
     f"INSERT INTO catalogue_works ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)}) "
@@ -189,9 +187,7 @@ class SqlCatalogue:
                         conn, f"SELECT term, docs FROM catalogue_terms WHERE {d.any_of('term')}", (part,)
                     ).fetchall()
                 )
-            chosen = [rarest(words, docs) for words in queries]
-            # a word held by too many works selects nothing worth reading: it is not looked for
-            chosen = [[w for w in words if docs[w] <= POSTINGS] for words in chosen]
+            chosen = [looked_for(words, docs) for words in queries]
             if not any(chosen):
                 return [[] for _ in texts]
             total = int(self.store.query(conn, "SELECT COUNT(*) FROM catalogue_works").fetchone()[0])

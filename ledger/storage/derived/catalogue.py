@@ -29,6 +29,8 @@ RAREST = 4
 COMMON = 2_000
 # works a search may rank for one text before it asks for two of the text's words instead of one
 MATCH_BUDGET = 5_000
+# a word held by more works than this is not looked for
+POSTINGS = 50_000
 _WORD = re.compile(r"[^\W_]+")
 # a word broken at a line's end: "mod- els", "mod-\nels" (a hyphen then space, between letters)
 _BROKEN = re.compile(r"(?<=[^\W\d_])-\s+(?=[^\W\d_])")
@@ -193,6 +195,16 @@ def rarest(words: Sequence[str], docs: dict[str, int], keep: int = RAREST) -> li
     if len(rare) >= 2:
         chosen = rare
     return [w for w in held if w in chosen]
+
+
+def looked_for(words: Sequence[str], docs: dict[str, int]) -> list[str]:
+    """The words a search looks for in a text: its `rarest`, less any held by more than POSTINGS works
+    (it selects nothing worth reading); none when one is left and more than COMMON works hold it (a
+    common word alone names no work, and ranking its many works by seq alone is costly and arbitrary)."""
+    chosen = [w for w in rarest(words, docs) if docs[w] <= POSTINGS]
+    if len(chosen) == 1 and docs[chosen[0]] > COMMON:
+        return []
+    return chosen
 
 
 def needed(words: Sequence[str], docs: dict[str, int]) -> tuple[int, str | None]:

@@ -8,7 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.storage.derived.catalogue import COMMON, MATCH_BUDGET, Ranking, cut, subsets, tiers
+from ledger.storage.derived.catalogue import (
+    COMMON,
+    MATCH_BUDGET,
+    POSTINGS,
+    Ranking,
+    cut,
+    looked_for,
+    subsets,
+    tiers,
+)
 from tests.ledger.storage.test_catalogue_rank import WORDS, brute
 
 TOTAL = 1_000_000
@@ -79,3 +88,18 @@ def test_the_sets_asked_are_those_needed_allows_heaviest_first(
     assert len(sets) == count
     assert sets[0][1] == first
     assert [p for p, _ in sets] == sorted((p for p, _ in sets), reverse=True)
+
+
+@pytest.mark.parametrize(
+    "docs,chosen",
+    [
+        ({"alpha": COMMON}, ["alpha"]),  # one word, rare enough to name a work
+        ({"alpha": COMMON + 1}, []),  # one common word names none
+        ({"alpha": COMMON + 1, "beta": 5}, ["alpha", "beta"]),  # with another, it ranks
+        ({"alpha": COMMON + 1, "beta": POSTINGS + 1}, []),  # the other too common to look for
+        ({"alpha": 7, "beta": POSTINGS + 1}, ["alpha"]),
+        ({}, []),  # no work holds any
+    ],
+)
+def test_looked_for(docs: dict[str, int], chosen: list[str]) -> None:
+    assert looked_for(["alpha", "beta"], docs) == chosen
