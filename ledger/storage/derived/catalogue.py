@@ -272,12 +272,14 @@ def subsets(words: Sequence[str], docs: dict[str, int], total: int) -> list[tupl
     """The sets of a text's words a work may hold that `needed` allows, each with its points (the summed
     weight of its words), heaviest first (ties by the words)."""
     least, must = needed(words, docs)
-    ws = list(dict.fromkeys(words))
+    ws = sorted(set(words))
+    points = [weight(docs.get(w, 0), total) for w in ws]
     out = []
     for n in range(1, 1 << len(ws)):
-        s = tuple(sorted(w for i, w in enumerate(ws) if n >> i & 1))
+        held = [i for i in range(len(ws)) if n >> i & 1]
+        s = tuple(ws[i] for i in held)
         if len(s) >= least and (must is None or must in s):
-            out.append((sum(weight(docs.get(w, 0), total) for w in s), s))
+            out.append((sum(points[i] for i in held), s))
     return sorted(out, key=lambda x: (-x[0], x[1]))
 
 
