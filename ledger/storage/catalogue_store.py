@@ -223,7 +223,7 @@ class SqlCatalogue:
                     found[a].append(int(s))
                     keys[int(s)] = (int(s), ident)
         else:
-            # one statement for the batch: each ask's works through the GIN index
+            # one statement per round: each ask's works through the GIN index
             sql = (
                 "SELECT q.n, w.seq, w.ident FROM (SELECT n, to_tsquery('simple', x) AS x "
                 "  FROM unnest(?::int[], ?::text[]) AS u(n, x)) AS q "
