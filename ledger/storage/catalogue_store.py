@@ -18,23 +18,20 @@ from ledger.storage.derived.catalogue import (
     PAPER,
     WORK,
     WORK_COLUMNS,
+    Ranking,
     Row,
     cut,
     event_row,
     fold,
     index_terms,
     latest_rows,
-    rarest,
-    reached,
+    looked_for,
     search_tokens,
-    tiers,
     to_work,
 )
 from ledger.storage.sql import DialectStore
 
 KEYS_PER_STATEMENT = 500
-# a word held by more works than this is not looked for (the works read per search stay bounded)
-POSTINGS = 50_000
 
 _UPSERT = (
     f"INSERT INTO catalogue_works ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)}) "
@@ -221,9 +218,9 @@ class SqlCatalogue:
 
     def catalogue_search(self, texts: Sequence[str], limit: int) -> list[list[CatalogueWork]]:
         """For each text, the `limit` works that hold most of its rarest words, weighted by rarity, best
-        first, ties by seq. The database answers only which works hold each word; which words are
-        looked for, the ranking and the cut are decided in code (derived/catalogue.py `tiers`, `cut`),
-        so both backends answer the same list."""
+        first, ties by seq. The database answers only which works (the `limit` of least seq) hold all
+        the words of a set; which sets are asked, in what order, the ranking and the cut are decided
+        in code (derived/catalogue.py `Ranking`, `cut`), so both backends answer the same list."""
         queries = [search_tokens(t) for t in texts]
         d = self.store.dialect
         with self.store.reading() as conn:
@@ -237,58 +234,55 @@ class SqlCatalogue:
                         conn, f"SELECT term, docs FROM catalogue_terms WHERE {d.any_of('term')}", (part,)
                     ).fetchall()
                 )
-            chosen = [rarest(words, docs) for words in queries]
-            # a word held by too many works selects nothing worth reading: it is not looked for
-            chosen = [[w for w in words if docs[w] <= POSTINGS] for words in chosen]
-            terms = sorted({w for words in chosen for w in words})
-            if not terms:
+            chosen = [looked_for(words, docs) for words in queries]
+            if not any(chosen):
                 return [[] for _ in texts]
             total = int(self.store.query(conn, "SELECT COUNT(*) FROM catalogue_works").fetchone()[0])
             keys: dict[int, tuple[int, str]] = {}
-            postings = self._postings(conn, terms, keys)
-            ranked = [tiers(words, docs, total, postings) for words in chosen]
-            if d.name == "sqlite":  # each work's seq and identity, for the works the cut may take
-                keys = self._keys(
-                    conn, sorted({i for r in ranked for tier in reached(r, limit) for i in tier})
-                )
+            found: dict[tuple[str, ...], frozenset[int]] = {}
+            rankings = [Ranking(words, docs, total, limit) for words in chosen]
+            # a round per tier: each text's next word sets, asked once for the batch
+            while pending := [r for r in rankings if r.asks()]:
+                asks = sorted({a for r in pending for a in r.asks()} - found.keys())
+                if asks:
+                    found.update(self._holding(conn, asks, limit, keys))
+                for r in pending:
+                    r.take(found)
             seq = {i: k[0] for i, k in keys.items()}
-            picked = [cut(r, seq, limit) for r in ranked]
+            picked = [cut(r.tiers, seq, limit) for r in rankings]
             works = self._by_idents(conn, sorted({keys[i][1] for p in picked for i in p}))
         return [[works[keys[i][1]] for i in p] for p in picked]
 
-    def _postings(
-        self, conn: Any, terms: list[str], keys: dict[int, tuple[int, str]]
-    ) -> dict[str, frozenset[int]]:
-        """The works holding each word, by rowid (SQLite's FTS5 holds nothing else; `_keys` reads their
-        seqs) or by seq (PostgreSQL, which puts each work's seq and identity in `keys` as it goes)."""
-        found: dict[str, list[int]] = {t: [] for t in terms}
+    def _holding(
+        self, conn: Any, asks: list[tuple[str, ...]], limit: int, keys: dict[int, tuple[int, str]]
+    ) -> dict[tuple[str, ...], frozenset[int]]:
+        """For each ask, the `limit` works of least seq that hold all its words, found by the index
+        (which intersects the words), by seq; each work's seq and identity go in `keys`."""
+        found: dict[tuple[str, ...], list[int]] = {a: [] for a in asks}
         if self.store.dialect.name == "sqlite":
-            sql = "SELECT rowid FROM catalogue_works_fts WHERE catalogue_works_fts MATCH ?"
-            for t in terms:
-                found[t] = [r[0] for r in self.store.query(conn, sql, (f'"{t}"',)).fetchall()]
-        else:
-            # one statement for the batch: each word's works through the GIN index
             sql = (
-                "SELECT q.t, w.seq, w.ident FROM (SELECT t, to_tsquery('simple', x) AS x "
-                "  FROM unnest(?::text[], ?::text[]) AS u(t, x)) AS q "
-                "CROSS JOIN LATERAL (SELECT seq, ident FROM catalogue_works WHERE words @@ q.x) AS w"
+                "SELECT seq, ident FROM catalogue_works WHERE rowid IN (SELECT rowid FROM "
+                "catalogue_works_fts WHERE catalogue_works_fts MATCH ?) ORDER BY seq LIMIT ?"
             )
-            for t, s, ident in self.store.query(conn, sql, (terms, [f"'{t}'" for t in terms])).fetchall():
-                found[t].append(int(s))
+            for a in asks:
+                q = " AND ".join(f'"{w}"' for w in a)
+                for s, ident in self.store.query(conn, sql, (q, limit)).fetchall():
+                    found[a].append(int(s))
+                    keys[int(s)] = (int(s), ident)
+        else:
+            # one statement per round: each ask's works through the GIN index
+            sql = (
+                "SELECT q.n, w.seq, w.ident FROM (SELECT n, to_tsquery('simple', x) AS x "
+                "  FROM unnest(?::int[], ?::text[]) AS u(n, x)) AS q "
+                "CROSS JOIN LATERAL (SELECT seq, ident FROM catalogue_works WHERE words @@ q.x "
+                "  ORDER BY seq LIMIT ?) AS w"
+            )
+            queries = [" & ".join(f"'{w}'" for w in a) for a in asks]
+            params = (list(range(len(asks))), queries, limit)
+            for n, s, ident in self.store.query(conn, sql, params).fetchall():
+                found[asks[n]].append(int(s))
                 keys[int(s)] = (int(s), ident)
-        return {t: frozenset(ids) for t, ids in found.items()}
-
-    def _keys(self, conn: Any, ids: list[int]) -> dict[int, tuple[int, str]]:
-        """The seq and identity of each work `_postings` named by rowid (SQLite)."""
-        d = self.store.dialect
-        out: dict[int, tuple[int, str]] = {}
-        for i in range(0, len(ids), KEYS_PER_STATEMENT):
-            part = d.bind_list(ids[i : i + KEYS_PER_STATEMENT])
-            rows = self.store.query(
-                conn, f"SELECT rowid, seq, ident FROM catalogue_works WHERE {d.any_of('rowid')}", (part,)
-            ).fetchall()
-            out.update((int(k), (int(s), ident)) for k, s, ident in rows)
-        return out
+        return {a: frozenset(ids) for a, ids in found.items()}
 
     def _by_idents(self, conn: Any, idents: list[str]) -> dict[str, CatalogueWork]:
         d = self.store.dialect

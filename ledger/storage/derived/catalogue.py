@@ -29,6 +29,8 @@ RAREST = 4
 COMMON = 2_000
 # works a search may rank for one text before it asks for two of the text's words instead of one
 MATCH_BUDGET = 5_000
+# a word held by more works than this is not looked for
+POSTINGS = 50_000
 _WORD = re.compile(r"[^\W_]+")
 # a word broken at a line's end: "mod- els", "mod-\nels" (a hyphen then space, between letters)
 _BROKEN = re.compile(r"(?<=[^\W\d_])-\s+(?=[^\W\d_])")
@@ -195,6 +197,16 @@ def rarest(words: Sequence[str], docs: dict[str, int], keep: int = RAREST) -> li
     return [w for w in held if w in chosen]
 
 
+def looked_for(words: Sequence[str], docs: dict[str, int]) -> list[str]:
+    """The words a search looks for in a text: its `rarest`, less any held by more than POSTINGS works
+    (it selects nothing worth reading); none when one is left and more than COMMON works hold it (a
+    common word alone names no work, and ranking its many works by seq alone is costly and arbitrary)."""
+    chosen = [w for w in rarest(words, docs) if docs[w] <= POSTINGS]
+    if len(chosen) == 1 and docs[chosen[0]] > COMMON:
+        return []
+    return chosen
+
+
 def needed(words: Sequence[str], docs: dict[str, int]) -> tuple[int, str | None]:
     """What a work must hold of a text's rarest words to be a candidate: how many of them, and which
     one in any case (None: any). Any one when together they are held by at most MATCH_BUDGET works;
@@ -265,6 +277,56 @@ def tiers(
         points = sum(weights[i] for i in subset)
         by_points.setdefault(points, set()).update(found)
     return [by_points[p] for p in sorted(by_points, reverse=True)]
+
+
+def subsets(words: Sequence[str], docs: dict[str, int], total: int) -> list[tuple[int, tuple[str, ...]]]:
+    """The sets of a text's words a work may hold that `needed` allows, each with its points (the summed
+    weight of its words), heaviest first (ties by the words)."""
+    least, must = needed(words, docs)
+    ws = sorted(set(words))
+    points = [weight(docs.get(w, 0), total) for w in ws]
+    out = []
+    for n in range(1, 1 << len(ws)):
+        held = [i for i in range(len(ws)) if n >> i & 1]
+        s = tuple(ws[i] for i in held)
+        if len(s) >= least and (must is None or must in s):
+            out.append((sum(points[i] for i in held), s))
+    return sorted(out, key=lambda x: (-x[0], x[1]))
+
+
+class Ranking:
+    """The tiers of one text (those `tiers` gives) as far as a cut to `limit` reaches, found heaviest
+    first: the index is asked, a tier at a time, for the `limit` works of least seq holding all the
+    words of each set of the tier, so it intersects common words itself, no word's works are read
+    whole, and a search stops once it holds `limit` works. A work holding a larger set was met in it
+    first (a larger set weighs more), so a tier is what its sets' asks give less the works met; an ask
+    cut at `limit` brings the search to its limit, and holds the least seqs the cut takes from it."""
+
+    def __init__(self, words: Sequence[str], docs: dict[str, int], total: int, limit: int) -> None:
+        self._groups: list[list[tuple[str, ...]]] = []
+        last = None
+        for points, s in subsets(words, docs, total):
+            if points != last:
+                self._groups.append([])
+                last = points
+            self._groups[-1].append(s)
+        self._groups.reverse()  # popped from the end: heaviest first
+        self._limit = limit
+        self._seen: set[int] = set()
+        self.tiers: list[set[int]] = []
+
+    def asks(self) -> list[tuple[str, ...]]:
+        """The word sets of the next tier, or none when the tiers so far reach the limit."""
+        if len(self._seen) >= self._limit or not self._groups:
+            return []
+        return self._groups[-1]
+
+    def take(self, found: dict[tuple[str, ...], frozenset[int]]) -> None:
+        """The next tier, from the works the index found holding each of `asks()`."""
+        tier = set().union(*(found[s] for s in self._groups.pop())) - self._seen
+        if tier:
+            self.tiers.append(tier)
+            self._seen |= tier
 
 
 def reached(ranked: list[set[int]], limit: int) -> list[set[int]]:

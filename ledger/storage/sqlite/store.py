@@ -15,6 +15,8 @@ from ledger.storage.sql_store import SqlStore
 from ledger.storage.sqlite.migrations import migrate
 from ledger.storage.sqlite.tables import SQLiteTables
 
+MMAP_BYTES = 1 << 31
+
 
 class SQLiteStore(SqlStore):
     """An event store in one SQLite file (WAL; synchronous=FULL unless chosen otherwise)."""
@@ -44,6 +46,9 @@ class SQLiteStore(SqlStore):
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA busy_timeout=60000")
+            # pages read through a map of the file, not a read() each: a search of a large catalogue
+            # touches thousands of pages, and the processes share the OS's copy (SQLite caps it at 2 GB)
+            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             self._conns.put(conn)
         return conn
 
