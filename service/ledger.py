@@ -101,6 +101,7 @@ class Ledger:
         group_commit: bool = False,
         raise_alerts: bool = True,
         clock: Callable[[], int] | None = None,
+        mapped: bool = False,
     ) -> None:
         db = path or default_db()
         # what "now" is, in UTC microseconds: when an append is recorded, and a record's default as_of;
@@ -108,7 +109,8 @@ class Ledger:
         self._clock = clock
         self.url = str(db)
         self._path = None if is_pg_url(db) else Path(db)
-        self.store: Store = open_store(db, synchronous=synchronous)
+        # mapped: a SQLite file read through a memory map (a process that searches a large catalogue)
+        self.store: Store = open_store(db, synchronous=synchronous, mapped=mapped)
         # concurrent writers (API threads) share transactions; a lone script needs no writer thread
         self._committer = GroupCommitter(self.store) if group_commit else None
         # called after each append of this process commits (e.g. to wake the API's SSE notifier)

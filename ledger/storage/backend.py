@@ -28,8 +28,9 @@ __all__ = [
 ]
 
 
-def open_store(db: str | os.PathLike[str], *, synchronous: str = "FULL") -> Store:
-    """A SQLiteStore for a path, a PostgresStore for a postgresql:// URL."""
+def open_store(db: str | os.PathLike[str], *, synchronous: str = "FULL", mapped: bool = False) -> Store:
+    """A SQLiteStore for a path (`mapped`: read through a memory map), a PostgresStore for a
+    postgresql:// URL."""
     if is_pg_url(db):
         try:
             import psycopg  # noqa: F401 - only to say which extra is missing
@@ -41,7 +42,7 @@ def open_store(db: str | os.PathLike[str], *, synchronous: str = "FULL") -> Stor
         from ledger.storage.postgresql.store import PostgresStore  # psycopg is an optional dependency
 
         return PostgresStore(str(db))
-    return SQLiteStore(db, synchronous=synchronous)
+    return SQLiteStore(db, synchronous=synchronous, mapped=mapped)
 
 
 class ChainWalker(Follower):

@@ -28,7 +28,8 @@ _worker: dict[str, Any] = {}
 
 
 def _start(url: str, resolver: Resolver) -> None:
-    ledger = Ledger(url, raise_alerts=False)
+    # a worker only searches the catalogue, then exits: it reads a SQLite file through a memory map
+    ledger = Ledger(url, raise_alerts=False, mapped=True)
     _worker["decide"] = resolver.decide
     # the parent brought the catalogue up to the head before the run: this reads it as it stands
     _worker["catalogue"] = resolver.catalogue(ledger)

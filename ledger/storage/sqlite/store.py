@@ -27,9 +27,12 @@ class SQLiteStore(SqlStore):
     # a WAL read transaction sees the state as of its first read until it ends
     read_begin = "BEGIN"
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, synchronous: str = "FULL", mapped: bool = False
+    ) -> None:
         self.path = self.db = str(path)
         self.synchronous = synchronous
+        self.mapped = mapped
         # one connection per thread, closed when its thread ends (see conns.py)
         self._conns: ThreadConnections[sqlite3.Connection] = ThreadConnections(sqlite3.Connection.close)
         if not Path(self.path).exists():
@@ -46,9 +49,12 @@ class SQLiteStore(SqlStore):
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA busy_timeout=60000")
-            # pages read through a map of the file, not a read() each: a search of a large catalogue
-            # touches thousands of pages, and the processes share the OS's copy (SQLite caps it at 2 GB)
-            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            if self.mapped:
+                # pages read through a map of the file, not a read() each: a search of a large catalogue
+                # touches thousands of pages, and the processes share the OS's copy (SQLite caps it at
+                # 2 GB). Only when asked: every page read then counts in the process's resident memory
+                # (shared and reclaimable, but what monitoring and a memory bound see)
+                conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             self._conns.put(conn)
         return conn
 
