@@ -57,7 +57,7 @@ def _key(uuid_text: str) -> bytes:
 
 
 class _Line:
-    __slots__ = ("data", "event", "fingerprint", "id", "type", "where")
+    __slots__ = ("data", "event", "fingerprint", "id", "key", "type", "where")
 
     def __init__(self, event: Event, where: str) -> None:
         self.event = event
@@ -67,6 +67,7 @@ class _Line:
         if _NUL in self.data:  # the encoder escapes U+0000, so its absence proves there is none
             check_ijson_data(self.data, where)
         self.id = event.event_id or derived_id(self.data, event.observed_at, self.type)
+        self.key = _key(self.id)
         # what "the same content" is compared on (type, observed_at, data), in 16 bytes
         self.fingerprint = blake3(
             b"%b\x00%b\x00%b" % (self.type.encode(), event.observed_at.encode(), self.data)
@@ -76,10 +77,14 @@ class _Line:
 class FileCheck:
     """The first pass over one file's lines, against the ledger as it is now (`tables`)."""
 
-    def __init__(self, tables: Tables, now: int, scratch_dir: str | None = None) -> None:
+    def __init__(self, tables: Tables, now: int, scratch_dir: str | None = None, keep: int = 0) -> None:
         self._tables = tables
         self._now = now
         self._scratch_dir = scratch_dir
+        # the decoded events of the first `keep` non-empty lines, with their places: the first batch,
+        # appended from here rather than read and decoded again
+        self._keep = keep
+        self.kept: list[tuple[Event, str]] = []
         self.lines = 0  # non-empty lines checked
         self.new = 0  # events the file would append (as the ledger is now)
         self.duplicates = 0
@@ -124,23 +129,25 @@ class FileCheck:
                 where = f"line {n}"
                 lines.append(_Line(decode_line(raw, where, self._now), where))
         self.lines += len(lines)
+        if len(self.kept) < self._keep:
+            self.kept += [(x.event, x.where) for x in lines[: self._keep - len(self.kept)]]
         new = self._new_lines(scratch, lines)
         self._owners(scratch, new)
         scratch.executemany(
             "INSERT INTO ids (id, fingerprint, line) VALUES (?, ?, ?)",
-            sorted((_key(x.id), x.fingerprint, x.where) for x in new),
+            sorted((x.key, x.fingerprint, x.where) for x in new),
         )
         self.new += len(new)
         self.duplicates += len(lines) - len(new)
 
     def _new_lines(self, scratch: sqlite3.Connection, lines: list[_Line]) -> list[_Line]:
         """The lines whose event is new; a repeat with other content is refused, as the append would."""
-        ids = sorted({x.id for x in lines})
+        keys = sorted({x.key for x in lines})
         earlier = {
             row[0]: (row[1], row[2])
-            for row in _select(scratch, "SELECT id, fingerprint, line FROM ids WHERE id IN ", map(_key, ids))
+            for row in _select(scratch, "SELECT id, fingerprint, line FROM ids WHERE id IN ", keys)
         }
-        unseen = [i for i in ids if _key(i) not in earlier]
+        unseen = sorted({x.id for x in lines if x.key not in earlier})
         stored = self._tables.stored_events(unseen) if unseen else {}
         new: list[_Line] = []
         first: dict[str, _Line] = {}
@@ -155,7 +162,7 @@ class FileCheck:
                     )
                 continue
             seen = first.get(x.id)
-            before = (seen.fingerprint, seen.where) if seen is not None else earlier.get(_key(x.id))
+            before = (seen.fingerprint, seen.where) if seen is not None else earlier.get(x.key)
             if before is not None:
                 if before[0] != x.fingerprint:
                     raise Conflict(

@@ -166,6 +166,10 @@ class _Lines:
         self.walker = walker
         self.size = os.path.getsize(name)
         self.key = file_key(name)
+        self.checked_at = 0  # the ledger's clock when the first pass checked the rules
+        self.start = _Start(0, 0, hashlib.sha256(), None)  # where the first pass began
+        self.first_end: _Start | None = None  # where the first batch ends, its hash so far
+        self.kept: list[tuple[Event, str]] = []  # the first batch's events, decoded by the first pass
         self.read = 0  # bytes of the file read in the current pass
         self.lines = 0  # non-empty lines read in the current pass
 
@@ -191,9 +195,11 @@ class _Lines:
         """The lines after the start, each taken into the running hash; with `ends`, the hash noted
         after every `batch_size` non-empty lines (and at the end), where the second pass commits."""
         count = since = 0
+        offset, n = self.start.offset, first - 1
         for n, line in iter_lines(s, first):
             sha.update(line)
             since += len(line)
+            offset += len(line)
             if line.strip():
                 count += 1
                 self.lines += 1
@@ -201,26 +207,35 @@ class _Lines:
                     self._tell(CHECKING)
             yield n, line
             if ends is not None and count == self.batch_size:
-                ends.append(sha.hexdigest())
+                self._end(ends, sha, offset, n)
                 count = since = 0
         if ends is not None and (since or not ends):
-            ends.append(sha.hexdigest())
+            self._end(ends, sha, offset, n)
+
+    def _end(self, ends: list[str], sha: Any, offset: int, line: int) -> None:
+        """Note where a batch of the second pass ends; the first one's place and hash in full."""
+        if not ends:
+            self.first_end = _Start(offset, line, sha.copy(), None)
+        ends.append(sha.hexdigest())
 
     def _check(self, prior: ImportProgress | None) -> tuple[_Start, list[str]]:
         """The first pass from the committed prefix (when the file still begins with it): every line
         checked, the running hash noted at each batch's end."""
         sha = hashlib.sha256()
         self.read = self.lines = 0
-        start = _Start(0, 0, hashlib.sha256(), None)
+        self.first_end, self.kept = None, []
+        start = self.start = _Start(0, 0, hashlib.sha256(), None)
         with open_stream(self.name, self._counted) as s:
             if prior is not None:
                 done = read_exactly(s, prior.bytes_done, sha.update)
                 if done != prior.bytes_done or sha.hexdigest() != prior.prefix_sha256:
                     return start, []
-                start = _Start(prior.bytes_done, prior.lines_done, sha.copy(), prior)
-            check = FileCheck(self.ledger.store.tables, self.ledger.now(), self.scratch_dir)
+                start = self.start = _Start(prior.bytes_done, prior.lines_done, sha.copy(), prior)
+            self.checked_at = self.ledger.now()
+            check = FileCheck(self.ledger.store.tables, self.checked_at, self.scratch_dir, self.batch_size)
             ends: list[str] = []
             check.run(self._numbered(s, sha, start.lines + 1, ends))
+        self.kept = check.kept
         self._tell(CHECKING)
         return start, ends
 
@@ -229,15 +244,22 @@ class _Lines:
         self.read = self.lines = 0
         run = _Run(start, ends, self.ledger.head())
         try:
-            with open_stream(self.name, self._counted, at=start.offset) as s:
-                for n, line in iter_lines(s, start.lines + 1):
+            if self.kept and self.first_end is not None:
+                # the first batch as the first pass decoded it: its bytes were read and hashed there
+                run.events, run.places = [e for e, _ in self.kept], [w for _, w in self.kept]
+                self.kept = []
+                run.sha, run.offset, run.line = self.first_end.sha, self.first_end.offset, self.first_end.lines
+                self.lines = len(run.events)
+                self._commit(run)
+            with open_stream(self.name, self._counted, at=run.offset) as s:
+                for n, line in iter_lines(s, run.line + 1) if run.batches < len(ends) else ():
                     run.sha.update(line)
                     run.offset += len(line)
                     run.line = n
                     if not line.strip():
                         continue
                     where = f"line {n}"
-                    # its rules are the append's to check (at the ledger's clock), as the first pass did
+                    # its rules were checked by the first pass, at the ledger's clock then
                     event = quick_event(line) or to_event(decode_json(line, where), where)
                     run.events.append(event)
                     run.places.append(where)
@@ -279,7 +301,9 @@ class _Lines:
                                result.head.seq, format_recorded(at), at)
             )  # fmt: skip
 
-        result = self.ledger.append(run.events, None, run.places, typed=True, within=save)
+        result = self.ledger.append(
+            run.events, None, run.places, typed=True, within=save, checked_at=self.checked_at
+        )
         run.appended += result.appended
         run.duplicates += result.duplicates
         run.head = result.head
