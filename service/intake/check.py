@@ -5,8 +5,9 @@ rules that span lines are checked as the batches of the second pass will meet th
 or seen earlier in the file with other content, an observation cited by another paper than the one it
 belongs to, a resolution of an observation with no citation in the ledger or earlier in the file. What
 those rules must remember of earlier lines (each new event id with a digest of its content, each new
-observation with its paper) goes to a scratch SQLite file, not to memory, so a file of any size is
-checked in the memory of one chunk of lines. The decoded events are dropped after each chunk.
+observation with its paper) is held in memory up to `HELD` of them, then goes to a scratch SQLite file,
+so a file of any size is checked in bounded memory. The decoded events are dropped after each chunk
+(but the first batch's, which the second pass appends as they are).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ _ENCODE = msgspec.json.Encoder(order="sorted").encode
 _NUL = b"\\u0000"
 # SQLite's page cache for the scratch file: its tree of ids outgrows it, the OS caches the rest
 _SCRATCH_CACHE_KB = 8192
+# ids and observations remembered in memory (about 150 bytes each) before they go to the scratch file
+HELD = 150_000
 
 
 def decode_line(raw: bytes, where: str, now: int) -> Event:
@@ -112,7 +115,8 @@ class FileCheck:
 
     def run(self, numbered: Iterable[tuple[int, bytes]]) -> None:
         """Check every (number, line); raise the first refusal, naming its line."""
-        with self.scratch() as scratch:
+        with self.scratch() as conn:
+            scratch = _Remembered(conn)
             chunk: list[tuple[int, bytes]] = []
             for item in numbered:
                 chunk.append(item)
@@ -122,7 +126,7 @@ class FileCheck:
             if chunk:
                 self._chunk(scratch, chunk)
 
-    def _chunk(self, scratch: sqlite3.Connection, numbered: Sequence[tuple[int, bytes]]) -> None:
+    def _chunk(self, scratch: _Remembered, numbered: Sequence[tuple[int, bytes]]) -> None:
         lines = []
         for n, raw in numbered:
             if raw.strip():
@@ -133,20 +137,13 @@ class FileCheck:
             self.kept += [(x.event, x.where) for x in lines[: self._keep - len(self.kept)]]
         new = self._new_lines(scratch, lines)
         self._owners(scratch, new)
-        scratch.executemany(
-            "INSERT INTO ids (id, fingerprint, line) VALUES (?, ?, ?)",
-            sorted((x.key, x.fingerprint, x.where) for x in new),
-        )
+        scratch.add_ids([(x.key, x.fingerprint, x.where) for x in new])
         self.new += len(new)
         self.duplicates += len(lines) - len(new)
 
-    def _new_lines(self, scratch: sqlite3.Connection, lines: list[_Line]) -> list[_Line]:
+    def _new_lines(self, scratch: _Remembered, lines: list[_Line]) -> list[_Line]:
         """The lines whose event is new; a repeat with other content is refused, as the append would."""
-        keys = sorted({x.key for x in lines})
-        earlier = {
-            row[0]: (row[1], row[2])
-            for row in _select(scratch, "SELECT id, fingerprint, line FROM ids WHERE id IN ", keys)
-        }
+        earlier = scratch.ids({x.key for x in lines})
         unseen = sorted({x.id for x in lines if x.key not in earlier})
         stored = self._tables.stored_events(unseen) if unseen else {}
         new: list[_Line] = []
@@ -175,14 +172,13 @@ class FileCheck:
             new.append(x)
         return new
 
-    def _owners(self, scratch: sqlite3.Connection, new: list[_Line]) -> None:
+    def _owners(self, scratch: _Remembered, new: list[_Line]) -> None:
         """Each new citation's observation belongs to its paper; each new resolution's has a citation."""
         oids = sorted({x.event.data.observation_id for x in new if x.type in _OBSERVED})  # type: ignore[union-attr]
         if not oids:
             return
         by_key = {_key(o): o for o in oids}
-        known = dict(_select(scratch, "SELECT oid, paper FROM owners WHERE oid IN ", by_key))
-        known = {by_key[k]: paper for k, paper in known.items()}
+        known = {by_key[k]: paper for k, paper in scratch.owners(by_key).items()}
         missing = [o for o in oids if o not in known]
         if missing:
             known.update(self._tables.citing_papers(missing))
@@ -204,13 +200,60 @@ class FileCheck:
                     f"no citation.observed for observation {d.observation_id} in the ledger or earlier in "
                     "the file",
                 )
-        scratch.executemany(
-            "INSERT INTO owners (oid, paper) VALUES (?, ?)",
-            sorted((_key(o), p) for o, p in added.items()),
-        )
+        scratch.add_owners([(_key(o), p) for o, p in added.items()])
 
 
 _OBSERVED = ("citation.observed", "resolution.observed")
+
+
+class _Remembered:
+    """What the check remembers of earlier lines: each new event id (its fingerprint and line) and each
+    new observation (its paper), in memory up to `HELD` of them, then all in the scratch file."""
+
+    def __init__(self, conn: sqlite3.Connection, held: int | None = None) -> None:
+        self._conn = conn
+        self._held = HELD if held is None else held
+        self._ids: dict[bytes, tuple[bytes, str]] | None = {}
+        self._owners: dict[bytes, str] = {}
+
+    def ids(self, keys: Iterable[bytes]) -> dict[bytes, tuple[bytes, str]]:
+        """The remembered (fingerprint, line) of these ids."""
+        if self._ids is not None:
+            ids = self._ids
+            return {k: ids[k] for k in keys if k in ids}
+        rows = _select(self._conn, "SELECT id, fingerprint, line FROM ids WHERE id IN ", sorted(keys))
+        return {row[0]: (row[1], row[2]) for row in rows}
+
+    def owners(self, keys: Iterable[bytes]) -> dict[bytes, str]:
+        """The remembered paper of these observations."""
+        if self._ids is not None:
+            owners = self._owners
+            return {k: owners[k] for k in keys if k in owners}
+        return dict(_select(self._conn, "SELECT oid, paper FROM owners WHERE oid IN ", sorted(keys)))
+
+    def add_ids(self, rows: list[tuple[bytes, bytes, str]]) -> None:
+        """Remember these (id, fingerprint, line)."""
+        if self._ids is not None:
+            self._ids.update((k, (f, w)) for k, f, w in rows)
+            self._spill()
+        else:
+            self._conn.executemany("INSERT INTO ids (id, fingerprint, line) VALUES (?, ?, ?)", sorted(rows))
+
+    def add_owners(self, rows: list[tuple[bytes, str]]) -> None:
+        """Remember these (observation, paper)."""
+        if self._ids is not None:
+            self._owners.update(rows)
+        else:
+            self._conn.executemany("INSERT INTO owners (oid, paper) VALUES (?, ?)", sorted(rows))
+
+    def _spill(self) -> None:
+        """Past `held`, everything goes to the scratch file (in key order: one pass over its trees)."""
+        if self._ids is None or len(self._ids) + len(self._owners) <= self._held:
+            return
+        ids, self._ids = self._ids, None
+        self.add_ids(sorted((k, f, w) for k, (f, w) in ids.items()))
+        self.add_owners(sorted(self._owners.items()))
+        self._owners = {}
 
 
 def _select(conn: sqlite3.Connection, sql: str, keys: Iterable[bytes]) -> list[Any]:
