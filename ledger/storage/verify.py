@@ -439,11 +439,9 @@ def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | Non
     oids = None if only is None else sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
     if oids == []:
         return None
-    if _same_rows(
-        # an observation has spans only if a resolution of it names a paper
-        (r for _, steps in tables.observation_steps(oids) if any(s.cited for s in steps) for r in history(steps)),
-        tables.span_rows(oids, ordered=False),
-    ):
+    # an observation has spans only if a resolution of it names a paper
+    steps = (steps for _, steps in tables.observation_steps(oids) if any(s.cited for s in steps))
+    if _same_rows((r for mine in steps for r in history(mine)), tables.span_rows(oids, ordered=False)):
         return None  # every span (of these observations): held equal as two multisets, read in any order
     # a mismatch (or a few observations): observation by observation, to name the first that breaks
     stored = itertools.groupby(tables.span_rows(oids), key=lambda r: r.observation_id)

@@ -27,6 +27,7 @@ from ledger.model.codec import (
     check_rules,
     decode_json,
     derived_id,
+    plain_event,
     quick_event,
     to_event,
     type_of,
@@ -41,17 +42,23 @@ _ENCODE = msgspec.json.Encoder(order="sorted").encode
 _NUL = b"\\u0000"
 # SQLite's page cache for the scratch file: its tree of ids outgrows it, the OS caches the rest
 _SCRATCH_CACHE_KB = 8192
+# line numbers the check remembers as decoded by the exact path (rare: escapes, repeated keys)
+MAX_EXACT = 100_000
 # ids and observations remembered in memory (about 150 bytes each) before they go to the scratch file
 HELD = 150_000
 
 
-def decode_line(raw: bytes, where: str, now: int) -> Event:
-    """One NDJSON line -> a typed event, its rules checked at `now` (the ledger's clock)."""
-    event = quick_event(raw)
-    if event is None:
-        event = to_event(decode_json(raw, where), where)
-    check_rules(event, where, now)
-    return event
+def redecode_line(raw: bytes, where: str, exact: bool) -> Event:
+    """A line the first pass decoded again, its bytes the same (the second pass proves it by their hash
+    before it appends): by msgspec's decoder alone when `quick_event` took it then (which proved that
+    decoder exact for these bytes), else as the first pass did; bytes that changed meanwhile may be
+    refused here, named."""
+    if not exact:
+        try:
+            return plain_event(raw)
+        except msgspec.MsgspecError:
+            pass
+    return quick_event(raw) or to_event(decode_json(raw, where), where)
 
 
 def _key(uuid_text: str) -> bytes:
@@ -88,9 +95,17 @@ class FileCheck:
         # appended from here rather than read and decoded again
         self._keep = keep
         self.kept: list[tuple[Event, str]] = []
+        # the lines quick_event did not take (the exact decoder's), up to a bound; None: too many to hold
+        self.exact: set[int] | None = set()
         self.lines = 0  # non-empty lines checked
         self.new = 0  # events the file would append (as the ledger is now)
         self.duplicates = 0
+
+    def _exact(self, n: int) -> None:
+        if self.exact is not None:
+            self.exact.add(n)
+            if len(self.exact) > MAX_EXACT:
+                self.exact = None
 
     @contextmanager
     def scratch(self) -> Iterator[sqlite3.Connection]:
@@ -131,7 +146,12 @@ class FileCheck:
         for n, raw in numbered:
             if raw.strip():
                 where = f"line {n}"
-                lines.append(_Line(decode_line(raw, where, self._now), where))
+                event = quick_event(raw)
+                if event is None:
+                    event = to_event(decode_json(raw, where), where)
+                    self._exact(n)
+                check_rules(event, where, self._now)
+                lines.append(_Line(event, where))
         self.lines += len(lines)
         if len(self.kept) < self._keep:
             self.kept += [(x.event, x.where) for x in lines[: self._keep - len(self.kept)]]

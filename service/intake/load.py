@@ -23,13 +23,13 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from ledger.model.codec import decode_json, quick_event, to_event
+from ledger.model.codec import decode_json
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.events import Event
 from ledger.model.facts import Head, ImportProgress
 from ledger.model.importer import parse_input
 from ledger.model.instants import format_recorded, now_us
-from service.intake.check import FileCheck
+from service.intake.check import FileCheck, redecode_line
 from service.intake.stream import MAX_LINE, iter_lines, open_stream, read_exactly
 from service.ledger import Ledger, VerifyReport, verify_store
 from service.ops.scrub import VERIFY, PassLog, pass_of
@@ -170,6 +170,7 @@ class _Lines:
         self.start = _Start(0, 0, hashlib.sha256(), None)  # where the first pass began
         self.first_end: _Start | None = None  # where the first batch ends, its hash so far
         self.kept: list[tuple[Event, str]] = []  # the first batch's events, decoded by the first pass
+        self.exact: set[int] | None = None  # the lines the first pass decoded by the exact path
         self.read = 0  # bytes of the file read in the current pass
         self.lines = 0  # non-empty lines read in the current pass
 
@@ -236,6 +237,7 @@ class _Lines:
             ends: list[str] = []
             check.run(self._numbered(s, sha, start.lines + 1, ends))
         self.kept = check.kept
+        self.exact = check.exact
         self._tell(CHECKING)
         return start, ends
 
@@ -243,12 +245,14 @@ class _Lines:
         """The second pass: a batch at a time, each with the file's progress in its transaction."""
         self.read = self.lines = 0
         run = _Run(start, ends, self.ledger.head())
+        exact = self.exact
         try:
             if self.kept and self.first_end is not None:
                 # the first batch as the first pass decoded it: its bytes were read and hashed there
                 run.events, run.places = [e for e, _ in self.kept], [w for _, w in self.kept]
                 self.kept = []
-                run.sha, run.offset, run.line = self.first_end.sha, self.first_end.offset, self.first_end.lines
+                end = self.first_end
+                run.sha, run.offset, run.line = end.sha, end.offset, end.lines
                 self.lines = len(run.events)
                 self._commit(run)
             with open_stream(self.name, self._counted, at=run.offset) as s:
@@ -260,7 +264,7 @@ class _Lines:
                         continue
                     where = f"line {n}"
                     # its rules were checked by the first pass, at the ledger's clock then
-                    event = quick_event(line) or to_event(decode_json(line, where), where)
+                    event = redecode_line(line, where, exact is None or n in exact)
                     run.events.append(event)
                     run.places.append(where)
                     self.lines += 1

@@ -60,4 +60,3 @@ def test_repeated_lines_are_duplicates_in_memory_and_spilled(
     got = import_file(fresh_ledger, path, batch_size=6)
     assert (got.appended, got.duplicates) == (22, 10)
     assert fresh_ledger.verify().ok
-
