@@ -44,8 +44,8 @@ _NUL = b"\\u0000"
 _SCRATCH_CACHE_KB = 8192
 # line numbers the check remembers as decoded by the exact path (rare: escapes, repeated keys)
 MAX_EXACT = 100_000
-# ids and observations remembered in memory (about 150 bytes each) before they go to the scratch file
-HELD = 150_000
+# ids and observations remembered in memory (about 150 bytes each: 9 MB) before they go to the scratch file
+HELD = 60_000
 
 
 def redecode_line(raw: bytes, where: str, exact: bool) -> Event:

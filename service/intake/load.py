@@ -4,9 +4,12 @@ then appended in batches, each its own transaction, that the same command resume
 A record file (one JSON object; any file whose first line is not a JSON value of its own) is one unit:
 read whole, one batch, as before. Any other file is NDJSON envelopes, read twice as a stream: the first
 pass checks every line (service/intake/check.py) and notes the running sha256 of the file's bytes at
-each batch's end; the second decodes each line again and appends a batch of `batch_size` events at a
-time through the Ledger facade, the same append path single events take, after checking that the bytes
-of the batch are those the first pass checked. Each batch's transaction also records how far the file
+each batch's end; the second appends a batch of `batch_size` events at a time through the Ledger
+facade, the same append path single events take, after checking that the bytes of the batch are those
+the first pass checked. It appends the first batch as the first pass decoded it (a file of one batch is
+read once) and decodes each later line again, by msgspec's decoder alone where the first pass proved
+that exact for the line's bytes; the rules the first pass checked are not checked again unless the
+ledger's clock went back since. Each batch's transaction also records how far the file
 is committed (its identity, the byte offset and line after the batch, the sha256 of those bytes), so a
 run stopped anywhere (kill -9, a full disk) is resumed by the same command: it checks that the file
 still begins with the committed bytes (their hash, not their lines) and checks and appends the rest.
