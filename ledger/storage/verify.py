@@ -440,8 +440,8 @@ def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | Non
     if oids == []:
         return None
     # an observation has spans only if a resolution of it names a paper
-    steps = (steps for _, steps in tables.observation_steps(oids) if any(s.cited for s in steps))
-    if _same_rows((r for mine in steps for r in history(mine)), tables.span_rows(oids, ordered=False)):
+    cited = (mine for _, mine in tables.observation_steps(oids) if any(s.cited for s in mine))
+    if _same_rows((r for mine in cited for r in history(mine)), tables.span_rows(oids, ordered=False)):
         return None  # every span (of these observations): held equal as two multisets, read in any order
     # a mismatch (or a few observations): observation by observation, to name the first that breaks
     stored = itertools.groupby(tables.span_rows(oids), key=lambda r: r.observation_id)
