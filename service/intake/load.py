@@ -14,9 +14,11 @@ is committed (its identity, the byte offset and line after the batch, the sha256
 run stopped anywhere (kill -9, a full disk) is resumed by the same command: it checks that the file
 still begins with the committed bytes (their hash, not their lines) and checks and appends the rest.
 
-After each commit the chain is walked from the last verified point over what was just stored, read
-back from the database (ledger/storage/verify.py), and the verified point moved to the head, so the
-first integrity report after an import walks nothing: no anonymous request pays for a bulk load.
+After every `WALK_EVERY` events committed, and after the last commit, the chain is walked from the
+last verified point over what was stored since, read back from the database (ledger/storage/verify.py),
+and the verified point moved to the head, so the first integrity report after an import walks nothing:
+no anonymous request pays for a bulk load. A run killed between two walks leaves what it committed
+since the last one to the walk of the run that resumes it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ from service.ledger import Ledger, VerifyReport, verify_store
 from service.ops.scrub import VERIFY, PassLog, pass_of
 
 BATCH = 10_000
+# events committed between two walks: each walk checks the spans, counts and ids of what it passed, and
+# a paper cited in every batch is counted again by each; kept under what a resumed walk remembers
+# (verify's _TOUCHED_MAX keys, about 1.5 an event) so that it checks only what it passed
+WALK_EVERY = 30_000
 # the part of a file its identity hashes (with its size): enough to tell two files apart, read at once
 HEAD_BYTES = 1 << 20
 # a file read whole (a record) may hold no more: a larger one that is not NDJSON is refused
@@ -280,14 +286,23 @@ class _Lines:
         except LedgerError as e:
             if not run.batches:
                 raise
+            self._walk(run)
             raise Stopped(
                 f"stopped at line {run.line} after {run.batches} committed batch(es) ({run.appended} "
                 f"appended, up to line {run.committed_line}): {e.message}; the same command resumes "
                 "after the last committed batch",
                 details={"line": run.line, "committed_line": run.committed_line},
             ) from None
+        if run.batches:
+            self._walk(run)
         got = (run.appended, run.duplicates, run.head, run.batches)
         return Imported(self.name, self.lines, *got, start.lines, run.report)
+
+    def _walk(self, run: _Run) -> None:
+        """Walk what was committed since the last walk (once more when nothing was: the report)."""
+        if self.walker is not None and (run.unwalked or run.report is None):
+            run.report = self.walker.after_commit()
+            run.unwalked = 0
 
     def _commit(self, run: _Run) -> None:
         """Append the batch in hand, with how far the file is committed, in one transaction."""
@@ -317,8 +332,9 @@ class _Lines:
         run.batches += 1
         run.committed_line = run.line
         run.events, run.places = [], []
-        if self.walker is not None:
-            run.report = self.walker.after_commit()
+        run.unwalked += result.appended
+        if run.unwalked >= WALK_EVERY:
+            self._walk(run)
         self._tell(APPENDING)
 
 
@@ -334,6 +350,7 @@ class _Run:
         self.events: list[Event] = []
         self.places: list[str] = []
         self.appended = self.duplicates = self.batches = 0
+        self.unwalked = 0  # events committed since the last walk
         self.head = head
         self.report: VerifyReport | None = None
 
