@@ -133,9 +133,10 @@ def _import_whole(ledger: Ledger, name: str, force: bool, walker: _Walker | None
 
 
 class _Walker:
-    """Walks the chain after each commit from the last verified point, re-reading what was stored, and
-    moves the point to the head; with no full walk recorded yet, the first is from seq 1 and recorded
-    as one (what the first integrity report would otherwise walk inside its request)."""
+    """Walks the chain, when told (every WALK_EVERY events committed, and at the end), from the last
+    verified point, re-reading what was stored, and moves the point to the head; with no full walk
+    recorded yet, the first is from seq 1 and recorded as one (what the first integrity report would
+    otherwise walk inside its request)."""
 
     def __init__(self, ledger: Ledger) -> None:
         self.store = ledger.store
