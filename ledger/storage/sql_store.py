@@ -889,9 +889,17 @@ class SqlTables:
         )
         return heapq.merge(checks, keys)
 
-    def index_rows(self) -> Iterator[tuple[Any, ...]]:
-        """Every derived row at every level, in the order each level keeps them (no sort):
-        ("key", key, seq) and ("check", work_id, source, observed_us, seq, recorded_us, notices)."""
+    def index_rows(self, after: int = 0) -> Iterator[tuple[Any, ...]]:
+        """Every derived row at every level (or those of the events after seq `after`), in the order
+        each level keeps them (no sort): ("key", key, seq) and ("check", work_id, source, observed_us,
+        seq, recorded_us, notices)."""
+        if after:
+            # by seq, where the big levels have an index: a range costs its rows, not the level's
+            for lv in LEVELS:
+                keys = self._by_seq(level_table("event_keys", lv), "seq, key", after, None)
+                yield from (("key", k, s) for s, k in keys)
+            yield from (("check", *r[1:4], r[0], *r[4:]) for r in self.check_works_after(after))
+            return
         for lv in LEVELS:
             table = level_table("event_keys", lv)
             rows = self._ordered(f"SELECT key, seq FROM {table} WHERE 1 = 1", ["key", "seq"], ())

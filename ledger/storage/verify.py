@@ -159,11 +159,12 @@ def _walk(
     event, Merkle fill, signed checkpoint) in the same read as the last rows, so an append landing
     meanwhile is never taken for a cut-off.
 
-    A whole walk in one read holds the derived rows (keys, standing checks' works) to the events as
-    two multisets, the stored ones read in any order; a paced or resumed walk, or a whole walk whose
-    multisets differ (walked again to name the seq), compares each event's rows as it passes it."""
+    A walk in one read (whole or resumed) holds the derived rows (keys, standing checks' works) of the
+    events it walks to those events as two multisets, the stored ones read in any order; a paced walk,
+    or one whose multisets differ (walked again to name the seq), compares each event's rows as it
+    passes it."""
     tables = store.tables
-    exact = exact or batch is not None or start.seq > 0
+    exact = exact or batch is not None
     walk = _Walk(tables, start, progress, every, exact)
     held: Checkpoint | str | None = None
     first = True
@@ -179,7 +180,8 @@ def _walk(
             rows: Iterable[ChainLink]
             if not exact:
                 walk.begin(iter(()))
-                if not walk.run_rows(store.iter_rows()) or walk.derived != _digest(tables.index_rows()):
+                index = tables.index_rows(after=start.seq)
+                if not walk.run_rows(store.iter_rows(after=start.seq)) or walk.derived != _digest(index):
                     # a break, or rows that differ: walked again, each event's rows compared as it
                     # passes, to name whichever break comes first
                     return _walk(store, start, progress, every, exact=True)
@@ -332,12 +334,15 @@ class _Walk:
         it is what a full verify pays per event."""
         prev, last_seq, last_recorded = self.chain.prev, self.chain.last_seq, self.chain.last_recorded
         versions, tree, pending, filled = self.chain.versions, self.tree, self.pending, self.filled
+        # a resumed walk: a stream's version before the start is read once, when first met
+        version_of = self.chain.version if self.start.seq else lambda stream: versions.get(stream, 0)
+        touched = self.touched
         count, total = self.derived
         prev_digest = bytes.fromhex(prev)
         checked, progress, every = self.checked, self.progress, self.every
         for row in rows:
             seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev_hash, h = row[:10]
-            if seq != last_seq + 1 or prev_hash != prev or version != versions.get(stream, 0) + 1:
+            if seq != last_seq + 1 or prev_hash != prev or version != version_of(stream) + 1:
                 return False
             raw = data.encode()
             text = f"{event_id}{observed_at}{recorded_at}{stream}{type_}"
@@ -360,6 +365,10 @@ class _Walk:
             if parse_ts(observed_at) != observed_us:
                 return False
             keys = stored_keys(event_id, type_, raw)
+            if touched is not None:
+                touched.update(k for k in keys if k.startswith((OBSERVATION, EVENT)))
+                if len(touched) > _TOUCHED_MAX:
+                    touched = self.touched = None  # a long resumed walk: check everything
             count += len(keys)
             total += sum(hash(("key", k, seq)) for k in keys)
             if type_ == _STANDING:
@@ -434,12 +443,12 @@ def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | Non
     """The inbound spans are the ones the events give (ledger/spans.py), observation by observation:
     every one, or those whose keys are in `only` (a resumed walk: the walk it resumes checked the rest)."""
     oids = None if only is None else sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
-    if oids is None and _same_rows(
-        # an observation has spans only if a resolution of it names a paper
-        (r for _, steps in tables.observation_steps() if any(s.cited for s in steps) for r in history(steps)),
-        tables.span_rows(ordered=False),
-    ):
-        return None  # every span: held equal as two multisets, read in any order (no sort)
+    if oids == []:
+        return None
+    # an observation has spans only if a resolution of it names a paper
+    cited = (mine for _, mine in tables.observation_steps(oids) if any(s.cited for s in mine))
+    if _same_rows((r for mine in cited for r in history(mine)), tables.span_rows(oids, ordered=False)):
+        return None  # every span (of these observations): held equal as two multisets, read in any order
     # a mismatch (or a few observations): observation by observation, to name the first that breaks
     stored = itertools.groupby(tables.span_rows(oids), key=lambda r: r.observation_id)
     have = next(stored, None)

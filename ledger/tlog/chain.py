@@ -87,7 +87,8 @@ class Follower:
         # a walk that starts mid-chain asks where a stream stood before it
         self._version_before = version_before
 
-    def _version(self, stream: str) -> int:
+    def version(self, stream: str) -> int:
+        """The stream's version at the end of the chain walked so far."""
         if stream not in self.versions:
             self.versions[stream] = self._version_before(stream) if self._version_before else 0
         return self.versions[stream]
@@ -100,7 +101,7 @@ class Follower:
             return f"seq {e.seq} follows {self.last_seq}: the sequence has a gap or is reordered", body
         if e.prev_hash != self.prev:
             return "prev_hash does not match the previous event's hash (reordered or removed events)", body
-        version_before = self._version(e.stream)
+        version_before = self.version(e.stream)
         if e.stream_version != version_before + 1:
             return f"stream_version {e.stream_version} of {e.stream} does not follow {version_before}", body
         if link_hash(self.prev, body) != e.hash:

@@ -5,8 +5,9 @@ rules that span lines are checked as the batches of the second pass will meet th
 or seen earlier in the file with other content, an observation cited by another paper than the one it
 belongs to, a resolution of an observation with no citation in the ledger or earlier in the file. What
 those rules must remember of earlier lines (each new event id with a digest of its content, each new
-observation with its paper) goes to a scratch SQLite file, not to memory, so a file of any size is
-checked in the memory of one chunk of lines. The decoded events are dropped after each chunk.
+observation with its paper) is held in memory up to `HELD` of them, then goes to a scratch SQLite file,
+so a file of any size is checked in bounded memory. The decoded events are dropped after each chunk
+(but the first batch's, which the second pass appends as they are).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ledger.model.codec import (
     check_rules,
     decode_json,
     derived_id,
+    plain_event,
     quick_event,
     to_event,
     type_of,
@@ -40,15 +42,23 @@ _ENCODE = msgspec.json.Encoder(order="sorted").encode
 _NUL = b"\\u0000"
 # SQLite's page cache for the scratch file: its tree of ids outgrows it, the OS caches the rest
 _SCRATCH_CACHE_KB = 8192
+# line numbers the check remembers as decoded by the exact path (rare: escapes, repeated keys)
+MAX_EXACT = 100_000
+# ids and observations remembered in memory (about 150 bytes each: 9 MB) before they go to the scratch file
+HELD = 60_000
 
 
-def decode_line(raw: bytes, where: str, now: int) -> Event:
-    """One NDJSON line -> a typed event, its rules checked at `now` (the ledger's clock)."""
-    event = quick_event(raw)
-    if event is None:
-        event = to_event(decode_json(raw, where), where)
-    check_rules(event, where, now)
-    return event
+def redecode_line(raw: bytes, where: str, exact: bool) -> Event:
+    """A line the first pass decoded again, its bytes the same (the second pass proves it by their hash
+    before it appends): by msgspec's decoder alone when `quick_event` took it then (which proved that
+    decoder exact for these bytes), else as the first pass did; bytes that changed meanwhile may be
+    refused here, named."""
+    if not exact:
+        try:
+            return plain_event(raw)
+        except msgspec.MsgspecError:
+            pass
+    return quick_event(raw) or to_event(decode_json(raw, where), where)
 
 
 def _key(uuid_text: str) -> bytes:
@@ -57,7 +67,7 @@ def _key(uuid_text: str) -> bytes:
 
 
 class _Line:
-    __slots__ = ("data", "event", "fingerprint", "id", "type", "where")
+    __slots__ = ("data", "event", "fingerprint", "id", "key", "type", "where")
 
     def __init__(self, event: Event, where: str) -> None:
         self.event = event
@@ -67,6 +77,7 @@ class _Line:
         if _NUL in self.data:  # the encoder escapes U+0000, so its absence proves there is none
             check_ijson_data(self.data, where)
         self.id = event.event_id or derived_id(self.data, event.observed_at, self.type)
+        self.key = _key(self.id)
         # what "the same content" is compared on (type, observed_at, data), in 16 bytes
         self.fingerprint = blake3(
             b"%b\x00%b\x00%b" % (self.type.encode(), event.observed_at.encode(), self.data)
@@ -76,13 +87,25 @@ class _Line:
 class FileCheck:
     """The first pass over one file's lines, against the ledger as it is now (`tables`)."""
 
-    def __init__(self, tables: Tables, now: int, scratch_dir: str | None = None) -> None:
+    def __init__(self, tables: Tables, now: int, scratch_dir: str | None = None, keep: int = 0) -> None:
         self._tables = tables
         self._now = now
         self._scratch_dir = scratch_dir
+        # the decoded events of the first `keep` non-empty lines, with their places: the first batch,
+        # appended from here rather than read and decoded again
+        self._keep = keep
+        self.kept: list[tuple[Event, str]] = []
+        # the lines quick_event did not take (the exact decoder's), up to a bound; None: too many to hold
+        self.exact: set[int] | None = set()
         self.lines = 0  # non-empty lines checked
         self.new = 0  # events the file would append (as the ledger is now)
         self.duplicates = 0
+
+    def _exact(self, n: int) -> None:
+        if self.exact is not None:
+            self.exact.add(n)
+            if len(self.exact) > MAX_EXACT:
+                self.exact = None
 
     @contextmanager
     def scratch(self) -> Iterator[sqlite3.Connection]:
@@ -107,7 +130,8 @@ class FileCheck:
 
     def run(self, numbered: Iterable[tuple[int, bytes]]) -> None:
         """Check every (number, line); raise the first refusal, naming its line."""
-        with self.scratch() as scratch:
+        with self.scratch() as conn:
+            scratch = _Remembered(conn)
             chunk: list[tuple[int, bytes]] = []
             for item in numbered:
                 chunk.append(item)
@@ -117,30 +141,30 @@ class FileCheck:
             if chunk:
                 self._chunk(scratch, chunk)
 
-    def _chunk(self, scratch: sqlite3.Connection, numbered: Sequence[tuple[int, bytes]]) -> None:
+    def _chunk(self, scratch: _Remembered, numbered: Sequence[tuple[int, bytes]]) -> None:
         lines = []
         for n, raw in numbered:
             if raw.strip():
                 where = f"line {n}"
-                lines.append(_Line(decode_line(raw, where, self._now), where))
+                event = quick_event(raw)
+                if event is None:
+                    event = to_event(decode_json(raw, where), where)
+                    self._exact(n)
+                check_rules(event, where, self._now)
+                lines.append(_Line(event, where))
         self.lines += len(lines)
+        if len(self.kept) < self._keep:
+            self.kept += [(x.event, x.where) for x in lines[: self._keep - len(self.kept)]]
         new = self._new_lines(scratch, lines)
         self._owners(scratch, new)
-        scratch.executemany(
-            "INSERT INTO ids (id, fingerprint, line) VALUES (?, ?, ?)",
-            sorted((_key(x.id), x.fingerprint, x.where) for x in new),
-        )
+        scratch.add_ids([(x.key, x.fingerprint, x.where) for x in new])
         self.new += len(new)
         self.duplicates += len(lines) - len(new)
 
-    def _new_lines(self, scratch: sqlite3.Connection, lines: list[_Line]) -> list[_Line]:
+    def _new_lines(self, scratch: _Remembered, lines: list[_Line]) -> list[_Line]:
         """The lines whose event is new; a repeat with other content is refused, as the append would."""
-        ids = sorted({x.id for x in lines})
-        earlier = {
-            row[0]: (row[1], row[2])
-            for row in _select(scratch, "SELECT id, fingerprint, line FROM ids WHERE id IN ", map(_key, ids))
-        }
-        unseen = [i for i in ids if _key(i) not in earlier]
+        earlier = scratch.ids({x.key for x in lines})
+        unseen = sorted({x.id for x in lines if x.key not in earlier})
         stored = self._tables.stored_events(unseen) if unseen else {}
         new: list[_Line] = []
         first: dict[str, _Line] = {}
@@ -155,7 +179,7 @@ class FileCheck:
                     )
                 continue
             seen = first.get(x.id)
-            before = (seen.fingerprint, seen.where) if seen is not None else earlier.get(_key(x.id))
+            before = (seen.fingerprint, seen.where) if seen is not None else earlier.get(x.key)
             if before is not None:
                 if before[0] != x.fingerprint:
                     raise Conflict(
@@ -168,14 +192,13 @@ class FileCheck:
             new.append(x)
         return new
 
-    def _owners(self, scratch: sqlite3.Connection, new: list[_Line]) -> None:
+    def _owners(self, scratch: _Remembered, new: list[_Line]) -> None:
         """Each new citation's observation belongs to its paper; each new resolution's has a citation."""
         oids = sorted({x.event.data.observation_id for x in new if x.type in _OBSERVED})  # type: ignore[union-attr]
         if not oids:
             return
         by_key = {_key(o): o for o in oids}
-        known = dict(_select(scratch, "SELECT oid, paper FROM owners WHERE oid IN ", by_key))
-        known = {by_key[k]: paper for k, paper in known.items()}
+        known = {by_key[k]: paper for k, paper in scratch.owners(by_key).items()}
         missing = [o for o in oids if o not in known]
         if missing:
             known.update(self._tables.citing_papers(missing))
@@ -197,13 +220,60 @@ class FileCheck:
                     f"no citation.observed for observation {d.observation_id} in the ledger or earlier in "
                     "the file",
                 )
-        scratch.executemany(
-            "INSERT INTO owners (oid, paper) VALUES (?, ?)",
-            sorted((_key(o), p) for o, p in added.items()),
-        )
+        scratch.add_owners([(_key(o), p) for o, p in added.items()])
 
 
 _OBSERVED = ("citation.observed", "resolution.observed")
+
+
+class _Remembered:
+    """What the check remembers of earlier lines: each new event id (its fingerprint and line) and each
+    new observation (its paper), in memory up to `HELD` of them, then all in the scratch file."""
+
+    def __init__(self, conn: sqlite3.Connection, held: int | None = None) -> None:
+        self._conn = conn
+        self._held = HELD if held is None else held
+        self._ids: dict[bytes, tuple[bytes, str]] | None = {}
+        self._owners: dict[bytes, str] = {}
+
+    def ids(self, keys: Iterable[bytes]) -> dict[bytes, tuple[bytes, str]]:
+        """The remembered (fingerprint, line) of these ids."""
+        if self._ids is not None:
+            ids = self._ids
+            return {k: ids[k] for k in keys if k in ids}
+        rows = _select(self._conn, "SELECT id, fingerprint, line FROM ids WHERE id IN ", sorted(keys))
+        return {row[0]: (row[1], row[2]) for row in rows}
+
+    def owners(self, keys: Iterable[bytes]) -> dict[bytes, str]:
+        """The remembered paper of these observations."""
+        if self._ids is not None:
+            owners = self._owners
+            return {k: owners[k] for k in keys if k in owners}
+        return dict(_select(self._conn, "SELECT oid, paper FROM owners WHERE oid IN ", sorted(keys)))
+
+    def add_ids(self, rows: list[tuple[bytes, bytes, str]]) -> None:
+        """Remember these (id, fingerprint, line)."""
+        if self._ids is not None:
+            self._ids.update((k, (f, w)) for k, f, w in rows)
+            self._spill()
+        else:
+            self._conn.executemany("INSERT INTO ids (id, fingerprint, line) VALUES (?, ?, ?)", sorted(rows))
+
+    def add_owners(self, rows: list[tuple[bytes, str]]) -> None:
+        """Remember these (observation, paper)."""
+        if self._ids is not None:
+            self._owners.update(rows)
+        else:
+            self._conn.executemany("INSERT INTO owners (oid, paper) VALUES (?, ?)", sorted(rows))
+
+    def _spill(self) -> None:
+        """Past `held`, everything goes to the scratch file (in key order: one pass over its trees)."""
+        if self._ids is None or len(self._ids) + len(self._owners) <= self._held:
+            return
+        ids, self._ids = self._ids, None
+        self.add_ids(sorted((k, f, w) for k, (f, w) in ids.items()))
+        self.add_owners(sorted(self._owners.items()))
+        self._owners = {}
 
 
 def _select(conn: sqlite3.Connection, sql: str, keys: Iterable[bytes]) -> list[Any]:
