@@ -1,6 +1,6 @@
 """service/intake/load.py: the chain is walked after every WALK_EVERY events committed and after the
-last commit (also of an import stopped by a refused batch), so the first integrity report after an
-import walks nothing however its commits were grouped into walks."""
+last commit (also of an import stopped by a refused batch), so that the first integrity report after
+an import walks nothing, however its commits were grouped into walks."""
 
 from __future__ import annotations
 
