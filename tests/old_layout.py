@@ -76,6 +76,8 @@ def layout_at(backend: str, version: int) -> Layout:
             continue
         if table.name == "watches" and not has(backend, version, "watch_owners"):
             table = dataclasses.replace(table, columns=table.columns[:-1], indexes=())
+        if table.name == "catalogue_works" and not has(backend, version, "catalogue_by_seq"):
+            table = dataclasses.replace(table, primary_key=("ident",), uniques=())
         if not has(backend, version, "four_levels"):
             table = _before_four_levels(table)
         if table.name == "events" and not has(backend, version, "event_keys"):

@@ -260,9 +260,10 @@ class SqlCatalogue:
         (which intersects the words), by seq; each work's seq and identity go in `keys`."""
         found: dict[tuple[str, ...], list[int]] = {a: [] for a in asks}
         if self.store.dialect.name == "sqlite":
+            # the rowid is the seq: FTS5 gives its matches in rowid order and stops at the limit
             sql = (
-                "SELECT seq, ident FROM catalogue_works WHERE rowid IN (SELECT rowid FROM "
-                "catalogue_works_fts WHERE catalogue_works_fts MATCH ?) ORDER BY seq LIMIT ?"
+                "SELECT seq, ident FROM catalogue_works WHERE seq IN (SELECT rowid FROM "
+                "catalogue_works_fts WHERE catalogue_works_fts MATCH ? ORDER BY rowid LIMIT ?) ORDER BY seq"
             )
             for a in asks:
                 q = " AND ".join(f'"{w}"' for w in a)
@@ -270,12 +271,14 @@ class SqlCatalogue:
                     found[a].append(int(s))
                     keys[int(s)] = (int(s), ident)
         else:
-            # one statement per round: each ask's works through the GIN index
+            # one statement per round: each ask's works through the GIN index. `seq + 0`: ordered by
+            # the key's own index, the planner would walk the works in seq order testing each one's
+            # words, which for a rare set of words reads most of the table
             sql = (
                 "SELECT q.n, w.seq, w.ident FROM (SELECT n, to_tsquery('simple', x) AS x "
                 "  FROM unnest(?::int[], ?::text[]) AS u(n, x)) AS q "
                 "CROSS JOIN LATERAL (SELECT seq, ident FROM catalogue_works WHERE words @@ q.x "
-                "  ORDER BY seq LIMIT ?) AS w"
+                "  ORDER BY seq + 0 LIMIT ?) AS w"
             )
             queries = [" & ".join(f"'{w}'" for w in a) for a in asks]
             params = (list(range(len(asks))), queries, limit)

@@ -154,12 +154,15 @@ def _smaller_levels(base: str, columns: tuple[Column, ...], key: tuple[str, ...]
 
 
 # the resolver's catalogue (ledger/storage/derived/catalogue.py): one row per DOI (its latest
-# work.observed) and per arXiv paper (its latest paper.observed), replaced in place as later ones arrive
+# work.observed) and per arXiv paper (its latest paper.observed), replaced in place as later ones arrive.
+# Keyed by its event's seq: on SQLite the seq is the rowid, so the title index gives a search's works in
+# seq order and stops at the first `limit` of them (ledger/storage/catalogue_store.py)
 _CATALOGUE = (
     Table(
         "catalogue_works",
         _columns_of(Row),
-        ("ident",),
+        ("seq",),
+        uniques=(("ident",),),
         indexes=(
             Index("catalogue_works_doi_key", ("doi_key",)),
             Index("catalogue_works_arxiv_key", ("arxiv_key",)),
