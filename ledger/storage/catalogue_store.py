@@ -238,26 +238,25 @@ class SqlCatalogue:
             if not any(chosen):
                 return [[] for _ in texts]
             total = int(self.store.query(conn, "SELECT COUNT(*) FROM catalogue_works").fetchone()[0])
-            keys: dict[int, tuple[int, str]] = {}
+            idents: dict[int, str] = {}  # each work found, by seq
             found: dict[tuple[str, ...], frozenset[int]] = {}
             rankings = [Ranking(words, docs, total, limit) for words in chosen]
             # a round per tier: each text's next word sets, asked once for the batch
             while pending := [r for r in rankings if r.asks()]:
                 asks = sorted({a for r in pending for a in r.asks()} - found.keys())
                 if asks:
-                    found.update(self._holding(conn, asks, limit, keys))
+                    found.update(self._holding(conn, asks, limit, idents))
                 for r in pending:
                     r.take(found)
-            seq = {i: k[0] for i, k in keys.items()}
-            picked = [cut(r.tiers, seq, limit) for r in rankings]
-            works = self._by_idents(conn, sorted({keys[i][1] for p in picked for i in p}))
-        return [[works[keys[i][1]] for i in p] for p in picked]
+            picked = [cut(r.tiers, limit) for r in rankings]
+            works = self._by_idents(conn, sorted({idents[s] for p in picked for s in p}))
+        return [[works[idents[s]] for s in p] for p in picked]
 
     def _holding(
-        self, conn: Any, asks: list[tuple[str, ...]], limit: int, keys: dict[int, tuple[int, str]]
+        self, conn: Any, asks: list[tuple[str, ...]], limit: int, idents: dict[int, str]
     ) -> dict[tuple[str, ...], frozenset[int]]:
-        """For each ask, the `limit` works of least seq that hold all its words, found by the index
-        (which intersects the words), by seq; each work's seq and identity go in `keys`."""
+        """For each ask, the seqs of the `limit` works of least seq that hold all its words, found by the
+        index (which intersects the words); each work's identity goes in `idents`, by seq."""
         found: dict[tuple[str, ...], list[int]] = {a: [] for a in asks}
         if self.store.dialect.name == "sqlite":
             # the rowid is the seq: FTS5 gives its matches in rowid order and stops at the limit
@@ -269,7 +268,7 @@ class SqlCatalogue:
                 q = " AND ".join(f'"{w}"' for w in a)
                 for s, ident in self.store.query(conn, sql, (q, limit)).fetchall():
                     found[a].append(int(s))
-                    keys[int(s)] = (int(s), ident)
+                    idents[int(s)] = ident
         else:
             # one statement per round: each ask's works through the GIN index. `seq + 0`: ordered by
             # the key's own index, the planner would walk the works in seq order testing each one's
@@ -284,7 +283,7 @@ class SqlCatalogue:
             params = (list(range(len(asks))), queries, limit)
             for n, s, ident in self.store.query(conn, sql, params).fetchall():
                 found[asks[n]].append(int(s))
-                keys[int(s)] = (int(s), ident)
+                idents[int(s)] = ident
         return {a: frozenset(ids) for a, ids in found.items()}
 
     def _by_idents(self, conn: Any, idents: list[str]) -> dict[str, CatalogueWork]:

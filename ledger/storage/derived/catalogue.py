@@ -249,33 +249,23 @@ def tiers(
 ) -> list[set[int]]:
     """The works that hold what `needed` asks of a text's rarest words, in tiers of equal weight (the
     summed weight of the distinct words a work holds), heaviest first. `postings` gives the works
-    (by any id the backend keeps) holding each word."""
+    (by any id the backend keeps) holding each word. The ranking's definition, from every word's works
+    at once: the tests hold `Ranking`, which asks the index a tier at a time, to it."""
     least, must = needed(words, docs)
     ws = list(dict.fromkeys(w for w in words if w in postings))
-    # the works holding exactly each set of the words (bit i: the i-th word), split one word at a time:
-    # each word's works are read once, not once per set
-    exact: dict[int, set[int]] = {}
-    for i, w in enumerate(ws):
-        held = postings[w]
-        alone = set(held)
-        for n in list(exact):
-            both = exact[n] & held
-            if both:
-                exact[n] -= both
-                alone -= both
-                exact[n | 1 << i] = both
-                if not exact[n]:
-                    del exact[n]
-        if alone:
-            exact[1 << i] = alone
-    weights = [weight(docs.get(w, 0), total) for w in ws]
     by_points: dict[int, set[int]] = {}
-    for n, found in exact.items():
-        subset = [i for i in range(len(ws)) if n >> i & 1]
-        if len(subset) < least or (must is not None and all(ws[i] != must for i in subset)):
+    # the works holding exactly each set of the words: at most 2**RAREST sets, each a few set operations
+    for n in range(1, 1 << len(ws)):
+        subset = [w for i, w in enumerate(ws) if n >> i & 1]
+        if len(subset) < least or (must is not None and must not in subset):
             continue
-        points = sum(weights[i] for i in subset)
-        by_points.setdefault(points, set()).update(found)
+        exact = set(postings[subset[0]]).intersection(*(postings[w] for w in subset[1:]))
+        for i, w in enumerate(ws):
+            if exact and not n >> i & 1:
+                exact -= postings[w]
+        if exact:
+            points = sum(weight(docs.get(w, 0), total) for w in subset)
+            by_points.setdefault(points, set()).update(exact)
     return [by_points[p] for p in sorted(by_points, reverse=True)]
 
 
@@ -341,12 +331,12 @@ def reached(ranked: list[set[int]], limit: int) -> list[set[int]]:
     return out
 
 
-def cut(ranked: list[set[int]], seq: dict[int, int], limit: int) -> list[int]:
-    """The first `limit` works of the tiers, each tier by seq (`seq` maps a work's id to its seq): the
-    order both backends give."""
+def cut(ranked: list[set[int]], limit: int, seq: dict[int, int] | None = None) -> list[int]:
+    """The first `limit` works of the tiers, each tier by seq (`seq` maps a work's id to its seq; none:
+    the ids are the seqs): the order both backends give."""
     out: list[int] = []
     for tier in reached(ranked, limit):
-        out += heapq.nsmallest(limit - len(out), tier, key=seq.__getitem__)
+        out += heapq.nsmallest(limit - len(out), tier, key=None if seq is None else seq.__getitem__)
     return out
 
 

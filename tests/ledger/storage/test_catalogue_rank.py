@@ -40,7 +40,7 @@ def test_tiers_and_cut_rank_by_points_then_seq(
     local = {seq: (seq * 7919 + offset) % 1_000_003 for seq in held}
     seq_of = {i: s for s, i in local.items()}
     postings = {w: frozenset(local[s] for s, ws in held.items() if w in ws) for w in WORDS}
-    got = [seq_of[i] for i in cut(tiers(WORDS, docs, total, postings), seq_of, limit)]
+    got = [seq_of[i] for i in cut(tiers(WORDS, docs, total, postings), limit, seq_of)]
     assert got == brute(WORDS, docs, total, held, limit)
 
 
@@ -61,5 +61,5 @@ def test_a_rarer_word_outweighs_a_commoner_one() -> None:
     # a work holding the rare word ranks before one holding the common word, though its seq is later
     postings = {"alpha": frozenset({2}), "beta": frozenset({1})}
     docs = {"alpha": 1, "beta": 100}
-    assert cut(tiers(["alpha", "beta"], docs, 10_000, postings), {1: 1, 2: 2}, 2) == [2, 1]
+    assert cut(tiers(["alpha", "beta"], docs, 10_000, postings), 2, {1: 1, 2: 2}) == [2, 1]
     assert sum(docs.values()) < catalogue.MATCH_BUDGET

@@ -39,7 +39,7 @@ def rank(
     while asks := r.asks():
         asked += len(asks)
         r.take(index(held, limit, asks))
-    return cut(r.tiers, {s: s for s in held}, limit), asked
+    return cut(r.tiers, limit, {s: s for s in held}), asked
 
 
 @given(
@@ -53,7 +53,7 @@ def test_asked_a_tier_at_a_time_the_cut_is_that_of_whole_postings(
 ) -> None:
     got, _ = rank(words, docs, held, limit)
     postings = {w: frozenset(s for s, ws in held.items() if w in ws) for w in words}
-    assert got == cut(tiers(words, docs, TOTAL, postings), {s: s for s in held}, limit)
+    assert got == cut(tiers(words, docs, TOTAL, postings), limit, {s: s for s in held})
     assert got == brute(words, docs, TOTAL, held, limit)
 
 
