@@ -129,8 +129,9 @@ def ingest(
         if source in WHOLE_DATABASE and not force and last is not None and summary.read * 2 < last.rows_read:
             raise Refused(UNDER_HALF, _under_half(summary.read, last), forceable=True)
         seq = result.items[-1].seq if result.items else None
-        rows = (summary.read, summary.matched)
-        tx.save_receipt(new_receipt(source, observed_at, digest, rows, result.appended, seq))
+        tx.save_receipt(
+            new_receipt(source, observed_at, digest, summary.read, summary.matched, result.appended, seq)
+        )
 
     began = time.perf_counter()
     result = ledger.append(parsed.events, places=parsed.places, within=receipt)

@@ -25,14 +25,14 @@ def new_receipt(
     source: str,
     observed_at: str,
     file: Digest,
-    rows: tuple[int, int],
+    read: int,
+    matched: int,
     appended: int,
     seq: int | None,
 ) -> IngestReceipt:
     """The receipt of a file accepted now: what it was (sha256 and size as given), the rows read and
     matched, the events new to the ledger and the last seq the ingest appended."""
     at = now_us()
-    read, matched = rows
     return IngestReceipt(
         source, observed_at, parse_ts(observed_at), format_recorded(at), at, file.sha256, file.size, read,
         matched, appended, seq,

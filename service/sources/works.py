@@ -180,9 +180,8 @@ def ingest_works(
         def receipt(tx: WriteTx, result: AppendResult) -> None:
             # with the last batch: the receipt says the whole file was taken
             seq = result.items[-1].seq if result.items else summary.last_seq
-            appended_ = summary.appended + result.appended
-            rows = (summary.read, summary.works)
-            tx.save_receipt(new_receipt(NAME, observed_at, digest, rows, appended_, seq))
+            new = summary.appended + result.appended
+            tx.save_receipt(new_receipt(NAME, observed_at, digest, summary.read, summary.works, new, seq))
 
         _append(ledger, batch, summary, appended, receipt)
     if summary.head is None:
