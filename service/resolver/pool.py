@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, NamedTuple
+from typing import Any
 
 from ledger.model.resolving import Decision, RefInput
 from service.ledger import Ledger
@@ -109,7 +109,9 @@ class DecidePool:
                 return _Decided(self._pool.submit(_decide, batch), lambda: self._instead(batch))
             except BrokenProcessPool:
                 pass
-        return _Now(self._instead(batch))
+        made: Future[list[Decision]] = Future()
+        made.set_result(self._instead(batch))
+        return made
 
     def _instead(self, batch: list[RefInput]) -> list[Decision]:
         if self._here is None:
@@ -128,14 +130,6 @@ class DecidePool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _Now(NamedTuple):
-    decisions: list[Decision]
-
-    def result(self) -> list[Decision]:
-        """The batch's decisions, made already."""
-        return self.decisions
 
 
 def resolve_on_cores(
