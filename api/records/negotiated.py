@@ -78,9 +78,12 @@ async def no_such_page(request: Request, exc: Exception) -> Response:
     return answered
 
 
-def error(request: Request, err: LedgerError, back: list[tuple[str, str]] | None = None) -> Response:
-    """The error as a page for a browser, else in the JSON error shape; both Vary on Accept."""
-    if wants_html(request):
+def error(
+    request: Request, err: LedgerError, back: list[tuple[str, str]] | None = None, *, html: bool | None = None
+) -> Response:
+    """The error as a page for a browser, else in the JSON error shape; both Vary on Accept. `html`: the
+    route's own choice (one whose default is the page), else `wants_html`."""
+    if wants_html(request) if html is None else html:
         answered: Response = error_page(err, back)
     else:
         answered = JSONResponse(error_answer(err), status_code=status_of(err))

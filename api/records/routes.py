@@ -9,7 +9,7 @@ from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from api import docs
@@ -25,7 +25,7 @@ from api.common import (
     read_body,
     settings_of,
 )
-from api.errors import ChainUnhealthy, error_answer, status_of
+from api.errors import ChainUnhealthy
 from api.negotiate import VARY, prefers_json
 from api.ops import telemetry
 from api.ops.scrub import broken_walk, chain_headers, passes_of
@@ -235,9 +235,7 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
                 details={"arxiv_id": arxiv_id, "first_observed_at": None},
             )
     except LedgerError as e:
-        failed = JSONResponse(error_answer(e), status_code=status_of(e)) if as_json else error_page(e)
-        failed.headers.update(VARY)
-        return failed
+        return negotiated.error(request, e, html=not as_json)
     base = f"/paper/{arxiv_id}"
     snapshots = [
         {

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from api import docs
 from api.common import JSON, head_headers, ledger_of, settings_of
-from api.errors import error_answer, status_of
 from api.negotiate import VARY, prefers_json
 from api.ops.scrub import broken_walk, chain_headers
-from api.records.render import render_error_page, render_search_page
+from api.records import negotiated
+from api.records.render import render_search_page
 from ledger.model.codec import canonical
 from ledger.model.errors import LedgerError
 from service.search import MAX_PAGE, PER_PAGE, Answer, record_href, search
@@ -54,10 +54,7 @@ async def search_titles(
     try:
         answer: Answer = await run_in_threadpool(search, ledger, q, page, index=not read_only)
     except LedgerError as e:
-        if as_json:
-            return JSONResponse(error_answer(e), status_code=status_of(e), headers=VARY)
-        page_ = render_error_page(status_of(e), e.message, [("Papers", "/")])
-        return HTMLResponse(page_, status_of(e), headers=VARY)
+        return negotiated.error(request, e, [("Papers", "/")], html=not as_json)
     if answer.arxiv_id is not None and not as_json:
         location = request.scope.get("root_path", "") + f"/paper/{answer.arxiv_id}"
         return RedirectResponse(location, status_code=303, headers=VARY)
