@@ -156,6 +156,14 @@ def _refusals() -> list[Any]:
 def test_one_refused_line_refuses_the_file_and_writes_nothing(
     fresh_ledger: Ledger, tmp_path: Path, at: int, bad: bytes, error: type[LedgerError], match: str
 ) -> None:
+    refused_whole(fresh_ledger, tmp_path, at, bad, error, match)
+
+
+def refused_whole(
+    ledger: Ledger, tmp_path: Path, at: int, bad: bytes, error: type[LedgerError], match: str
+) -> None:
+    """A file with `bad` as its line `at` is refused with `error` matching `match`, and nothing of it is
+    written, not even its progress."""
     lines = [line(e) for e in history(12)]
     # the line before the refused one names the id it repeats (its own content)
     lines[at - 2] = line({**event_to_dict(history(12)[at - 2]), "event_id": fx.oid_of(7)})
@@ -163,9 +171,9 @@ def test_one_refused_line_refuses_the_file_and_writes_nothing(
     path = tmp_path / "f.ndjson"
     path.write_bytes(b"".join(lines))
     with pytest.raises(error, match=match):
-        import_file(fresh_ledger, path, batch_size=10)
-    assert fresh_ledger.head().seq == 0
-    assert fresh_ledger.store.tables.import_progress(file_key(path)) is None
+        import_file(ledger, path, batch_size=10)
+    assert ledger.head().seq == 0
+    assert ledger.store.tables.import_progress(file_key(path)) is None
 
 
 def test_an_id_stored_with_other_content_is_named(imported_ledger: Ledger, tmp_path: Path) -> None:

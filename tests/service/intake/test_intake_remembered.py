@@ -7,13 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from ledger.model.codec import event_to_dict
 from ledger.model.errors import LedgerError
 from service.intake import check
-from service.intake.load import file_key, import_file
+from service.intake.load import import_file
 from service.ledger import Ledger
-from tests import factories as fx
-from tests.service.intake.test_intake_load import _refusals, history, line
+from tests.service.intake.test_intake_load import _refusals, history, line, refused_whole
 
 # (ids and observations held in memory, lines a chunk): all in memory; spilled to the scratch file at
 # once; spilled after a few chunks
@@ -35,17 +33,7 @@ def test_a_rule_across_lines_refuses_alike_in_memory_and_spilled(
 ) -> None:
     monkeypatch.setattr(check, "HELD", held)
     monkeypatch.setattr(check, "CHUNK", chunk)
-    events = history(12)
-    lines = [line(e) for e in events]
-    # the line before the refused one names the id it repeats (its own content), as in test_intake_load
-    lines[at - 2] = line({**event_to_dict(events[at - 2]), "event_id": fx.oid_of(7)})
-    lines.insert(at - 1, bad)
-    path = tmp_path / "f.ndjson"
-    path.write_bytes(b"".join(lines))
-    with pytest.raises(error, match=match):
-        import_file(fresh_ledger, path, batch_size=10)
-    assert fresh_ledger.head().seq == 0
-    assert fresh_ledger.store.tables.import_progress(file_key(path)) is None
+    refused_whole(fresh_ledger, tmp_path, at, bad, error, match)
 
 
 @pytest.mark.parametrize(("held", "chunk"), _TIERS)
