@@ -10,10 +10,11 @@ Runs of `ledger import FILE` (this checkout), each into its own empty ledger:
 2. **killed**: the same file, killed with SIGKILL (it and its child processes) once its progress row
    (`import_progress`, written in each batch's transaction) passes `--at` of the file's lines. The
    bytes and lines committed when it died are read back afterwards.
-3. **reference**: what the part not committed costs by itself. The killed run's ledger is copied (the
-   SQLite backup API; PostgreSQL `CREATE DATABASE ... TEMPLATE`) and the file's bytes after the
-   committed offset, written to a file of their own, are imported into the copy: a check of those
-   lines and their appends and walks, into a ledger in the same state, with no resuming to do.
+3. **reference** (twice, before and after the resumed run; their mean): what the part not committed
+   costs by itself. The killed run's ledger is copied (the SQLite backup API; PostgreSQL `CREATE
+   DATABASE ... TEMPLATE`) and the file's bytes after the committed offset, written to a file of their
+   own, are imported into the copy: a check of those lines and their appends and walks, into a ledger
+   in the same state, with no resuming to do.
 4. **resumed**: the same command as the killed run, into its ledger.
 
 Runs 3 and 4 are under `/usr/bin/time -v` (wall, user + system of the process and its children, peak
@@ -150,9 +151,16 @@ def run(path: Path, backend: str, at: float, work: Path, with_whole: bool) -> di
             src.seek(offset)
             while chunk := src.read(1 << 20):
                 out.write(chunk)
-        dbs["reference"] = _copy_db(dbs["killed"], work, cluster)
-        ref = timed([*_ledger(), "import", str(tail), "--db", dbs["reference"]], _env(None), work)
+        # two copies, run before and after the resumed run: a shared machine's load, or a server's
+        # checkpoint after the first run's writes, moves a single figure
+        refs = []
+        for n in (1, 2):
+            dbs[f"reference{n}"] = _copy_db(dbs["killed"], work, cluster, n)
+        refs.append(timed([*_ledger(), "import", str(tail), "--db", dbs["reference1"]], _env(None), work))
         res = timed([*_ledger(), "import", str(path), "--db", dbs["killed"]], _env(None), work)
+        refs.append(timed([*_ledger(), "import", str(tail), "--db", dbs["reference2"]], _env(None), work))
+        ref = {x: round(sum(r[x] for r in refs) / 2, 2) for x in ("seconds", "cpu_seconds", "peak_rss_mb")}
+        ref["tail"] = refs[0]["tail"]
         tail.unlink()
         verify = subprocess.run([*_ledger(), "verify", "--json", "--db", dbs["killed"]], capture_output=True,
                                 text=True, env=_env(None), cwd=work, check=False)  # fmt: skip
@@ -172,7 +180,8 @@ def run(path: Path, backend: str, at: float, work: Path, with_whole: bool) -> di
         "killed_seconds": k["seconds"],
         "committed_line": done,
         "committed_bytes": offset,
-        "reference": {x: ref[x] for x in ("seconds", "cpu_seconds", "peak_rss_mb", "tail")},
+        "reference": ref,
+        "references": [{x: r[x] for x in ("seconds", "cpu_seconds", "peak_rss_mb")} for r in refs],
         "resumed": {x: res[x] for x in ("seconds", "cpu_seconds", "peak_rss_mb", "tail")},
         "resumed_over_reference": {
             "wall": round(res["seconds"] / ref["seconds"], 3),
@@ -197,24 +206,24 @@ def _committed(db: str) -> tuple[int, int]:
         reader.close()
 
 
-def _copy_db(db: str, work: Path, cluster: Any) -> str:
+def _copy_db(db: str, work: Path, cluster: Any, n: int) -> str:
     """A copy of the ledger `db` (and its key files), to import the reference into."""
     if cluster is not None:
         import psycopg
 
         name = db.rsplit("/", 1)[1]
-        url = db.rsplit("/", 1)[0] + "/" + name + "_ref"
+        url = db.rsplit("/", 1)[0] + "/" + name + f"_ref{n}"
         with psycopg.connect(db.rsplit("/", 1)[0] + "/postgres", autocommit=True) as c:
             for _ in range(100):  # the killed client's server process may linger a moment
                 try:
-                    c.execute(f'CREATE DATABASE "{name}_ref" TEMPLATE "{name}"')
+                    c.execute(f'CREATE DATABASE "{name}_ref{n}" TEMPLATE "{name}"')
                     break
                 except psycopg.errors.ObjectInUse:
                     time.sleep(0.1)
         return url
     import sqlite3
 
-    target = _new_db("sqlite", work, "reference", None)
+    target = _new_db("sqlite", work, f"reference{n}", None)
     src, dst = sqlite3.connect(db), sqlite3.connect(target)
     with dst:
         src.backup(dst)
