@@ -70,6 +70,11 @@ class Dialect:
     # statistics renewed for a table whose rows a merge just moved (ledger/keys.py); PostgreSQL plans
     # by them, and a level it last saw empty would be scanned whole for every key looked up
     analyze: bool = False
+    # an append whose seqs pass a level's size writes its rows straight into the deepest level it moves,
+    # after moving the levels above there: the same rows at the same levels as writing them to the
+    # recent level and moving it down, without writing each row twice more (the server's CPU and WAL,
+    # not a commit's pages, are what PostgreSQL pays per row)
+    direct_moves: bool = False
 
     def sql(self, text: str) -> str:
         """`text` with this backend's placeholders."""
@@ -140,7 +145,7 @@ class Dialect:
 SQLITE = Dialect("sqlite", percent=False, json_lists=True, page=None)
 # psycopg's client-side cursor holds every row of a statement, and verify walks the chain on the same
 # connection meanwhile: PostgreSQL reads check_works a page at a time
-POSTGRESQL = Dialect("postgresql", percent=True, json_lists=False, page=5000, analyze=True)
+POSTGRESQL = Dialect("postgresql", percent=True, json_lists=False, page=5000, analyze=True, direct_moves=True)
 
 
 @functools.lru_cache(maxsize=512)

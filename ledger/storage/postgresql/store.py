@@ -11,6 +11,7 @@ import psycopg
 
 from ledger.model.errors import LedgerError
 from ledger.storage.conns import ThreadConnections
+from ledger.storage.derived.keys import LEVELS, level_table
 from ledger.storage.postgresql.migrations import migrate
 from ledger.storage.postgresql.tables import PgTables
 from ledger.storage.sql import POSTGRESQL
@@ -20,10 +21,12 @@ from ledger.storage.sql_store import SqlStore
 # COMMIT: the next writer (any node) reads the head only after the previous one committed, so
 # seq is gapless and in commit order. EXCLUSIVE lets readers (ACCESS SHARE) through.
 _WRITE_LOCK_SQL = "LOCK TABLE events IN EXCLUSIVE MODE"
-# The tables an append fills row by row (its events, their keys, standing checks' works): past a few
-# rows, COPY streams them in one statement instead of one INSERT each (the same rows, the same checks
-# and triggers; a big batch of `ledger import` spent half its append in INSERTs)
-_COPY_TABLES = frozenset({"events", "event_keys_recent", "check_works_recent"})
+# The tables an append fills row by row (its events, their keys, standing checks' works, at whatever
+# level): past a few rows, COPY streams them in one statement instead of one INSERT each (the same
+# rows, the same checks and triggers; a big batch of `ledger import` spent half its append in INSERTs)
+_COPY_TABLES = frozenset(
+    {"events"} | {level_table(t, lv) for t in ("event_keys", "check_works") for lv in LEVELS}
+)
 _INSERT = re.compile(r"INSERT INTO (\w+) \(([\w, ]+)\) VALUES \((?:%s, )*%s\)")
 COPY_FROM = 64
 
