@@ -134,6 +134,18 @@ class Dialect:
             return " ".join(f'"{w}"*' for w in words)
         return " & ".join(f"'{w}':*" for w in words)
 
+    def field(self, key: str) -> str:
+        """`json_text` of a row that `parsed` selects from (its data parsed once, as `j`)."""
+        return self.json_text(key) if self.json_lists else f"(j ->> '{key}')"
+
+    def parsed(self, columns: str, where: str) -> str:
+        """SELECT `columns` (reading the data by `field`) FROM events WHERE `where`. PostgreSQL parses
+        `data::jsonb` once for each expression that casts it: here once a row, behind OFFSET 0, which
+        keeps the planner from pulling the cast into each column (19,000 steps: 0.7 s -> 0.5 s)."""
+        if self.json_lists:
+            return f"SELECT {columns} FROM events WHERE {where}"
+        return f"SELECT {columns} FROM (SELECT *, data::jsonb AS j FROM events WHERE {where} OFFSET 0) AS e"
+
     def json_value(self, key: str) -> str:
         """The JSON value at `key` of the event's data, as JSON text (NULL when absent or null)."""
         if self.json_lists:

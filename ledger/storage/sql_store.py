@@ -180,6 +180,15 @@ def step_columns(d: Dialect, events: str = "") -> str:
     )
 
 
+def _steps_sql(d: Dialect, where: str) -> str:
+    """The Steps (`step_columns`) of the events where `where` holds, each event's data parsed once."""
+    return d.parsed(
+        f"{d.field('observation_id')}, seq, type, observed_us, recorded_us, "
+        f"{d.field('citing_arxiv_id')}, {d.field('reference_index')}, {d.field('cited_arxiv_id')}",
+        where,
+    )
+
+
 # the webhook outbox of the standing alerts: one row per delivery, state 'pending'|'delivered'|'gave_up'
 
 # (a level, the level its rows move to), smallest first
@@ -402,7 +411,7 @@ def _steps_of(store: SqlStore, conn: Any, observation_ids: Sequence[str]) -> dic
     d = store.dialect
     rows = store.query(
         conn,
-        f"SELECT {step_columns(d)} FROM events WHERE {d.keyed('event_keys_all')}",
+        _steps_sql(d, d.keyed("event_keys_all")),
         (d.bind_list([OBSERVATION + o for o in observation_ids]),),
     )
     found: dict[str, list[Step]] = {o: [] for o in observation_ids}
@@ -1008,7 +1017,7 @@ class SqlTables:
         d = self.store.dialect
         if oids is not None:
             rows = self._q(
-                f"SELECT {step_columns(d)} FROM events WHERE {d.keyed('event_keys_all')}",
+                _steps_sql(d, d.keyed("event_keys_all")),
                 (d.bind_list([OBSERVATION + o for o in oids]),),
             )
             steps = sorted(map(step_row, rows), key=lambda s: (s.observation_id, s.seq))
