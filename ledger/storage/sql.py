@@ -134,6 +134,19 @@ class Dialect:
             return " ".join(f'"{w}"*' for w in words)
         return " & ".join(f"'{w}':*" for w in words)
 
+    def latest_versions(self) -> str:
+        """A SELECT of (stream, its greatest stream_version) of each stream of a list bound with
+        `bind_list` that has an event. PostgreSQL reads each by one backward seek of the
+        (stream, stream_version) index; grouped, it read every event of those streams (a much-cited
+        paper's are thousands: 391,000 pages for 40 batches of a 400k-line import)."""
+        if self.json_lists:
+            where = self.any_of("stream")
+            return f"SELECT stream, max(stream_version) FROM events WHERE {where} GROUP BY stream"
+        return (
+            "SELECT s, v FROM (SELECT s, (SELECT max(stream_version) FROM events WHERE stream = s) AS v"
+            " FROM unnest(?::text[]) AS s) AS latest WHERE v IS NOT NULL"
+        )
+
     def field(self, key: str) -> str:
         """`json_text` of a row that `parsed` selects from (its data parsed once, as `j`)."""
         return self.json_text(key) if self.json_lists else f"(j ->> '{key}')"

@@ -464,10 +464,7 @@ class SqlWriteTx:
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
         """Current version of each stream (absent streams are left out)."""
         d = self.store.dialect
-        rows = self._q(
-            f"SELECT stream, max(stream_version) FROM events WHERE {d.any_of('stream')} GROUP BY stream",
-            (d.bind_list(streams),),
-        )
+        rows = self._q(d.latest_versions(), (d.bind_list(streams),))
         return {r[0]: r[1] for r in rows}
 
     def insert(self, rows: Rows) -> None:
