@@ -70,6 +70,11 @@ class Dialect:
     # statistics renewed for a table whose rows a merge just moved (ledger/keys.py); PostgreSQL plans
     # by them, and a level it last saw empty would be scanned whole for every key looked up
     analyze: bool = False
+    # an append whose seqs pass a level's size writes its rows straight into the deepest level it moves,
+    # after moving the levels above there: the same rows at the same levels as writing them to the
+    # recent level and moving it down, without writing each row twice more (the server's CPU and WAL,
+    # not a commit's pages, are what PostgreSQL pays per row)
+    direct_moves: bool = False
 
     def sql(self, text: str) -> str:
         """`text` with this backend's placeholders."""
@@ -129,6 +134,31 @@ class Dialect:
             return " ".join(f'"{w}"*' for w in words)
         return " & ".join(f"'{w}':*" for w in words)
 
+    def latest_versions(self) -> str:
+        """A SELECT of (stream, its greatest stream_version) of each stream of a list bound with
+        `bind_list` that has an event. PostgreSQL reads each by one backward seek of the
+        (stream, stream_version) index; grouped, it read every event of those streams (a much-cited
+        paper's are thousands: 391,000 pages for 40 batches of a 400k-line import)."""
+        if self.json_lists:
+            where = self.any_of("stream")
+            return f"SELECT stream, max(stream_version) FROM events WHERE {where} GROUP BY stream"
+        return (
+            "SELECT s, v FROM (SELECT s, (SELECT max(stream_version) FROM events WHERE stream = s) AS v"
+            " FROM unnest(?::text[]) AS s) AS latest WHERE v IS NOT NULL"
+        )
+
+    def field(self, key: str) -> str:
+        """`json_text` of a row that `parsed` selects from (its data parsed once, as `j`)."""
+        return self.json_text(key) if self.json_lists else f"(j ->> '{key}')"
+
+    def parsed(self, columns: str, where: str) -> str:
+        """SELECT `columns` (reading the data by `field`) FROM events WHERE `where`. PostgreSQL parses
+        `data::jsonb` once for each expression that casts it: here once a row, behind OFFSET 0, which
+        keeps the planner from pulling the cast into each column (19,000 steps: 0.7 s -> 0.5 s)."""
+        if self.json_lists:
+            return f"SELECT {columns} FROM events WHERE {where}"
+        return f"SELECT {columns} FROM (SELECT *, data::jsonb AS j FROM events WHERE {where} OFFSET 0) AS e"
+
     def json_value(self, key: str) -> str:
         """The JSON value at `key` of the event's data, as JSON text (NULL when absent or null)."""
         if self.json_lists:
@@ -140,7 +170,7 @@ class Dialect:
 SQLITE = Dialect("sqlite", percent=False, json_lists=True, page=None)
 # psycopg's client-side cursor holds every row of a statement, and verify walks the chain on the same
 # connection meanwhile: PostgreSQL reads check_works a page at a time
-POSTGRESQL = Dialect("postgresql", percent=True, json_lists=False, page=5000, analyze=True)
+POSTGRESQL = Dialect("postgresql", percent=True, json_lists=False, page=5000, analyze=True, direct_moves=True)
 
 
 @functools.lru_cache(maxsize=512)

@@ -79,11 +79,18 @@ _INSERT_EVENTS = (
     "observed_us, recorded_at, recorded_us, data, prev_hash, hash) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_INSERT_CHECK_WORKS = (
-    "INSERT INTO check_works_recent (work_id, source, observed_us, seq, recorded_us, notices) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
-)
-_INSERT_KEYS = "INSERT INTO event_keys_recent (key, seq) VALUES (?, ?)"
+
+
+def _insert_check_works(level: str) -> str:
+    table = level_table("check_works", level)
+    columns = "work_id, source, observed_us, seq, recorded_us, notices"
+    return f"INSERT INTO {table} ({columns}) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def _insert_keys(level: str) -> str:
+    return f"INSERT INTO {level_table('event_keys', level)} (key, seq) VALUES (?, ?)"
+
+
 _CHECK_WINDOW = "observed_us <= ? AND recorded_us <= ?"  # a check as of T, known by K
 
 
@@ -170,6 +177,15 @@ def step_columns(d: Dialect, events: str = "") -> str:
     return (
         f"{d.json_text('observation_id')}, {events}seq, type, observed_us, recorded_us, "
         f"{d.json_text('citing_arxiv_id')}, {d.json_text('reference_index')}, {d.json_text('cited_arxiv_id')}"
+    )
+
+
+def _steps_sql(d: Dialect, where: str) -> str:
+    """The Steps (`step_columns`) of the events where `where` holds, each event's data parsed once."""
+    return d.parsed(
+        f"{d.field('observation_id')}, seq, type, observed_us, recorded_us, "
+        f"{d.field('citing_arxiv_id')}, {d.field('reference_index')}, {d.field('cited_arxiv_id')}",
+        where,
     )
 
 
@@ -395,7 +411,7 @@ def _steps_of(store: SqlStore, conn: Any, observation_ids: Sequence[str]) -> dic
     d = store.dialect
     rows = store.query(
         conn,
-        f"SELECT {step_columns(d)} FROM events WHERE {d.keyed('event_keys_all')}",
+        _steps_sql(d, d.keyed("event_keys_all")),
         (d.bind_list([OBSERVATION + o for o in observation_ids]),),
     )
     found: dict[str, list[Step]] = {o: [] for o in observation_ids}
@@ -448,10 +464,7 @@ class SqlWriteTx:
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
         """Current version of each stream (absent streams are left out)."""
         d = self.store.dialect
-        rows = self._q(
-            f"SELECT stream, max(stream_version) FROM events WHERE {d.any_of('stream')} GROUP BY stream",
-            (d.bind_list(streams),),
-        )
+        rows = self._q(d.latest_versions(), (d.bind_list(streams),))
         return {r[0]: r[1] for r in rows}
 
     def insert(self, rows: Rows) -> None:
@@ -459,18 +472,42 @@ class SqlWriteTx:
         seqs pass a level's size (the caller commits)."""
         self._spans(rows.steps)
         self.store.query_many(self.conn, _INSERT_EVENTS, rows.events)
-        self.store.query_many(self.conn, _INSERT_KEYS, rows.keys)
-        if rows.checks:
-            self.store.query_many(
-                self.conn, _INSERT_CHECK_WORKS, [(*c[:5], c.notices.decode()) for c in rows.checks]
-            )
         # a level moves in the append whose seqs pass a multiple of its size: no read needed to know
+        # (each size a multiple of the one before, a level moves only when the one above it does)
         before, last = rows.events[0][0] - 1, rows.events[-1][0]
-        for (source, target), every in zip(_MERGES, MOVES, strict=True):
-            if last // every == before // every:
-                return
-            for sql in _move(source, target, self.store.dialect.analyze):
+        levels = zip(_MERGES, MOVES, strict=True)
+        moves = [m for m, _ in itertools.takewhile(lambda m: last // m[1] != before // m[1], levels)]
+        d = self.store.dialect
+        if moves and d.direct_moves:
+            self._insert_moved(rows, moves[-1][1], [source for source, _ in moves])
+            return
+        self._insert_derived(rows, "recent")
+        for source, target in moves:
+            for sql in _move(source, target, d.analyze):
                 self._q(sql)
+
+    def _insert_derived(self, rows: Rows, level: str, ordered: bool = False) -> None:
+        """The new events' keys and standing checks' rows into `level` (sorted by key if `ordered`)."""
+        keys = sorted(rows.keys) if ordered else rows.keys
+        self.store.query_many(self.conn, _insert_keys(level), keys)
+        if rows.checks:
+            checks = [(*c[:5], c.notices.decode()) for c in rows.checks]
+            checks = sorted(checks) if ordered else checks
+            self.store.query_many(self.conn, _insert_check_works(level), checks)
+
+    def _insert_moved(self, rows: Rows, target: str, sources: Sequence[str]) -> None:
+        """What the moves of this append leave, written directly: every level of `sources` moved into
+        `target`, then the new rows (sorted) into `target` too, each statistics renewed once."""
+        for source in sources:
+            for table, (columns, key) in _DERIVED.items():
+                src, dst = level_table(table, source), level_table(table, target)
+                self._q(f"INSERT INTO {dst} ({columns}) SELECT {columns} FROM {src} ORDER BY {key}")
+                self._q(f"DELETE FROM {src}")
+        self._insert_derived(rows, target, ordered=True)
+        if self.store.dialect.analyze:
+            for level in (*sources, target):
+                for table in _DERIVED:
+                    self._q(f"ANALYZE {level_table(table, level)}")
 
     def last_receipt(self, source: str) -> IngestReceipt | None:
         """The receipt of the last file of `source` accepted (read under the append lock)."""
@@ -977,7 +1014,7 @@ class SqlTables:
         d = self.store.dialect
         if oids is not None:
             rows = self._q(
-                f"SELECT {step_columns(d)} FROM events WHERE {d.keyed('event_keys_all')}",
+                _steps_sql(d, d.keyed("event_keys_all")),
                 (d.bind_list([OBSERVATION + o for o in oids]),),
             )
             steps = sorted(map(step_row, rows), key=lambda s: (s.observation_id, s.seq))
