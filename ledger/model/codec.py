@@ -336,12 +336,22 @@ def derived_event_id(event: Event, data: bytes | None = None) -> str:
 
 def derived_id(data: bytes, observed_at: str, type_: str) -> str:
     """derived_event_id from the data's canonical bytes (what an append holds already)."""
+    return uuid_text(derived_key(data, observed_at, type_))
+
+
+def derived_key(data: bytes, observed_at: str, type_: str) -> bytes:
+    """derived_event_id's 16 bytes, from the data's canonical bytes."""
     # canonical({data, observed_at, type}) joined around the stored data bytes, each string encoded
     # by the same encoder; then uuid.uuid5 without its object overhead: SHA-1 of namespace || name,
     # its first 16 bytes with the version and variant bits set
     name = b'{"data":' + data + b',"observed_at":' + _STRING.encode(observed_at) + b',"type":'
     digest = hashlib.sha1(_NAMESPACE_URL + name + _STRING.encode(type_) + b"}").digest()
-    h = f"{int.from_bytes(digest[:16], 'big') & _UUID_KEEP | _UUID_SET:032x}"
+    return (int.from_bytes(digest[:16], "big") & _UUID_KEEP | _UUID_SET).to_bytes(16, "big")
+
+
+def uuid_text(key: bytes) -> str:
+    """A UUID's 16 bytes as its lowercase 8-4-4-4-12 text."""
+    h = key.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 

@@ -5,9 +5,11 @@ rules that span lines are checked as the batches of the second pass will meet th
 or seen earlier in the file with other content, an observation cited by another paper than the one it
 belongs to, a resolution of an observation with no citation in the ledger or earlier in the file. What
 those rules must remember of earlier lines (each new event id with a digest of its content, each new
-observation with its paper) is held in memory up to `HELD` of them, then goes to a scratch SQLite file,
-so a file of any size is checked in bounded memory. The decoded events are dropped after each chunk
-(but the first batch's, which the second pass appends as they are).
+observation with its paper) is held in memory up to `HELD` of them, then goes to a scratch SQLite file
+at once (and memory holds the next ones), so a file of any size is checked in bounded memory. A filter of
+the keys in that file (`_Filter`) answers "not there" for most new keys: only a repeat, or the filter's
+rare false hit, is looked up in it. The decoded events are dropped after each chunk (but the first
+batch's, which the second pass appends as they are).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,11 +28,12 @@ from ledger.model.codec import (
     check_ijson_data,
     check_rules,
     decode_json,
-    derived_id,
+    derived_key,
     plain_event,
     quick_event,
     to_event,
     type_of,
+    uuid_text,
 )
 from ledger.model.errors import Conflict, InvalidEvent
 from ledger.model.events import Event
@@ -46,6 +49,9 @@ _SCRATCH_CACHE_KB = 8192
 MAX_EXACT = 100_000
 # ids and observations remembered in memory (about 150 bytes each: 9 MB) before they go to the scratch file
 HELD = 60_000
+# the filter in front of the scratch file: 2**26 bits (8 MB); at 5 million keys (a 4M-line file) about
+# 2% of new keys still hit it and are looked up for nothing
+FILTER_BITS = 26
 
 
 def redecode_line(raw: bytes, where: str, exact: bool) -> Event:
@@ -67,20 +73,25 @@ def _key(uuid_text: str) -> bytes:
 
 
 class _Line:
-    __slots__ = ("data", "event", "fingerprint", "id", "key", "type", "where")
+    __slots__ = ("data", "event", "fingerprint", "id", "key", "n", "type", "where")
 
-    def __init__(self, event: Event, where: str) -> None:
+    def __init__(self, event: Event, n: int, where: str) -> None:
         self.event = event
+        self.n = n
         self.where = where
-        self.type = type_of(event)
-        self.data = _ENCODE(event.data)
-        if _NUL in self.data:  # the encoder escapes U+0000, so its absence proves there is none
-            check_ijson_data(self.data, where)
-        self.id = event.event_id or derived_id(self.data, event.observed_at, self.type)
-        self.key = _key(self.id)
+        self.type = type_ = type_of(event)
+        self.data = data = _ENCODE(event.data)
+        if _NUL in data:  # the encoder escapes U+0000, so its absence proves there is none
+            check_ijson_data(data, where)
+        if event.event_id is None:
+            self.key = derived_key(data, event.observed_at, type_)
+            self.id = uuid_text(self.key)
+        else:
+            self.id = event.event_id
+            self.key = _key(self.id)
         # what "the same content" is compared on (type, observed_at, data), in 16 bytes
         self.fingerprint = blake3(
-            b"%b\x00%b\x00%b" % (self.type.encode(), event.observed_at.encode(), self.data)
+            b"%b\x00%b\x00%b" % (type_.encode(), event.observed_at.encode(), data)
         ).digest(16)
 
 
@@ -117,7 +128,7 @@ class FileCheck:
             for pragma in ("journal_mode = OFF", "synchronous = OFF", f"cache_size = -{_SCRATCH_CACHE_KB}"):
                 conn.execute(f"PRAGMA {pragma}")
             conn.execute(
-                "CREATE TABLE ids (id BLOB PRIMARY KEY, fingerprint BLOB NOT NULL, line TEXT NOT NULL) "
+                "CREATE TABLE ids (id BLOB PRIMARY KEY, fingerprint BLOB NOT NULL, line INTEGER NOT NULL) "
                 "WITHOUT ROWID"
             )
             conn.execute("CREATE TABLE owners (oid BLOB PRIMARY KEY, paper TEXT NOT NULL) WITHOUT ROWID")
@@ -151,13 +162,13 @@ class FileCheck:
                     event = to_event(decode_json(raw, where), where)
                     self._exact(n)
                 check_rules(event, where, self._now)
-                lines.append(_Line(event, where))
+                lines.append(_Line(event, n, where))
         self.lines += len(lines)
         if len(self.kept) < self._keep:
             self.kept += [(x.event, x.where) for x in lines[: self._keep - len(self.kept)]]
         new = self._new_lines(scratch, lines)
         self._owners(scratch, new)
-        scratch.add_ids([(x.key, x.fingerprint, x.where) for x in new])
+        scratch.add_ids([(x.key, x.fingerprint, x.n) for x in new])
         self.new += len(new)
         self.duplicates += len(lines) - len(new)
 
@@ -179,13 +190,13 @@ class FileCheck:
                     )
                 continue
             seen = first.get(x.id)
-            before = (seen.fingerprint, seen.where) if seen is not None else earlier.get(x.key)
+            before = (seen.fingerprint, seen.n) if seen is not None else earlier.get(x.key)
             if before is not None:
                 if before[0] != x.fingerprint:
                     raise Conflict(
-                        f"{x.where}.event_id: {x.id} appears earlier in the file ({before[1]}) "
+                        f"{x.where}.event_id: {x.id} appears earlier in the file (line {before[1]}) "
                         "with different content",
-                        details={"event_id": x.id, "earlier": before[1]},
+                        details={"event_id": x.id, "earlier": f"line {before[1]}"},
                     )
                 continue
             first[x.id] = x
@@ -226,54 +237,92 @@ class FileCheck:
 _OBSERVED = ("citation.observed", "resolution.observed")
 
 
+class _Filter:
+    """A Bloom filter of the keys in the scratch file (two bits a key, from its salted `hash`): a key
+    it does not hold is not there; one it holds may be, and is looked up."""
+
+    def __init__(self, bits: int) -> None:
+        self._mask = (1 << bits) - 1
+        self._bits = bytearray(max(1, 1 << bits >> 3))
+
+    def add(self, keys: Iterable[bytes]) -> None:
+        """Hold these keys."""
+        bits, mask = self._bits, self._mask
+        for k in keys:
+            h = hash(k)
+            a, b = h & mask, h >> 32 & mask
+            bits[a >> 3] |= 1 << (a & 7)
+            bits[b >> 3] |= 1 << (b & 7)
+
+    def maybe(self, keys: Iterable[bytes]) -> list[bytes]:
+        """The keys that may be held (every key held, and a few others)."""
+        bits, mask = self._bits, self._mask
+        out = []
+        for k in keys:
+            h = hash(k)
+            a, b = h & mask, h >> 32 & mask
+            if bits[a >> 3] >> (a & 7) & 1 and bits[b >> 3] >> (b & 7) & 1:
+                out.append(k)
+        return out
+
+
 class _Remembered:
     """What the check remembers of earlier lines: each new event id (its fingerprint and line) and each
-    new observation (its paper), in memory up to `HELD` of them, then all in the scratch file."""
+    new observation (its paper), the latest in memory, all the earlier ones in the scratch file behind a
+    filter of its keys. Memory holds up to `HELD` of them; then they go to the file at once, in key order,
+    so a page of its trees is read and written once for all the keys of that flush that fall in it."""
 
     def __init__(self, conn: sqlite3.Connection, held: int | None = None) -> None:
         self._conn = conn
         self._held = HELD if held is None else held
-        self._ids: dict[bytes, tuple[bytes, str]] | None = {}
+        self._ids: dict[bytes, tuple[bytes, int]] = {}
         self._owners: dict[bytes, str] = {}
+        self._filter: _Filter | None = None  # None: nothing in the scratch file yet
 
-    def ids(self, keys: Iterable[bytes]) -> dict[bytes, tuple[bytes, str]]:
-        """The remembered (fingerprint, line) of these ids."""
-        if self._ids is not None:
-            ids = self._ids
-            return {k: ids[k] for k in keys if k in ids}
-        rows = _select(self._conn, "SELECT id, fingerprint, line FROM ids WHERE id IN ", sorted(keys))
-        return {row[0]: (row[1], row[2]) for row in rows}
+    def ids(self, keys: Collection[bytes]) -> dict[bytes, tuple[bytes, int]]:
+        """The remembered (fingerprint, line number) of these ids."""
+        ids = self._ids
+        out = {k: ids[k] for k in keys if k in ids}
+        if self._filter is not None:
+            rest = sorted(self._filter.maybe(k for k in keys if k not in out))
+            rows = _select(self._conn, "SELECT id, fingerprint, line FROM ids WHERE id IN ", rest)
+            out.update((row[0], (row[1], row[2])) for row in rows)
+        return out
 
-    def owners(self, keys: Iterable[bytes]) -> dict[bytes, str]:
+    def owners(self, keys: Collection[bytes]) -> dict[bytes, str]:
         """The remembered paper of these observations."""
-        if self._ids is not None:
-            owners = self._owners
-            return {k: owners[k] for k in keys if k in owners}
-        return dict(_select(self._conn, "SELECT oid, paper FROM owners WHERE oid IN ", sorted(keys)))
+        owners = self._owners
+        out = {k: owners[k] for k in keys if k in owners}
+        if self._filter is not None:
+            rest = sorted(self._filter.maybe(k for k in keys if k not in out))
+            out.update(_select(self._conn, "SELECT oid, paper FROM owners WHERE oid IN ", rest))
+        return out
 
-    def add_ids(self, rows: list[tuple[bytes, bytes, str]]) -> None:
-        """Remember these (id, fingerprint, line)."""
-        if self._ids is not None:
-            self._ids.update((k, (f, w)) for k, f, w in rows)
-            self._spill()
-        else:
-            self._conn.executemany("INSERT INTO ids (id, fingerprint, line) VALUES (?, ?, ?)", sorted(rows))
+    def add_ids(self, rows: list[tuple[bytes, bytes, int]]) -> None:
+        """Remember these (id, fingerprint, line number): ids not remembered yet."""
+        self._ids.update((k, (f, w)) for k, f, w in rows)
+        self._spill()
 
     def add_owners(self, rows: list[tuple[bytes, str]]) -> None:
-        """Remember these (observation, paper)."""
-        if self._ids is not None:
-            self._owners.update(rows)
-        else:
-            self._conn.executemany("INSERT INTO owners (oid, paper) VALUES (?, ?)", sorted(rows))
+        """Remember these (observation, paper): observations not remembered yet."""
+        self._owners.update(rows)
+        self._spill()
 
     def _spill(self) -> None:
-        """Past `held`, everything goes to the scratch file (in key order: one pass over its trees)."""
-        if self._ids is None or len(self._ids) + len(self._owners) <= self._held:
+        """Past `held`, what memory holds goes to the scratch file."""
+        if len(self._ids) + len(self._owners) <= self._held:
             return
-        ids, self._ids = self._ids, None
-        self.add_ids(sorted((k, f, w) for k, (f, w) in ids.items()))
-        self.add_owners(sorted(self._owners.items()))
-        self._owners = {}
+        if self._filter is None:
+            self._filter = _Filter(FILTER_BITS)
+        ids, self._ids = self._ids, {}
+        owners, self._owners = self._owners, {}
+        self._filter.add(ids)
+        self._filter.add(owners)
+        self._conn.executemany(
+            "INSERT INTO ids (id, fingerprint, line) VALUES (?, ?, ?)",
+            sorted((k, f, w) for k, (f, w) in ids.items()),
+        )
+        self._conn.executemany("INSERT INTO owners (oid, paper) VALUES (?, ?)", sorted(owners.items()))
 
 
 def _select(conn: sqlite3.Connection, sql: str, keys: Iterable[bytes]) -> list[Any]:
