@@ -113,8 +113,8 @@ class WalkerProcess:
         assert not self.busy
         try:
             self._conn.send(True)
-        except OSError as e:
-            raise WalkerGone(f"it ended ({e})") from None
+        except OSError:
+            raise WalkerGone(f"it ended (exit code {self._exit_code()})") from None
         self.busy = True
 
     def done(self, wait: bool) -> VerifyReport | None:
