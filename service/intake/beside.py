@@ -6,6 +6,10 @@ for the first whole walk, the pass log: two small writes that wait for an append
 (SQLite's busy timeout, PostgreSQL's row lock), never for the walker's own read. The walker ends when
 told, when its pipe closes, or when its parent is gone: Linux kills it with its parent (prctl
 PDEATHSIG), and elsewhere it sees a new parent id between walks.
+
+A forked walker's SQLite shares its parent's per-file lock records (SQLite keeps them per process), so
+it is forked only between two commits, when the parent holds no transaction and no read mark, and it
+dies with its parent, whose connection holds the file's shared locks for both.
 """
 
 from __future__ import annotations
@@ -104,8 +108,13 @@ class WalkerProcess:
         self.process = ctx.Process(
             target=_serve, args=(theirs, url, os.getpid()), name="ledger-import-walker", daemon=True
         )
-        self.process.start()
-        theirs.close()  # its end now lives only in the walker: its death reads here as the pipe's end
+        try:
+            self.process.start()
+        except OSError as e:  # no memory or processes left for it
+            self._conn.close()
+            raise WalkerGone(f"it could not start ({e})") from None
+        finally:
+            theirs.close()  # its end now lives only in the walker: its death reads here as the pipe's end
         self.busy = False  # a walk was asked for and its report not collected
 
     def ask(self) -> None:

@@ -223,9 +223,9 @@ class _Walker:
     def _fall_back(self, why: WalkerGone) -> None:
         """The walker process ended or failed: its walk in flight runs again here, and every later one."""
         _log.warning("the import's walker process stopped (%s); the rest is walked in this process", why)
-        assert self.beside is not None
-        self.beside.close(now=True)
-        self.beside = None
+        if self.beside is not None:
+            self.beside.close(now=True)
+            self.beside = None
         self.here = True
         self.due = True
 

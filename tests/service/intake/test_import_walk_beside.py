@@ -291,3 +291,56 @@ def test_a_walker_ends_when_the_importing_process_is_killed(new_db: NewDb, how: 
         holder.kill()
         holder.wait()
     wait_until(lambda: _ended(pid), f"the walker process {pid} ends after its parent was killed")
+
+
+def test_a_walker_that_cannot_start_is_walked_here_once_warned(
+    fresh_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(load, "WALK_EVERY", 10)
+
+    def no_process() -> Any:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", lambda self: no_process())
+    with caplog.at_level(logging.WARNING, logger="ledger.import"):
+        got = _import(fresh_ledger, write(tmp_path / "f.ndjson", history(30)), monkeypatch, True)
+    assert len(_warned(caplog)) == 1 and "could not start" in _warned(caplog)[0]
+    assert got.walk is not None and got.walk.ok and got.walk.head.seq == 88
+    point = fresh_ledger.store.tables.verified_point()
+    assert point is not None and point.seq == 88
+
+
+# -- a walker is forked while the importing process holds no read mark --------------------------------
+
+
+def _sqlite_locks(pid: int, db: str) -> set[tuple[str, int, str, str]]:
+    """The POSIX locks `pid` holds on the ledger's file and its -shm file: (file, kind, start, end)."""
+    files = {os.stat(db + suffix).st_ino: name for suffix, name in (("", "db"), ("-shm", "shm"))}
+    held = set()
+    for entry in Path("/proc/locks").read_text().splitlines():
+        fields = entry.split()
+        if fields[1] == "POSIX" and fields[4] == str(pid) and int(fields[5].split(":")[2]) in files:
+            held.add((files[int(fields[5].split(":")[2])], fields[3], fields[6], fields[7]))
+    return {(name, int(start), kind, end) for name, kind, start, end in held}
+
+
+@pytest.mark.sqlite_only("the locks SQLite holds on its own files")
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="reads /proc/locks")
+def test_a_walker_is_forked_while_the_importing_process_holds_no_read_mark(
+    fresh_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite keeps its lock records per process, and a forked child inherits them: the fork must come
+    when the importing process holds only what an idle WAL connection holds, the file's shared lock and
+    the -shm file's open-connection byte, so that every lock the walker takes is its own."""
+    monkeypatch.setattr(load, "WALK_EVERY", 10)
+    context = beside._context
+    seen: list[set[tuple[str, int, str, str]]] = []
+
+    def looked() -> Any:
+        seen.append(_sqlite_locks(os.getpid(), fresh_ledger.url))
+        return context()
+
+    monkeypatch.setattr(beside, "_context", looked)
+    _import(fresh_ledger, write(tmp_path / "f.ndjson", history(30)), monkeypatch, True)
+    idle = {("db", 1073741826, "READ", "1073742335"), ("shm", 128, "READ", "128")}
+    assert seen == [idle]
