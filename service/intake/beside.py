@@ -2,8 +2,8 @@
 its own connection from the ledger's path or URL, walks when asked, and answers with the report.
 
 A walk re-reads what was stored, as in the importing process, and writes only the verified point and,
-for the first whole walk, the pass log: two small writes that wait for an append's transaction to end
-(SQLite's busy timeout, PostgreSQL's row lock), never for the walker's own read. The walker ends when
+for the first whole walk, the pass log: small writes that on SQLite wait for an append's transaction
+to end (the busy timeout, 60 s), and on PostgreSQL touch no table an append locks. The walker ends when
 told, when its pipe closes, or when its parent is gone: Linux kills it with its parent (prctl
 PDEATHSIG), and elsewhere it sees a new parent id between walks.
 
