@@ -17,13 +17,19 @@ still begins with the committed bytes (their hash, not their lines) and checks a
 After every `WALK_EVERY` events committed, and after the last commit, the chain is walked from the
 last verified point over what was stored since, read back from the database (ledger/storage/verify.py),
 and the verified point moved to the head, so the first integrity report after an import walks nothing:
-no anonymous request pays for a bulk load. A run killed between two walks leaves what it committed
-since the last one to the walk of the run that resumes it.
+no anonymous request pays for a bulk load. The walks due while batches remain run in a second process,
+beside the appends (service/intake/beside.py), on the second core. One walk runs at a time: a walk due
+while one runs is folded into the next, which covers more. After the last commit the import waits for
+the walk in flight, then walks the rest itself; that walk's report is the import's. A walker process
+that dies or fails loses nothing: the import says so once and walks in its own process from then on.
+On one core every walk runs in the importing process. A run killed between two walks leaves what it
+committed since the last one to the walk of the run that resumes it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -34,22 +40,26 @@ from ledger.model.events import Event
 from ledger.model.facts import Head, ImportProgress
 from ledger.model.importer import parse_input
 from ledger.model.instants import format_recorded, now_us
+from service.intake.beside import WalkerGone, WalkerProcess, walk_once
 from service.intake.check import FileCheck, redecode_line
 from service.intake.stream import MAX_LINE, iter_lines, open_stream, read_exactly
-from service.ledger import Ledger, VerifyReport, verify_store
-from service.ops.scrub import VERIFY, PassLog, pass_of
+from service.ledger import Ledger, VerifyReport
+from service.ops.scrub import PassLog
 
 BATCH = 10_000
 # events committed between two walks: each walk checks the spans, counts and ids of what it passed, and
 # a paper cited in every batch is counted again by each; a walk holds what it passed (touched keys,
 # steps), so fewer, longer walks cost memory (400k lines peaked at 131 MB at 30,000, 122 at 20,000)
 WALK_EVERY = 20_000
+# walks beside the appends only where a second core can run them
+BESIDE = (os.cpu_count() or 1) >= 2
 # the part of a file its identity hashes (with its size): enough to tell two files apart, read at once
 HEAD_BYTES = 1 << 20
 # a file read whole (a record) may hold no more: a larger one that is not NDJSON is refused
 WHOLE_MAX = 256 * 1024 * 1024
 
 CHECKING, APPENDING = "checking", "appending"
+_log = logging.getLogger("ledger.import")
 # told (phase, non-empty lines so far, bytes of the file read so far, the file's size)
 Progress = Callable[[str, int, int, int], None]
 
@@ -113,9 +123,13 @@ def import_file(
         raise InvalidEvent("batch_size", "must be >= 1")
     name = os.fspath(path)
     walker = _Walker(ledger) if walk else None
-    if not _first_line_alone(path):
-        return _import_whole(ledger, name, force, walker)
-    return _Lines(ledger, name, batch_size, progress, scratch_dir, walker).run()
+    try:
+        if not _first_line_alone(path):
+            return _import_whole(ledger, name, force, walker)
+        return _Lines(ledger, name, batch_size, progress, scratch_dir, walker).run()
+    finally:
+        if walker is not None:
+            walker.close()  # a walker process left by a failure (or a Ctrl-C) ends with the import
 
 
 def _import_whole(ledger: Ledger, name: str, force: bool, walker: _Walker | None) -> Imported:
@@ -128,7 +142,10 @@ def _import_whole(ledger: Ledger, name: str, force: bool, walker: _Walker | None
     batch = parse_input(b"".join(chunks), force=force)
     chunks.clear()
     result = ledger.append_batch(batch)
-    report = walker.after_commit() if walker is not None else None
+    report = None
+    if walker is not None:
+        walker.after_commit()
+        report = walker.finish()
     return Imported(name, len(batch.events), result.appended, result.duplicates, result.head, 1, 0, report)
 
 
@@ -136,24 +153,81 @@ class _Walker:
     """Walks the chain, when told (every WALK_EVERY events committed, and at the end), from the last
     verified point, re-reading what was stored, and moves the point to the head; with no full walk
     recorded yet, the first is from seq 1 and recorded as one (what the first integrity report would
-    otherwise walk inside its request)."""
+    otherwise walk inside its request). The walks due while batches remain run in a walker process, one
+    at a time; the last runs here, after the one in flight."""
 
     def __init__(self, ledger: Ledger) -> None:
         self.store = ledger.store
+        self.url = ledger.url
         self.passes = PassLog(ledger.store)
-        self.report: VerifyReport | None = None
+        self.report: VerifyReport | None = None  # the last walk's, here or beside
+        self.due = False  # a walk was asked for and not started yet
+        self.here = not BESIDE  # every walk in this process: one core, or the walker process stopped
+        self.beside: WalkerProcess | None = None  # started when the first walk is due beside appends
 
     def after_commit(self) -> VerifyReport | None:
-        """Walk what was committed; a walk that finds a break stops walking (the break is the answer)."""
-        if self.report is not None and not self.report.ok:
-            return self.report
-        started = now_us()
-        if self.passes.last() is None:
-            self.report = verify_store(self.store, remember=True)
-            self.passes.record(pass_of(VERIFY, self.report, started, now_us()))
-        else:
-            self.report = verify_store(self.store, resume=True, remember=True)
+        """A walk is due: it runs beside the appends that follow (`ahead`), else here (`finish`); a
+        walk due while one runs is folded into the next. The last report so far."""
+        self.due = True
         return self.report
+
+    def ahead(self) -> None:
+        """More batches are to be appended: collect the walk beside if it ended, and start the due
+        walk there if none runs (here, at once, when walks run here)."""
+        if self.here:
+            self._walk_here()
+            return
+        try:
+            self._collect(wait=False)
+            if not self.due or not self._walking() or (self.beside is not None and self.beside.busy):
+                return
+            if self.beside is None:
+                self.beside = WalkerProcess(self.url)
+            self.beside.ask()
+            self.due = False
+        except WalkerGone as e:
+            self._fall_back(e)
+            self._walk_here()
+
+    def finish(self) -> VerifyReport | None:
+        """After the last commit: wait for the walk beside, then run the due walk here; the last
+        report (a walk that finds a break stops walking: the break is the answer)."""
+        if self.beside is not None:
+            try:
+                self._collect(wait=True)
+            except WalkerGone as e:
+                self._fall_back(e)
+            self.close()
+        self._walk_here()
+        return self.report
+
+    def close(self) -> None:
+        """End the walker process, if it runs (killed at once if a walk is still in flight)."""
+        if self.beside is not None:
+            self.beside.close(now=self.beside.busy)
+            self.beside = None
+
+    def _walking(self) -> bool:
+        return self.report is None or self.report.ok
+
+    def _walk_here(self) -> None:
+        if self.due:
+            self.due = False
+            if self._walking():
+                self.report = walk_once(self.store, self.passes)
+
+    def _collect(self, wait: bool) -> None:
+        if self.beside is not None and (got := self.beside.done(wait)) is not None:
+            self.report = got
+
+    def _fall_back(self, why: WalkerGone) -> None:
+        """The walker process ended or failed: its walk in flight runs again here, and every later one."""
+        _log.warning("the import's walker process stopped (%s); the rest is walked in this process", why)
+        if self.beside is not None:
+            self.beside.close(now=True)
+            self.beside = None
+        self.here = True
+        self.due = True
 
 
 class _Lines:
@@ -300,10 +374,13 @@ class _Lines:
         return Imported(self.name, self.lines, *got, start.lines, run.report)
 
     def _walk(self, run: _Run) -> None:
-        """Walk what was committed since the last walk (once more when nothing was: the report)."""
-        if self.walker is not None and (run.unwalked or run.report is None):
-            run.report = self.walker.after_commit()
-            run.unwalked = 0
+        """The last walk: of what was committed since the last one was asked for (once more when none
+        was: the report), after the one in flight."""
+        if self.walker is None:
+            return
+        if run.unwalked or not run.asked:
+            self.walker.after_commit()
+        run.report = self.walker.finish()
 
     def _commit(self, run: _Run) -> None:
         """Append the batch in hand, with how far the file is committed, in one transaction."""
@@ -334,9 +411,12 @@ class _Lines:
         run.committed_line = run.line
         run.events, run.places = [], []
         run.unwalked += result.appended
-        if run.unwalked >= WALK_EVERY:
-            self._walk(run)
+        if self.walker is not None and run.unwalked >= WALK_EVERY:
+            self.walker.after_commit()
+            run.asked, run.unwalked = True, 0
         self._tell(APPENDING)
+        if self.walker is not None and run.batches < len(run.ends):
+            self.walker.ahead()  # beside the next batches
 
 
 class _Run:
@@ -351,7 +431,8 @@ class _Run:
         self.events: list[Event] = []
         self.places: list[str] = []
         self.appended = self.duplicates = self.batches = 0
-        self.unwalked = 0  # events committed since the last walk
+        self.unwalked = 0  # events committed since the last walk was asked for
+        self.asked = False  # whether a walk was asked for
         self.head = head
         self.report: VerifyReport | None = None
 
