@@ -10,37 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.model.errors import LedgerError
 from service.intake import check
 from service.intake.load import import_file
 from service.ledger import Ledger
-from tests.service.intake.test_intake_load import _refusals, history, line, refused_whole
+from tests.service.intake.test_intake_load import history, line
 
 # (bits of the filter, ids and observations held in memory, lines a chunk): saturated (one bit: every
 # key may be there), a few bits (false hits and misses mixed), the real size
 _FILTERS = [(0, 0, 4), (4, 7, 4), (check.FILTER_BITS, 0, 4), (check.FILTER_BITS, 7, 3)]
 
 KEYS = st.binary(min_size=16, max_size=16)
-
-
-@pytest.mark.parametrize(("bits", "held", "chunk"), _FILTERS)
-@pytest.mark.parametrize(("at", "bad", "error", "match"), _refusals())
-def test_a_rule_across_lines_refuses_alike_whatever_the_filter_holds(
-    fresh_ledger: Ledger,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    bits: int,
-    held: int,
-    chunk: int,
-    at: int,
-    bad: bytes,
-    error: type[LedgerError],
-    match: str,
-) -> None:
-    monkeypatch.setattr(check, "FILTER_BITS", bits)
-    monkeypatch.setattr(check, "HELD", held)
-    monkeypatch.setattr(check, "CHUNK", chunk)
-    refused_whole(fresh_ledger, tmp_path, at, bad, error, match)
 
 
 @pytest.mark.parametrize(("bits", "held", "chunk"), _FILTERS)

@@ -16,14 +16,24 @@ from tests.service.intake.test_intake_load import _refusals, history, line, refu
 # (ids and observations held in memory, lines a chunk): all in memory; spilled to the scratch file at
 # once; spilled after a few chunks
 _TIERS = [(150_000, 5000), (0, 4), (7, 4)]
+# (bits of the filter in front of the scratch file, held, chunk): the tiers above at the real size, then
+# a saturated filter (no bits: every key may be there), a few bits (false hits and misses mixed), and
+# the real size spilled across uneven chunks
+_FILTERED = [
+    *((check.FILTER_BITS, held, chunk) for held, chunk in _TIERS),
+    (0, 0, 4),
+    (4, 7, 4),
+    (check.FILTER_BITS, 7, 3),
+]
 
 
-@pytest.mark.parametrize(("held", "chunk"), _TIERS)
+@pytest.mark.parametrize(("bits", "held", "chunk"), _FILTERED)
 @pytest.mark.parametrize(("at", "bad", "error", "match"), _refusals())
-def test_a_rule_across_lines_refuses_alike_in_memory_and_spilled(
+def test_a_rule_across_lines_refuses_alike_in_memory_spilled_and_filtered(
     fresh_ledger: Ledger,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    bits: int,
     held: int,
     chunk: int,
     at: int,
@@ -31,6 +41,7 @@ def test_a_rule_across_lines_refuses_alike_in_memory_and_spilled(
     error: type[LedgerError],
     match: str,
 ) -> None:
+    monkeypatch.setattr(check, "FILTER_BITS", bits)
     monkeypatch.setattr(check, "HELD", held)
     monkeypatch.setattr(check, "CHUNK", chunk)
     refused_whole(fresh_ledger, tmp_path, at, bad, error, match)
