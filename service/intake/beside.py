@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import multiprocessing
 import os
 import signal
-import threading
 from multiprocessing.connection import Connection
-from multiprocessing.context import ForkContext, SpawnContext
 
 from ledger.model.instants import now_us
 from ledger.storage.interface import Store
+from service.children import start_context
 from service.ledger import Ledger, VerifyReport, verify_store
 from service.ops.scrub import VERIFY, PassLog, pass_of
 
@@ -48,14 +46,6 @@ def walk_once(store: Store, passes: PassLog) -> VerifyReport:
         passes.record(pass_of(VERIFY, report, started, now_us()))
         return report
     return verify_store(store, resume=True, remember=True)
-
-
-def _context() -> ForkContext | SpawnContext:
-    """Fork from a process of one thread (the CLI), else spawn, as service/resolver/pool.py does: a
-    forked child would inherit locks other threads hold."""
-    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
 
 
 def _die_with_parent() -> None:
@@ -103,7 +93,7 @@ class WalkerProcess:
     """A walker process beside the import: one walk at a time, asked for and collected by the import."""
 
     def __init__(self, url: str) -> None:
-        ctx = _context()
+        ctx = start_context()
         self._conn, theirs = ctx.Pipe()
         self.process = ctx.Process(
             target=_serve, args=(theirs, url, os.getpid()), name="ledger-import-walker", daemon=True

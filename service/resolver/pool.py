@@ -8,15 +8,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import multiprocessing
 import os
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from ledger.model.resolving import Decision, RefInput
+from service.children import start_context
 from service.ledger import Ledger
 from service.resolver.defaults import Resolver, default_resolver
 from service.resolver.run import Decided, Summary, resolve
@@ -54,13 +53,6 @@ def _decide(refs: Sequence[RefInput]) -> list[Decision]:
         return list(_worker["decide"](refs, _worker["catalogue"]))
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    """Fork from a process of one thread (the CLI): a worker starts at once, its imports done. From one
-    of several (a server), spawn: a forked child would inherit locks other threads hold."""
-    one = threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if one else "spawn")
-
-
 class _Decided:
     """A batch a worker decides, or, if the workers died meanwhile, the parent decides instead."""
 
@@ -96,7 +88,7 @@ class DecidePool:
         self._broken = False
         self._pool = ProcessPoolExecutor(
             workers,
-            mp_context=_context(),
+            mp_context=start_context(),
             initializer=_start,
             initargs=(url, resolver),
         )

@@ -189,7 +189,7 @@ def test_a_walker_whose_walk_fails_is_walked_here_once_warned(
     fresh_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(load, "WALK_EVERY", 10)
-    monkeypatch.setattr(beside, "_context", lambda: multiprocessing.get_context("fork"))
+    monkeypatch.setattr(beside, "start_context", lambda: multiprocessing.get_context("fork"))
     importer = os.getpid()
     walk = beside.walk_once
 
@@ -333,14 +333,14 @@ def test_a_walker_is_forked_while_the_importing_process_holds_no_read_mark(
     when the importing process holds only what an idle WAL connection holds, the file's shared lock and
     the -shm file's open-connection byte, so that every lock the walker takes is its own."""
     monkeypatch.setattr(load, "WALK_EVERY", 10)
-    context = beside._context
+    context = beside.start_context
     seen: list[set[tuple[str, int, str, str]]] = []
 
     def looked() -> Any:
         seen.append(_sqlite_locks(os.getpid(), fresh_ledger.url))
         return context()
 
-    monkeypatch.setattr(beside, "_context", looked)
+    monkeypatch.setattr(beside, "start_context", looked)
     _import(fresh_ledger, write(tmp_path / "f.ndjson", history(30)), monkeypatch, True)
     idle = {("db", 1073741826, "READ", "1073742335"), ("shm", 128, "READ", "128")}
     assert seen == [idle]

@@ -44,7 +44,7 @@ def test_workers_decide_as_one_process_does(
     ledger: Ledger, start: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(run, "BATCH", 50)  # several batches in flight at once
-    monkeypatch.setattr(pool, "_context", lambda: multiprocessing.get_context(start))
+    monkeypatch.setattr(pool, "start_context", lambda: multiprocessing.get_context(start))
     r = default_resolver()
     alone = resolve(
         ledger, None, decide=r.decide, catalogue=r.catalogue(ledger), method=r.method, dry_run=True
@@ -102,7 +102,7 @@ def test_a_run_whose_workers_die_ends_as_one_process_would(
     """The batches the dead workers held, and the rest, are decided in the parent: same answers, all
     appended, said once in the log."""
     monkeypatch.setattr(run, "BATCH", 50)
-    monkeypatch.setattr(pool, "_context", lambda: multiprocessing.get_context(start))
+    monkeypatch.setattr(pool, "start_context", lambda: multiprocessing.get_context(start))
     r = default_resolver()
     alone = resolve(
         ledger, None, decide=r.decide, catalogue=r.catalogue(ledger), method=r.method, dry_run=True
