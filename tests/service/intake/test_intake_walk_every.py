@@ -15,6 +15,9 @@ from service.ledger import Ledger
 from service.ops.scrub import PassLog, chain_status
 from tests.service.intake.test_intake_load import history, write
 
+# on two cores or more the walks run in a walker process (service/intake/beside.py)
+pytestmark = pytest.mark.process
+
 
 def _walks(monkeypatch: pytest.MonkeyPatch, ledger: Ledger) -> list[int]:
     """The head seq at each walk of an import."""
