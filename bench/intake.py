@@ -13,6 +13,9 @@ the bench's own memory), into an empty ledger (or table) made for it:
   its code first on the path), both at their defaults (synchronous=FULL; batches of 10,000 now);
 - `sqlite-utils insert DB events FILE --nl` (SQLite only): rows of the envelope's fields, no chain,
   no index, one transaction per 100 rows (its default batch), journal_mode as SQLite's default;
+- `keyed` (bench/intake_keyed.py, SQLite only): each line under a unique index of its sha256, 10,000 a
+  transaction, WAL at synchronous=FULL: the cheapest store that refuses a duplicate, so what one index
+  over random keys costs as the file grows;
 - the peer (bench/intake_peer.py): eventsourcing's application recorder storing each line's data as a
   StoredEvent of its stream, 10,000 a call, WAL at synchronous=FULL (PostgreSQL: synchronous_commit on).
 
@@ -39,6 +42,8 @@ import msgspec
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "intake.json"
 VENV = Path(sys.executable).parent
+# the figures that have no PostgreSQL side
+SQLITE_ONLY = ("sqlite-utils", "keyed")
 
 
 def make_file(path: Path, lines: int) -> int:
@@ -78,6 +83,35 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
     }
 
 
+def proc_stats() -> dict[int, tuple[int, int, int, int, int]]:
+    """Every process: (ppid, utime, stime, cutime, cstime) in clock ticks, from /proc/PID/stat."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        # after the command name: state (field 3), ppid (4), ... utime (14) to cstime (17)
+        rest = text[text.rindex(")") + 2 :].split()
+        out[int(entry)] = (int(rest[1]), int(rest[11]), int(rest[12]), int(rest[13]), int(rest[14]))
+    return out
+
+
+def server_cpu(data_dir: str) -> float:
+    """CPU seconds the PostgreSQL server of `data_dir` has used: the postmaster's own and its ended
+    backends' (reaped into its children's times), plus every live backend's."""
+    postmaster = int(Path(data_dir, "postmaster.pid").read_text().split()[0])
+    ticks = 0
+    for pid, (ppid, utime, stime, cutime, cstime) in proc_stats().items():
+        if pid == postmaster:
+            ticks += utime + stime + cutime + cstime
+        elif ppid == postmaster:
+            ticks += utime + stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def _env(before: Path | None) -> dict[str, str]:
     # the code measured first on the path: main's packages ahead of this checkout's editable install
     return {**os.environ, "PYTHONPATH": str(before or ROOT)}
@@ -93,7 +127,7 @@ def run(
     before: Path | None,
     work: Path,
     profile: bool,
-    whos: tuple[str, ...] = ("after", "before", "sqlite-utils", "peer"),
+    whos: tuple[str, ...] = ("after", "before", "sqlite-utils", "keyed", "peer"),
 ) -> None:
     """Every figure for every size and backend."""
     results: list[dict[str, Any]] = json.loads(OUT.read_text()) if OUT.exists() else []
@@ -111,11 +145,16 @@ def run(
             print(f"{lines:,} lines, {size / 1e6:.0f} MB: {path}", flush=True)
             for backend in backends:
                 for who in whos:
-                    if who == "before" and before is None or who == "sqlite-utils" and backend != "sqlite":
+                    if who == "before" and before is None or who in SQLITE_ONLY and backend != "sqlite":
                         continue
                     db = _db(backend, work, who, cluster)
                     cmd = _command(who, path, db)
+                    data_dir = cluster.data_dir if cluster is not None and backend == "postgresql" else None
+                    server = server_cpu(data_dir) if data_dir is not None else 0.0
                     r = timed(cmd, _env(before if who == "before" else None), work)
+                    if data_dir is not None:
+                        # the server does the rows' work that SQLite does inside the importing process
+                        r["server_cpu_seconds"] = round(server_cpu(data_dir) - server, 2)
                     r |= {"who": who, "backend": backend, "lines": lines, "bytes": size,
                           "lines_per_s": round(lines / r["seconds"]) if r["exit"] == 0 else None,
                           "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -135,8 +174,9 @@ def run(
 
 
 def _say(r: dict[str, Any]) -> None:
+    server = f"(server cpu {r['server_cpu_seconds']:.1f} s)  " if "server_cpu_seconds" in r else ""
     print(
-        f"  {r['backend']:<10} {r['who']:<12} {r['seconds']:8.1f} s (cpu {r['cpu_seconds']:6.1f} s)  "
+        f"  {r['backend']:<10} {r['who']:<12} {r['seconds']:8.1f} s (cpu {r['cpu_seconds']:6.1f} s)  {server}"
         f"{r['lines_per_s'] or 0:>8,} lines/s  "
         f"peak RSS {r['peak_rss_mb']:>7} MB  exit {r['exit']}  {r['tail'][:120]}",
         flush=True,
@@ -162,6 +202,8 @@ def _command(who: str, path: Path, db: str) -> list[str]:
         return [*_ledger(), "import", str(path), "--db", db]
     if who == "sqlite-utils":
         return [str(VENV / "sqlite-utils"), "insert", db, "events", str(path), "--nl"]
+    if who == "keyed":
+        return [sys.executable, "-m", "bench.intake_keyed", str(path), db]
     return [sys.executable, "-m", "bench.intake_peer", str(path), db]
 
 
@@ -186,7 +228,7 @@ def main() -> None:
     ap.add_argument("--before", type=Path, default=None, help="a checkout of main, measured beside this one")
     ap.add_argument("--keep", type=Path, default=None, help="write the files and ledgers here and keep them")
     ap.add_argument("--profile", action="store_true")
-    ap.add_argument("--only", default="after,before,sqlite-utils,peer", help="the figures to run")
+    ap.add_argument("--only", default="after,before,sqlite-utils,keyed,peer", help="the figures to run")
     args = ap.parse_args()
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     work = args.keep or Path(tempfile.mkdtemp(prefix="intake-bench-"))

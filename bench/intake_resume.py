@@ -37,30 +37,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.intake import OUT, ROOT, _env, _ledger, timed
+from bench.intake import OUT, ROOT, _env, _ledger, proc_stats, timed
 
 POLL = 0.05
 
 
-def _stats() -> dict[int, tuple[int, int, int, int, int]]:
-    """Every process: (ppid, utime, stime, cutime, cstime) in clock ticks, from /proc/PID/stat."""
-    out = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # after the command name: state (field 3), ppid (4), ... utime (14) to cstime (17)
-        rest = text[text.rindex(")") + 2 :].split()
-        out[int(entry)] = (int(rest[1]), int(rest[11]), int(rest[12]), int(rest[13]), int(rest[14]))
-    return out
-
-
 def _descendants(pid: int, procs: dict[int, tuple[int, int, int, int, int]] | None = None) -> list[int]:
     """The live processes below `pid`."""
-    procs = _stats() if procs is None else procs
+    procs = proc_stats() if procs is None else procs
     found = {pid}
     grew = True
     while grew:
