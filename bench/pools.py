@@ -11,11 +11,15 @@ from ledger.model.codec import event_to_dict
 from ledger.model.events import Event, PaperObserved, ResolutionObserved
 
 # each workload takes its events from its own papers, so no two workloads append the same event
-# (about 130 events a paper, 60 of them singles: a pool of 20,000 singles spans some 340 papers)
+# (about 130 events a paper, 60 of them singles: a pool of 20,000 singles spans some 335 papers)
 # (the library append's 25 batches take about 200 papers: 25,000 events hold one move of the key levels)
-OFFSETS = {"library_batches": 0, "http_batches": 250, "library_singles": 350, "http_singles": 600,
-           "profile_batches": 1000, "profile_singles": 1100, "profile_http": 1300,
+OFFSETS = {"library_batches": 0, "http_batches": 250, "library_singles": 350, "http_singles": 700,
+           "profile_batches": 1050, "profile_singles": 1100, "profile_http": 1300,
            "profile_batches_http": 1700}  # fmt: skip
+# the most events each workload may take (run.py): tests/bench/test_pools.py checks that no two overlap
+TAKES = {"library_batches": 25_000, "http_batches": 10_000, "library_singles": 20_000,
+         "http_singles": 20_000, "profile_batches": 5_000, "profile_singles": 10_000,
+         "profile_http": 20_000, "profile_batches_http": 5_000}  # fmt: skip
 
 
 def batches(first_paper: int, count: int, size: int = 1000) -> list[list[Event]]:
