@@ -120,7 +120,9 @@ async def body_chunks(request: Request, limit: int, what: str = "the limit") -> 
         allowed = settings.body_timeout + received / settings.body_min_rate
         try:
             # the deadline moves with what arrived, and covers a client that stops sending at all
-            chunk = await asyncio.wait_for(chunks.__anext__(), max(start + allowed - time.monotonic(), 0))
+            # asyncio.timeout keeps a cancellation that comes as a chunk arrives (wait_for on 3.11 does not)
+            async with asyncio.timeout(max(start + allowed - time.monotonic(), 0)):
+                chunk = await chunks.__anext__()
         except StopAsyncIteration:
             return
         except TimeoutError:

@@ -228,8 +228,11 @@ class Notifier:
             self.position = head.seq
             ready.set_result(None)
             while True:
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation that
+                # arrives as the wait ends, and stop() would then wait for this task for good
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), self.settings.sse_poll)
+                    async with asyncio.timeout(self.settings.sse_poll):
+                        await self.wake.wait()
                 if not self.live:
                     return  # nobody to feed: stop polling (the next join starts a new run)
                 self.wake.clear()
@@ -312,7 +315,10 @@ async def follow(sub: Subscription, after: int) -> AsyncIterator[bytes]:
         sub.caught_up = True
         while True:
             try:
-                await asyncio.wait_for(sub.ready.wait(), settings.sse_heartbeat)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation that
+                # arrives as an event is queued, and the response of a client gone would never end
+                async with asyncio.timeout(settings.sse_heartbeat):
+                    await sub.ready.wait()
             except TimeoutError:
                 # A comment line keeps proxies from closing an idle stream and detects a gone client.
                 yield b": heartbeat\n\n"

@@ -138,7 +138,9 @@ async def attempt(due: Due, send: Send, deadline_s: float = DEADLINE_S) -> Sent:
         return await sent if inspect.isawaitable(sent) else sent
 
     try:
-        return await asyncio.wait_for(post(), deadline_s)
+        # asyncio.timeout keeps a cancellation that comes as the answer does (wait_for on 3.11 does not)
+        async with asyncio.timeout(deadline_s):
+            return await post()
     except TimeoutError:
         return Sent(None, None, f"no whole answer within {deadline_s:g} s: abandoned")
     except Exception as e:  # a callback must not stall the outbox: whatever it raises settles the attempt

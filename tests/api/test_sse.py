@@ -356,6 +356,34 @@ def test_catch_up_hands_over_to_live_without_losing_or_repeating_an_event(
     asyncio.run(main())
 
 
+def test_a_client_gone_as_an_event_is_queued_ends_its_response(make_app):
+    """A cancellation that arrives in the same turn of the loop as the wake-up of the live wait is kept:
+    the stream of a client that left ends, and frees its place (asyncio.wait_for on Python 3.11 drops
+    such a cancellation, so the response waited for the next heartbeat, for good here)."""
+    app = make_app(sse_poll=IDLE, sse_heartbeat=IDLE)
+    head = app.state.ledger.head().seq
+
+    async def main() -> None:
+        notifier = notifier_of(app)
+        sub = notifier.subscribe(None, None)
+
+        async def stream() -> None:
+            async for _ in live.follow(sub, head):
+                pass
+
+        task = asyncio.ensure_future(stream())
+        await until(lambda: sub.caught_up and sub in notifier.live, "the subscriber live")
+        await asyncio.sleep(0)  # the stream now waits for something queued
+        sub.ready.set()
+        await asyncio.sleep(0)  # the wait has ended; the stream has not run since
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=TIMEOUT)
+        assert task in done and task.cancelled()
+        assert sub not in notifier.subscribers
+
+    asyncio.run(main())
+
+
 # -- connections of ended threads ---------------------------------------------------------------------
 
 
