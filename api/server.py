@@ -39,16 +39,27 @@ SAMPLES = Path(__file__).resolve().parent.parent / "ledger" / "samples"
 
 
 @functools.cache
+def _settings() -> Settings:
+    return Settings.from_env()
+
+
 def _idle_timeout() -> float:
-    return Settings.from_env().idle_timeout
+    return _settings().idle_timeout
 
 
 # A request line and headers above this are refused with 431 (h11's own bound, in our error shape).
 MAX_HEAD_BYTES = 16 * 1024
-# After a refusal, what the client still sends is read and dropped for a moment, so that closing does
-# not reset the connection before the client has read the answer (a lingering close, as httpd does).
+# After a refusal, what the client still sends is read and dropped, so that closing does not reset the
+# connection before the client has read the answer (a lingering close, as httpd and nginx do). Clients
+# that send a whole body before reading (urllib) see the refusal only if all of it is taken: the rest
+# gets LINGER_S, plus a second per LEDGER_BODY_MIN_RATE bytes that arrive, never more than a body
+# itself may take (LEDGER_BODY_TIMEOUT).
 LINGER_S = 2.0
-LINGER_BYTES = 4 * 1024 * 1024
+
+
+def linger_allowed(received: int, body_timeout: float, body_min_rate: int) -> float:
+    """Seconds a refused connection is read and dropped, once `received` bytes came after the answer."""
+    return min(LINGER_S + received / body_min_rate, max(LINGER_S, body_timeout))
 
 
 def raw_error(status: int, code: str, message: str) -> bytes:
@@ -119,7 +130,9 @@ class GuardedH11Protocol(H11Protocol):
     _head_timer: asyncio.TimerHandle | None = None
     _write_timer: asyncio.TimerHandle | None = None
     _head_begun = False
-    _lingering = 0
+    _lingering = 0  # 1 + the bytes dropped since the answer, 0 when not lingering
+    _linger_started = 0.0
+    _raw: asyncio.Transport  # the transport itself; self.transport is it with close() through _close
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """uvicorn's protocol over an h11 connection that refuses heads above MAX_HEAD_BYTES."""
@@ -127,9 +140,22 @@ class GuardedH11Protocol(H11Protocol):
         self.conn = _H11Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        """Start the head deadline."""
+        """Start the head deadline; uvicorn's own closes go through `_close`."""
         super().connection_made(transport)
+        self._raw = transport
+        self.transport = _ClosedThrough(transport, self._close)  # type: ignore[assignment]
         self._start_head_timer()
+
+    def _close(self) -> None:
+        """Close, or linger if the answer is out while the client still sends its body: uvicorn closes
+        at once after answering a client that asked for `Connection: close` (urllib always does), and a
+        close with the body unread resets the connection before the client reads the answer."""
+        if self._lingering:
+            return  # the linger's own deadline closes
+        if self.conn.their_state is h11.SEND_BODY and self.conn.our_state in _ANSWERED:
+            self._linger()
+        else:
+            self._raw.close()
 
     def _start_head_timer(self) -> None:
         self._stop_head_timer()
@@ -148,8 +174,6 @@ class GuardedH11Protocol(H11Protocol):
         """Feed h11 (which refuses an oversized head); stop the deadline once a head is complete."""
         if self._lingering:
             self._lingering += len(data)
-            if self._lingering > LINGER_BYTES:
-                self.transport.close()
             return
         if self._waiting_for_head():
             self._head_begun = True
@@ -160,6 +184,9 @@ class GuardedH11Protocol(H11Protocol):
     def on_response_complete(self) -> None:
         """The next request's head gets its own deadline (pipelined heads may already be complete)."""
         super().on_response_complete()
+        if self._lingering:
+            self._unset_keepalive_if_required()  # armed by uvicorn just now; the linger's deadline rules
+            return
         if self.transport.is_closing() or not self._waiting_for_head():
             self._stop_head_timer()
             if not self.transport.is_closing() and self.conn.their_state is h11.SEND_BODY:
@@ -234,13 +261,51 @@ class GuardedH11Protocol(H11Protocol):
         self._linger()
 
     def _linger(self) -> None:
-        """End our side after what was written; read and drop the client's rest for a moment, then close."""
-        if self.transport.can_write_eof():
-            self.transport.write_eof()  # the answer, then end of stream: the client reads it whole
+        """End our side after what was written; read and drop the client's rest for a while, then close."""
+        if self._lingering:
+            return
+        if self._raw.can_write_eof():
+            # the keep-alive deadline would close first: the linger's own deadline decides
+            self._unset_keepalive_if_required()
+            self._raw.write_eof()  # the answer, then end of stream: the client reads it whole
             self._lingering = 1
-            self.loop.call_later(LINGER_S, self.transport.close)
+            self._linger_started = self.loop.time()
+            self.loop.call_later(LINGER_S, self._linger_deadline)
         else:
-            self.transport.close()
+            self._raw.close()
+
+    def _linger_deadline(self) -> None:
+        """Close, unless what arrived since the answer earns the connection more time."""
+        if self._raw.is_closing():
+            return
+        s = _settings()
+        end = self._linger_started + linger_allowed(self._lingering - 1, s.body_timeout, s.body_min_rate)
+        if self.loop.time() >= end:
+            self._raw.close()
+        else:
+            self.loop.call_at(end, self._linger_deadline)
+
+    def shutdown(self) -> None:
+        """A server shutting down does not wait for a refused client's rest."""
+        if self._lingering:
+            self._raw.close()
+        else:
+            super().shutdown()
+
+
+# our side's states once the answer is complete
+_ANSWERED = (h11.DONE, h11.MUST_CLOSE, h11.CLOSED)
+
+
+class _ClosedThrough:
+    """A transport whose close() is the protocol's choice (close, or linger); the rest is the transport's."""
+
+    def __init__(self, transport: asyncio.Transport, close: Any) -> None:
+        self._transport = transport
+        self.close = close
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 def sample_records(samples: Path = SAMPLES) -> list[tuple[bytes, str, str]]:

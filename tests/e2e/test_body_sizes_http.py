@@ -1,8 +1,8 @@
 """Every route that reads a body, posted by real clients (curl, urllib, requests, httpx) over a real socket
-to a real `ledger serve`: bodies around the 16 KiB head limit and each route's body limit (a source
-file's own, LEDGER_MAX_INGEST_BODY, included). Clients send a small body in the same packet as its head;
-only the head counts against the head limit, so each answer is what the route says about the content
-(201/200 valid, 422 invalid, 413 over the limit), never 431."""
+to a real `ledger serve`: bodies around the 16 KiB head limit, each route's body limit (a source
+file's own, LEDGER_MAX_INGEST_BODY, included) and far past it. Clients send a small body in the same
+packet as its head; only the head counts against the head limit, so each answer is what the route says
+about the content (201/200 valid, 422 invalid, 413 over the limit), never 431."""
 
 from __future__ import annotations
 
@@ -169,6 +169,8 @@ SIZES: dict[str, Callable[[int], int | None]] = {
     "head-limit-plus-1": lambda _: MAX_HEAD_BYTES + 1,
     "body-limit": lambda limit: limit,
     "body-limit-plus-1": lambda limit: limit + 1,
+    # far past it: a client that sends its whole body before reading (urllib) still gets the 413
+    "body-limit-plus-16-MiB": lambda limit: limit + 16 * 1024 * 1024,
 }
 CLIENTS = ["curl", "urllib", "requests", "httpx"]
 

@@ -216,6 +216,39 @@ def test_a_body_trickled_after_the_answer_does_not_hold_the_connection(server: t
     _still_serving(s_, db)
 
 
+def test_a_refused_body_sent_without_end_is_answered_then_cut_at_the_body_timeout(
+    server: tuple[Server, str],
+) -> None:
+    """A body past the limit, streamed as fast as the socket takes it and never ended: the 413 comes
+    whole, what follows is read and dropped, and the connection is cut once LEDGER_BODY_TIMEOUT (2 s
+    here) has passed, not held while the client keeps sending."""
+    s_, db = server
+    head = (
+        f"POST /events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {10**12}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    before = Ledger(db).head()
+    answer: list[bytes] = []
+    with socket.create_connection(_address(s_), timeout=WAIT_S) as s:
+        s.sendall(head)
+        reader = threading.Thread(
+            target=lambda: answer.append(_read_to_end(s, time.monotonic() + WAIT_S)), daemon=True
+        )
+        reader.start()
+        deadline, cut = time.monotonic() + WAIT_S, False
+        try:
+            while time.monotonic() < deadline:
+                s.sendall(b" " * 65536)
+        except OSError:  # the server closed: what is still sent is refused
+            cut = True
+        reader.join(WAIT_S)
+    assert cut, f"the server still took the body after {WAIT_S} s"
+    assert answer, "the answer never ended"
+    assert _json_error(answer[0], 413)["code"] == "payload_too_large"
+    assert Ledger(db).head() == before
+    _still_serving(s_, db)
+
+
 def test_a_body_arriving_steadily_is_taken_even_past_the_timeout(server: tuple[Server, str]) -> None:
     """A long body that keeps up LEDGER_BODY_MIN_RATE is not cut at LEDGER_BODY_TIMEOUT."""
     s_, _ = server
