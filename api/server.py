@@ -152,7 +152,8 @@ class GuardedH11Protocol(H11Protocol):
         close with the body unread resets the connection before the client reads the answer."""
         if self._lingering:
             return  # the linger's own deadline closes
-        if self.conn.their_state is h11.SEND_BODY and self.conn.our_state in _ANSWERED:
+        answered = self.conn.our_state in _ANSWERED
+        if answered and self.conn.their_state is h11.SEND_BODY and not self._raw.is_closing():
             self._linger()
         else:
             self._raw.close()
