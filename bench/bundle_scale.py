@@ -114,14 +114,14 @@ def run(
     if stdout:
         out.close()  # type: ignore[union-attr]
     code = os.waitstatus_to_exitcode(status)
+    said = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
     figures = {
         "command": name,
         "seconds": round(seconds, 2),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
         "exit": code,
-        "said": err.decode(errors="replace").strip().splitlines()[-1:] or [""],
+        "said": said[0][:300],
     }
-    figures["said"] = figures["said"][0][:300]
     print(json.dumps(figures), flush=True)
     return figures
 

@@ -14,6 +14,7 @@ import random
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from service.ledger import Ledger
 from service.sources import SourceFile
@@ -40,7 +41,7 @@ _VOCAB = list(
 _WEIGHTS = [1 / (rank + 1) for rank in range(len(_VOCAB))]
 
 
-def _work(i: int, rng: random.Random) -> dict[str, object]:
+def _work(i: int, rng: random.Random) -> dict[str, Any]:
     title = " ".join(dict.fromkeys(rng.choices(_VOCAB, _WEIGHTS, k=rng.randint(6, 12)))).capitalize()
     authors = [
         {"family": rng.choice(_FAMILIES) + str(i % 97), "given": "A."} for _ in range(rng.randint(1, 4))
@@ -85,15 +86,15 @@ def main() -> None:
 
     picks = [works[rng.randrange(len(works))] for _ in range(args.refs)]
     texts = [
-        f"{w['author'][0]['family']} A. {w['title'][0]}. {w['container-title'][0]} "  # type: ignore[index]
-        f"{w['volume']}, {w['page']} ({w['issued']['date-parts'][0][0]})"  # type: ignore[index]
+        f"{w['author'][0]['family']} A. {w['title'][0]}. {w['container-title'][0]} "
+        f"{w['volume']}, {w['page']} ({w['issued']['date-parts'][0][0]})"
         for w in picks
     ]
     cat = ledger.catalogue
     began = time.perf_counter()
     found = cat.catalogue_search(texts, 10)
     took = time.perf_counter() - began
-    hit = sum(any(c.doi == w["DOI"].lower() for c in f) for w, f in zip(picks, found, strict=True))  # type: ignore[union-attr]
+    hit = sum(any(c.doi == w["DOI"].lower() for c in f) for w, f in zip(picks, found, strict=True))
     print(
         f"search {len(texts)} texts, limit 10: {took:.2f} s ({len(texts) / took:.0f}/s), "
         f"right work among them: {hit}"

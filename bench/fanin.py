@@ -147,7 +147,7 @@ def measure(db: Path, at: str, say: Callable[[str], None]) -> dict[str, float]:
     client = TestClient(create_app(Settings(db=str(db))))
     t = parse_ts(at)
     rec, _, _ = ledger.record(PID, t)
-    inbound = next(c for c in rec["coverage"] if c["lane"] == "inbound_itemization")["denominator"]
+    inbound = next(c for c in rec.coverage if c.lane == "inbound_itemization").denominator
     json_url, page_url = f"/paper/{PID}/citation-record.json", f"/paper/{PID}/citation-record"
     r: dict[str, float] = {"inbound": inbound}
     r["record_lib"] = p50(lambda i: ledger.record_bytes(PID, t))
@@ -183,7 +183,10 @@ def spans_cost(workdir: Path, events: int = 60_000) -> dict[str, float]:
     batches = list(_batches(events // 3))
     for batch in batches:
         for name, ledger in (("with", with_spans), ("without", without)):
-            SqlWriteTx._spans = keep if name == "with" else (lambda self, links: None)  # type: ignore[method-assign]
+            if name == "with":
+                SqlWriteTx._spans = keep  # type: ignore[method-assign]
+            else:
+                SqlWriteTx._spans = lambda self, steps: None  # type: ignore[method-assign]
             t = time.perf_counter()
             ledger.append(batch)
             times[name] += time.perf_counter() - t

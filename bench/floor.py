@@ -63,7 +63,9 @@ def rate(layout: str, events: int, directory: Path, every: int = 50_000) -> dict
     for statement in LAYOUTS[layout]:
         conn.execute(statement)
     rng = random.Random(2480)
-    payload, seq, versions, rates = os.urandom(600), 0, {}, {}
+    versions: dict[int, int] = {}
+    rates: dict[int, int] = {}
+    payload, seq = os.urandom(600), 0
     mark = time.perf_counter()
     while seq < events:
         rows, works = [], []

@@ -15,11 +15,13 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import service.ledger as service_ledger
+from ledger.storage.sql_store import SqlStore
 from ledger.storage.sqlite import store as sqlite_store
 from service.intake.load import import_file
 
@@ -53,8 +55,8 @@ def record(path: str, db: Path) -> tuple[list[tuple[str, list[tuple[Any, ...]] |
             recorded.append((sql, [tuple(r) for r in params]))
         many(self, conn, sql, params)
 
-    patched = {"append": appending, "_execute": one, "_execute_many": rows}
-    originals = {"append": append, "_execute": execute, "_execute_many": many}
+    patched: dict[str, Callable[..., Any]] = {"append": appending, "_execute": one, "_execute_many": rows}
+    originals: dict[str, Callable[..., Any]] = {"append": append, "_execute": execute, "_execute_many": many}
     for name, f in patched.items():
         setattr(service_ledger.Ledger if name == "append" else sqlite_store.SQLiteStore, name, f)
     try:
@@ -67,11 +69,13 @@ def record(path: str, db: Path) -> tuple[list[tuple[str, list[tuple[Any, ...]] |
     return recorded, got.appended
 
 
-def replay(recorded: list[tuple[str, list[tuple[Any, ...]] | None]], db: Path) -> Counter[str]:
+def replay(recorded: list[tuple[str, list[tuple[Any, ...]] | None]], db: Path) -> dict[str, float]:
     """Run the recorded statements into a fresh ledger at `db`: CPU seconds per statement kind."""
     ledger = service_ledger.Ledger(str(db))
-    conn = ledger.store.connection()
-    spent: Counter[str] = Counter()
+    store = ledger.store
+    assert isinstance(store, SqlStore)
+    conn = store.connection()
+    spent: defaultdict[str, float] = defaultdict(float)
     conn.execute("BEGIN IMMEDIATE")
     for sql, rows in recorded:
         began = time.process_time()
@@ -97,7 +101,7 @@ def main() -> None:
     total = sum(spent.values())
     print(f"{events:,} events, {rows:,} rows in {len(recorded)} statements")
     print(f"SQLite's CPU for them: {total:.2f} s, {total / max(events, 1) * 1e6:.1f} us an event")
-    for kind, seconds in spent.most_common(12):
+    for kind, seconds in sorted(spent.items(), key=lambda kv: kv[1], reverse=True)[:12]:
         print(f"  {seconds:6.2f} s  {kind}")
 
 

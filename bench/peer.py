@@ -183,9 +183,9 @@ def _settle(store: str) -> None:
         return
     import sqlite3
 
-    conn = sqlite3.connect(store)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
+    lite = sqlite3.connect(store)
+    lite.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    lite.close()
 
 
 def count(store: str) -> int:
@@ -198,9 +198,9 @@ def count(store: str) -> int:
     else:
         import sqlite3
 
-        conn = sqlite3.connect(store)
-        row = conn.execute("SELECT count(*) FROM stored_events").fetchone()
-        conn.close()
+        lite = sqlite3.connect(store)
+        row = lite.execute("SELECT count(*) FROM stored_events").fetchone()
+        lite.close()
     return int(row[0]) if row else 0
 
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from bench import library, pools
+from ledger.storage.sql_store import SqlStore
 from service.ledger import Ledger
 from service.search import search
 
@@ -56,7 +57,9 @@ def main() -> None:
     indexing: list[float] = []
     touched = 0
     trace: list[str] = []
-    plain.store.trace = trace  # type: ignore[misc]
+    traced = plain.store
+    assert isinstance(traced, SqlStore)
+    traced.trace = trace
     for batch in work:
         t = time.perf_counter()
         plain.append(batch)
@@ -67,7 +70,7 @@ def main() -> None:
         t = time.perf_counter()
         indexed.store.tables.index_titles(head)
         indexing.append(time.perf_counter() - t)
-    plain.store.trace = None  # type: ignore[misc]
+    traced.trace = None
 
     samples = []
     for _ in range(50):

@@ -156,20 +156,20 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
             _insert(conn, insert_keys.replace("?", "%s"), keys)
             _insert(conn, insert_pending.replace("?", "%s"), pending)
         return
-    conn = sqlite3.connect(db, isolation_level=None)
+    lite = sqlite3.connect(db, isolation_level=None)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
+        lite.execute("PRAGMA journal_mode=WAL")
         # a fixture need not survive a power cut: without a sync per DDL statement it builds in ms, not s
-        conn.execute("PRAGMA synchronous=OFF")
+        lite.execute("PRAGMA synchronous=OFF")
         for statement in old_statements(backend, steps):
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {steps}")
-        _insert(conn, insert_events, events)
-        _insert(conn, insert_checks, checks)
-        _insert(conn, insert_keys, keys)
-        _insert(conn, insert_pending, pending)
+            lite.execute(statement)
+        lite.execute(f"PRAGMA user_version = {steps}")
+        _insert(lite, insert_events, events)
+        _insert(lite, insert_checks, checks)
+        _insert(lite, insert_keys, keys)
+        _insert(lite, insert_pending, pending)
     finally:
-        conn.close()
+        lite.close()
 
 
 def _cited(link: ChainLink) -> str | None:

@@ -64,8 +64,8 @@ class LiveCatalogue(ListCatalogue):
         self.ledger = ledger
         self.extra = list(extra)
 
-    @property  # type: ignore[override]
-    def works(self) -> list[CatalogueWork]:
+    @property
+    def works(self) -> list[CatalogueWork]:  # type: ignore[override]
         return [*paper_works(self.ledger), *self.extra]
 
 

@@ -24,7 +24,7 @@ WEEKS = DAYS // 7  # 156 checks per source
 TOTAL = 5000
 MEASURES = 1000  # per source
 # (source, work index, kind, first week listed, last week listed)
-NOTICES = [
+NOTICES: list[tuple[str, int, ev.NoticeKind, int, int]] = [
     ("retraction_watch", 7, "retraction", 40, WEEKS - 1),
     ("crossref", 12, "correction", 80, WEEKS - 1),
     ("crossref", 20, "expression_of_concern", 100, 120),
@@ -87,15 +87,17 @@ def history(seed: int = 18) -> History:
                     observed_at=again, data=ev.CitationData(_oid(0, i), PAPER, i, "pdf_text", None)
                 )
             )
-    statuses = ["verified_exact"] * 6 + ["verified_fuzzy"] * 2 + ["unresolved"] * 2
+    statuses: list[ev.Status] = ["verified_exact"] * 6
+    statuses += ["verified_fuzzy"] * 2
+    statuses += ["unresolved"] * 2
 
-    def resolve(i: int, when: str, status: str) -> ev.ResolutionObserved:
+    def resolve(i: int, when: str, status: ev.Status) -> ev.ResolutionObserved:
         linked = status != "unresolved"
         work = _work(i, cited_at[i]) if linked else None
         cited = f"2301.{i:05d}" if linked and i < 8 else None
         return ev.ResolutionObserved(
             observed_at=when,
-            data=ev.ResolutionData(_oid(0, i), status, "local_arxiv", work, cited),  # type: ignore[arg-type]
+            data=ev.ResolutionData(_oid(0, i), status, "local_arxiv", work, cited),
         )
 
     for i in range(REFS):
@@ -124,22 +126,22 @@ def history(seed: int = 18) -> History:
                             ["Synthetic"],
                             "2025-01-01",
                             None,
-                        )  # type: ignore[arg-type]
+                        )
                     )
                 elif week == last + 1:
                     notice_gone[kind] = when
             out.append(ev.StandingChecked(observed_at=when, data=ev.StandingData(source, works, notices)))
     for n in range(15):
         pid = f"2405.{n + 1:05d}"
-        when = timedelta(days=150 + 60 * n, hours=3)
-        out.append(_paper(pid, at(when), f"Citing paper {n}"))
+        after = timedelta(days=150 + 60 * n, hours=3)
+        out.append(_paper(pid, at(after), f"Citing paper {n}"))
         oid = _oid(1, n)
         out.append(
-            ev.CitationObserved(observed_at=at(when), data=ev.CitationData(oid, pid, n, "pdf_text", None))
+            ev.CitationObserved(observed_at=at(after), data=ev.CitationData(oid, pid, n, "pdf_text", None))
         )
         out.append(
             ev.ResolutionObserved(
-                observed_at=at(when + timedelta(minutes=1)),
+                observed_at=at(after + timedelta(minutes=1)),
                 data=ev.ResolutionData(oid, "verified_exact", "local_arxiv", None, PAPER),
             )
         )

@@ -21,7 +21,7 @@ TIMEOUT_S = 60.0  # the default bound: far past any wait a healthy run sees, eve
 What = str | Callable[[], str]
 
 
-def poll(predicate: Callable[[], T], timeout: float = TIMEOUT_S, every: float = EVERY_S) -> T | None:
+def poll(predicate: Callable[[], T | None], timeout: float = TIMEOUT_S, every: float = EVERY_S) -> T | None:
     """predicate()'s first truthy value, checked every `every` s until `timeout` s have passed; else None."""
     deadline = time.monotonic() + timeout
     while True:
@@ -35,7 +35,7 @@ def poll(predicate: Callable[[], T], timeout: float = TIMEOUT_S, every: float = 
 
 
 def wait_until(
-    predicate: Callable[[], T], what: What, timeout: float = TIMEOUT_S, every: float = EVERY_S
+    predicate: Callable[[], T | None], what: What, timeout: float = TIMEOUT_S, every: float = EVERY_S
 ) -> T:
     """predicate()'s first truthy value; fails naming `what` (a text, or a function giving it) if none
     comes within `timeout` s. The predicate may itself fail a test (say, when a server died)."""

@@ -34,6 +34,7 @@ from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.resolving import Decision, RefInput
 from ledger.model.works import CatalogueWork, Reference
 from ledger.storage.interface import CatalogueTables
+from ledger.storage.sql_store import SqlStore
 from service.ledger import is_pg_url
 from service.resolver import run as run_flow
 from service.resolver.pool import collector_paused
@@ -87,6 +88,7 @@ def catalogue_size(db: str) -> int:
     ledger = Ledger(db)
     ledger.catalogue  # noqa: B018 - indexed up to the head first
     store = ledger.store
+    assert isinstance(store, SqlStore)
     return int(store.query(store.connection(), "SELECT count(*) FROM catalogue_works").fetchone()[0])
 
 

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from api.errors import install_error_handlers
 from api.log import bundles
+from ledger.model.events import Event
 from ledger.model.instants import parse_as_of
 from ledger.tlog.checkpoint import Checkpointer
 from projections import record as projection
@@ -29,7 +30,7 @@ def ledger(new_db: Callable[[str], str], tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path))  # a PostgreSQL ledger's key goes there
     monkeypatch.setitem(projection.CAPS, "inbound", 2)  # the bundle must carry the hidden ones too
     ledger = Ledger(new_db("ledger.db"))
-    events = [fx.paper(CITED, fx.ts(0))]
+    events: list[Event] = [fx.paper(CITED, fx.ts(0))]
     for i in range(5):
         citing = f"2101.{i + 10:05d}"
         events += [

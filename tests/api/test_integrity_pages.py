@@ -79,7 +79,7 @@ def test_a_bad_page_is_refused(cited: TestClient, page: str) -> None:
 def test_a_forged_count_shows_on_the_page_that_lists_it(cited: TestClient) -> None:
     """A span made for the unresolved observation: the ledger now counts 11, and the page listing it
     recomputes it from its events as not inbound."""
-    ledger = cited.app.state.ledger
+    ledger: Ledger = cited.app.state.ledger  # type: ignore[attr-defined]
     edit(
         ledger.url,
         "INSERT INTO inbound_spans SELECT cited, '2201.00099', reference_index, ?, t_from, t_to, "

@@ -304,7 +304,8 @@ def test_a_database_that_cannot_be_read_is_a_gauge_not_a_failed_scrape() -> None
 
 def _statements(client: TestClient, body: dict[str, Any]) -> list[str]:
     store: Any = client.app.state.ledger.store  # type: ignore[attr-defined]
-    store.trace = statements = []
+    statements: list[str] = []
+    store.trace = statements
     try:
         assert client.post("/events", json=body, headers=AUTH).status_code == 201
     finally:

@@ -7,6 +7,7 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -111,7 +112,7 @@ def visible_lines(html: str) -> list[str]:
 
 
 def hrefs(html: str) -> list[str]:
-    return [a["href"] for tag, a in parse(html).elements if tag == "a" and a.get("href")]
+    return [href for tag, a in parse(html).elements if tag == "a" and (href := a.get("href"))]
 
 
 def in_order(lines: list[str], wanted: list[str]) -> bool:
@@ -379,7 +380,7 @@ def _pending(rec: dict) -> None:
     rec["reference_resolution"]["state_counts"]["pending"] = 1
 
 
-NOTICE = {
+NOTICE: dict[str, Any] = {
     "kind": "expression_of_concern",
     "notice_date": None,
     "notice_doi": None,

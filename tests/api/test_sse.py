@@ -161,7 +161,9 @@ def notifier_of(app: Any) -> Notifier:
 # -- the cap -----------------------------------------------------------------------------------------
 
 
-def test_past_the_cap_the_stream_is_503_with_retry_after_and_the_error_shape(make_app):
+def test_past_the_cap_the_stream_is_503_with_retry_after_and_the_error_shape(
+    make_app: Callable[..., Any],
+) -> None:
     app = make_app(sse_max_subscribers=3, sse_poll=IDLE, sse_heartbeat=IDLE)
 
     async def main() -> None:
@@ -194,7 +196,9 @@ def test_past_the_cap_the_stream_is_503_with_retry_after_and_the_error_shape(mak
 # -- one read per new head ----------------------------------------------------------------------------
 
 
-def test_one_database_read_per_new_head_whatever_the_number_of_subscribers(make_app):
+def test_one_database_read_per_new_head_whatever_the_number_of_subscribers(
+    make_app: Callable[..., Any],
+) -> None:
     n, heads = 25, 6
     app = make_app(sse_poll=0.05, sse_heartbeat=IDLE)
     ledger: Ledger = app.state.ledger
@@ -254,7 +258,9 @@ def test_one_database_read_per_new_head_whatever_the_number_of_subscribers(make_
 # -- the send buffer ----------------------------------------------------------------------------------
 
 
-def test_a_subscriber_that_stops_reading_is_dropped_and_resumes_with_last_event_id(make_app):
+def test_a_subscriber_that_stops_reading_is_dropped_and_resumes_with_last_event_id(
+    make_app: Callable[..., Any],
+) -> None:
     app = make_app(sse_buffer=2048, sse_poll=IDLE, sse_heartbeat=IDLE)
     ledger: Ledger = app.state.ledger
 
@@ -356,7 +362,7 @@ def test_catch_up_hands_over_to_live_without_losing_or_repeating_an_event(
     asyncio.run(main())
 
 
-def test_a_client_gone_as_an_event_is_queued_ends_its_response(make_app):
+def test_a_client_gone_as_an_event_is_queued_ends_its_response(make_app: Callable[..., Any]) -> None:
     """A cancellation that arrives in the same turn of the loop as the wake-up of the live wait is kept:
     the stream of a client that left ends, and frees its place (asyncio.wait_for on Python 3.11 drops
     such a cancellation, so the response waited for the next heartbeat, for good here)."""

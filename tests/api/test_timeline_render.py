@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,7 @@ def marks_of(svg: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def synthetic(
     db_factory: Callable[[Path, str], str], tmp_path_factory: pytest.TempPathFactory
-) -> tuple[Ledger, History]:
+) -> Iterator[tuple[Ledger, History]]:
     """A ledger holding the 5,000-event synthetic paper (tests/timeline_history.py)."""
     made = history()
     ledger = Ledger(db_factory(tmp_path_factory.mktemp("synthetic"), "synthetic.db"))

@@ -14,6 +14,7 @@ import pytest
 import api.settings
 from service.ledger import Ledger
 from tests.api_fixtures import ledger_command
+from tests.conftest import NewDb
 
 PAPER = "2509.02480"
 TIMEOUT = 60
@@ -73,7 +74,7 @@ def test_head_dash_1_of_a_command_is_exit_0(imported_ledger: Ledger, command: st
     assert len(head.stdout.splitlines()) == 1
 
 
-def test_serve_on_a_busy_port_says_so_in_one_line_before_anything(new_db: Path, tmp_path: Path) -> None:
+def test_serve_on_a_busy_port_says_so_in_one_line_before_anything(new_db: NewDb, tmp_path: Path) -> None:
     db = new_db()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
         holder.bind(("127.0.0.1", 0))

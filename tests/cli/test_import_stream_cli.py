@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from cli.main import main
 from cli.progress import Meter
 from ledger.model.codec import event_to_dict
+from ledger.model.events import Event
 from service.ledger import Ledger
 from tests import factories as fx
 from tests.api_fixtures import ledger_command
@@ -28,7 +29,7 @@ from tests.conftest import NewDb
 
 def _events(n: int) -> list[bytes]:
     """n papers, each citing the one before and resolved to it: 3n - 2 NDJSON lines."""
-    out = []
+    out: list[Event] = []
     for i in range(n):
         pid = f"2101.{i + 1:05d}"
         out.append(fx.paper(pid, fx.ts(i), title=f"Paper {i}"))

@@ -67,7 +67,9 @@ def test_concurrent_writers_gapless_in_commit_order(store_url: str) -> None:
         import psycopg
 
         with psycopg.connect(store_url) as conn:
-            if conn.execute("SHOW track_commit_timestamp").fetchone()[0] != "on":
+            setting = conn.execute("SHOW track_commit_timestamp").fetchone()
+            assert setting is not None
+            if setting[0] != "on":
                 pytest.skip("track_commit_timestamp is off on this server: commit order not observable")
             stamps = [
                 r[0] for r in conn.execute("SELECT pg_xact_commit_timestamp(xmin) FROM events ORDER BY seq")

@@ -12,6 +12,7 @@ import pytest
 from ledger.model.errors import Conflict, InvalidEvent
 from ledger.model.instants import parse_as_of
 from ledger.storage.backend import is_pg_url
+from ledger.storage.sql_store import SqlStore
 from projections.memory import MemoryReader
 from service.ledger import Ledger
 from tests.contract.conftest import FixedClock
@@ -231,6 +232,7 @@ def test_tables_identical_across_backends(
     want = [list(b.tables.check_works_after(after, upto)) for after, upto in ranges]
     assert [list(a.tables.check_works_after(after, upto)) for after, upto in ranges] == want
     for store in (a, b):  # pages of 2 rows: the continuation skips nothing, repeats nothing
+        assert isinstance(store, SqlStore)
         monkeypatch.setattr(type(store), "dialect", dataclasses.replace(store.dialect, page=2))
         assert [list(store.tables.check_works_after(after, upto)) for after, upto in ranges] == want
     peaks = [bytes([1]) * 32, bytes([2]) * 32]

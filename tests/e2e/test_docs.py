@@ -35,6 +35,7 @@ How a session is written (the format this test reads):
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shlex
@@ -301,7 +302,7 @@ def run(
             if "$?" not in command:
                 assert code == 0, f"{session.id}: {command!r} exited {code}:\n" + "\n".join(out)
         for command, expected, log in waiting:
-            poll(lambda expected=expected, log=log: contains_in_order(expected, _read(log)), WAIT_S)
+            poll(functools.partial(_logged, expected, log), WAIT_S)
             if check:
                 assert contains_in_order(expected, _read(log)), _report(
                     session, command, expected, _read(log)
@@ -316,6 +317,11 @@ def run(
 
 def _read(log: Path) -> list[str]:
     return log.read_text(errors="replace").splitlines() if log.exists() else []
+
+
+def _logged(expected: list[str], log: Path) -> bool:
+    """Whether the job's log shows the expected lines yet."""
+    return contains_in_order(expected, _read(log))
 
 
 def _report(session: Session, command: str, expected: list[str], actual: list[str]) -> str:

@@ -156,7 +156,8 @@ def watch(server: Server) -> str:
 )
 def test_a_bad_last_event_id_on_the_alert_stream_is_422(server: Server, watch: str, value: bytes) -> None:
     url = f"{server.base}/watches/{watch}/alerts/stream"
-    with httpx.stream("GET", url, headers={**AUTH, "Last-Event-ID": value}, timeout=WAIT_S) as r:
+    headers = {b"Authorization": AUTH["Authorization"].encode(), b"Last-Event-ID": value}
+    with httpx.stream("GET", url, headers=headers, timeout=WAIT_S) as r:
         assert r.status_code == 422  # not a stream that never ends
         error = json.loads(r.read())["error"]
     assert set(error) == {"code", "message", "details"}
@@ -176,7 +177,7 @@ def test_a_good_last_event_id_on_the_alert_stream_resumes(server: Server, watch:
 )
 def test_a_bad_last_event_id_on_the_evidence_stream_is_422(server: Server, value: bytes) -> None:
     url = f"{server.base}/evidence/stream"
-    with httpx.stream("GET", url, headers={"Last-Event-ID": value}, timeout=WAIT_S) as r:
+    with httpx.stream("GET", url, headers={b"Last-Event-ID": value}, timeout=WAIT_S) as r:
         assert r.status_code == 422
         assert "Last-Event-ID" in json.loads(r.read())["error"]["message"]
 

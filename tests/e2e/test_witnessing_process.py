@@ -156,8 +156,8 @@ def test_witnesses_refuse_a_ledger_rolled_back_below_what_they_cosigned(
             assert "Ledger-Checkpoint" not in answer.headers and "\n30\n" in answer.text
             assert cosigned_note(Ledger(rolled).store) is None  # nothing new cosigned
             for url in witnesses.urls:  # asked straight, each witness refuses too
-                refused = httpx.post(f"{url}/add-checkpoint", content=request_body(0, [], answer.text))
-                assert (refused.status_code, refused.text) == (409, "40\n")
+                asked = httpx.post(f"{url}/add-checkpoint", content=request_body(0, [], answer.text))
+                assert (asked.status_code, asked.text) == (409, "40\n")
             quorum = [a for w in witnesses.vkeys for a in ("--witness", w)]
             new_user = _monitor(server.base, vkey, tmp_path / "new-user", *quorum)
             assert new_user.returncode == 2 and "not cosigned" in new_user.stdout, new_user.stdout

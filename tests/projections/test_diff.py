@@ -9,7 +9,7 @@ import pytest
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import Event
 from ledger.model.instants import parse_ts
-from projections.diff import MISSING, diff_records, field_changes, json_diff, record_changes
+from projections.diff import MISSING, Json, diff_records, field_changes, json_diff, record_changes
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import check, citation, measurement, notice, oid_of, paper, resolution, ts, work
@@ -187,8 +187,8 @@ def test_json_diff_lists_as_values_absent_as_null(
 
 
 def test_field_changes_lists_leaves() -> None:
-    a = {"x": {"y": 1, "z": [1]}, "k": None}
-    b = {"x": {"y": 2, "z": [1]}, "k": {"n": 1}}
+    a: Json = {"x": {"y": 1, "z": [1]}, "k": None}
+    b: Json = {"x": {"y": 2, "z": [1]}, "k": {"n": 1}}
     assert field_changes(a, b) == [
         {"from": None, "path": "k", "to": {"n": 1}},
         {"from": 1, "path": "x.y", "to": 2},

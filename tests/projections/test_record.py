@@ -106,7 +106,10 @@ def _ledger_with(db: str | Ledger, events: list[Event]) -> Ledger:
 
 
 def test_pending_resolution(new_db: NewDb) -> None:
-    events = [paper("2101.00001", ts(0)), citation(oid_of(1), "2101.00001", ts(1), 3, work("w-1", ts(1)))]
+    events: list[Event] = [
+        paper("2101.00001", ts(0)),
+        citation(oid_of(1), "2101.00001", ts(1), 3, work("w-1", ts(1))),
+    ]
     rec = _json(_ledger_with(new_db(), events).record("2101.00001"))
     obs = rec["outbound"][0]
     assert obs["resolution"] == {"observed_at": None, "resolver_source": None, "status": "pending"}

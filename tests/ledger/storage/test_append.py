@@ -56,8 +56,8 @@ def resolution(oid: str = OID_A, cited: str | None = P2, observed_at: str = T) -
 
 
 def standing(source: str = "crossref", observed_at: str = T, notices: int = 0) -> dict[str, Any]:
-    notice = {"work_id": WORK, "kind": "retraction", "notice_doi": None, "record_id": None,
-              "raw_type": None, "reasons": [], "notice_date": None, "url": None}  # fmt: skip
+    notice: dict[str, Any] = {"work_id": WORK, "kind": "retraction", "notice_doi": None, "record_id": None,
+                              "raw_type": None, "reasons": [], "notice_date": None, "url": None}  # fmt: skip
     data = {"source": source, "work_ids": [WORK], "notices": [notice] * notices}
     return {"type": "standing.checked", "observed_at": observed_at, "data": data}
 
@@ -113,7 +113,7 @@ REFUSALS = [
      r"events\[1\]\.data\.version: floats are not allowed"),
     ("event1-bool-for-int", [paper(P2), measurement(value=True)], None, InvalidEvent,
      r"events\[1\]\.data\.value: Expected `int`, got `bool`"),
-    ("event1-null-title", [paper(P2), paper(P3, title=None)], None, InvalidEvent,
+    ("event1-null-title", [paper(P2), paper(P3, title=None)], None, InvalidEvent,  # type: ignore[arg-type]
      r"events\[1\]\.data\.title"),
     ("event1-ts-no-offset", [paper(P2), paper(P3, observed_at="2026-01-01T00:00:00")], None,
      InvalidEvent, r"events\[1\]\.observed_at: timestamp without offset"),
@@ -204,7 +204,7 @@ def test_ledger_append_rechecks_rules_of_events_built_in_code(seeded: Ledger, ev
 @pytest.mark.parametrize(
     "event",
     [
-        pytest.param(MeasurementObserved(observed_at=T, data=MeasurementData(P2, "s", "m", 1.5, None, None)),
+        pytest.param(MeasurementObserved(observed_at=T, data=MeasurementData(P2, "s", "m", 1.5, None, None)),  # type: ignore[arg-type]
                      id="float-value"),
         pytest.param(PaperObserved(observed_at=T, data=PaperData(P2, None, None, T, T, 0)),  # type: ignore[arg-type]
                      id="null-title-version-0"),

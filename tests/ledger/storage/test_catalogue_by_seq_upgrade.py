@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ledger.storage.backend import is_pg_url
+from ledger.storage.catalogue_store import SqlCatalogue
 from ledger.storage.derived.catalogue import COLUMNS
 from service.ledger import Ledger
 from tests import raw
@@ -49,7 +50,7 @@ def test_a_catalogue_keyed_by_ident_is_upgraded_with_its_rows(source: Ledger, ne
     _insert(old, "UPDATE catalogue_cursor SET seq = ?", [(source.head().seq,)])
     upgraded = Ledger(old)
     try:
-        assert upgraded.store.catalogue.catalogue_rows() == source.store.catalogue.catalogue_rows()
+        assert _rows(upgraded) == _rows(source)
         if not is_pg_url(old):
             assert raw.rows(old, "SELECT rowid, seq FROM catalogue_works WHERE rowid <> seq") == []
         for text in ("zero memory optimizations", "gpipe giant nets", "another work entirely"):
@@ -61,6 +62,13 @@ def test_a_catalogue_keyed_by_ident_is_upgraded_with_its_rows(source: Ledger, ne
         upgraded.close()
 
 
+def _rows(ledger: Ledger) -> list[Any]:
+    """Every row of the ledger's catalogue_works."""
+    catalogue = ledger.store.catalogue
+    assert isinstance(catalogue, SqlCatalogue)
+    return catalogue.catalogue_rows()
+
+
 def _insert(db: str, sql: str, rows: list[tuple[Any, ...]]) -> None:
     """Write rows as a ledger of the old layout did, its triggers on."""
     if is_pg_url(db):
@@ -69,8 +77,8 @@ def _insert(db: str, sql: str, rows: list[tuple[Any, ...]]) -> None:
         with psycopg.connect(db, autocommit=True) as conn, conn.cursor() as cur:
             cur.executemany(sql.replace("?", "%s"), rows)
         return
-    conn = sqlite3.connect(db, isolation_level=None)
+    lite = sqlite3.connect(db, isolation_level=None)
     try:
-        conn.executemany(sql, rows)
+        lite.executemany(sql, rows)
     finally:
-        conn.close()
+        lite.close()

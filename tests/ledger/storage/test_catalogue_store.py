@@ -46,8 +46,14 @@ def work(
     return ev.WorkObserved(observed_at=at, data=data)
 
 
-def dois(found: list[CatalogueWork]) -> list[str | None]:
-    return [w.doi or w.arxiv_id for w in found]
+def dois(found: list[CatalogueWork]) -> list[str]:
+    return [w.doi or w.arxiv_id or "" for w in found]
+
+
+def key(k: str | None) -> str:
+    """A key made of a valid DOI or arXiv id (never None)."""
+    assert k is not None
+    return k
 
 
 def test_an_empty_catalogue_answers_empty_lists(fresh_ledger: Ledger) -> None:
@@ -60,7 +66,7 @@ def test_an_empty_catalogue_answers_empty_lists(fresh_ledger: Ledger) -> None:
 def test_a_work_is_found_by_its_doi_key_with_its_fields(fresh_ledger: Ledger) -> None:
     fresh_ledger.append([work(ZERO, ts(1), arxiv_id="1910.02054")])
     (found,) = fresh_ledger.catalogue.catalogue_by_keys(
-        [doi_key("https://doi.org/10.1109/SC41405.2020.00024")]
+        [key(doi_key("https://doi.org/10.1109/SC41405.2020.00024"))]
     )
     (w,) = found
     assert w == CatalogueWork(
@@ -79,7 +85,7 @@ def test_a_work_is_found_by_its_doi_key_with_its_fields(fresh_ledger: Ledger) ->
         type="proceedings-article",
     )
     # the arXiv id the work names finds it too
-    assert dois(fresh_ledger.catalogue.catalogue_by_keys([arxiv_key("1910.02054")])[0]) == [ZERO]
+    assert dois(fresh_ledger.catalogue.catalogue_by_keys([key(arxiv_key("1910.02054"))])[0]) == [ZERO]
 
 
 @pytest.mark.parametrize(
@@ -123,7 +129,7 @@ def test_papers_appear_by_either_key_form_with_year_and_no_authors(fresh_ledger:
     )
     cat = fresh_ledger.catalogue
     by_id, by_doi, bare = cat.catalogue_by_keys(
-        [arxiv_key("2509.02480"), "10.48550/arXiv.2509.02480v2", "2509.02480"]
+        [key(arxiv_key("2509.02480")), "10.48550/arXiv.2509.02480v2", "2509.02480"]
     )
     assert by_id == by_doi == bare
     (w,) = by_id

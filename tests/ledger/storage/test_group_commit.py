@@ -131,13 +131,14 @@ class _CountingTx:
 
 
 def test_a_group_looks_up_every_batchs_ids_observations_and_streams_at_once(new_db: NewDb) -> None:
+    from ledger.model.events import Event
     from ledger.storage.append import append_batch, needs_of
     from ledger.storage.group_tx import group
     from tests.factories import citation, oid_of, resolution
 
     ledger = Ledger(new_db("g.db"))
     ledger.append([paper("2101.00001", ts(0)), citation(oid_of(1), "2101.00001", ts(1))])
-    batches = [
+    batches: list[list[Event]] = [
         [measurement("2101.00001", ts(2), 1)],
         [citation(oid_of(2), "2101.00001", ts(3)), resolution(oid_of(1), ts(4), cited_arxiv="2101.00002")],
         [paper("2101.00001", ts(0))],  # a duplicate of a stored event, found by the group's lookup

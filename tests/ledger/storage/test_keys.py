@@ -58,7 +58,10 @@ def test_each_event_implies_its_keys(fresh_ledger: Ledger, events: list[ev.Event
     if "o:" in kinds:
         assert keys[1] == "o:" + OID
     # the cited work's match keys, one each (its arXiv id and pith_arxiv_id give one key)
-    want = {"w-1": ["w:10.48550/arxiv.2101.00002"], "w-doi": ["w:10.48550/arxiv.2101.00002", "w:10.5555/x.1"]}
+    want: dict[str | None, list[str]] = {
+        "w-1": ["w:10.48550/arxiv.2101.00002"],
+        "w-doi": ["w:10.48550/arxiv.2101.00002", "w:10.5555/x.1"],
+    }
     assert [k for k in keys if k.startswith("w:")] == want.get(_work_id(events[-1]), [])
 
 

@@ -28,12 +28,12 @@ def _execute(db: str, *statements: str) -> list[Any]:
                 cur = conn.execute(s)
                 rows = cur.fetchall() if cur.description else []
         return rows
-    conn = sqlite3.connect(db, isolation_level=None)
+    lite = sqlite3.connect(db, isolation_level=None)
     try:
         for s in statements:
-            rows = conn.execute(s).fetchall()
+            rows = lite.execute(s).fetchall()
     finally:
-        conn.close()
+        lite.close()
     return rows
 
 

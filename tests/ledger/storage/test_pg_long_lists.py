@@ -9,12 +9,15 @@ import pytest
 
 from ledger.storage.backend import is_pg_url
 from ledger.storage.postgresql.store import PLAN_FOR_LIST
+from ledger.storage.sql_store import SqlStore
 from service.ledger import Ledger
 from tests.factories import paper, ts
 
 
 def _prepared(ledger: Ledger) -> list[str]:
-    conn = ledger.store.connection()
+    store = ledger.store
+    assert isinstance(store, SqlStore)
+    conn = store.connection()
     return [r[0] for r in conn.execute("SELECT statement FROM pg_prepared_statements")]
 
 

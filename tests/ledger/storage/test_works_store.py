@@ -3,7 +3,7 @@ exactly what the full scan of every observation (works_known, papers_known) matc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from ledger.model.doi import arxiv_key, doi_key, work_keys
 from ledger.model.events import CitedWork, Event
+from ledger.model.facts import Fact
 from ledger.model.instants import parse_ts
 from ledger.storage import works_store
 from ledger.storage.derived.keys import LONG_KEY
@@ -180,9 +181,12 @@ def test_one_statement_per_chunk_of_keys(new_db: NewDb, monkeypatch: pytest.Monk
     store = ledger.store
     calls: list[int] = []
     lookup = store.tables.work_facts
-    monkeypatch.setattr(
-        store.tables, "work_facts", lambda keys, t: calls.append(len(keys)) or lookup(keys, t)
-    )
+
+    def counted(index_keys: Sequence[str], as_of_us: int) -> list[Fact]:
+        calls.append(len(index_keys))
+        return lookup(index_keys, as_of_us)
+
+    monkeypatch.setattr(store.tables, "work_facts", counted)
     keys = [doi_key(f"10.5555/{c}") or "" for c in "ABCDE"]
     found = works_matching(store, keys, parse_ts(ts(2)))
     assert calls == [2, 2, 1]

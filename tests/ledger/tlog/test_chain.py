@@ -28,7 +28,7 @@ def stdlib_hash(prev_hash: str, body: bytes) -> str:
     return blake3(bytes.fromhex(prev_hash) + body).hexdigest()
 
 
-ENVELOPE = {
+ENVELOPE: dict[str, Any] = {
     "event_id": "8f7cb4e3-557e-49d1-9dc8-6b681dc73b8b",
     "observed_at": "2026-08-08T06:31:55.24221+00:00",
     "recorded_at": "2026-08-09T00:00:00.000001Z",
@@ -53,7 +53,7 @@ def test_genesis_is_64_zeros() -> None:
 
 @pytest.mark.parametrize("data", DATAS)
 def test_body_bytes_is_the_stdlib_canonical_of_the_body(data: dict[str, Any]) -> None:
-    got = body_bytes(data=stdlib_canonical(data), **ENVELOPE)  # type: ignore[arg-type]
+    got = body_bytes(data=stdlib_canonical(data), **ENVELOPE)
     assert got == stdlib_canonical({**ENVELOPE, "data": data})
     assert list(json.loads(got)) == BODY_KEYS  # code-point order, no other key
 
@@ -97,9 +97,10 @@ def test_envelope_body_cannot_be_forged_by_moving_text_between_fields(field: str
     # a stored column holding '","observed_at":"...' must not join into another event's body bytes
     honest = StoredEvent(
         12,
-        *[ENVELOPE[k] for k in ("event_id", "stream")],
+        ENVELOPE["event_id"],
+        ENVELOPE["stream"],
         3,
-        "paper.observed",  # type: ignore[misc]
+        "paper.observed",
         ENVELOPE["observed_at"],
         ENVELOPE["recorded_at"],
         b"{}",

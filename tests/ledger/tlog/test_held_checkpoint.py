@@ -97,7 +97,7 @@ def _client(db: str) -> TestClient:
 
 @pytest.mark.parametrize(("damage", "status", "words"), DAMAGES)
 def test_a_held_checkpoint_catches_what_verify_alone_does_not(
-    new_db: NewDb, damage: Callable[[str, NewDb], str], status: str, words: str
+    new_db: NewDb, damage: Callable[[Victim, NewDb], str], status: str, words: str
 ) -> None:
     victim = _victim(new_db)
     held = victim.held

@@ -130,8 +130,8 @@ def test_alerts_are_raised_whatever_appended_the_events(sample: Ledger) -> None:
     """A library append, an NDJSON import and a source ingest all go through Ledger.append: each raises."""
     watch, _ = al.add_watch(sample.store, al.parse_watch({"works": ["doi:10.5555/j.cell.2019.05.031"]}))
     sample.append([check("crossref", ts(30), ["w-cell"], [notice("w-cell", "correction")])])
-    n = {"work_id": "w-cell", "kind": "withdrawal", "notice_doi": None, "record_id": None, "raw_type": None,
-         "reasons": [], "notice_date": None, "url": None}  # fmt: skip
+    n: dict[str, Any] = {"work_id": "w-cell", "kind": "withdrawal", "notice_doi": None, "record_id": None,
+                         "raw_type": None, "reasons": [], "notice_date": None, "url": None}  # fmt: skip
     line = {"type": "standing.checked", "observed_at": ts(31),
             "data": {"source": "crossref", "work_ids": ["w-cell"], "notices": [n]}}  # fmt: skip
     sample.import_bytes(json.dumps(line).encode() + b"\n")

@@ -373,9 +373,10 @@ def test_a_delivery_verifies_with_standard_webhooks_a_retry_is_signed_afresh_and
     wh.deliver_due(ledger.store, script, 10.0, random.Random(3))
     (_, first_body, first), (_, body, retry) = script.calls
     receiver = Webhook(receiver_key)
-    alert = receiver.verify(first_body, first)
+    alert = receiver.verify(first_body, dict(first))
     assert (
-        receiver.verify(body, retry) == alert and retry[wh.WEBHOOK_ID] == first[wh.WEBHOOK_ID] == alert["id"]
+        receiver.verify(body, dict(retry)) == alert
+        and retry[wh.WEBHOOK_ID] == first[wh.WEBHOOK_ID] == alert["id"]
     )
     assert int(retry[wh.WEBHOOK_TIMESTAMP]) >= int(first[wh.WEBHOOK_TIMESTAMP]) + 119
     assert retry[wh.WEBHOOK_SIGNATURE] != first[wh.WEBHOOK_SIGNATURE]
@@ -391,7 +392,7 @@ def test_a_delivery_verifies_with_standard_webhooks_a_retry_is_signed_afresh_and
 
     monkeypatch.setattr("standardwebhooks.webhooks.datetime", SixMinutesLater)  # the receiver's clock
     with pytest.raises(WebhookVerificationError, match="too old"):
-        receiver.verify(body, retry)  # the same delivery replayed past the tolerance
+        receiver.verify(body, dict(retry))  # the same delivery replayed past the tolerance
 
 
 @pytest.mark.parametrize(

@@ -222,9 +222,12 @@ def test_a_stopped_import_resumes_after_its_last_committed_batch(
         import_file(fresh_ledger, path, batch_size=10, progress=_stop_after(2))
     assert fresh_ledger.head().seq == 20
     checked: list[int] = []
-    got = import_file(
-        fresh_ledger, path, batch_size=10, progress=lambda ph, n, r, s: ph == CHECKING and checked.append(n)
-    )
+
+    def progress(phase: str, lines: int, read: int, size: int) -> None:
+        if phase == CHECKING:
+            checked.append(lines)
+
+    got = import_file(fresh_ledger, path, batch_size=10, progress=progress)
     assert (got.resumed_at_line, got.appended, got.duplicates, got.batches) == (20, 14, 0, 2)
     assert max(checked) == 14  # only the lines not committed were checked again
     log = fresh_ledger.store.read_log()
@@ -298,6 +301,6 @@ def test_the_walk_reads_back_what_was_stored(
     assert fresh_ledger.store.tables.verified_point() is None
 
 
-def _write_tx_class(ledger: Ledger) -> type:
+def _write_tx_class(ledger: Ledger) -> type[Any]:
     with ledger.store.write() as tx:
         return type(tx)

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from ledger.model.codec import event_to_dict, quick_event
+from ledger.model.events import Event
 from service.intake import check
 from service.intake.load import import_file
 from service.ledger import Ledger
@@ -34,7 +35,12 @@ def test_lines_of_the_exact_path_are_appended_as_it_decodes_them(
 ) -> None:
     monkeypatch.setattr(check, "MAX_EXACT", exact_max)  # 0: too many to remember, every line exact
     plain: list[bytes] = []  # the lines the second pass took by msgspec's decoder alone
-    monkeypatch.setattr(check, "plain_event", lambda raw: plain.append(raw) or check.quick_event(raw))
+
+    def taken_plain(raw: bytes) -> Event | None:
+        plain.append(raw)
+        return check.quick_event(raw)
+
+    monkeypatch.setattr(check, "plain_event", taken_plain)
     events = [fx.paper(f"2102.{i:05d}", fx.ts(i)) for i in range(1, 8)] + history(4)
     raw = [_escaped(e) if i in (3, 6) else line(e) for i, e in enumerate(events)]
     assert quick_event(raw[3]) is None and quick_event(raw[2]) is not None

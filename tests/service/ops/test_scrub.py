@@ -120,7 +120,7 @@ def test_integrity_after_an_in_place_edit_outside_the_records_events(db: str) ->
     assert f"seqs 1..{N} were not re-hashed for this answer" in second["method"]
 
     # a scrub pass walks everything again: from then on every answer names the seq
-    found = scrub_pass(Ledger(db).store, passes_of(client.app))
+    found = scrub_pass(Ledger(db).store, passes_of(client.app))  # type: ignore[arg-type]
     assert found is not None and (found.ok, found.first_bad_seq) == (False, 1)
     third = _integrity(client)
     assert third["ok"] is False and third["first_bad_seq"] == 1
@@ -171,7 +171,7 @@ def test_integrity_after_an_in_place_edit_of_one_of_the_records_events(
     assert all(e["proof_ok"] is True for e in report["events"] if e["seq"] > 2 * 16)
     assert [e["seq"] for e in report["events"] if not (e["hash_ok"] and e["linked"])] == [bad]
     # a scrub names the same seq
-    found = scrub_pass(Ledger(db).store, passes_of(client.app))
+    found = scrub_pass(Ledger(db).store, passes_of(client.app))  # type: ignore[arg-type]
     assert found is not None and found.first_bad_seq == bad
 
 

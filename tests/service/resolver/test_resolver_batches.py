@@ -11,6 +11,7 @@ from concurrent.futures import Future
 import pytest
 
 from ledger.model.resolving import Decision, RefInput
+from ledger.storage.interface import CatalogueTables
 from service.ledger import Ledger
 from service.resolver import run
 from service.resolver.defaults import default_resolver
@@ -30,12 +31,13 @@ class Recording:
         self.sizes: list[int] = []
         r = default_resolver()
         self._decide = r.decide
-        self.catalogue = None
+        self.catalogue: CatalogueTables | None = None
 
     def submit(self, refs: Sequence[RefInput]) -> Future[list[Decision]]:
         self.sizes.append(len(refs))
         f: Future[list[Decision]] = Future()
-        f.set_result(self._decide(refs, self.catalogue))  # type: ignore[arg-type]
+        assert self.catalogue is not None
+        f.set_result(self._decide(refs, self.catalogue))
         return f
 
 

@@ -95,7 +95,7 @@ def test_a_run_resolves_what_the_catalogue_knows_and_says_how(world: World) -> N
     assert by_doi.cited_work is not None and by_doi.cited_work.doi == DOI and by_doi.cited_arxiv_id is None
     assert by_doi.cited_work.venue == "J. Tests" and by_doi.cited_work.snapshot_observed_at == ts(0)
     assert by_doi.cited_work.work_id == str(uuid.uuid5(uuid.NAMESPACE_URL, f"https://doi.org/{DOI}"))
-    assert by_doi.evidence is not None and by_doi.evidence.method == "identifier"
+    assert isinstance(by_doi.evidence, Evidence) and by_doi.evidence.method == "identifier"
     assert got[OIDS[2]].status == "unresolved" and got[OIDS[2]].cited_work is None
     assert got[OIDS[3]].resolver_source == "no resolver link"  # unresolved before, unresolved now: kept
     e = world.ledger.store.read_log(type="resolution.observed")[-1]
@@ -134,10 +134,11 @@ def test_a_person_is_never_overridden(world: World) -> None:
                       world.catalogue)  # fmt: skip
     world.resolve()
     got = world.resolutions()
-    assert got[OIDS[0]].resolver_source == "person:Ada Lovelace" and got[OIDS[0]].status == "unresolved"
-    assert got[OIDS[0]].cited_work is not None and got[OIDS[0]].cited_work.work_id is None
-    assert got[OIDS[2]].status == "verified_exact" and got[OIDS[2]].cited_work is not None
-    assert got[OIDS[2]].cited_work.doi == DOI and got[OIDS[2]].resolver_source == "person:Ada Lovelace"
+    cleared, picked = got[OIDS[0]], got[OIDS[2]]
+    assert cleared.resolver_source == "person:Ada Lovelace" and cleared.status == "unresolved"
+    assert cleared.cited_work is not None and cleared.cited_work.work_id is None
+    assert picked.status == "verified_exact" and picked.cited_work is not None
+    assert picked.cited_work.doi == DOI and picked.resolver_source == "person:Ada Lovelace"
 
 
 def test_a_person_naming_a_work_the_catalogue_does_not_know_gets_a_fuzzy_match(world: World) -> None:

@@ -186,7 +186,8 @@ def test_an_append_during_a_parse_is_not_seen_by_its_later_chunks(
     body = _rw_csv(["10.5555/B", "10.5555/C"])
     before = _parsed(ledger, "retraction-watch", body, ts(6))
     monkeypatch.setattr(retraction_watch, "CHUNK", 1)
-    lookup, appended = base.works_matching, []
+    lookup = base.works_matching
+    appended: list[int] = []
 
     def then_append(store: Store, keys: Iterable[str], t: int) -> dict[str, list[str]]:
         found = lookup(store, keys, t)
@@ -199,5 +200,6 @@ def test_an_append_during_a_parse_is_not_seen_by_its_later_chunks(
     assert _parsed(ledger, "retraction-watch", body, ts(6)) == before
     assert appended == [1]
     # the next ingest sees it: w-b is no longer known, w-z is
-    works = _parsed(ledger, "retraction-watch", body, ts(6))[0][0].data.work_ids  # type: ignore[attr-defined]
-    assert "w-b" not in works and "w-z" in works
+    check = _parsed(ledger, "retraction-watch", body, ts(6))[0][0]
+    assert isinstance(check, StandingChecked) and check.data.work_ids is not None
+    assert "w-b" not in check.data.work_ids and "w-z" in check.data.work_ids
