@@ -125,6 +125,8 @@ def _move(source: str, target: str, analyze: bool = False) -> list[str]:
     return out
 
 
+# event ids probed for repeats in one statement (a resumed walk's ids, tens of thousands)
+_REPEATED_PART = 2000
 _INSERT_SPANS = f"INSERT INTO inbound_spans ({SPAN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 # a span opened at the recorded_us that closes it was never visible to a read: it goes
 # (a span is found by its key: the delta names the cited and citing papers, the reference and its start)
@@ -353,6 +355,7 @@ class SqlStore:
                 return
             yield from rows
             after = rows[-1][0]
+            del rows  # not held while the next part is read: one part in memory at a time
 
     def iter_check_works(self) -> Iterator[tuple[Any, ...]]:
         """Every check_works row at either level, ordered by seq (verify compares them with the data)."""
@@ -958,12 +961,16 @@ class SqlTables:
             if not event_ids:
                 return None
             probes = _each_level("event_keys", "key", d.any_of("key"))
-            keys = d.bind_list([EVENT + i for i in event_ids])
-            row = self._q(
-                f"SELECT key FROM ({probes}) AS k GROUP BY key HAVING count(*) > 1 LIMIT 1",
-                (keys,) * len(LEVELS),
-            ).fetchone()
-            return None if row is None else self._seqs_of(row[0])
+            # a part at a time: the grouping of a long list is held in the database's memory whole
+            for i in range(0, len(event_ids), _REPEATED_PART):
+                keys = d.bind_list([EVENT + e for e in event_ids[i : i + _REPEATED_PART]])
+                row = self._q(
+                    f"SELECT key FROM ({probes}) AS k GROUP BY key HAVING count(*) > 1 LIMIT 1",
+                    (keys,) * len(LEVELS),
+                ).fetchone()
+                if row is not None:
+                    return self._seqs_of(row[0])
+            return None
         # each level in key order (no sort); a smaller level's keys probed in the levels above it
         ids = f"key >= '{EVENT}' AND key < '{EVENT[0]};'"
         row = self._q(

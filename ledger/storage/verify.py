@@ -87,6 +87,8 @@ TRUNCATION_NOTE = (
 _NODE_BATCH = 2048
 # keys a resumed walk remembers to check the ids and spans of what it passed (a few MB)
 _TOUCHED_MAX = 100_000
+# observations whose spans are checked together (their steps are held and sorted in memory)
+_SPANS_PART = 2000
 _INDEX_MISMATCH = "the derived index rows (check_works, event_keys) do not match the event's data"
 
 
@@ -442,9 +444,19 @@ def _check_event_ids(tables: Tables, touched: set[str] | None) -> tuple[int, str
 def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | None:
     """The inbound spans are the ones the events give (ledger/spans.py), observation by observation:
     every one, or those whose keys are in `only` (a resumed walk: the walk it resumes checked the rest)."""
-    oids = None if only is None else sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
-    if oids == []:
-        return None
+    if only is None:
+        return _check_spans_of(tables, None)
+    oids = sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
+    # a part at a time, in order: a part's steps are read whole and sorted in memory
+    for i in range(0, len(oids), _SPANS_PART):
+        bad = _check_spans_of(tables, oids[i : i + _SPANS_PART])
+        if bad is not None:
+            return bad
+    return None
+
+
+def _check_spans_of(tables: Tables, oids: list[str] | None) -> tuple[int, str] | None:
+    """_check_spans of these observations (sorted; None: every one)."""
     # an observation has spans only if a resolution of it names a paper
     cited = (mine for _, mine in tables.observation_steps(oids) if any(s.cited for s in mine))
     if _same_rows((r for mine in cited for r in history(mine)), tables.span_rows(oids, ordered=False)):
