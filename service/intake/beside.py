@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import signal
 from multiprocessing.connection import Connection
@@ -98,10 +99,18 @@ class WalkerProcess:
         self.process = ctx.Process(
             target=_serve, args=(theirs, url, os.getpid()), name="ledger-import-walker", daemon=True
         )
+        # a forked walker shares this process's pages until one of the two writes to them; the cyclic
+        # collector writes to every object it scans, so the objects of now are left out of its scans in
+        # both (reference counting still frees them), and the pages stay shared, counted once
+        self._froze = ctx.get_start_method() == "fork" and gc.get_freeze_count() == 0
+        if self._froze:
+            gc.collect()
+            gc.freeze()
         try:
             self.process.start()
         except OSError as e:  # no memory or processes left for it
             self._conn.close()
+            self._thaw()
             raise WalkerGone(f"it could not start ({e})") from None
         finally:
             theirs.close()  # its end now lives only in the walker: its death reads here as the pipe's end
@@ -144,3 +153,10 @@ class WalkerProcess:
             self.process.kill()  # a walk cut short writes nothing half-done: its writes are transactions
         self.process.join()
         self._conn.close()
+        self._thaw()
+
+    def _thaw(self) -> None:
+        """Scan this process's objects again, once the walker that shared their pages is gone."""
+        if self._froze:
+            self._froze = False
+            gc.unfreeze()

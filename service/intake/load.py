@@ -53,6 +53,10 @@ BATCH = 10_000
 WALK_EVERY = 20_000
 # walks beside the appends only where a second core can run them
 BESIDE = (os.cpu_count() or 1) >= 2
+# a file larger than this starts its walker process before it is checked (when its walks run beside
+# the appends): forked then, the walker shares this process's pages and holds none of the check's
+# objects; a smaller file (likely one batch, walked here) starts none unless a walk is due beside
+EARLY_WALKER_BYTES = 4 << 20
 # the part of a file its identity hashes (with its size): enough to tell two files apart, read at once
 HEAD_BYTES = 1 << 20
 # a file read whole (a record) may hold no more: a larger one that is not NDJSON is refused
@@ -163,7 +167,17 @@ class _Walker:
         self.report: VerifyReport | None = None  # the last walk's, here or beside
         self.due = False  # a walk was asked for and not started yet
         self.here = not BESIDE  # every walk in this process: one core, or the walker process stopped
-        self.beside: WalkerProcess | None = None  # started when the first walk is due beside appends
+        self.beside: WalkerProcess | None = None  # started by `start`, or when a walk is due beside
+
+    def start(self) -> None:
+        """Start the walker process now, while this process holds little that it would copy."""
+        if self.here or self.beside is not None:
+            return
+        try:
+            self.beside = WalkerProcess(self.url)
+        except WalkerGone as e:
+            self._fall_back(e)
+            self.due = False
 
     def after_commit(self) -> VerifyReport | None:
         """A walk is due: it runs beside the appends that follow (`ahead`), else here (`finish`); a
@@ -267,6 +281,9 @@ class _Lines:
 
     def run(self) -> Imported:
         """Check what is not committed yet, then append it."""
+        if self.walker is not None and self.size > EARLY_WALKER_BYTES:
+            # a file of several batches: its walker starts before the check fills this process
+            self.walker.start()
         prior = self.ledger.store.tables.import_progress(self.key)
         start, ends = self._check(prior)
         if start.prior is None and prior is not None:

@@ -326,13 +326,16 @@ def _sqlite_locks(pid: int, db: str) -> set[tuple[str, int, str, str]]:
 
 @pytest.mark.sqlite_only("the locks SQLite holds on its own files")
 @pytest.mark.skipif(not Path("/proc/locks").exists(), reason="reads /proc/locks")
+@pytest.mark.parametrize("early", [False, True], ids=["at-the-first-walk", "before-the-check"])
 def test_a_walker_is_forked_while_the_importing_process_holds_no_read_mark(
-    fresh_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fresh_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, early: bool
 ) -> None:
     """SQLite keeps its lock records per process, and a forked child inherits them: the fork must come
     when the importing process holds only what an idle WAL connection holds, the file's shared lock and
     the -shm file's open-connection byte, so that every lock the walker takes is its own."""
     monkeypatch.setattr(load, "WALK_EVERY", 10)
+    if early:
+        monkeypatch.setattr(load, "EARLY_WALKER_BYTES", 0)
     context = beside.start_context
     seen: list[set[tuple[str, int, str, str]]] = []
 
@@ -344,3 +347,57 @@ def test_a_walker_is_forked_while_the_importing_process_holds_no_read_mark(
     _import(fresh_ledger, write(tmp_path / "f.ndjson", history(30)), monkeypatch, True)
     idle = {("db", 1073741826, "READ", "1073742335"), ("shm", 128, "READ", "128")}
     assert seen == [idle]
+
+
+# -- a big file's walker starts before its check, sharing this process's pages ----------------------
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["small-file", "big-file"])
+def test_a_big_file_starts_its_walker_before_the_check(
+    fresh_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big: bool
+) -> None:
+    """Forked before the check, the walker holds none of the check's objects (a copy of each page the
+    check wrote after a later fork would be the walker's own)."""
+    monkeypatch.setattr(load, "WALK_EVERY", 10)
+    path = write(tmp_path / "f.ndjson", history(30))
+    monkeypatch.setattr(load, "EARLY_WALKER_BYTES", path.stat().st_size - 1 if big else path.stat().st_size)
+    order: list[str] = []
+    start, run = WalkerProcess.__init__, load.FileCheck.run
+
+    def started(self: WalkerProcess, url: str) -> None:
+        order.append("walker")
+        start(self, url)
+
+    def checked(self: Any, numbered: Any) -> None:
+        order.append("check")
+        run(self, numbered)
+
+    monkeypatch.setattr(WalkerProcess, "__init__", started)
+    monkeypatch.setattr(load.FileCheck, "run", checked)
+    got = _import(fresh_ledger, path, monkeypatch, True)
+    assert order == (["walker", "check"] if big else ["check", "walker"])
+    assert got.walk is not None and got.walk.ok and got.walk.head.seq == 88
+
+
+@pytest.mark.skipif(beside.start_context().get_start_method() != "fork", reason="a forked walker only")
+def test_objects_are_frozen_while_a_forked_walker_shares_their_pages(
+    fresh_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cyclic collector writes to what it scans: it leaves the objects of the fork alone while the
+    walker lives, and scans them again once the walker has ended."""
+    import gc
+
+    monkeypatch.setattr(load, "WALK_EVERY", 10)
+    frozen: list[int] = []
+    ask = WalkerProcess.ask
+
+    def counted(self: WalkerProcess) -> None:
+        frozen.append(gc.get_freeze_count())
+        ask(self)
+
+    monkeypatch.setattr(WalkerProcess, "ask", counted)
+    assert gc.get_freeze_count() == 0
+    got = _import(fresh_ledger, write(tmp_path / "f.ndjson", history(30)), monkeypatch, True)
+    assert got.walk is not None and got.walk.ok
+    assert frozen and all(n > 0 for n in frozen)
+    assert gc.get_freeze_count() == 0
