@@ -102,8 +102,8 @@ class FileCheck:
         self._tables = tables
         self._now = now
         self._scratch_dir = scratch_dir
-        # the decoded events of the first `keep` non-empty lines, with their places: the first batch,
-        # appended from here rather than read and decoded again
+        # the decoded events of a file of at most `keep` non-empty lines, with their places: its one
+        # batch, appended from here rather than read and decoded again
         self._keep = keep
         self.kept: list[tuple[Event, str]] = []
         # the lines quick_event did not take (the exact decoder's), up to a bound; None: too many to hold
@@ -164,8 +164,12 @@ class FileCheck:
                 check_rules(event, where, self._now)
                 lines.append(_Line(event, n, where))
         self.lines += len(lines)
-        if len(self.kept) < self._keep:
-            self.kept += [(x.event, x.where) for x in lines[: self._keep - len(self.kept)]]
+        if self.lines > self._keep:
+            # a file of more than one batch: each is read again by the second pass, this one too, so
+            # memory does not hold a batch of decoded events beside the rest of the check
+            self.kept, self._keep = [], 0
+        else:
+            self.kept += [(x.event, x.where) for x in lines]
         new = self._new_lines(scratch, lines)
         self._owners(scratch, new)
         scratch.add_ids([(x.key, x.fingerprint, x.n) for x in new])

@@ -6,8 +6,8 @@ read whole, one batch, as before. Any other file is NDJSON envelopes, read twice
 pass checks every line (service/intake/check.py) and notes the running sha256 of the file's bytes at
 each batch's end; the second appends a batch of `batch_size` events at a time through the Ledger
 facade, the same append path single events take, after checking that the bytes of the batch are those
-the first pass checked. It appends the first batch as the first pass decoded it (a file of one batch is
-read once) and decodes each later line again, by msgspec's decoder alone where the first pass proved
+the first pass checked. A file of one batch is appended as the first pass decoded it (read once); a
+longer one has each line decoded again, by msgspec's decoder alone where the first pass proved
 that exact for the line's bytes; the rules the first pass checked are not checked again unless the
 ledger's clock went back since. Each batch's transaction also records how far the file
 is committed (its identity, the byte offset and line after the batch, the sha256 of those bytes), so a
@@ -267,7 +267,7 @@ class _Lines:
         self.checked_at = 0  # the ledger's clock when the first pass checked the rules
         self.start = _Start(0, 0, hashlib.sha256(), None)  # where the first pass began
         self.first_end: _Start | None = None  # where the first batch ends, its hash so far
-        self.kept: list[tuple[Event, str]] = []  # the first batch's events, decoded by the first pass
+        self.kept: list[tuple[Event, str]] = []  # a one-batch file's events, decoded by the first pass
         self.exact: set[int] | None = None  # the lines the first pass decoded by the exact path
         self.read = 0  # bytes of the file read in the current pass
         self.lines = 0  # non-empty lines read in the current pass
@@ -349,7 +349,7 @@ class _Lines:
         exact = self.exact
         try:
             if self.kept and self.first_end is not None:
-                # the first batch as the first pass decoded it: its bytes were read and hashed there
+                # the file's one batch as the first pass decoded it: its bytes were read and hashed there
                 run.events, run.places = [e for e, _ in self.kept], [w for _, w in self.kept]
                 self.kept = []
                 end = self.first_end

@@ -304,3 +304,34 @@ def test_the_walk_reads_back_what_was_stored(
 def _write_tx_class(ledger: Ledger) -> type[Any]:
     with ledger.store.write() as tx:
         return type(tx)
+
+
+# -- only a file of one batch keeps its decoded events for the append -----------------------------
+
+
+@pytest.mark.parametrize(("lines", "kept"), [(9, 9), (10, 10), (11, 0), (88, 0)])
+def test_only_a_one_batch_file_keeps_its_decoded_events(
+    new_db: NewDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: int, kept: int
+) -> None:
+    """A longer file reads every batch again, the first too: its check holds no batch of events."""
+    seen: list[int] = []
+    run = load.FileCheck.run
+
+    def checked(self: Any, numbered: Any) -> None:
+        run(self, numbered)
+        seen.append(len(self.kept))
+
+    monkeypatch.setattr(load.FileCheck, "run", checked)
+    events = history(30)[:lines]
+    clock = fx.Clock()
+    single, batched = Ledger(new_db("single.db"), clock=clock), Ledger(new_db("batched.db"), clock=clock)
+    try:
+        for e in events:
+            single.append([e])
+        got = import_file(batched, write(tmp_path / "f.ndjson", events), batch_size=10)
+        assert seen == [kept]
+        assert (got.appended, got.batches) == (lines, -(-lines // 10))
+        assert state(batched) == state(single)
+    finally:
+        single.close()
+        batched.close()
