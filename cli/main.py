@@ -76,9 +76,9 @@ def main() -> None:
 @click.option(
     "--batch-size",
     type=click.IntRange(1, 10_000_000),
-    default=10_000,
+    default=5_000,  # service.intake.load.BATCH (not imported here: the CLI starts without it)
     envvar="LEDGER_IMPORT_BATCH",
-    show_default="$LEDGER_IMPORT_BATCH or 10000",
+    show_default="$LEDGER_IMPORT_BATCH or 5000",
     help="Events per transaction of an NDJSON file.",
 )
 @db_option
