@@ -6,11 +6,13 @@
 
 The lines are the events of bench/synth.py's papers (the shapes of the fixture record), one client
 envelope a line, as `ledger import` takes them. Each figure is one process run under `/usr/bin/time -v`,
-whose "Maximum resident set size" is that process's peak RSS (wait4 of a small parent, so no floor from
-the bench's own memory), into an empty ledger (or table) made for it:
+whose "Maximum resident set size" is the peak RSS of its largest process (wait4 of a small parent, so no
+floor from the bench's own memory), beside the peak of all its processes' memory together (an import
+runs a walker process beside it: their PSS sum, and their RSS sum, sampled every 50 ms), into an empty
+ledger (or table) made for it:
 
 - `ledger import FILE` (this checkout), and the same command of `--before` (a checkout of main, run with
-  its code first on the path), both at their defaults (synchronous=FULL; batches of 10,000 now);
+  its code first on the path), both at their defaults (synchronous=FULL; batches of 5,000 now);
 - `sqlite-utils insert DB events FILE --nl` (SQLite only): rows of the envelope's fields, no chain,
   no index, one transaction per 100 rows (its default batch), journal_mode as SQLite's default;
 - `keyed` (bench/intake_keyed.py, SQLite only): each line under a unique index of its sha256, 10,000 a
@@ -33,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -64,23 +67,90 @@ def make_file(path: Path, lines: int) -> int:
 
 
 def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
-    """Run `cmd` under /usr/bin/time -v: wall seconds, peak RSS (MB), exit code, its last output."""
+    """Run `cmd` under /usr/bin/time -v: wall seconds, peak RSS (MB) of its largest process, exit code,
+    its last output; and the peak memory of all its processes together, sampled (`TreeMemory`)."""
     started = time.perf_counter()
-    done = subprocess.run(
-        ["/usr/bin/time", "-v", *cmd], capture_output=True, text=True, env=env, check=False, cwd=cwd
-    )
+    proc = subprocess.Popen(
+        ["/usr/bin/time", "-v", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        cwd=cwd,
+    )  # fmt: skip
+    tree = TreeMemory(proc.pid)
+    tree.start()
+    stdout, stderr = proc.communicate()
     seconds = time.perf_counter() - started
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
-    cpu = sum(float(m) for m in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", done.stderr))
+    tree.join()
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
+    cpu = sum(float(m) for m in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", stderr))
     return {
         "seconds": round(seconds, 2),
         "cpu_seconds": round(cpu, 2),
         "peak_rss_mb": round(int(rss.group(1)) / 1024, 1) if rss else None,
-        "exit": done.returncode,
-        "tail": (done.stdout.strip().splitlines() or [""])[-1][:300]
-        if done.returncode == 0
-        else done.stderr[-600:],
+        "tree_peak_pss_mb": round(tree.peak_pss_kb / 1024, 1),
+        "tree_peak_rss_mb": round(tree.peak_rss_kb / 1024, 1),
+        "processes": tree.most,
+        "exit": proc.returncode,
+        "tail": (stdout.strip().splitlines() or [""])[-1][:300] if proc.returncode == 0 else stderr[-600:],
     }
+
+
+class TreeMemory(threading.Thread):
+    """Every `every` seconds, the memory of a process's descendants together (not the process itself:
+    /usr/bin/time): the peak of their PSS sum (each shared page counted once, split among the processes
+    that map it: the memory they take together) and of their RSS sum (shared pages counted in each).
+    /usr/bin/time's figure is the largest single process's peak; an import that runs a walker process
+    beside it is two processes."""
+
+    def __init__(self, pid: int, every: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.every = every
+        self.peak_pss_kb = self.peak_rss_kb = self.most = 0
+
+    def run(self) -> None:
+        """Sample until the process ends."""
+        while Path(f"/proc/{self.pid}").exists() and _state(self.pid) != "Z":
+            pids = _descendants(self.pid)
+            rss = pss = 0
+            for pid in pids:
+                r, p = _rollup(pid)
+                rss, pss = rss + r, pss + p
+            self.peak_rss_kb, self.peak_pss_kb = max(self.peak_rss_kb, rss), max(self.peak_pss_kb, pss)
+            self.most = max(self.most, len(pids))
+            time.sleep(self.every)
+
+
+def _state(pid: int) -> str:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "X"
+    return text[text.rindex(")") + 2]
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid`, from each one's /proc children list."""
+    out: list[int] = []
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return out
+    for c in map(int, children):
+        out += [c, *_descendants(c)]
+    return out
+
+
+def _rollup(pid: int) -> tuple[int, int]:
+    """A process's (RSS, PSS) in kB, from /proc/PID/smaps_rollup ((0, 0) once it is gone)."""
+    rss = pss = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Rss:"):
+                rss = int(line.split()[1])
+            elif line.startswith("Pss:"):
+                pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
 
 
 def proc_stats() -> dict[int, tuple[int, int, int, int, int]]:
@@ -178,7 +248,9 @@ def _say(r: dict[str, Any]) -> None:
     print(
         f"  {r['backend']:<10} {r['who']:<12} {r['seconds']:8.1f} s (cpu {r['cpu_seconds']:6.1f} s)  {server}"
         f"{r['lines_per_s'] or 0:>8,} lines/s  "
-        f"peak RSS {r['peak_rss_mb']:>7} MB  exit {r['exit']}  {r['tail'][:120]}",
+        f"peak RSS {r['peak_rss_mb']:>7} MB (all {r.get('processes', 1)} together: PSS "
+        f"{r.get('tree_peak_pss_mb')}, RSS {r.get('tree_peak_rss_mb')} MB)  "
+        f"exit {r['exit']}  {r['tail'][:120]}",
         flush=True,
     )
 
