@@ -75,6 +75,11 @@ class Dialect:
     # recent level and moving it down, without writing each row twice more (the server's CPU and WAL,
     # not a commit's pages, are what PostgreSQL pays per row)
     direct_moves: bool = False
+    # ids or observations a resumed walk looks up in one statement (None: all of them in one). SQLite
+    # reads a part in proportion to it, and its grouping of a long list is held in memory whole (16 MB
+    # at 26,000 ids); PostgreSQL's plan scans some levels whole for a list of any length (about 100 ms
+    # at 400k events), so each part would pay that scan again
+    list_part: int | None = None
 
     def sql(self, text: str) -> str:
         """`text` with this backend's placeholders."""
@@ -167,7 +172,7 @@ class Dialect:
 
 
 # SQLite cursors of one connection interleave, so verify reads check_works in one lazy statement
-SQLITE = Dialect("sqlite", percent=False, json_lists=True, page=None)
+SQLITE = Dialect("sqlite", percent=False, json_lists=True, page=None, list_part=2000)
 # psycopg's client-side cursor holds every row of a statement, and verify walks the chain on the same
 # connection meanwhile: PostgreSQL reads check_works a page at a time
 POSTGRESQL = Dialect("postgresql", percent=True, json_lists=False, page=5000, analyze=True, direct_moves=True)

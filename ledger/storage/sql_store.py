@@ -125,8 +125,6 @@ def _move(source: str, target: str, analyze: bool = False) -> list[str]:
     return out
 
 
-# event ids probed for repeats in one statement (a resumed walk's ids, tens of thousands)
-_REPEATED_PART = 2000
 _INSERT_SPANS = f"INSERT INTO inbound_spans ({SPAN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 # a span opened at the recorded_us that closes it was never visible to a read: it goes
 # (a span is found by its key: the delta names the cited and citing papers, the reference and its start)
@@ -817,6 +815,11 @@ class SqlTables:
     def __init__(self, store: SqlStore) -> None:
         self.store = store
 
+    @property
+    def list_part(self) -> int | None:
+        """Ids or observations a resumed walk looks up in one statement (see Dialect.list_part)."""
+        return self.store.dialect.list_part
+
     def side_file(self, suffix: str) -> Path:
         """A file of this ledger (signing key, tokens): see interface.side_path."""
         return side_path(self.store.db, suffix)
@@ -961,9 +964,9 @@ class SqlTables:
             if not event_ids:
                 return None
             probes = _each_level("event_keys", "key", d.any_of("key"))
-            # a part at a time: the grouping of a long list is held in the database's memory whole
-            for i in range(0, len(event_ids), _REPEATED_PART):
-                keys = d.bind_list([EVENT + e for e in event_ids[i : i + _REPEATED_PART]])
+            part = self.list_part or len(event_ids)
+            for i in range(0, len(event_ids), part):
+                keys = d.bind_list([EVENT + e for e in event_ids[i : i + part]])
                 row = self._q(
                     f"SELECT key FROM ({probes}) AS k GROUP BY key HAVING count(*) > 1 LIMIT 1",
                     (keys,) * len(LEVELS),

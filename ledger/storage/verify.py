@@ -87,8 +87,6 @@ TRUNCATION_NOTE = (
 _NODE_BATCH = 2048
 # keys a resumed walk remembers to check the ids and spans of what it passed (a few MB)
 _TOUCHED_MAX = 100_000
-# observations whose spans are checked together (their steps are held and sorted in memory)
-_SPANS_PART = 2000
 _INDEX_MISMATCH = "the derived index rows (check_works, event_keys) do not match the event's data"
 
 
@@ -447,9 +445,11 @@ def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | Non
     if only is None:
         return _check_spans_of(tables, None)
     oids = sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
-    # a part at a time, in order: a part's steps are read whole and sorted in memory
-    for i in range(0, len(oids), _SPANS_PART):
-        bad = _check_spans_of(tables, oids[i : i + _SPANS_PART])
+    # a part at a time where the store reads a part in proportion to it, in order: a part's steps are
+    # read whole and sorted in memory
+    part = tables.list_part or len(oids) or 1
+    for i in range(0, len(oids), part):
+        bad = _check_spans_of(tables, oids[i : i + part])
         if bad is not None:
             return bad
     return None
