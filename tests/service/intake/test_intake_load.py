@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import gzip
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,21 @@ def state(ledger: Ledger) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def twins(new_db: NewDb, events: Sequence[ev.Event], tag: str = "") -> Iterator[tuple[Ledger, Ledger]]:
+    """A ledger of `events` appended one at a time, and an empty one to import them into, at one
+    instant for both (the same recorded_at, so the same hashes); both closed at the end."""
+    clock = fx.Clock()
+    single, batched = Ledger(new_db(f"s{tag}.db"), clock=clock), Ledger(new_db(f"b{tag}.db"), clock=clock)
+    try:
+        for e in events:
+            single.append([e])
+        yield single, batched
+    finally:
+        single.close()
+        batched.close()
+
+
 # -- batches build what single appends build -------------------------------------------------------
 
 _EXAMPLE = itertools.count()
@@ -77,12 +93,8 @@ def test_batches_build_what_single_appends_build(
     new_db: NewDb, tmp_path: Path, events: list[ev.Event], batch: int, blank: bool
 ) -> None:
     assume(events)
-    clock = fx.Clock()  # one instant for both ledgers: the same recorded_at, so the same hashes
     n = next(_EXAMPLE)
-    single, batched = Ledger(new_db(f"s{n}.db"), clock=clock), Ledger(new_db(f"b{n}.db"), clock=clock)
-    try:
-        for e in events:
-            single.append([e])
+    with twins(new_db, events, str(n)) as (single, batched):
         path = write(tmp_path / f"h{n}.ndjson", events, blank)
         got = import_file(batched, path, batch_size=batch)
         # a file of one line is one unit; blank lines after the last full batch are committed as one more
@@ -90,26 +102,16 @@ def test_batches_build_what_single_appends_build(
         assert (got.appended, got.batches) == (len(single.store.read_log()), batches)
         assert state(batched) == state(single)
         assert batched.verify().ok
-    finally:
-        single.close()
-        batched.close()
 
 
 def test_big_batches_build_what_single_appends_build(new_db: NewDb, tmp_path: Path) -> None:
     """Batches past PostgreSQL's COPY_FROM rows (COPY, not one INSERT a row) store the same rows."""
     events = history(60) + [fx.check("crossref", fx.ts(90), [f"w-{i}" for i in range(1, 60)])]
-    clock = fx.Clock()
-    single, batched = Ledger(new_db("single.db"), clock=clock), Ledger(new_db("batched.db"), clock=clock)
-    try:
-        for e in events:
-            single.append([e])
+    with twins(new_db, events) as (single, batched):
         got = import_file(batched, write(tmp_path / "big.ndjson", events), batch_size=150)
         assert (got.appended, got.batches) == (len(events), 2)
         assert state(batched) == state(single)
         assert batched.verify().ok
-    finally:
-        single.close()
-        batched.close()
 
 
 @pytest.mark.parametrize("compress", [False, True])
@@ -323,15 +325,8 @@ def test_only_a_one_batch_file_keeps_its_decoded_events(
 
     monkeypatch.setattr(load.FileCheck, "run", checked)
     events = history(30)[:lines]
-    clock = fx.Clock()
-    single, batched = Ledger(new_db("single.db"), clock=clock), Ledger(new_db("batched.db"), clock=clock)
-    try:
-        for e in events:
-            single.append([e])
+    with twins(new_db, events) as (single, batched):
         got = import_file(batched, write(tmp_path / "f.ndjson", events), batch_size=10)
         assert seen == [kept]
         assert (got.appended, got.batches) == (lines, -(-lines // 10))
         assert state(batched) == state(single)
-    finally:
-        single.close()
-        batched.close()
