@@ -120,11 +120,8 @@ class TreeMemory(threading.Thread):
 
 
 def _state(pid: int) -> str:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "X"
-    return text[text.rindex(")") + 2]
+    fields = _stat(pid)
+    return "X" if fields is None else fields[0]
 
 
 def _descendants(pid: int) -> list[int]:
@@ -159,14 +156,20 @@ def proc_stats() -> dict[int, tuple[int, int, int, int, int]]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # after the command name: state (field 3), ppid (4), ... utime (14) to cstime (17)
-        rest = text[text.rindex(")") + 2 :].split()
-        out[int(entry)] = (int(rest[1]), int(rest[11]), int(rest[12]), int(rest[13]), int(rest[14]))
+        rest = _stat(int(entry))
+        if rest is not None:
+            out[int(entry)] = (int(rest[1]), int(rest[11]), int(rest[12]), int(rest[13]), int(rest[14]))
     return out
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name: state (field 3), ppid (4), ... utime (14) to
+    cstime (17); None once the process is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
 
 
 def server_cpu(data_dir: str) -> float:
