@@ -34,7 +34,7 @@ from ledger.storage.state.alerts import Alert, Watch
 from ledger.storage.works_store import current_works, displayed
 from projections.record import observations
 from service.alerts.address_table import refusal
-from service.alerts.webhooks import SECRET_PREFIX, new_secret, whsec_key
+from service.alerts.secrets import SECRET_PREFIX, new_secret, whsec_key
 
 if TYPE_CHECKING:
     from ledger.model.facts import CheckRow

@@ -18,14 +18,11 @@ when this attempt was signed, `webhook-signature`: `v1,` and the base64 HMAC-SHA
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import hashlib
 import hmac
 import inspect
 import logging
 import random
-import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,6 +32,7 @@ from standardwebhooks import Webhook
 
 from ledger.model.instants import format_recorded, now_us
 from ledger.storage.state.alerts import DELIVERED, GAVE_UP, PENDING, Delivery, Due
+from service.alerts.secrets import secret_key
 
 if TYPE_CHECKING:
     from ledger.storage.interface import Store
@@ -57,8 +55,6 @@ JITTER = (0.8, 1.2)  # each delay scaled by a random factor in this range: retri
 SIGNATURE = "Ledger-Signature"
 ALERT_ID = "Ledger-Alert-Id"
 WEBHOOK_ID, WEBHOOK_TIMESTAMP, WEBHOOK_SIGNATURE = "webhook-id", "webhook-timestamp", "webhook-signature"
-SECRET_PREFIX = "whsec_"
-SECRET_BYTES = 24
 
 
 class Sent(NamedTuple):
@@ -72,28 +68,6 @@ class Sent(NamedTuple):
 # the door's HTTP POST: (url, body, headers) -> what happened (a coroutine; a plain function is run inline)
 Send = Callable[[str, bytes, Mapping[str, str]], Awaitable[Sent] | Sent]
 FAILED = "failed"  # an attempt's outcome when its entry stays pending, to be tried again
-
-
-def new_secret() -> str:
-    """A fresh Standard Webhooks secret: `whsec_` and the base64 of 24 random bytes."""
-    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
-
-
-def whsec_key(secret: str) -> bytes | None:
-    """The key a `whsec_` secret stands for (its base64 decoded), None if it is not one."""
-    if not secret.startswith(SECRET_PREFIX):
-        return None
-    rest = secret[len(SECRET_PREFIX) :]
-    try:
-        key = base64.b64decode(rest + "=" * (-len(rest) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return key or None
-
-
-def secret_key(secret: str) -> bytes:
-    """The HMAC key of a watch's secret: a `whsec_` secret's decoded bytes, any other string's UTF-8."""
-    return whsec_key(secret) or secret.encode()
 
 
 def signature(secret: str, body: bytes) -> str:
