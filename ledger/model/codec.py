@@ -24,7 +24,7 @@ from ledger.model.events import (
     StandingChecked,
     WorkObserved,
 )
-from ledger.model.instants import FUTURE_SLACK_US, now_us, parse_instant
+from ledger.model.instants import FUTURE_SLACK_US, now_us, parse_near
 
 _ENCODER = msgspec.json.Encoder(order="sorted")
 _EVENT_DECODER = msgspec.json.Decoder(Event)
@@ -228,7 +228,7 @@ _DIGITS = bytes(48 if 48 <= b <= 57 else 120 for b in range(256))  # digits to 0
 def check_instant(value: str, where: str) -> int:
     """The instant in microseconds since the epoch, or InvalidEvent naming `where`."""
     try:
-        return parse_instant(value)
+        return parse_near(value)
     except ValueError as e:
         raise InvalidEvent(where, str(e)) from None
 

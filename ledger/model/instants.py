@@ -54,6 +54,9 @@ def parse_instant(text: str) -> int:
 # event's instants once, and an import of millions of events would fill the cache (14 MB at 65,536
 # entries) with instants nobody reads again.
 parse_ts = lru_cache(maxsize=65536)(parse_instant)
+# The write and verify paths meet an instant again only close by: a record's events share their
+# observed_at, a batch its recorded_at. A small cache keeps those and no more (about 200 kB).
+parse_near = lru_cache(maxsize=1024)(parse_instant)
 
 
 def parse_as_of(text: str) -> int:

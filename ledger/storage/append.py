@@ -28,7 +28,7 @@ from ledger.model.events import (
     WorkObserved,
 )
 from ledger.model.facts import CheckWorkRow, Head
-from ledger.model.instants import format_recorded, now_us, parse_instant
+from ledger.model.instants import format_recorded, now_us, parse_near
 from ledger.storage.derived.keys import EVENT, OBSERVATION, event_keys, link_keys
 from ledger.storage.derived.spans import CITATION, RESOLUTION, Step, link_step
 
@@ -227,7 +227,7 @@ def append_batch(
         )
         digest = blake3(prev_digest + body).digest()
         h = digest.hex()
-        observed_us = parse_instant(observed_at)
+        observed_us = parse_near(observed_at)
         events_.append(
             (seq, event_id, stream, version, type_, observed_at, observed_us, recorded_at, recorded_us,
              data.decode(), prev, h)

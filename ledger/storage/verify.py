@@ -21,7 +21,7 @@ from blake3 import blake3
 from ledger.model.codec import decode_data
 from ledger.model.events import ChainLink, StandingChecked, StoredEvent
 from ledger.model.facts import Head, VerifiedPoint
-from ledger.model.instants import parse_instant
+from ledger.model.instants import parse_near
 from ledger.storage.append import check_rows, link_checks
 from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys, stored_keys
 from ledger.storage.derived.spans import Row, Step, history
@@ -360,9 +360,9 @@ class _Walk:
             if digest.hex() != h:
                 return False
             observed_us, recorded_us = row[10], row[11]
-            if recorded_us < last_recorded or parse_instant(recorded_at) != recorded_us:
+            if recorded_us < last_recorded or parse_near(recorded_at) != recorded_us:
                 return False
-            if parse_instant(observed_at) != observed_us:
+            if parse_near(observed_at) != observed_us:
                 return False
             keys = stored_keys(event_id, type_, raw)
             if touched is not None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.model.instants import parse_instant, parse_ts
+from ledger.model.instants import parse_instant, parse_near, parse_ts
 from service.ledger import Ledger
 from tests.factories import paper, ts
 
@@ -24,8 +24,8 @@ def _parsed(parse: object, text: str) -> tuple[str, object]:
 
 
 @given(_INSTANTS)
-def test_the_cached_and_the_plain_parser_agree_on_every_text(text: str) -> None:
-    assert _parsed(parse_ts, text) == _parsed(parse_instant, text)
+def test_the_cached_and_the_plain_parsers_agree_on_every_text(text: str) -> None:
+    assert _parsed(parse_ts, text) == _parsed(parse_instant, text) == _parsed(parse_near, text)
 
 
 def test_appends_and_walks_leave_the_read_cache_alone(imported_ledger: Ledger) -> None:
@@ -36,6 +36,8 @@ def test_appends_and_walks_leave_the_read_cache_alone(imported_ledger: Ledger) -
     report = imported_ledger.verify()
     assert report.ok and report.events_checked > 1
     assert parse_ts.cache_info().currsize == 0
+    near = parse_near.cache_info()
+    assert near.hits > 0 and near.maxsize == 1024 and near.currsize <= 1024  # met again close by
     imported_ledger.record("2509.02480")
     assert parse_ts.cache_info().currsize > 0
 
