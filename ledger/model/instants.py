@@ -27,7 +27,7 @@ INSTANT_FORMS = "expected RFC 3339 with an offset or YYYY-MM-DD"
 
 
 def parse_instant(text: str) -> int:
-    """RFC 3339 with offset -> UTC microseconds; ValueError names what is wrong (not cached: parse_ts is)."""
+    """RFC 3339 with offset -> UTC microseconds; ValueError names what is wrong (uncached; cached below)."""
     m = _RFC3339.fullmatch(text) if isinstance(text, str) else None
     if m is None:
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
@@ -50,12 +50,11 @@ def parse_instant(text: str) -> int:
 
 
 # The read paths parse the same events' instants on every request (a record's projection, its
-# timeline), so they share this cache. The write and verify paths call parse_instant: they parse each
-# event's instants once, and an import of millions of events would fill the cache (14 MB at 65,536
-# entries) with instants nobody reads again.
+# timeline), so they share this cache. The write and verify paths parse each event's instants once: an
+# import of millions of events would fill it (14 MB at 65,536 entries) with instants nobody reads again.
 parse_ts = lru_cache(maxsize=65536)(parse_instant)
-# The write and verify paths meet an instant again only close by: a record's events share their
-# observed_at, a batch its recorded_at. A small cache keeps those and no more (about 200 kB).
+# So the write and verify paths call this one instead. They meet an instant again only close by: a
+# record's events share their observed_at, a batch its recorded_at. It keeps those and no more (200 kB).
 parse_near = lru_cache(maxsize=1024)(parse_instant)
 
 

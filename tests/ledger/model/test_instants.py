@@ -1,4 +1,4 @@
-"""Instants (ledger/model/instants.py): one parser, cached only for the read paths."""
+"""Instants (ledger/model/instants.py): one parser; a big cache for reads, a small one for writes."""
 
 from __future__ import annotations
 
