@@ -45,6 +45,8 @@ _REFERENCE_NAMES = {
     "standard_designator": "standard-designator",
     "standards_body": "standards-body",
     "doi_asserted_by": "doi-asserted-by",
+    "issn_type": "issn-type",
+    "isbn_type": "isbn-type",
 }
 
 
@@ -73,6 +75,8 @@ class Reference(
     DOI: str | UnsetType = UNSET
     doi_asserted_by: str | UnsetType = UNSET
     key: str | UnsetType = UNSET
+    issn_type: str | UnsetType = UNSET  # "print" or "electronic": which ISSN the reference gives
+    isbn_type: str | UnsetType = UNSET
 
 
 class RunnerUp(Struct, frozen=True, forbid_unknown_fields=True, gc=False):

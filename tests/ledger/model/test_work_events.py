@@ -117,6 +117,25 @@ def test_a_citation_with_a_reference_carries_it_with_crossref_keys() -> None:
     assert out["reference"] == REFERENCE
 
 
+# a reference as Crossref's REST API gives it, with the ISSN's type beside it (resolver-v1.md)
+CROSSREF_REFERENCE = {
+    "first-page": "040",
+    "volume": "2003",
+    "author": "K. Hashimoto",
+    "year": "2003",
+    "journal-title": "J. High Energy Phys.",
+    "ISSN": "http://id.crossref.org/issn/1126-6708",
+    "issn-type": "print",
+}
+
+
+@pytest.mark.parametrize("key", ["issn-type", "isbn-type"])
+def test_crossref_type_keys_are_taken_and_kept(key: str) -> None:
+    reference = {**CROSSREF_REFERENCE, key: "electronic"}
+    event = decode(envelope("citation.observed", {**CITATION, "reference": reference}))
+    assert json.loads(canonical(event.data))["reference"] == reference
+
+
 @pytest.mark.parametrize(
     "reference,where",
     [
