@@ -33,7 +33,7 @@ from ledger.storage.derived.spans import ObservationRefs
 from ledger.storage.state.alerts import Alert, Watch
 from ledger.storage.works_store import current_works, displayed
 from projections.record import observations
-from service.alerts.address_table import refusal
+from service.alerts.address_table import metadata, named_may_reach, refusal
 from service.alerts.secrets import SECRET_PREFIX, new_secret, whsec_key
 
 if TYPE_CHECKING:
@@ -166,19 +166,32 @@ class AddressPolicy:
         return any(ip in n for n in self.networks if n.version == ip.version)
 
     def refused(self, host: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-        """Why connecting to `ip` (resolved from `host`) is refused, or None when it is allowed."""
+        """Why connecting to `ip` (resolved from `host`) is refused, or None when it is allowed.
+
+        An address or CIDR listed opens what it holds; a host listed by name opens only the private
+        ranges (address_table.NAMED_MAY_REACH) it resolves into, never loopback, link-local or metadata.
+        """
         mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
-        if host.lower() in self.hosts or any(
-            a in n for a in (ip, mapped) if a is not None for n in self.networks if n.version == a.version
-        ):
+        forms = [a for a in (ip, mapped) if a is not None]
+        if any(a in n for a in forms for n in self.networks if n.version == a.version):
             return None
         special = refusal(ip)
         if special is None:
             return None
+        named = host.lower() in self.hosts
+        if named and named_may_reach(ip):
+            return None
         why = f"; {special.why}" if special.why else ""
-        return (
-            f"{host} is {ip}, in {special.network} ({special.name}, {special.rfc}{why}): refused "
-            "(server-side request forgery); LEDGER_WEBHOOK_ALLOW can name it"
+        cloud = metadata(ip)
+        why += f"; {cloud}" if cloud else ""
+        fix = (
+            f"LEDGER_WEBHOOK_ALLOW names {host}, which opens only private ranges to it: list the "
+            "address or a CIDR to allow this one"
+            if named
+            else "LEDGER_WEBHOOK_ALLOW can name it"
+        )
+        return f"{host} is {ip}, in {special.network} ({special.name}, {special.rfc}{why}): refused " + (
+            f"(server-side request forgery); {fix}"
         )
 
 
