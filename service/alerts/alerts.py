@@ -74,12 +74,10 @@ def parse_watch(body: Any, allow: Iterable[str] = ()) -> WatchSpec:
     callback, secret = body.get("callback_url"), body.get("secret")
     if callback is not None:
         check_callback(callback, allow)
-    if secret is not None and (not isinstance(secret, str) or not 0 < len(secret) <= MAX_SECRET):
-        raise InvalidEvent("secret", f"a string of 1 to {MAX_SECRET} characters")
+    if secret is not None:
+        _check_secret(secret)
     if secret is not None and callback is None:
         raise InvalidEvent("secret", "a secret signs webhooks: give a callback_url with it")
-    if secret is not None and secret.startswith(SECRET_PREFIX) and whsec_key(secret) is None:
-        raise InvalidEvent("secret", "a whsec_ secret is whsec_ and the base64 of its key")
     made = secret is None and callback is not None
     if made:
         secret = new_secret()  # every webhook is signed
@@ -95,6 +93,77 @@ def parse_watch(body: Any, allow: Iterable[str] = ()) -> WatchSpec:
     for i, w in enumerate(works):
         keys.append(work_index_key(_work_key(w, f"works[{i}]")))
     return WatchSpec(WORKS, canonical(works).decode(), sorted(set(keys)), callback, secret, made)
+
+
+def _check_secret(secret: Any) -> None:
+    """InvalidEvent naming `secret` unless it is a secret a watch may sign with."""
+    if not isinstance(secret, str) or not 0 < len(secret) <= MAX_SECRET:
+        raise InvalidEvent("secret", f"a string of 1 to {MAX_SECRET} characters")
+    if secret.startswith(SECRET_PREFIX) and whsec_key(secret) is None:
+        raise InvalidEvent("secret", "a whsec_ secret is whsec_ and the base64 of its key")
+
+
+def parse_rotation(body: Any) -> tuple[str, bool]:
+    """A rotation request (`{}` or `{"secret": ...}`, as when a watch is made) -> (the new secret,
+    whether it was made here), or InvalidEvent naming the field."""
+    if not isinstance(body, dict):
+        raise InvalidEvent("$", 'a rotation is a JSON object: {} or {"secret": ...}')
+    unknown = sorted(set(body) - {"secret"})
+    if unknown:
+        raise InvalidEvent(unknown[0], "unknown field (expected secret, or nothing: one is made)")
+    if body.get("secret") is None:
+        return new_secret(), True
+    _check_secret(body["secret"])
+    return str(body["secret"]), False
+
+
+class Rotated(NamedTuple):
+    """A rotation done: the watch as it is now, the new secret, whether it was made here, and until
+    when the old secret signs beside it."""
+
+    watch: Watch
+    secret: str
+    made: bool
+    old_until_us: int
+
+
+def rotate_secret(
+    store: Store,
+    watch_id: str,
+    secret: str,
+    made: bool,
+    grace_s: float,
+    owner: str | None = None,
+    at_us: int | None = None,
+) -> Rotated:
+    """Give `owner`'s watch (any watch for None, the operator) a new secret; the old one signs beside
+    it for `grace_s` seconds from `at_us` (now). The watch, its alerts, their ids and its pending
+    deliveries stay as they are. NotFound as for no watch; Conflict when the watch signs nothing."""
+    watch = watch_of(store, watch_id, owner)
+    if watch.callback_url is None or watch.secret is None:
+        raise Conflict(
+            f"watch {watch.id} has no callback_url: it signs nothing, so there is no secret to rotate",
+            details={"watch_id": watch.id},
+        )
+    until = (now_us() if at_us is None else at_us) + int(grace_s * 1e6)
+    tables = store.alerts
+    with tables.updating():
+        # removed since it was read: as for no watch
+        if not tables.rotate_secret(watch.id, secret, until) or (rotated := tables.watch(watch.id)) is None:
+            raise NotFound(f"no watch {watch_id!r}", details={"watch_id": watch_id})
+    return Rotated(rotated, secret, made, until)
+
+
+def rotation_json(r: Rotated) -> dict[str, Any]:
+    """A rotation as the API answers it: the secret only when the server made it, this once."""
+    out: dict[str, Any] = {
+        "id": r.watch.id,
+        "rotated": True,
+        "old_secret_valid_until": format_recorded(r.old_until_us),
+    }
+    if r.made:
+        out["secret"] = r.secret
+    return out
 
 
 def _work_key(w: Any, where: str) -> str:
