@@ -140,7 +140,8 @@ def rotate_secret(
     it for `grace_s` seconds from `at_us` (now). The watch, its alerts, their ids and its pending
     deliveries stay as they are. NotFound as for no watch; Conflict when the watch signs nothing."""
     watch = watch_of(store, watch_id, owner)
-    if watch.callback_url is None or watch.secret is None:
+    # a watch with a callback stored before every webhook was signed gets its first secret here
+    if watch.callback_url is None:
         raise Conflict(
             f"watch {watch.id} has no callback_url: it signs nothing, so there is no secret to rotate",
             details={"watch_id": watch.id},
@@ -207,9 +208,10 @@ def check_callback(url: Any, allow: Iterable[str] = ()) -> None:
 
 
 class AddressPolicy:
-    """Which addresses a webhook may connect to: public ones, and what LEDGER_WEBHOOK_ALLOW names
-    (host names or CIDRs; for them http is allowed too). Refused by default: every special-purpose
-    range of service/address_table.py that is not globally reachable, NAT64, multicast and reserved."""
+    """Which addresses a webhook may connect to: public ones, and what LEDGER_WEBHOOK_ALLOW opens
+    (an address or CIDR: what it holds; a host name: the private ranges it resolves to; http is
+    allowed for both). Refused by default: every special-purpose range of service/address_table.py
+    that is not globally reachable, NAT64, multicast and reserved."""
 
     def __init__(self, allow: Iterable[str] = ()) -> None:
         self.hosts: set[str] = set()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -14,6 +15,7 @@ from standardwebhooks import Webhook
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from ledger.model.instants import parse_ts
+from service.ledger import Ledger
 from tests.api_fixtures import running_server
 from tests.conftest import NewDb
 from tests.service.alerts.test_alerts import RW
@@ -154,3 +156,51 @@ def test_the_grace_is_a_setting_and_a_rotation_is_a_write(new_db: NewDb) -> None
     # an hour from the rotation (made moments after the watch), not the default day: the setting counts
     hours = (parse_ts(until) - parse_ts(made.json()["created_at"])) / 3.6e9
     assert 0.95 < hours < 1.05
+
+
+HOSTILE: list[tuple[str, bytes, int]] = [
+    ("not-json", b"not json", 422),
+    ("a-list", b"[]", 422),
+    ("null", b"null", 422),
+    ("nul-in-secret", b'{"secret": "a\\u0000b"}', 422),
+    ("lone-surrogate", b'{"secret": "\\ud800"}', 422),
+    ("huge-number", b'{"secret": 1e400}', 422),
+    ("repeated-key", b'{"secret": "s", "secret": "t"}', 422),
+    ("long-secret", b'{"secret": "' + b"x" * 257 + b'"}', 422),
+    ("empty-whsec", b'{"secret": "whsec_"}', 422),
+    ("deep-nesting", b"[" * 100_000 + b"]" * 100_000, 422),
+    ("over-the-body-limit", b'{"secret": "' + b"x" * 300_000 + b'"}', 413),
+]
+
+
+@pytest.mark.process
+def test_a_hostile_rotation_is_a_4xx_and_changes_nothing(new_db: NewDb) -> None:
+    db = new_db("hostile.db")
+    sample_ledger(db).close()
+    with running_server(db, env=ENV, args=["--no-samples"]) as server:
+        a = httpx.Client(base_url=server.base, headers=_auth(A), timeout=30)
+        made = a.post("/watches", json={"arxiv_id": CITING, "callback_url": "https://hooks.example/h"})
+        watch_id = made.json()["id"]
+        for case, body, status in HOSTILE:
+            answer = a.post(
+                f"/watches/{watch_id}/secret", content=body, headers={"Content-Type": "application/json"}
+            )
+            assert answer.status_code == status, (case, answer.text[:300])
+            assert answer.json()["error"]["code"], case
+        for bad_id in ("x" * 65, "a%00b", "%ED%A0%80"):
+            answer = a.post(f"/watches/{bad_id}/secret", json={})
+            assert answer.status_code in (404, 422), (bad_id, answer.text[:300])
+        ledger = Ledger(db)
+        stored = ledger.store.alerts.watch(watch_id)
+        assert stored is not None and stored.old_secret is None and stored.secret == made.json()["secret"]
+        # eight at once: each is one statement, so the last two made are the two that sign
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: a.post(f"/watches/{watch_id}/secret", json={}), range(8)))
+        assert [x.status_code for x in answers] == [200] * 8
+        handed = {x.json()["secret"] for x in answers}
+        stored = ledger.store.alerts.watch(watch_id)
+        assert stored is not None and len(handed) == 8
+        assert stored.secret in handed and stored.old_secret in handed
+        assert stored.secret != stored.old_secret
+        ledger.close()
+        a.close()

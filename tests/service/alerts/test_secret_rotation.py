@@ -145,6 +145,22 @@ def test_the_old_secret_signs_exactly_until_the_grace_ends(new_db: NewDb, offset
     ledger.close()
 
 
+def test_a_watch_stored_unsigned_gets_its_first_secret_by_a_rotation(
+    new_db: NewDb, receiver: _Receiver
+) -> None:
+    ledger = sample_ledger(new_db("u.db"))
+    ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))
+    spec = al.parse_watch({"arxiv_id": CITING, "callback_url": receiver.url}, ALLOW)
+    watch, _ = al.add_watch(ledger.store, spec._replace(secret=None))  # as before every webhook was signed
+    secret = new_secret()
+    rotated = al.rotate_secret(ledger.store, watch.id, secret, False, SECRET_GRACE_S)
+    assert (rotated.watch.secret, rotated.watch.old_secret) == (secret, None)
+    assert _deliver(ledger) == 1
+    ((headers, body),) = receiver.got
+    assert len(_signatures(headers)) == 1 and _verifies(secret, headers, body)
+    ledger.close()
+
+
 def test_of_two_rotations_the_later_keeps_the_earlier_secret_as_its_old_one(new_db: NewDb) -> None:
     first, second, third = new_secret(), new_secret(), new_secret()
     ledger, watch = _held(new_db, "https://hooks.example/h", first)
