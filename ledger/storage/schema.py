@@ -324,7 +324,13 @@ LAYOUT = Layout(
                 _c("old_secret_until_us", BIGINT, not_null=False),
             ),
             ("id",),
-            indexes=(Index("watches_by_owner", ("owner", "id"), where="removed_at IS NULL"),),
+            indexes=(
+                Index("watches_by_owner", ("owner", "id"), where="removed_at IS NULL"),
+                # the few secrets still in their grace, found to be dropped when it ends
+                Index(
+                    "watches_old_secret", ("old_secret_until_us",), where="old_secret_until_us IS NOT NULL"
+                ),
+            ),
         ),
         Table("watch_keys", (_c("key"), _c("watch_id")), ("key", "watch_id"), clustered=True),
         Table(

@@ -281,6 +281,11 @@ class AlertTables:
         """Outbox entries due now and not held by another deliverer, the first of each watch not in
         `busy` (so one watch's backlog never fills a batch), leased to this one until
         `now_us + lease_us` (inside `updating`)."""
+        # a secret replaced whose grace is over signs nothing more: it is not kept either
+        self._q(
+            "UPDATE watches SET old_secret = NULL, old_secret_until_us = NULL WHERE old_secret_until_us <= ?",
+            (now_us,),
+        )
         d = self.store.dialect
         rows = self._q(
             "SELECT o.alert_n, o.watch_id, o.attempts, o.first_us, a.body, a.id, w.callback_url, w.secret, "

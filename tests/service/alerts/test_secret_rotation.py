@@ -124,6 +124,12 @@ def test_after_the_grace_the_old_secret_no_longer_verifies(new_db: NewDb, receiv
     assert not _verifies(old, headers, body)
     with pytest.raises(WebhookVerificationError, match="No matching signature found"):
         Webhook(old).verify(body, headers)
+    dropped = ledger.store.alerts.watch(watch.id)
+    assert dropped is not None and (dropped.secret, dropped.old_secret, dropped.old_secret_until_us) == (
+        secret,
+        None,
+        None,
+    )
     ledger.close()
 
 
