@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from service.alerts.secrets import SECRET_GRACE_S
 from service.ledger import side_path
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
@@ -23,6 +24,7 @@ DEFAULT_SCRUB_INTERVAL = 86_400.0
 DEFAULT_WEBHOOK_BACKOFF = 10.0
 DEFAULT_MAX_WATCHES = 1000
 DEFAULT_WEBHOOK_TIMEOUT = 10.0
+DEFAULT_WEBHOOK_SECRET_GRACE = SECRET_GRACE_S
 
 # The variables `ledger serve` exports before uvicorn starts its workers.
 ENV_DB = "LEDGER_DB"
@@ -50,6 +52,7 @@ ENV_WEBHOOK_BACKOFF = "LEDGER_WEBHOOK_BACKOFF"
 ENV_WEBHOOK_ALLOW = "LEDGER_WEBHOOK_ALLOW"
 ENV_MAX_WATCHES = "LEDGER_MAX_WATCHES"
 ENV_WEBHOOK_TIMEOUT = "LEDGER_WEBHOOK_TIMEOUT"
+ENV_WEBHOOK_SECRET_GRACE = "LEDGER_WEBHOOK_SECRET_GRACE"
 ENV_METRICS = "LEDGER_METRICS"
 ENV_LOG_FORMAT = "LEDGER_LOG_FORMAT"
 ENV_PUBLIC_URL = "LEDGER_PUBLIC_URL"
@@ -110,6 +113,8 @@ class Settings:
     max_watches: int = DEFAULT_MAX_WATCHES
     # Seconds one webhook attempt may take in all (resolving, connecting, sending, the answer).
     webhook_timeout: float = DEFAULT_WEBHOOK_TIMEOUT
+    # Seconds a rotated-out webhook secret still signs beside the new one (receivers switch meanwhile).
+    webhook_secret_grace: float = DEFAULT_WEBHOOK_SECRET_GRACE
     # GET /metrics: "on" (open), "token" (a configured bearer token), "off" (not served, nothing counted)
     metrics: str = "on"
     # "text": uvicorn's own lines; "json": one JSON object per line, every request and append with its id
@@ -191,6 +196,9 @@ class Settings:
             webhook_timeout=_positive_float(
                 env.get(ENV_WEBHOOK_TIMEOUT), DEFAULT_WEBHOOK_TIMEOUT, ENV_WEBHOOK_TIMEOUT
             ),
+            webhook_secret_grace=_positive_float(
+                env.get(ENV_WEBHOOK_SECRET_GRACE), DEFAULT_WEBHOOK_SECRET_GRACE, ENV_WEBHOOK_SECRET_GRACE
+            ),
             metrics=_choice(env.get(ENV_METRICS), METRICS_MODES, ENV_METRICS),
             log_format=_choice(env.get(ENV_LOG_FORMAT), LOG_FORMATS, ENV_LOG_FORMAT),
             public_url=public_url(env.get(ENV_PUBLIC_URL)),
@@ -224,6 +232,7 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (ENV_WEBHOOK_BACKOFF, "webhook_backoff", "seconds before a failed webhook is tried again (doubling)"),
     (ENV_WEBHOOK_ALLOW, "webhook_allow", "hosts or CIDRs webhooks may reach besides public addresses"),
     (ENV_WEBHOOK_TIMEOUT, "webhook_timeout", "seconds one webhook attempt may take in all"),
+    (ENV_WEBHOOK_SECRET_GRACE, "webhook_secret_grace", "seconds a rotated-out webhook secret still signs"),
     (ENV_MAX_WATCHES, "max_watches", "watches in force one token may hold"),
     (ENV_METRICS, "metrics", f"GET /metrics: {', '.join(METRICS_MODES)}"),
     (ENV_LOG_FORMAT, "log_format", f"server log lines: {', '.join(LOG_FORMATS)}"),

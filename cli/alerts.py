@@ -1,4 +1,5 @@
-"""Standing alerts from the command line: `ledger watch add|list|remove` and `ledger alerts WATCH_ID`.
+"""Standing alerts from the command line: `ledger watch add|list|remove|rotate-secret` and
+`ledger alerts WATCH_ID`.
 
 The CLI stores watches and reads alerts in the ledger's own database; webhooks are delivered by a
 server (`ledger serve`) over the same database, which finds the outbox this leaves.
@@ -15,9 +16,11 @@ from cli.common import db_option, instant, read_db_option
 from ledger.model.codec import canonical
 from ledger.model.instants import format_recorded, now_us
 from service.alerts import alerts as al
+from service.alerts.secrets import SECRET_GRACE_S
 from service.ledger import Ledger
 
 _ALLOW = "LEDGER_WEBHOOK_ALLOW"
+_GRACE = "LEDGER_WEBHOOK_SECRET_GRACE"
 
 
 def register(main: click.Group) -> None:
@@ -109,6 +112,34 @@ def watch_remove(watch_id: str, db: str) -> None:
     with tables.updating():
         tables.remove_watch(w.id, format_recorded(now_us()))
     click.echo(f"watch {w.id} removed")
+
+
+@watch.command("rotate-secret")
+@click.argument("watch_id")
+@click.option("--secret", help="The new secret (whsec_...; one is made and printed if not given).")
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0, min_open=True),
+    envvar=_GRACE,
+    default=SECRET_GRACE_S,
+    show_default=True,
+    help=f"Seconds the old secret still signs beside the new one (or {_GRACE}).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the rotation as JSON.")
+@db_option
+def watch_rotate_secret(watch_id: str, secret: str | None, grace: float, as_json: bool, db: str) -> None:
+    """Give a watch a new webhook secret, keeping the watch, its alerts and their webhook-ids; the
+    old secret signs beside the new one for the grace."""
+    ledger = Ledger(db)
+    new, made = al.parse_rotation({} if secret is None else {"secret": secret})
+    rotated = al.rotate_secret(ledger.store, watch_id, new, made, grace)
+    if as_json:
+        click.echo(canonical(al.rotation_json(rotated)).decode())
+        return
+    until = format_recorded(rotated.old_until_us)
+    click.echo(f"watch {rotated.watch.id}: secret rotated; the old one signs beside it until {until}")
+    if made:
+        click.echo(f"webhook secret (shown this once): {new}")
 
 
 @click.command("alerts")

@@ -74,6 +74,8 @@ def layout_at(backend: str, version: int) -> Layout:
     for table in LAYOUT.tables:
         if table.name in later:
             continue
+        if table.name == "watches" and not has(backend, version, "secret_rotation"):
+            table = dataclasses.replace(table, columns=table.columns[:-2], indexes=table.indexes[:1])
         if table.name == "watches" and not has(backend, version, "watch_owners"):
             table = dataclasses.replace(table, columns=table.columns[:-1], indexes=())
         if table.name == "catalogue_works" and not has(backend, version, "catalogue_by_seq"):

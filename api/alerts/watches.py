@@ -136,6 +136,30 @@ def delete_watch(request: Request, watch_id: WatchId) -> Response:
     return _json({"id": watch.id, "removed": True})
 
 
+@router.post(
+    "/watches/{watch_id}/secret",
+    summary="Rotate a watch's webhook secret, keeping the watch and its alerts",
+    responses={**docs.responses(200, *_ERRORS, 409, 413)},
+)
+async def rotate_secret(request: Request, watch_id: WatchId) -> Response:
+    """`{}` (the server makes the secret and answers it this once) or `{"secret": ...}`: deliveries are
+    signed with the new secret and, for LEDGER_WEBHOOK_SECRET_GRACE seconds, with the old one too;
+    the watch, its alerts, their webhook-ids and its pending deliveries stay as they are."""
+    owner = _auth(request)
+    settings = settings_of(request)
+    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    try:
+        raw = await read_body(request, MAX_WATCH_BODY)
+        secret, made = al.parse_rotation(decode_json(raw) if raw.strip() else {})
+        store = ledger_of(request).store
+        grace = settings.webhook_secret_grace
+        rotated = await run_in_threadpool(al.rotate_secret, store, watch_id, secret, made, grace, owner)
+    finally:
+        if limiter is not None:
+            limiter.charge(owner, 1)  # a write, as making a watch is
+    return _json(al.rotation_json(rotated))
+
+
 def _alerts_json(alerts: list[Alert]) -> list[Any]:
     return [{"n": a.n, **decode_json(a.body)} for a in alerts]
 

@@ -319,9 +319,18 @@ LAYOUT = Layout(
                 _c("removed_at", not_null=False),
                 # the sha256 of the token that made the watch; NULL is the operator's
                 _c("owner", not_null=False),
+                # the secret a rotation replaced, still signing beside the new one until the instant after
+                _c("old_secret", not_null=False),
+                _c("old_secret_until_us", BIGINT, not_null=False),
             ),
             ("id",),
-            indexes=(Index("watches_by_owner", ("owner", "id"), where="removed_at IS NULL"),),
+            indexes=(
+                Index("watches_by_owner", ("owner", "id"), where="removed_at IS NULL"),
+                # the few secrets still in their grace, found to be dropped when it ends
+                Index(
+                    "watches_old_secret", ("old_secret_until_us",), where="old_secret_until_us IS NOT NULL"
+                ),
+            ),
         ),
         Table("watch_keys", (_c("key"), _c("watch_id")), ("key", "watch_id"), clustered=True),
         Table(

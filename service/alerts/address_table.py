@@ -74,6 +74,44 @@ def range_of(ip: IPAddress) -> Range | None:
     return None
 
 
+# The ranges a host LEDGER_WEBHOOK_ALLOW names by NAME may resolve into: the ones an organisation
+# numbers its own hosts from. A name can be made to resolve anywhere (by whoever runs its DNS), so it
+# never opens loopback, link-local or a cloud metadata address: only an address or a CIDR listed does.
+NAMED_MAY_REACH: tuple[IPNetwork, ...] = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "10.0.0.0/8",  # private-use, RFC 1918
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "100.64.0.0/10",  # shared address space: carrier-grade NAT and overlay networks
+        "fc00::/7",  # unique-local, RFC 4193
+    )
+)
+# Cloud metadata services inside those ranges (169.254.169.254, the common one, is link-local anyway).
+METADATA: dict[IPAddress, str] = {
+    ipaddress.ip_address("fd00:ec2::254"): "AWS instance metadata over IPv6",
+    ipaddress.ip_address("100.100.100.200"): "Alibaba Cloud instance metadata",
+}
+
+
+def _v4(ip: IPAddress) -> IPAddress:
+    """An IPv4-mapped address as the IPv4 address it carries; any other as it is."""
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return ip if mapped is None else mapped
+
+
+def metadata(ip: IPAddress) -> str | None:
+    """Which cloud's metadata service `ip` is, or None."""
+    return METADATA.get(_v4(ip))
+
+
+def named_may_reach(ip: IPAddress) -> bool:
+    """Whether a host the operator allowed by name may connect to `ip`: the range that decides for it
+    is one of NAMED_MAY_REACH, and it is no metadata address."""
+    found = range_of(_v4(ip))
+    return found is not None and found.network in NAMED_MAY_REACH and metadata(ip) is None
+
+
 def refusal(ip: IPAddress) -> Range | None:
     """The range that refuses `ip` to a webhook, or None when it may be connected to.
 

@@ -33,7 +33,7 @@ from ledger.storage.derived.spans import ObservationRefs
 from ledger.storage.state.alerts import Alert, Watch
 from ledger.storage.works_store import current_works, displayed
 from projections.record import observations
-from service.alerts.address_table import refusal
+from service.alerts.address_table import metadata, named_may_reach, refusal
 from service.alerts.secrets import SECRET_PREFIX, new_secret, whsec_key
 
 if TYPE_CHECKING:
@@ -74,12 +74,10 @@ def parse_watch(body: Any, allow: Iterable[str] = ()) -> WatchSpec:
     callback, secret = body.get("callback_url"), body.get("secret")
     if callback is not None:
         check_callback(callback, allow)
-    if secret is not None and (not isinstance(secret, str) or not 0 < len(secret) <= MAX_SECRET):
-        raise InvalidEvent("secret", f"a string of 1 to {MAX_SECRET} characters")
+    if secret is not None:
+        _check_secret(secret)
     if secret is not None and callback is None:
         raise InvalidEvent("secret", "a secret signs webhooks: give a callback_url with it")
-    if secret is not None and secret.startswith(SECRET_PREFIX) and whsec_key(secret) is None:
-        raise InvalidEvent("secret", "a whsec_ secret is whsec_ and the base64 of its key")
     made = secret is None and callback is not None
     if made:
         secret = new_secret()  # every webhook is signed
@@ -95,6 +93,78 @@ def parse_watch(body: Any, allow: Iterable[str] = ()) -> WatchSpec:
     for i, w in enumerate(works):
         keys.append(work_index_key(_work_key(w, f"works[{i}]")))
     return WatchSpec(WORKS, canonical(works).decode(), sorted(set(keys)), callback, secret, made)
+
+
+def _check_secret(secret: Any) -> None:
+    """InvalidEvent naming `secret` unless it is a secret a watch may sign with."""
+    if not isinstance(secret, str) or not 0 < len(secret) <= MAX_SECRET:
+        raise InvalidEvent("secret", f"a string of 1 to {MAX_SECRET} characters")
+    if secret.startswith(SECRET_PREFIX) and whsec_key(secret) is None:
+        raise InvalidEvent("secret", "a whsec_ secret is whsec_ and the base64 of its key")
+
+
+def parse_rotation(body: Any) -> tuple[str, bool]:
+    """A rotation request (`{}` or `{"secret": ...}`, as when a watch is made) -> (the new secret,
+    whether it was made here), or InvalidEvent naming the field."""
+    if not isinstance(body, dict):
+        raise InvalidEvent("$", 'a rotation is a JSON object: {} or {"secret": ...}')
+    unknown = sorted(set(body) - {"secret"})
+    if unknown:
+        raise InvalidEvent(unknown[0], "unknown field (expected secret, or nothing: one is made)")
+    if body.get("secret") is None:
+        return new_secret(), True
+    _check_secret(body["secret"])
+    return str(body["secret"]), False
+
+
+class Rotated(NamedTuple):
+    """A rotation done: the watch as it is now, the new secret, whether it was made here, and until
+    when the old secret signs beside it."""
+
+    watch: Watch
+    secret: str
+    made: bool
+    old_until_us: int
+
+
+def rotate_secret(
+    store: Store,
+    watch_id: str,
+    secret: str,
+    made: bool,
+    grace_s: float,
+    owner: str | None = None,
+    at_us: int | None = None,
+) -> Rotated:
+    """Give `owner`'s watch (any watch for None, the operator) a new secret; the old one signs beside
+    it for `grace_s` seconds from `at_us` (now). The watch, its alerts, their ids and its pending
+    deliveries stay as they are. NotFound as for no watch; Conflict when the watch signs nothing."""
+    watch = watch_of(store, watch_id, owner)
+    # a watch with a callback stored before every webhook was signed gets its first secret here
+    if watch.callback_url is None:
+        raise Conflict(
+            f"watch {watch.id} has no callback_url: it signs nothing, so there is no secret to rotate",
+            details={"watch_id": watch.id},
+        )
+    until = (now_us() if at_us is None else at_us) + int(grace_s * 1e6)
+    tables = store.alerts
+    with tables.updating():
+        # removed since it was read: as for no watch
+        if not tables.rotate_secret(watch.id, secret, until) or (rotated := tables.watch(watch.id)) is None:
+            raise NotFound(f"no watch {watch_id!r}", details={"watch_id": watch_id})
+    return Rotated(rotated, secret, made, until)
+
+
+def rotation_json(r: Rotated) -> dict[str, Any]:
+    """A rotation as the API answers it: the secret only when the server made it, this once."""
+    out: dict[str, Any] = {
+        "id": r.watch.id,
+        "rotated": True,
+        "old_secret_valid_until": format_recorded(r.old_until_us),
+    }
+    if r.made:
+        out["secret"] = r.secret
+    return out
 
 
 def _work_key(w: Any, where: str) -> str:
@@ -138,9 +208,10 @@ def check_callback(url: Any, allow: Iterable[str] = ()) -> None:
 
 
 class AddressPolicy:
-    """Which addresses a webhook may connect to: public ones, and what LEDGER_WEBHOOK_ALLOW names
-    (host names or CIDRs; for them http is allowed too). Refused by default: every special-purpose
-    range of service/address_table.py that is not globally reachable, NAT64, multicast and reserved."""
+    """Which addresses a webhook may connect to: public ones, and what LEDGER_WEBHOOK_ALLOW opens
+    (an address or CIDR: what it holds; a host name: the private ranges it resolves to; http is
+    allowed for both). Refused by default: every special-purpose range of service/address_table.py
+    that is not globally reachable, NAT64, multicast and reserved."""
 
     def __init__(self, allow: Iterable[str] = ()) -> None:
         self.hosts: set[str] = set()
@@ -166,19 +237,32 @@ class AddressPolicy:
         return any(ip in n for n in self.networks if n.version == ip.version)
 
     def refused(self, host: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-        """Why connecting to `ip` (resolved from `host`) is refused, or None when it is allowed."""
+        """Why connecting to `ip` (resolved from `host`) is refused, or None when it is allowed.
+
+        An address or CIDR listed opens what it holds; a host listed by name opens only the private
+        ranges (address_table.NAMED_MAY_REACH) it resolves into, never loopback, link-local or metadata.
+        """
         mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
-        if host.lower() in self.hosts or any(
-            a in n for a in (ip, mapped) if a is not None for n in self.networks if n.version == a.version
-        ):
+        forms = [a for a in (ip, mapped) if a is not None]
+        if any(a in n for a in forms for n in self.networks if n.version == a.version):
             return None
         special = refusal(ip)
         if special is None:
             return None
+        named = host.lower() in self.hosts
+        if named and named_may_reach(ip):
+            return None
         why = f"; {special.why}" if special.why else ""
-        return (
-            f"{host} is {ip}, in {special.network} ({special.name}, {special.rfc}{why}): refused "
-            "(server-side request forgery); LEDGER_WEBHOOK_ALLOW can name it"
+        cloud = metadata(ip)
+        why += f"; {cloud}" if cloud else ""
+        fix = (
+            f"LEDGER_WEBHOOK_ALLOW names {host}, which opens only private ranges to it: list the "
+            "address or a CIDR to allow this one"
+            if named
+            else "LEDGER_WEBHOOK_ALLOW can name it"
+        )
+        return f"{host} is {ip}, in {special.network} ({special.name}, {special.rfc}{why}): refused " + (
+            f"(server-side request forgery); {fix}"
         )
 
 

@@ -12,6 +12,8 @@ import secrets
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 24
+# how long a secret a rotation replaced still signs beside the new one: a day for receivers to switch
+SECRET_GRACE_S = 86_400.0
 
 
 def new_secret() -> str:

@@ -13,6 +13,8 @@ once, and every attempt has a wall-clock deadline, so a slow or broken receiver 
 Each delivery carries the Standard Webhooks headers (`webhook-id`: the alert's id, `webhook-timestamp`:
 when this attempt was signed, `webhook-signature`: `v1,` and the base64 HMAC-SHA256 of
 `id.timestamp.body`), so a receiver verifies it with any Standard Webhooks library and refuses replays.
+A watch whose secret was rotated is signed under both secrets until the grace ends (the header holds
+several signatures, space-separated, as the specification allows), so a receiver holding either verifies.
 """
 
 from __future__ import annotations
@@ -81,9 +83,11 @@ def standard_signature(secret: str, msg_id: str, timestamp_s: int, body: bytes) 
     return Webhook(secret_key(secret)).sign(msg_id, at, body.decode())
 
 
-def headers_for(due: Due, body: bytes) -> dict[str, str]:
-    """The headers an attempt is POSTed with, signed now (each retry gets a fresh timestamp)."""
-    stamp = now_us() // 1_000_000
+def headers_for(due: Due, body: bytes, at_us: int | None = None) -> dict[str, str]:
+    """The headers an attempt is POSTed with, signed at `at_us` (now by default: each retry gets a
+    fresh timestamp), under the old secret too while a rotation's grace lasts."""
+    at_us = now_us() if at_us is None else at_us
+    stamp = at_us // 1_000_000
     out = {
         "Content-Type": "application/json",
         ALERT_ID: due.alert_id,
@@ -93,7 +97,10 @@ def headers_for(due: Due, body: bytes) -> dict[str, str]:
     }
     if due.secret:
         out[SIGNATURE] = signature(due.secret, body)
-        out[WEBHOOK_SIGNATURE] = standard_signature(due.secret, due.alert_id, stamp, body)
+        signatures = [standard_signature(due.secret, due.alert_id, stamp, body)]
+        if due.old_secret and due.old_until_us is not None and at_us < due.old_until_us:
+            signatures.append(standard_signature(due.old_secret, due.alert_id, stamp, body))
+        out[WEBHOOK_SIGNATURE] = " ".join(signatures)
     return out
 
 

@@ -15,7 +15,10 @@ from typing import Any, NamedTuple
 
 from ledger.storage.sql import DialectStore
 
-WATCH_COLUMNS = "id, kind, target, callback_url, secret, created_at, created_seq, removed_at, owner"
+WATCH_COLUMNS = (
+    "id, kind, target, callback_url, secret, created_at, created_seq, removed_at, owner, old_secret, "
+    "old_secret_until_us"
+)
 ALERT_COLUMNS = "n, id, watch_id, work_id, notice_key, seq, held, body, raised_at, raised_us"
 DELIVERY_COLUMNS = "id, alert_n, watch_id, attempt, at, address, status, error, next_at"
 PENDING, DELIVERED, GAVE_UP = "pending", "delivered", "gave_up"
@@ -33,6 +36,8 @@ class Watch(NamedTuple):
     created_seq: int  # the head when it was made: notices held by then are marked `held`
     removed_at: str | None
     owner: str | None = None  # the sha256 of the token that made it; None: the operator's (the CLI's)
+    old_secret: str | None = None  # the secret the last rotation replaced
+    old_secret_until_us: int | None = None  # until when it signs beside `secret` (then it is dropped)
 
 
 class Alert(NamedTuple):
@@ -75,6 +80,8 @@ class Due(NamedTuple):
     alert_id: str
     callback_url: str
     secret: str | None
+    old_secret: str | None = None  # the one a rotation replaced, signing too before `old_until_us`
+    old_until_us: int | None = None
 
 
 class AlertTables:
@@ -102,7 +109,7 @@ class AlertTables:
 
     def add_watch(self, w: Watch, keys: Sequence[str]) -> None:
         """Store a watch and the keys it is found by (inside `raising`)."""
-        self._q(f"INSERT INTO watches ({WATCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", tuple(w))
+        self._q(f"INSERT INTO watches ({WATCH_COLUMNS}) VALUES ({', '.join('?' * len(w))})", tuple(w))
         if keys:
             self.store.query_many(
                 self.store.connection(),
@@ -144,6 +151,17 @@ class AlertTables:
             f"UPDATE outbox SET state = '{GAVE_UP}' WHERE watch_id = ? AND state = '{PENDING}'", (watch_id,)
         )
         return True
+
+    def rotate_secret(self, watch_id: str, secret: str, until_us: int) -> bool:
+        """Give a watch in force a new secret, the one it replaces signing beside it until `until_us`;
+        False when there was none in force. One statement, so of two rotations at once the later
+        keeps the earlier's secret as its old one (a secret handed out always signs for the grace)."""
+        cur = self._q(
+            "UPDATE watches SET old_secret = secret, old_secret_until_us = ?, secret = ? "
+            "WHERE id = ? AND removed_at IS NULL",
+            (until_us, secret, watch_id),
+        )
+        return bool(cur.rowcount)
 
     def _in_force(self, columns: str, table: str, key: str, keys: Sequence[str]) -> list[Any]:
         """`columns` of the `table` rows (as t) whose `key` is one of `keys`, of watches in force."""
@@ -263,9 +281,15 @@ class AlertTables:
         """Outbox entries due now and not held by another deliverer, the first of each watch not in
         `busy` (so one watch's backlog never fills a batch), leased to this one until
         `now_us + lease_us` (inside `updating`)."""
+        # a secret replaced whose grace is over signs nothing more: it is not kept either
+        self._q(
+            "UPDATE watches SET old_secret = NULL, old_secret_until_us = NULL WHERE old_secret_until_us <= ?",
+            (now_us,),
+        )
         d = self.store.dialect
         rows = self._q(
-            "SELECT o.alert_n, o.watch_id, o.attempts, o.first_us, a.body, a.id, w.callback_url, w.secret "
+            "SELECT o.alert_n, o.watch_id, o.attempts, o.first_us, a.body, a.id, w.callback_url, w.secret, "
+            "w.old_secret, w.old_secret_until_us "
             "FROM (SELECT alert_n, watch_id, attempts, first_us, next_us, "
             "row_number() OVER (PARTITION BY watch_id ORDER BY next_us, alert_n) AS k FROM outbox "
             f"WHERE state = '{PENDING}' AND next_us <= ? AND lease_us <= ? AND NOT ({d.any_of('watch_id')})"

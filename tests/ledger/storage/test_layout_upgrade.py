@@ -45,7 +45,7 @@ def source(new_db: NewDb) -> Ledger:
     return ledger
 
 
-@pytest.mark.parametrize("change", ["event_keys", "four_levels", "search", "watch_owners"])
+@pytest.mark.parametrize("change", ["event_keys", "four_levels", "search", "watch_owners", "secret_rotation"])
 def test_an_index_and_a_trigger_that_differ_are_made_again(
     source: Ledger, new_db: NewDb, change: str
 ) -> None:

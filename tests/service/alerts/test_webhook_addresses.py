@@ -201,3 +201,93 @@ def test_delivery_refuses_a_name_resolving_to_a_refused_address_before_connectin
     sent = asyncio.run(attempt())
     assert sent.status is None and sent.address is None
     assert sent.error is not None and f"hook.example is {ip}" in sent.error and "forgery" in sent.error
+
+
+# -- a host allowed by name: private ranges only ------------------------------------------------
+
+# What a name in LEDGER_WEBHOOK_ALLOW may not be made to reach, whoever runs its DNS.
+NAMED_NEVER = [
+    pytest.param("169.254.169.254", "169.254.0.0/16", id="metadata"),
+    pytest.param("169.254.1.1", "169.254.0.0/16", id="link-local"),
+    pytest.param("127.0.0.1", "127.0.0.0/8", id="loopback"),
+    pytest.param("127.1.2.3", "127.0.0.0/8", id="loopback-other"),
+    pytest.param("fe80::1", "fe80::/10", id="link-local-v6"),
+    pytest.param("::1", "::1/128", id="loopback-v6"),
+    pytest.param("::ffff:127.0.0.1", "127.0.0.0/8", id="mapped-loopback"),
+    pytest.param("::ffff:169.254.169.254", "169.254.0.0/16", id="mapped-metadata"),
+    pytest.param("fd00:ec2::254", "fc00::/7", id="aws-metadata-v6"),
+    pytest.param("100.100.100.200", "100.64.0.0/10", id="alibaba-metadata"),
+    pytest.param("0.0.0.0", "0.0.0.0/32", id="this-host"),
+    pytest.param("64:ff9b::a9fe:a9fe", "64:ff9b::/96", id="nat64-metadata"),
+]
+# What it may: the private ranges an organisation numbers its own hosts from.
+NAMED_PRIVATE = [
+    pytest.param("10.0.0.5", id="private-10"),
+    pytest.param("172.16.0.1", id="private-172"),
+    pytest.param("192.168.1.1", id="private-192"),
+    pytest.param("100.64.0.1", id="shared"),
+    pytest.param("fd12:3456::1", id="unique-local"),
+    pytest.param("::ffff:10.0.0.5", id="mapped-private"),
+]
+
+
+@pytest.mark.parametrize(("address", "network"), NAMED_NEVER)
+def test_a_name_allowed_still_may_not_resolve_to_loopback_link_local_or_metadata(
+    resolving: list[str], monkeypatch: pytest.MonkeyPatch, address: str, network: str
+) -> None:
+    resolving.append(address)
+
+    async def attempt() -> Sent:
+        monkeypatch.setattr(socket, "socket", _no_socket)  # refused before any connection
+        return await sender(AddressPolicy(["hooks.internal"]))("http://hooks.internal/h", b"{}", {})
+
+    sent = asyncio.run(attempt())
+    assert sent.status is None and sent.address is None and sent.error is not None
+    assert f"hooks.internal is {ipaddress.ip_address(address)}, in {network} " in sent.error
+    assert "LEDGER_WEBHOOK_ALLOW names hooks.internal" in sent.error
+    assert "list the address or a CIDR" in sent.error
+
+
+def _dialled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the address the sender dials instead of dialling it (no traffic leaves this machine)."""
+    dialled: list[str] = []
+
+    async def post(self: Any, ip: IP, *args: Any) -> Sent:
+        dialled.append(str(ip))
+        return Sent(200, str(ip), None)
+
+    monkeypatch.setattr(type(sender(AddressPolicy())), "_post", post)
+    return dialled
+
+
+@pytest.mark.parametrize("address", NAMED_PRIVATE)
+def test_a_name_allowed_reaches_the_private_ranges_it_resolves_to(
+    resolving: list[str], monkeypatch: pytest.MonkeyPatch, address: str
+) -> None:
+    resolving.append(address)
+    dialled = _dialled(monkeypatch)
+    sent = asyncio.run(sender(AddressPolicy(["hooks.internal"]))("http://hooks.internal/h", b"{}", {}))
+    assert sent == Sent(200, str(ipaddress.ip_address(address)), None)
+    assert dialled == [str(ipaddress.ip_address(address))]
+    # a name not listed reaches none of them
+    refused = asyncio.run(sender(AddressPolicy(["hooks.internal"]))("https://other.internal/h", b"{}", {}))
+    assert refused.status is None and "forgery" in (refused.error or "") and len(dialled) == 1
+
+
+@pytest.mark.parametrize(
+    ("allow", "address"),
+    [
+        pytest.param(["hooks.internal", "127.0.0.1"], "127.0.0.1", id="address"),
+        pytest.param(["hooks.internal", "127.0.0.0/8"], "127.0.0.9", id="cidr"),
+        pytest.param(["hooks.internal", "169.254.169.254"], "169.254.169.254", id="metadata-address"),
+        pytest.param(["hooks.internal", "::1"], "::1", id="address-v6"),
+        pytest.param(["hooks.internal", "fe80::/10"], "fe80::1", id="cidr-v6"),
+    ],
+)
+def test_an_address_or_cidr_listed_opens_what_a_name_cannot(
+    resolving: list[str], monkeypatch: pytest.MonkeyPatch, allow: list[str], address: str
+) -> None:
+    resolving.append(address)
+    dialled = _dialled(monkeypatch)
+    sent = asyncio.run(sender(AddressPolicy(allow))("http://hooks.internal/h", b"{}", {}))
+    assert sent == Sent(200, address, None) and dialled == [address]

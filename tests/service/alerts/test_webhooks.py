@@ -85,6 +85,7 @@ def test_the_policy_opens_exactly_the_hosts_and_networks_named() -> None:
     policy = al.AddressPolicy(["127.0.0.0/8", "hooks.internal", ""])
     assert policy.refused("x", ipaddress.ip_address("127.0.0.2")) is None
     assert policy.refused("hooks.internal", ipaddress.ip_address("10.0.0.1")) is None
+    assert policy.refused("hooks.internal", ipaddress.ip_address("169.254.169.254")) is not None
     assert policy.refused("other.internal", ipaddress.ip_address("10.0.0.1")) is not None
     assert policy.names("hooks.internal") and policy.names("127.0.0.1") and not policy.names("example.org")
 
@@ -154,6 +155,23 @@ def test_the_sender_refuses_loopback_unless_allowed_and_then_posts(receiver: _Re
     assert ok == wh.Sent(200, "127.0.0.1", None)
     headers, body = receiver.got[0]
     assert body == b'{"a":1}' and headers["x-test"] == "1" and headers["host"].startswith("127.0.0.1:")
+
+
+def test_a_name_allowed_reaches_a_loopback_receiver_only_once_its_address_is_listed(
+    receiver: _Receiver,
+) -> None:
+    url = receiver.url.replace("127.0.0.1", "hooks.test")
+
+    def resolve(host: str, _port: int) -> list[str]:
+        return ["127.0.0.1"] if host == "hooks.test" else []
+
+    by_name = _post(sender(al.AddressPolicy(["hooks.test"]), 5.0, resolve), url)
+    assert by_name.status is None and by_name.address is None and receiver.got == []
+    assert "hooks.test is 127.0.0.1, in 127.0.0.0/8 (loopback" in (by_name.error or "")
+    for listed in ("127.0.0.1", "127.0.0.0/8"):
+        ok = _post(sender(al.AddressPolicy(["hooks.test", listed]), 5.0, resolve), url)
+        assert ok == wh.Sent(200, "127.0.0.1", None)
+    assert [h["host"] for h, _ in receiver.got] == [url.split("/")[2]] * 2
 
 
 def test_http_is_refused_for_a_host_not_named(receiver: _Receiver) -> None:
@@ -456,7 +474,7 @@ def test_https_goes_to_the_checked_address_with_the_names_host_sni_and_certifica
     port = r.server.server_address[1]
     try:
         send = sender(
-            al.AddressPolicy(["hooks.test"]),
+            al.AddressPolicy(["127.0.0.1"]),  # loopback is opened by its address, never by a name
             5.0,
             lambda host, _: ["127.0.0.1"] if host == "hooks.test" else [],
         )
