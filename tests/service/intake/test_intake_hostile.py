@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import os
 import threading
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -112,3 +113,23 @@ def test_a_stream_past_the_byte_cap_is_refused(fresh_ledger: Ledger, tmp_path: P
     ):
         import_file(fresh_ledger, fifo, caps=caps)
     assert fresh_ledger.head().seq == 0
+
+
+def test_blank_lines_are_not_held_while_a_file_is_checked(fresh_ledger: Ledger, tmp_path: Path) -> None:
+    """64 MiB of blank lines among a few events: the check holds none of them (they come in runs of up to
+    64 KiB each, and a chunk of 5,000 such runs would be 320 MiB)."""
+    events = [line(e) for e in history(4)]
+    path = tmp_path / "f.ndjson"
+    with path.open("wb") as f:
+        f.write(events[0])
+        for _ in range(64):
+            f.write(b"\n" * MIB)
+        f.write(b"".join(events[1:]))
+    tracemalloc.start()
+    try:
+        got = import_file(fresh_ledger, path, walk=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got.appended == len(events)
+    assert peak < 16 * MIB
