@@ -29,8 +29,10 @@ ZSTD_PIECE = 256
 # says nothing (a 100-byte header may stand for kilobytes)
 RATIO_FLOOR = 1 << 20
 
-# what a body sent to the server may decompress to (LEDGER_MAX_DECOMPRESSED, LEDGER_MAX_EXPANSION)
-SERVED_MAX_BYTES = 2 << 30
+# what a body sent to the server may decompress to (LEDGER_MAX_DECOMPRESSED, LEDGER_MAX_EXPANSION):
+# no more than a plain body may hold (LEDGER_MAX_INGEST_BODY), since reading costs per byte and per
+# line decompressed (a CSV of blank rows costs about 0.3 s of CPU a MiB), not per byte sent
+SERVED_MAX_BYTES = 512 << 20
 SERVED_MAX_RATIO = 100
 # what a file the operator names on the command line may (ledger import, ledger ingest): a bulk load is
 # tens of gigabytes; the ratio stays, real text compresses 3 to 30 times

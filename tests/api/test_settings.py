@@ -34,7 +34,7 @@ def test_bad_numbers_are_refused_with_name_unit_and_text(env: dict[str, str], me
         ({"LEDGER_BODY_MIN_RATE": "4096"}, "body_min_rate", 4096),
         ({"LEDGER_BODY_TIMEOUT": "2.5"}, "body_timeout", 2.5),
         ({"LEDGER_RATE_LIMIT": "0"}, "rate_limit", 0.0),
-        ({}, "max_decompressed", 2 << 30),
+        ({}, "max_decompressed", Settings().max_ingest_body),
         ({}, "max_expansion", 100),
         ({"LEDGER_MAX_DECOMPRESSED": "1048576"}, "max_decompressed", 1 << 20),
         ({"LEDGER_MAX_EXPANSION": "12.5"}, "max_expansion", 12.5),
