@@ -249,6 +249,22 @@ def cases(work: Path) -> Iterator[tuple[str, Callable[[float], dict[str, Any]]]]
     yield "post-ingest-crossref-zst-1GiB", served(f"/ingest/crossref?{at}", zst_1g)
     yield "post-ingest-works-gz-newlines", served(f"/ingest/works?{at}", gz_newlines)
 
+    def rw_rows() -> Path:
+        """The Retraction Watch header, then 256 MiB of blank rows: each one a row of the CSV reader."""
+        p = work / "rw.csv.gz"
+        if not p.exists():
+            header = b"Record ID,Title,Subject,Institution,Journal,Publisher,Country,Author,URLS,ArticleType,"
+            header += b"RetractionDate,RetractionDOI,RetractionPubMedID,OriginalPaperDate,OriginalPaperDOI,"
+            header += b"OriginalPaperPubMedID,RetractionNature,Reason,Paywalled,Notes\n"
+            block = b"\n" * MIB
+            with gzip.GzipFile(p, "wb", compresslevel=9, mtime=0) as w:
+                w.write(header)
+                for _ in range(256):
+                    w.write(block)
+        return p
+
+    yield "post-ingest-retraction-watch-gz-blank-rows", served(f"/ingest/retraction-watch?{at}", rw_rows)
+
 
 def main() -> None:
     """Run the cases named (all by default) and print a JSON line for each."""
