@@ -126,3 +126,21 @@ def test_a_file_of_blank_lines_costs_per_buffer_not_per_line(tmp_path: Path, bla
     assert len(got) < 1000  # not a million
     assert got[0] == (1, b'{"a": 1}\n') and got[-1] == (1_000_002, b'{"b": 2}\n')
     assert b"".join(line for _, line in got) == data
+
+
+@given(st.one_of(st.binary(max_size=2000), _LINEISH), st.sampled_from(["gzip", "zstd", "zstd-two-frames"]))
+def test_compressed_lines_number_as_splitlines(data: bytes, form: str) -> None:
+    import tempfile
+
+    packed = {
+        "gzip": gzip.compress,
+        "zstd": zstandard.ZstdCompressor().compress,
+        "zstd-two-frames": lambda b: _zstd_frames(b, len(b) // 2),
+    }[form](data)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "f"
+        path.write_bytes(packed)
+        with open_stream(path, caps=Inflation(max_ratio=1e9)) as s:
+            got = list(iter_lines(s))
+    assert b"".join(line for _, line in got) == data
+    assert _expanded(got) == list(enumerate(data.splitlines(keepends=True), start=1))
