@@ -9,7 +9,9 @@ import hashlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from service.ledger import Ledger
 from tests.api_fixtures import ledger_command
 from tests.conftest import NewDb
 
-from .test_import_stream_cli import _events
+from .test_import_stream_cli import _KILL_AFTER, _events
 
 LINES = _events(12)  # 34 lines
 DATA = b"".join(LINES)
@@ -136,3 +138,36 @@ def test_a_replaced_file_is_refused_naming_both_hashes_then_restarted(
     again = CliRunner().invoke(main, ["import", str(path), "--db", db, "--batch-size", "10", "--restart"])
     assert again.exit_code == 0, again.output
     assert f"{path}: 25 appended, 9 duplicate (head seq 35)" in again.output
+
+
+@pytest.mark.process
+def test_a_file_replaced_after_a_kill_is_refused_then_restarted(new_db: NewDb, tmp_path: Path) -> None:
+    """The real thing: kill -9 after 5 batches of a 1.5 MB file, then another file of the same size and
+    first MiB in its place (a title past the first MiB changed, inside the committed part)."""
+    lines = _events(2000)  # 5,998 lines
+    data = b"".join(lines)
+    path = tmp_path / "f.ndjson"
+    path.write_bytes(data)
+    db = new_db()
+    command = ["import", str(path), "--db", db, "--batch-size", "1000"]
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILL_AFTER, "5", *command], capture_output=True, env=os.environ, check=False
+    )
+    assert killed.returncode == -signal.SIGKILL
+    ledger = Ledger(db)
+    progress = ledger.store.tables.import_progress(file_key(path))
+    ledger.close()
+    assert progress is not None and progress.lines_done == 5000
+    at = data.find(b'"Paper 1500"')
+    assert load.HEAD_BYTES < at < progress.bytes_done  # same identity, other committed bytes
+    path.write_bytes(data.replace(b'"Paper 1500"', b'"Paper 9500"'))
+    found = hashlib.sha256(path.read_bytes()[: progress.bytes_done]).hexdigest()
+    refused = subprocess.run([*ledger_command(), *command], capture_output=True, text=True, check=False)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert f"{path}: refused, nothing written: not the file an earlier import" in refused.stderr
+    assert f"sha256 {found}, the committed ones had sha256 {progress.prefix_sha256}" in refused.stderr
+    restarted = subprocess.run(
+        [*ledger_command(), *command, "--restart"], capture_output=True, text=True, check=False
+    )
+    assert restarted.returncode == 0, restarted.stderr
+    assert "999 appended, 4999 duplicate (head seq 5999)" in restarted.stdout
