@@ -164,13 +164,15 @@ def _rereadable(name: str, caps: Inflation, scratch_dir: str | None) -> Iterator
     allow what it decompresses to."""
     try:
         regular = stat.S_ISREG(os.stat(name).st_mode)
-    except OSError as e:
+        f = open(name, "rb")  # noqa: SIM115 - closed below
+    except OSError as e:  # a socket, a file it may not read: said in one line
         raise InvalidEvent("file", f"cannot be read: {e.strerror}") from None
     if regular:
+        f.close()
         yield name
         return
     spooled = tempfile.NamedTemporaryFile(dir=scratch_dir, prefix="ledger-import-")  # noqa: SIM115
-    with open(name, "rb") as f, spooled as spool:
+    with f, spooled as spool:
         size = 0
         while data := f.read(CHUNK):
             size += len(data)

@@ -133,3 +133,13 @@ def test_blank_lines_are_not_held_while_a_file_is_checked(fresh_ledger: Ledger, 
         tracemalloc.stop()
     assert got.appended == len(events)
     assert peak < 16 * MIB
+
+
+def test_a_path_that_cannot_be_opened_is_refused_in_one_line(fresh_ledger: Ledger, tmp_path: Path) -> None:
+    import socket
+
+    path = tmp_path / "sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        with pytest.raises(InvalidEvent, match="^file: cannot be read: "):
+            import_file(fresh_ledger, path)
