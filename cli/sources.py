@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from typing import Any
 
 import click
@@ -59,8 +62,24 @@ def _run(
     exit 1 naming the refusal (nothing written)."""
     from service.sources import input_size
 
-    data: Any = sys.stdin.buffer if file == "-" else file
-    size = None if file == "-" else input_size(file)
+    with ExitStack() as stack:
+        data: Any = sys.stdin.buffer if file == "-" else file
+        if file != "-" and not stat.S_ISREG(os.stat(file).st_mode):
+            # a pipe, a FIFO, <(...): read once, as a stream (a works file is copied aside for its
+            # second pass), never opened again by its name
+            data = stack.enter_context(open(file, "rb"))
+        size = None if data is not file else input_size(file)
+        _summarise(file, as_json, reading, run, data, size)
+
+
+def _summarise(
+    file: str,
+    as_json: bool,
+    reading: str,
+    run: Callable[[Any, Callable[[int], None] | None], Any],
+    data: Any,
+    size: int | None,
+) -> None:
     try:
         if size is not None and size >= PROGRESS_BYTES:
             # by bytes read, on stderr: stdout stays the summary alone

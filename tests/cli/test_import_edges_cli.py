@@ -171,3 +171,21 @@ def test_a_file_replaced_after_a_kill_is_refused_then_restarted(new_db: NewDb, t
     )
     assert restarted.returncode == 0, restarted.stderr
     assert "999 appended, 4999 duplicate (head seq 5999)" in restarted.stdout
+
+
+@pytest.mark.process
+@pytest.mark.skipif(shutil.which("bash") is None, reason="process substitution is bash's")
+def test_ledger_ingest_works_of_a_process_substitution(new_db: NewDb) -> None:
+    """A works file is read twice (checked whole, then appended): a stream is read once, copied aside."""
+    works = Path(__file__).resolve().parent.parent / "data" / "works" / "crossref-items.ndjson"
+    db = new_db()
+    ingest = shlex.join([*ledger_command(), "ingest", "works"])
+    rest = shlex.join(["--observed-at", "2026-09-01T12:00:00Z", "--db", db])
+    r = subprocess.run(
+        ["bash", "-c", f"{ingest} <(cat {shlex.quote(str(works))}) {rest}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "2 appended" in r.stdout
