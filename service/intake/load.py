@@ -12,7 +12,9 @@ that exact for the line's bytes; the rules the first pass checked are not checke
 ledger's clock went back since. Each batch's transaction also records how far the file
 is committed (its identity, the byte offset and line after the batch, the sha256 of those bytes), so a
 run stopped anywhere (kill -9, a full disk) is resumed by the same command: it checks that the file
-still begins with the committed bytes (their hash, not their lines) and checks and appends the rest.
+still begins with the committed bytes (their hash, not their lines) and checks and appends the rest; a
+file of the same identity that does not is refused, both hashes named, unless told to restart. A
+stream that cannot be read twice (a pipe, a FIFO) is first copied to a scratch file.
 
 After every `WALK_EVERY` events committed, and after the last commit, the chain is walked from the
 last verified point over what was stored since, read back from the database (ledger/storage/verify.py),

@@ -1,9 +1,9 @@
 """A file as a stream of bytes and of lines: gzip and zstandard read as they are published, memory flat.
 
 `open_stream(path)` gives the file's bytes, decompressed when its first bytes are gzip's or zstandard's
-magic (a `.gz` or `.zst` file); `iter_lines(stream)` its lines one at a time, numbered as
-`bytes.splitlines` numbers them, none longer than a bound. A damaged stream is an `InvalidEvent` on
-"file", raised where it is read.
+magic (a `.gz` or `.zst` file) within caps (inflate.py); `iter_lines(stream)` its lines one at a time,
+numbered as `bytes.splitlines` numbers them, none longer than a bound, a run of blank lines at once. A
+damaged stream, or one past its caps, is an `InvalidEvent` on "file", raised where it is read.
 """
 
 from __future__ import annotations
