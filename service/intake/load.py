@@ -68,8 +68,10 @@ BESIDE = (os.cpu_count() or 1) >= 2
 EARLY_WALKER_BYTES = 4 << 20
 # the part of a file its identity hashes (with its size): enough to tell two files apart, read at once
 HEAD_BYTES = 1 << 20
-# a file read whole (a record) may hold no more: a larger one that is not NDJSON is refused
-WHOLE_MAX = 256 * 1024 * 1024
+# a file read whole (a record) may hold no more: a larger one that is not NDJSON is refused. Read whole
+# it is held twice (its chunks, then joined), and 32 MiB of envelopes decode to some 270 MB of objects;
+# a record is kilobytes (the server takes one of LEDGER_MAX_BODY, 8 MiB), a bulk load is NDJSON
+WHOLE_MAX = 32 * 1024 * 1024
 
 CHECKING, APPENDING = "checking", "appending"
 _log = logging.getLogger("ledger.import")
@@ -196,7 +198,11 @@ def _import_whole(
     with open_stream(path, caps=caps) as s:
         read = read_exactly(s, WHOLE_MAX + 1, chunks.append)
     if read > WHOLE_MAX:
-        raise InvalidEvent("file", f"neither NDJSON nor a JSON value of at most {WHOLE_MAX} bytes")
+        raise InvalidEvent(
+            "file",
+            f"neither NDJSON (a JSON value alone on its first line) nor a JSON value of at most "
+            f"{WHOLE_MAX:,} bytes",
+        )
     batch = parse_input(b"".join(chunks), force=force)
     chunks.clear()
     result = ledger.append_batch(batch)

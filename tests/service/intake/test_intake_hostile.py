@@ -143,3 +143,19 @@ def test_a_path_that_cannot_be_opened_is_refused_in_one_line(fresh_ledger: Ledge
         s.bind(str(path))
         with pytest.raises(InvalidEvent, match="^file: cannot be read: "):
             import_file(fresh_ledger, path)
+
+
+def test_a_file_read_whole_is_held_up_to_a_bound(fresh_ledger: Ledger, tmp_path: Path) -> None:
+    """A file that is not NDJSON is read whole: one of 64 MiB (here let through the ratio) is refused
+    once past 32 MiB, having held about twice that, never the whole."""
+    path = tmp_path / "f.gz"
+    path.write_bytes(gzip.compress(b"\n" + b" " * (64 * MIB)))
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidEvent, match=r"nor a JSON value of at most 33,554,432 bytes"):
+            import_file(fresh_ledger, path, caps=Inflation(max_ratio=1e9), walk=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 80 * MIB
+    assert fresh_ledger.head().seq == 0
