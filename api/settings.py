@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from service.alerts.secrets import SECRET_GRACE_S
+from service.intake.inflate import SERVED_MAX_BYTES, SERVED_MAX_RATIO, Inflation
 from service.ledger import side_path
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
@@ -33,6 +34,8 @@ ENV_TOKENS = "LEDGER_TOKENS"
 ENV_TOKENS_FILE = "LEDGER_TOKENS_FILE"
 ENV_MAX_BODY = "LEDGER_MAX_BODY"
 ENV_MAX_INGEST_BODY = "LEDGER_MAX_INGEST_BODY"
+ENV_MAX_DECOMPRESSED = "LEDGER_MAX_DECOMPRESSED"
+ENV_MAX_EXPANSION = "LEDGER_MAX_EXPANSION"
 ENV_SSE_POLL = "LEDGER_SSE_POLL"
 ENV_SSE_HEARTBEAT = "LEDGER_SSE_HEARTBEAT"
 ENV_MAX_BATCH = "LEDGER_MAX_BATCH"
@@ -77,6 +80,9 @@ class Settings:
     max_body: int = DEFAULT_MAX_BODY
     # Bytes of one source or works file (POST /ingest, /ingest/works), spooled to disk as it arrives.
     max_ingest_body: int = DEFAULT_MAX_INGEST_BODY
+    # Bytes a gzip or zstd ingest body may decompress to, and times its compressed size (past 1 MiB).
+    max_decompressed: int = SERVED_MAX_BYTES
+    max_expansion: float = SERVED_MAX_RATIO
     sse_poll: float = 0.2
     sse_heartbeat: float = 15.0
     # Events in one write (POST /events, or a record's decomposition).
@@ -124,6 +130,11 @@ class Settings:
     public_url: str | None = None
 
     @property
+    def inflation(self) -> Inflation:
+        """How far an ingest body may decompress, named by this server's settings."""
+        return Inflation(self.max_decompressed, self.max_expansion, ENV_MAX_DECOMPRESSED, ENV_MAX_EXPANSION)
+
+    @property
     def counting(self) -> bool:
         """Whether this app counts what it does for GET /metrics."""
         return self.metrics != "off"
@@ -158,6 +169,10 @@ class Settings:
             max_ingest_body=_positive_int(
                 env.get(ENV_MAX_INGEST_BODY), DEFAULT_MAX_INGEST_BODY, ENV_MAX_INGEST_BODY, "bytes"
             ),
+            max_decompressed=_positive_int(
+                env.get(ENV_MAX_DECOMPRESSED), SERVED_MAX_BYTES, ENV_MAX_DECOMPRESSED, "bytes"
+            ),
+            max_expansion=_times(env.get(ENV_MAX_EXPANSION), SERVED_MAX_RATIO, ENV_MAX_EXPANSION),
             sse_poll=_positive_float(env.get(ENV_SSE_POLL), 0.2, ENV_SSE_POLL),
             sse_heartbeat=_positive_float(env.get(ENV_SSE_HEARTBEAT), 15.0, ENV_SSE_HEARTBEAT),
             max_batch=_positive_int(env.get(ENV_MAX_BATCH), DEFAULT_MAX_BATCH, ENV_MAX_BATCH, "events"),
@@ -214,6 +229,8 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (ENV_TOKENS_FILE, "tokens_file", "a file of sha256 hex token hashes, one a line; unset: <db>.tokens"),
     (ENV_MAX_BODY, "max_body", "bytes in one request body"),
     (ENV_MAX_INGEST_BODY, "max_ingest_body", "bytes in one source or works file sent to /ingest"),
+    (ENV_MAX_DECOMPRESSED, "max_decompressed", "bytes a gzip or zstd ingest body may decompress to"),
+    (ENV_MAX_EXPANSION, "max_expansion", "times its size a gzip or zstd ingest body may decompress to"),
     (ENV_MAX_BATCH, "max_batch", "events in one write"),
     (ENV_MAX_STRING, "max_string", "characters in any one string of a write body"),
     (ENV_RATE_LIMIT, "rate_limit", "events per second per token and server process; 0: no limit"),
@@ -320,6 +337,11 @@ def _positive_int(text: str | None, default: int, name: str, unit: str) -> int:
 
 def _positive_float(text: str | None, default: float, name: str) -> float:
     value = _number(text, name, "a positive number of seconds")
+    return default if value is None else value
+
+
+def _times(text: str | None, default: float, name: str) -> float:
+    value = _number(text, name, "a positive number (times)")
     return default if value is None else value
 
 

@@ -31,6 +31,44 @@ db_option = click.option(
 )
 
 
+# service.intake.inflate.LOCAL's caps (not imported here: the CLI starts without it); a test keeps
+# them equal
+LOCAL_MAX_DECOMPRESSED = 64 << 30
+LOCAL_MAX_EXPANSION = 100.0
+
+
+def caps_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--max-decompressed and --max-expansion: how far a gzip or zstd file named on the command line may
+    decompress (a plain file is read as it is)."""
+    f = click.option(
+        "--max-expansion",
+        "max_expansion",
+        type=click.FloatRange(min=1.0),
+        default=LOCAL_MAX_EXPANSION,
+        envvar="LEDGER_IMPORT_MAX_EXPANSION",
+        show_default=f"$LEDGER_IMPORT_MAX_EXPANSION or {LOCAL_MAX_EXPANSION:g}",
+        help="Times its compressed size a .gz or .zst file may decompress to (past its first MiB).",
+    )(f)
+    return click.option(
+        "--max-decompressed",
+        "max_decompressed",
+        type=click.IntRange(min=1),
+        default=LOCAL_MAX_DECOMPRESSED,
+        envvar="LEDGER_IMPORT_MAX_DECOMPRESSED",
+        show_default=f"$LEDGER_IMPORT_MAX_DECOMPRESSED or {LOCAL_MAX_DECOMPRESSED} (64 GiB)",
+        help="Bytes a .gz or .zst file (or a stream read from a pipe) may hold once decompressed.",
+    )(f)
+
+
+def local_caps(max_decompressed: int, max_expansion: float) -> Any:
+    """The caps of --max-decompressed and --max-expansion (a service.intake.inflate.Inflation)."""
+    from dataclasses import replace
+
+    from service.intake.inflate import LOCAL
+
+    return replace(LOCAL, max_bytes=max_decompressed, max_ratio=max_expansion)
+
+
 def must_exist(db: str) -> None:
     """A ledger a command only reads must be there: opening a missing SQLite file would make an empty
     ledger, and the command would answer for it (`OK: 0 events verified`) as if it were the user's."""

@@ -12,7 +12,16 @@ import click
 import msgspec
 
 from cli import alerts, backends, integrity, monitor, ops, resolve, search, sources, timeline, witness
-from cli.common import SQL_COUNT, arxiv_arg, db_option, fail, instant, read_db_option
+from cli.common import (
+    SQL_COUNT,
+    arxiv_arg,
+    caps_options,
+    db_option,
+    fail,
+    instant,
+    local_caps,
+    read_db_option,
+)
 from ledger.model.codec import envelope_json
 from ledger.model.errors import LedgerError
 
@@ -81,15 +90,32 @@ def main() -> None:
     show_default="$LEDGER_IMPORT_BATCH or 5000",
     help="Events per transaction of an NDJSON file.",
 )
+@click.option(
+    "--restart",
+    is_flag=True,
+    help="Import a file from its first line although an earlier, stopped import of a file of the same "
+    "size and first MiB committed other bytes (without it, such a file is refused).",
+)
+@caps_options
 @db_option
-def import_(files: tuple[str, ...], force: bool, batch_size: int, db: str) -> None:
-    """Import record JSON or NDJSON envelopes (.gz and .zst read as streams).
+def import_(
+    files: tuple[str, ...],
+    force: bool,
+    batch_size: int,
+    restart: bool,
+    max_decompressed: int,
+    max_expansion: float,
+    db: str,
+) -> None:
+    """Import record JSON or NDJSON envelopes (.gz and .zst read as streams; a pipe, FIFO or
+    /dev/stdin is copied to a scratch file first).
 
     A file is checked whole before anything of it is written; an NDJSON file is then appended a batch
     at a time, and the same command after a stop resumes after its last committed batch."""
     from cli.progress import Meter
     from service.intake.load import Stopped, import_file
 
+    caps = local_caps(max_decompressed, max_expansion)
     ledger = _ledger(db)
     total_new = total_dup = failed = broken = 0
     for name in files:
@@ -102,6 +128,8 @@ def import_(files: tuple[str, ...], force: bool, batch_size: int, db: str) -> No
                 batch_size=batch_size,
                 force=force,
                 progress=None if meter is None else meter.update,
+                caps=caps,
+                restart=restart,
             )
         except Stopped as e:
             click.echo(f"{name}: {e.message}", err=True)

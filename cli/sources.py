@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from typing import Any
 
 import click
 
-from cli.common import arxiv_arg, db_option, read_db_option, required_instant
+from cli.common import arxiv_arg, caps_options, db_option, local_caps, read_db_option, required_instant
 from ledger.model.codec import canonical
 from ledger.model.errors import LedgerError
 
@@ -17,7 +20,14 @@ _SOURCES = ("retraction-watch", "crossref", "openalex", "semantic-scholar", "ope
 
 
 def _ingest(
-    source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, db: str, force: bool
+    source: str,
+    file: str,
+    observed_at: str,
+    paper_id: str | None,
+    as_json: bool,
+    db: str,
+    force: bool,
+    caps: Any,
 ) -> None:
     from service.ledger import Ledger
     from service.sources import SourceFile, ingest
@@ -25,12 +35,12 @@ def _ingest(
     ledger = Ledger(db)
 
     def run(data: Any, progress: Callable[[int], None] | None) -> Any:
-        return ingest(ledger, SourceFile(source, data, observed_at, paper_id), progress, force=force)
+        return ingest(ledger, SourceFile(source, data, observed_at, paper_id, caps), progress, force=force)
 
     _run(file, as_json, "reading", run)
 
 
-def _ingest_works(file: str, observed_at: str, as_json: bool, db: str) -> None:
+def _ingest_works(file: str, observed_at: str, as_json: bool, db: str, caps: Any) -> None:
     from service.ledger import Ledger
     from service.sources import SourceFile
     from service.sources.works import NAME, ingest_works
@@ -41,7 +51,7 @@ def _ingest_works(file: str, observed_at: str, as_json: bool, db: str) -> None:
         file,
         as_json,
         "checking",
-        lambda data, progress: ingest_works(ledger, SourceFile(NAME, data, observed_at), progress),
+        lambda data, progress: ingest_works(ledger, SourceFile(NAME, data, observed_at, caps=caps), progress),
     )
 
 
@@ -52,8 +62,24 @@ def _run(
     exit 1 naming the refusal (nothing written)."""
     from service.sources import input_size
 
-    data: Any = sys.stdin.buffer if file == "-" else file
-    size = None if file == "-" else input_size(file)
+    with ExitStack() as stack:
+        data: Any = sys.stdin.buffer if file == "-" else file
+        if file != "-" and not stat.S_ISREG(os.stat(file).st_mode):
+            # a pipe, a FIFO, <(...): read once, as a stream (a works file is copied aside for its
+            # second pass), never opened again by its name
+            data = stack.enter_context(open(file, "rb"))
+        size = None if data is not file else input_size(file)
+        _summarise(file, as_json, reading, run, data, size)
+
+
+def _summarise(
+    file: str,
+    as_json: bool,
+    reading: str,
+    run: Callable[[Any, Callable[[int], None] | None], Any],
+    data: Any,
+    size: int | None,
+) -> None:
     try:
         if size is not None and size >= PROGRESS_BYTES:
             # by bytes read, on stderr: stdout stays the summary alone
@@ -152,9 +178,18 @@ def register(main: click.Group) -> None:
         help="retraction-watch: accept a file with fewer than half the rows of the last one accepted "
         "(a file with an unreadable row, or none, is refused all the same).",
     )
+    @caps_options
     @db_option
     def ingest_cmd(
-        source: str, file: str, observed_at: str, paper_id: str | None, as_json: bool, force: bool, db: str
+        source: str,
+        file: str,
+        observed_at: str,
+        paper_id: str | None,
+        as_json: bool,
+        force: bool,
+        max_decompressed: int,
+        max_expansion: float,
+        db: str,
     ) -> None:
         """Bring a file as SOURCE publishes it into the ledger as one atomic batch.
 
@@ -162,13 +197,14 @@ def register(main: click.Group) -> None:
         openalex, semantic-scholar: their work/paper JSON; opencitations: a citation-count answer;
         works: a Crossref or OpenAlex works file, each work a work.observed (the resolver's catalogue).
         """
+        caps = local_caps(max_decompressed, max_expansion)
         if source == "works":
             if paper_id or force:
                 click.echo("--id and --force are not for works", err=True)
                 sys.exit(2)
-            _ingest_works(file, observed_at, as_json, db)
+            _ingest_works(file, observed_at, as_json, db, caps)
             return
-        _ingest(source, file, observed_at, paper_id, as_json, db, force)
+        _ingest(source, file, observed_at, paper_id, as_json, db, force, caps)
 
     @main.command("diff")
     @click.argument("arxiv_id", callback=arxiv_arg)

@@ -10,6 +10,7 @@ run() { local name="$1"; shift; echo "== $name: $*"; "$@" 2>&1 | tee "$out/$name
 run concurrency "$py" -m reliability.concurrency --events 10000
 run crash "$py" -m reliability.crash --rounds 12
 run backup "$py" -m reliability.backup_load --events 20000
+run bombs "$py" -m reliability.bombs
 run soak "$py" -m reliability.soak --duration 600 --out "$out/soak.json"
 run fuzz env RELIABILITY_FULL=1 "$py" -m pytest -q -s -p no:cacheprovider --hypothesis-show-statistics \
   tests/api/test_reliability_fuzz.py tests/api/test_reliability_schemathesis.py

@@ -116,13 +116,17 @@ async def post_ingest_works(request: Request, observed_at: FetchedAt) -> Respons
     """The body is the file, checked whole before anything is written, then appended in batches. 201
     when works were appended, 200 when none was new; 422 when the body is not a works file (nothing
     written). Answers the ingest summary (items read, works, skipped with reasons, unchanged)."""
-    token = require_writer(request, settings_of(request))
+    settings = settings_of(request)
+    token = require_writer(request, settings)
     ledger = ledger_of(request)
+    caps = settings.inflation
     summary = await _ingest_charged(
         request,
         token,
         "works",
-        lambda body, appended: ingest_works(ledger, SourceFile(NAME, body, observed_at), None, appended),
+        lambda body, appended: ingest_works(
+            ledger, SourceFile(NAME, body, observed_at, caps=caps), None, appended
+        ),
     )
     return _summary_answer(summary)
 
@@ -156,9 +160,11 @@ async def post_ingest(
     if source not in SOURCES:
         raise InvalidEvent("source", f"unknown source {source!r}; one of {', '.join(SOURCES)}")
     ledger = ledger_of(request)
+    caps = settings_of(request).inflation
 
     def run(body: IO[bytes], appended: Appended) -> Summary:
-        return ingest(ledger, SourceFile(source, body, observed_at, id), None, appended, force=force)
+        file = SourceFile(source, body, observed_at, id, caps)
+        return ingest(ledger, file, None, appended, force=force)
 
     try:
         summary = await _ingest_charged(request, token, source, run)

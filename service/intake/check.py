@@ -145,6 +145,8 @@ class FileCheck:
             scratch = _Remembered(conn)
             chunk: list[tuple[int, bytes]] = []
             for item in numbered:
+                if item[1].isspace():
+                    continue  # a run of blank lines may come as one item of many kB: not held
                 chunk.append(item)
                 if len(chunk) >= CHUNK:
                     self._chunk(scratch, chunk)

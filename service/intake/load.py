@@ -12,7 +12,9 @@ that exact for the line's bytes; the rules the first pass checked are not checke
 ledger's clock went back since. Each batch's transaction also records how far the file
 is committed (its identity, the byte offset and line after the batch, the sha256 of those bytes), so a
 run stopped anywhere (kill -9, a full disk) is resumed by the same command: it checks that the file
-still begins with the committed bytes (their hash, not their lines) and checks and appends the rest.
+still begins with the committed bytes (their hash, not their lines) and checks and appends the rest; a
+file of the same identity that does not is refused, both hashes named, unless told to restart. A
+stream that cannot be read twice (a pipe, a FIFO) is first copied to a scratch file.
 
 After every `WALK_EVERY` events committed, and after the last commit, the chain is walked from the
 last verified point over what was stored since, read back from the database (ledger/storage/verify.py),
@@ -31,7 +33,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat
+import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from ledger.model.codec import decode_json
@@ -42,6 +47,7 @@ from ledger.model.importer import parse_input
 from ledger.model.instants import format_recorded, now_us
 from service.intake.beside import WalkerGone, WalkerProcess, walk_once
 from service.intake.check import FileCheck, redecode_line
+from service.intake.inflate import CHUNK, LOCAL, Inflation
 from service.intake.stream import MAX_LINE, iter_lines, open_stream, read_exactly
 from service.ledger import Ledger, VerifyReport
 from service.ops.scrub import PassLog
@@ -62,8 +68,10 @@ BESIDE = (os.cpu_count() or 1) >= 2
 EARLY_WALKER_BYTES = 4 << 20
 # the part of a file its identity hashes (with its size): enough to tell two files apart, read at once
 HEAD_BYTES = 1 << 20
-# a file read whole (a record) may hold no more: a larger one that is not NDJSON is refused
-WHOLE_MAX = 256 * 1024 * 1024
+# a file read whole (a record) may hold no more: a larger one that is not NDJSON is refused. Read whole
+# it is held twice (its chunks, then joined), and 32 MiB of envelopes decode to some 270 MB of objects;
+# a record is kilobytes (the server takes one of LEDGER_MAX_BODY, 8 MiB), a bulk load is NDJSON
+WHOLE_MAX = 32 * 1024 * 1024
 
 CHECKING, APPENDING = "checking", "appending"
 _log = logging.getLogger("ledger.import")
@@ -76,6 +84,13 @@ class Stopped(LedgerError):
     the file changed since it was checked): the same command resumes after the last committed batch."""
 
     code = "import_stopped"
+
+
+class Differs(LedgerError):
+    """An earlier run of this import committed part of a file of the same identity (size, first MiB)
+    whose committed bytes are not this file's: resuming would mix two files' events."""
+
+    code = "import_differs"
 
 
 class Imported(NamedTuple):
@@ -98,9 +113,9 @@ def file_key(path: str | os.PathLike[str]) -> str:
     return f"{os.path.getsize(path)}:{hashlib.sha256(head).hexdigest()}"
 
 
-def _first_line_alone(path: str | os.PathLike[str]) -> bool:
+def _first_line_alone(path: str | os.PathLike[str], caps: Inflation) -> bool:
     """Whether the file's first line is a JSON value of its own and other lines follow: NDJSON."""
-    with open_stream(path) as s:
+    with open_stream(path, caps=caps) as s:
         lines = iter_lines(s)
         try:
             first = next(lines, None)
@@ -123,29 +138,71 @@ def import_file(
     progress: Progress | None = None,
     scratch_dir: str | None = None,
     walk: bool = True,
+    caps: Inflation = LOCAL,
+    restart: bool = False,
 ) -> Imported:
     """Import one file: check it whole, then append it a batch at a time; raise (a LedgerError naming
-    the line) before anything is written if any line is refused."""
+    the line) before anything is written if any line is refused. A gzip or zstd file decompresses
+    within `caps`; a stream (a pipe, a FIFO) is copied to a scratch file first, within them too. A
+    file of the identity of one partly committed earlier whose committed bytes differ is refused
+    (`Differs`), unless `restart`: then it is checked and appended from its first line."""
     if batch_size < 1:
         raise InvalidEvent("batch_size", "must be >= 1")
     name = os.fspath(path)
     walker = _Walker(ledger) if walk else None
     try:
-        if not _first_line_alone(path):
-            return _import_whole(ledger, name, force, walker)
-        return _Lines(ledger, name, batch_size, progress, scratch_dir, walker).run()
+        with _rereadable(name, caps, scratch_dir) as readable:
+            if not _first_line_alone(readable, caps):
+                return _import_whole(ledger, name, readable, force, walker, caps)
+            lines = _Lines(ledger, name, readable, batch_size, progress, scratch_dir, walker, caps)
+            return lines.run(restart)
     finally:
         if walker is not None:
             walker.close()  # a walker process left by a failure (or a Ctrl-C) ends with the import
 
 
-def _import_whole(ledger: Ledger, name: str, force: bool, walker: _Walker | None) -> Imported:
+@contextmanager
+def _rereadable(name: str, caps: Inflation, scratch_dir: str | None) -> Iterator[str]:
+    """A path the import may read twice: the file itself, or for a stream (a pipe, a FIFO,
+    /dev/stdin from one) a scratch copy of it, read once as it arrives and no larger than `caps`
+    allow what it decompresses to."""
+    try:
+        regular = stat.S_ISREG(os.stat(name).st_mode)
+        f = open(name, "rb")  # noqa: SIM115 - closed below
+    except OSError as e:  # a socket, a file it may not read: said in one line
+        raise InvalidEvent("file", f"cannot be read: {e.strerror}") from None
+    if regular:
+        f.close()
+        yield name
+        return
+    spooled = tempfile.NamedTemporaryFile(dir=scratch_dir, prefix="ledger-import-")  # noqa: SIM115
+    with f, spooled as spool:
+        size = 0
+        while data := f.read(CHUNK):
+            size += len(data)
+            if size > caps.max_bytes:
+                raise InvalidEvent(
+                    "file",
+                    f"a stream of more than {caps.max_bytes:,} bytes (the limit {caps.bytes_setting})",
+                )
+            spool.write(data)
+        spool.flush()
+        yield spool.name
+
+
+def _import_whole(
+    ledger: Ledger, name: str, path: str, force: bool, walker: _Walker | None, caps: Inflation
+) -> Imported:
     """A record (or a batch object, a list, one envelope): read whole and appended as one batch."""
     chunks: list[bytes] = []
-    with open_stream(name) as s:
+    with open_stream(path, caps=caps) as s:
         read = read_exactly(s, WHOLE_MAX + 1, chunks.append)
     if read > WHOLE_MAX:
-        raise InvalidEvent("file", f"neither NDJSON nor a JSON value of at most {WHOLE_MAX} bytes")
+        raise InvalidEvent(
+            "file",
+            f"neither NDJSON (a JSON value alone on its first line) nor a JSON value of at most "
+            f"{WHOLE_MAX:,} bytes",
+        )
     batch = parse_input(b"".join(chunks), force=force)
     chunks.clear()
     result = ledger.append_batch(batch)
@@ -254,19 +311,23 @@ class _Lines:
         self,
         ledger: Ledger,
         name: str,
+        path: str,
         batch_size: int,
         progress: Progress | None,
         scratch_dir: str | None,
         walker: _Walker | None,
+        caps: Inflation,
     ) -> None:
         self.ledger = ledger
-        self.name = name
+        self.name = name  # as given: what progress and refusals name
+        self.path = path  # what is read: the file, or a stream's scratch copy
+        self.caps = caps
         self.batch_size = batch_size
         self.progress = progress
         self.scratch_dir = scratch_dir
         self.walker = walker
-        self.size = os.path.getsize(name)
-        self.key = file_key(name)
+        self.size = os.path.getsize(path)
+        self.key = file_key(path)
         self.checked_at = 0  # the ledger's clock when the first pass checked the rules
         self.start = _Start(0, 0, hashlib.sha256(), None)  # where the first pass began
         self.first_end: _Start | None = None  # where the first batch ends, its hash so far
@@ -274,6 +335,7 @@ class _Lines:
         self.exact: set[int] | None = None  # the lines the first pass decoded by the exact path
         self.read = 0  # bytes of the file read in the current pass
         self.lines = 0  # non-empty lines read in the current pass
+        self.found = ""  # the sha256 of this file's first bytes where an earlier run's committed ones differ
 
     def _counted(self, n: int) -> None:
         self.read += n
@@ -282,7 +344,7 @@ class _Lines:
         if self.progress is not None:
             self.progress(phase, self.lines, self.read, self.size)
 
-    def run(self) -> Imported:
+    def run(self, restart: bool) -> Imported:
         """Check what is not committed yet, then append it."""
         if self.walker is not None and self.size > EARLY_WALKER_BYTES:
             # a file of several batches: its walker starts before the check fills this process
@@ -291,10 +353,19 @@ class _Lines:
         start, ends = self._check(prior)
         if start.prior is None and prior is not None:
             # the committed bytes are not this file's beginning: another file of the same size and first
-            # MiB, or this one edited since; checked and appended from its start (stored lines are
-            # duplicates)
+            # MiB, or this one edited since; resuming would mix two files' events
+            if not restart:
+                raise Differs(self._differs(prior), details={"line": prior.lines_done})
             start, ends = self._check(None)
         return self._append(start, ends)
+
+    def _differs(self, prior: ImportProgress) -> str:
+        return (
+            f"not the file an earlier import of this size and first MiB committed up to line "
+            f"{prior.lines_done:,} (as {prior.name}): its first {prior.bytes_done:,} bytes have sha256 "
+            f"{self.found}, the committed ones had sha256 {prior.prefix_sha256}; --restart checks and "
+            "appends it from its first line (events already stored count as duplicates)"
+        )
 
     def _numbered(self, s: Any, sha: Any, first: int, ends: list[str] | None) -> Iterator[tuple[int, bytes]]:
         """The lines after the start, each taken into the running hash; with `ends`, the hash noted
@@ -330,10 +401,11 @@ class _Lines:
         self.read = self.lines = 0
         self.first_end, self.kept = None, []
         start = self.start = _Start(0, 0, hashlib.sha256(), None)
-        with open_stream(self.name, self._counted) as s:
+        with open_stream(self.path, self._counted, caps=self.caps) as s:
             if prior is not None:
                 done = read_exactly(s, prior.bytes_done, sha.update)
                 if done != prior.bytes_done or sha.hexdigest() != prior.prefix_sha256:
+                    self.found = sha.hexdigest()
                     return start, []
                 start = self.start = _Start(prior.bytes_done, prior.lines_done, sha.copy(), prior)
             self.checked_at = self.ledger.now()
@@ -359,7 +431,7 @@ class _Lines:
                 run.sha, run.offset, run.line = end.sha, end.offset, end.lines
                 self.lines = len(run.events)
                 self._commit(run)
-            with open_stream(self.name, self._counted, at=run.offset) as s:
+            with open_stream(self.path, self._counted, at=run.offset, caps=self.caps) as s:
                 for n, line in iter_lines(s, run.line + 1) if run.batches < len(ends) else ():
                     run.sha.update(line)
                     run.offset += len(line)
@@ -466,4 +538,4 @@ class _Start(NamedTuple):
     prior: ImportProgress | None
 
 
-__all__ = ["BATCH", "Imported", "LedgerError", "MAX_LINE", "file_key", "import_file"]
+__all__ = ["BATCH", "Differs", "Imported", "LedgerError", "MAX_LINE", "file_key", "import_file"]

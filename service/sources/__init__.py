@@ -11,6 +11,7 @@ from ledger.model.events import Event
 from ledger.model.facts import IngestReceipt
 from ledger.storage.append import AppendResult
 from ledger.storage.interface import WriteTx
+from service.intake.inflate import SERVED, Inflation
 from service.ledger import Ledger
 from service.sources import counts, crossref, retraction_watch
 from service.sources.base import (
@@ -59,16 +60,17 @@ __all__ = [
 
 class SourceFile(NamedTuple):
     """A file as a source publishes it: which source, its bytes (a path, bytes or a stream), when it was
-    fetched, and for opencitations the paper it counts."""
+    fetched, for opencitations the paper it counts, and how far it may decompress (gzip, zstd)."""
 
     source: str
     data: Input
     observed_at: str
     paper_id: str | None = None
+    caps: Inflation = SERVED
 
 
 def _check_args(file: SourceFile) -> int:
-    source, _, observed_at, paper_id = file
+    source, _, observed_at, paper_id, _ = file
     if source not in SOURCES:
         raise InvalidEvent("source", f"unknown source {source!r}; one of {', '.join(SOURCES)}")
     t = check_observed_at(observed_at)
@@ -87,7 +89,7 @@ def parse_source(
     """Read a file as its source publishes it into the events of one batch (nothing is written);
     `digest` takes the file's bytes."""
     t = _check_args(file)
-    source, data, observed_at, paper_id = file
+    source, data, observed_at, paper_id, caps = file
     summary = Summary(source, SOURCES[source], observed_at)
     # the Retraction Watch export is known to carry stray non-UTF-8 bytes in names: they are replaced
     # rather than refusing 60k rows over one author; in a column the ledger reads they leave the row
@@ -95,7 +97,7 @@ def parse_source(
     errors = "replace" if source == "retraction-watch" else "strict"
     # every chunk's lookups see one state of the ledger, as the one statement of the full scan they
     # replaced did: an append meanwhile cannot leave a notice for a work the check no longer covers
-    with ledger.store.tables.consistent_read(), open_text(data, progress, errors, digest) as text:
+    with ledger.store.tables.consistent_read(), open_text(data, progress, errors, digest, caps) as text:
         if source in STANDING:
             return STANDING[source](text, WorkIndex(ledger.store, t), summary)
         return counts.parse(source, text, PaperIndex(ledger.store, t), summary, paper_id)

@@ -15,12 +15,11 @@ from typing import IO, BinaryIO
 import zstandard
 
 from ledger.model.errors import InvalidEvent
+from service.intake.inflate import SERVED, Inflation, compression, decompressed
 
 Progress = Callable[[int], None]
 Input = str | os.PathLike[str] | bytes | IO[bytes]
 _BUFFER = 1 << 16
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-_ZSTD_PIECE = 256
 # what a damaged zstd stream raises while it is read
 ZstdError = zstandard.ZstdError
 
@@ -50,6 +49,7 @@ class _Counting(io.RawIOBase):
         self._raw = raw
         self._progress = progress
         self._digest = digest
+        self.total = 0  # bytes read so far: what the expansion ratio is taken over
 
     def readable(self) -> bool:
         return True
@@ -58,48 +58,11 @@ class _Counting(io.RawIOBase):
         data = self._raw.read(len(b))
         n = len(data)
         b[:n] = data
+        self.total += n
         if n and self._progress is not None:
             self._progress(n)
         if n and self._digest is not None:
             self._digest.update(data)
-        return n
-
-
-class _Zstd(io.RawIOBase):
-    """A zstd stream of one or more frames, decompressed as read; a stream that ends inside a frame
-    raises ZstdError (zstandard's own readers end there quietly, a truncated file read as whole). The
-    input is fed 256 bytes at a time: no zstd block expands past 32,768 times its size, so what is
-    held decompressed stays near 8 MiB however the file was made."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self._raw = raw
-        self._frame = zstandard.ZstdDecompressor().decompressobj()
-        self._input = b""  # compressed bytes read and not yet fed
-        self._pending = b""  # decompressed bytes, handed out from `_at` on
-        self._at = 0
-        self._started = False  # the current frame has had input
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
-        while self._at == len(self._pending):
-            if not self._input:
-                self._input = self._raw.read(_BUFFER)
-                if not self._input:
-                    if self._started and not self._frame.eof:
-                        raise ZstdError("the stream ends inside a frame")
-                    return 0
-            if self._frame.eof:  # the next frame of a multi-frame file
-                self._frame = zstandard.ZstdDecompressor().decompressobj()
-            self._started = True
-            piece, self._input = self._input[:_ZSTD_PIECE], self._input[_ZSTD_PIECE:]
-            self._pending, self._at = self._frame.decompress(piece), 0
-            if self._frame.eof:
-                self._input = self._frame.unused_data + self._input
-        n = min(len(b), len(self._pending) - self._at)
-        b[:n] = memoryview(self._pending)[self._at : self._at + n]
-        self._at += n
         return n
 
 
@@ -114,11 +77,16 @@ def input_size(source: Input) -> int | None:
 
 @contextmanager
 def open_text(
-    source: Input, progress: Progress | None = None, errors: str = "strict", digest: Digest | None = None
+    source: Input,
+    progress: Progress | None = None,
+    errors: str = "strict",
+    digest: Digest | None = None,
+    caps: Inflation = SERVED,
 ) -> Iterator[IO[str]]:
     """The input as text read incrementally (a BOM is dropped, newlines kept as in the file); `digest`
-    takes every byte of it, those the reader left unread too once the block ends. A damaged gzip or
-    zstd stream read in the block, or JSON too deep for its parser, is refused as InvalidEvent on file."""
+    takes every byte of it, those the reader left unread too once the block ends. A gzip or zstd
+    stream is decompressed within `caps`. A damaged gzip or zstd stream read in the block, one past
+    `caps`, or JSON too deep for its parser, is refused as InvalidEvent on file."""
     with ExitStack() as stack:
         raw: IO[bytes]
         if isinstance(source, bytes):
@@ -131,10 +99,9 @@ def open_text(
         buffered = io.BufferedReader(counting, buffer_size=_BUFFER)
         binary: BinaryIO = buffered  # type: ignore[assignment]
         # a Crossref or OpenAlex dump is often .gz: read it as it is published
-        if buffered.peek(2)[:2] == b"\x1f\x8b":
-            binary = gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[assignment]
-        elif buffered.peek(4)[:4] == ZSTD_MAGIC:
-            binary = io.BufferedReader(_Zstd(buffered), buffer_size=_BUFFER)  # type: ignore[assignment]
+        kind = compression(buffered.peek(4)[:4])
+        if kind is not None:
+            binary = decompressed(buffered, kind, lambda: counting.total, caps)
         text = io.TextIOWrapper(binary, encoding="utf-8-sig", errors=errors, newline="")
         try:
             yield text

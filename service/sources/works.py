@@ -24,6 +24,7 @@ from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, WorkObserved
 from ledger.storage.append import AppendResult
 from ledger.storage.interface import WriteTx
+from service.intake.inflate import Inflation
 from service.ledger import Ledger
 from service.sources import Appended, SourceFile
 from service.sources.base import NotThatFormat, Tally, check_observed_at, new_receipt
@@ -165,12 +166,12 @@ def ingest_works(
     digest = Digest()
     with _rereadable(file.data) as source:
         # pass 1: refuse a file that is not a works file, before anything is written
-        with _text(source(), progress, digest) as text:
+        with _text(source(), file.caps, progress, digest) as text:
             for _ in works_of(text, WorksSummary(observed_at)):
                 pass
         summary = WorksSummary(observed_at)
         batch: list[tuple[int, WorkObserved]] = []
-        with _text(source(), None) as text:
+        with _text(source(), file.caps, None) as text:
             for item in works_of(text, summary):
                 batch.append(item)
                 if len(batch) == BATCH:
@@ -248,10 +249,12 @@ def _rereadable(data: Input) -> Iterator[Callable[[], Input]]:
 
 
 @contextmanager
-def _text(data: Input, progress: Progress | None, digest: Digest | None = None) -> Iterator[IO[str]]:
-    """The file as text, its refusals said as a works file's."""
+def _text(
+    data: Input, caps: Inflation, progress: Progress | None, digest: Digest | None = None
+) -> Iterator[IO[str]]:
+    """The file as text (decompressed within `caps`), its refusals said as a works file's."""
     try:
-        with open_text(data, progress, digest=digest) as text:
+        with open_text(data, progress, digest=digest, caps=caps) as text:
             yield text
     except JsonSyntaxError as e:
         raise NotThatFormat(NAME, f"not JSON ({e})") from None

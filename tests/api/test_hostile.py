@@ -185,13 +185,15 @@ def test_a_damaged_gzip_body_is_422(client: TestClient, imported_ledger: Ledger,
 
 
 def test_a_gzip_bomb_of_one_value_is_422_not_memory(client: TestClient, imported_ledger: Ledger) -> None:
-    """40 MB of one title, 40 kB gzipped: refused once a value passes 32 MiB, not read to the end."""
+    """40 MB of one title, 40 kB gzipped: refused once it expands past 100 times its size, not read to
+    the end (a value past 32 MiB is refused too, for a body compressed less)."""
     bomb = gzip.compress(b'{"message": {"title": "' + b"a" * (40 * 1024 * 1024) + b'"}}')
     assert len(bomb) < 100_000
     head = imported_ledger.head()
     r = client.post("/ingest/crossref", params={"observed_at": T_INGEST}, content=bomb, headers=AUTH)
     error = _refused(r)
-    assert "longer than 33554432 characters" in error["message"]
+    assert "expands more than 100 times its size" in error["message"]
+    assert "LEDGER_MAX_EXPANSION" in error["message"]
     _unchanged(imported_ledger, head)
 
 

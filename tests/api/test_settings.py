@@ -17,6 +17,8 @@ from api.settings import Settings
         ({"LEDGER_IDLE_TIMEOUT": "nan"}, r"LEDGER_IDLE_TIMEOUT must be a positive number of seconds"),
         ({"LEDGER_SCRUB_INTERVAL": "soon"}, r"LEDGER_SCRUB_INTERVAL must be a positive number of seconds"),
         ({"LEDGER_RATE_LIMIT": "-1"}, r"LEDGER_RATE_LIMIT must be a positive number of events per second"),
+        ({"LEDGER_MAX_DECOMPRESSED": "2G"}, r"LEDGER_MAX_DECOMPRESSED must be a positive integer \(bytes\)"),
+        ({"LEDGER_MAX_EXPANSION": "0"}, r"LEDGER_MAX_EXPANSION must be a positive number \(times\), got '0'"),
     ],
 )
 def test_bad_numbers_are_refused_with_name_unit_and_text(env: dict[str, str], message: str) -> None:
@@ -32,6 +34,10 @@ def test_bad_numbers_are_refused_with_name_unit_and_text(env: dict[str, str], me
         ({"LEDGER_BODY_MIN_RATE": "4096"}, "body_min_rate", 4096),
         ({"LEDGER_BODY_TIMEOUT": "2.5"}, "body_timeout", 2.5),
         ({"LEDGER_RATE_LIMIT": "0"}, "rate_limit", 0.0),
+        ({}, "max_decompressed", Settings().max_ingest_body),
+        ({}, "max_expansion", 100),
+        ({"LEDGER_MAX_DECOMPRESSED": "1048576"}, "max_decompressed", 1 << 20),
+        ({"LEDGER_MAX_EXPANSION": "12.5"}, "max_expansion", 12.5),
     ],
 )
 def test_numbers_parse_or_default(env: dict[str, str], field: str, value: float) -> None:

@@ -5,6 +5,7 @@ walked as it commits so the first integrity report walks nothing."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -239,17 +240,28 @@ def test_a_stopped_import_resumes_after_its_last_committed_batch(
     assert (again.resumed_at_line, again.appended, again.lines) == (34, 0, 0)
 
 
-def test_a_file_that_no_longer_begins_with_the_committed_bytes_starts_over(
+def test_a_file_that_no_longer_begins_with_the_committed_bytes_is_refused_naming_both_hashes(
     fresh_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Another file of the same size and first bytes (the identity) after a stop: resuming would mix
+    the two files' events, so it is refused, both hashes named; --restart imports it from line 1."""
     monkeypatch.setattr(load, "HEAD_BYTES", 8)  # the identity covers the first 8 bytes only
     events = history(12)
     path = write(tmp_path / "f.ndjson", events)
     with pytest.raises(_Stop):
         import_file(fresh_ledger, path, batch_size=10, progress=_stop_after(1))
     raw = path.read_bytes()
+    progress = fresh_ledger.store.tables.import_progress(file_key(path))
+    assert progress is not None and progress.lines_done == 10
     path.write_bytes(raw.replace(b'"Paper 1"', b'"Paper X"'))  # same size, same first bytes
-    got = import_file(fresh_ledger, path, batch_size=10)
+    assert file_key(path) == progress.file_key
+    found = hashlib.sha256(path.read_bytes()[: progress.bytes_done]).hexdigest()
+    with pytest.raises(
+        load.Differs, match=rf"up to line 10 .*sha256 {found}, .*sha256 {progress.prefix_sha256};"
+    ):
+        import_file(fresh_ledger, path, batch_size=10)
+    assert fresh_ledger.head().seq == 10  # nothing more written
+    got = import_file(fresh_ledger, path, batch_size=10, restart=True)
     assert got.resumed_at_line == 0
     assert (got.appended, got.duplicates) == (len(events) - 10 + 1, 10 - 1)
 

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.model.errors import InvalidEvent
+from service.intake.inflate import Inflation
 from service.intake.stream import iter_lines, open_stream
 
 TEXT = b'{"a": 1}\n\n{"b": 2}\r\n{"c": 3}\r{"d": 4}'
@@ -85,3 +86,61 @@ def test_a_compressed_stream_shorter_than_the_offset_is_refused(tmp_path: Path) 
     path.write_bytes(gzip.compress(TEXT))
     with pytest.raises(InvalidEvent, match="fewer than"), open_stream(path, at=len(TEXT) + 1):
         pass
+
+
+# -- blank lines, decompression bombs ----------------------------------------------------------------
+
+_PIECES = [b"\n", b"\r", b"\r\n", b" ", b"\t", b"\x0b", b"{}", b"x", b" \n", b"\n\n\n"]
+_LINEISH = st.lists(st.sampled_from(_PIECES), max_size=80).map(b"".join)
+
+
+def _expanded(items: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """Each item's lines, numbered: a blank item stands for its lines, the last of them numbered."""
+    out: list[tuple[int, bytes]] = []
+    for n, item in items:
+        parts = item.splitlines(keepends=True)
+        assert len(parts) == 1 or item.isspace(), "only blank lines come several at once"
+        out += [(n - len(parts) + 1 + i, p) for i, p in enumerate(parts)]
+    return out
+
+
+@given(st.one_of(st.binary(max_size=300), _LINEISH), st.integers(min_value=1, max_value=5))
+@pytest.mark.parametrize("buffer", [1, 3, 8, 1 << 16])
+def test_numbering_is_splitlines_with_blank_runs_together(buffer: int, data: bytes, first: int) -> None:
+    import io
+
+    stream = io.BufferedReader(io.BytesIO(data), buffer_size=buffer)  # type: ignore[arg-type]
+    got = list(iter_lines(stream, first))
+    assert b"".join(line for _, line in got) == data
+    assert _expanded(got) == list(enumerate(data.splitlines(keepends=True), start=first))
+
+
+@pytest.mark.parametrize("blank", [b"\n", b"\r\n", b"\r", b" \t\n"])
+def test_a_file_of_blank_lines_costs_per_buffer_not_per_line(tmp_path: Path, blank: bytes) -> None:
+    """A million blank lines (a few MiB) come as a few dozen items, their numbers right."""
+    path = tmp_path / "f.gz"
+    data = b'{"a": 1}\n' + blank * 1_000_000 + b'{"b": 2}\n'
+    path.write_bytes(gzip.compress(data))
+    with open_stream(path, caps=Inflation(max_ratio=1e9)) as s:
+        got = list(iter_lines(s))
+    assert len(got) < 1000  # not a million
+    assert got[0] == (1, b'{"a": 1}\n') and got[-1] == (1_000_002, b'{"b": 2}\n')
+    assert b"".join(line for _, line in got) == data
+
+
+@given(st.one_of(st.binary(max_size=2000), _LINEISH), st.sampled_from(["gzip", "zstd", "zstd-two-frames"]))
+def test_compressed_lines_number_as_splitlines(data: bytes, form: str) -> None:
+    import tempfile
+
+    packed = {
+        "gzip": gzip.compress,
+        "zstd": zstandard.ZstdCompressor().compress,
+        "zstd-two-frames": lambda b: _zstd_frames(b, len(b) // 2),
+    }[form](data)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "f"
+        path.write_bytes(packed)
+        with open_stream(path, caps=Inflation(max_ratio=1e9)) as s:
+            got = list(iter_lines(s))
+    assert b"".join(line for _, line in got) == data
+    assert _expanded(got) == list(enumerate(data.splitlines(keepends=True), start=1))
