@@ -123,23 +123,27 @@ def import_file(
     progress: Progress | None = None,
     scratch_dir: str | None = None,
     walk: bool = True,
+    keep_resolver_events: bool = False,
 ) -> Imported:
     """Import one file: check it whole, then append it a batch at a time; raise (a LedgerError naming
-    the line) before anything is written if any line is refused."""
+    the line) before anything is written if any line is refused. Resolutions claiming the ledger's own
+    resolver or a person are refused unless `keep_resolver_events` (an operator moving a ledger)."""
     if batch_size < 1:
         raise InvalidEvent("batch_size", "must be >= 1")
     name = os.fspath(path)
     walker = _Walker(ledger) if walk else None
     try:
         if not _first_line_alone(path):
-            return _import_whole(ledger, name, force, walker)
-        return _Lines(ledger, name, batch_size, progress, scratch_dir, walker).run()
+            return _import_whole(ledger, name, force, walker, keep_resolver_events)
+        lines = _Lines(ledger, name, batch_size, progress, scratch_dir, walker)
+        lines.keep_resolver_events = keep_resolver_events
+        return lines.run()
     finally:
         if walker is not None:
             walker.close()  # a walker process left by a failure (or a Ctrl-C) ends with the import
 
 
-def _import_whole(ledger: Ledger, name: str, force: bool, walker: _Walker | None) -> Imported:
+def _import_whole(ledger: Ledger, name: str, force: bool, walker: _Walker | None, keep: bool) -> Imported:
     """A record (or a batch object, a list, one envelope): read whole and appended as one batch."""
     chunks: list[bytes] = []
     with open_stream(name) as s:
@@ -148,7 +152,7 @@ def _import_whole(ledger: Ledger, name: str, force: bool, walker: _Walker | None
         raise InvalidEvent("file", f"neither NDJSON nor a JSON value of at most {WHOLE_MAX} bytes")
     batch = parse_input(b"".join(chunks), force=force)
     chunks.clear()
-    result = ledger.append_batch(batch)
+    result = ledger.append_batch(batch, resolver_events=keep)
     report = None
     if walker is not None:
         walker.after_commit()
@@ -274,6 +278,7 @@ class _Lines:
         self.exact: set[int] | None = None  # the lines the first pass decoded by the exact path
         self.read = 0  # bytes of the file read in the current pass
         self.lines = 0  # non-empty lines read in the current pass
+        self.keep_resolver_events = False  # resolutions claiming the ledger's resolver or a person taken
 
     def _counted(self, n: int) -> None:
         self.read += n
@@ -338,6 +343,7 @@ class _Lines:
                 start = self.start = _Start(prior.bytes_done, prior.lines_done, sha.copy(), prior)
             self.checked_at = self.ledger.now()
             check = FileCheck(self.ledger.store.tables, self.checked_at, self.scratch_dir, self.batch_size)
+            check.keep_resolver_events = self.keep_resolver_events
             ends: list[str] = []
             check.run(self._numbered(s, sha, start.lines + 1, ends))
         self.kept = check.kept
@@ -422,8 +428,9 @@ class _Lines:
             )  # fmt: skip
 
         result = self.ledger.append(
-            run.events, None, run.places, typed=True, within=save, checked_at=self.checked_at
-        )
+            run.events, None, run.places, typed=True, within=save, checked_at=self.checked_at,
+            resolver_events=self.keep_resolver_events,
+        )  # fmt: skip
         run.appended += result.appended
         run.duplicates += result.duplicates
         run.head = result.head
