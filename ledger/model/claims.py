@@ -17,10 +17,18 @@ KEEP_FLAG = "--keep-resolver-events"
 _CLAIMS = ((RESOLVER_PREFIX, "the ledger's own resolver"), (PERSON_PREFIX, "a person"))
 
 
+# the ASCII characters a reader does not see (controls and spaces), and what is left lower-cased
+_ASCII = {c: None if chr(c).isspace() or not chr(c).isprintable() else chr(c).lower() for c in range(128)}
+_ASCII_UNSEEN = "".join(chr(c) for c, seen in _ASCII.items() if seen is None)
+_FIRSTS = frozenset(prefix[0] for prefix, _ in _CLAIMS)
+
+
 def _folded(source: str) -> str:
     """The source as a reader would see it: compatibility forms folded, case folded, and the
     invisible characters (format, control, spaces) taken out, so `Citation-Ledger/`, a full-width
     `ｐerson:` or a zero-width space inside the prefix claim the same as the plain spelling."""
+    if source.isascii():  # the usual case, in one pass in C: NFKC and casefold change no ASCII letter
+        return source.translate(_ASCII)
     text = unicodedata.normalize("NFKC", source).casefold()
     return "".join(c for c in text if not (c.isspace() or unicodedata.category(c)[0] in "CZ"))
 
@@ -28,6 +36,9 @@ def _folded(source: str) -> str:
 def claimed(source: str | None) -> str | None:
     """Whom a `resolver_source` claims to be (the ledger's resolver, a person), or None."""
     if source is None:
+        return None
+    # most sources are ASCII and start with neither prefix's letter: known at the first one seen
+    if source.isascii() and source.lstrip(_ASCII_UNSEEN)[:1].lower() not in _FIRSTS:
         return None
     folded = _folded(source)
     for prefix, whom in _CLAIMS:

@@ -3,6 +3,8 @@ refusal that names the place of the first such resolution in a batch or a record
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -69,3 +71,28 @@ def test_the_first_claiming_resolution_of_a_batch_is_named_with_the_flag() -> No
     with pytest.raises(InvalidEvent, match=r"^outbound\[1\]\.resolution\.resolver_source: "):
         refuse_claims(events, places, record=True)
     refuse_claims(events[:3])  # nothing claimed: no refusal
+
+
+def _seen(source: str) -> str:
+    """The source folded the slow way, with no shortcut: NFKC, casefold, the unseen characters out."""
+    text = unicodedata.normalize("NFKC", source).casefold()
+    return "".join(c for c in text if not (c.isspace() or unicodedata.category(c)[0] in "CZ"))
+
+
+@given(
+    source=st.one_of(
+        st.text(max_size=30),
+        st.text(alphabet="cCpP \t\x00\x7f-/:itaonledgrs\u200b\uff50", max_size=20),
+        st.sampled_from(["citation-ledger/", "person:"]).map(lambda p: p.upper()),
+    )
+)
+def test_the_ascii_shortcut_agrees_with_folding_every_character(source: str) -> None:
+    folded = _seen(source)
+    expected = (
+        RESOLVER
+        if folded.startswith("citation-ledger/")
+        else PERSON
+        if folded.startswith("person:")
+        else None
+    )
+    assert claimed(source) == expected
