@@ -61,6 +61,9 @@ def integrity_report(
         # the catalogue events the record's resolutions matched: proven too, though no part of the record
         used = [s for s in catalogue_seqs(envelopes) if s not in set(seqs)] if page == 1 else []
         catalogue = ledger.store.envelopes(used)
+        # a seq the ledger does not hold (0, past the head) has nothing to prove: the evidence check
+        # below names it as the resolution's mismatch
+        used = [e.seq for e in catalogue]
         record, head, total = ev.built.record, ev.head, ev.built.inbound_total
     shown = len(record.inbound)
     if page == 1:
