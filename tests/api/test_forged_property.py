@@ -6,6 +6,8 @@ catalogue event it names is the work.observed of the cited DOI. Never a 5xx."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,8 +40,9 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> World:
-    return World(str(tmp_path_factory.mktemp("forged") / "ledger.db"))
+def world(db_factory: Callable[[Path, str], str], tmp_path_factory: pytest.TempPathFactory) -> World:
+    """One ledger on the backend under test for every example."""
+    return World(db_factory(tmp_path_factory.mktemp("forged"), "ledger.db"))
 
 
 _COUNT = itertools.count()
