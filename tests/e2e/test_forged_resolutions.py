@@ -20,6 +20,7 @@ from ledger.model.works import Evidence
 from service.ledger import Ledger
 from tests.api_fixtures import Server, now_rfc3339, running_server
 from tests.conftest import FIXTURE_PATH, NewDb
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.process
 
@@ -205,3 +206,21 @@ def test_the_integrity_report_catches_a_resolution_whose_evidence_names_another_
     assert bad["writer"] is None  # written below the API: no writer was recorded
     page = httpx.get(f"{server.base}/paper/{PAPER}/integrity", headers={"Accept": "text/html"}, timeout=60)
     assert "Not verified" in page.text and OID in page.text and "10.9999/forged" in page.text
+
+
+def test_a_whole_ledger_job_records_the_token_that_asked(served: Any) -> None:
+    server, db = served
+    head = _head(server)
+    started = httpx.post(f"{server.base}/resolve", json={"all": True}, headers=AUTH, timeout=30)
+    assert started.status_code == 202, started.text
+    path = f"{server.base}/resolve/jobs/{started.json()['id']}"
+
+    def finished() -> dict[str, Any] | None:
+        body: dict[str, Any] = httpx.get(path, headers=AUTH, timeout=30).json()
+        return body if body["state"] != "running" else None
+
+    done = wait_until(finished, server.log, 120)
+    assert done["state"] == "done" and done["summary"]["appended"] > 0, done
+    rows = [r for r in _writer_rows(db) if r.first_seq > head]
+    assert rows and {(r.writer, r.via) for r in rows} == {(WRITER, "POST /resolve")}
+    assert rows[-1].last_seq == _head(server)
