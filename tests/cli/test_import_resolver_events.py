@@ -89,3 +89,20 @@ def test_a_record_claiming_a_person_is_refused_naming_its_place_and_taken_with_t
     assert FLAG in out
     code, out = _import(db, str(path), "--force", FLAG)
     assert code == 0 and " appended, 0 duplicate" in out, out
+
+
+def test_a_works_ingest_is_recorded_as_the_cli_users(new_db: NewDb) -> None:
+    db = new_db()
+    works = Path(__file__).parent.parent / "data" / "works" / "crossref-works.json"
+    r = CliRunner().invoke(
+        main, ["ingest", "works", str(works), "--observed-at", "2026-11-01T00:00:00Z", "--db", db]
+    )
+    assert r.exit_code == 0, r.output
+    ledger = Ledger(db)
+    try:
+        rows = ledger.store.writers.rows_between(1, 2**62)
+        assert [(r.first_seq, r.last_seq, r.writer, r.via) for r in rows] == [
+            (1, 2, f"cli:{cli_user()}", "ledger ingest")
+        ]
+    finally:
+        ledger.close()

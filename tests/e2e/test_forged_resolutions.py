@@ -29,6 +29,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 WRITER = "token:" + hashlib.sha256(TOKEN.encode()).hexdigest()
 PAPER = "2509.02480"
 WORKS = Path(__file__).parent.parent / "data" / "works" / "fixture-cited-works.ndjson"
+SAMPLE_RW = Path(__file__).parent.parent.parent / "ledger" / "samples" / "sources" / "retraction_watch.csv"
 RECORD = json.loads(FIXTURE_PATH.read_bytes())
 OID = RECORD["outbound"][0]["observation_id"]
 SWAP_OID, SWAP_DOI = "5a5a5a5a-0000-4000-8000-000000000099", "10.5555/3373376.3378530"
@@ -224,3 +225,15 @@ def test_a_whole_ledger_job_records_the_token_that_asked(served: Any) -> None:
     rows = [r for r in _writer_rows(db) if r.first_seq > head]
     assert rows and {(r.writer, r.via) for r in rows} == {(WRITER, "POST /resolve")}
     assert rows[-1].last_seq == _head(server)
+
+
+def test_a_source_ingest_records_its_token(served: Any) -> None:
+    server, db = served
+    head = _head(server)
+    url = f"{server.base}/ingest/retraction-watch?observed_at=2026-09-02T00:00:00Z"
+    r = httpx.post(url, content=SAMPLE_RW.read_bytes(), headers=AUTH, timeout=60)
+    assert r.status_code == 201, r.text
+    rows = [r for r in _writer_rows(db) if r.first_seq > head]
+    assert [(r.first_seq, r.last_seq, r.writer, r.via) for r in rows] == [
+        (head + 1, _head(server), WRITER, "POST /ingest/retraction-watch")
+    ]
