@@ -239,13 +239,14 @@ class Ledger:
                     check_types(e, where)
                 check_rules(e, where, now)
 
-        # a batch with more to write takes a transaction of its own: a group's would stage its events
         def batch(tx: Any) -> AppendResult:
+            # the writer goes in the batch's own transaction: committed with its events or not at all
             got = append_batch(tx, events, expected_versions, places, self._clock)
             if by is not None and got.appended:
                 tx.save_writers(writer_rows((i.seq for i in got.items if not i.duplicate), by))
             return got
 
+        # a batch with more to write takes a transaction of its own: a group's would stage its events
         if self._committer is not None and within is None:
             result: AppendResult = self._committer.submit(batch, needs_of(events, expected_versions))
         else:

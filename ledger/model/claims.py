@@ -33,9 +33,9 @@ def _folded(source: str) -> str:
     return "".join(c for c in text if not (c.isspace() or unicodedata.category(c)[0] in "CZ"))
 
 
-def claimed(source: str | None) -> str | None:
+def claimed(source: object) -> str | None:
     """Whom a `resolver_source` claims to be (the ledger's resolver, a person), or None."""
-    if source is None:
+    if not isinstance(source, str):  # None, or a value its type check refuses
         return None
     # most sources are ASCII and start with neither prefix's letter: known at the first one seen
     if source.isascii() and source.lstrip(_ASCII_UNSEEN)[:1].lower() not in _FIRSTS:

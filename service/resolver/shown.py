@@ -52,6 +52,7 @@ def resolution_view(
         "evidence": None,
         "catalogue_event": None,
         "writer": None,
+        "writers_note": WRITERS_NOTE,
         "evidence_check": None,
         "links": {"record": f"/paper/{arxiv_id}/citation-record?as_of={format_as_of(t)}"},
     }
@@ -80,9 +81,8 @@ def resolution_view(
     }
     if evidence is not msgspec.UNSET:
         out["evidence"] = msgspec.to_builtins(evidence)
-    writers = ledger.store.writers.writers_of(envelopes)
+    writers = ledger.store.writers.writers_of(envelopes.keys())
     out["writer"] = writer_json(writers.get(res.seq))
-    out["writers_note"] = WRITERS_NOTE
     if own is not None:
         out["evidence_check"] = check_resolution(own, envelopes).to_dict()
     used = envelopes.get(catalogue_seq) if catalogue_seq is not None else None
