@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import getpass
 import os
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
@@ -49,9 +52,42 @@ def _flush(code: int | str | None = 0) -> None:
         _stdout_closed(code)
 
 
+# commands that serve requests: each request's appends are recorded as its token's, never the CLI user's
+_SERVING = ("serve", "witness")
+
+
+def cli_user() -> str:
+    """The operating-system user running this command (its uid when the system names none)."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return f"uid {os.getuid()}"
+
+
+@contextmanager
+def _writing(command: str) -> Iterator[None]:
+    """The appends of `ledger COMMAND` recorded as `cli:<user>` (ledger/storage/writers.py)."""
+    if command in _SERVING or not command:
+        yield
+        return
+    from service.ledger import by_cli, writing_as
+
+    with writing_as(by_cli(cli_user(), f"ledger {command}")):
+        yield
+
+
 class _Group(click.Group):
     """A LedgerError of any command (a refused input, a missing driver) is one line on stderr; a stdout
-    closed by its reader (`ledger events | head -1`) ends the command quietly, exit 0."""
+    closed by its reader (`ledger events | head -1`) ends the command quietly, exit 0. The appends of a
+    command are recorded as the CLI user's."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command to run; its appends are the CLI user's until the command's context ends."""
+        name, command, rest = super().resolve_command(ctx, args)
+        ctx.with_resource(_writing(name or ""))
+        return name, command, rest
 
     def invoke(self, ctx: click.Context) -> object:
         """Run the command; a LedgerError leaves as `error: ...` and exit 1, a closed stdout as exit 0
@@ -83,6 +119,12 @@ def main() -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--force", is_flag=True, help="Import a record even if its digests do not match.")
 @click.option(
+    "--keep-resolver-events",
+    is_flag=True,
+    help="Take resolutions that name the ledger's own resolver (citation-ledger/...) or a person "
+    "(person:...), refused otherwise: for moving a ledger whose resolver made them.",
+)
+@click.option(
     "--batch-size",
     type=click.IntRange(1, 10_000_000),
     default=5_000,  # service.intake.load.BATCH (not imported here: the CLI starts without it)
@@ -101,6 +143,7 @@ def main() -> None:
 def import_(
     files: tuple[str, ...],
     force: bool,
+    keep_resolver_events: bool,
     batch_size: int,
     restart: bool,
     max_decompressed: int,
@@ -130,6 +173,7 @@ def import_(
                 progress=None if meter is None else meter.update,
                 caps=caps,
                 restart=restart,
+                keep_resolver_events=keep_resolver_events,
             )
         except Stopped as e:
             click.echo(f"{name}: {e.message}", err=True)

@@ -6,9 +6,11 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ledger.model.claims import refuse_claims
 from ledger.model.codec import canonical, check_rules, check_types
 from ledger.model.errors import NotFound
 from ledger.model.events import Event
@@ -25,6 +27,11 @@ from ledger.storage.interface import WriteTx
 from ledger.storage.interface import side_path as side_path
 from ledger.storage.state.alerts import Alert as Alert
 from ledger.storage.verify import VerifyReport, verify_store
+from ledger.storage.writers import WriteBy as WriteBy
+from ledger.storage.writers import WriterRow as WriterRow
+from ledger.storage.writers import by_cli as by_cli
+from ledger.storage.writers import by_token as by_token
+from ledger.storage.writers import writer_rows
 from projections.record import Built, build_record
 from projections.timeline import Timeline, build_timeline
 from service.alerts.alerts import PaperNotice, alerts_in, raise_new
@@ -83,6 +90,30 @@ class _OwnStream:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._reader, name)
+
+
+# who the appends of this context are made for (a request's token, the CLI's user): set by the door
+_WRITING: ContextVar[WriteBy | None] = ContextVar("ledger_writing", default=None)
+
+
+@contextmanager
+def writing_as(by: WriteBy) -> Iterator[None]:
+    """Within the block, this thread's appends (through any Ledger) record `by` as their writer."""
+    token = _WRITING.set(by)
+    try:
+        yield
+    finally:
+        _WRITING.reset(token)
+
+
+def as_writer(by: WriteBy, work: Callable[[], Any]) -> Callable[[], Any]:
+    """`work` run with `by` as the writer of its appends, in whatever thread calls it."""
+
+    def run() -> Any:
+        with writing_as(by):
+            return work()
+
+    return run
 
 
 def default_db() -> str:
@@ -180,6 +211,8 @@ class Ledger:
         typed: bool = False,
         within: Callable[[WriteTx, AppendResult], None] | None = None,
         checked_at: int | None = None,
+        resolver_events: bool = False,
+        by: WriteBy | None = None,
     ) -> AppendResult:
         """Validate every event, then append them as one atomic batch.
 
@@ -188,7 +221,14 @@ class Ledger:
         batch, e.g. an ingest's receipt); when it raises, nothing of the batch is written.
         `checked_at` says the events' rules were checked at that instant of this ledger's clock (a file's
         first pass): they are checked again only if the clock is now before it.
+        `resolver_events`: the batch may hold resolutions claiming the ledger's resolver or a person
+        (ledger/model/claims.py), as the resolver's own appends and a ledger being moved do; otherwise
+        those are refused. `by` (else the context's `writing_as`) is recorded as the batch's writer, in
+        its transaction (ledger/storage/writers.py); with neither, no writer is recorded.
         """
+        if not resolver_events:
+            refuse_claims(events, places)
+        by = by or _WRITING.get()
         now = self.now()
         # the only rule that moves with the clock is "not too far in the future": what held at an
         # earlier instant holds now
@@ -198,16 +238,21 @@ class Ledger:
                 if not typed:
                     check_types(e, where)
                 check_rules(e, where, now)
+
+        def batch(tx: Any) -> AppendResult:
+            # the writer goes in the batch's own transaction: committed with its events or not at all
+            got = append_batch(tx, events, expected_versions, places, self._clock)
+            if by is not None and got.appended:
+                tx.save_writers(writer_rows((i.seq for i in got.items if not i.duplicate), by))
+            return got
+
         # a batch with more to write takes a transaction of its own: a group's would stage its events
         if self._committer is not None and within is None:
-            result: AppendResult = self._committer.submit(
-                lambda tx: append_batch(tx, events, expected_versions, places, self._clock),
-                needs_of(events, expected_versions),
-            )
+            result: AppendResult = self._committer.submit(batch, needs_of(events, expected_versions))
         else:
             began = time.perf_counter()
             with self.store.write() as tx:
-                result = append_batch(tx, events, expected_versions, places, self._clock)
+                result = batch(tx)
                 if within is not None:
                     within(tx, result)
             if self._group_observer is not None:
@@ -217,13 +262,18 @@ class Ledger:
             raise_new(self.store)
         return result
 
-    def append_batch(self, batch: Batch) -> AppendResult:
-        """Append a parsed batch (record decomposition, NDJSON, or POST /events body)."""
-        return self.append(batch.events, batch.expected_versions, batch.places, typed=True)
+    def append_batch(self, batch: Batch, *, resolver_events: bool = False) -> AppendResult:
+        """Append a parsed batch (record decomposition, NDJSON, or POST /events body); a record's
+        refusals name the place in the record."""
+        if not resolver_events:
+            refuse_claims(batch.events, batch.places, record=batch.kind == "record")
+        return self.append(
+            batch.events, batch.expected_versions, batch.places, typed=True, resolver_events=resolver_events
+        )
 
-    def import_bytes(self, raw: bytes, *, force: bool = False) -> AppendResult:
+    def import_bytes(self, raw: bytes, *, force: bool = False, resolver_events: bool = False) -> AppendResult:
         """A record JSON or NDJSON envelopes -> one batch."""
-        return self.append_batch(parse_input(raw, force=force))
+        return self.append_batch(parse_input(raw, force=force), resolver_events=resolver_events)
 
     def record(
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None

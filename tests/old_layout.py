@@ -43,6 +43,7 @@ ADDED = {
     "catalogue": ("catalogue_works", "catalogue_terms", "catalogue_cursor"),
     "import_progress": ("import_progress",),
     "resolve_jobs": ("resolve_jobs",),
+    "event_writers": ("event_writers",),
 }
 # before the event-keys step the events kept their random keys in columns of their own, derived by the
 # database from the hashed data

@@ -11,9 +11,9 @@ from typing import Any
 
 from ledger.model.codec import decode_data
 from ledger.model.doi import arxiv_key, doi_key
-from ledger.model.events import CitedWork, PaperData
+from ledger.model.events import CitedWork, PaperData, WorkObserved
 from ledger.model.resolving import Decision, RefInput
-from ledger.model.works import CatalogueWork, Evidence, RunnerUp
+from ledger.model.works import Author, CatalogueWork, Evidence, RunnerUp, WorkData
 from service.resolver.defaults import Resolver
 from tests.factories import citation, paper, resolution, ts
 
@@ -140,6 +140,15 @@ def known_work(at: Any) -> CatalogueWork:
     """DOI's work, "A known work", standing at the stored event `at` (a work.observed on the real
     catalogue)."""
     return doi_work(at.seq, at.observed_at, DOI, "A known work")
+
+
+def known_work_event(ledger: Any) -> Any:
+    """Append DOI's work.observed ("A known work", as known_work describes it) and give its stored
+    envelope: the catalogue event a resolution naming DOI's work points at."""
+    data = WorkData(DOI, "crossref", "A known work", [Author("Smith", None)], "J. Tests", 2020, "1", "2", "3",
+                    "journal-article", None)  # fmt: skip
+    seq = ledger.append([WorkObserved(observed_at=ts(0), data=data)]).items[0].seq
+    return ledger.store.envelopes([seq])[0]
 
 
 def live_resolver(at: Any) -> Resolver:

@@ -26,7 +26,7 @@ from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.events import Event
 from ledger.model.instants import now_us
 from projections.diff import record_changes
-from service.ledger import AppendResult
+from service.ledger import AppendResult, as_writer, by_token
 from service.sources import SOURCES, Appended, SourceFile, Summary, ingest
 from service.sources.works import NAME, WorksSummary, ingest_works
 
@@ -74,7 +74,8 @@ async def _ingest_charged(
         telemetry.appended(request, "ingest", events, result, seconds, label)
 
     try:
-        summary = await run_in_threadpool(run, body, appended)
+        by = by_token(token, "POST /ingest/" + label)
+        summary = await run_in_threadpool(as_writer(by, lambda: run(body, appended)))
         charge = max(1, summary.appended + summary.duplicates)
     finally:
         body.close()

@@ -18,7 +18,7 @@ from api.settings import Settings
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent
 from ledger.model.importer import SCHEMA, Batch, parse_batch, quick_batch, record_to_batch
-from service.ledger import AppendResult, Ledger
+from service.ledger import AppendResult, Ledger, as_writer, by_token
 
 router = APIRouter(tags=["writes"])
 
@@ -158,7 +158,10 @@ def _append_record(ledger: Ledger, writer: _Writer, raw: bytes, force: bool) -> 
 async def post_events(request: Request) -> Response:
     """All events valid and appended (201), all already present (200), or nothing written."""
     writer, raw = await _authorized_body(request)
-    batch, result, seconds = await run_in_threadpool(_append_events, ledger_of(request), writer, raw)
+    ledger, by = ledger_of(request), by_token(writer.token, "POST /events")
+    batch, result, seconds = await run_in_threadpool(
+        as_writer(by, lambda: _append_events(ledger, writer, raw))
+    )
     telemetry.appended(request, "events", batch.events, result, seconds)
     return _answer(result)
 
@@ -178,6 +181,9 @@ async def post_records(
 ) -> Response:
     """Decompose a record into events (record-v1.md) and append them as one batch."""
     writer, raw = await _authorized_body(request)
-    batch, result, seconds = await run_in_threadpool(_append_record, ledger_of(request), writer, raw, force)
+    ledger, by = ledger_of(request), by_token(writer.token, "POST /records")
+    batch, result, seconds = await run_in_threadpool(
+        as_writer(by, lambda: _append_record(ledger, writer, raw, force))
+    )
     telemetry.appended(request, "records", batch.events, result, seconds)
     return _answer(result)

@@ -23,7 +23,8 @@ from projections.record import build_record, inbound_observations
 from service.ledger import Ledger
 from service.ops.scrub import PassLog, chain_status
 from service.proofs.bundle import prove_seqs
-from service.resolver.shown import catalogue_seqs
+from service.resolver.evidence_check import check_resolutions
+from service.resolver.shown import WRITERS_NOTE, catalogue_seqs, writer_json
 
 # hidden inbound observations proven per page past the first (2 events each: a page stays near 3 MB)
 PAGE_OBSERVATIONS = 1000
@@ -60,6 +61,9 @@ def integrity_report(
         # the catalogue events the record's resolutions matched: proven too, though no part of the record
         used = [s for s in catalogue_seqs(envelopes) if s not in set(seqs)] if page == 1 else []
         catalogue = ledger.store.envelopes(used)
+        # a seq the ledger does not hold (0, past the head) has nothing to prove: the evidence check
+        # below names it as the resolution's mismatch
+        used = [e.seq for e in catalogue]
         record, head, total = ev.built.record, ev.head, ev.built.inbound_total
     shown = len(record.inbound)
     if page == 1:
@@ -87,6 +91,15 @@ def integrity_report(
     before_used = _hashes_before(ledger, catalogue)
     catalogue_events = [_event(e, before_used, proven) for e in catalogue]
     listed = [*events, *catalogue_events]
+    writers = ledger.store.writers.writers_of(e["seq"] for e in listed)
+    for e in listed:
+        e["writer"] = writer_json(writers.get(e["seq"]))
+    # each resolution's evidence names the work it resolved to (page 1: the catalogue events are read)
+    by_seq = {e.seq: e for e in (*envelopes, *catalogue)}
+    checked = [c.to_dict() for c in check_resolutions(envelopes, by_seq)] if page == 1 else []
+    for c in checked:
+        c["writer"] = writer_json(writers.get(c["seq"]))
+    resolutions_ok = all(c["names_work"] for c in checked)
     problems = [{"seq": e["seq"], "reason": _EVENT_BREAK} for e in listed if not e["hash_ok"]]
     problems += [{"seq": e["seq"], "reason": _LINK_BREAK} for e in listed if e["hash_ok"] and not e["linked"]]
     named = {p["seq"] for p in problems}
@@ -99,7 +112,7 @@ def integrity_report(
         "arxiv_id": arxiv_id,
         "as_of": record.as_of,
         "known_at": None if known_us is None else format_as_of(known_us),
-        "ok": chain["ok"] and not bad and recomputed_ok,
+        "ok": chain["ok"] and not bad and recomputed_ok and resolutions_ok,
         "first_bad_seq": min(bad) if bad else None,
         # what this answer found beyond the chain walk, each at the seq a walk from seq 1 would name
         "problems": sorted(problems, key=lambda p: (p["seq"], p["reason"])),
@@ -115,6 +128,9 @@ def integrity_report(
         "events": events,
         "catalogue_events": catalogue_events,
         "recomputed": recomputed,
+        # each resolution's evidence against the catalogue event it names, and who wrote it
+        "resolutions": {"ok": resolutions_ok, "checked": checked, "how": _RESOLUTIONS_HOW},
+        "writers_note": WRITERS_NOTE,
         "checkpoint": proven["checkpoint"],
         "key": proven["key"],
         "proofs": proven["proofs"],
@@ -188,6 +204,12 @@ _RECOMPUTED = (
     "answer",
     "each listed observation's latest citation and resolution as of T rebuilt in memory from the listed "
     "events and checked to point at this paper",
+)
+_RESOLUTIONS_HOW = (
+    "each resolution whose evidence names a catalogue event: that event must be held by the ledger, "
+    "appended before the resolution, a work.observed (or the paper.observed of an arXiv paper) of the "
+    "same DOI (or arXiv id) as the resolution's cited_work; a resolution claiming the ledger's own "
+    "resolver with a matched status must name one"
 )
 _EVENT_BREAK = "stored bytes do not match the stored hash (the event was altered)"
 _LINK_BREAK = "prev_hash does not match the previous event's hash (reordered or removed events)"

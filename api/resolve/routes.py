@@ -21,7 +21,7 @@ from api.records.render import ENV
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent, LedgerError, NotFound
 from ledger.model.ids import normalise_arxiv
-from service.ledger import CatalogueTables, Ledger
+from service.ledger import CatalogueTables, Ledger, as_writer, by_token
 from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
 from service.resolver.jobs import Jobs
 from service.resolver.person import choice, resolve_by_person
@@ -133,11 +133,11 @@ async def post_resolve(request: Request) -> Response:
             f"no paper {missing[0]!r} in this ledger",
             details={"where": "papers", "reason": "unknown papers", "unknown": missing},
         )
-    resolver = resolver_of(request)
+    resolver, by = resolver_of(request), by_token(token, "POST /resolve")
     if papers is None:
-        job, _ = jobs_of(request).start(lambda: _run(ledger, resolver, None, dry_run))
+        job, _ = jobs_of(request).start(as_writer(by, lambda: _run(ledger, resolver, None, dry_run)))
         return _json(job.to_dict(), 202, {"Location": f"/resolve/jobs/{job.id}"})
-    summary = await run_in_threadpool(_run, ledger, resolver, papers, dry_run)
+    summary = await run_in_threadpool(as_writer(by, lambda: _run(ledger, resolver, papers, dry_run)))
     assert summary.head is not None
     return _json(summary.to_dict(), 200, head_headers(summary.head))
 
@@ -215,7 +215,7 @@ async def post_person(request: Request) -> Response:
     def run() -> Any:
         return resolve_by_person(ledger, oid, asked, catalogue_of(request, ledger))
 
-    result = await run_in_threadpool(run)
+    result = await run_in_threadpool(as_writer(by_token(token, "POST /resolve/person"), run))
     item = result.items[0]
     body = {"observation_id": oid, "seq": item.seq, "hash": item.hash, "duplicate": item.duplicate,
             "resolver_source": "person:" + asked.by}  # fmt: skip

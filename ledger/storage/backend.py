@@ -85,12 +85,12 @@ def copy_ledger(
             raise ChainBroken(link.event.seq, f"in the source: {reason}")
         links.append(link)
         if len(links) >= batch:
-            _insert_chained(dst, links, walker)
+            _insert_chained(src, dst, links, walker)
             links = []
             if progress is not None:
                 progress(walker.last_seq)
     if links:
-        _insert_chained(dst, links, walker)
+        _insert_chained(src, dst, links, walker)
     return Head(walker.last_seq, walker.prev)
 
 
@@ -112,8 +112,9 @@ class Unstorable(LedgerError):
     code = "unstorable"
 
 
-def _insert_chained(dst: Store, links: list[ChainLink], walker: ChainWalker) -> None:
-    """Insert already-chained events after checking they continue the target's head."""
+def _insert_chained(src: Store, dst: Store, links: list[ChainLink], walker: ChainWalker) -> None:
+    """Insert already-chained events after checking they continue the target's head, with the writers
+    recorded for the writes that begin among them."""
     checks = [c for k in links for c in walker.checks.pop(k.event.seq, [])]
     first = links[0].event
     with dst.write() as tx:
@@ -121,3 +122,4 @@ def _insert_chained(dst: Store, links: list[ChainLink], walker: ChainWalker) -> 
         if head != Head(first.seq - 1, first.prev_hash):
             raise Conflict(f"the target's head moved to seq {head.seq} during the copy; nothing more copied")
         tx.insert(rows_of(links, checks))
+        tx.save_writers(src.writers.rows_between(first.seq, links[-1].event.seq))

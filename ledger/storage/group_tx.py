@@ -17,6 +17,7 @@ from ledger.model.events import StoredEvent
 from ledger.model.facts import Head
 from ledger.storage.append import AppendTx, Needs, Rows
 from ledger.storage.derived.spans import CITATION
+from ledger.storage.writers import WriterRow
 
 V = TypeVar("V")
 
@@ -38,6 +39,9 @@ class GroupTx:
         self._citing: dict[str, str] = {}
         self._versions: dict[str, int] = {}
         self._job: Rows | None = None
+        # who made each batch kept (ledger/storage/writers.py), written with the group's events
+        self._writers: list[WriterRow] = []
+        self._job_writers: list[WriterRow] = []
 
     def prefetch(self, needs: Sequence[Needs]) -> None:
         """Look up, in one statement each, what the group's batches will ask (before any stages)."""
@@ -78,19 +82,25 @@ class GroupTx:
         """Stage a batch's events; they count once the batch returns (see `run`)."""
         self._job = rows
 
+    def save_writers(self, rows: Sequence[WriterRow]) -> None:
+        """Stage who made a batch; kept with its events, once the batch returns."""
+        self._job_writers.extend(rows)
+
     # -- the group -----------------------------------------------------------------------
 
     def run(self, job: Any) -> Any:
         """Run one batch; keep what it staged only if it returned."""
-        self._job = None
+        self._job, self._job_writers = None, []
         try:
             result = job(self)
         except BaseException:
-            self._job = None
+            self._job, self._job_writers = None, []
             raise
         if self._job is not None:
             self._keep(self._job)
             self._job = None
+        self._writers.extend(self._job_writers)
+        self._job_writers = []
         return result
 
     def flush(self) -> None:
@@ -98,6 +108,9 @@ class GroupTx:
         if self._rows.events:
             self.tx.insert(self._rows)
             self._rows = Rows([], [], [], [])
+        if self._writers:
+            self.tx.save_writers(self._writers)  # type: ignore[attr-defined]
+            self._writers = []
 
     def _keep(self, rows: Rows) -> None:
         if not rows.events:

@@ -22,6 +22,7 @@ from ledger.storage.derived.search import Found
 from ledger.storage.derived.spans import Bucket, Row, Step
 from ledger.storage.state.alerts import AlertTables
 from ledger.storage.state.jobs import JobTables
+from ledger.storage.writers import WriterRow, WriterTables
 from ledger.tlog.stored import LogStore, TreeTables
 
 PG_SCHEMES = ("postgresql://", "postgres://")
@@ -158,6 +159,7 @@ class WriteTx(AppendTx, Protocol):
     def last_receipt(self, source: str) -> IngestReceipt | None: ...
     def save_receipt(self, receipt: IngestReceipt) -> None: ...
     def save_import_progress(self, progress: ImportProgress) -> None: ...
+    def save_writers(self, rows: Sequence[WriterRow]) -> None: ...
 
 
 class Store(LogStore, EventReads, RecordReads, Protocol):
@@ -180,6 +182,10 @@ class Store(LogStore, EventReads, RecordReads, Protocol):
     @property
     def jobs(self) -> JobTables:
         """The background resolve jobs, shared by every process of the ledger."""
+
+    @property
+    def writers(self) -> WriterTables:
+        """Who made each write, kept beside the chain (not proven by it)."""
 
     @property
     def catalogue(self) -> CatalogueIndex:

@@ -460,6 +460,20 @@ LAYOUT = Layout(
             ),
             ("id",),
         ),
+        # who made each write (ledger/storage/writers.py): the seqs one acknowledged batch appended and
+        # its writer, written in that batch's transaction; kept beside the chain, not proven by it
+        Table(
+            "event_writers",
+            (
+                _c("first_seq", BIGINT, check="first_seq >= 1"),
+                _c("last_seq", BIGINT, check="last_seq >= 1"),
+                _c("writer"),
+                _c("via"),
+            ),
+            ("first_seq",),
+            guard=Guard("append_only", replace=True, refusal="the writers of writes never change"),
+            clustered=True,
+        ),
     ),
     views=(
         View("event_keys_all", ("key", "seq"), tuple(f"event_keys{lv}" for lv in _LEVELS)),

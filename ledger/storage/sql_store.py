@@ -72,6 +72,7 @@ from ledger.storage.sql import (
 )
 from ledger.storage.state.alerts import AlertTables
 from ledger.storage.state.jobs import JobTables
+from ledger.storage.writers import WriterRow, WriterTables, save_writers
 from ledger.tlog.chain import GENESIS
 
 _INSERT_EVENTS = (
@@ -223,6 +224,11 @@ class SqlStore:
     def jobs(self) -> JobTables:
         """The background resolve jobs (one running at a time across every process)."""
         return JobTables(self)
+
+    @functools.cached_property
+    def writers(self) -> WriterTables:
+        """Who made each write (a token's fingerprint, the CLI's user), kept beside the chain."""
+        return WriterTables(self)
 
     @functools.cached_property
     def catalogue(self) -> SqlCatalogue:
@@ -518,6 +524,10 @@ class SqlWriteTx:
     def save_receipt(self, receipt: IngestReceipt) -> None:
         """Record an ingest in this transaction: committed with its events or not at all."""
         self._q(INSERT_RECEIPT, tuple(receipt))
+
+    def save_writers(self, rows: Sequence[WriterRow]) -> None:
+        """Record who made these writes, in the transaction of their events."""
+        save_writers(self.store, self.conn, rows)
 
     def save_import_progress(self, progress: ImportProgress) -> None:
         """Record how far a file's import has come, in the transaction of the batch that got it there."""

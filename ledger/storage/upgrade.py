@@ -34,7 +34,8 @@ from ledger.storage.sql import Dialect
 # upgrade reaches.
 _CHANGES = ("events", "no_replace", "merkle", "scrub_passes", "event_keys", "inbound_spans", "work_keys",
             "four_levels", "alerts", "search", "ingest_receipts", "watch_owners", "catalogue",
-            "import_progress", "resolve_jobs", "catalogue_by_seq", "secret_rotation")  # fmt: skip
+            "import_progress", "resolve_jobs", "catalogue_by_seq", "secret_rotation",
+            "event_writers")  # fmt: skip
 STEP: dict[str, dict[str, int]] = {
     SQLITE: {name: n for n, name in enumerate(_CHANGES, start=1)},
     POSTGRESQL: {name: max(n - 1, 1) for n, name in enumerate(_CHANGES, start=1)},

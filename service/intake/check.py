@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 from blake3 import blake3
 
+from ledger.model.claims import refuse_claims
 from ledger.model.codec import (
     check_ijson_data,
     check_rules,
@@ -111,6 +112,8 @@ class FileCheck:
         self.lines = 0  # non-empty lines checked
         self.new = 0  # events the file would append (as the ledger is now)
         self.duplicates = 0
+        # resolutions claiming the ledger's resolver or a person are taken (a ledger being moved)
+        self.keep_resolver_events = False
 
     def _exact(self, n: int) -> None:
         if self.exact is not None:
@@ -164,6 +167,8 @@ class FileCheck:
                     event = to_event(decode_json(raw, where), where)
                     self._exact(n)
                 check_rules(event, where, self._now)
+                if not self.keep_resolver_events:
+                    refuse_claims((event,), (where,))
                 lines.append(_Line(event, n, where))
         self.lines += len(lines)
         if self.lines > self._keep:

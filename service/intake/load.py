@@ -140,12 +140,15 @@ def import_file(
     walk: bool = True,
     caps: Inflation = LOCAL,
     restart: bool = False,
+    keep_resolver_events: bool = False,
 ) -> Imported:
     """Import one file: check it whole, then append it a batch at a time; raise (a LedgerError naming
     the line) before anything is written if any line is refused. A gzip or zstd file decompresses
     within `caps`; a stream (a pipe, a FIFO) is copied to a scratch file first, within them too. A
     file of the identity of one partly committed earlier whose committed bytes differ is refused
-    (`Differs`), unless `restart`: then it is checked and appended from its first line."""
+    (`Differs`), unless `restart`: then it is checked and appended from its first line. Resolutions
+    claiming the ledger's own resolver or a person are refused unless `keep_resolver_events` (an
+    operator moving a ledger)."""
     if batch_size < 1:
         raise InvalidEvent("batch_size", "must be >= 1")
     name = os.fspath(path)
@@ -153,8 +156,9 @@ def import_file(
     try:
         with _rereadable(name, caps, scratch_dir) as readable:
             if not _first_line_alone(readable, caps):
-                return _import_whole(ledger, name, readable, force, walker, caps)
+                return _import_whole(ledger, name, readable, force, walker, caps, keep_resolver_events)
             lines = _Lines(ledger, name, readable, batch_size, progress, scratch_dir, walker, caps)
+            lines.keep_resolver_events = keep_resolver_events
             return lines.run(restart)
     finally:
         if walker is not None:
@@ -191,7 +195,13 @@ def _rereadable(name: str, caps: Inflation, scratch_dir: str | None) -> Iterator
 
 
 def _import_whole(
-    ledger: Ledger, name: str, path: str, force: bool, walker: _Walker | None, caps: Inflation
+    ledger: Ledger,
+    name: str,
+    path: str,
+    force: bool,
+    walker: _Walker | None,
+    caps: Inflation,
+    keep: bool,
 ) -> Imported:
     """A record (or a batch object, a list, one envelope): read whole and appended as one batch."""
     chunks: list[bytes] = []
@@ -205,7 +215,7 @@ def _import_whole(
         )
     batch = parse_input(b"".join(chunks), force=force)
     chunks.clear()
-    result = ledger.append_batch(batch)
+    result = ledger.append_batch(batch, resolver_events=keep)
     report = None
     if walker is not None:
         walker.after_commit()
@@ -336,6 +346,7 @@ class _Lines:
         self.read = 0  # bytes of the file read in the current pass
         self.lines = 0  # non-empty lines read in the current pass
         self.found = ""  # the sha256 of this file's first bytes where an earlier run's committed ones differ
+        self.keep_resolver_events = False  # resolutions claiming the ledger's resolver or a person taken
 
     def _counted(self, n: int) -> None:
         self.read += n
@@ -410,6 +421,7 @@ class _Lines:
                 start = self.start = _Start(prior.bytes_done, prior.lines_done, sha.copy(), prior)
             self.checked_at = self.ledger.now()
             check = FileCheck(self.ledger.store.tables, self.checked_at, self.scratch_dir, self.batch_size)
+            check.keep_resolver_events = self.keep_resolver_events
             ends: list[str] = []
             check.run(self._numbered(s, sha, start.lines + 1, ends))
         self.kept = check.kept
@@ -494,8 +506,9 @@ class _Lines:
             )  # fmt: skip
 
         result = self.ledger.append(
-            run.events, None, run.places, typed=True, within=save, checked_at=self.checked_at
-        )
+            run.events, None, run.places, typed=True, within=save, checked_at=self.checked_at,
+            resolver_events=self.keep_resolver_events,
+        )  # fmt: skip
         run.appended += result.appended
         run.duplicates += result.duplicates
         run.head = result.head

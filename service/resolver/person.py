@@ -108,4 +108,4 @@ def resolve_by_person(
     ledger: Ledger, observation_id: str, asked: PersonChoice, catalogue: CatalogueTables
 ) -> AppendResult:
     """Append a person's resolution of one observation."""
-    return ledger.append([person_resolution(ledger, observation_id, asked, catalogue)])
+    return ledger.append([person_resolution(ledger, observation_id, asked, catalogue)], resolver_events=True)

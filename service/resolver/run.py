@@ -15,6 +15,8 @@ from typing import Any, NamedTuple, Protocol
 
 from msgspec import UNSET
 
+from ledger.model.claims import PERSON_PREFIX as PERSON_PREFIX
+from ledger.model.claims import RESOLVER_PREFIX as RESOLVER_PREFIX
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import CitationData, CitedWork, ResolutionData, ResolutionObserved
@@ -27,8 +29,6 @@ from ledger.storage.works_store import works_matching
 from projections.record import observations
 from service.ledger import Ledger
 
-RESOLVER_PREFIX = "citation-ledger/"
-PERSON_PREFIX = "person:"
 # the latest statuses the resolver may revisit (absent too); a verified match stays as it is
 REOPENED = frozenset({"unresolved", "parse_uncertain", "malformed_identifier", "metadata_mismatch"})
 # a new work's id: uuid5 in the URL namespace of "https://doi.org/" + its match key (sources-v1.md),
@@ -297,7 +297,7 @@ def resolve(
                                           d.status, event))  # fmt: skip
             events.append(event)
         if events and not dry_run:
-            summary.appended += ledger.append(events).appended
+            summary.appended += ledger.append(events, resolver_events=True).appended
 
     def flush(last: bool = False) -> None:
         # a run of less than a batch is decided here: starting workers would cost more than it saves

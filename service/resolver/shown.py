@@ -13,8 +13,16 @@ from ledger.model.errors import NotFound
 from ledger.model.events import StoredEvent
 from ledger.model.instants import format_as_of
 from projections.record import observations
-from service.ledger import Ledger
+from service.ledger import Ledger, WriterRow
+from service.resolver.evidence_check import check_resolution
 from service.resolver.run import PERSON_PREFIX
+
+WRITERS_NOTE = (
+    "writer: the token (its sha256, as the token file holds it) or the CLI user the server recorded for "
+    "the write that appended each event, kept beside the chain in the same transaction; it is not part "
+    "of the hashed events and not proven by the chain or the proofs (an operator with access to the "
+    "database can edit it); none: written before the ledger kept writers, or by a program that named none"
+)
 
 
 def event_links(seq: int) -> dict[str, str]:
@@ -43,6 +51,9 @@ def resolution_view(
         "resolution": None,
         "evidence": None,
         "catalogue_event": None,
+        "writer": None,
+        "writers_note": WRITERS_NOTE,
+        "evidence_check": None,
         "links": {"record": f"/paper/{arxiv_id}/citation-record?as_of={format_as_of(t)}"},
     }
     if obs.res is None:
@@ -70,6 +81,10 @@ def resolution_view(
     }
     if evidence is not msgspec.UNSET:
         out["evidence"] = msgspec.to_builtins(evidence)
+    writers = ledger.store.writers.writers_of(envelopes.keys())
+    out["writer"] = writer_json(writers.get(res.seq))
+    if own is not None:
+        out["evidence_check"] = check_resolution(own, envelopes).to_dict()
     used = envelopes.get(catalogue_seq) if catalogue_seq is not None else None
     if used is not None:
         out["catalogue_event"] = {
@@ -79,8 +94,20 @@ def resolution_view(
             "observed_at": used.observed_at,
             "hash": used.hash,
             "links": event_links(used.seq),
+            "writer": writer_json(writers.get(used.seq)),
         }
     return out
+
+
+def writer_json(row: WriterRow | None) -> dict[str, Any] | None:
+    """Who made the write that appended an event, as recorded beside the chain (None: not recorded)."""
+    if row is None:
+        return None
+    return {
+        "writer": row.writer,
+        "via": row.via,
+        "write": {"first_seq": row.first_seq, "last_seq": row.last_seq},
+    }
 
 
 def resolution_href(arxiv_id: str, observation_id: str) -> str:

@@ -20,7 +20,7 @@ from tests.resolver_doubles import (
     DOI,
     METHOD,
     OIDS,
-    OTHER,
+    known_work_event,
     live_resolver,
     seed_world,
 )
@@ -37,10 +37,10 @@ class Api:
         self.client = TestClient(self.app)
         ledger = ledger_of(self.client)
         seed_world(ledger)
-        # the DOI's work stands at an event no record of CITING uses
-        first = ledger.store.read_log(stream=f"paper:{OTHER}", limit=1)[0]
-        self.work_seq = first.seq
-        self.app.state.resolver = live_resolver(first)
+        # the DOI's work stands at its own work.observed, an event no record of CITING uses
+        work = known_work_event(ledger)
+        self.work_seq = work.seq
+        self.app.state.resolver = live_resolver(work)
         self.started: list[Any] = []
         self.app.state.resolve_jobs = Jobs(ledger, spawn=self.started.append)
 

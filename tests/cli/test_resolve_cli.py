@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from cli.main import main
+from cli.main import cli_user, main
 from service.ledger import Ledger
 from tests.api_fixtures import ledger_command
 from tests.conftest import NewDb
@@ -130,3 +130,11 @@ def test_the_program_refuses_an_unknown_paper_naming_it(new_db: NewDb) -> None:
     done = subprocess.run([*ledger_command(), "resolve", "--paper", "2999.00001", "--db", db],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 1 and done.stderr == "error: --paper: no paper '2999.00001' in this ledger\n"
+
+
+def test_the_resolvers_and_a_persons_appends_are_recorded_as_the_cli_users(cli: Cli) -> None:
+    assert cli.run("--paper", CITING).exit_code == 0
+    assert cli.run("--observation", OIDS[2], "--none", "--by", "Ada Lovelace").exit_code == 0
+    rows = cli.ledger.store.writers.rows_between(1, 2**62)
+    assert [(r.writer, r.via) for r in rows] == [(f"cli:{cli_user()}", "ledger resolve")] * 2
+    assert rows[-1].last_seq == cli.ledger.head().seq
