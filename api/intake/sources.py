@@ -116,13 +116,16 @@ async def post_ingest_works(request: Request, observed_at: FetchedAt) -> Respons
     """The body is the file, checked whole before anything is written, then appended in batches. 201
     when works were appended, 200 when none was new; 422 when the body is not a works file (nothing
     written). Answers the ingest summary (items read, works, skipped with reasons, unchanged)."""
-    token = require_writer(request, settings_of(request))
+    settings = settings_of(request)
+    token = require_writer(request, settings)
     ledger = ledger_of(request)
     summary = await _ingest_charged(
         request,
         token,
         "works",
-        lambda body, appended: ingest_works(ledger, SourceFile(NAME, body, observed_at), None, appended),
+        lambda body, appended: ingest_works(
+            ledger, SourceFile(NAME, body, observed_at), None, appended, settings.work_limits
+        ),
     )
     return _summary_answer(summary)
 
