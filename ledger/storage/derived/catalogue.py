@@ -67,6 +67,7 @@ class Row(NamedTuple):
     vol_key: str | None
     page_key: str | None
     search_text: str
+    first_seq: int  # the seq of its identity's first event: which of two works the catalogue held first
 
 
 COLUMNS = Row._fields
@@ -126,6 +127,7 @@ def event_row(seq: int, type_: str, observed_at: str, observed_us: int, data: by
             fold(w.volume),
             fold(page),
             _search_text(w.title, names, w.container_title),
+            seq,
         )
     if type_ == PAPER:
         p = _PAPER_DATA.decode(data)
@@ -151,17 +153,21 @@ def event_row(seq: int, type_: str, observed_at: str, observed_us: int, data: by
             None,
             None,
             _search_text(p.title, [], None),
+            seq,
         )
     return None
 
 
 def latest_rows(rows: Sequence[Row]) -> list[Row]:
-    """Of rows in seq order, the latest per identity (greatest observed instant, ties to the later seq)."""
+    """Of rows in seq order, the latest per identity (greatest observed instant, ties to the later seq),
+    each with the least first_seq of its identity's rows."""
     best: dict[str, Row] = {}
     for r in rows:
         cur = best.get(r.ident)
-        if cur is None or (r.observed_us, r.seq) > (cur.observed_us, cur.seq):
+        if cur is None:
             best[r.ident] = r
+        elif (r.observed_us, r.seq) > (cur.observed_us, cur.seq):
+            best[r.ident] = r._replace(first_seq=cur.first_seq)
     return list(best.values())
 
 
@@ -351,7 +357,8 @@ def index_terms(search_text: str) -> set[str]:
 
 def to_work(row: Sequence[Any]) -> CatalogueWork:
     """A CatalogueWork from the columns WORK_COLUMNS selects."""
-    seq, observed_at, source, type_, doi, arxiv_id, title, authors, container, year, volume, issue, page = row
+    (seq, observed_at, source, type_, doi, arxiv_id, title, authors, container, year, volume, issue, page,
+     first_seq) = row  # fmt: skip
     return CatalogueWork(
         int(seq),
         observed_at,
@@ -366,4 +373,5 @@ def to_work(row: Sequence[Any]) -> CatalogueWork:
         volume,
         issue,
         page,
+        None if first_seq is None else int(first_seq),
     )
