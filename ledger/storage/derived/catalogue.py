@@ -31,6 +31,13 @@ COMMON = 2_000
 MATCH_BUDGET = 5_000
 # a word held by more works than this is not looked for
 POSTINGS = 50_000
+# what one work puts in the title index, at most: a work's words decide which searches it enters, so a
+# title holding every word of the catalogue, or thousands of author names, would enter them all. Real
+# titles are seldom past 50 words; the resolver reads an author list's first few names
+TITLE_WORDS = 64
+NAMES = 16
+NAME_WORDS = 4  # of each name
+CONTAINER_WORDS = 32
 _WORD = re.compile(r"[^\W_]+")
 # a word broken at a line's end: "mod- els", "mod-\nels" (a hyphen then space, between letters)
 _BROKEN = re.compile(r"(?<=[^\W\d_])-\s+(?=[^\W\d_])")
@@ -173,9 +180,25 @@ def latest_rows(rows: Sequence[Row]) -> list[Row]:
 
 def _search_text(title: str | None, names: Sequence[str], container: str | None) -> str:
     # its words alone, lower-cased, a space apart: FTS5's tokenizer and PostgreSQL's parser then read
-    # the same words (the parser keeps "IEEE/CVF" or "node.js" whole, as a path or a host name)
-    text = " ".join(x for x in (title, *names, container) if x)
-    return " ".join(_WORD.findall(text.lower()))
+    # the same words (the parser keeps "IEEE/CVF" or "node.js" whole, as a path or a host name); each
+    # part cut to its share, so no one work holds more than a few hundred words of the index
+    words = _words(title, TITLE_WORDS)
+    for name in names[:NAMES]:
+        words += _words(name, NAME_WORDS)
+    words += _words(container, CONTAINER_WORDS)
+    return " ".join(words)
+
+
+def _words(text: str | None, most: int) -> list[str]:
+    """The first `most` words of a text, lower-cased (read no further than they reach)."""
+    if not text:
+        return []
+    found = []
+    for m in _WORD.finditer(text.lower()):
+        found.append(m.group())
+        if len(found) == most:
+            break
+    return found
 
 
 def search_tokens(text: str) -> list[str]:
