@@ -122,13 +122,15 @@ def _order(s: Scored) -> tuple[int, int, int]:
 
 
 def _alike(a: Scored, b: Scored) -> bool:
-    """Whether two candidates agree equally with a reference that shows their title: the same points
-    from the same fields, and works of the same kind (a preprint, a notice, a part). The same article
-    deposited under two DOIs is common; neither is told from the other, so the first held is taken.
-    Without a title, two works that share a journal, volume, page and year are as often two notices
-    or two parts of one series: those stay a near-duplicate."""
+    """Whether two candidates agree equally with a reference: the same points from the same fields,
+    and works of the same kind (a preprint, a notice, a part), with the reference showing their title
+    or the two works having one title. The same article deposited under two DOIs is common; neither is
+    told from the other, so the first held is taken. Two works of other titles that share a journal,
+    volume, page and year, for a reference without a title, are as often two notices or two parts of
+    one series: those stay a near-duplicate."""
+    same_title = bool(a.cand.title_compact) and a.cand.title_compact == b.cand.title_compact
     return (
-        "title" in a.agreed
+        ("title" in a.agreed or same_title)
         and a.total == b.total
         and set(a.agreed) == set(b.agreed)
         and set(a.disagreed) == set(b.disagreed)

@@ -90,3 +90,24 @@ def test_a_doi_observed_again_with_another_title_changes_the_work_and_is_named(f
     assert s.changed_listed == [{"doi": REAL, "fields": ["title"]}]
     d = resolve(fresh_ledger)
     assert d.status != "verified_exact" and (d.work is None or d.work.doi == REAL)
+
+
+def test_a_copy_does_not_take_a_reference_without_a_title_either(fresh_ledger: Ledger) -> None:
+    # a reference of numbers alone (ACS, AIP): the copy has the original's title, so it is the same work
+    ingest(fresh_ledger, work(REAL), OTHER, at="2026-01-01T00:00:00Z")
+    numbers = "(1) Doe, J.; Roe, R. Journal of Things 2019, 12, 45."
+    (before,) = resolve_many([RefInput("r", Reference(unstructured=numbers), None)], fresh_ledger.catalogue)
+    assert before.work is not None and before.work.doi == REAL
+    ingest(fresh_ledger, work(COPY), at="2025-01-01T00:00:00Z")
+    (after,) = resolve_many([RefInput("r", Reference(unstructured=numbers), None)], fresh_ledger.catalogue)
+    assert after.work is not None and after.work.doi == REAL
+    assert after.evidence.runner_up is not None and after.evidence.runner_up.doi == COPY
+
+
+def test_two_works_of_other_titles_alike_in_numbers_stay_a_near_duplicate(fresh_ledger: Ledger) -> None:
+    # two parts of a series in one issue, for a reference that shows no title: neither is answered
+    ingest(fresh_ledger, work(REAL), OTHER, at="2026-01-01T00:00:00Z")
+    ingest(fresh_ledger, work(COPY, title=[TITLE + ", part two"]), at="2026-01-02T00:00:00Z")
+    numbers = "(1) Doe, J.; Roe, R. Journal of Things 2019, 12, 45."
+    (d,) = resolve_many([RefInput("r", Reference(unstructured=numbers), None)], fresh_ledger.catalogue)
+    assert d.work is None
