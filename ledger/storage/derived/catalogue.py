@@ -35,8 +35,8 @@ POSTINGS = 50_000
 # title holding every word of the catalogue, or thousands of author names, would enter them all. Real
 # titles are seldom past 50 words; the resolver reads an author list's first few names
 TITLE_WORDS = 64
-NAMES = 16
-NAME_WORDS = 4  # of each name
+NAMES = 64
+NAME_WORDS = 3  # of each name
 CONTAINER_WORDS = 32
 _WORD = re.compile(r"[^\W_]+")
 # a word broken at a line's end: "mod- els", "mod-\nels" (a hyphen then space, between letters)
