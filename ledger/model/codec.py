@@ -305,7 +305,9 @@ def _check_work(event: WorkObserved, d: str) -> None:
         raise InvalidEvent(f"{d}.doi", f"bad DOI {w.doi!r}: expected the normalised form, e.g. 10.1234/abc")
     wrong = doi_syntax_error(w.doi)
     if wrong is not None:
-        raise InvalidEvent(f"{d}.doi", f"bad DOI {w.doi[:80]!r}: it {wrong}")
+        raise InvalidEvent(
+            f"{d}.doi", f"bad DOI {w.doi[:80]!r}: it {wrong}; expected the normalised form, e.g. 10.1234/abc"
+        )
     if not w.source.strip():
         raise InvalidEvent(f"{d}.source", "must not be empty")
     _safe_int(w.year, f"{d}.year")
