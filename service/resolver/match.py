@@ -121,16 +121,22 @@ def _order(s: Scored) -> tuple[int, int, int]:
     return (-s.total, held_since(s.cand.work), s.cand.work.seq)
 
 
+def _described(w: CatalogueWork) -> tuple[object, ...]:
+    """What a reference could tell a work by: two works alike in all of it are one to any reference."""
+    return (w.title, w.authors, w.container, w.year, w.volume, w.issue, w.first_page)
+
+
 def _alike(a: Scored, b: Scored) -> bool:
     """Whether two candidates agree equally with a reference: the same points from the same fields,
-    and works of the same kind (a preprint, a notice, a part), with the reference showing their title
-    or the two works having one title. The same article deposited under two DOIs is common; neither is
+    and works of the same kind (a preprint, a notice, a part), with the reference showing their title,
+    the two works having one title, or the two described alike in every field (a work with no title
+    copied). The same article deposited under two DOIs is common; neither is
     told from the other, so the first held is taken. Two works of other titles that share a journal,
     volume, page and year, for a reference without a title, are as often two notices or two parts of
     one series: those stay a near-duplicate."""
     same_title = bool(a.cand.title_compact) and a.cand.title_compact == b.cand.title_compact
     return (
-        ("title" in a.agreed or same_title)
+        ("title" in a.agreed or same_title or _described(a.cand.work) == _described(b.cand.work))
         and a.total == b.total
         and set(a.agreed) == set(b.agreed)
         and set(a.disagreed) == set(b.disagreed)
