@@ -115,7 +115,7 @@ def test_two_works_of_other_titles_alike_in_numbers_stay_a_near_duplicate(fresh_
 
 def test_a_copy_of_a_work_without_a_title_does_not_take_it(fresh_ledger: Ledger) -> None:
     # a journal's untitled item (a list of members, an index) copied field for field
-    untitled = {"title": [], "author": []}
+    untitled: dict[str, Any] = {"title": [], "author": []}
     ingest(fresh_ledger, work(REAL, **untitled), OTHER, at="2026-01-01T00:00:00Z")
     numbers = "[1] Journal of Things 12 (2019) 45."
     (before,) = resolve_many([RefInput("r", Reference(unstructured=numbers), None)], fresh_ledger.catalogue)
