@@ -45,7 +45,8 @@ def from_env(env: Mapping[str, str]) -> WorkLimits:
         if not text:
             continue
         if not text.isascii() or not text.isdigit() or int(text) < 1:
-            raise ValueError(f"{name}={text[:40]!r}: expected a positive integer")
+            unit = "authors" if attr == "authors" else "characters"
+            raise ValueError(f"{name} must be a positive integer ({unit}), got {text[:40]!r}")
         given[attr] = int(text)
     return WorkLimits(**given)
 

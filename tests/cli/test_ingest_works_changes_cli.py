@@ -43,4 +43,7 @@ def test_the_limits_come_from_the_environment(new_db: NewDb, tmp_path: Path) -> 
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["skipped"] == {"title longer than LEDGER_WORK_MAX_TITLE": 1}
     bad = _ingest(db, f, T, env={"LEDGER_WORK_MAX_TITLE": "ten"})
-    assert bad.exit_code == 1 and "LEDGER_WORK_MAX_TITLE='ten': expected a positive integer" in bad.output
+    assert (
+        bad.exit_code == 1
+        and "LEDGER_WORK_MAX_TITLE must be a positive integer (characters), got 'ten'" in bad.output
+    )

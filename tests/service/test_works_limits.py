@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.model.codec import check_rules
@@ -21,6 +21,7 @@ from service.ledger import Ledger
 from service.sources import SourceFile
 from service.sources.work_limits import ENVIRONMENT, WorkLimits, from_env
 from service.sources.works import CHANGED_LISTED, NAME, WorksSummary, ingest_works
+from tests.conftest import examples
 
 T = "2026-11-01T00:00:00Z"
 T2 = "2026-11-02T00:00:00Z"
@@ -140,7 +141,7 @@ def test_the_limits_are_settings(fresh_ledger: Ledger) -> None:
 @pytest.mark.parametrize("value", ["0", "-1", "x", "1.5", "\u0661"])
 @pytest.mark.parametrize("name", [n for n, _, _ in ENVIRONMENT])
 def test_a_limit_that_is_not_a_positive_integer_is_refused_by_name(name: str, value: str) -> None:
-    with pytest.raises(ValueError, match=f"^{name}="):
+    with pytest.raises(ValueError, match=f"^{name} must be a positive integer"):
         from_env({name: value})
 
 
@@ -200,3 +201,54 @@ def test_the_changed_list_is_bounded(fresh_ledger: Ledger) -> None:
     s = ingest(fresh_ledger, ndjson(*(item(f"10.1/{i}", title=[f"T{i}"]) for i in range(n))), at=T2)
     assert s.changed == n and len(s.changed_listed) == CHANGED_LISTED
     assert s.lines()[-1].endswith(" and 5 more")
+
+
+KNOWN_SKIPS = {
+    "no DOI",
+    "doi not a DOI",
+    "doi longer than LEDGER_WORK_MAX_DOI",
+    "title longer than LEDGER_WORK_MAX_TITLE",
+    "authors[].family longer than LEDGER_WORK_MAX_NAME",
+    "authors[].given longer than LEDGER_WORK_MAX_NAME",
+    "authors more than LEDGER_WORK_MAX_AUTHORS",
+    "container_title longer than LEDGER_WORK_MAX_CONTAINER",
+    "volume longer than LEDGER_WORK_MAX_FIELD",
+    "issue longer than LEDGER_WORK_MAX_FIELD",
+    "pages longer than LEDGER_WORK_MAX_FIELD",
+    "type longer than LEDGER_WORK_MAX_FIELD",
+}
+_any_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_doi_like = st.builds(
+    lambda head, reg, suf: f"{head}{reg}/{suf}",
+    st.sampled_from(["10.", "10.", "doi:10.", "https://doi.org/10.", "11.", ""]),
+    st.one_of(st.from_regex(r"\A[0-9]{1,5}\Z"), _any_text),
+    st.one_of(st.from_regex(r"\A[!-~]{1,12}\Z"), _any_text),
+)
+
+
+@settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    dois=st.lists(_doi_like, min_size=1, max_size=4),
+    sizes=st.lists(st.integers(0, 40), min_size=4, max_size=4),
+)
+def test_any_doi_and_field_sizes_end_in_a_known_skip_or_a_work_of_the_syntax(
+    fresh_ledger: Ledger, dois: list[str], sizes: list[int]
+) -> None:
+    """Fuzz: every item is either appended with a DOI of the syntax, within every limit, or skipped
+    under one of the named reasons; never an exception."""
+    limits = WorkLimits(doi=30, title=20, name=20, authors=3, container=20, field=20)
+    title, names, authors, volume = sizes
+    items = [
+        item(d, title=["t" * title], author=[{"family": "f" * names}] * (authors % 6), volume="9" * volume)
+        for d in dois
+    ]
+    # one ledger for every example: each looks only at what it appended
+    start = fresh_ledger.head().seq
+    s = ingest(fresh_ledger, ndjson(*items), limits=limits)
+    assert set(s.skipped) <= KNOWN_SKIPS, s.skipped
+    assert s.works + sum(s.skipped.values()) == len(items)
+    for e in fresh_ledger.store.read_log(after=start):
+        doi = e.stream.removeprefix("work:")
+        assert doi_syntax_error(doi) is None and len(doi) <= limits.doi
