@@ -217,7 +217,7 @@ KNOWN_SKIPS = {
     "pages longer than LEDGER_WORK_MAX_FIELD",
     "type longer than LEDGER_WORK_MAX_FIELD",
 }
-_any_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_any_text = st.text(st.characters(codec="utf-8"), max_size=12)
 _doi_like = st.builds(
     lambda head, reg, suf: f"{head}{reg}/{suf}",
     st.sampled_from(["10.", "10.", "doi:10.", "https://doi.org/10.", "11.", ""]),
