@@ -128,12 +128,11 @@ def _described(w: CatalogueWork) -> tuple[object, ...]:
 
 def _alike(a: Scored, b: Scored) -> bool:
     """Whether two candidates agree equally with a reference: the same points from the same fields,
-    and works of the same kind (a preprint, a notice, a part), with the reference showing their title,
-    the two works having one title, or the two described alike in every field (a work with no title
-    copied). The same article deposited under two DOIs is common; neither is
-    told from the other, so the first held is taken. Two works of other titles that share a journal,
-    volume, page and year, for a reference without a title, are as often two notices or two parts of
-    one series: those stay a near-duplicate."""
+    works of the same kind (a preprint, a notice, a part), and the reference showing their title, or
+    the two having one title, or the two described alike in every field (an untitled item copied).
+    The same article deposited under two DOIs is common: neither is told from the other, so the first
+    held is taken. Two works of other titles alike in a journal, volume, page and year, for a reference
+    without a title, are as often two notices or two parts of one series: a near-duplicate still."""
     same_title = bool(a.cand.title_compact) and a.cand.title_compact == b.cand.title_compact
     return (
         ("title" in a.agreed or same_title or _described(a.cand.work) == _described(b.cand.work))
