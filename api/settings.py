@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 from service.alerts.secrets import SECRET_GRACE_S
 from service.intake.inflate import SERVED_MAX_BYTES, SERVED_MAX_RATIO, Inflation
 from service.ledger import side_path
+from service.sources import work_limits
+from service.sources.work_limits import WorkLimits
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 # a source file is a whole Retraction Watch database (~60 MB) or a Crossref dump: spooled to disk
@@ -128,6 +130,8 @@ class Settings:
     # Where clients reach this server (https://ledger.example.org, maybe with a path): the feed's ids and
     # links are built on it; without it they name no host at all (never the request's Host header).
     public_url: str | None = None
+    # How large one work of a works file may be, field by field (LEDGER_WORK_MAX_*, read below the API).
+    work_limits: WorkLimits = field(default_factory=WorkLimits)
 
     @property
     def inflation(self) -> Inflation:
@@ -217,6 +221,7 @@ class Settings:
             metrics=_choice(env.get(ENV_METRICS), METRICS_MODES, ENV_METRICS),
             log_format=_choice(env.get(ENV_LOG_FORMAT), LOG_FORMATS, ENV_LOG_FORMAT),
             public_url=public_url(env.get(ENV_PUBLIC_URL)),
+            work_limits=work_limits.from_env(env),
         )
 
 
@@ -254,6 +259,8 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (ENV_METRICS, "metrics", f"GET /metrics: {', '.join(METRICS_MODES)}"),
     (ENV_LOG_FORMAT, "log_format", f"server log lines: {', '.join(LOG_FORMATS)}"),
     (ENV_PUBLIC_URL, "public_url", "where clients reach this server (https://...): the feed's links"),
+    # read by service/sources/work_limits.py, so `ledger ingest works` reads the same
+    *((name, f"work_limits.{attr}", meaning) for name, attr, meaning in work_limits.ENVIRONMENT),
 )
 
 
@@ -273,10 +280,17 @@ def _shown(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _attr(settings: Settings, dotted: str) -> object:
+    value: object = settings
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
 def environment_help() -> str:
     """The LEDGER_* variables `ledger serve` reads, one a line: name, meaning, default (Settings')."""
     defaults = Settings()
-    rows = [(name, meaning, _shown(getattr(defaults, attr))) for name, attr, meaning in ENVIRONMENT]
+    rows = [(name, meaning, _shown(_attr(defaults, attr))) for name, attr, meaning in ENVIRONMENT]
     return "\n".join(
         f"{name}: {meaning} (default {default})" for name, meaning, default in rows + list(OTHER_ENVIRONMENT)
     )

@@ -43,15 +43,22 @@ def _ingest(
 def _ingest_works(file: str, observed_at: str, as_json: bool, db: str, caps: Any) -> None:
     from service.ledger import Ledger
     from service.sources import SourceFile
+    from service.sources.work_limits import from_env
     from service.sources.works import NAME, ingest_works
 
+    try:
+        limits = from_env(os.environ)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from None
     ledger = Ledger(db)
     # the bar follows the first of its two reads (the whole file checked)
     _run(
         file,
         as_json,
         "checking",
-        lambda data, progress: ingest_works(ledger, SourceFile(NAME, data, observed_at, caps=caps), progress),
+        lambda data, progress: ingest_works(
+            ledger, SourceFile(NAME, data, observed_at, caps=caps), progress, limits=limits
+        ),
     )
 
 

@@ -81,6 +81,10 @@ def layout_at(backend: str, version: int) -> Layout:
             table = dataclasses.replace(table, columns=table.columns[:-1], indexes=())
         if table.name == "catalogue_works" and not has(backend, version, "catalogue_by_seq"):
             table = dataclasses.replace(table, primary_key=("ident",), uniques=())
+        if table.name == "catalogue_works" and not has(backend, version, "catalogue_first_seq"):
+            table = dataclasses.replace(
+                table, columns=tuple(c for c in table.columns if c.name != "first_seq")
+            )
         if not has(backend, version, "four_levels"):
             table = _before_four_levels(table)
         if table.name == "events" and not has(backend, version, "event_keys"):

@@ -126,7 +126,7 @@ async def post_ingest_works(request: Request, observed_at: FetchedAt) -> Respons
         token,
         "works",
         lambda body, appended: ingest_works(
-            ledger, SourceFile(NAME, body, observed_at, caps=caps), None, appended
+            ledger, SourceFile(NAME, body, observed_at, caps=caps), None, appended, settings.work_limits
         ),
     )
     return _summary_answer(summary)

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import msgspec
 
 from ledger.model import ijson
-from ledger.model.doi import normalize_doi
+from ledger.model.doi import doi_syntax_error, normalize_doi
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import (
     DATA_TYPES,
@@ -301,8 +301,13 @@ def check_rules(event: Event, where: str, now: int | None = None) -> None:
 
 def _check_work(event: WorkObserved, d: str) -> None:
     w = event.data
-    if not w.doi.startswith("10.") or "/" not in w.doi or normalize_doi(w.doi) != w.doi:
+    if normalize_doi(w.doi) != w.doi:
         raise InvalidEvent(f"{d}.doi", f"bad DOI {w.doi!r}: expected the normalised form, e.g. 10.1234/abc")
+    wrong = doi_syntax_error(w.doi)
+    if wrong is not None:
+        raise InvalidEvent(
+            f"{d}.doi", f"bad DOI {w.doi[:80]!r}: it {wrong}; expected the normalised form, e.g. 10.1234/abc"
+        )
     if not w.source.strip():
         raise InvalidEvent(f"{d}.source", "must not be empty")
     _safe_int(w.year, f"{d}.year")

@@ -9,6 +9,10 @@ import re
 ARXIV_DOI_PREFIX = "10.48550/arxiv."
 _PREFIXES = ("https://doi.org/", "http://doi.org/", "https://dx.doi.org/", "http://dx.doi.org/", "doi:")
 _VERSION = re.compile(r"v\d+$")
+# a DOI as the ledger keeps one: "10.", a registrant code of ASCII digits and dots, "/", then a suffix of
+# printable ASCII without spaces. Unicode digits, controls, bidi and zero-width marks are not DOIs here:
+# they make two DOIs that print the same, or one that prints as another
+_SYNTAX = re.compile(r"10\.[0-9]+(?:\.[0-9]+)*/[!-~]+", re.ASCII)
 
 
 def normalize_doi(value: str) -> str:
@@ -21,6 +25,21 @@ def normalize_doi(value: str) -> str:
             # "doi: 10.1/x" is seen in hand-edited files: the space after the prefix is not part of it
             return low[len(prefix) :].strip()
     return low
+
+
+def doi_syntax_error(doi: str) -> str | None:
+    """Why a normalised DOI is not one (its prefix, registrant code, slash or characters), or None."""
+    if _SYNTAX.fullmatch(doi):
+        return None
+    if not doi.startswith("10."):
+        return "does not begin with 10."
+    registrant, slash, suffix = doi.partition("/")
+    if not slash or not suffix:
+        return "has no / and suffix after its registrant code"
+    if not re.fullmatch(r"10\.[0-9]+(?:\.[0-9]+)*", registrant, re.ASCII):
+        return "has a registrant code that is not ASCII digits and dots"
+    bad = next(c for c in suffix if not "!" <= c <= "~")
+    return f"holds U+{ord(bad):04X}, not printable ASCII"
 
 
 def match_key(normalized: str) -> str:

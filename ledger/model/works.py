@@ -116,3 +116,6 @@ class CatalogueWork(NamedTuple):
     volume: str | None
     issue: str | None
     first_page: str | None
+    # the seq of the first catalogue event of its DOI or paper: which of two works was held first
+    # (None where a reader does not know it: then its seq)
+    first_seq: int | None = None

@@ -36,7 +36,8 @@ KEYS_PER_STATEMENT = 500
 _UPSERT = (
     f"INSERT INTO catalogue_works ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)}) "
     "ON CONFLICT (ident) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c != "ident")
+    # a row replaced keeps its first_seq: the row held is older than any event past the cursor
+    + ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c not in ("ident", "first_seq"))
     + " WHERE (excluded.observed_us, excluded.seq) > (catalogue_works.observed_us, catalogue_works.seq)"
 )
 _EVENTS = (
@@ -327,15 +328,18 @@ class SqlCatalogue:
 def _latest_by_stream(events: Iterable[Sequence[Any]]) -> Iterator[Row]:
     """The catalogue row of the last event of each stream, from events in _BY_STREAM's order."""
     last: Row | None = None
+    first = 0
     for e in events:
         row = event_row(*e[:5])
         if row is None:
             continue
         if last is not None and row.ident != last.ident:
-            yield last
+            yield last._replace(first_seq=first)
+            last = None
+        first = row.seq if last is None else min(first, row.seq)
         last = row
     if last is not None:
-        yield last
+        yield last._replace(first_seq=first)
 
 
 def _row_break(want: Row | None, have: Row | None) -> str:

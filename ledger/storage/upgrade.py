@@ -35,7 +35,7 @@ from ledger.storage.sql import Dialect
 _CHANGES = ("events", "no_replace", "merkle", "scrub_passes", "event_keys", "inbound_spans", "work_keys",
             "four_levels", "alerts", "search", "ingest_receipts", "watch_owners", "catalogue",
             "import_progress", "resolve_jobs", "catalogue_by_seq", "secret_rotation",
-            "event_writers")  # fmt: skip
+            "event_writers", "catalogue_first_seq")  # fmt: skip
 STEP: dict[str, dict[str, int]] = {
     SQLITE: {name: n for n, name in enumerate(_CHANGES, start=1)},
     POSTGRESQL: {name: max(n - 1, 1) for n, name in enumerate(_CHANGES, start=1)},
@@ -104,6 +104,20 @@ def _move_rows(conn: Any, dialect: Dialect, version: int) -> None:
         conn.execute(f"DROP TRIGGER {_DELETE_GUARD[dialect.name]}")
         for level in ("event_keys", "event_keys_middle", "event_keys_recent"):
             conn.execute(f"DELETE FROM {level} WHERE key >= 'c:' AND key < 'c;'")
+    if step["catalogue"] <= version < step["catalogue_first_seq"]:
+        # the catalogue is derived: made anew (with first_seq, and the words a row indexes now), it is
+        # filled again from the events the next time it is read
+        if dialect.name == SQLITE:
+            conn.execute("DROP TABLE catalogue_works_fts")
+        conn.execute("DROP TABLE catalogue_works")
+        _run(
+            conn,
+            table_statements(
+                next(t for t in _tables(dialect.name) if t.name == "catalogue_works"), dialect.name
+            ),
+        )
+        conn.execute("DELETE FROM catalogue_terms")
+        conn.execute("UPDATE catalogue_cursor SET seq = 0")
     if version < step["alerts"]:
         # before any watch, no event raises an alert: the cursor starts at the head
         conn.execute("UPDATE alert_cursor SET seq = (SELECT coalesce(max(seq), 0) FROM events)")

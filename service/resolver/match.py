@@ -2,7 +2,8 @@
 validated field by field, with guards for near-duplicate works; one `Decision` per reference.
 
 The catalogue returns candidates (a superset, in no order); everything decided here is decided in code
-with a fixed order for ties (score, then catalogue seq), so both backends give the same answers.
+with a fixed order for ties (score, then the seq of the first event of the work's DOI, then the
+catalogue seq), so both backends give the same answers.
 `resolve_many` keeps no state between calls: a process pool may run it over batches, each worker with its
 own catalogue."""
 
@@ -108,8 +109,39 @@ def _evidence(method: str, best: Scored | None, chosen: bool, runner: Scored | N
     )
 
 
-def _order(s: Scored) -> tuple[int, int]:
-    return (-s.total, s.cand.work.seq)
+def held_since(w: CatalogueWork) -> int:
+    """When the catalogue first held a work: the seq of its DOI's (or paper's) first event, which no
+    later event changes (a reader that does not know it gives none: then the work's own seq)."""
+    return w.seq if w.first_seq is None else w.first_seq
+
+
+def _order(s: Scored) -> tuple[int, int, int]:
+    # ties to the work held first: a copy of a work under a new DOI comes after it, however its
+    # observed_at is set and however often the original is observed again
+    return (-s.total, held_since(s.cand.work), s.cand.work.seq)
+
+
+def _described(w: CatalogueWork) -> tuple[object, ...]:
+    """What a reference could tell a work by: two works alike in all of it are one to any reference."""
+    return (w.title, w.authors, w.container, w.year, w.volume, w.issue, w.first_page)
+
+
+def _alike(a: Scored, b: Scored) -> bool:
+    """Whether two candidates agree equally with a reference: the same points from the same fields,
+    works of the same kind (a preprint, a notice, a part), and the reference showing their title, or
+    the two having one title, or the two described alike in every field (an untitled item copied).
+    The same article deposited under two DOIs is common: neither is told from the other, so the first
+    held is taken. Two works of other titles alike in a journal, volume, page and year, for a reference
+    without a title, are as often two notices or two parts of one series: a near-duplicate still."""
+    same_title = bool(a.cand.title_compact) and a.cand.title_compact == b.cand.title_compact
+    return (
+        ("title" in a.agreed or same_title or _described(a.cand.work) == _described(b.cand.work))
+        and a.total == b.total
+        and set(a.agreed) == set(b.agreed)
+        and set(a.disagreed) == set(b.disagreed)
+        and a.title_exact == b.title_exact
+        and (a.cand.preprint, a.cand.notice, a.cand.part) == (b.cand.preprint, b.cand.notice, b.cand.part)
+    )
 
 
 def _by_identifier(
@@ -199,7 +231,8 @@ def _by_text(r: _Ref, cands: list[Cand]) -> Decision:
     runner = scored[1] if len(scored) > 1 else None
     if not _accepted(r.view, best) or (best.title >= TITLE_NEEDED and title_continues(r.view, best.cand)):
         return _unresolved(r, best, runner)
-    if runner is not None and not _beats(best, runner):
+    rival = next((s for s in scored[1:] if not _alike(best, s)), None)
+    if rival is not None and not _beats(best, rival):
         # a near-duplicate (a preprint and its journal version, Part I and II): prefer neither
         return _unresolved(r, best, runner)
     if r.idents and not _compatible(best.cand, r.idents):

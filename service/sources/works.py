@@ -19,9 +19,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+import msgspec
+
 from ledger.model.codec import canonical, check_ijson_data, check_rules
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, WorkObserved
+from ledger.model.works import WorkData
 from ledger.storage.append import AppendResult
 from ledger.storage.interface import WriteTx
 from service.intake.inflate import Inflation
@@ -30,6 +33,7 @@ from service.sources import Appended, SourceFile
 from service.sources.base import NotThatFormat, Tally, check_observed_at, new_receipt
 from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
 from service.sources.reader import Digest, Input, Progress, open_text
+from service.sources.work_limits import Refusal, WorkLimits, check_work
 from service.sources.works_map import (
     CROSSREF,
     OPENALEX,
@@ -41,6 +45,8 @@ from service.sources.works_map import (
 
 NAME = "works"
 BATCH = 5_000  # events per append
+CHANGED_LISTED = 20  # DOIs a summary names whose title or first author an ingest changed; the rest counted
+_WORK_DATA = msgspec.json.Decoder(WorkData)
 FORMATS = (
     "a Crossref /works/{doi} or /works answer, Crossref work items one per line, an OpenAlex Work, "
     '{"results": [...]}, or OpenAlex Works one per line'
@@ -58,6 +64,16 @@ class WorksSummary(Tally):
     sources: Counter[str] = field(default_factory=Counter)
     unchanged: int = 0
     last_seq: int | None = None  # the last event this ingest appended (its receipt names it)
+    # works appended over a DOI the ledger held with another title or first author: a works file can
+    # re-observe any DOI, so its writer is shown what it changed (a count, and the first few named)
+    changed: int = 0
+    changed_listed: list[dict[str, Any]] = field(default_factory=list)
+
+    def note_changed(self, doi: str, fields_: list[str]) -> None:
+        """Count a work that changed its DOI's title or first author, naming the first few."""
+        self.changed += 1
+        if len(self.changed_listed) < CHANGED_LISTED:
+            self.changed_listed.append({"doi": doi, "fields": fields_})
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON answer of POST /ingest/works and `ledger ingest works --json`."""
@@ -68,6 +84,7 @@ class WorksSummary(Tally):
             "works": self.works,
             "sources": dict(sorted(self.sources.items())),
             "unchanged": self.unchanged,
+            "changed": {"count": self.changed, "listed": self.changed_listed},
             **self.tally_dict(),
         }
 
@@ -82,6 +99,14 @@ class WorksSummary(Tally):
         out.append(
             f"  {self.appended} appended, {self.unchanged} unchanged, {self.duplicates} duplicate{head}"
         )
+        if self.changed:
+            named = ", ".join(f"{c['doi']} ({' and '.join(c['fields'])})" for c in self.changed_listed)
+            more = self.changed - len(self.changed_listed)
+            out.append(
+                f"  changed the title or first author of {self.changed} work{'s' * (self.changed != 1)}: "
+                + named
+                + (f" and {more} more" if more else "")
+            )
         return out
 
 
@@ -132,14 +157,22 @@ def read_items(text: IO[str]) -> Iterator[tuple[str, Any]]:
         raise NotThatFormat(NAME, f"no JSON value in it; expected {FORMATS}")
 
 
-def works_of(text: IO[str], summary: WorksSummary) -> Iterator[tuple[int, WorkObserved]]:
-    """(item number, event) of every item that gives a work, each checked by the ledger's rules;
-    the others counted in `summary` as skipped, with the reason."""
+def works_of(
+    text: IO[str], summary: WorksSummary, limits: WorkLimits | None = None
+) -> Iterator[tuple[int, WorkObserved]]:
+    """(item number, event) of every item that gives a work within `limits` (defaults: WorkLimits()),
+    each checked by the ledger's rules; the others counted in `summary` as skipped, with the reason."""
+    limits = limits or WorkLimits()
     for n, (source, item) in enumerate(read_items(text), start=1):
         summary.read += 1
         got = crossref_work(item) if source == CROSSREF else openalex_work(item)
         if isinstance(got, str):
             summary.skip(got, f"item {n}")
+            continue
+        try:
+            check_work(got, limits)
+        except Refusal as e:
+            summary.skip(e.reason, f"item {n}: {e.detail}")
             continue
         event = WorkObserved(observed_at=summary.observed_at, data=got)
         try:
@@ -157,22 +190,27 @@ def works_of(text: IO[str], summary: WorksSummary) -> Iterator[tuple[int, WorkOb
 
 
 def ingest_works(
-    ledger: Ledger, file: SourceFile, progress: Progress | None = None, appended: Appended | None = None
+    ledger: Ledger,
+    file: SourceFile,
+    progress: Progress | None = None,
+    appended: Appended | None = None,
+    limits: WorkLimits | None = None,
 ) -> WorksSummary:
     """Check a works file (its source "works") whole, then append its works in batches; a work whose
-    DOI's latest `work.observed` already carries the same data is counted unchanged, not appended."""
+    DOI's latest `work.observed` already carries the same data is counted unchanged, not appended; a
+    work past `limits` (defaults: WorkLimits()) is skipped and counted."""
     observed_at = file.observed_at
     check_observed_at(observed_at)
     digest = Digest()
     with _rereadable(file.data) as source:
         # pass 1: refuse a file that is not a works file, before anything is written
         with _text(source(), file.caps, progress, digest) as text:
-            for _ in works_of(text, WorksSummary(observed_at)):
+            for _ in works_of(text, WorksSummary(observed_at), limits):
                 pass
         summary = WorksSummary(observed_at)
         batch: list[tuple[int, WorkObserved]] = []
         with _text(source(), file.caps, None) as text:
-            for item in works_of(text, summary):
+            for item in works_of(text, summary, limits):
                 batch.append(item)
                 if len(batch) == BATCH:
                     _append(ledger, batch, summary, appended)
@@ -207,6 +245,11 @@ def _append(
         if latest.get(e.data.doi) == data:
             summary.unchanged += 1
             continue
+        held = latest.get(e.data.doi)
+        if held is not None:
+            fields_ = _changed_fields(_WORK_DATA.decode(held), e.data)
+            if fields_:
+                summary.note_changed(e.data.doi, fields_)
         latest[e.data.doi] = data  # the same work twice in a file: the second is unchanged
         events.append(e)
         places.append(f"item {n}")
@@ -222,6 +265,16 @@ def _append(
         summary.head = result.head
     if result.items:
         summary.last_seq = result.items[-1].seq
+
+
+def _changed_fields(held: WorkData, new: WorkData) -> list[str]:
+    """Which of the title and first author a new work.observed changes of the one its DOI holds."""
+    first = [w.authors[0] if w.authors else None for w in (held, new)]
+    return [
+        name
+        for name, moved in (("title", held.title != new.title), ("first_author", first[0] != first[1]))
+        if moved
+    ]
 
 
 @contextmanager

@@ -150,7 +150,7 @@ def test_split_name(name: str, author: Author) -> None:
     "item,reason",
     [
         ({"title": ["x"]}, "no DOI"),
-        ({"DOI": "not a doi"}, "no DOI"),
+        ({"DOI": "  "}, "no DOI"),
         ({"DOI": 10}, "no DOI"),
         ([1], "not an object"),
     ],

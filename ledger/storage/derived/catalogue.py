@@ -31,6 +31,13 @@ COMMON = 2_000
 MATCH_BUDGET = 5_000
 # a word held by more works than this is not looked for
 POSTINGS = 50_000
+# what one work puts in the title index, at most: a work's words decide which searches it enters, so a
+# title holding every word of the catalogue, or thousands of author names, would enter them all. Real
+# titles are seldom past 50 words; the resolver reads an author list's first few names
+TITLE_WORDS = 64
+NAMES = 64
+NAME_WORDS = 3  # of each name
+CONTAINER_WORDS = 32
 _WORD = re.compile(r"[^\W_]+")
 # a word broken at a line's end: "mod- els", "mod-\nels" (a hyphen then space, between letters)
 _BROKEN = re.compile(r"(?<=[^\W\d_])-\s+(?=[^\W\d_])")
@@ -67,6 +74,7 @@ class Row(NamedTuple):
     vol_key: str | None
     page_key: str | None
     search_text: str
+    first_seq: int  # the seq of its identity's first event: which of two works the catalogue held first
 
 
 COLUMNS = Row._fields
@@ -126,6 +134,7 @@ def event_row(seq: int, type_: str, observed_at: str, observed_us: int, data: by
             fold(w.volume),
             fold(page),
             _search_text(w.title, names, w.container_title),
+            seq,
         )
     if type_ == PAPER:
         p = _PAPER_DATA.decode(data)
@@ -151,25 +160,45 @@ def event_row(seq: int, type_: str, observed_at: str, observed_us: int, data: by
             None,
             None,
             _search_text(p.title, [], None),
+            seq,
         )
     return None
 
 
 def latest_rows(rows: Sequence[Row]) -> list[Row]:
-    """Of rows in seq order, the latest per identity (greatest observed instant, ties to the later seq)."""
+    """Of rows in seq order, the latest per identity (greatest observed instant, ties to the later seq),
+    each with the least first_seq of its identity's rows."""
     best: dict[str, Row] = {}
     for r in rows:
         cur = best.get(r.ident)
-        if cur is None or (r.observed_us, r.seq) > (cur.observed_us, cur.seq):
+        if cur is None:
             best[r.ident] = r
+        elif (r.observed_us, r.seq) > (cur.observed_us, cur.seq):
+            best[r.ident] = r._replace(first_seq=cur.first_seq)
     return list(best.values())
 
 
 def _search_text(title: str | None, names: Sequence[str], container: str | None) -> str:
     # its words alone, lower-cased, a space apart: FTS5's tokenizer and PostgreSQL's parser then read
-    # the same words (the parser keeps "IEEE/CVF" or "node.js" whole, as a path or a host name)
-    text = " ".join(x for x in (title, *names, container) if x)
-    return " ".join(_WORD.findall(text.lower()))
+    # the same words (the parser keeps "IEEE/CVF" or "node.js" whole, as a path or a host name); each
+    # part cut to its share, so no one work holds more than a few hundred words of the index
+    words = _words(title, TITLE_WORDS)
+    for name in names[:NAMES]:
+        words += _words(name, NAME_WORDS)
+    words += _words(container, CONTAINER_WORDS)
+    return " ".join(words)
+
+
+def _words(text: str | None, most: int) -> list[str]:
+    """The first `most` words of a text, lower-cased (read no further than they reach)."""
+    if not text:
+        return []
+    found = []
+    for m in _WORD.finditer(text.lower()):
+        found.append(m.group())
+        if len(found) == most:
+            break
+    return found
 
 
 def search_tokens(text: str) -> list[str]:
@@ -351,7 +380,8 @@ def index_terms(search_text: str) -> set[str]:
 
 def to_work(row: Sequence[Any]) -> CatalogueWork:
     """A CatalogueWork from the columns WORK_COLUMNS selects."""
-    seq, observed_at, source, type_, doi, arxiv_id, title, authors, container, year, volume, issue, page = row
+    (seq, observed_at, source, type_, doi, arxiv_id, title, authors, container, year, volume, issue, page,
+     first_seq) = row  # fmt: skip
     return CatalogueWork(
         int(seq),
         observed_at,
@@ -366,4 +396,5 @@ def to_work(row: Sequence[Any]) -> CatalogueWork:
         volume,
         issue,
         page,
+        None if first_seq is None else int(first_seq),
     )

@@ -40,16 +40,18 @@ def source(new_db: NewDb) -> Ledger:
 def test_a_catalogue_keyed_by_ident_is_upgraded_with_its_rows(source: Ledger, new_db: NewDb) -> None:
     old = new_db("old.db")
     build_old_ledger(old, version_before(old, "catalogue_by_seq"), source)
-    cols = ", ".join(COLUMNS)
+    held = [c for c in COLUMNS if c != "first_seq"]  # a later step's column
+    cols = ", ".join(held)
     rows = raw.rows(source.url, f"SELECT {cols} FROM catalogue_works ORDER BY ident DESC")
     terms = raw.rows(source.url, "SELECT term, docs FROM catalogue_terms")
     # inserted in reverse ident order, through the old layout's own triggers (its title index follows),
     # so no rowid is its seq before the upgrade
-    _insert(old, f"INSERT INTO catalogue_works ({cols}) VALUES ({', '.join('?' for _ in COLUMNS)})", rows)
+    _insert(old, f"INSERT INTO catalogue_works ({cols}) VALUES ({', '.join('?' for _ in held)})", rows)
     _insert(old, "INSERT INTO catalogue_terms (term, docs) VALUES (?, ?)", terms)
     _insert(old, "UPDATE catalogue_cursor SET seq = ?", [(source.head().seq,)])
     upgraded = Ledger(old)
     try:
+        upgraded.catalogue  # noqa: B018 - a later step empties the catalogue: it is made again here
         assert _rows(upgraded) == _rows(source)
         if not is_pg_url(old):
             assert raw.rows(old, "SELECT rowid, seq FROM catalogue_works WHERE rowid <> seq") == []

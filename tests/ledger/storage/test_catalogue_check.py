@@ -61,7 +61,7 @@ TAMPERS = [
     pytest.param(
         "INSERT INTO catalogue_works SELECT 'doi:10.5555/zz-invented', 999, observed_at, observed_us, "
         "source, '10.5555/zz-invented', arxiv_id, doi_key, arxiv_key, title, authors, container, year, "
-        "volume, issue, first_page, type, vol_key, page_key, search_text FROM catalogue_works "
+        "volume, issue, first_page, type, vol_key, page_key, search_text, 999 FROM catalogue_works "
         f"WHERE ident = 'doi:{OTHER}'",
         "holds doi:10.5555/zz-invented, which no event gives (row added)",
         id="row-added",

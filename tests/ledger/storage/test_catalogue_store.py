@@ -83,6 +83,7 @@ def test_a_work_is_found_by_its_doi_key_with_its_fields(fresh_ledger: Ledger) ->
         issue=None,
         first_page="1",
         type="proceedings-article",
+        first_seq=1,
     )
     # the arXiv id the work names finds it too
     assert dois(fresh_ledger.catalogue.catalogue_by_keys([key(arxiv_key("1910.02054"))])[0]) == [ZERO]
