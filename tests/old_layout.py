@@ -43,6 +43,7 @@ ADDED = {
     "catalogue": ("catalogue_works", "catalogue_terms", "catalogue_cursor"),
     "import_progress": ("import_progress",),
     "resolve_jobs": ("resolve_jobs",),
+    "resolve_bounds": ("resolve_slots", "resolve_budget"),
 }
 # before the event-keys step the events kept their random keys in columns of their own, derived by the
 # database from the hashed data
@@ -76,6 +77,8 @@ def layout_at(backend: str, version: int) -> Layout:
             continue
         if table.name == "watches" and not has(backend, version, "watch_owners"):
             table = dataclasses.replace(table, columns=table.columns[:-1], indexes=())
+        if table.name == "resolve_jobs" and not has(backend, version, "resolve_bounds"):
+            table = dataclasses.replace(table, columns=table.columns[:-2], indexes=())
         if table.name == "catalogue_works" and not has(backend, version, "catalogue_by_seq"):
             table = dataclasses.replace(table, primary_key=("ident",), uniques=())
         if not has(backend, version, "four_levels"):
