@@ -233,6 +233,11 @@ async def post_resolve(request: Request) -> Response:
     return _json(summary.to_dict(), 200, head_headers(summary.head))
 
 
+def _lease_of(gate: Gate, lease: Lease) -> Lease:
+    gate.lease = lease  # a paced job gives its slot up while it waits for its budget
+    return lease
+
+
 def _start_all(
     request: Request, ledger: Ledger, resolver: Resolver, token: str, dry_run: bool, limits: Limits
 ) -> Response:
@@ -244,7 +249,7 @@ def _start_all(
         token,
         {"all": True, "dry_run": dry_run},
         appends=not dry_run,
-        lease=lambda: Lease(ledger, token, limits.at_once, lambda: gate.examined),
+        lease=lambda: _lease_of(gate, Lease(ledger, token, limits.at_once, lambda: gate.examined)),
     )
     if outcome == "busy":
         # another token's run that appends: its job is not this token's to see

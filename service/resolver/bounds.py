@@ -20,6 +20,7 @@ BEAT_S = 3.0  # how often a run holding a slot says it is alive
 STALE_S = 30.0  # a slot not beaten for this long is freed: its process is gone
 WINDOW_S = 60.0  # a budget saves up to one minute's worth of references
 BUSY_RETRY_S = 5  # what a refusal for want of a slot asks the client to wait
+RETAKE_S = 1.0  # how often a paced job waiting for a slot again looks for one
 CHUNK = 100  # references decided between two looks at the budget and the client
 
 
@@ -80,6 +81,8 @@ class Gate:
         self.cancel = cancel or threading.Event()
         self.examined = 0  # references charged so far
         self.paced_s = 0.0  # time spent waiting for the budget
+        # the slot the run holds: a pacing gate gives it up while it waits, for others to run
+        self.lease: Lease | None = None
 
     def check(self) -> None:
         """Raise Cancelled once the run was told to stop."""
@@ -94,8 +97,12 @@ class Gate:
             wait = over_budget(self.ledger, self.owner, self.per_minute)
             if self.pace and wait > 0:
                 self.paced_s += wait
+                if self.lease is not None:
+                    self.lease.pause()
                 self.cancel.wait(wait)
                 self.check()
+                if self.lease is not None:
+                    self.lease.resume(self.cancel)
             cost = _cost_us(references, self.per_minute)
             self.ledger.store.jobs.spend(self.owner, cost, self.ledger.now())
         self.examined += references
@@ -126,29 +133,49 @@ class Lease:
         self._ledger = ledger
         self._progress = progress
         self.holder = str(uuid.uuid4())
+        self._owner = owner
+        self._most = most
         self._stop = threading.Event()
         self._beating: threading.Thread | None = None
-        now = ledger.now()
-        jobs = ledger.store.jobs
-        if jobs.take_slot(most, self.holder, owner, now, now - round(STALE_S * 1e6)) is None:
+        if not self._take():
             raise Busy(most, BUSY_RETRY_S)
+
+    def _take(self) -> bool:
+        now = self._ledger.now()
+        jobs = self._ledger.store.jobs
+        return (
+            jobs.take_slot(self._most, self.holder, self._owner, now, now - round(STALE_S * 1e6)) is not None
+        )
 
     def beat_in_background(self) -> None:
         """Beat the slot from a thread of its own until it is freed."""
+        stop = self._stop = threading.Event()
 
         def beat() -> None:
-            while not self._stop.wait(BEAT_S):
+            while not stop.wait(BEAT_S):
                 self._ledger.store.jobs.beat_slot(self.holder, self._ledger.now(), self._progress())
 
         self._beating = threading.Thread(target=beat, name="resolve-slot-beat", daemon=True)
         self._beating.start()
 
     def free(self) -> None:
-        """Give the slot back (the run is over)."""
+        """Give the slot back (the run is over, or waits)."""
         self._stop.set()
         if self._beating is not None:
             self._beating.join()
+            self._beating = None
         self._ledger.store.jobs.free_slot(self.holder)
+
+    def pause(self) -> None:
+        """Give the slot back while the run waits for its budget."""
+        self.free()
+
+    def resume(self, cancel: threading.Event) -> None:
+        """Take a slot again, waiting for one to be free (Cancelled if told to stop meanwhile)."""
+        while not self._take():
+            if cancel.wait(RETAKE_S):
+                raise Cancelled("the resolve was stopped")
+        self.beat_in_background()
 
 
 @contextlib.contextmanager

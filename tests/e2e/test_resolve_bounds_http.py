@@ -9,6 +9,7 @@ import gzip
 import json
 import socket
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -49,33 +50,38 @@ def _done(server: Server, path: str, auth: dict[str, str]) -> dict[str, Any]:
 
 
 def test_past_the_resolves_at_once_every_worker_answers_429_with_retry_after(new_db: NewDb) -> None:
-    """One slot, held by a job waiting for its token's budget: a resolve through either worker is 429."""
+    """One slot, held by a resolve of 10,000 references running in one worker: a resolve through either
+    worker is 429 meanwhile, a job too; once it ends, the next one runs."""
     db = new_db()
-    _fixture_ledger(db)
-    env = {"LEDGER_TOKENS": f"{A},{B}", "LEDGER_LOG_FORMAT": "json", "LEDGER_RESOLVE_AT_ONCE": "1",
-           "LEDGER_RESOLVE_PER_MINUTE": "5"}  # fmt: skip
+    papers = _big_ledger(db)
+    env = {"LEDGER_TOKENS": f"{A},{B}", "LEDGER_LOG_FORMAT": "json", "LEDGER_RESOLVE_AT_ONCE": "1"}
     with running_server(db, env=env, args=["--workers", "2"]) as server:
-        # A spends far past its budget, then starts a job that waits for it, holding the one slot
-        assert _resolve(server, {"papers": [CITING], "dry_run": True}, AUTH_A).status_code == 200
-        job = _resolve(server, {"all": True, "dry_run": True}, AUTH_A)
-        assert job.status_code == 202, job.text
-        workers: set[int] = set()
-        for _ in range(200):
-            refused = _resolve(server, {"papers": [CITING]}, AUTH_B)
-            assert refused.status_code == 429, refused.text
-            assert int(refused.headers["Retry-After"]) >= 1
-            error = refused.json()["error"]
-            assert error["details"]["limit"] == "LEDGER_RESOLVE_AT_ONCE"
-            assert "LEDGER_RESOLVE_AT_ONCE" in error["message"]
-            workers.add(worker_of(server, refused))
-            if len(workers) == 2:
-                break
-        assert len(workers) == 2, server.log()
-        # a job of another token needs a slot too
-        assert _resolve(server, {"all": True}, AUTH_B).status_code == 429
-        # while A's own job of that kind runs, A asking again gets it, slot or not
-        again = _resolve(server, {"all": True, "dry_run": True}, AUTH_A)
-        assert again.status_code == 202 and again.json()["id"] == job.json()["id"]
+        first: list[httpx.Response] = []
+        running = threading.Thread(
+            target=lambda: first.append(_resolve(server, {"papers": papers, "dry_run": True}, AUTH_A))
+        )
+        running.start()
+        ledger = Ledger(db)
+        try:
+            wait_until(lambda: ledger.store.jobs.slots(), lambda: f"the slot taken:\n{server.log()}")
+            workers: set[int] = set()
+            for _ in range(200):
+                refused = _resolve(server, {"papers": papers[:1]}, AUTH_B)
+                assert refused.status_code == 429, refused.text
+                assert int(refused.headers["Retry-After"]) >= 1
+                error = refused.json()["error"]
+                assert error["details"]["limit"] == "LEDGER_RESOLVE_AT_ONCE"
+                assert "LEDGER_RESOLVE_AT_ONCE" in error["message"]
+                workers.add(worker_of(server, refused))
+                if len(workers) == 2:
+                    break
+            assert len(workers) == 2, server.log()
+            assert _resolve(server, {"all": True}, AUTH_B).status_code == 429  # a job needs a slot too
+        finally:
+            running.join()
+            ledger.close()
+        assert first[0].status_code == 200, first[0].text
+        assert _resolve(server, {"papers": papers[:1], "dry_run": True}, AUTH_B).status_code == 200
 
 
 def test_a_token_over_its_budget_is_slowed_then_let_in_and_its_job_is_paced_to_the_end(

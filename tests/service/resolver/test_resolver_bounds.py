@@ -102,6 +102,33 @@ def test_a_pacing_gate_waits_out_its_debt_before_it_goes_on(
         paced.spend(1)
 
 
+def test_a_paced_gate_gives_its_slot_up_while_it_waits_and_takes_one_again(
+    new_db: NewDb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job waiting for its token's budget holds no slot: another run takes the one slot meanwhile,
+    and the job goes on once a slot is free again."""
+    db, clock = new_db(), Clock()
+    ledger = Ledger(db, clock=clock)
+    Gate(ledger, A, 60, pace=False).spend(90)  # 30 s in debt
+    paced = Gate(ledger, A, 60, pace=True)
+    paced.lease = Lease(ledger, A, 1)
+    other: list[Lease] = []
+
+    def wait(seconds: float) -> bool:
+        if not other:  # while the job waits for its budget, its slot is free for another
+            other.append(Lease(Ledger(db, clock=clock), B, 1))
+            clock.advance(round(seconds * 1e6))
+        else:  # the job waits for a slot again: the other run ends
+            other[0].free()
+        return False
+
+    monkeypatch.setattr(paced.cancel, "wait", wait)
+    paced.spend(10)
+    assert len(other) == 1 and paced.examined == 10
+    assert [s[2] for s in ledger.store.jobs.slots()] == [A]  # the job holds the slot again
+    paced.lease.free()
+
+
 def test_a_dry_run_job_is_never_handed_to_a_real_run_nor_one_tokens_job_to_another(new_db: NewDb) -> None:
     db = new_db()
     started: list[Any] = []
