@@ -4,6 +4,7 @@ Two Ledgers over one database stand for two server processes."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -168,3 +169,31 @@ def test_a_job_holds_a_slot_while_it_runs_and_none_is_taken_for_a_job_already_ru
     assert ledger.store.jobs.slots() == [] and len(leases) == 1
     polled = runner.get(job.id, A)
     assert polled is not None and polled.state == "done"
+
+
+def test_slots_taken_at_once_from_many_processes_never_pass_the_most(new_db: NewDb) -> None:
+    """Sixteen runs asking at once, each through a Ledger of its own: two slots, two taken."""
+    db = new_db()
+    ledgers = [Ledger(db) for _ in range(16)]
+    start = threading.Barrier(len(ledgers))
+    taken: list[Lease] = []
+    refused: list[Busy] = []
+
+    def ask(ledger: Ledger) -> None:
+        start.wait()
+        try:
+            taken.append(Lease(ledger, A, 2))
+        except Busy as e:
+            refused.append(e)
+
+    threads = [threading.Thread(target=ask, args=(ledger,)) for ledger in ledgers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert (len(taken), len(refused)) == (2, 14)
+    assert sorted(s[0] for s in ledgers[0].store.jobs.slots()) == [0, 1]
+    for lease in taken:
+        lease.free()
+    for ledger in ledgers:
+        ledger.close()

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from ledger.model.errors import InvalidEvent
 from service.resolver.names import Binding, NotTheirs, check_owner, check_script, skeleton
+from service.resolver.person import choice
 
 MINE, THEIRS = "a" * 64, "b" * 64
 BOUND = [Binding(MINE, "Ada Lovelace"), Binding(THEIRS, "Emma Noether")]
@@ -77,3 +78,18 @@ def test_one_latin_letter_swapped_for_a_cyrillic_look_alike_is_always_refused(
     assert skeleton(forged) == skeleton(word)  # it looks the same
     with pytest.raises(InvalidEvent, match="one script"):
         check_script(forged)
+
+
+@given(st.text(max_size=120))
+def test_any_text_is_a_name_or_refused_naming_by(text: str) -> None:
+    """Whatever a client sends as `by` (controls, surrogates, marks, any script): a choice, or
+    InvalidEvent naming `by`; never another error (ICU's included)."""
+    try:
+        asked = choice(text, clear=True)
+    except InvalidEvent as e:
+        assert e.where == "by"
+        return
+    assert asked.by == text.strip()
+    # a name bound to another token is refused to this one, whatever its characters
+    with pytest.raises(NotTheirs):
+        check_owner(asked.by, "c" * 64, [*BOUND, Binding("d" * 64, asked.by)])
