@@ -18,6 +18,7 @@ from api.settings import Settings
 
 log = logging.getLogger("api")
 _HEX = re.compile(r"[0-9a-f]{64}")
+PERSON_LINE = "person"  # a token file line `person HEX NAME` binds NAME to the token of that hash
 
 
 def hash_token(token: str) -> str:
@@ -28,15 +29,42 @@ def hash_token(token: str) -> str:
 def read_token_file(path: str) -> list[str]:
     """sha256 hex digests, one per line (blank lines and # comments skipped; a line as `sha256sum`
     prints it, the digest then `  -`, is its digest); [] if no file."""
+    return _token_file(path)[0]
+
+
+def read_person_lines(path: str) -> list[tuple[str, str]]:
+    """The person names the token file binds to tokens: each `person HEX NAME` line, as (HEX, NAME)."""
+    return _token_file(path)[1]
+
+
+def _person_line(line: str) -> tuple[str, str] | None:
+    """(digest, name) of a `person HEX NAME` line (the name runs to the line's end, # and all), None
+    when malformed. The word `person` is no hex digit, so no digest line reads as one."""
+    parts = line.split(None, 2)
+    if len(parts) != 3:
+        return None
+    digest = parts[1].lower().removeprefix("sha256:")
+    return (digest, parts[2].strip()) if _HEX.fullmatch(digest) else None
+
+
+def _token_file(path: str) -> tuple[list[str], list[tuple[str, str]]]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        return []
+        return [], []
     if os.stat(path).st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         # whoever can write this file can give themselves a token
         log.warning("%s is writable by other users: anyone who can edit it can authorise writes", path)
-    hashes = []
+    hashes: list[str] = []
+    persons: list[tuple[str, str]] = []
     for n, line in enumerate(text.splitlines(), start=1):
+        if line.split(None, 1)[:1] == [PERSON_LINE]:
+            bound = _person_line(line)
+            if bound is None:
+                log.warning("%s line %d is not `%s <sha256 hex> <name>`; ignored", path, n, PERSON_LINE)
+            else:
+                persons.append(bound)
+            continue
         value = line.split("#", 1)[0].strip().lower().removeprefix("sha256:")
         if not value:
             continue
@@ -47,7 +75,13 @@ def read_token_file(path: str) -> list[str]:
         else:
             # A plaintext token in the file would be a leak and a silent no-op; say so.
             log.warning("%s line %d is not a sha256 hex digest; ignored", path, n)
-    return hashes
+    return hashes, persons
+
+
+def person_bindings(settings: Settings) -> list[tuple[str, str]]:
+    """Every person name bound to a token: LEDGER_PERSON_NAMES's, then the token file's (read on each
+    call, as the token hashes are)."""
+    return list(settings.person_names) + read_person_lines(settings.token_file_path)
 
 
 def token_hashes(settings: Settings) -> list[str]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -28,6 +30,10 @@ DEFAULT_WEBHOOK_BACKOFF = 10.0
 DEFAULT_MAX_WATCHES = 1000
 DEFAULT_WEBHOOK_TIMEOUT = 10.0
 DEFAULT_WEBHOOK_SECRET_GRACE = SECRET_GRACE_S
+# resolves at once across every server process: each may use the resolver's worker processes
+DEFAULT_RESOLVE_AT_ONCE = 2
+# references one token may have examined per minute (a minute's worth saved up); 0: no budget
+DEFAULT_RESOLVE_PER_MINUTE = 20_000
 
 # The variables `ledger serve` exports before uvicorn starts its workers.
 ENV_DB = "LEDGER_DB"
@@ -61,12 +67,16 @@ ENV_WEBHOOK_SECRET_GRACE = "LEDGER_WEBHOOK_SECRET_GRACE"
 ENV_METRICS = "LEDGER_METRICS"
 ENV_LOG_FORMAT = "LEDGER_LOG_FORMAT"
 ENV_PUBLIC_URL = "LEDGER_PUBLIC_URL"
+ENV_RESOLVE_AT_ONCE = "LEDGER_RESOLVE_AT_ONCE"
+ENV_RESOLVE_PER_MINUTE = "LEDGER_RESOLVE_PER_MINUTE"
+ENV_PERSON_NAMES = "LEDGER_PERSON_NAMES"
 
 # GET /metrics: open to anyone, only with a configured token, or not served at all
 METRICS_MODES = ("on", "token", "off")
 LOG_FORMATS = ("text", "json")
 
 _TRUE = {"1", "true", "yes", "on"}
+_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -137,6 +147,14 @@ class Settings:
     def inflation(self) -> Inflation:
         """How far an ingest body may decompress, named by this server's settings."""
         return Inflation(self.max_decompressed, self.max_expansion, ENV_MAX_DECOMPRESSED, ENV_MAX_EXPANSION)
+
+    # POST /resolve runs at once across every server process; past it, 429 with Retry-After.
+    resolve_at_once: int = DEFAULT_RESOLVE_AT_ONCE
+    # References one token's resolves may examine per minute; 0: no budget.
+    resolve_per_minute: int = DEFAULT_RESOLVE_PER_MINUTE
+    # Person names bound to tokens: (a token's sha256 hex, a name it may write) pairs, from a JSON
+    # object in the environment; the tokens file's `person HEX NAME` lines add to them.
+    person_names: tuple[tuple[str, str], ...] = ()
 
     @property
     def counting(self) -> bool:
@@ -222,6 +240,11 @@ class Settings:
             log_format=_choice(env.get(ENV_LOG_FORMAT), LOG_FORMATS, ENV_LOG_FORMAT),
             public_url=public_url(env.get(ENV_PUBLIC_URL)),
             work_limits=work_limits.from_env(env),
+            resolve_at_once=_positive_int(
+                env.get(ENV_RESOLVE_AT_ONCE), DEFAULT_RESOLVE_AT_ONCE, ENV_RESOLVE_AT_ONCE, "resolves"
+            ),
+            resolve_per_minute=_per_minute(env.get(ENV_RESOLVE_PER_MINUTE)),
+            person_names=person_names(env.get(ENV_PERSON_NAMES)),
         )
 
 
@@ -261,6 +284,9 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (ENV_PUBLIC_URL, "public_url", "where clients reach this server (https://...): the feed's links"),
     # read by service/sources/work_limits.py, so `ledger ingest works` reads the same
     *((name, f"work_limits.{attr}", meaning) for name, attr, meaning in work_limits.ENVIRONMENT),
+    (ENV_RESOLVE_AT_ONCE, "resolve_at_once", "resolves running at once across every server process"),
+    (ENV_RESOLVE_PER_MINUTE, "resolve_per_minute", "references one token may resolve a minute; 0: no budget"),
+    (ENV_PERSON_NAMES, "person_names", 'person names bound to tokens: {"<token sha256>": ["Name", ...]}'),
 )
 
 
@@ -294,6 +320,35 @@ def environment_help() -> str:
     return "\n".join(
         f"{name}: {meaning} (default {default})" for name, meaning, default in rows + list(OTHER_ENVIRONMENT)
     )
+
+
+def person_names(text: str | None) -> tuple[tuple[str, str], ...]:
+    """LEDGER_PERSON_NAMES checked: a JSON object from a token's sha256 hex (`sha256:` before it is
+    fine) to a name or a list of names; the (hex, name) pairs, or ValueError naming the variable."""
+    if not text or not text.strip():
+        return ()
+    how = '{"<sha256 hex of a token>": ["A Name", ...], ...}'
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise ValueError(f"{ENV_PERSON_NAMES} must be a JSON object {how}: it is not JSON") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{ENV_PERSON_NAMES} must be a JSON object {how}")
+    out: list[tuple[str, str]] = []
+    for key, names in value.items():
+        digest = key.strip().lower().removeprefix("sha256:")
+        if not _HEX.fullmatch(digest):
+            # a key is a digest, never a token: what was given is not echoed, it may be a token
+            raise ValueError(f"{ENV_PERSON_NAMES}: each key must be a token's sha256 (64 hex digits)")
+        listed = [names] if isinstance(names, str) else names
+        if not isinstance(listed, list) or not listed or not all(map(_name, listed)):
+            raise ValueError(f"{ENV_PERSON_NAMES}: {digest[:12]}...'s names must be a name or a list of them")
+        out.extend((digest, n.strip()) for n in listed)
+    return tuple(out)
+
+
+def _name(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
 
 
 def public_url(text: str | None) -> str | None:
@@ -357,6 +412,12 @@ def _positive_float(text: str | None, default: float, name: str) -> float:
 def _times(text: str | None, default: float, name: str) -> float:
     value = _number(text, name, "a positive number (times)")
     return default if value is None else value
+
+
+def _per_minute(text: str | None) -> int:
+    if text and text.strip() == "0":
+        return 0  # explicitly off
+    return _positive_int(text, DEFAULT_RESOLVE_PER_MINUTE, ENV_RESOLVE_PER_MINUTE, "references per minute")
 
 
 def _rate(text: str | None) -> float:

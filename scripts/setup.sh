@@ -16,6 +16,19 @@ for done in ".venv/.installed-$mode" .venv/.installed-dev; do
     exit 0
   fi
 done
+# PyICU (person names checked as Unicode TR39 says) builds against the system's ICU: its headers,
+# pkg-config and a C++ compiler. Installed with apt-get when missing and possible; else named.
+if ! pkg-config --exists icu-uc 2>/dev/null || ! command -v c++ >/dev/null 2>&1; then
+  need=(libicu-dev pkg-config g++)
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "apt-get install -y ${need[*]} (PyICU builds against them)" >&2
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "error: PyICU builds against ICU; install ${need[*]} (Debian's names) first" >&2
+    exit 1
+  fi
+fi
 pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 "${pip[@]}" --require-hashes -r "locks/$mode.txt"
 # the project's own dependencies are all in the lock above

@@ -44,6 +44,7 @@ ADDED = {
     "import_progress": ("import_progress",),
     "resolve_jobs": ("resolve_jobs",),
     "event_writers": ("event_writers",),
+    "resolve_bounds": ("resolve_slots", "resolve_budget"),
 }
 # before the event-keys step the events kept their random keys in columns of their own, derived by the
 # database from the hashed data
@@ -79,6 +80,8 @@ def layout_at(backend: str, version: int) -> Layout:
             table = dataclasses.replace(table, columns=table.columns[:-2], indexes=table.indexes[:1])
         if table.name == "watches" and not has(backend, version, "watch_owners"):
             table = dataclasses.replace(table, columns=table.columns[:-1], indexes=())
+        if table.name == "resolve_jobs" and not has(backend, version, "resolve_bounds"):
+            table = dataclasses.replace(table, columns=table.columns[:-2], indexes=())
         if table.name == "catalogue_works" and not has(backend, version, "catalogue_by_seq"):
             table = dataclasses.replace(table, primary_key=("ident",), uniques=())
         if table.name == "catalogue_works" and not has(backend, version, "catalogue_first_seq"):

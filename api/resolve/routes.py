@@ -7,35 +7,54 @@ Mount this router before records' routes: `/paper/{id:path}` there would take th
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from api import docs
-from api.auth import require_writer
+from api.auth import person_bindings, require_writer
 from api.common import JSON, ArxivId, check_id, head_headers, instant, ledger_of, read_body, settings_of
-from api.limits import RateLimiter
+from api.errors import ApiError, RateLimited
+from api.limits import RateLimiter, retry_after
 from api.records import negotiated
 from api.records.render import ENV
+from api.settings import ENV_RESOLVE_AT_ONCE, ENV_RESOLVE_PER_MINUTE
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent, LedgerError, NotFound
 from ledger.model.ids import normalise_arxiv
-from service.ledger import CatalogueTables, Ledger, as_writer, by_token
+from service.ledger import CatalogueTables, Ledger, WriteBy, as_writer, by_token
+from service.resolver.bounds import Busy, Cancelled, Gate, Lease, Limits, OverBudget, admit
 from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
 from service.resolver.jobs import Jobs
-from service.resolver.person import choice, resolve_by_person
+from service.resolver.names import Binding, NotTheirs, check_owner
+from service.resolver.person import PersonChoice, choice, resolve_by_person
 from service.resolver.pool import resolve_on_cores
 from service.resolver.run import Summary, unknown_papers
 from service.resolver.shown import resolution_view
 
 router = APIRouter(tags=["resolve"])
+log = logging.getLogger("api")
 
 MAX_RESOLVE_BODY = 64 * 1024
 MAX_PAPERS = 100  # papers one synchronous POST /resolve may name; more: {"all": true}, a job
 _BODY_KEYS = {"papers", "all", "dry_run"}
 _PERSON_KEYS = {"observation_id", "by", "doi", "arxiv_id", "none"}
 _OID = r"^[0-9a-fA-F-]{36}$"
+GONE_LOOK_S = 0.25  # how often a running resolve looks whether its client is still there
+# what a token asking for a run that appends waits, while another token's runs
+EXCLUSIVE_RETRY_S = 30
+
+
+class NameRefused(ApiError, code="forbidden_name", status=403):
+    """A person's name this token may not write (bound to another token, or not one of its own)."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"{where}: {reason}", details={"where": where, "reason": reason})
 
 
 def resolver_of(request: Request) -> Resolver:
@@ -57,6 +76,51 @@ def jobs_of(request: Request) -> Jobs:
         state.resolve_jobs = Jobs(ledger_of(request))
     jobs: Jobs = state.resolve_jobs
     return jobs
+
+
+def limits_of(request: Request) -> Limits:
+    """How much resolving this server allows (LEDGER_RESOLVE_AT_ONCE, LEDGER_RESOLVE_PER_MINUTE)."""
+    settings = settings_of(request)
+    return Limits(settings.resolve_at_once, settings.resolve_per_minute)
+
+
+def _busy(e: Busy) -> RateLimited:
+    return RateLimited(
+        f"{e.most} resolves run already, the most at once ({ENV_RESOLVE_AT_ONCE}); retry in "
+        f"{retry_after(e.retry_after_s)} s",
+        retry_after=retry_after(e.retry_after_s),
+        details={"limit": ENV_RESOLVE_AT_ONCE, "at_once": e.most, "retry_after_s": e.retry_after_s},
+    )
+
+
+def _over_budget(e: OverBudget) -> RateLimited:
+    return RateLimited(
+        f"this token's resolves examined more than its {e.per_minute} references a minute "
+        f"({ENV_RESOLVE_PER_MINUTE}); retry in {retry_after(e.retry_after_s)} s",
+        retry_after=retry_after(e.retry_after_s),
+        details={"limit": ENV_RESOLVE_PER_MINUTE, "per_minute": e.per_minute,
+                 "retry_after_s": round(e.retry_after_s, 3)},
+    )  # fmt: skip
+
+
+async def while_connected(request: Request, work: Callable[[], Any], cancel: threading.Event) -> Any:
+    """Run `work` in a thread; if the client goes away first, set `cancel` (the work stops at its next
+    look, raising Cancelled) and wait for the work to end."""
+    task = asyncio.ensure_future(run_in_threadpool(work))
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=GONE_LOOK_S)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                cancel.set()
+                break
+    except asyncio.CancelledError:
+        cancel.set()  # the server is stopping: the work stops too
+        raise
+    # the client is gone: the work ends at its next look (Cancelled), its lease freed; a run that
+    # ended meanwhile gives its answer, for no one
+    return await asyncio.shield(task)
 
 
 def _charge(request: Request, token: str) -> None:
@@ -97,15 +161,28 @@ def parse_resolve(body: Any) -> tuple[list[str] | None, bool]:
     return out, dry_run
 
 
-def _run(ledger: Ledger, resolver: Resolver, papers: list[str] | None, dry_run: bool) -> Summary:
-    return resolve_on_cores(ledger, papers, resolver, dry_run=dry_run)
+def _run(ledger: Ledger, resolver: Resolver, papers: list[str] | None, dry_run: bool, gate: Gate) -> Summary:
+    return resolve_on_cores(ledger, papers, resolver, dry_run=dry_run, gate=gate)
+
+
+def _bounded(
+    ledger: Ledger, resolver: Resolver, papers: list[str], dry_run: bool, gate: Gate, limits: Limits
+) -> Summary:
+    """A request's resolve: admitted while its token is within budget, run holding a slot."""
+    admit(ledger, gate.owner, limits)
+    lease = Lease(ledger, gate.owner, limits.at_once, lambda: gate.examined)
+    lease.beat_in_background()
+    try:
+        return _run(ledger, resolver, papers, dry_run, gate)
+    finally:
+        lease.free()
 
 
 @router.post(
     "/resolve",
     summary="Resolve the references still unresolved against the catalogue of works",
     responses={
-        **docs.responses(200, 401, 403, 413, 422),
+        **docs.responses(200, 401, 403, 413, 422, 429),
         202: {"description": '`{"all": true}`: the job resolving every paper (poll its `links.self`)'},
     },
     openapi_extra=docs.object_body(
@@ -120,8 +197,11 @@ def _run(ledger: Ledger, resolver: Resolver, papers: list[str] | None, dry_run: 
 async def post_resolve(request: Request) -> Response:
     """`{"papers": [...]}` (at most 100): resolved now, answered with the summary (examined, changed per
     status, unchanged, appended, the changes). `{"all": true}`: 202 with a job to poll at
-    `GET /resolve/jobs/{id}`; while one runs, a second gets the running job. `dry_run: true` appends
-    nothing. Unknown keys, wrong types and unknown papers: 422 naming the field, nothing written."""
+    `GET /resolve/jobs/{id}`; while this token's job of the same kind runs, a second gets it. `dry_run:
+    true` appends nothing. At most LEDGER_RESOLVE_AT_ONCE resolves run at once (429 with Retry-After
+    past it); a token's resolves examine at most LEDGER_RESOLVE_PER_MINUTE references a minute (a
+    request past it: 429 with Retry-After; a job waits). A request whose client goes away stops.
+    Unknown keys, wrong types and unknown papers: 422 naming the field, nothing written."""
     token = require_writer(request, settings_of(request))
     _charge(request, token)
     papers, dry_run = parse_resolve(decode_json(await read_body(request, MAX_RESOLVE_BODY)))
@@ -134,12 +214,58 @@ async def post_resolve(request: Request) -> Response:
             details={"where": "papers", "reason": "unknown papers", "unknown": missing},
         )
     resolver, by = resolver_of(request), by_token(token, "POST /resolve")
-    if papers is None:
-        job, _ = jobs_of(request).start(as_writer(by, lambda: _run(ledger, resolver, None, dry_run)))
-        return _json(job.to_dict(), 202, {"Location": f"/resolve/jobs/{job.id}"})
-    summary = await run_in_threadpool(as_writer(by, lambda: _run(ledger, resolver, papers, dry_run)))
+    limits = limits_of(request)
+    try:
+        if papers is None:
+            return await run_in_threadpool(_start_all, request, ledger, resolver, token, by, dry_run, limits)
+        gate = Gate(ledger, token, limits.per_minute, pace=False)
+        work = as_writer(by, lambda: _bounded(ledger, resolver, papers, dry_run, gate, limits))
+        try:
+            summary = await while_connected(request, work, gate.cancel)
+        except Cancelled:
+            log.info("a resolve was stopped after %d references: its client went away", gate.examined)
+            return Response(status_code=499)  # nobody reads it: the connection is gone
+    except Busy as e:
+        raise _busy(e) from None
+    except OverBudget as e:
+        raise _over_budget(e) from None
     assert summary.head is not None
     return _json(summary.to_dict(), 200, head_headers(summary.head))
+
+
+def _lease_of(gate: Gate, lease: Lease) -> Lease:
+    gate.lease = lease  # a paced job gives its slot up while it waits for its budget
+    return lease
+
+
+def _start_all(
+    request: Request,
+    ledger: Ledger,
+    resolver: Resolver,
+    token: str,
+    by: WriteBy,
+    dry_run: bool,
+    limits: Limits,
+) -> Response:
+    """A job resolving every paper as this token asked: its own such job if one runs, else a new one
+    holding a slot and paced by the token's budget."""
+    gate = Gate(ledger, token, limits.per_minute, pace=True)
+    job, outcome = jobs_of(request).start(
+        as_writer(by, lambda: _run(ledger, resolver, None, dry_run, gate)),
+        token,
+        {"all": True, "dry_run": dry_run},
+        appends=not dry_run,
+        lease=lambda: _lease_of(gate, Lease(ledger, token, limits.at_once, lambda: gate.examined)),
+    )
+    if outcome == "busy":
+        # another token's run that appends: its job is not this token's to see
+        raise RateLimited(
+            "a resolve of every paper that appends runs already (one at a time, whoever asked); "
+            f"retry in {EXCLUSIVE_RETRY_S} s",
+            retry_after=str(EXCLUSIVE_RETRY_S),
+            details={"retry_after_s": EXCLUSIVE_RETRY_S},
+        )
+    return _json(job.to_dict(), 202, {"Location": f"/resolve/jobs/{job.id}"})
 
 
 @router.get(
@@ -151,12 +277,14 @@ def get_job(
     request: Request,
     job_id: Annotated[str, Path(description="The job's id (from POST /resolve)", pattern=_OID)],
 ) -> Response:
-    """The job, while the ledger keeps it (the last 16), whichever server process started it."""
-    require_writer(request, settings_of(request))
-    job = jobs_of(request).get(job_id)
+    """The job, while the ledger keeps it (the last 16 of the token), whichever server process started
+    it; another token's job is a 404, as if there were none."""
+    token = require_writer(request, settings_of(request))
+    job = jobs_of(request).get(job_id, token)
     if job is None:
         raise NotFound(
-            f"no resolve job {job_id!r} (the ledger keeps the last 16)", details={"job_id": job_id}
+            f"no resolve job {job_id!r} of this token (the ledger keeps each token's last 16)",
+            details={"job_id": job_id},
         )
     return _json(job.to_dict())
 
@@ -181,11 +309,19 @@ def parse_person(body: Any) -> tuple[str, Any]:
     return oid, choice(body.get("by"), body.get("doi"), body.get("arxiv_id"), none)
 
 
+def check_name_of(asked: PersonChoice, token: str, bindings: list[Binding]) -> None:
+    """Refuse a name this token may not write (403 naming `by`); `choice` checked its scripts."""
+    try:
+        check_owner(asked.by, token, bindings)
+    except NotTheirs as e:
+        raise NameRefused("by", e.reason) from None
+
+
 @router.post(
     "/resolve/person",
     summary="A person's resolution of one observation: set a DOI or an arXiv id, or clear the match",
     status_code=201,
-    responses=docs.responses(201, 200, 401, 403, 404, 413, 422),
+    responses=docs.responses(201, 200, 401, 403, 404, 413, 422, 429),
     openapi_extra=docs.object_body(
         {
             "observation_id": {"type": "string", "format": "uuid"},
@@ -210,6 +346,8 @@ async def post_person(request: Request) -> Response:
     token = require_writer(request, settings_of(request))
     _charge(request, token)
     oid, asked = parse_person(decode_json(await read_body(request, MAX_RESOLVE_BODY)))
+    bindings = [Binding(*b) for b in person_bindings(settings_of(request))]
+    check_name_of(asked, token, bindings)
     ledger = ledger_of(request)
 
     def run() -> Any:

@@ -457,8 +457,12 @@ LAYOUT = Layout(
                 _c("beat_us", BIGINT),
                 _c("summary", not_null=False),
                 _c("error", not_null=False),
+                # whose job (a token's sha256; '' for a job of an older layout) and what it does
+                _c("owner", not_null=False),
+                _c("kind", not_null=False),
             ),
             ("id",),
+            indexes=(Index("resolve_jobs_by_owner", ("owner", "started_us")),),
         ),
         # who made each write (ledger/storage/writers.py): the seqs one acknowledged batch appended and
         # its writer, written in that batch's transaction; kept beside the chain, not proven by it
@@ -474,6 +478,22 @@ LAYOUT = Layout(
             guard=Guard("append_only", replace=True, refusal="the writers of writes never change"),
             clustered=True,
         ),
+        # the resolves running now, one row a slot, each leased by the process running it and beaten;
+        # a lease not beaten for a while is taken as its process gone (service/resolver/bounds.py)
+        Table(
+            "resolve_slots",
+            (
+                _c("slot", INT, check="slot >= 0"),
+                _c("holder"),
+                _c("owner"),
+                _c("beat_us", BIGINT),
+                _c("examined", BIGINT, check="examined >= 0"),
+            ),
+            ("slot",),
+        ),
+        # each token's budget of references examined, as the instant its spending is paid off by
+        # (a generic cell rate: the budget refills at its rate up to one minute's worth)
+        Table("resolve_budget", (_c("owner"), _c("paid_us", BIGINT)), ("owner",)),
     ),
     views=(
         View("event_keys_all", ("key", "seq"), tuple(f"event_keys{lv}" for lv in _LEVELS)),

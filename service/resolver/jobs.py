@@ -1,5 +1,9 @@
 """Resolving in the background: a whole-ledger run as a job to poll (`POST /resolve {"all": true}`),
-and the watch that re-resolves after each catalogue ingest (`ledger resolve --all --watch`)."""
+and the watch that re-resolves after each catalogue ingest (`ledger resolve --all --watch`).
+
+A job is its token's (its sha256, as a watch's owner is) and is keyed by what it does: a token asking
+for a run another of its own already does gets that one; a run that appends runs one at a time across
+every token, since two would append the same changes twice."""
 
 from __future__ import annotations
 
@@ -16,9 +20,10 @@ from ledger.model.instants import format_recorded
 from ledger.storage.state.jobs import DONE, FAILED, RUNNING
 from ledger.storage.state.jobs import Job as StoredJob
 from service.ledger import Ledger
+from service.resolver.bounds import Lease
 from service.resolver.run import Summary
 
-KEEP = 16  # finished jobs kept to poll; the oldest goes first
+KEEP = 16  # jobs of each token kept to poll; the oldest goes first
 CATALOGUE_TYPES = ("work.observed", "paper.observed")  # what the catalogue is made of (resolver-v1.md)
 BEAT_S = 5.0  # how often the process running a job says it is alive
 STALE_S = 60.0  # a running job not heard of for this long stopped with its process
@@ -34,22 +39,30 @@ class Job:
     finished_at: str | None = None
     summary: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    dry_run: bool = False
 
     @classmethod
     def of(cls, row: StoredJob) -> Job:
         """The job a stored row holds."""
         summary = None if row.summary is None else json.loads(row.summary)
         error = None if row.error is None else json.loads(row.error)
-        return cls(row.id, row.state, row.started_at, row.finished_at, summary, error)
+        dry_run = bool(json.loads(row.kind or "{}").get("dry_run", False))
+        return cls(row.id, row.state, row.started_at, row.finished_at, summary, error, dry_run)
 
     def to_dict(self) -> dict[str, Any]:
         """The job as `GET /resolve/jobs/{id}` answers it."""
         return {**asdict(self), "links": {"self": f"/resolve/jobs/{self.id}"}}
 
 
+def kind_of(params: dict[str, Any]) -> str:
+    """What a job does, as it is keyed: the canonical JSON of its parameters."""
+    return canonical(params).decode()
+
+
 class Jobs:
     """The jobs of one ledger, kept in its database: any server process over it answers for any job,
-    one runs at a time across all of them, and the last `keep` are kept."""
+    one of each token and kind runs at a time across all of them (one that appends, one of any token),
+    and the last `keep` of each token are kept."""
 
     def __init__(
         self,
@@ -64,22 +77,49 @@ class Jobs:
         self._spawn = spawn or _thread
         self._beat_s = beat_s
 
-    def start(self, run: Callable[[], Summary]) -> tuple[Job, bool]:
-        """Start `run` in a thread as a new job, or give the one running; and whether it is new."""
+    def start(
+        self,
+        run: Callable[[], Summary],
+        owner: str,
+        params: dict[str, Any],
+        *,
+        appends: bool = True,
+        lease: Callable[[], Lease] | None = None,
+    ) -> tuple[Job, str]:
+        """Start `run` in a thread as `owner`'s new job doing `params`, holding the slot `lease` takes
+        while it runs (it raises Busy when none is free); or give `owner`'s job doing the same that
+        runs already. The outcome says which: new, running, or busy (a run that `appends` of another
+        token runs: the job given is that one, not to be shown)."""
+        kind = kind_of(params)
+        store = self._ledger.store
+        same = store.jobs.running(owner, kind)
+        if same is not None and same.beat_us >= self._ledger.now() - round(STALE_S * 1e6):
+            return Job.of(same), "running"
+        held = None if lease is None else lease()
         now = self._ledger.now()
-        row = StoredJob(str(uuid.uuid4()), RUNNING, format_recorded(now), now, None, now, None, None)
-        got = self._ledger.store.jobs.start_job(row, now - round(STALE_S * 1e6), self._keep)
-        if got.id != row.id:
-            return Job.of(got), False
-        self._spawn(lambda: self._run(row.id, run))
-        return Job.of(row), True
+        row = StoredJob(str(uuid.uuid4()), RUNNING, format_recorded(now), now, None, now, None, None,
+                        owner, kind)  # fmt: skip
+        try:
+            got = store.jobs.start_job(row, now - round(STALE_S * 1e6), self._keep, exclusive=appends)
+        except BaseException:
+            if held is not None:
+                held.free()
+            raise
+        if got.outcome != "new":
+            if held is not None:
+                held.free()
+            return Job.of(got.job), got.outcome
+        self._spawn(lambda: self._run(row.id, run, held))
+        return Job.of(row), "new"
 
-    def _run(self, job_id: str, run: Callable[[], Summary]) -> None:
+    def _run(self, job_id: str, run: Callable[[], Summary], lease: Lease | None = None) -> None:
         store, stop = self._ledger.store, threading.Event()
         beating = threading.Thread(
             target=self._beat, args=(job_id, stop), name="resolve-job-beat", daemon=True
         )
         beating.start()
+        if lease is not None:
+            lease.beat_in_background()
         state, summary, error = FAILED, None, None
         try:
             summary, state = canonical(run().to_dict()).decode(), DONE
@@ -90,15 +130,17 @@ class Jobs:
         finally:
             stop.set()
             beating.join()
+            if lease is not None:
+                lease.free()
             store.jobs.finish_job(job_id, state, format_recorded(self._ledger.now()), summary, error)
 
     def _beat(self, job_id: str, stop: threading.Event) -> None:
         while not stop.wait(self._beat_s):
             self._ledger.store.jobs.beat_job(job_id, self._ledger.now())
 
-    def get(self, job_id: str) -> Job | None:
-        """The job of this id, if it is still kept."""
-        row = self._ledger.store.jobs.job(job_id)
+    def get(self, job_id: str, owner: str) -> Job | None:
+        """The job of this id, if it is still kept and `owner`'s (another's is as if there were none)."""
+        row = self._ledger.store.jobs.job(job_id, owner)
         return None if row is None else Job.of(row)
 
 

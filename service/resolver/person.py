@@ -16,6 +16,7 @@ from ledger.storage.interface import CatalogueTables
 from ledger.storage.sql import FAR_FUTURE
 from projections.record import observations
 from service.ledger import AppendResult, Ledger
+from service.resolver.names import check_script
 from service.resolver.run import PERSON_PREFIX, arxiv_paper, cited_work, match_key, work_ids
 
 MAX_NAME = 100
@@ -39,8 +40,10 @@ def check_name(name: object, where: str = "by") -> str:
 
 
 def choice(by: object, doi: object = None, arxiv_id: object = None, clear: bool = False) -> PersonChoice:
-    """A person's choice, checked: exactly one of a DOI, an arXiv id and clearing."""
+    """A person's choice, checked: a name in one script, not the resolver's (names.py), and exactly
+    one of a DOI, an arXiv id and clearing."""
     name = check_name(by)
+    check_script(name, "by")
     if sum((doi is not None, arxiv_id is not None, clear)) != 1:
         raise InvalidEvent("doi", "give exactly one of doi, arxiv_id and none (clear the match)")
     if doi is not None:

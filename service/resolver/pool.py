@@ -9,27 +9,33 @@ import contextlib
 import gc
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from ledger.model.resolving import Decision, RefInput
 from service.children import start_context
 from service.ledger import Ledger
+from service.resolver.bounds import CHUNK, Cancelled, Gate
 from service.resolver.defaults import Resolver, default_resolver
-from service.resolver.run import Decided, Summary, resolve
+from service.resolver.run import Decide, Decided, Summary, resolve
 
 _log = logging.getLogger("ledger.resolve")
 WORKERS = min(2, os.cpu_count() or 1)  # the machine's two cores (issue 30)
+LOOK_S = 0.2  # how often a parent waiting on a worker looks whether its run was stopped
+GRACE_S = 2.0  # how long stopped workers have to end by themselves before they are terminated
 
 _worker: dict[str, Any] = {}
 
 
-def _start(url: str, resolver: Resolver) -> None:
+def _start(url: str, resolver: Resolver, stop: Any) -> None:
     # a worker only searches the catalogue, then exits: it reads a SQLite file through a memory map
     ledger = Ledger(url, raise_alerts=False, mapped=True)
     _worker["decide"] = resolver.decide
+    _worker["stop"] = stop
     # the parent brought the catalogue up to the head before the run: this reads it as it stands
     _worker["catalogue"] = resolver.catalogue(ledger)
 
@@ -49,21 +55,57 @@ def collector_paused() -> Iterator[None]:
 
 
 def _decide(refs: Sequence[RefInput]) -> list[Decision]:
+    # in parts, looking between two whether the run was stopped: a stopped run's worker ends soon
+    out: list[Decision] = []
     with collector_paused():
-        return list(_worker["decide"](refs, _worker["catalogue"]))
+        for i in range(0, len(refs), CHUNK):
+            if _worker["stop"].is_set():
+                raise Cancelled("the run was stopped")
+            out.extend(_worker["decide"](refs[i : i + CHUNK], _worker["catalogue"]))
+    return out
+
+
+def gated(decide: Decide, gate: Gate | None) -> Decide:
+    """`decide` in parts of CHUNK references, each charged to the gate before it is decided (the same
+    decisions: a reference's decision does not depend on the others of its batch)."""
+    if gate is None:
+        return decide
+
+    def parts(refs: Sequence[RefInput], catalogue: Any) -> list[Decision]:
+        out: list[Decision] = []
+        for i in range(0, len(refs), CHUNK):
+            part = refs[i : i + CHUNK]
+            gate.spend(len(part))
+            out.extend(decide(part, catalogue))
+        return out
+
+    return parts
 
 
 class _Decided:
     """A batch a worker decides, or, if the workers died meanwhile, the parent decides instead."""
 
-    def __init__(self, future: Future[list[Decision]], instead: Callable[[], list[Decision]]) -> None:
+    def __init__(
+        self,
+        future: Future[list[Decision]],
+        instead: Callable[[], list[Decision]],
+        cancel: threading.Event | None,
+    ) -> None:
         self._future = future
         self._instead = instead
+        self._cancel = cancel
 
     def result(self) -> list[Decision]:
-        """The batch's decisions."""
+        """The batch's decisions (Cancelled once the run was stopped, without waiting for them)."""
         try:
-            return self._future.result()
+            if self._cancel is None:
+                return self._future.result()
+            while True:
+                try:
+                    return self._future.result(timeout=LOOK_S)
+                except FutureTimeout:
+                    if self._cancel.is_set():
+                        raise Cancelled("the resolve was stopped") from None
         except BrokenProcessPool:
             return self._instead()
 
@@ -82,23 +124,32 @@ class DecidePool:
         resolver: Resolver,
         workers: int = WORKERS,
         here: Callable[[list[RefInput]], list[Decision]] | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.workers = workers
         self._here = here
         self._broken = False
+        self._gate = gate
+        context = start_context()
+        # set when the run is stopped: each worker looks at it between two parts of a batch
+        self._stop = context.Event()
         self._pool = ProcessPoolExecutor(
             workers,
-            mp_context=start_context(),
+            mp_context=context,
             initializer=_start,
-            initargs=(url, resolver),
+            initargs=(url, resolver, self._stop),
         )
 
     def submit(self, refs: Sequence[RefInput]) -> Decided:
-        """Decide these references in a worker (in the parent once the workers have died)."""
+        """Decide these references in a worker (in the parent once the workers have died), charged to
+        the run's gate first (a pacing gate waits here for its budget)."""
         batch = list(refs)
+        if self._gate is not None:
+            self._gate.spend(len(batch))
         if not self._broken:
+            cancel = None if self._gate is None else self._gate.cancel
             try:
-                return _Decided(self._pool.submit(_decide, batch), lambda: self._instead(batch))
+                return _Decided(self._pool.submit(_decide, batch), lambda: self._instead(batch), cancel)
             except BrokenProcessPool:
                 pass
         made: Future[list[Decision]] = Future()
@@ -117,27 +168,52 @@ class DecidePool:
         """Stop the workers (after the batches submitted are decided)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
 
+    def stop(self) -> None:
+        """Stop the workers now, their batches undecided: told first, terminated after GRACE_S."""
+        self._stop.set()
+        # the pool's own processes, read before shutdown forgets them
+        processes = list(getattr(self._pool, "_processes", {}).values())
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for p in processes:
+            p.join(GRACE_S)
+        for p in processes:
+            if p.is_alive():
+                p.terminate()
+                p.join(GRACE_S)
+
     def __enter__(self) -> DecidePool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        if kind is None:
+            self.close()
+        else:
+            # a failed or stopped run waits for no batch
+            self.stop()
 
 
 def resolve_on_cores(
-    ledger: Ledger, papers: Sequence[str] | None, resolver: Resolver, *, dry_run: bool
+    ledger: Ledger,
+    papers: Sequence[str] | None,
+    resolver: Resolver,
+    *,
+    dry_run: bool,
+    gate: Gate | None = None,
 ) -> Summary:
     """`run.resolve` against the resolver's catalogue of this ledger, deciding on WORKERS processes
-    when the resolver is the ledger's own (a double passed in stays here) and the run is over a batch."""
+    when the resolver is the ledger's own (a double passed in stays here) and the run is over a batch.
+    With a gate, each part decided is charged to it first, and the run stops (Cancelled, its workers
+    with it) once the gate is cancelled; what was appended before stays, each batch whole."""
     # brought up to the head once, here, before any worker reads it
     catalogue = resolver.catalogue(ledger)
+    decide = gated(resolver.decide, gate)
     if WORKERS < 2 or resolver != default_resolver():
-        return resolve(ledger, papers, decide=resolver.decide, catalogue=catalogue, method=resolver.method,
+        return resolve(ledger, papers, decide=decide, catalogue=catalogue, method=resolver.method,
                        dry_run=dry_run)  # fmt: skip
 
     def here(refs: list[RefInput]) -> list[Decision]:
         return resolver.decide(refs, catalogue)
 
-    with DecidePool(ledger.url, resolver, here=here) as pool:
-        return resolve(ledger, papers, decide=resolver.decide, catalogue=catalogue, method=resolver.method,
+    with DecidePool(ledger.url, resolver, here=here, gate=gate) as pool:
+        return resolve(ledger, papers, decide=decide, catalogue=catalogue, method=resolver.method,
                        dry_run=dry_run, workers=pool)  # fmt: skip

@@ -69,3 +69,59 @@ def test_metrics_and_log_format_parse_or_default(env: dict[str, str], metrics: s
 def test_bad_choices_are_refused_with_name_choices_and_text(env: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Settings.from_env(env)
+
+
+HEX = "ab" * 32
+
+
+@pytest.mark.parametrize(
+    ("text", "pairs"),
+    [
+        (f'{{"{HEX}": ["Ada Lovelace", " A. Lovelace "]}}', ((HEX, "Ada Lovelace"), (HEX, "A. Lovelace"))),
+        (f'{{"sha256:{HEX.upper()}": "Grace Hopper"}}', ((HEX, "Grace Hopper"),)),
+        ("", ()),
+    ],
+)
+def test_person_names_are_digests_to_names(text: str, pairs: tuple[tuple[str, str], ...]) -> None:
+    assert Settings.from_env({"LEDGER_PERSON_NAMES": text}).person_names == pairs
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("Ada", "LEDGER_PERSON_NAMES must be a JSON object .* not JSON"),
+        ('["Ada"]', "LEDGER_PERSON_NAMES must be a JSON object"),
+        ('{"my-token": ["Ada"]}', "LEDGER_PERSON_NAMES: each key must be a token's sha256"),
+        (f'{{"{HEX}": []}}', "LEDGER_PERSON_NAMES: abababababab...'s names must be"),
+        (f'{{"{HEX}": [" "]}}', "LEDGER_PERSON_NAMES: abababababab...'s names must be"),
+        (f'{{"{HEX}": 7}}', "LEDGER_PERSON_NAMES: abababababab...'s names must be"),
+    ],
+)
+def test_bad_person_names_are_refused_naming_the_variable(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Settings.from_env({"LEDGER_PERSON_NAMES": text})
+
+
+def test_a_token_in_place_of_a_digest_is_not_echoed() -> None:
+    with pytest.raises(ValueError) as refused:
+        Settings.from_env({"LEDGER_PERSON_NAMES": '{"s3cret-token": "Ada"}'})
+    assert "s3cret" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("env", "at_once", "per_minute"),
+    [
+        ({}, 2, 20_000),
+        ({"LEDGER_RESOLVE_AT_ONCE": "4", "LEDGER_RESOLVE_PER_MINUTE": "600"}, 4, 600),
+        ({"LEDGER_RESOLVE_PER_MINUTE": "0"}, 2, 0),
+    ],
+)
+def test_resolve_bounds_parse_or_default(env: dict[str, str], at_once: int, per_minute: int) -> None:
+    settings = Settings.from_env(env)
+    assert (settings.resolve_at_once, settings.resolve_per_minute) == (at_once, per_minute)
+
+
+@pytest.mark.parametrize("env", [{"LEDGER_RESOLVE_AT_ONCE": "0"}, {"LEDGER_RESOLVE_PER_MINUTE": "-3"}])
+def test_bad_resolve_bounds_are_refused_naming_the_variable(env: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match=next(iter(env))):
+        Settings.from_env(env)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from api.auth import read_token_file
+from api.auth import read_person_lines, read_token_file
 
 DIGEST = hashlib.sha256(b"s3cret").hexdigest()
 
@@ -39,3 +39,30 @@ def test_what_sha256sum_writes_is_read(tmp_path: Path):
     path.write_bytes(made.stdout)
     path.chmod(0o600)
     assert read_token_file(str(path)) == [DIGEST]
+
+
+ANY = "tok#en, with = and ; and spaces"  # a token's text may hold anything: its line holds its digest
+ANY_DIGEST = hashlib.sha256(ANY.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("line", "persons"),
+    [
+        (f"person {ANY_DIGEST} Ada Lovelace", [(ANY_DIGEST, "Ada Lovelace")]),
+        (f"  person\tsha256:{ANY_DIGEST.upper()}   Grace  Hopper  ", [(ANY_DIGEST, "Grace  Hopper")]),
+        # the name runs to the end of the line: a # there is part of it, not a comment
+        (f"person {ANY_DIGEST} Ada #1", [(ANY_DIGEST, "Ada #1")]),
+        (f"person {ANY_DIGEST}", []),  # no name
+        ("person s3cret Ada", []),  # a token, not its digest: never read as one
+        (f"# person {ANY_DIGEST} Ada", []),
+        (f"personal {ANY_DIGEST} Ada", []),
+    ],
+)
+def test_a_person_line_binds_a_name_to_a_digest_and_is_no_token(
+    tmp_path: Path, line: str, persons: list[tuple[str, str]]
+) -> None:
+    path = tmp_path / "ledger.db.tokens"
+    path.write_text(f"{DIGEST}\n{line}\n")
+    path.chmod(0o600)
+    assert read_token_file(str(path)) == [DIGEST]
+    assert read_person_lines(str(path)) == persons

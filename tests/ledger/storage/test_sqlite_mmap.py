@@ -39,6 +39,6 @@ def test_a_resolver_worker_reads_its_ledger_through_a_map(
     monkeypatch.setattr(pool, "_worker", {})
     db = str(tmp_path / "a.db")
     SQLiteStore(db).close()
-    pool._start(db, pool.default_resolver())
+    pool._start(db, pool.default_resolver(), None)
     store = pool._worker["catalogue"].store
     assert store.connection().execute("PRAGMA mmap_size").fetchone()[0] > 0

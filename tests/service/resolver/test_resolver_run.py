@@ -255,29 +255,33 @@ def test_the_watch_resolves_again_only_after_the_catalogue_grows(world: World) -
     assert world.resolutions()[OIDS[2]].cited_arxiv_id == "2101.00004"
 
 
+OWNER = "a" * 64  # a token's sha256, as the API keys jobs by
+ALL = {"all": True, "dry_run": False}
+
+
 def test_jobs_run_one_at_a_time_and_keep_a_bounded_number(new_db: NewDb) -> None:
     started: list[Any] = []
     db = new_db()
     kept = jobs.Jobs(Ledger(db), keep=2, spawn=started.append)
-    first, new = kept.start(lambda: Summary(examined=1))
-    second, again = kept.start(lambda: Summary(examined=2))
-    assert new and not again and second == first and first.state == "running"
+    first, new = kept.start(lambda: Summary(examined=1), OWNER, ALL)
+    second, again = kept.start(lambda: Summary(examined=2), OWNER, ALL)
+    assert new == "new" and again == "running" and second == first and first.state == "running"
     started.pop()()
-    done = kept.get(first.id)
+    done = kept.get(first.id, OWNER)
     assert done is not None and done.state == "done" and done.summary is not None
     assert done.summary["examined"] == 1 and done.finished_at is not None
 
     def broken() -> Summary:
         raise InvalidEvent("papers", "no such paper")
 
-    failed, _ = kept.start(broken)
+    failed, _ = kept.start(broken, OWNER, ALL)
     started.pop()()
-    got = kept.get(failed.id)
+    got = kept.get(failed.id, OWNER)
     assert got is not None and got.state == "failed" and got.error is not None
     assert got.error["code"] == "invalid"
-    third, _ = kept.start(lambda: Summary())
+    third, _ = kept.start(lambda: Summary(), OWNER, ALL)
     started.pop()()
-    assert kept.get(first.id) is None and kept.get(third.id) is not None  # the oldest went
+    assert kept.get(first.id, OWNER) is None and kept.get(third.id, OWNER) is not None  # the oldest went
 
 
 def test_every_process_over_a_ledger_answers_for_its_jobs_and_runs_one_at_a_time(new_db: NewDb) -> None:
@@ -286,13 +290,13 @@ def test_every_process_over_a_ledger_answers_for_its_jobs_and_runs_one_at_a_time
     db = new_db()
     started: list[Any] = []
     one, other = jobs.Jobs(Ledger(db), spawn=started.append), jobs.Jobs(Ledger(db), spawn=started.append)
-    job, _ = one.start(lambda: Summary(examined=7))
-    polled = other.get(job.id)
+    job, _ = one.start(lambda: Summary(examined=7), OWNER, ALL)
+    polled = other.get(job.id, OWNER)
     assert polled is not None and polled.state == "running"
-    same, new = other.start(lambda: Summary())
-    assert not new and same.id == job.id and len(started) == 1
+    same, new = other.start(lambda: Summary(), OWNER, ALL)
+    assert new == "running" and same.id == job.id and len(started) == 1
     started.pop()()
-    polled = other.get(job.id)
+    polled = other.get(job.id, OWNER)
     assert polled is not None and polled.state == "done" and polled.summary is not None
     assert polled.summary["examined"] == 7
 
@@ -302,15 +306,15 @@ def test_a_job_whose_process_stopped_fails_and_lets_the_next_run(new_db: NewDb) 
     db, clock = new_db(), Clock()
     started: list[Any] = []
     killed = jobs.Jobs(Ledger(db, clock=clock), spawn=started.append)
-    job, _ = killed.start(lambda: Summary())
+    job, _ = killed.start(lambda: Summary(), OWNER, ALL)
     started.clear()  # the process died before its thread ran: nothing will finish or beat this job
     later = jobs.Jobs(Ledger(db, clock=clock), spawn=started.append)
     clock.advance(round(jobs.STALE_S * 1e6) - 1)
-    assert later.start(lambda: Summary())[0].id == job.id  # not yet stale: still the one running
+    assert later.start(lambda: Summary(), OWNER, ALL)[0].id == job.id  # not yet stale: still the one running
     clock.advance(2)
-    fresh, new = later.start(lambda: Summary())
-    assert new and fresh.id != job.id
-    gone = later.get(job.id)
+    fresh, new = later.start(lambda: Summary(), OWNER, ALL)
+    assert new == "new" and fresh.id != job.id
+    gone = later.get(job.id, OWNER)
     assert gone is not None and gone.state == "failed" and gone.error is not None
     assert gone.error["code"] == "stopped"
 
@@ -327,19 +331,19 @@ def test_a_running_job_beats_while_its_run_lasts(new_db: NewDb) -> None:
         # past the staleness limit, in the test's clock: the run is still going, and says so
         at = clock.advance(round(jobs.STALE_S * 1e6) * 2)
         wait_until(lambda: _beat_of(ledger, jid[0]) == at, "the job's row beaten at the new instant")
-        taken, new = jobs.Jobs(Ledger(db, clock=clock)).start(lambda: Summary())
-        assert not new and taken.id == jid[0]  # another process sees it running, not stopped
+        taken, new = jobs.Jobs(Ledger(db, clock=clock)).start(lambda: Summary(), OWNER, ALL)
+        assert new == "running" and taken.id == jid[0]  # another process sees it running, not stopped
         return Summary()
 
-    job, _ = runner.start(long_run)
+    job, _ = runner.start(long_run, OWNER, ALL)
     jid.append(job.id)
     started.pop()()
-    done = runner.get(job.id)
+    done = runner.get(job.id, OWNER)
     assert done is not None and done.state == "done"
 
 
 def _beat_of(ledger: Ledger, job_id: str) -> int | None:
-    row = ledger.store.jobs.job(job_id)
+    row = ledger.store.jobs.job(job_id, OWNER)
     return None if row is None else row.beat_us
 
 
