@@ -8,6 +8,7 @@ own catalogue."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -19,7 +20,7 @@ from ledger.model.works import CatalogueWork, Evidence, RunnerUp
 from ledger.storage.interface import CatalogueTables
 from service.resolver import identifiers
 from service.resolver.identifiers import Ident
-from service.resolver.parse import parse
+from service.resolver.parse import parse, text_cap
 from service.resolver.score import Cand, RefView, Scored, identity, prepare, score, title_continues, view
 
 METHOD_VERSION = "sbmv+guards/1"
@@ -32,6 +33,11 @@ BARE_TITLE_WORDS = 3  # a reference that is a work's whole title and nothing els
 MARGIN = 10  # a runner-up this close is a near-duplicate: only a field that tells them apart decides
 MAX_WORDS = 48  # words of a reference sent to the text index
 DOI_CLOSE = 90  # how alike (0-100) a printed identifier and a candidate's must be to be one misprinted
+# the characters of a reference the matcher reads (its fields and the work it displays, joined); the rest
+# of a longer one is not read. A reference is a few hundred characters: past the cap is no citation
+ENV_MAX_TEXT = "LEDGER_RESOLVER_MAX_TEXT"
+DEFAULT_MAX_TEXT = 4096
+MAX_TEXT = text_cap(os.environ.get(ENV_MAX_TEXT), ENV_MAX_TEXT, DEFAULT_MAX_TEXT)
 
 
 class _Ref(NamedTuple):
@@ -76,8 +82,9 @@ def reference_text(inp: RefInput) -> tuple[str, list[Ident]]:
             parts.append(str(cited.year))
         doi = doi or cited.doi
         arxiv = [cited.arxiv_id, cited.pith_arxiv_id]
-    # fields apart by punctuation, as a printed reference keeps its parts
-    return " ; ".join(parts), identifiers.from_fields(doi, arxiv)
+    # fields apart by punctuation, as a printed reference keeps its parts; each read up to the cap
+    capped = [a[:MAX_TEXT] if a else a for a in arxiv]
+    return " ; ".join(parts)[:MAX_TEXT], identifiers.from_fields(doi[:MAX_TEXT] if doi else doi, capped)
 
 
 def read(inp: RefInput) -> _Ref:
