@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import cache, partial
 from typing import NamedTuple, TypeVar
 
 from rapidfuzz import fuzz
@@ -38,7 +38,12 @@ DOI_CLOSE = 90  # how alike (0-100) a printed identifier and a candidate's must 
 # of a longer one is not read. A reference is a few hundred characters: past the cap is no citation
 ENV_MAX_TEXT = "LEDGER_RESOLVER_MAX_TEXT"
 DEFAULT_MAX_TEXT = 4096
-MAX_TEXT = text_cap(os.environ.get(ENV_MAX_TEXT), ENV_MAX_TEXT, DEFAULT_MAX_TEXT)
+
+
+@cache
+def max_text() -> int:
+    """LEDGER_RESOLVER_MAX_TEXT, read once (SettingError naming it when it is not a valid cap)."""
+    return text_cap(os.environ.get(ENV_MAX_TEXT), ENV_MAX_TEXT, DEFAULT_MAX_TEXT)
 
 
 _T = TypeVar("_T")
@@ -87,8 +92,9 @@ def reference_text(inp: RefInput) -> tuple[str, list[Ident]]:
         doi = doi or cited.doi
         arxiv = [cited.arxiv_id, cited.pith_arxiv_id]
     # fields apart by punctuation, as a printed reference keeps its parts; each read up to the cap
-    capped = [a[:MAX_TEXT] if a else a for a in arxiv]
-    return " ; ".join(parts)[:MAX_TEXT], identifiers.from_fields(doi[:MAX_TEXT] if doi else doi, capped)
+    cap = max_text()
+    capped = [a[:cap] if a else a for a in arxiv]
+    return " ; ".join(parts)[:cap], identifiers.from_fields(doi[:cap] if doi else doi, capped)
 
 
 def read(inp: RefInput) -> _Ref:
@@ -272,6 +278,7 @@ def resolve_many(inputs: Sequence[RefInput], catalogue: CatalogueTables) -> list
     """One decision per input, in order: a batch's identifiers, searches and (volume, page) lookups are
     each one call to the catalogue. A reference whose reading or deciding raises is answered with that
     failure; the others are decided as if it were not there."""
+    max_text()  # a setting that cannot be read fails the batch here, not each reference
     out: list[Decision | None] = [None] * len(inputs)
     read_: list[_Ref | None] = [_guarded(n, out, partial(read, i)) for n, i in enumerate(inputs)]
     refs = {n: r for n, r in enumerate(read_) if r is not None}

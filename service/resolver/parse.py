@@ -74,8 +74,12 @@ def parse(text: str) -> Parsed:
 MIN_TEXT_CAP = 256  # a cap below this would cut ordinary references
 
 
+class SettingError(ValueError):
+    """A setting of the resolver's that cannot be read: the run's failure, never a reference's."""
+
+
 def text_cap(raw: str | None, name: str, default: int) -> int:
-    """The cap a setting gives (its default when unset), or ValueError naming the setting."""
+    """The cap a setting gives (its default when unset), or SettingError naming the setting."""
     if raw is None or not raw.strip():
         return default
     try:
@@ -84,7 +88,7 @@ def text_cap(raw: str | None, name: str, default: int) -> int:
         value = -1
     if value < MIN_TEXT_CAP:
         expected = f"a whole number of characters, at least {MIN_TEXT_CAP}"
-        raise ValueError(f"{name}: expected {expected}; got {raw!r}")
+        raise SettingError(f"{name} must be {expected}, got {raw!r}")
     return value
 
 

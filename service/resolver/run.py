@@ -27,6 +27,7 @@ from ledger.storage.interface import CatalogueTables
 from ledger.storage.works_store import works_matching
 from projections.record import observations
 from service.ledger import Ledger
+from service.resolver.parse import SettingError
 
 RESOLVER_PREFIX = "citation-ledger/"
 PERSON_PREFIX = "person:"
@@ -261,7 +262,7 @@ def failure(error: Exception) -> Decision:
 def systemic(error: BaseException) -> bool:
     """Whether an exception is the run's, not a reference's: the database, the disk, memory, or the
     ledger refusing a write. Such a failure would meet every reference alike."""
-    return isinstance(error, (sqlite3.Error, OSError, MemoryError, LedgerError)) or type(
+    return isinstance(error, (sqlite3.Error, OSError, MemoryError, LedgerError, SettingError)) or type(
         error
     ).__module__.split(".")[0] in ("psycopg", "psycopg_pool")
 

@@ -11,14 +11,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from msgspec import UNSET
 
+from cli.main import main
 from ledger.model.codec import canonical, decode_data
 from ledger.model.events import ResolutionData, ResolutionObserved
 from ledger.model.resolving import Decision, RefInput
 from ledger.model.works import Evidence, Reference
 from service.ledger import Ledger
 from service.resolver import match
+from service.resolver.parse import SettingError, text_cap
 from service.resolver.run import RESOLVER_PREFIX, Summary, pending, resolve
 from tests.conftest import NewDb
 from tests.factories import Clock, citation, resolution, ts
@@ -170,3 +173,52 @@ def test_a_run_examines_its_own_older_answers_never_another_sources(
 @pytest.fixture
 def world(new_db: NewDb) -> World:
     return World(new_db("resolve.db"))
+
+
+@pytest.mark.parametrize(("raw", "cap"), [(None, 4096), ("", 4096), ("256", 256), (" 10000 ", 10000)])
+def test_the_text_cap_is_a_setting_with_a_default(raw: str | None, cap: int) -> None:
+    assert text_cap(raw, match.ENV_MAX_TEXT, match.DEFAULT_MAX_TEXT) == cap
+
+
+@pytest.mark.parametrize("raw", ["abc", "255", "0", "-5", "1e4", "9" * 40])
+def test_a_text_cap_that_is_no_cap_is_refused_naming_the_setting(raw: str) -> None:
+    with pytest.raises(SettingError, match="LEDGER_RESOLVER_MAX_TEXT must be a whole number"):
+        text_cap(raw, match.ENV_MAX_TEXT, match.DEFAULT_MAX_TEXT)
+
+
+def test_a_reference_is_read_up_to_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(match, "max_text", lambda: 300)
+    title = BERT.title or ""
+    late = RefInput(OIDS[0], Reference(unstructured=" " * 300 + title), None)
+    early = RefInput(OIDS[1], Reference(unstructured=title + " " * 300), None)
+    assert len(match.reference_text(late)[0]) == 300 and title not in match.reference_text(late)[0]
+    decisions = match.resolve_many([late, early], FakeCatalogue(CATALOGUE))
+    assert [d.work for d in decisions] == [None, BERT]
+
+
+def test_a_bad_setting_ends_the_run_not_each_reference(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(match.ENV_MAX_TEXT, "12")
+    match.max_text.cache_clear()
+    try:
+        head = world.ledger.head()
+        with pytest.raises(SettingError, match="LEDGER_RESOLVER_MAX_TEXT"):
+            _run(world, match.resolve_many)
+        assert world.ledger.head() == head
+    finally:
+        monkeypatch.delenv(match.ENV_MAX_TEXT)
+        match.max_text.cache_clear()
+
+
+def test_the_cli_says_a_bad_setting_in_one_line(monkeypatch: pytest.MonkeyPatch, new_db: NewDb) -> None:
+    monkeypatch.setenv(match.ENV_MAX_TEXT, "abc")
+    match.max_text.cache_clear()
+    try:
+        db = new_db()
+        seed_world(Ledger(db))
+        got = CliRunner().invoke(main, ["resolve", "--all", "--db", db])
+        assert got.exit_code == 1 and got.output.strip().splitlines() == [
+            "Error: LEDGER_RESOLVER_MAX_TEXT must be a whole number of characters, at least 256, got 'abc'"
+        ]
+    finally:
+        monkeypatch.delenv(match.ENV_MAX_TEXT)
+        match.max_text.cache_clear()
