@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from msgspec import UNSET
 
 from cli.main import main
@@ -222,3 +224,26 @@ def test_the_cli_says_a_bad_setting_in_one_line(monkeypatch: pytest.MonkeyPatch,
     finally:
         monkeypatch.delenv(match.ENV_MAX_TEXT)
         match.max_text.cache_clear()
+
+
+HOSTILE_PIECES = [
+    " ", "\n", "\t", "|", "7", "77777", "-", "\u2013", "pp. ", "doi:", "10.1234/", "arxiv", "arXiv:", "abs/",
+    "(", ")", "]", "O", "l", "accessed", "part ", "II", ": ", "et al", "\u0663", "\u00ad", "\u202e", "\x00",
+    "\ud7ff", "ſ", "K", "\u0130", "Correction to: ", "vol. 12, no. 3, pp. 123-130", " (2019)",
+]  # fmt: skip
+hostile_texts = st.one_of(
+    st.text(max_size=300),
+    st.lists(st.sampled_from(HOSTILE_PIECES), max_size=60).map("".join),
+    st.tuples(st.sampled_from(HOSTILE_PIECES), st.integers(1, 3000)).map(lambda t: t[0] * t[1]),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(hostile_texts, min_size=1, max_size=4))
+def test_no_reference_text_makes_the_matcher_raise(lines: list[str]) -> None:
+    refs = [
+        RefInput(str(uuid.UUID(int=n)), Reference(unstructured=line), None) for n, line in enumerate(lines)
+    ]
+    decisions = match.resolve_many(refs, FakeCatalogue(CATALOGUE))
+    assert len(decisions) == len(refs)
+    assert all(d.evidence.error is UNSET for d in decisions), [d.evidence.error for d in decisions]

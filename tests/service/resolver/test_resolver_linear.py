@@ -44,7 +44,8 @@ def patterns() -> list[tuple[str, re.Pattern[str]]]:
 
 def _words(p: re.Pattern[str]) -> list[str]:
     """Literal words a pattern looks for ("doi", "arxiv", "accessed"): what makes it start to work."""
-    return sorted(set(re.findall(r"[a-z]{2,}", p.pattern)), key=lambda w: (-len(w), w))[:8]
+    source = re.sub(r"\\[A-Za-z]", " ", p.pattern)  # not the letters of \b, \s, \d
+    return sorted(set(re.findall(r"[a-z]{2,}", source)), key=lambda w: (-len(w), w))[:8]
 
 
 # what a run is made of: spaces, digits, `|`, letters, punctuation, alternations, broken lines, a DOI's head
@@ -57,7 +58,7 @@ def shapes(p: re.Pattern[str]) -> Iterator[tuple[str, Callable[[int], str]]]:
     words it looks for), then a unit repeated, then characters that make a match fail at the end."""
     words = _words(p)
     heads = list(dict.fromkeys(HEADS + [w + " " for w in words[:3]]))
-    units = list(dict.fromkeys(UNITS + [w + "-" for w in words[:1]]))
+    units = list(dict.fromkeys(UNITS + [w + "-" for w in words[:3]]))
     for head in heads:
         for unit in units:
             yield f"{head!r}+{unit!r}*n+'x!'", _repeated(head, unit)
