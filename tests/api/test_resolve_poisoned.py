@@ -7,6 +7,7 @@ its evidence), an `all` job ends `done`, and later runs do not try the one that 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from service.sources import SourceFile
 from service.sources.works import NAME, ingest_works
 from tests.api.faults.sitecustomize import MARKER
 from tests.api.test_api import AUTH, TOKEN
-from tests.api_fixtures import running_server
+from tests.api_fixtures import free_port, ledger_command, running_server
 from tests.conftest import NewDb
 from tests.factories import oid_of, paper
 from tests.paths import DATA
@@ -109,3 +110,18 @@ def test_poisoned_references_are_their_own_outcome_never_the_runs(new_db: NewDb,
         again = httpx.post(f"{server.base}/resolve", json={"papers": [CITING]}, headers=AUTH, timeout=120)
         assert again.status_code == 200 and again.json()["examined"] == 1
         assert tries.read_text().splitlines() == [OIDS[RAISES]]
+
+
+@pytest.mark.process
+def test_serve_says_a_bad_text_cap_in_one_line_before_serving(new_db: NewDb, tmp_path: Path) -> None:
+    db = new_db()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
+    env |= {"LEDGER_RESOLVER_MAX_TEXT": "12", "LEDGER_STATE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [*ledger_command(), "serve", "--db", db, "--port", str(free_port())],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "error: LEDGER_RESOLVER_MAX_TEXT must be a whole number of characters, at least 256, got '12'"
+    ]
