@@ -30,6 +30,7 @@ from api.ops import logs
 from api.ops.serve_start import mark_server_start
 from api.settings import ENV_DB, ENV_READ_ONLY, Settings
 from service.ledger import Ledger, is_pg_url
+from service.resolver.match import max_text
 
 # prometheus-client's multiprocess directory; set here before any worker imports it (api/metrics.py)
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -394,6 +395,7 @@ def run(
     """Serve the API and pages over `db` with uvicorn (an app factory, so workers > 1 work)."""
     try:
         settings = Settings.from_env()  # a bad LEDGER_* value fails here, once, not in every worker
+        max_text()  # the resolver's own setting too
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     check_can_listen(host, port)  # before the samples are written or `Serving` is said

@@ -14,6 +14,8 @@ from ledger.model.ids import normalise_arxiv
 from service.ledger import Ledger
 from service.resolver import jobs
 from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
+from service.resolver.match import max_text
+from service.resolver.parse import SettingError
 from service.resolver.person import choice, resolve_by_person
 from service.resolver.pool import resolve_on_cores
 from service.resolver.run import Summary, unknown_papers
@@ -102,6 +104,10 @@ def register(main: click.Group) -> None:
         if missing:
             fail(InvalidEvent("--paper", f"no paper {missing[0]!r} in this ledger"))
         resolver = _resolver(ctx)
+        try:
+            max_text()  # a bad setting is said once, before any reference is read
+        except SettingError as e:
+            raise click.ClickException(str(e)) from None
 
         def once() -> Summary:
             return resolve_on_cores(ledger, ids, resolver, dry_run=dry_run)

@@ -88,8 +88,9 @@ class RunnerUp(Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     score: int
 
 
-class Evidence(Struct, frozen=True, forbid_unknown_fields=True, gc=False):
-    """Why the resolver answered as it did: not part of the record's JSON."""
+class Evidence(Struct, frozen=True, forbid_unknown_fields=True, gc=False, omit_defaults=True):
+    """Why the resolver answered as it did: not part of the record's JSON. Its optional keys are left
+    out when not given (never null), so the evidence written before them keeps its bytes."""
 
     method: str  # e.g. "identifier", "title-author-year", "search-validate"
     catalogue_seq: int | None  # the seq of the catalogue event matched; None when nothing matched
@@ -97,6 +98,9 @@ class Evidence(Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     agreed: list[str]  # the fields of the reference found in the work: "title", "year", ...
     disagreed: list[str]
     runner_up: RunnerUp | None
+    # why the resolver could not read the reference (an exception in resolving it): the answer is then
+    # `unresolved`, and the reference is not examined again by the same version of the resolver
+    error: str | UnsetType = UNSET
 
 
 class CatalogueWork(NamedTuple):

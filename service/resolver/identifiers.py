@@ -4,6 +4,7 @@ keys the catalogue is looked up by, or named malformed when an identifier-shaped
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from ledger.model.doi import ARXIV_DOI_PREFIX, arxiv_key, doi_key
@@ -27,20 +28,35 @@ class Found(NamedTuple):
     rest: str
 
 
+# Runs of spaces below are taken whole (possessive `*+`, `++`): what follows a run is never a space, so
+# giving some back cannot make a match, and a pattern that may give them back to each of two runs in
+# turn tries every split of them.
 # a line break (and the spaces around it) inside an identifier, as a PDF's text extraction leaves it
-_BREAK = r"[ \t]*\r?\n[ \t]*"
+_BREAK = r"[ \t]*+\r?\n[ \t]*+"
+# the same, found in a string: from the start of its spaces only (a start inside them fails the same way)
+_BREAK_IN = re.compile(r"(?<![ \t])" + _BREAK + r"|\r?\n[ \t]*+")
 _DOI_PREFIX = re.compile(
-    r"(?i)(?:\b(?:https?://)?(?:dx\.)?doi\.org/|\bdoi\s*:|\bdoi\s+(?=10\.))[ \t]*(?:\r?\n[ \t]*)?"
+    r"(?i)(?:\b(?:https?://)?(?:dx\.)?doi\.org/|\bdoi\s*+:|\bdoi\s++(?=10\.))[ \t]*+(?:\r?\n[ \t]*+)?"
 )
+_DOI_START = re.compile(r"(?<![\w.])10\.\d{4,9}/")
 _DOI = re.compile(r"(?<![\w.])10\.\d{4,9}/\S+")
-_DOI_CONTINUED = re.compile(r"(?<![\w.])10\.\d{4,9}/\S*[-/._](?:" + _BREAK + r"\S+)+")
+_TOKEN = re.compile(r"\S+")
+# the lines a DOI broken at a line's end goes on with, read from where its first line ends
+_CONTINUATION = re.compile(r"(?<![ \t])(?:" + _BREAK + r"\S+)+")
+_SPACE = re.compile(r"\s")
+_ARXIV_LABEL = re.compile(r"(?i)^\s*+arxiv\s*+:\s*+")
+# identifiers read from one reference at most: a reference names one work, and each identifier read
+# costs a look at the rest of its string
+MAX_IDENTIFIERS = 16
 _TRAIL = ".,;:'\"*>»”’"
 # arXiv: a prefix that promises an id, an id of either scheme, the OCR confusions of its digits
 _ARXIV_PREFIX = re.compile(
-    r"(?i)(?:(?:\bhttps?://)?(?:www\.|export\.)?\barxiv\.org/(?:abs|pdf)/\s*"
-    r"|\barxiv\s*(?:preprint\s*)?[:.]?[ \t]*(?:\r?\n[ \t]*)?|\bcorr\s+abs/|(?<![\w/])abs/)"
-    # what follows is id-shaped: digits, a dot, digits; an old archive's name and a slash; a long number
-    r"(?=[0-9OolIS]{4}\s?\.\s?[0-9OolIS](?:\s?[0-9OolIS]){2}|[a-z-]+(?:\.[A-Za-z]{2})?/\d|\d{5})"
+    r"(?i)(?:(?:\bhttps?://)?(?:www\.|export\.)?\barxiv\.org/(?:abs|pdf)/\s*+"
+    r"|\barxiv\s*+(?:preprint\s*+)?[:.]?[ \t]*+(?:\r?\n[ \t]*+)?|\bcorr\s++abs/|(?<![\w/])abs/)"
+    # what follows is id-shaped: digits, a dot, digits; an old archive's name and a slash; a long number.
+    # A name of at most ARCHIVE_NAME letters: prefixes glued in a row ("arxiv-arxiv-...") would each
+    # read a longer run to its end
+    r"(?=[0-9OolIS]{4}\s?\.\s?[0-9OolIS](?:\s?[0-9OolIS]){2}|[a-z-]{1,64}+(?:\.[A-Za-z]{2})?/\d|\d{5})"
 )
 _ARCHIVES = (
     "astro-ph|cond-mat|gr-qc|hep-ex|hep-lat|hep-ph|hep-th|math-ph|nlin|nucl-ex|nucl-th|physics|quant-ph|"
@@ -57,11 +73,16 @@ _URL = re.compile(r"(?i)\b(?:https?://|www\.)\S+")
 
 def _strip(doi: str) -> str:
     """A DOI without the punctuation a sentence or a bracket put after it."""
-    doi = doi.rstrip(_TRAIL)
+    end = len(doi.rstrip(_TRAIL))
     for close, open_ in ((")", "("), ("]", "["), ("}", "{")):
-        while doi.endswith(close) and doi.count(close) > doi.count(open_):
-            doi = doi[:-1].rstrip(_TRAIL)
-    return doi
+        # counted once, then kept: cutting the string and counting again per bracket is quadratic
+        closes, opens = doi.count(close, 0, end), doi.count(open_, 0, end)
+        while end and doi[end - 1] == close and closes > opens:
+            end -= 1
+            closes -= 1
+            while end and doi[end - 1] in _TRAIL:
+                end -= 1
+    return doi[:end]
 
 
 def read_arxiv(text: str) -> str | None:
@@ -73,7 +94,7 @@ def read_arxiv(text: str) -> str | None:
     run = _NEW_RUN.match(text.strip()) or _NO_DOT.match(text.strip())
     if run is None:
         return None
-    digits = re.sub(r"\s", "", run.group()).replace(",", ".").translate(_OCR)
+    digits = _SPACE.sub("", run.group()).replace(",", ".").translate(_OCR)
     if "." not in digits:
         digits = digits[:4] + "." + digits[4:]  # the dot lost: "arXiv:190905126"
     m = _NEW.match(digits)
@@ -88,7 +109,7 @@ def read_arxiv(text: str) -> str | None:
 
 def _doi_readings(raw: str) -> list[str]:
     """The DOIs a string broken across lines may be: joined as printed, then without the break's hyphen."""
-    parts = re.split(_BREAK, raw)
+    parts = _BREAK_IN.split(raw)
     joined = _strip("".join(parts))
     out = [joined]
     if len(parts) > 1:
@@ -110,6 +131,35 @@ def _ident_of_doi(dois: list[str]) -> Ident:
     return Ident("doi", first, keys)
 
 
+def _continued_at(text: str, at: int) -> int | None:
+    """Where a DOI broken across lines that begins at `at` ends, or None when none begins there: its
+    first line ends in a hyphen, a slash, a dot or an underscore, and more follows on the next."""
+    head = _DOI_START.match(text, at)
+    if head is None:
+        return None
+    line = _TOKEN.match(text, at)
+    end = line.end() if line is not None else at
+    if end <= head.end() or text[end - 1] not in "-/._":
+        return None
+    more = _CONTINUATION.match(text, end)
+    return None if more is None else more.end()
+
+
+def _continued(text: str) -> Iterator[tuple[int, int]]:
+    """Every DOI broken across lines in `text`, in order, none inside another. Only the first place
+    a DOI may begin in a word is tried: a later one ends with the same word and goes on the same way,
+    so it is broken across lines when the first is, and reading the word again from each is quadratic."""
+    after = 0
+    for word in _TOKEN.finditer(text):
+        if word.start() < after:
+            continue
+        head = _DOI_START.search(text, word.start(), word.end())
+        end = None if head is None else _continued_at(text, head.start())
+        if head is not None and end is not None:
+            yield head.start(), end
+            after = end
+
+
 def find(text: str) -> Found:
     """Every identifier in `text`, the malformed ones, and the text without them."""
     idents: list[Ident] = []
@@ -127,26 +177,36 @@ def find(text: str) -> Found:
         return low is None or any(n in low for n in needed)
 
     for m in _DOI_PREFIX.finditer(text) if may("doi") else ():
-        rest = text[m.end() :]
-        doi = _DOI_CONTINUED.match(rest) or _DOI.match(rest)
-        readings = _doi_readings(doi.group()) if doi else []
+        if len(spans) >= MAX_IDENTIFIERS:
+            break
+        at = m.end()
+        end = _continued_at(text, at)
+        if end is None:
+            doi = _DOI.match(text, at)
+            end = None if doi is None else doi.end()
+        readings = _doi_readings(text[at:end]) if end is not None else []
         if readings:
             idents.append(_ident_of_doi(readings))
-            spans.append((m.start(), m.end() + doi.end()))  # type: ignore[union-attr]
+            spans.append((m.start(), end))  # type: ignore[arg-type]
         else:
             # a DOI was promised and what follows is not one: "doi: 10.1000" or "doi.org/abc"
-            bad = re.match(r"\S*", rest)
+            bad = _TOKEN.match(text, at)
             malformed.append((m.group() + (bad.group() if bad else "")).strip())
-            spans.append((m.start(), m.end() + (bad.end() if bad else 0)))
+            spans.append((m.start(), bad.end() if bad else at))
     # a DOI broken across a line first, so its first line is not read as a DOI of its own
-    for pattern in (_DOI_CONTINUED, _DOI) if "10." in text else ():
-        for m in pattern.finditer(text):
-            if not taken(m.start()):
-                readings = _doi_readings(m.group())
+    found = (_continued(text), ((m.start(), m.end()) for m in _DOI.finditer(text))) if "10." in text else ()
+    for matches in found:
+        for a, b in matches:
+            if len(spans) >= MAX_IDENTIFIERS:
+                break
+            if not taken(a):
+                readings = _doi_readings(text[a:b])
                 if readings:
                     idents.append(_ident_of_doi(readings))
-                    spans.append(m.span())
+                    spans.append((a, b))
     for m in _ARXIV_PREFIX.finditer(text) if may("arxiv", "abs/") else ():
+        if len(spans) >= MAX_IDENTIFIERS:
+            break
         if taken(m.start()):
             continue
         rest = text[m.end() : m.end() + 40]
@@ -157,11 +217,13 @@ def find(text: str) -> Found:
             end = m.end() + lead + (shape.end() if shape else 0)
             idents.append(Ident("arxiv", arxiv, (arxiv_key(arxiv) or arxiv,)))
         else:
-            bad = re.match(r"\s*\S+", rest)
+            bad = _TOKEN.match(rest, len(rest) - len(rest.lstrip()))
             end = m.end() + (bad.end() if bad else 0)
             malformed.append(text[m.start() : end].strip())
         spans.append((m.start(), end))
     for m in _OLD.finditer(text) if "/" in text else ():
+        if len(spans) >= MAX_IDENTIFIERS:
+            break
         if not taken(m.start()):
             arxiv = read_arxiv(m.group())
             if arxiv is not None:
@@ -191,7 +253,7 @@ def from_fields(doi: str | None, arxiv_ids: list[str | None]) -> list[Ident]:
         out.extend(found.idents)
     for a in arxiv_ids:
         if a and a.strip():
-            arxiv = read_arxiv(re.sub(r"(?i)^\s*arxiv\s*:\s*", "", a))
+            arxiv = read_arxiv(_ARXIV_LABEL.sub("", a))
             if arxiv is not None:
                 out.append(Ident("arxiv", arxiv, (arxiv_key(arxiv) or arxiv,)))
     return out

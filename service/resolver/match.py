@@ -9,8 +9,10 @@ own catalogue."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+import os
+from collections.abc import Callable, Sequence
+from functools import cache, partial
+from typing import NamedTuple, TypeVar
 
 from rapidfuzz import fuzz
 
@@ -18,9 +20,9 @@ from ledger.model.events import Status
 from ledger.model.resolving import Decision, RefInput
 from ledger.model.works import CatalogueWork, Evidence, RunnerUp
 from ledger.storage.interface import CatalogueTables
-from service.resolver import identifiers
+from service.resolver import identifiers, run
 from service.resolver.identifiers import Ident
-from service.resolver.parse import parse
+from service.resolver.parse import parse, text_cap
 from service.resolver.score import Cand, RefView, Scored, identity, prepare, score, title_continues, view
 
 METHOD_VERSION = "sbmv+guards/1"
@@ -33,6 +35,19 @@ BARE_TITLE_WORDS = 3  # a reference that is a work's whole title and nothing els
 MARGIN = 10  # a runner-up this close is a near-duplicate: only a field that tells them apart decides
 MAX_WORDS = 48  # words of a reference sent to the text index
 DOI_CLOSE = 90  # how alike (0-100) a printed identifier and a candidate's must be to be one misprinted
+# the characters of a reference the matcher reads (its fields and the work it displays, joined); the rest
+# of a longer one is not read. A reference is a few hundred characters: past the cap is no citation
+ENV_MAX_TEXT = "LEDGER_RESOLVER_MAX_TEXT"
+DEFAULT_MAX_TEXT = 4096
+
+
+@cache
+def max_text() -> int:
+    """LEDGER_RESOLVER_MAX_TEXT, read once (SettingError naming it when it is not a valid cap)."""
+    return text_cap(os.environ.get(ENV_MAX_TEXT), ENV_MAX_TEXT, DEFAULT_MAX_TEXT)
+
+
+_T = TypeVar("_T")
 
 
 class _Ref(NamedTuple):
@@ -77,8 +92,10 @@ def reference_text(inp: RefInput) -> tuple[str, list[Ident]]:
             parts.append(str(cited.year))
         doi = doi or cited.doi
         arxiv = [cited.arxiv_id, cited.pith_arxiv_id]
-    # fields apart by punctuation, as a printed reference keeps its parts
-    return " ; ".join(parts), identifiers.from_fields(doi, arxiv)
+    # fields apart by punctuation, as a printed reference keeps its parts; each read up to the cap
+    cap = max_text()
+    capped = [a[:cap] if a else a for a in arxiv]
+    return " ; ".join(parts)[:cap], identifiers.from_fields(doi[:cap] if doi else doi, capped)
 
 
 def read(inp: RefInput) -> _Ref:
@@ -254,6 +271,10 @@ def _by_text(r: _Ref, cands: list[Cand]) -> Decision:
     )
 
 
+def _by_text_of(r: _Ref, works: list[CatalogueWork], cache: dict[int, Cand]) -> Decision:
+    return _by_text(r, _dedupe(works, cache))
+
+
 def _unresolved(r: _Ref, best: Scored | None, runner: Scored | None) -> Decision:
     status: Status = "malformed_identifier" if r.malformed and not r.idents else "unresolved"
     return Decision(status, None, _evidence("search-validate", best, False, runner))
@@ -274,26 +295,39 @@ def query_text(v: RefView) -> str:
     return " ".join(ws[:MAX_WORDS])
 
 
+def _guarded(n: int, out: list[Decision | None], step: Callable[[], _T]) -> _T | None:
+    """`step()`, or None when it raises: reference `n`'s answer is then that failure (run.failure), and
+    the rest of the batch goes on."""
+    try:
+        return step()
+    except Exception as e:
+        if run.systemic(e):
+            raise
+        out[n] = run.failure(e)
+        return None
+
+
 def resolve_many(inputs: Sequence[RefInput], catalogue: CatalogueTables) -> list[Decision]:
     """One decision per input, in order: a batch's identifiers, searches and (volume, page) lookups are
-    each one call to the catalogue."""
-    refs = [read(i) for i in inputs]
+    each one call to the catalogue. A reference whose reading or deciding raises is answered with that
+    failure; the others are decided as if it were not there."""
+    max_text()  # a setting that cannot be read fails the batch here, not each reference
+    out: list[Decision | None] = [None] * len(inputs)
+    read_: list[_Ref | None] = [_guarded(n, out, partial(read, i)) for n, i in enumerate(inputs)]
+    refs = {n: r for n, r in enumerate(read_) if r is not None}
     cache: dict[int, Cand] = {}
-    keys = list(dict.fromkeys(k for r in refs for i in r.idents for k in i.keys))
+    keys = list(dict.fromkeys(k for r in refs.values() for i in r.idents for k in i.keys))
     by_key = dict(zip(keys, catalogue.catalogue_by_keys(keys), strict=True)) if keys else {}
-    out: list[Decision | None] = []
     pending: list[int] = []
-    for n, r in enumerate(refs):
-        d = _by_identifier(r, by_key, cache) if r.idents else None
-        out.append(d)
-        if d is None:
+    for n, r in refs.items():
+        d = _guarded(n, out, partial(_by_identifier, r, by_key, cache)) if r.idents else None
+        if d is not None:
+            out[n] = d
+        elif out[n] is None:
             pending.append(n)
-    searched = [n for n in pending if query_text(refs[n].view)]
-    found = (
-        catalogue.catalogue_search([query_text(refs[n].view) for n in searched], SEARCH_LIMIT)
-        if searched
-        else []
-    )
+    queries = {n: q for n in pending if (q := query_text(refs[n].view))}
+    searched = list(queries)
+    found = catalogue.catalogue_search([queries[n] for n in searched], SEARCH_LIMIT) if searched else []
     cands: dict[int, list[CatalogueWork]] = {n: list(f) for n, f in zip(searched, found, strict=True)}
     asked = [(n, pair) for n in pending for pair in refs[n].view.p.pairs]
     if asked:
@@ -302,5 +336,7 @@ def resolve_many(inputs: Sequence[RefInput], catalogue: CatalogueTables) -> list
         ):
             cands.setdefault(n, []).extend(f)
     for n in pending:
-        out[n] = _by_text(refs[n], _dedupe(cands.get(n, []), cache))
+        d = _guarded(n, out, partial(_by_text_of, refs[n], cands.get(n, []), cache))
+        if d is not None:
+            out[n] = d
     return [d for d in out if d is not None]

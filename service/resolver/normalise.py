@@ -42,9 +42,51 @@ def compact(ws: list[str]) -> str:
 _DIGITISH = str.maketrans(
     {"O": "0", "o": "0", "D": "0", "l": "1", "I": "1", "i": "1", "|": "1", "S": "5", "B": "8"}
 )
-_NUMBERISH = re.compile(r"(?<![A-Za-z0-9])[0-9OoDlIi|SB]*[0-9][0-9OoDlIi|SB]*(?![A-Za-z0-9])")
+# the characters of a number-like token, and those of them that are letters or digits (`|` is not)
+_NUMBERISH_RUN = re.compile(r"[0-9OoDlIi|SB]++")
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_ASCII_DIGIT = re.compile(r"[0-9]")
+
+
+def numberish_spans(text: str) -> list[tuple[int, int]]:
+    """The number-like tokens of `text`: runs of digits and the letters OCR reads for them, holding a
+    digit, with no letter or digit on either side (a `|` is neither, so a token may end before one).
+
+    A scan of each run, not one pattern: a pattern that takes a run and then looks for a digit in it
+    gives the run back one character at a time from every place it may start, quadratic in a long run
+    of `|` or `O`."""
+    out: list[tuple[int, int]] = []
+    n = len(text)
+    for run in _NUMBERISH_RUN.finditer(text):
+        start, end = run.span()
+        # where a token may start: the run's first character when no letter or digit is before it,
+        # else just after a `|` of the run
+        at = start if start == 0 or text[start - 1] not in _ALNUM else text.find("|", start, end) + 1
+        # a token ends at the run's end when no letter or digit follows it, else before its last `|`
+        closed = end == n or text[end] not in _ALNUM
+        last_bar = text.rfind("|", start, end)
+        while 0 < at < end or at == start:
+            digit = _ASCII_DIGIT.search(text, at, end)
+            if digit is None:
+                break  # no later start in the run holds a digit either
+            stop = end if closed else last_bar
+            if stop <= digit.start():
+                break  # nor can a later start end after its digit
+            out.append((at, stop))
+            if stop == end:
+                break
+            # the next start: at the `|` the token ended before, if a `|` is before it, else after it
+            at = stop if text[stop - 1] == "|" else stop + 1
+    return out
 
 
 def ocr_digits(text: str) -> str:
     """`text` with letters read as digits inside number-like tokens (`2O19` -> 2019, `l23` -> 123)."""
-    return _NUMBERISH.sub(lambda m: m.group().translate(_DIGITISH), text)
+    parts: list[str] = []
+    last = 0
+    for a, b in numberish_spans(text):
+        parts.append(text[last:a])
+        parts.append(text[a:b].translate(_DIGITISH))
+        last = b
+    parts.append(text[last:])
+    return "".join(parts)

@@ -9,18 +9,21 @@ from typing import NamedTuple
 from service.resolver.normalise import NOT_WORD, compact, fold, ocr_digits, spaced, words
 
 _NUMBER = re.compile(r"(?<![0-9])[0-9]+(?![0-9])")
-_RANGE = re.compile(r"(?<![0-9])([0-9]+)\s*(?:[-\u2010-\u2015\u2212]|--)\s*([0-9]+)(?![0-9])")
+# Every run of spaces or digits below is taken whole (possessive `*+`, `++`): what follows a run never
+# begins with its own kind of character, so giving some back cannot make a match, and a pattern that
+# could give some back to each of several runs in turn tries every split of them (cubic in a long run).
+_RANGE = re.compile(r"(?<![0-9])([0-9]++)\s*+(?:[-\u2010-\u2015\u2212]|--)\s*+([0-9]++)(?![0-9])")
 _YEAR = re.compile(r"(?<![0-9])(1[6-9][0-9]{2}|20[0-9]{2})(?![0-9])")
 # "Accessed: 2025-06", "Retrieved May 3, 2024", "last visited ...": when a web page was read, not the work
 _ACCESSED = re.compile(
-    r"(?i)\b(?:accessed|retrieved|last\s+(?:accessed|visited)|viewed|visited|consulted)\b(?:\s+on)?[:\s]*"
+    r"(?i)\b(?:accessed|retrieved|last\s++(?:accessed|visited)|viewed|visited|consulted)\b(?:\s++on)?[:\s]*+"
     r"[\w ,./-]{0,30}"
 )
 # a volume then its first page, the way title-less styles print them: "141, 1234", "95, 123 (2017)",
 # "12 (3):123", "vol. 12, no. 3, pp. 123", "12(3), 123-130"
 _VOL_PAGE = re.compile(
-    r"(?i)(?<![0-9])([0-9]{1,5})\s*(?:\(\s*[0-9A-Za-z/-]{1,9}\s*\))?\s*(?:[,:]|\s)\s*"
-    r"(?:(?:no\.|issue)\s*[0-9]{1,5}\s*,\s*)?(?:pp?\.\s*)?([A-Za-z]?[0-9]{1,7})(?![0-9])"
+    r"(?i)(?<![0-9])([0-9]{1,5})\s*+(?:\(\s*+[0-9A-Za-z/-]{1,9}\s*+\))?\s*+(?:[,:]\s*+|(?<=\s))"
+    r"(?:(?:no\.|issue)\s*+[0-9]{1,5}\s*+,\s*+)?(?:pp?\.\s*+)?([A-Za-z]?[0-9]{1,7})(?![0-9])"
 )
 
 
@@ -46,7 +49,9 @@ def parse(text: str) -> Parsed:
         # "1425-37" is 1425-1437: the end printed short
         if len(last) < len(first):
             full = first[: len(first) - len(last)] + last
-            if int(full) > int(first):
+            # digit strings of one length compare as their numbers do: no int(), which refuses one of
+            # more than 4,300 digits
+            if full > first:
                 numbers.append(full.lstrip("0"))
     years = {int(y) for y in _YEAR.findall(digits)}
     pairs: list[tuple[str, str]] = []
@@ -64,6 +69,27 @@ def parse(text: str) -> Parsed:
     return Parsed(
         text, folded, ws, spaced(ws), compact(ws), numbers, years, list(dict.fromkeys(pairs + late))[:4]
     )
+
+
+MIN_TEXT_CAP = 256  # a cap below this would cut ordinary references
+
+
+class SettingError(ValueError):
+    """A setting of the resolver's that cannot be read: the run's failure, never a reference's."""
+
+
+def text_cap(raw: str | None, name: str, default: int) -> int:
+    """The cap a setting gives (its default when unset), or SettingError naming the setting."""
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw.strip()) if len(raw.strip()) <= 12 else -1
+    except ValueError:
+        value = -1
+    if value < MIN_TEXT_CAP:
+        expected = f"a whole number of characters, at least {MIN_TEXT_CAP}"
+        raise SettingError(f"{name} must be {expected}, got {raw!r}")
+    return value
 
 
 def fold_words(text: str | None) -> list[str]:

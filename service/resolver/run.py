@@ -7,6 +7,7 @@ append, not how to match. With none given, the ledger's own are used (`defaults.
 
 from __future__ import annotations
 
+import sqlite3
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -18,22 +19,26 @@ from msgspec import UNSET
 from ledger.model.claims import PERSON_PREFIX as PERSON_PREFIX
 from ledger.model.claims import RESOLVER_PREFIX as RESOLVER_PREFIX
 from ledger.model.doi import arxiv_key, doi_key
-from ledger.model.errors import InvalidEvent
+from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.events import CitationData, CitedWork, ResolutionData, ResolutionObserved
 from ledger.model.facts import Fact, Head
 from ledger.model.instants import format_recorded
 from ledger.model.resolving import Decision, RefInput
-from ledger.model.works import CatalogueWork
+from ledger.model.works import CatalogueWork, Evidence
 from ledger.storage.interface import CatalogueTables
 from ledger.storage.works_store import works_matching
 from projections.record import observations
 from service.ledger import Ledger
+from service.resolver.bounds import Busy, Cancelled, OverBudget
+from service.resolver.parse import SettingError
 
 # the latest statuses the resolver may revisit (absent too); a verified match stays as it is
 REOPENED = frozenset({"unresolved", "parse_uncertain", "malformed_identifier", "metadata_mismatch"})
 # a new work's id: uuid5 in the URL namespace of "https://doi.org/" + its match key (sources-v1.md),
 # the normalised DOI, else the arXiv id's DataCite DOI (10.48550/arxiv.<id>)
 WORK_ID_NAMESPACE = uuid.NAMESPACE_URL
+# characters of an exception's message kept as a failure's reason
+MAX_REASON = 300
 # references per call of the matcher, and resolutions per append: a batch's references share their
 # catalogue reads (the works of a word, a candidate's row), so 1000 cost about an eighth less each than 500
 BATCH = 1000
@@ -123,9 +128,26 @@ def by_person(data: ResolutionData | None) -> bool:
     return data is not None and (data.resolver_source or "").startswith(PERSON_PREFIX)
 
 
-def reopened(data: ResolutionData | None) -> bool:
-    """Whether the resolver may revisit an observation whose latest resolution is this."""
-    return not by_person(data) and (data is None or data.status in REOPENED)
+def failed(data: ResolutionData | None) -> bool:
+    """Whether this resolution is the resolver's failure to read the reference (its evidence says why)."""
+    return data is not None and isinstance(data.evidence, Evidence) and data.evidence.error is not UNSET
+
+
+def reopened(data: ResolutionData | None, source: str) -> bool:
+    """Whether the resolver named `source` (its prefix, method and version) may revisit an observation
+    whose latest resolution is this (resolver-v1.md): none yet; one of the statuses it revisits, made by
+    neither a person nor its own failure to read the reference; or any of its own made under another
+    version. Another source's verified answer and a person's are never revisited."""
+    if data is None:
+        return True
+    if by_person(data):
+        return False
+    made = data.resolver_source or ""
+    if made.startswith(RESOLVER_PREFIX) and made != source:
+        return True  # another version: a better matcher corrects its own earlier answers
+    if made == source and failed(data):
+        return False  # this version could not read it, and would fail the same way again
+    return data.status in REOPENED
 
 
 def unknown_papers(ledger: Ledger, papers: Sequence[str]) -> list[str]:
@@ -146,10 +168,9 @@ def all_papers(ledger: Ledger, page: int = 1000) -> list[str]:
         offset += page
 
 
-def pending(ledger: Ledger, papers: Iterable[str], as_of_us: int) -> Iterator[Pending]:
-    """The observations of these papers the resolver may change as of T (resolver-v1.md): latest
-    resolution absent, or unresolved/parse_uncertain/malformed_identifier/metadata_mismatch and not
-    made by a person; in (paper, reference index, observation id) order."""
+def pending(ledger: Ledger, papers: Iterable[str], as_of_us: int, source: str) -> Iterator[Pending]:
+    """The observations of these papers the resolver named `source` may change as of T (resolver-v1.md,
+    `reopened`), in (paper, reference index, observation id) order."""
     for arxiv_id in papers:
         with ledger.store.snapshot(as_of_us) as reader:
             facts: list[Fact] = reader.paper_stream(arxiv_id)
@@ -158,7 +179,7 @@ def pending(ledger: Ledger, papers: Iterable[str], as_of_us: int) -> Iterator[Pe
             if o.citing != arxiv_id:
                 continue  # a resolution on this stream of another paper's citation is not its own
             latest = None if o.res is None else o.res.data
-            if not reopened(latest):
+            if not reopened(latest, source):
                 continue
             yield Pending(o.oid, o.citing, o.cit.data.reference_index, ref_input(o.cit.data, latest), latest)
 
@@ -230,6 +251,41 @@ def _identity(status: str, work: CitedWork | None) -> tuple[str, str | None]:
     return status, None if work is None else match_key(work.doi, work.arxiv_id)
 
 
+def failure(error: Exception) -> Decision:
+    """The answer for a reference whose resolving raised: `unresolved` (what resolver-v1 answers when
+    nothing validates), with the exception as the evidence's `error`."""
+    reason = f"{type(error).__name__}: {error}"
+    if len(reason) > MAX_REASON:
+        reason = reason[: MAX_REASON - 1] + "\u2026"
+    return Decision("unresolved", None, Evidence("error", None, 0, [], [], None, error=reason))
+
+
+# what stops a whole run: the database, the disk, memory, the ledger refusing a write, a bad setting,
+# and the run's own bounds (its client gone, its budget spent, no slot). Failing each reference for one
+# of these would keep every one of them from being examined again until the version changes.
+_SYSTEMIC = (sqlite3.Error, OSError, MemoryError, LedgerError, SettingError, Cancelled, OverBudget, Busy)
+_SYSTEMIC_MODULES = ("psycopg", "psycopg_pool", "concurrent")
+
+
+def systemic(error: BaseException) -> bool:
+    """Whether an exception is the run's, not a reference's: it would meet every reference alike."""
+    return isinstance(error, _SYSTEMIC) or type(error).__module__.split(".")[0] in _SYSTEMIC_MODULES
+
+
+def decide_apart(decide: Decide, refs: Sequence[RefInput], catalogue: CatalogueTables) -> list[Decision]:
+    """`decide(refs)`; when that raises, each half decided apart, down to the references that raise
+    alone, each of which is then its own `failure`. A `systemic` exception is raised: it ends the run."""
+    try:
+        return decide(refs, catalogue)
+    except Exception as e:
+        if systemic(e):
+            raise
+        if len(refs) == 1:
+            return [failure(e)]
+    half = len(refs) // 2
+    return decide_apart(decide, refs[:half], catalogue) + decide_apart(decide, refs[half:], catalogue)
+
+
 def resolution_of(
     p: Pending, d: Decision, ids: dict[str, str], source: str, observed_at: str
 ) -> ResolutionObserved | None:
@@ -243,7 +299,11 @@ def resolution_of(
             work = cited_work(d.work, ids[key])
             cited_arxiv = arxiv_paper(d.work)
     if p.latest is not None and _identity(d.status, work) == _identity(p.latest.status, p.latest.cited_work):
-        return None
+        # the same answer; a failure is a new answer unless this resolver already recorded it, so that
+        # it is not tried again (and the failure of another version is not kept for this one)
+        error = d.evidence.error is not UNSET
+        if error == failed(p.latest) and (not error or p.latest.resolver_source == source):
+            return None
     data = ResolutionData(p.observation_id, d.status, source, work, cited_arxiv, d.evidence)
     return ResolutionObserved(observed_at=observed_at, data=data)
 
@@ -282,6 +342,7 @@ def resolve(
 
     def settle(done: list[Pending], decisions: list[Decision]) -> None:
         if len(decisions) != len(done):
+            # a matcher answering for fewer references than asked is broken for the whole batch
             raise ValueError(f"the matcher answered {len(decisions)} of {len(done)} references")
         held = work_ids(ledger, [d.work for d in decisions if d.work is not None], now)
         at = format_recorded(ledger.now())
@@ -299,10 +360,19 @@ def resolve(
         if events and not dry_run:
             summary.appended += ledger.append(events, resolver_events=True).appended
 
+    def decided(done: list[Pending], future: Decided) -> list[Decision]:
+        try:
+            return future.result()
+        except Exception as e:
+            if systemic(e):
+                raise
+            # a reference a worker could not decide: the batch again here, apart, to find which
+            return decide_apart(decide, [p.ref for p in done], catalogue)
+
     def flush(last: bool = False) -> None:
         # a run of less than a batch is decided here: starting workers would cost more than it saves
         if workers is None or (last and not submitted):
-            settle(batch, decide([p.ref for p in batch], catalogue))
+            settle(batch, decide_apart(decide, [p.ref for p in batch], catalogue))
         else:
             # the last batch is shared among the workers: none then waits alone on a whole batch at the end
             size = -(-len(batch) // workers.workers) if last else len(batch)
@@ -313,10 +383,10 @@ def resolve(
             # two batches a worker keeps each busy while the next is selected
             while len(inflight) > 2 * workers.workers:
                 done, future = inflight.popleft()
-                settle(done, future.result())
+                settle(done, decided(done, future))
         batch.clear()
 
-    for p in pending(ledger, ids, now):
+    for p in pending(ledger, ids, now, source):
         if len(batch) >= BATCH:
             flush()  # a full batch goes once another follows it: the last one is known as the last
         batch.append(p)
@@ -324,6 +394,6 @@ def resolve(
         flush(last=True)
     while inflight:
         done, future = inflight.popleft()
-        settle(done, future.result())
+        settle(done, decided(done, future))
     summary.head = ledger.head()
     return summary

@@ -11,6 +11,7 @@ similarity to the string instead. No identifier rule, no near-duplicate guard: t
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from rapidfuzz import fuzz
@@ -26,8 +27,16 @@ MIN_SIMILARITY = 0.5  # tuned on the tune split
 _DOI = re.compile(r"(?<!\d)10\.\d{4,9}/[-._;()/:a-zA-Z0-9]+")
 _ARXIV = re.compile(r"(?<![a-zA-Z0-9])arXiv:[\d.]+")
 _BRACKETS = re.compile(r"\[[^\[\]]*\]")
-_RANGE = re.compile(r"(\d+)[\u002d\u00ad\u2010-\u2015\u207b\u208b\u2212](\d+)")
+# from the first digit of a number only: a start inside it fails as the first did, each after reading
+# the rest of the number (quadratic in a long one)
+_RANGE = re.compile(r"(?<!\d)(\d++)[\u002d\u00ad\u2010-\u2015\u207b\u208b\u2212](\d+)")
 _NUMBER = re.compile(r"(?<!\d)\d+(?!\d)")
+
+
+def _digits(number: str) -> list[int]:
+    """A number's digits (any script's, as `\\d` reads them): two of one length compare as their
+    values do, with no int() (which refuses more than 4,300 digits)."""
+    return [unicodedata.decimal(c) for c in number]
 
 
 def _numbers(text: str) -> list[str]:
@@ -36,7 +45,7 @@ def _numbers(text: str) -> list[str]:
 
     def complete(m: re.Match[str]) -> str:
         first, last = m.group(1), m.group(2)
-        if len(first) > len(last) and int(first[-len(last) :]) <= int(last):
+        if len(first) > len(last) and _digits(first[-len(last) :]) <= _digits(last):
             last = first[: len(first) - len(last)] + last
         return f"{first}-{last}"
 
