@@ -18,7 +18,7 @@ from ledger.storage.derived.catalogue import Row, event_row
 from ledger.storage.sql import FAR_FUTURE
 from projections.record import observations
 from service.ledger import Ledger
-from service.resolver import match, score
+from service.resolver import match, sbmv, score
 from service.resolver.run import ref_input
 from service.resolver.score import identity
 
@@ -133,6 +133,11 @@ def _ref_value(citation: CitationData | None, name: str) -> str | None:
     return None if value is None else str(value)
 
 
+def _has_text(citation: CitationData | None) -> bool:
+    ref = None if citation is None else citation.reference
+    return isinstance(ref, msgspec.Struct) and isinstance(getattr(ref, "unstructured", None), str)
+
+
 def _work_value(row: Row, name: str) -> str | None:
     authors = row.authors and msgspec.json.decode(row.authors)
     values = {"title": row.title, "first author": authors[0] if authors else None,
@@ -164,6 +169,7 @@ def field_marks(
     for name in _REF_FIELDS:
         mine, theirs = _ref_value(citation, name), _work_value(row, name)
         mark, note = "absent", None
+        in_text = mine is None and _has_text(citation)
         hits = [a for a in _AGREED.get(name, ()) if a in agreed]
         if name == "DOI":
             if mine is not None and theirs is not None:
@@ -172,8 +178,10 @@ def field_marks(
                 mark, note = "agreed", "found in the reference's text"
         elif hits:
             mark, note = "agreed", _NOTES.get(hits[0])
+            mine = "found in the text" if in_text else mine
         elif any(d in disagreed for d in _DISAGREED.get(name, ())):
             mark = "disagreed"
+            mine = "another in the text" if in_text else mine
         if mark == "absent" and theirs is None:
             note = "the catalogue holds none for this work"
         elif mark == "absent":
@@ -206,26 +214,35 @@ def method_words(method: str, status: str, by_identifier: str | None) -> str:
     return f"a method this page does not describe ({method})"
 
 
-def score_words(method: str, value: int) -> str | None:
+def score_words(method: str, value: int, chosen: bool) -> str | None:
     """The score with its scale and what it must reach."""
+    whose = "" if chosen else "the best candidate scored " if value else "no candidate scored a point: "
+    if method == "identifier":
+        return (f"{whose}{value} of {SCALE} points; an identifier needs no score: it stands unless the "
+                "reference's other fields contradict it")  # fmt: skip
     if method in _OWN_METHODS:
-        need = (
-            f"a match found by searching needs {match.THRESHOLD} points, {match.TITLE_NEEDED} of them from "
-            f"the title; a reference without a title needs {match.NUMBERS_THRESHOLD} with its first page and "
-            "three of volume, year, first author and journal agreeing"
-        )
-        if method == "identifier":
-            need = "an identifier needs no score: it stands unless the reference's other fields contradict it"
         return (
-            f"{value} points, of {SCALE} for a reference that shows every field of the work: each field that "
-            f"agrees adds points (title up to {score.TITLE + score.LONG_TITLE}, first author "
-            f"{score.FIRST_AUTHOR}, year {score.YEAR}, first page {score.PAGE}, volume {score.VOLUME}, "
-            f"journal {score.CONTAINER}), each that disagrees costs points (a wrong year "
-            f"{score.WRONG_YEAR}, another work's title {score.WRONG_TITLE}); {need}"
+            f"{whose}{value} of {SCALE} points; a match found by searching needs {match.THRESHOLD}, "
+            f"{match.TITLE_NEEDED} of them from the title, or, for a reference without a title, "
+            f"{match.NUMBERS_THRESHOLD} with its first page and three of volume, year, first author and "
+            "journal agreeing"
         )
     if method == "sbmv":
-        return f"{value} of 100 (similarity in per cent); SBMV keeps a candidate from 50"
+        least = round(sbmv.MIN_SIMILARITY * 100)
+        return f"{whose}{value} of 100 (similarity in per cent); SBMV keeps a candidate from {least}"
     return None
+
+
+def scale_words(method: str) -> str | None:
+    """How the resolver's own scorer earns and loses points."""
+    if method not in _OWN_METHODS:
+        return None
+    gains = (f"title up to {score.TITLE + score.LONG_TITLE}, first author {score.FIRST_AUTHOR}, other "
+             f"authors {score.AUTHORS}, year {score.YEAR}, first page {score.PAGE}, volume {score.VOLUME}, "
+             f"issue {score.ISSUE}, journal {score.CONTAINER}")  # fmt: skip
+    costs = (f"another work's title {score.WRONG_TITLE}, a wrong year {score.WRONG_YEAR}, a preprint for a "
+             f"journal version {score.WRONG_VENUE}, a wrong first page {score.WRONG_PAGE}")  # fmt: skip
+    return f"a field of the reference that agrees adds points ({gains}); one that disagrees costs ({costs})"
 
 
 def runner_up_words(ledger: Ledger, evidence: dict[str, Any], chosen: bool) -> dict[str, Any] | None:
@@ -237,7 +254,7 @@ def runner_up_words(ledger: Ledger, evidence: dict[str, Any], chosen: bool) -> d
     row = _work(ledger, seq if isinstance(seq, int) else None)
     gap = int(evidence.get("score", 0)) - int(ru.get("score", 0))
     if chosen and gap >= match.MARGIN:
-        why = f"it scored {gap} points below the chosen work ({match.MARGIN} or more decides)"
+        why = f"it scored {gap} points below the chosen work (a lead of {match.MARGIN} or more decides)"
     elif chosen:
         why = (f"it scored within {match.MARGIN} points of the chosen work ({gap} below), and a field the "
                "chosen work agreed on and it did not told them apart")  # fmt: skip
@@ -268,7 +285,7 @@ def explanation(ledger: Ledger, view: dict[str, Any]) -> dict[str, Any]:
     """The resolution of `view` (shown.resolution_view) explained for a person."""
     citation = _citation(ledger, view)
     out: dict[str, Any] = {"reference": reference_as_given(citation), "resolved_by": None, "person": None,
-                           "method": None, "score": None, "fields": [], "matched": None,
+                           "method": None, "score": None, "scale": None, "fields": [], "matched": None,
                            "runner_up": None, "other": []}  # fmt: skip
     res = view.get("resolution")
     if res is None:
@@ -284,13 +301,14 @@ def explanation(ledger: Ledger, view: dict[str, Any]) -> dict[str, Any]:
     row = _work(ledger, seq if isinstance(seq, int) else None)
     by_identifier = None if row is None or method != "identifier" else _identifier(citation, row)
     out["method"] = method_words(method, res["status"], by_identifier)
-    out["score"] = score_words(method, int(evidence.get("score", 0)))
+    chosen = row is not None and res["status"].startswith("verified")
+    out["score"] = score_words(method, int(evidence.get("score", 0)), chosen or method == "identifier")
+    out["scale"] = scale_words(method)
     if row is not None:
         out["matched"] = _named(row, row.seq, row.doi, row.arxiv_id)
     if row is not None and method in _OWN_METHODS:  # only the resolver's own scorer records fields
         agreed, disagreed = list(evidence.get("agreed", [])), list(evidence.get("disagreed", []))
         out["fields"] = field_marks(citation, row, agreed, disagreed, by_identifier)
-    chosen = row is not None and res["status"].startswith("verified")
     out["runner_up"] = runner_up_words(ledger, evidence, chosen)
     out["other"] = [f"{k.replace('_', ' ')}: {v}" for k, v in evidence.items() if k not in _KNOWN_EVIDENCE]
     return out
@@ -317,6 +335,8 @@ def explain_lines(view: dict[str, Any], x: dict[str, Any]) -> list[str]:
     lines.append(f"Method: {x['method']}")
     if x["score"]:
         lines.append(f"Score: {x['score']}")
+    if x["scale"]:
+        lines.append(f"  (how: {x['scale']})")
     if x["matched"]:
         lines.append(f"Matched work: {x['matched']}")
     if x["fields"]:

@@ -123,7 +123,7 @@ def test_a_person_sets_a_match_over_http_and_the_resolver_keeps_it(api: Api) -> 
     view = api.client.get(f"/paper/{CITING}/observations/{OIDS[0]}/resolution").json()
     assert view["resolution"]["by_person"] == "Ada Lovelace" and view["resolution"]["status"] == "unresolved"
     page = api.client.get(f"/paper/{CITING}/observations/{OIDS[0]}/resolution", headers=HTML).text
-    assert "by person Ada Lovelace" in page
+    assert "a person, Ada Lovelace, on " in page and "by by" not in page
 
 
 @pytest.mark.parametrize(
@@ -159,8 +159,8 @@ def test_the_evidence_of_a_resolution_is_json_for_clients_and_a_page_for_browser
     assert view["catalogue_event"]["links"]["proof"] == f"/evidence/{api.work_seq}/proof"
     page = api.client.get(url, headers=HTML)
     assert page.headers["content-type"].startswith("text/html")
-    for text in ("verified exact", "citation-ledger/" + METHOD, "Fields that agreed", "title", "Runner-up",
-                 f"/evidence/{api.work_seq}/proof"):  # fmt: skip
+    for text in ("verified exact", "citation-ledger/" + METHOD, "the DOI in the reference", "title",
+                 "Runner-up", f"/evidence/{api.work_seq}/proof"):  # fmt: skip
         assert text in page.text
     pending = api.client.get(f"/paper/{CITING}/observations/{uuid.UUID(int=77)}/resolution")
     assert pending.status_code == 404

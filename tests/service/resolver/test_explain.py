@@ -1,0 +1,91 @@
+"""A resolution explained in words (service/resolver/explain.py): each method the resolver has in a
+phrase, the score on its scale, who decided, and evidence keys this code does not know shown as they are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from service.ledger import Ledger
+from service.resolver import match
+from service.resolver.explain import (
+    SCALE,
+    explain_lines,
+    explanation,
+    method_words,
+    resolved_by,
+    score_words,
+)
+from service.resolver.run import resolve
+from service.resolver.shown import resolution_view
+from tests.conftest import NewDb
+from tests.resolver_doubles import CITING, OIDS, live_resolver, seed_world
+
+
+@pytest.mark.parametrize(
+    ("method", "status", "ident", "words"),
+    [
+        ("identifier", "verified_exact", "doi", "the DOI in the reference, and"),
+        ("identifier", "verified_exact", "arxiv", "the arXiv id in the reference, and"),
+        (
+            "identifier",
+            "metadata_mismatch",
+            "doi",
+            "names a work of the catalogue, but",
+        ),
+        ("title-author-year", "verified_exact", None, "title, first author and year agree"),
+        ("search-validate", "verified_fuzzy", None, "the best candidate's fields were checked one by one"),
+        ("search-validate", "unresolved", None, "no candidate was accepted"),
+        ("sbmv", "verified_fuzzy", None, "SBMV: the catalogue searched"),
+        ("person", "verified_exact", None, "a person's decision"),
+        ("a-new-method", "verified_fuzzy", None, "a method this page does not describe (a-new-method)"),
+    ],
+)
+def test_each_method_in_words(method: str, status: str, ident: str | None, words: str) -> None:
+    assert words in method_words(method, status, ident)
+
+
+def test_the_score_names_its_scale_and_the_thresholds() -> None:
+    said = score_words("search-validate", 61, True)
+    assert said is not None and said.startswith(f"61 of {SCALE} points")
+    assert f"needs {match.THRESHOLD}, {match.TITLE_NEEDED} of them from the title" in said
+    assert f"{match.NUMBERS_THRESHOLD} with its first page" in said
+    assert score_words("search-validate", 40, False) == (
+        said.replace("61", "the best candidate scored 40", 1)
+    )
+    assert (
+        score_words("sbmv", 73, True) == "73 of 100 (similarity in per cent); SBMV keeps a candidate from 50"
+    )
+    assert score_words("person", 0, True) is None
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("person:Ada Lovelace", "a person, Ada Lovelace, on 2026-09-01"),
+        ("citation-ledger/sbmv+guards/1", "this ledger's resolver (method sbmv+guards, version 1)"),
+        ("local_arxiv", "another source, local_arxiv"),
+        (None, "no resolver named"),
+    ],
+)
+def test_who_resolved_it_in_words(source: str | None, said: str) -> None:
+    assert resolved_by(source, "2026-09-01T10:00:00Z").startswith(said)
+
+
+def test_evidence_keys_it_does_not_know_are_shown_as_they_are(new_db: NewDb) -> None:
+    ledger = Ledger(new_db())
+    seed_world(ledger)
+    resolver = live_resolver(ledger.store.read_log(type="paper.observed", limit=1)[0])
+    resolve(
+        ledger, [CITING], decide=resolver.decide, catalogue=resolver.catalogue(ledger), method=resolver.method
+    )
+    view: dict[str, Any] = resolution_view(ledger, CITING, OIDS[1])
+    view["evidence"] = {**view["evidence"], "failure_reason": "no_title", "feature_points": {"title": 450}}
+    view["evidence"]["runner_up"] = {"catalogue_seq": 1, "doi": None, "arxiv_id": None, "score": 3,
+                                     "other_work_agreed_equally": True}  # fmt: skip
+    x = explanation(ledger, view)
+    assert "failure reason: no_title" in x["other"] and "feature points: {'title': 450}" in x["other"]
+    assert x["runner_up"]["other"] == ["other work agreed equally: True"]
+    lines = explain_lines(view, x)
+    assert "Also recorded: failure reason: no_title" in lines and "  other work agreed equally: True" in lines
