@@ -24,11 +24,14 @@ from service.ledger import Ledger
 from service.resolver.shown import resolution_view
 from tests.api_fixtures import Server, running_server
 from tests.conftest import NewDb
+from tests.e2e.test_browser import browser  # noqa: F401 (the fixture)
+from tests.e2e.test_browser_timeline import PARTS, _screenshot, _words
 
 pytestmark = pytest.mark.process
 
 TOKEN = "evidence-pages-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+SHOT_HEIGHT = 2150  # px: the whole page, from the reference to the way to correct it
 SLICE = Path(__file__).parent.parent / "data" / "resolver-dev-slice"
 PAPER = "2601.00001"
 BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
@@ -166,3 +169,25 @@ def test_the_event_and_its_proof_are_pages_for_a_browser(world: World) -> None:
     assert proof.headers["content-type"].startswith("text/html")
     root = world.get(links["proof"], JSON_CLIENT).json()["root_hash"]
     assert f"Event seq {seq} is in the ledger's Merkle tree" in proof.text and root in proof.text
+
+
+def test_the_evidence_page_in_a_real_browser(world: World, browser: Any, tmp_path: Path) -> None:  # noqa: F811
+    """The page docs/resolver.md shows (docs/images/resolution-evidence.png, remade with
+    LEDGER_UPDATE_SCREENSHOTS=1), and its proof link opening a page."""
+    page = browser.new_page(viewport={"width": 1000, "height": SHOT_HEIGHT})
+    try:
+        url = f"{world.server.base}/paper/{PAPER}/observations/{EXACT}/resolution"
+        response = page.goto(url)
+        assert response is not None and response.status == 200
+        assert response.headers["content-type"].startswith("text/html")
+        assert page.locator("section#reference blockquote").inner_text().startswith("Adams, D. J. (1976).")
+        rows = page.locator("table.fields tr")
+        assert rows.count() == 9 and rows.nth(1).is_visible()  # a header and eight fields
+        outline = "\n".join(_words(part) for part in page.evaluate(PARTS))
+        _screenshot("resolution-evidence", page.screenshot(), outline, tmp_path)
+        # the event and its proof open as pages, not raw JSON
+        with page.expect_navigation():
+            page.get_by_role("link", name="inclusion proof").first.click()
+        assert "is in the ledger's Merkle tree" in page.locator("h1").inner_text()
+    finally:
+        page.close()
