@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.model.claims import PERSON_PREFIX, RESOLVER_PREFIX
+from ledger.model.claims import PERSON_PREFIX, RESOLVER_PREFIX, claimed
 from ledger.model.doi import doi_key
 from ledger.model.errors import NotFound
 from ledger.model.events import CitationData
@@ -58,6 +58,7 @@ _NOTES = {
     "year_near": "one year apart, as a preprint and its journal version often are",
     "preprint": "both are preprints",
 }
+_NOTHING = "nothing: its source gave no text and no fields for this reference"
 _READ = {"doi": "the DOI in the reference", "arxiv": "the arXiv id in the reference"}
 
 
@@ -71,9 +72,19 @@ def paper_of(ledger: Ledger, observation_id: str) -> str:
 
 
 def _citation(ledger: Ledger, view: dict[str, Any]) -> CitationData | None:
-    facts = ledger.store.tables.observation_facts([view["observation_id"]], -FAR_FUTURE, ledger.now())
-    obs = observations(facts).get(view["observation_id"])
-    return None if obs is None else obs.cit.data
+    """The observation's latest citation, its cited work the one the record displayed before the ledger's
+    resolver or a person answered (a record's references arrive with another source's resolution)."""
+    oid = view["observation_id"]
+    facts = ledger.store.tables.observation_facts([oid], -FAR_FUTURE, ledger.now())
+    obs = observations(facts).get(oid)
+    if obs is None:
+        return None
+    citation: CitationData = obs.cit.data
+    shown = [f.data.cited_work for f in facts if f.type == "resolution.observed" and f.data.cited_work
+             is not None and claimed(f.data.resolver_source) is None]  # fmt: skip
+    if shown and citation.reference is msgspec.UNSET:
+        return msgspec.structs.replace(citation, cited_work=shown[-1])
+    return citation
 
 
 def _work(ledger: Ledger, seq: int | None) -> Row | None:
@@ -108,11 +119,13 @@ def reference_as_given(citation: CitationData | None) -> dict[str, Any]:
         return {"from": "the reference as its source gave it", "text": text, "fields": fields}
     cited = citation.cited_work
     if cited is None:
-        return {"from": "nothing: the source gave no text and no fields for this reference", "text": None,
-                "fields": []}  # fmt: skip
+        return {"from": _NOTHING, "text": None, "fields": []}
     fields = [[k, str(v)] for k, v in (("title", cited.title), ("venue", cited.venue), ("year", cited.year),
-              ("DOI", cited.doi), ("arXiv", cited.arxiv_id)) if v is not None]  # fmt: skip
-    what = "the cited work the record displays; its source gave no reference text"
+              ("DOI", cited.doi), ("arXiv", cited.arxiv_id), ("arXiv id Pith linked", cited.pith_arxiv_id))
+              if v is not None]  # fmt: skip
+    if not fields:
+        return {"from": _NOTHING, "text": None, "fields": []}
+    what = "the cited work the record displays; its source gave no reference text, only these fields"
     return {"from": what, "text": None, "fields": fields}
 
 
@@ -330,7 +343,7 @@ def explain_lines(view: dict[str, Any], x: dict[str, Any]) -> list[str]:
     lines.append(f"Status: {res['status'].replace('_', ' ')}")
     lines.append(f"Resolved by: {x['resolved_by']}")
     if x["method"] is None:
-        lines.append("Evidence: none recorded")
+        lines.append("Evidence: none recorded (not an answer of this ledger's resolver)")
         return lines
     lines.append(f"Method: {x['method']}")
     if x["score"]:

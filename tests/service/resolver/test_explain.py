@@ -3,10 +3,14 @@ phrase, the score on its scale, who decided, and evidence keys this code does no
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from cli.main import main
 from service.ledger import Ledger
 from service.resolver import match
 from service.resolver.explain import (
@@ -21,6 +25,8 @@ from service.resolver.run import resolve
 from service.resolver.shown import resolution_view
 from tests.conftest import NewDb
 from tests.resolver_doubles import CITING, OIDS, live_resolver, seed_world
+
+SAMPLE = Path(__file__).parents[3] / "ledger" / "samples" / "2509.02480.record.json"
 
 
 @pytest.mark.parametrize(
@@ -89,3 +95,19 @@ def test_evidence_keys_it_does_not_know_are_shown_as_they_are(new_db: NewDb) -> 
     assert x["runner_up"]["other"] == ["other work agreed equally: True"]
     lines = explain_lines(view, x)
     assert "Also recorded: failure reason: no_title" in lines and "  other work agreed equally: True" in lines
+
+
+def test_a_records_reference_is_shown_as_the_record_displayed_it(new_db: NewDb) -> None:
+    """The shipped sample's references arrive with another source's resolution: its displayed work is
+    the reference as given (a year alone, or nothing), not an empty reference."""
+    db = new_db()
+    assert CliRunner().invoke(main, ["import", str(SAMPLE), "--db", db]).exit_code == 0
+    ledger = Ledger(db)
+    record = json.loads(SAMPLE.read_bytes())
+    shown: dict[str, list[list[str]]] = {}
+    for o in record["outbound"]:
+        x = explanation(ledger, resolution_view(ledger, record["paper"]["arxiv_id"], o["observation_id"]))
+        shown[o["observation_id"]] = x["reference"]["fields"]
+    only_year = [f for f in shown.values() if [k for k, _ in f] == ["year"]]
+    nothing = [f for f in shown.values() if not f]
+    assert (len(only_year), len(nothing)) == (26, 5)
