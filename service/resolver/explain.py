@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from ledger.model.claims import PERSON_PREFIX, RESOLVER_PREFIX, claimed
-from ledger.model.doi import doi_key
+from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.errors import NotFound
 from ledger.model.events import CitationData
 from ledger.model.works import CatalogueWork
@@ -40,6 +40,7 @@ _REF_FIELDS = {
     "issue": ("issue",),
     "first page": ("first_page",),
     "DOI": ("DOI",),
+    "arXiv id": (),
 }
 # the scorer's names for what agreed and disagreed, by the field shown
 _AGREED = {
@@ -141,7 +142,8 @@ def _ref_value(citation: CitationData | None, name: str) -> str | None:
     cited = citation.cited_work
     if cited is None:
         return None
-    shown = {"title": cited.title, "year": cited.year, "journal or venue": cited.venue, "DOI": cited.doi}
+    shown = {"title": cited.title, "year": cited.year, "journal or venue": cited.venue, "DOI": cited.doi,
+             "arXiv id": cited.arxiv_id or cited.pith_arxiv_id}  # fmt: skip
     value = shown.get(name)
     return None if value is None else str(value)
 
@@ -155,7 +157,8 @@ def _work_value(row: Row, name: str) -> str | None:
     authors = row.authors and msgspec.json.decode(row.authors)
     values = {"title": row.title, "first author": authors[0] if authors else None,
               "year": row.year, "journal or venue": row.container, "volume": row.volume,
-              "issue": row.issue, "first page": row.first_page, "DOI": row.doi}  # fmt: skip
+              "issue": row.issue, "first page": row.first_page, "DOI": row.doi,
+              "arXiv id": row.arxiv_id}  # fmt: skip
     value = values.get(name)
     return None if value is None else str(value)
 
@@ -188,6 +191,11 @@ def field_marks(
             if mine is not None and theirs is not None:
                 mark = "agreed" if doi_key(mine) == doi_key(theirs) else "disagreed"
             elif by_id == "doi":
+                mark, note = "agreed", "found in the reference's text"
+        elif name == "arXiv id":
+            if mine is not None and theirs is not None:
+                mark = "agreed" if arxiv_key(mine) == arxiv_key(theirs) else "disagreed"
+            elif by_id == "arxiv":
                 mark, note = "agreed", "found in the reference's text"
         elif hits:
             mark, note = "agreed", _NOTES.get(hits[0])

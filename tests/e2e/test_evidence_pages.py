@@ -182,7 +182,7 @@ def test_the_evidence_page_in_a_real_browser(world: World, browser: Any, tmp_pat
         assert response.headers["content-type"].startswith("text/html")
         assert page.locator("section#reference blockquote").inner_text().startswith("Adams, D. J. (1976).")
         rows = page.locator("table.fields tr")
-        assert rows.count() == 9 and rows.nth(1).is_visible()  # a header and eight fields
+        assert rows.count() == 10 and rows.nth(1).is_visible()  # a header and nine fields
         outline = "\n".join(_words(part) for part in page.evaluate(PARTS))
         _screenshot("resolution-evidence", page.screenshot(), outline, tmp_path)
         # the event and its proof open as pages, not raw JSON

@@ -111,3 +111,11 @@ def test_a_records_reference_is_shown_as_the_record_displayed_it(new_db: NewDb) 
     only_year = [f for f in shown.values() if [k for k, _ in f] == ["year"]]
     nothing = [f for f in shown.values() if not f]
     assert (len(only_year), len(nothing)) == (26, 5)
+    # a reference Pith linked to an arXiv paper the ledger holds: that id decides, and is marked agreed
+    resolve(ledger, [record["paper"]["arxiv_id"]], decide=match.resolve_many, catalogue=ledger.catalogue,
+            method="sbmv+guards/1")  # fmt: skip
+    oid = "b2f3e50e-429e-49c5-a34f-2335320523e8"
+    x = explanation(ledger, resolution_view(ledger, record["paper"]["arxiv_id"], oid))
+    assert x["method"].startswith("the arXiv id in the reference")
+    [arxiv] = [f for f in x["fields"] if f["field"] == "arXiv id"]
+    assert (arxiv["reference"], arxiv["work"], arxiv["mark"]) == ("2407.20018", "2407.20018", "agreed")
