@@ -20,7 +20,7 @@ from api.log.witnesses import cosigner_of
 from api.records import negotiated
 from api.records.render import ENV
 from ledger.model.codec import canonical
-from ledger.model.errors import InvalidEvent
+from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.facts import Head
 from ledger.tlog import merkle_store
 from ledger.tlog.checkpoint import Checkpointer, NoteError, NotSigned, SignedCheckpoint, open_checkpoint
@@ -75,12 +75,15 @@ def inclusion_proof(request: Request, seq: Seq, tree_size: TreeSize = None) -> R
     for a browser (text/html above JSON in Accept), JSON for any other client."""
     store = ledger_of(request).store
     head = store.head()
-    proof = merkle_store.inclusion(
-        store,
-        seq,
-        head.seq if tree_size is None and seq <= head.seq else tree_size,
-        fill=not _read_only(request),
-    )
+    try:
+        proof = merkle_store.inclusion(
+            store,
+            seq,
+            head.seq if tree_size is None and seq <= head.seq else tree_size,
+            fill=not _read_only(request),
+        )
+    except LedgerError as e:  # a browser is told on a page, a client in the JSON error shape
+        return negotiated.error(request, e, [("The event log", "/evidence")])
     body = proof.to_json()
     page = lambda: ENV.get_template("proof.html").render(p=body)  # noqa: E731
     return negotiated.answer(request, body, head_headers(head), page)

@@ -191,3 +191,16 @@ def test_the_evidence_page_in_a_real_browser(world: World, browser: Any, tmp_pat
         assert "is in the ledger's Merkle tree" in page.locator("h1").inner_text()
     finally:
         page.close()
+
+
+def test_a_proof_past_the_head_is_a_page_for_a_browser_and_the_same_json_for_a_client(world: World) -> None:
+    past = f"{world.server.base}/evidence/999999/proof"
+    page = httpx.get(past, headers=BROWSER, timeout=30)
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+    assert page.headers["vary"] == "Accept" and 'href="/evidence"' in page.text
+    answers = [httpx.get(past, headers=headers, timeout=30) for headers in (JSON_CLIENT, {})]
+    for r in answers:
+        assert r.status_code == 404 and r.headers["vary"] == "Accept"
+        assert r.headers["content-type"] == "application/json"
+        assert r.json()["error"]["code"] == "not_found" and "999999" in r.json()["error"]["message"]
+    assert answers[0].content == answers[1].content
