@@ -31,7 +31,7 @@ pytestmark = pytest.mark.process
 
 TOKEN = "evidence-pages-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-SHOT_HEIGHT = 2150  # px: the whole page, from the reference to the way to correct it
+SHOT_HEIGHT = 2280  # px: the whole page, from the reference to the way to correct it
 SLICE = Path(__file__).parent.parent / "data" / "resolver-dev-slice"
 PAPER = "2601.00001"
 BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
