@@ -9,18 +9,44 @@ from typing import Any
 import click
 
 from cli.common import db_option, fail
-from ledger.model.errors import InvalidEvent, LedgerError
+from ledger.model.errors import InvalidEvent, LedgerError, NotFound
 from ledger.model.ids import normalise_arxiv
 from service.ledger import Ledger
 from service.resolver import jobs
 from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
+from service.resolver.explain import explain_lines, explanation, paper_of
 from service.resolver.match import max_text
 from service.resolver.parse import SettingError
-from service.resolver.person import choice, resolve_by_person
+from service.resolver.person import PersonChoice, choice, resolve_by_person
 from service.resolver.pool import resolve_on_cores
 from service.resolver.run import Summary, unknown_papers
+from service.resolver.shown import resolution_view
 
 WATCH_EVERY_S = 5.0  # how often the watch looks for new works
+# the flag that gives each field a person's resolution checks: its refusals name the flag typed
+FLAGS = {"by": "--by", "doi": "--doi", "arxiv_id": "--arxiv", "none": "--none",
+         "observation_id": "--observation"}  # fmt: skip
+
+
+def as_flag(err: LedgerError) -> LedgerError:
+    """A refusal naming one of the API's fields, reworded to name the CLI's flag for it."""
+    if isinstance(err, InvalidEvent) and err.where in FLAGS:
+        return InvalidEvent(FLAGS[err.where], err.reason)
+    if isinstance(err, NotFound) and isinstance(err.details, dict) and "observation_id" in err.details:
+        return NotFound(f"--observation: {err.message}", details=err.details)
+    return err
+
+
+def person_choice(by: str | None, doi: str | None, arxiv: str | None, clear: bool) -> PersonChoice:
+    """A person's choice from the flags, refusals naming the flags."""
+    if by is None:
+        raise InvalidEvent("--by", "a person's resolution needs --by NAME (the person's name)")
+    if sum((doi is not None, arxiv is not None, clear)) != 1:
+        raise InvalidEvent("--doi/--arxiv/--none", "give exactly one (--none: the reference names no work)")
+    try:
+        return choice(by, doi, arxiv, clear)
+    except LedgerError as e:
+        raise as_flag(e) from None
 
 
 def summary_lines(s: Summary) -> list[str]:
@@ -62,6 +88,11 @@ def register(main: click.Group) -> None:
     @click.option("--arxiv", help="With --observation: the arXiv id the reference names.")
     @click.option("--none", "clear", is_flag=True, help="With --observation: the reference names no work.")
     @click.option("--by", "by", help="With --observation: the person's name (resolver_source person:NAME).")
+    @click.option(
+        "--explain",
+        metavar="OBSERVATION_ID",
+        help="Say in words how this observation was resolved: the reference, the fields, score, method.",
+    )
     @db_option
     @click.pass_context
     def resolve_cmd(
@@ -75,19 +106,36 @@ def register(main: click.Group) -> None:
         arxiv: str | None,
         clear: bool,
         by: str | None,
+        explain: str | None,
         db: str,
     ) -> None:
         """Resolve the references still unresolved against the catalogue of works, appending one
-        resolution per changed answer; or, with --observation, record a person's resolution."""
+        resolution per changed answer; or, with --observation, record a person's resolution; or, with
+        --explain, say how one observation was resolved."""
+        if explain is not None:
+            others = papers or all_ or watch or dry_run or observation is not None
+            if others or any(v is not None for v in (doi, arxiv, by)) or clear:
+                fail(InvalidEvent("--explain", "takes an observation id and no other option"))
+            ledger = _ledger(ctx, db)
+            try:
+                view = resolution_view(ledger, paper_of(ledger, explain), explain)
+            except NotFound as unknown:
+                fail(NotFound(f"--explain: {unknown.message}"))
+            for line in explain_lines(view, explanation(ledger, view)):
+                click.echo(line)
+            return
         if observation is not None:
             if papers or all_ or watch or dry_run:
                 fail(InvalidEvent("--observation", "a person's resolution takes --by and one of --doi, "
                                   "--arxiv, --none only"))  # fmt: skip
-            asked = choice(by, doi, arxiv, clear)
-            ledger = _ledger(ctx, db)
-            given = (ctx.obj or {}).get("resolver") if isinstance(ctx.obj, dict) else None
-            catalogue = given.catalogue(ledger) if given is not None else ledger_catalogue(ledger)
-            result = resolve_by_person(ledger, observation, asked, catalogue)
+            try:
+                asked = person_choice(by, doi, arxiv, clear)
+                ledger = _ledger(ctx, db)
+                given = (ctx.obj or {}).get("resolver") if isinstance(ctx.obj, dict) else None
+                catalogue = given.catalogue(ledger) if given is not None else ledger_catalogue(ledger)
+                result = resolve_by_person(ledger, observation, asked, catalogue)
+            except LedgerError as refused:
+                fail(as_flag(refused))
             e = ledger.store.envelopes([result.items[0].seq])[0] if result.appended else None
             where = "already recorded" if e is None else f"seq {e.seq}"
             click.echo(f"resolved {observation} by person:{asked.by} ({where})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -12,9 +13,11 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from api import docs
-from api.common import JSON, after_query, counter_header, head_headers, head_json, ledger_of
+from api.common import after_query, counter_header, head_headers, head_json, ledger_of
 from api.log.live import Subscription, follow, live_of
-from ledger.model.codec import canonical, envelope_json
+from api.records import negotiated
+from api.records.render import ENV
+from ledger.model.codec import envelope_json
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import DATA_TYPES, StoredEvent
 
@@ -40,7 +43,7 @@ def _check_type(type_: str | None) -> None:
 @router.get(
     "/evidence",
     summary="The event log in seq order, with full envelopes and the chain hashes",
-    responses=docs.responses(200, 422, ok="EvidencePage"),
+    responses=docs.responses(200, 422, ok="EvidencePage", html=True),
 )
 def evidence(
     request: Request,
@@ -49,7 +52,8 @@ def evidence(
     stream: StreamName = None,
     type: TypeName = None,
 ) -> Response:
-    """One page of stored envelopes after `after`, the head, and the cursor for the next page."""
+    """One page of stored envelopes after `after`, the head, and the cursor for the next page. A page for
+    a browser (text/html above JSON in Accept), JSON for any other client."""
     _check_type(type)
     ledger = ledger_of(request)
     # One extra row tells whether another page exists without a second query.
@@ -68,7 +72,20 @@ def evidence(
         "next_after": next_after,
         "next": next_url,
     }
-    return Response(canonical(body), media_type=JSON, headers=head_headers(head))
+    shown = lambda: events_page(body, after, stream, type)  # noqa: E731
+    return negotiated.answer(request, body, head_headers(head), shown)
+
+
+def events_page(body: dict[str, Any], after: int, stream: str | None, type_: str | None) -> str:
+    """A page of the log for a browser: each event's envelope, its data indented, its proof linked."""
+    events = []
+    for e in body["events"]:
+        rest = [(k, v) for k, v in e.items() if k not in ("seq", "type", "stream", "observed_at", "data")]
+        data = json.dumps(json.loads(bytes(e["data"])), indent=2, ensure_ascii=False, sort_keys=True)
+        events.append({**e, "rest": rest, "data": data})
+    return ENV.get_template("events.html").render(
+        events=events, head=body["head"], next=body["next"], after=after, stream=stream, type=type_
+    )
 
 
 # an evidence page ends early past this many bytes of event data (at least one event), so that no

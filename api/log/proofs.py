@@ -17,8 +17,10 @@ from starlette.concurrency import run_in_threadpool
 from api import docs
 from api.common import JSON, head_headers, ledger_of, read_body
 from api.log.witnesses import cosigner_of
+from api.records import negotiated
+from api.records.render import ENV
 from ledger.model.codec import canonical
-from ledger.model.errors import InvalidEvent
+from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.facts import Head
 from ledger.tlog import merkle_store
 from ledger.tlog.checkpoint import Checkpointer, NoteError, NotSigned, SignedCheckpoint, open_checkpoint
@@ -63,18 +65,28 @@ def _json(body: object, head: Head) -> Response:
     return Response(canonical(body), media_type=JSON, headers=head_headers(head))
 
 
-@_proof_route("/evidence/{seq}/proof", "Inclusion proof of one event in the Merkle tree (RFC 6962)")
+@router.get(
+    "/evidence/{seq}/proof",
+    summary="Inclusion proof of one event in the Merkle tree (RFC 6962)",
+    responses=docs.responses(200, 404, 422, html=True),
+)
 def inclusion_proof(request: Request, seq: Seq, tree_size: TreeSize = None) -> Response:
-    """The audit path of event `seq` in the tree of `tree_size` events, with that tree's root."""
+    """The audit path of event `seq` in the tree of `tree_size` events, with that tree's root. A page
+    for a browser (text/html above JSON in Accept), JSON for any other client."""
     store = ledger_of(request).store
     head = store.head()
-    proof = merkle_store.inclusion(
-        store,
-        seq,
-        head.seq if tree_size is None and seq <= head.seq else tree_size,
-        fill=not _read_only(request),
-    )
-    return _json(proof.to_json(), head)
+    try:
+        proof = merkle_store.inclusion(
+            store,
+            seq,
+            head.seq if tree_size is None and seq <= head.seq else tree_size,
+            fill=not _read_only(request),
+        )
+    except LedgerError as e:  # a browser is told on a page, a client in the JSON error shape
+        return negotiated.error(request, e, [("The event log", "/evidence")])
+    body = proof.to_json()
+    page = lambda: ENV.get_template("proof.html").render(p=body)  # noqa: E731
+    return negotiated.answer(request, body, head_headers(head), page)
 
 
 @router.get(

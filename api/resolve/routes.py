@@ -30,6 +30,7 @@ from ledger.model.ids import normalise_arxiv
 from service.ledger import CatalogueTables, Ledger, WriteBy, as_writer, by_token
 from service.resolver.bounds import Busy, Cancelled, Gate, Lease, Limits, OverBudget, admit
 from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
+from service.resolver.explain import explanation
 from service.resolver.jobs import Jobs
 from service.resolver.names import Binding, NotTheirs, check_owner
 from service.resolver.person import PersonChoice, choice, resolve_by_person
@@ -384,7 +385,9 @@ def get_resolution(
         view = resolution_view(ledger_of(request), arxiv_id, observation_id, instant(as_of, "as_of"))
     except LedgerError as e:
         return negotiated.error(request, e, [("Back to the record", record)])
-    head = ledger_of(request).head()
-    return negotiated.answer(
-        request, view, head_headers(head), lambda: ENV.get_template("resolution.html").render(v=view)
-    )
+    ledger = ledger_of(request)
+
+    def page() -> str:
+        return ENV.get_template("resolution.html").render(v=view, x=explanation(ledger, view))
+
+    return negotiated.answer(request, view, head_headers(ledger.head()), page)

@@ -123,7 +123,7 @@ def test_a_person_sets_a_match_over_http_and_the_resolver_keeps_it(api: Api) -> 
     view = api.client.get(f"/paper/{CITING}/observations/{OIDS[0]}/resolution").json()
     assert view["resolution"]["by_person"] == "Ada Lovelace" and view["resolution"]["status"] == "unresolved"
     page = api.client.get(f"/paper/{CITING}/observations/{OIDS[0]}/resolution", headers=HTML).text
-    assert "by person Ada Lovelace" in page
+    assert "a person, Ada Lovelace, on " in page and "by by" not in page
 
 
 @pytest.mark.parametrize(
@@ -159,8 +159,8 @@ def test_the_evidence_of_a_resolution_is_json_for_clients_and_a_page_for_browser
     assert view["catalogue_event"]["links"]["proof"] == f"/evidence/{api.work_seq}/proof"
     page = api.client.get(url, headers=HTML)
     assert page.headers["content-type"].startswith("text/html")
-    for text in ("verified exact", "citation-ledger/" + METHOD, "Fields that agreed", "title", "Runner-up",
-                 f"/evidence/{api.work_seq}/proof"):  # fmt: skip
+    for text in ("verified exact", "citation-ledger/" + METHOD, "the DOI in the reference", "title",
+                 "Runner-up", f"/evidence/{api.work_seq}/proof"):  # fmt: skip
         assert text in page.text
     pending = api.client.get(f"/paper/{CITING}/observations/{uuid.UUID(int=77)}/resolution")
     assert pending.status_code == 404
@@ -198,3 +198,20 @@ def test_refusals_over_a_real_socket(new_db: NewDb) -> None:
         assert httpx.post(f"{server.base}/resolve", json={"all": True}).status_code == 401
         r = httpx.post(f"{server.base}/resolve", json={"papers": ["2999.00001"]}, headers=AUTH)
         assert r.status_code == 422 and r.json()["error"]["details"]["where"] == "papers"
+
+
+def test_a_pending_reference_is_shown_as_given_its_markup_as_text(api: Api) -> None:
+    oid = str(uuid.UUID(int=4242))
+    reference = {"unstructured": "<script>alert(1)</script> A. Author, 2020", "volume": "<b>3</b>"}
+    data = {"observation_id": oid, "citing_arxiv_id": CITING, "reference_index": 9, "source": "crossref",
+            "cited_work": None, "reference": reference}  # fmt: skip
+    event = {"type": "citation.observed", "observed_at": "2026-01-02T00:00:00Z", "data": data}
+    assert api.client.post("/events", json={"events": [event]}, headers=AUTH).status_code == 201
+    page = api.client.get(f"/paper/{CITING}/observations/{oid}/resolution", headers=HTML)
+    assert page.status_code == 200 and page.headers["vary"] == "Accept"
+    assert "Resolution: pending (not yet resolved)." in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; A. Author, 2020" in page.text
+    assert "<script>alert" not in page.text
+    assert "&lt;b&gt;3&lt;/b&gt;" in page.text
+    events = api.client.get("/evidence?type=citation.observed&limit=1000", headers=HTML).text
+    assert "<script>alert" not in events and "&lt;script&gt;alert(1)" in events
