@@ -15,13 +15,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ledger.storage.backend import is_pg_url
 
-# tables whose append-only triggers an attacker switches off before editing rows
-GUARDED = (
-    "events",
-    "check_works",
-    "merkle_nodes",
-    *(f"{t}_{level}" for t in ("event_keys", "check_works") for level in ("middle", "recent")),
-    "event_keys",
+# the tables whose append-only guard is a trigger of ours, found in the catalogue so that a table
+# added with a guard is switched off too
+_GUARDED_PG = (
+    "SELECT DISTINCT tgrelid::regclass::text FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT t.tgisinternal AND n.nspname = current_schema()"
 )
 
 
@@ -77,8 +75,9 @@ def rows(db: str | Path, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any
 def edit(db: str | Path, *statements: str, params: Sequence[Any] = ()) -> None:
     """Change rows as an attacker with write access would: switch the append-only triggers off first."""
     with connect(db) as raw:
+        guarded = [t for (t,) in raw.execute(_GUARDED_PG).fetchall()] if raw.pg else []
         if raw.pg:
-            for table in GUARDED:
+            for table in guarded:
                 raw.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
         else:
             names = raw.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall()
@@ -87,7 +86,7 @@ def edit(db: str | Path, *statements: str, params: Sequence[Any] = ()) -> None:
         for sql in statements:
             raw.execute(sql, params if "?" in sql else ())
         if raw.pg:
-            for table in GUARDED:
+            for table in guarded:
                 names = raw.execute(
                     f"SELECT tgname FROM pg_trigger WHERE tgrelid = '{table}'::regclass AND NOT tgisinternal"
                 ).fetchall()

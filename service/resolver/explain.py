@@ -277,7 +277,11 @@ def runner_up_words(ledger: Ledger, evidence: dict[str, Any], chosen: bool) -> d
     seq = ru.get("catalogue_seq")
     row = _work(ledger, seq if isinstance(seq, int) else None)
     gap = int(evidence.get("score", 0)) - int(ru.get("score", 0))
-    if chosen and gap >= match.MARGIN:
+    if chosen and gap == 0:
+        why = ("it agreed with the reference as fully as the chosen work (the same points); of two "
+               "works that agree equally, the one the catalogue held first is taken: this one came "
+               "later")  # fmt: skip
+    elif chosen and gap >= match.MARGIN:
         why = f"it scored {gap} points below the chosen work (a lead of {match.MARGIN} or more decides)"
     elif chosen:
         why = (f"it scored within {match.MARGIN} points of the chosen work ({gap} below), and a field the "

@@ -19,6 +19,7 @@ from service.resolver.explain import (
     explanation,
     method_words,
     resolved_by,
+    runner_up_words,
     score_words,
 )
 from service.resolver.run import resolve
@@ -120,3 +121,21 @@ def test_a_records_reference_is_shown_as_the_record_displayed_it(new_db: NewDb) 
     assert x["method"].startswith("the arXiv id in the reference")
     [arxiv] = [f for f in x["fields"] if f["field"] == "arXiv id"]
     assert (arxiv["reference"], arxiv["work"], arxiv["mark"]) == ("2407.20018", "2407.20018", "agreed")
+
+
+@pytest.mark.parametrize(
+    ("gap", "words"),
+    [
+        (0, "of two works that agree equally, the one the catalogue held first is taken"),
+        (3, "a field the chosen work agreed on and it did not told them apart"),
+        (40, "a lead of"),
+    ],
+)
+def test_why_the_runner_up_lost(new_db: NewDb, gap: int, words: str) -> None:
+    ledger = Ledger(new_db())
+    evidence = {
+        "score": 60,
+        "runner_up": {"catalogue_seq": 1, "doi": "10.1/x", "arxiv_id": None, "score": 60 - gap},
+    }
+    said = runner_up_words(ledger, evidence, chosen=True)
+    assert said is not None and words in said["why"]
