@@ -25,7 +25,7 @@ from service.resolver.identifiers import Ident
 from service.resolver.parse import parse, text_cap
 from service.resolver.score import Cand, RefView, Scored, identity, prepare, score, title_continues, view
 
-METHOD_VERSION = "sbmv+guards/1"
+METHOD_VERSION = "sbmv+guards/2"
 SEARCH_LIMIT = 20  # candidates asked per reference from the text index
 PAIR_LIMIT = 10  # and per (volume, first page) pair
 THRESHOLD = 52  # the score a candidate needs to be a match

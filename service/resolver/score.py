@@ -28,10 +28,11 @@ ISSUE = 3
 PAGE = 12
 CONTAINER = 6
 # what a field costs when the reference shows a different value
-WRONG_YEAR = 12
+WRONG_YEAR = 40  # two years or more apart: the title printed again is another work (an edition, a reprint)
 WRONG_KIND = 100  # a notice for the work it corrects, Part I for Part II: never the same work
 WRONG_VENUE = 15  # a preprint for its journal version, or the reverse
 WRONG_PAGE = 8
+WRONG_PART = 50  # pages of a work that has none: a part of it (a chapter, a paper), never the whole
 WRONG_TITLE = 30  # the reference shows a title, and it is not this work's
 UNEXPLAINED = 4  # words the work's authors and journal leave unexplained: the reference's own title
 
@@ -163,6 +164,7 @@ class Cand(NamedTuple):
     issue: str | None
     page: str | None
     explains: frozenset[str]  # the words its authors and container account for in a reference
+    own_numbers: frozenset[str]  # the numbers of its title and container ("Domains 19-20", "Vol. 3")
 
 
 def _num(v: str | None) -> str | None:
@@ -192,6 +194,8 @@ def _venue(container: str) -> _Venue:
 
 
 _NO_VENUE = _Venue([], [], frozenset(), False)
+_DIGITS = re.compile(r"[0-9]+")
+_YEARISH = re.compile(r"1[6-9][0-9]{2}|20[0-9]{2}")
 
 
 @lru_cache(maxsize=1 << 16)
@@ -211,9 +215,11 @@ def prepare(w: CatalogueWork) -> Cand:
     )
     page = w.first_page.split("-")[0] if w.first_page else None
     explains = venue.explains.union(*(ws for ws, _ in named))
+    own = frozenset(n.lstrip("0") or "0" for n in _DIGITS.findall(f"{w.title or ''} {w.container or ''}"))
     return Cand(
         w, identity(w), spaced(tw) if tw else "", compact(tw), bool(_NOTICE.match(low)), _part(low), authors,
         venue.words, venue.abbreviations, preprint, _num(w.volume), _num(w.issue), _num(page), explains,
+        own,
     )  # fmt: skip
 
 
@@ -419,6 +425,15 @@ def title_continues(r: RefView, c: Cand) -> bool:
     return False
 
 
+def _part_pages(r: RefView, c: Cand) -> bool:
+    """Whether the reference prints pages: a range, or a lone number that is no year, not numbers of
+    `c`'s own title or container."""
+    if any(a not in c.own_numbers for a, _ in r.p.ranges):
+        return True
+    # a first page alone, as the title-less styles print it ("Title 129 (2002)")
+    return any(n not in c.own_numbers and not _YEARISH.fullmatch(n) for n in r.p.numbers)
+
+
 def score(r: RefView, c: Cand) -> Scored:
     """`c` scored against `r`: points for each field of `c` the reference shows, less the costs of the
     fields it shows otherwise."""
@@ -466,6 +481,7 @@ def score(r: RefView, c: Cand) -> Scored:
             total += YEAR_NEAR
             agreed.append("year_near")
         else:
+            # years apart: another edition, another printing of the title, another item of a series
             total -= WRONG_YEAR
             disagreed.append("year")
     # a structured reference states its volume and first page: another value is another work
@@ -473,6 +489,11 @@ def score(r: RefView, c: Cand) -> Scored:
         if mine is not None and theirs is not None and mine != theirs:
             total -= WRONG_PAGE
             disagreed.append(name)
+    if c.page is None and c.volume is None and (r.first_page is not None or _part_pages(r, c)):
+        # the reference prints pages of a work that has none: a chapter of this book, a paper of this
+        # proceedings volume, not the whole
+        total -= WRONG_PART
+        disagreed.append("first_page")
     vol_ok = c.volume is not None and c.volume in r.numbers
     if vol_ok:
         total += VOLUME if len(c.volume or "") > 1 else VOLUME / 2
@@ -481,10 +502,11 @@ def score(r: RefView, c: Cand) -> Scored:
             total += ISSUE
             agreed.append("issue")
     if c.page is not None:
-        if c.page in r.numbers or (not c.page.isdigit() and c.page in r.wordset):
+        # a number printed only as a range's end is another work's last page, not this one's first
+        if (c.page in r.numbers and c.page not in r.p.ends) or (not c.page.isdigit() and c.page in r.wordset):
             total += PAGE
             agreed.append("first_page")
-        elif r.p.pairs and r.first_page is None:
+        elif (r.p.pairs or r.p.ranges) and r.first_page is None:
             total -= WRONG_PAGE
             disagreed.append("first_page")
     if _container_in(r, c):
