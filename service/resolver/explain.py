@@ -266,7 +266,8 @@ def scale_words(method: str) -> str | None:
              f"issue {score.ISSUE}, journal {score.CONTAINER}")  # fmt: skip
     costs = (f"another work's title {score.WRONG_TITLE}, a year two or more apart {score.WRONG_YEAR}, a "
              f"preprint for a journal version {score.WRONG_VENUE}, a wrong first page {score.WRONG_PAGE}, "
-             f"pages of a work that has none (a chapter for its book) {score.WRONG_PART}")  # fmt: skip
+             f"a volume and first page neither printed {score.WRONG_NUMBERS}, pages or authors of a work "
+             f"that has none (a chapter for its book) {score.WRONG_PART}")  # fmt: skip
     return f"a field of the reference that agrees adds points ({gains}); one that disagrees costs ({costs})"
 
 

@@ -23,7 +23,17 @@ from ledger.storage.interface import CatalogueTables
 from service.resolver import identifiers, run
 from service.resolver.identifiers import Ident
 from service.resolver.parse import parse, text_cap
-from service.resolver.score import Cand, RefView, Scored, identity, prepare, score, title_continues, view
+from service.resolver.score import (
+    Cand,
+    RefView,
+    Scored,
+    first_author_leads,
+    identity,
+    prepare,
+    score,
+    title_continues,
+    view,
+)
 
 METHOD_VERSION = "sbmv+guards/2"
 SEARCH_LIMIT = 20  # candidates asked per reference from the text index
@@ -261,6 +271,7 @@ def _by_text(r: _Ref, cands: list[Cand]) -> Decision:
         and "year" in best.agreed
         and not best.disagreed
         and not r.idents
+        and first_author_leads(r.view, best.cand)
         and not any(s.title_exact and "first_author" in s.agreed and "year" in s.agreed for s in scored[1:])
     )
     status: Status = "verified_exact" if exact else "verified_fuzzy"

@@ -32,6 +32,8 @@ WRONG_YEAR = 40  # two years or more apart: the title printed again is another w
 WRONG_KIND = 100  # a notice for the work it corrects, Part I for Part II: never the same work
 WRONG_VENUE = 15  # a preprint for its journal version, or the reverse
 WRONG_PAGE = 8
+WRONG_NUMBERS = 20  # a work whose volume and first page are neither among the numbers a reference prints
+NAMED_PART = 1
 WRONG_PART = 50  # pages of a work that has none: a part of it (a chapter, a paper), never the whole
 WRONG_TITLE = 30  # the reference shows a title, and it is not this work's
 UNEXPLAINED = 4  # words the work's authors and journal leave unexplained: the reference's own title
@@ -434,6 +436,45 @@ def _part_pages(r: RefView, c: Cand) -> bool:
     return any(n not in c.own_numbers and not _YEARISH.fullmatch(n) for n in r.p.numbers)
 
 
+_NO_AUTHOR = frozenset({"anon", "anonymous"})  # what a style prints for a work without authors
+_EDITED = frozenset({"ed", "eds", "editor", "editors", "edited", "hrsg", "herausgegeben", "dir"})
+
+
+def _named_part(r: RefView, c: Cand) -> bool:
+    """Whether the reference names people (or a title of its own) a work without authors leaves
+    unexplained, and no editors: a paper of this proceedings volume, a chapter of this edited book."""
+    if c.authors or not r.wordset.isdisjoint(_EDITED):
+        return False
+    at = r.p.compact.find(c.title_compact) if c.title_compact else -1
+    if at <= 0:
+        return False
+    # the words printed before the work's title: where a part's authors and its own title stand
+    before: list[str] = []
+    n = 0
+    for w in r.p.words:
+        n += len(w)
+        if n > at:
+            break
+        before.append(w)
+    own = set(c.title_spaced.split()) | c.explains | _NO_AUTHOR
+    return len([w for w in _content(before) if w not in own]) >= NAMED_PART
+
+
+def first_author_leads(r: RefView, c: Cand) -> bool:
+    """Whether `c`'s first author is printed before its other authors the reference names: a work whose
+    first author the reference lists third is not shown exactly (two deposits of one paper, their
+    authors in another order)."""
+    if not c.authors or c.authors[0].last is None:
+        return True
+    first = r.p.spaced.find(f" {c.authors[0].last} ")
+    if first < 0:
+        return True
+    others = (
+        r.p.spaced.find(f" {a.last} ") for a in c.authors[1:6] if a.last and a.last != c.authors[0].last
+    )
+    return all(at < 0 or at > first for at in others)
+
+
 def score(r: RefView, c: Cand) -> Scored:
     """`c` scored against `r`: points for each field of `c` the reference shows, less the costs of the
     fields it shows otherwise."""
@@ -489,12 +530,31 @@ def score(r: RefView, c: Cand) -> Scored:
         if mine is not None and theirs is not None and mine != theirs:
             total -= WRONG_PAGE
             disagreed.append(name)
-    if c.page is None and c.volume is None and (r.first_page is not None or _part_pages(r, c)):
-        # the reference prints pages of a work that has none: a chapter of this book, a paper of this
-        # proceedings volume, not the whole
-        total -= WRONG_PART
-        disagreed.append("first_page")
+    if c.page is None and c.volume is None:
+        if r.first_page is not None or _part_pages(r, c):
+            # the reference prints pages of a work that has none: a chapter of this book, a paper of
+            # this proceedings volume, not the whole
+            total -= WRONG_PART
+            disagreed.append("first_page")
+        elif title and _named_part(r, c):
+            # it names authors a work without any lacks, before that work's title: the same part
+            total -= WRONG_PART
+            disagreed.append("first_author")
     vol_ok = c.volume is not None and c.volume in r.numbers
+    if (
+        not vol_ok
+        and c.volume is not None
+        and c.page is not None
+        and c.page not in r.numbers
+        and c.page not in r.wordset
+        and r.volume is None
+        and r.first_page is None
+        and any(n not in c.own_numbers and not _YEARISH.fullmatch(n) for n in r.p.numbers)
+    ):
+        # the reference prints its numbers, and neither this work's volume nor its first page is among
+        # them: another paper of the author, in another volume (or another venue's)
+        total -= WRONG_NUMBERS
+        disagreed.append("volume")
     if vol_ok:
         total += VOLUME if len(c.volume or "") > 1 else VOLUME / 2
         agreed.append("volume")

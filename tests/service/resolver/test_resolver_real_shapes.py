@@ -144,3 +144,66 @@ def test_the_next_part_of_a_series_is_another_work() -> None:
         "Estuarine Physics, 12, 220–241."
     )
     assert _answer(text, PART_II) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Okafor, N. Wave speed in saturated clay. Proceedings of the Ninth International Workshop on Soil "
+        "Acoustics. 2015. . . ",
+        "1 N. Okafor and P. Lind, Proceedings of the Ninth International Workshop on Soil Acoustics (2015).",
+    ],
+)
+def test_a_named_paper_without_pages_is_not_its_authorless_volume(text: str) -> None:
+    d = _decide(text, VOLUME)
+    assert d.work is None
+    assert "first_author" in d.evidence.disagreed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Nebel, A., & Deuschl, G. (Eds.). (2015). Proceedings of the Ninth International Workshop on Soil "
+        "Acoustics.",
+        "Anon, 2015. Proceedings of the Ninth International Workshop on Soil Acoustics.",
+    ],
+)
+def test_the_volume_cited_by_its_editors_or_as_anonymous_is_the_volume(text: str) -> None:
+    assert _answer(text, VOLUME) == VOLUME.seq
+
+
+CHEMISTRY = work(
+    10, "Enantioselective oxidative dearomatization of naphthols using hydrogen peroxide", ["Uyama", "Sato"],
+    container="Chemistry Letters", year=2015, volume="44", issue="2", first_page="179-181",
+)  # fmt: skip
+
+
+def test_a_work_whose_volume_and_first_page_are_neither_printed_disagrees() -> None:
+    # the same title and authors, printed in another journal's volume 46, issue 33
+    text = (
+        "Uyama, M., & Sato, N. (2015). Enantioselective oxidative dearomatization of naphthols using "
+        "hydrogen peroxide. Abstracts Weekly, 46(33), 12."
+    )
+    d = _decide(text, CHEMISTRY)
+    assert "volume" in d.evidence.disagreed
+    right = text.replace("Abstracts Weekly, 46(33), 12.", "Chemistry Letters, 44(2), 179–181.")
+    assert _answer(right, CHEMISTRY) == CHEMISTRY.seq
+
+
+def test_a_work_whose_first_author_the_reference_lists_later_is_not_exact() -> None:
+    # one survey deposited with its authors in another order: the match may stand, not as exact
+    survey = work(
+        11, "Biological surveys of the Kahuzi uplands and their endemic birds",
+        ["Omondi", "Hartley", "Bussy"], container="Oryx", year=1999, volume="33", issue="4",
+        first_page="301-322",
+    )  # fmt: skip
+    text = (
+        "Hartley, J. A., Bussy, T. M., & Omondi, I. (1999). Biological surveys of the Kahuzi uplands and "
+        "their endemic birds. Oryx, 33(4), 301–322."
+    )
+    d = _decide(text, survey)
+    assert d.work == survey and d.status == "verified_fuzzy"
+    in_order = text.replace(
+        "Hartley, J. A., Bussy, T. M., & Omondi, I.", "Omondi, I., Hartley, J. A., & Bussy, T. M."
+    )
+    assert _decide(in_order, survey).status == "verified_exact"
