@@ -167,6 +167,7 @@ class Cand(NamedTuple):
     page: str | None
     explains: frozenset[str]  # the words its authors and container account for in a reference
     own_numbers: frozenset[str]  # the numbers of its title and container ("Domains 19-20", "Vol. 3")
+    in_container: bool  # its title is a proper piece of its container's name (an encyclopedia's entry)
 
 
 def _num(v: str | None) -> str | None:
@@ -218,10 +219,14 @@ def prepare(w: CatalogueWork) -> Cand:
     page = w.first_page.split("-")[0] if w.first_page else None
     explains = venue.explains.union(*(ws for ws, _ in named))
     own = frozenset(n.lstrip("0") or "0" for n in _DIGITS.findall(f"{w.title or ''} {w.container or ''}"))
+    title_cp = compact(tw)
+    container_cp = compact(words(w.container)) if w.container else ""
+    # a proper piece: a title that is the container's whole name (a journal's masthead) is its own
+    in_container = bool(title_cp) and title_cp in container_cp and title_cp != container_cp
     return Cand(
         w, identity(w), spaced(tw) if tw else "", compact(tw), bool(_NOTICE.match(low)), _part(low), authors,
         venue.words, venue.abbreviations, preprint, _num(w.volume), _num(w.issue), _num(page), explains,
-        own,
+        own, in_container,
     )  # fmt: skip
 
 
@@ -460,6 +465,15 @@ def _named_part(r: RefView, c: Cand) -> bool:
     return len([w for w in _content(before) if w not in own]) >= NAMED_PART
 
 
+def _name_only_in_title(r: RefView, c: Cand) -> bool:
+    """Whether `c`'s first author's last name is a word of `c`'s title, printed no more often than the
+    title prints it: the reference names a person its title is about, not its author."""
+    last = c.authors[0].last
+    if last is None or f" {last} " not in c.title_spaced:
+        return False
+    return r.p.words.count(last) <= c.title_spaced.split().count(last)
+
+
 def first_author_leads(r: RefView, c: Cand) -> bool:
     """Whether `c`'s first author is printed before its other authors the reference names: a work whose
     first author the reference lists third is not shown exactly (two deposits of one paper, their
@@ -483,6 +497,11 @@ def score(r: RefView, c: Cand) -> Scored:
     total = 0.0
     sim, exact = title_similarity(r, c)
     title = 0.0
+    if sim >= 85 and c.in_container and r.p.compact.count(c.title_compact) < 2:
+        # the title is a piece of the work's own container's name ("Cross-Cultural School Psychology" in
+        # "Encyclopedia of Cross-Cultural School Psychology"), printed once: the reference shows the
+        # container, which any entry of it shares, not this entry's title
+        sim = 0.0
     if sim >= 85:
         length = min(1.0, len(c.title_compact) / 25)
         title = TITLE * length * (1.0 if sim >= 97 else 0.3 + 0.7 * (sim - 85) / 12)
@@ -504,7 +523,7 @@ def score(r: RefView, c: Cand) -> Scored:
         total -= WRONG_KIND / 2
         disagreed.append("title")
     if c.authors:
-        if _name_in(r, c.authors[0]):
+        if _name_in(r, c.authors[0]) and not _name_only_in_title(r, c):
             total += FIRST_AUTHOR
             agreed.append("first_author")
         others = c.authors[1:6]

@@ -207,3 +207,32 @@ def test_a_work_whose_first_author_the_reference_lists_later_is_not_exact() -> N
         "Hartley, J. A., Bussy, T. M., & Omondi, I.", "Omondi, I., Hartley, J. A., & Bussy, T. M."
     )
     assert _decide(in_order, survey).status == "verified_exact"
+
+
+ENTRY = work(
+    12, "Comparative Hydrology", ["Singh"], container="Encyclopedia of Comparative Hydrology", year=2010,
+    first_page="294-298", type="reference-entry",
+)  # fmt: skip
+
+
+def test_an_entry_whose_title_is_its_encyclopedias_name_is_not_another_entry() -> None:
+    # another entry of the same encyclopedia: its name holds this entry's title
+    text = (
+        "Wilkes, L. C., & Sim, E. R. (2010). Language proficiency. Encyclopedia of Comparative Hydrology, "
+        "573–576."
+    )
+    d = _decide(text, ENTRY)
+    assert d.work is None
+    assert "title" not in d.evidence.agreed
+
+
+def test_a_person_a_title_names_is_not_its_first_author() -> None:
+    # two letters of one issue, the same title naming people, one by a person the title names
+    by_pratt = work(
+        13, "Wilson : Pratt : Symes", ["Pratt"], container="Notes and Queries", year=1921, volume="9",
+        issue="185", first_page="358",
+    )  # fmt: skip
+    by_swanzy = by_pratt._replace(seq=14, doi="10.5555/w14", authors=("Swanzy",))
+    text = "Swanzy, H. B. (1921). Wilson : Pratt : Symes. Notes and Queries, 9(185), 358–358."
+    assert _answer(text, by_pratt, by_swanzy) == by_swanzy.seq
+    assert "first_author" not in _decide(text, by_pratt).evidence.agreed
