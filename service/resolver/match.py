@@ -227,11 +227,19 @@ def _accepted(r: RefView, s: Scored) -> bool:
     # a reference without a title (ACS, AIP, Elsevier's styles): its first page and three of its
     # volume, year, first author and journal must agree
     a = s.agreed
+    if s.cand.page is None and not s.disagreed and all(f in a for f in _NO_PAGE_NEEDS):
+        # a work held without a first page (an article number) cannot agree on one: its volume, year,
+        # journal and first author must all agree, and its other authors too when it has any (without a
+        # volume either, two papers of one team at one conference are common: left unresolved)
+        return len(s.cand.authors) < 2 or "authors" in a
     return (
         s.total >= NUMBERS_THRESHOLD
         and "first_page" in a
         and sum(f in a for f in ("volume", "year", "first_author", "container")) >= 3
     )
+
+
+_NO_PAGE_NEEDS = ("volume", "year", "first_author", "container")
 
 
 def _beats(b: Scored, r: Scored) -> bool:

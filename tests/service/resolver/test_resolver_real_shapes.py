@@ -236,3 +236,18 @@ def test_a_person_a_title_names_is_not_its_first_author() -> None:
     text = "Swanzy, H. B. (1921). Wilson : Pratt : Symes. Notes and Queries, 9(185), 358–358."
     assert _answer(text, by_pratt, by_swanzy) == by_swanzy.seq
     assert "first_author" not in _decide(text, by_pratt).evidence.agreed
+
+
+ARTICLE_NUMBER = work(
+    15, "Stripe order in the doped lattice model", ["Zhang", "Chen"], container="Physical Review B",
+    year=2016,
+    volume="93",
+)  # fmt: skip
+
+
+def test_a_work_without_a_first_page_matches_on_everything_else() -> None:
+    # an article number: the catalogue holds no first page, the title-less reference prints none
+    assert _answer("(1) Zhang, B.-X.; Chen, G. K.-L. Physical Review B 2016, 93.", ARTICLE_NUMBER) == 15
+    # one field short (the other author, or the volume) is too little
+    assert _answer("(1) Zhang, B.-X. Physical Review B 2016, 93.", ARTICLE_NUMBER) is None
+    assert _answer("(1) Zhang, B.-X.; Chen, G. K.-L. Physical Review B 2016.", ARTICLE_NUMBER) is None
