@@ -185,6 +185,7 @@ def test_a_work_whose_volume_and_first_page_are_neither_printed_disagrees() -> N
         "hydrogen peroxide. Abstracts Weekly, 46(33), 12."
     )
     d = _decide(text, CHEMISTRY)
+    assert d.work is None
     assert "volume" in d.evidence.disagreed
     right = text.replace("Abstracts Weekly, 46(33), 12.", "Chemistry Letters, 44(2), 179–181.")
     assert _answer(right, CHEMISTRY) == CHEMISTRY.seq
