@@ -264,8 +264,10 @@ def scale_words(method: str) -> str | None:
     gains = (f"title up to {score.TITLE + score.LONG_TITLE}, first author {score.FIRST_AUTHOR}, other "
              f"authors {score.AUTHORS}, year {score.YEAR}, first page {score.PAGE}, volume {score.VOLUME}, "
              f"issue {score.ISSUE}, journal {score.CONTAINER}")  # fmt: skip
-    costs = (f"another work's title {score.WRONG_TITLE}, a wrong year {score.WRONG_YEAR}, a preprint for a "
-             f"journal version {score.WRONG_VENUE}, a wrong first page {score.WRONG_PAGE}")  # fmt: skip
+    costs = (f"another work's title {score.WRONG_TITLE}, a year two or more apart {score.WRONG_YEAR}, a "
+             f"preprint for a journal version {score.WRONG_VENUE}, a wrong first page {score.WRONG_PAGE}, "
+             f"a volume and first page neither printed {score.WRONG_NUMBERS}, pages or authors of a work "
+             f"that has none (a chapter for its book) {score.WRONG_PART}")  # fmt: skip
     return f"a field of the reference that agrees adds points ({gains}); one that disagrees costs ({costs})"
 
 

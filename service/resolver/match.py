@@ -23,9 +23,19 @@ from ledger.storage.interface import CatalogueTables
 from service.resolver import identifiers, run
 from service.resolver.identifiers import Ident
 from service.resolver.parse import parse, text_cap
-from service.resolver.score import Cand, RefView, Scored, identity, prepare, score, title_continues, view
+from service.resolver.score import (
+    Cand,
+    RefView,
+    Scored,
+    first_author_leads,
+    identity,
+    prepare,
+    score,
+    title_continues,
+    view,
+)
 
-METHOD_VERSION = "sbmv+guards/1"
+METHOD_VERSION = "sbmv+guards/2"
 SEARCH_LIMIT = 20  # candidates asked per reference from the text index
 PAIR_LIMIT = 10  # and per (volume, first page) pair
 THRESHOLD = 52  # the score a candidate needs to be a match
@@ -217,11 +227,19 @@ def _accepted(r: RefView, s: Scored) -> bool:
     # a reference without a title (ACS, AIP, Elsevier's styles): its first page and three of its
     # volume, year, first author and journal must agree
     a = s.agreed
+    if s.cand.page is None and not s.disagreed and all(f in a for f in _NO_PAGE_NEEDS):
+        # a work held without a first page (an article number) cannot agree on one: its volume, year,
+        # journal and first author must all agree, and its other authors too when it has any (without a
+        # volume either, two papers of one team at one conference are common: left unresolved)
+        return len(s.cand.authors) < 2 or "authors" in a
     return (
         s.total >= NUMBERS_THRESHOLD
         and "first_page" in a
         and sum(f in a for f in ("volume", "year", "first_author", "container")) >= 3
     )
+
+
+_NO_PAGE_NEEDS = ("volume", "year", "first_author", "container")
 
 
 def _beats(b: Scored, r: Scored) -> bool:
@@ -261,6 +279,7 @@ def _by_text(r: _Ref, cands: list[Cand]) -> Decision:
         and "year" in best.agreed
         and not best.disagreed
         and not r.idents
+        and first_author_leads(r.view, best.cand)
         and not any(s.title_exact and "first_author" in s.agreed and "year" in s.agreed for s in scored[1:])
     )
     status: Status = "verified_exact" if exact else "verified_fuzzy"

@@ -27,6 +27,10 @@ _VOL_PAGE = re.compile(
 )
 
 
+# the number a list gives its entries, before the reference: "(1) ", "[12]", "3 A. Name", "1Title"
+_MARKER = re.compile(r"^\s*+(?:\(\s*+[0-9]{1,3}\s*+\)|\[\s*+[0-9]{1,3}\s*+\]|[0-9]{1,3}(?=\s|[A-Z]))")
+
+
 class Parsed(NamedTuple):
     """A reference read for matching."""
 
@@ -38,14 +42,23 @@ class Parsed(NamedTuple):
     numbers: list[str]  # every number, OCR digits mended, abbreviated page ends expanded
     years: set[int]
     pairs: list[tuple[str, str]]  # (volume, first page) guesses, most likely first
+    ends: frozenset[str]  # numbers printed only as the end of a range ("123-130": 130), never a first page
+    ranges: list[tuple[str, str]]  # page ranges printed (first, last), first below last, not two years
 
 
 def parse(text: str) -> Parsed:
     """`text` read for matching."""
     text = _ACCESSED.sub(" ", text)
-    digits = ocr_digits(text)
-    numbers = [n.lstrip("0") or "0" for n in _NUMBER.findall(digits)]
-    for first, last in _RANGE.findall(digits):
+    # a list's entry number is none of the work's numbers (not its first page)
+    marker = _MARKER.match(text)
+    digits = ocr_digits(text[marker.end() :] if marker is not None else text)
+    found = list(_NUMBER.finditer(digits))
+    numbers = [m.group().lstrip("0") or "0" for m in found]
+    end_at: set[int] = set()
+    ranges: list[tuple[str, str]] = []
+    for r in _RANGE.finditer(digits):
+        first, last = r.group(1).lstrip("0"), r.group(2).lstrip("0")
+        end_at.add(r.start(2))
         # "1425-37" is 1425-1437: the end printed short
         if len(last) < len(first):
             full = first[: len(first) - len(last)] + last
@@ -53,6 +66,12 @@ def parse(text: str) -> Parsed:
             # more than 4,300 digits
             if full > first:
                 numbers.append(full.lstrip("0"))
+                last = full.lstrip("0")
+        below = (len(first), first) < (len(last), last)
+        if first and below and not (_YEAR.fullmatch(first) and _YEAR.fullmatch(last)):
+            ranges.append((first, last))
+    starts = {m.group().lstrip("0") or "0" for m in found if m.start() not in end_at}
+    ends = frozenset(n for n in numbers if n not in starts)
     years = {int(y) for y in _YEAR.findall(digits)}
     pairs: list[tuple[str, str]] = []
     late: list[tuple[str, str]] = []
@@ -67,8 +86,9 @@ def parse(text: str) -> Parsed:
     folded = fold(text)
     ws = NOT_WORD.sub(" ", folded).split()  # words(text), its text folded once
     return Parsed(
-        text, folded, ws, spaced(ws), compact(ws), numbers, years, list(dict.fromkeys(pairs + late))[:4]
-    )
+        text, folded, ws, spaced(ws), compact(ws), numbers, years, list(dict.fromkeys(pairs + late))[:4],
+        ends, ranges,
+    )  # fmt: skip
 
 
 MIN_TEXT_CAP = 256  # a cap below this would cut ordinary references

@@ -28,10 +28,13 @@ ISSUE = 3
 PAGE = 12
 CONTAINER = 6
 # what a field costs when the reference shows a different value
-WRONG_YEAR = 12
+WRONG_YEAR = 40  # two years or more apart: the title printed again is another work (an edition, a reprint)
 WRONG_KIND = 100  # a notice for the work it corrects, Part I for Part II: never the same work
 WRONG_VENUE = 15  # a preprint for its journal version, or the reverse
 WRONG_PAGE = 8
+WRONG_NUMBERS = 50  # a work whose volume and first page are neither among the numbers a reference prints
+NAMED_PART = 1
+WRONG_PART = 50  # pages of a work that has none: a part of it (a chapter, a paper), never the whole
 WRONG_TITLE = 30  # the reference shows a title, and it is not this work's
 UNEXPLAINED = 4  # words the work's authors and journal leave unexplained: the reference's own title
 
@@ -163,6 +166,8 @@ class Cand(NamedTuple):
     issue: str | None
     page: str | None
     explains: frozenset[str]  # the words its authors and container account for in a reference
+    own_numbers: frozenset[str]  # the numbers of its title and container ("Domains 19-20", "Vol. 3")
+    in_container: bool  # its title is a proper piece of its container's name (an encyclopedia's entry)
 
 
 def _num(v: str | None) -> str | None:
@@ -192,6 +197,8 @@ def _venue(container: str) -> _Venue:
 
 
 _NO_VENUE = _Venue([], [], frozenset(), False)
+_DIGITS = re.compile(r"[0-9]+")
+_YEARISH = re.compile(r"1[6-9][0-9]{2}|20[0-9]{2}")
 
 
 @lru_cache(maxsize=1 << 16)
@@ -211,9 +218,15 @@ def prepare(w: CatalogueWork) -> Cand:
     )
     page = w.first_page.split("-")[0] if w.first_page else None
     explains = venue.explains.union(*(ws for ws, _ in named))
+    own = frozenset(n.lstrip("0") or "0" for n in _DIGITS.findall(f"{w.title or ''} {w.container or ''}"))
+    title_cp = compact(tw)
+    container_cp = compact(words(w.container)) if w.container else ""
+    # a proper piece: a title that is the container's whole name (a journal's masthead) is its own
+    in_container = bool(title_cp) and title_cp in container_cp and title_cp != container_cp
     return Cand(
         w, identity(w), spaced(tw) if tw else "", compact(tw), bool(_NOTICE.match(low)), _part(low), authors,
         venue.words, venue.abbreviations, preprint, _num(w.volume), _num(w.issue), _num(page), explains,
+        own, in_container,
     )  # fmt: skip
 
 
@@ -419,6 +432,63 @@ def title_continues(r: RefView, c: Cand) -> bool:
     return False
 
 
+def _part_pages(r: RefView, c: Cand) -> bool:
+    """Whether the reference prints pages: a range, or a lone number that is no year, not numbers of
+    `c`'s own title or container."""
+    if any(a not in c.own_numbers for a, _ in r.p.ranges):
+        return True
+    # a first page alone, as the title-less styles print it ("Title 129 (2002)")
+    return any(n not in c.own_numbers and not _YEARISH.fullmatch(n) for n in r.p.numbers)
+
+
+_NO_AUTHOR = frozenset({"anon", "anonymous"})  # what a style prints for a work without authors
+_EDITED = frozenset({"ed", "eds", "editor", "editors", "edited", "hrsg", "herausgegeben", "dir"})
+
+
+def _named_part(r: RefView, c: Cand) -> bool:
+    """Whether the reference names people (or a title of its own) a work without authors leaves
+    unexplained, and no editors: a paper of this proceedings volume, a chapter of this edited book."""
+    if c.authors or not r.wordset.isdisjoint(_EDITED):
+        return False
+    at = r.p.compact.find(c.title_compact) if c.title_compact else -1
+    if at <= 0:
+        return False
+    # the words printed before the work's title: where a part's authors and its own title stand
+    before: list[str] = []
+    n = 0
+    for w in r.p.words:
+        n += len(w)
+        if n > at:
+            break
+        before.append(w)
+    own = set(c.title_spaced.split()) | c.explains | _NO_AUTHOR
+    return len([w for w in _content(before) if w not in own]) >= NAMED_PART
+
+
+def _name_only_in_title(r: RefView, c: Cand) -> bool:
+    """Whether `c`'s first author's last name is a word of `c`'s title, printed no more often than the
+    title prints it: the reference names a person its title is about, not its author."""
+    last = c.authors[0].last
+    if last is None or f" {last} " not in c.title_spaced:
+        return False
+    return r.p.words.count(last) <= c.title_spaced.split().count(last)
+
+
+def first_author_leads(r: RefView, c: Cand) -> bool:
+    """Whether `c`'s first author is printed before its other authors the reference names: a work whose
+    first author the reference lists third is not shown exactly (two deposits of one paper, their
+    authors in another order)."""
+    if not c.authors or c.authors[0].last is None:
+        return True
+    first = r.p.spaced.find(f" {c.authors[0].last} ")
+    if first < 0:
+        return True
+    others = (
+        r.p.spaced.find(f" {a.last} ") for a in c.authors[1:6] if a.last and a.last != c.authors[0].last
+    )
+    return all(at < 0 or at > first for at in others)
+
+
 def score(r: RefView, c: Cand) -> Scored:
     """`c` scored against `r`: points for each field of `c` the reference shows, less the costs of the
     fields it shows otherwise."""
@@ -427,6 +497,11 @@ def score(r: RefView, c: Cand) -> Scored:
     total = 0.0
     sim, exact = title_similarity(r, c)
     title = 0.0
+    if sim >= 85 and c.in_container and r.p.compact.count(c.title_compact) < 2:
+        # the title is a piece of the work's own container's name ("Cross-Cultural School Psychology" in
+        # "Encyclopedia of Cross-Cultural School Psychology"), printed once: the reference shows the
+        # container, which any entry of it shares, not this entry's title
+        sim = 0.0
     if sim >= 85:
         length = min(1.0, len(c.title_compact) / 25)
         title = TITLE * length * (1.0 if sim >= 97 else 0.3 + 0.7 * (sim - 85) / 12)
@@ -448,7 +523,7 @@ def score(r: RefView, c: Cand) -> Scored:
         total -= WRONG_KIND / 2
         disagreed.append("title")
     if c.authors:
-        if _name_in(r, c.authors[0]):
+        if _name_in(r, c.authors[0]) and not _name_only_in_title(r, c):
             total += FIRST_AUTHOR
             agreed.append("first_author")
         others = c.authors[1:6]
@@ -466,6 +541,7 @@ def score(r: RefView, c: Cand) -> Scored:
             total += YEAR_NEAR
             agreed.append("year_near")
         else:
+            # years apart: another edition, another printing of the title, another item of a series
             total -= WRONG_YEAR
             disagreed.append("year")
     # a structured reference states its volume and first page: another value is another work
@@ -473,7 +549,31 @@ def score(r: RefView, c: Cand) -> Scored:
         if mine is not None and theirs is not None and mine != theirs:
             total -= WRONG_PAGE
             disagreed.append(name)
+    if c.page is None and c.volume is None:
+        if r.first_page is not None or _part_pages(r, c):
+            # the reference prints pages of a work that has none: a chapter of this book, a paper of
+            # this proceedings volume, not the whole
+            total -= WRONG_PART
+            disagreed.append("first_page")
+        elif title and _named_part(r, c):
+            # it names authors a work without any lacks, before that work's title: the same part
+            total -= WRONG_PART
+            disagreed.append("first_author")
     vol_ok = c.volume is not None and c.volume in r.numbers
+    if (
+        not vol_ok
+        and c.volume is not None
+        and c.page is not None
+        and c.page not in r.numbers
+        and c.page not in r.wordset
+        and r.volume is None
+        and r.first_page is None
+        and any(n not in c.own_numbers and not _YEARISH.fullmatch(n) for n in r.p.numbers)
+    ):
+        # the reference prints its numbers, and neither this work's volume nor its first page is among
+        # them: another paper of the author, in another volume (or another venue's)
+        total -= WRONG_NUMBERS
+        disagreed.append("volume")
     if vol_ok:
         total += VOLUME if len(c.volume or "") > 1 else VOLUME / 2
         agreed.append("volume")
@@ -481,10 +581,11 @@ def score(r: RefView, c: Cand) -> Scored:
             total += ISSUE
             agreed.append("issue")
     if c.page is not None:
-        if c.page in r.numbers or (not c.page.isdigit() and c.page in r.wordset):
+        # a number printed only as a range's end is another work's last page, not this one's first
+        if (c.page in r.numbers and c.page not in r.p.ends) or (not c.page.isdigit() and c.page in r.wordset):
             total += PAGE
             agreed.append("first_page")
-        elif r.p.pairs and r.first_page is None:
+        elif (r.p.pairs or r.p.ranges) and r.first_page is None:
             total -= WRONG_PAGE
             disagreed.append("first_page")
     if _container_in(r, c):
