@@ -11,6 +11,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from ledger.model.errors import LedgerError
 
@@ -123,13 +124,30 @@ async def _ledger_error(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_answer(exc), status_code=status_of(exc), headers=getattr(exc, "headers", None))
 
 
-async def http_error(_: Request, exc: Exception) -> JSONResponse:
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route takes at this path, for a 405's `Allow` (RFC 9110 section 15.5.6).
+    Starlette names only the first route whose path matched, and a path often has one route a method;
+    each method is tried on the whole router, so routes included from other routers count too."""
+    routes = request.app.router.routes
+    allowed = [
+        m for m in _METHODS if any(r.matches({**request.scope, "method": m})[0] == Match.FULL for r in routes)
+    ]
+    return ", ".join(allowed)
+
+
+async def http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     message = exc.detail if isinstance(exc.detail, str) else _status_code_name(exc.status_code)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405 and (allow := allowed_methods(request)):
+        headers["Allow"] = allow
     return JSONResponse(
         error_body(_status_code_name(exc.status_code), message),
         status_code=exc.status_code,
-        headers=exc.headers,
+        headers=headers,
     )
 
 
