@@ -142,12 +142,6 @@ class Settings:
     public_url: str | None = None
     # How large one work of a works file may be, field by field (LEDGER_WORK_MAX_*, read below the API).
     work_limits: WorkLimits = field(default_factory=WorkLimits)
-
-    @property
-    def inflation(self) -> Inflation:
-        """How far an ingest body may decompress, named by this server's settings."""
-        return Inflation(self.max_decompressed, self.max_expansion, ENV_MAX_DECOMPRESSED, ENV_MAX_EXPANSION)
-
     # POST /resolve runs at once across every server process; past it, 429 with Retry-After.
     resolve_at_once: int = DEFAULT_RESOLVE_AT_ONCE
     # References one token's resolves may examine per minute; 0: no budget.
@@ -155,6 +149,11 @@ class Settings:
     # Person names bound to tokens: (a token's sha256 hex, a name it may write) pairs, from a JSON
     # object in the environment; the tokens file's `person HEX NAME` lines add to them.
     person_names: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def inflation(self) -> Inflation:
+        """How far an ingest body may decompress, named by this server's settings."""
+        return Inflation(self.max_decompressed, self.max_expansion, ENV_MAX_DECOMPRESSED, ENV_MAX_EXPANSION)
 
     @property
     def counting(self) -> bool:
@@ -194,7 +193,9 @@ class Settings:
             max_decompressed=_positive_int(
                 env.get(ENV_MAX_DECOMPRESSED), SERVED_MAX_BYTES, ENV_MAX_DECOMPRESSED, "bytes"
             ),
-            max_expansion=_times(env.get(ENV_MAX_EXPANSION), SERVED_MAX_RATIO, ENV_MAX_EXPANSION),
+            max_expansion=_positive_float(
+                env.get(ENV_MAX_EXPANSION), SERVED_MAX_RATIO, ENV_MAX_EXPANSION, "a positive number (times)"
+            ),
             sse_poll=_positive_float(env.get(ENV_SSE_POLL), 0.2, ENV_SSE_POLL),
             sse_heartbeat=_positive_float(env.get(ENV_SSE_HEARTBEAT), 15.0, ENV_SSE_HEARTBEAT),
             max_batch=_positive_int(env.get(ENV_MAX_BATCH), DEFAULT_MAX_BATCH, ENV_MAX_BATCH, "events"),
@@ -404,13 +405,10 @@ def _positive_int(text: str | None, default: int, name: str, unit: str) -> int:
     return default if value is None else int(value)
 
 
-def _positive_float(text: str | None, default: float, name: str) -> float:
-    value = _number(text, name, "a positive number of seconds")
-    return default if value is None else value
-
-
-def _times(text: str | None, default: float, name: str) -> float:
-    value = _number(text, name, "a positive number (times)")
+def _positive_float(
+    text: str | None, default: float, name: str, what: str = "a positive number of seconds"
+) -> float:
+    value = _number(text, name, what)
     return default if value is None else value
 
 
