@@ -12,7 +12,8 @@ _VERSION = re.compile(r"v\d+$")
 # a DOI as the ledger keeps one: "10.", a registrant code of ASCII digits and dots, "/", then a suffix of
 # printable ASCII without spaces. Unicode digits, controls, bidi and zero-width marks are not DOIs here:
 # they make two DOIs that print the same, or one that prints as another
-_SYNTAX = re.compile(r"10\.[0-9]+(?:\.[0-9]+)*/[!-~]+", re.ASCII)
+_REGISTRANT = r"10\.[0-9]+(?:\.[0-9]+)*"
+_SYNTAX = re.compile(_REGISTRANT + r"/[!-~]+", re.ASCII)
 
 
 def normalize_doi(value: str) -> str:
@@ -36,7 +37,7 @@ def doi_syntax_error(doi: str) -> str | None:
     registrant, slash, suffix = doi.partition("/")
     if not slash or not suffix:
         return "has no / and suffix after its registrant code"
-    if not re.fullmatch(r"10\.[0-9]+(?:\.[0-9]+)*", registrant, re.ASCII):
+    if not re.fullmatch(_REGISTRANT, registrant, re.ASCII):
         return "has a registrant code that is not ASCII digits and dots"
     bad = next(c for c in suffix if not "!" <= c <= "~")
     return f"holds U+{ord(bad):04X}, not printable ASCII"
