@@ -267,8 +267,9 @@ class Ledger:
         refusals name the place in the record."""
         if not resolver_events:
             refuse_claims(batch.events, batch.places, record=batch.kind == "record")
+        # the claims were checked just above, naming a record's own places: not again in append
         return self.append(
-            batch.events, batch.expected_versions, batch.places, typed=True, resolver_events=resolver_events
+            batch.events, batch.expected_versions, batch.places, typed=True, resolver_events=True
         )
 
     def import_bytes(self, raw: bytes, *, force: bool = False, resolver_events: bool = False) -> AppendResult:
