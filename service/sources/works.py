@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import tempfile
 import time
 from collections import Counter
@@ -202,7 +201,7 @@ def ingest_works(
     observed_at = file.observed_at
     check_observed_at(observed_at)
     digest = Digest()
-    with _rereadable(file.data) as source:
+    with _rereadable(file.data, file.caps) as source:
         # pass 1: refuse a file that is not a works file, before anything is written
         with _text(source(), file.caps, progress, digest) as text:
             for _ in works_of(text, WorksSummary(observed_at), limits):
@@ -277,10 +276,15 @@ def _changed_fields(held: WorkData, new: WorkData) -> list[str]:
     ]
 
 
+# a stream is copied aside in pieces of this size, counted against the cap as they arrive
+_SPOOL_CHUNK = io.DEFAULT_BUFFER_SIZE * 16
+
+
 @contextmanager
-def _rereadable(data: Input) -> Iterator[Callable[[], Input]]:
+def _rereadable(data: Input, caps: Inflation) -> Iterator[Callable[[], Input]]:
     """A function giving the input from its start each time it is called: a path or bytes as they are,
-    a seekable stream rewound, any other stream first copied to a temporary file."""
+    a seekable stream rewound, any other stream first copied to a temporary file no larger than
+    `caps` allow a file to decompress to (a stream has no size to check beforehand)."""
     if isinstance(data, bytes | str | os.PathLike):
         yield lambda: data
         return
@@ -295,9 +299,16 @@ def _rereadable(data: Input) -> Iterator[Callable[[], Input]]:
         yield rewound
         return
     with tempfile.TemporaryFile() as spool:
-        shutil.copyfileobj(stream, spool, io.DEFAULT_BUFFER_SIZE * 16)
+        size = 0
+        while chunk := stream.read(_SPOOL_CHUNK):
+            size += len(chunk)
+            if size > caps.max_bytes:
+                raise InvalidEvent(
+                    "file", f"a stream of more than {caps.max_bytes:,} bytes (the limit {caps.bytes_setting})"
+                )
+            spool.write(chunk)
         spool.seek(0)
-        with _rereadable(spool) as again:  # type: ignore[arg-type]
+        with _rereadable(spool, caps) as again:  # type: ignore[arg-type]
             yield again
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import main
+from tests.api_fixtures import ledger_command
 from tests.conftest import NewDb
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "works"
@@ -57,3 +59,21 @@ def test_a_refused_file_exits_1_and_writes_nothing(db: str, tmp_path: Path) -> N
 def test_options_of_other_sources_are_refused(db: str, extra: list[str]) -> None:
     r = _ingest(db, str(DATA / "crossref-work.json"), "--observed-at", T, *extra)
     assert r.exit_code == 2 and "not for works" in r.stderr
+
+
+@pytest.mark.process
+def test_a_stream_past_the_cap_is_refused_before_it_fills_the_disk(db: str) -> None:
+    # a pipe has no size: its copy for the second pass is counted against --max-decompressed as it arrives
+    body = (DATA / "openalex-works.ndjson").read_bytes()
+    run = [*ledger_command(), "ingest", "works", "-", "--observed-at", T, "--db", db]
+    small = subprocess.run(
+        [*run, "--max-decompressed", str(len(body) - 1)], input=body, capture_output=True, check=False
+    )
+    err = small.stderr.decode()
+    assert small.returncode == 1 and "Traceback" not in err
+    assert f"a stream of more than {len(body) - 1:,} bytes (the limit --max-decompressed" in err
+    assert CliRunner().invoke(main, ["events", "--db", db]).stdout == ""
+    enough = subprocess.run(
+        [*run, "--max-decompressed", str(len(body))], input=body, capture_output=True, check=False
+    )
+    assert enough.returncode == 0 and "2 appended" in enough.stdout.decode(), enough.stderr
