@@ -20,6 +20,7 @@ from ledger.model.events import STATUSES, CitedWork
 from ledger.model.facts import ScrubPass
 from ledger.model.record_types import Record, SnapshotBlock, StandingNotice, StateCounts
 from projections.readings import Sides
+from service.alerts.alerts import work_name
 
 __all__ = [
     "render_record_page",
@@ -288,7 +289,7 @@ def _shown(value: Any) -> str:
     return canonical(value).decode()
 
 
-ENV.filters.update({"change_text": _change_text, "shown": _shown})
+ENV.filters.update({"change_text": _change_text, "shown": _shown, "work_name": work_name})
 
 
 def render_changes_page(
