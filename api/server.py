@@ -13,7 +13,7 @@ import re
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http import HTTPStatus
 from pathlib import Path
@@ -374,11 +374,15 @@ def check_can_listen(host: str, port: int) -> None:
         raise SystemExit(f"error: cannot listen on {host} port {port}: {why}{hint}") from None
 
 
-def first_page(ledger: Ledger, base: str) -> str:
-    """The page to show a new user: a sample as it was, else the most observed paper, else /."""
-    for _, arxiv_id, as_of in sample_records():
+def first_page(ledger: Ledger, base: str, loaded: Sequence[tuple[str, str]] = ()) -> str:
+    """The page to show: the sample as it was when this start `loaded` it into an empty ledger; else
+    the ledger as it is now (no as_of), a sample's record if it holds one, the most observed paper's
+    otherwise, or / when it holds none. A page dated as of the sample would hide all added since."""
+    for arxiv_id, as_of in loaded:
+        return record_url(base, arxiv_id, as_of)
+    for _, arxiv_id, _ in sample_records():
         if ledger.store.paper_history(arxiv_id):
-            return record_url(base, arxiv_id, as_of)
+            return record_url(base, arxiv_id)
     papers = ledger.store.papers(1)
     return record_url(base, papers[0]) if papers else base + "/"
 
@@ -407,7 +411,7 @@ def run(
     loaded = load_samples(ledger) if samples and not read_only else []  # read-only writes nothing
     for arxiv_id, as_of in loaded:
         _say(settings, f"Loaded the sample record of arXiv:{arxiv_id} (as of {as_of}) into {shown_db(db)}")
-    url = first_page(ledger, base_url(host, port))
+    url = first_page(ledger, base_url(host, port), loaded)
     ledger.store.close()
     # Workers are separate processes that build the app from the environment, so everything
     # the app needs travels there (tokens and the body limit are read from it already).

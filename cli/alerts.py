@@ -163,14 +163,22 @@ def alerts_command(watch_id: str | None, since: str | None, as_json: bool, db: s
             n = b["notice"]
             kind = n["kind"].replace("_", " ")
             ref = b["citing"][0] if b["citing"] else None
-            title = f'"{ref["title"]}"' if ref and ref["title"] else "no title parsed"
-            cited = f" cited as reference {ref['reference_index']} ({title})" if ref else ""
+            cited = f" cited as reference {ref['reference_index']} of arXiv:{ref['arxiv_id']}" if ref else ""
             held = " (held before the watch)" if b["held_before_watch"] else ""
             whose = f"; watch {a.watch_id}" if only is None else ""
             click.echo(
-                f"{a.raised_at}  {kind} of work {b['work_id']}{cited} by {n['source']}, "
+                f"{a.raised_at}  {kind} of {al.work_name(_work(b))}{cited} by {n['source']}, "
                 f"notice {n.get('notice_doi') or 'without DOI'}; event seq {b['event']['seq']}{held}{whose}"
             )
         if len(page) < 100:
             return
         after = page[-1].n
+
+
+def _work(body: dict) -> dict:
+    """The work an alert is on: its `work`, or for an alert raised before alerts named it, its work_id
+    and the title its first citing reference gave."""
+    if "work" in body:
+        return dict(body["work"])
+    title = body["citing"][0].get("title") if body.get("citing") else None
+    return {"work_id": body.get("work_id"), "doi": None, "arxiv_id": None, "title": title}

@@ -193,17 +193,18 @@ def import_(
         more = ""
         if got.batches > 1:
             rate = got.lines / took if took else 0
-            more += f"; {got.lines:,} lines in {took:.1f} s ({rate:,.0f} lines/s, {got.batches} batches)"
+            more += f"; {got.lines:,} lines in {took:.1f} s ({rate:,.0f} lines/s, {got.batches:,} batches)"
         if got.resumed_at_line:
-            more += f"; resumed after line {got.resumed_at_line}"
+            more += f"; resumed after line {got.resumed_at_line:,}"
         walked = ""
         if got.walk is not None and not got.walk.ok:
-            walked = f"; the chain does not verify at seq {got.walk.first_bad_seq}: {got.walk.reason}"
-        counts = f"{got.appended} appended, {got.duplicates} duplicate (head seq {got.head.seq})"
+            walked = f"; the chain does not verify at seq {got.walk.first_bad_seq:,}: {got.walk.reason}"
+        counts = f"{got.appended:,} appended, {got.duplicates:,} duplicate (head seq {got.head.seq:,})"
         click.echo(f"{name}: {counts}{more}{walked}")
         broken += bool(walked)
     click.echo(
-        f"{total_new} appended, {total_dup} duplicate, {failed} file(s) refused; head seq {ledger.head().seq}"
+        f"{total_new:,} appended, {total_dup:,} duplicate, {failed:,} file(s) refused; "
+        f"head seq {ledger.head().seq:,}"
     )
     sys.exit(1 if failed or broken else 0)
 

@@ -32,6 +32,7 @@ from ledger.storage.writers import WriterRow as WriterRow
 from ledger.storage.writers import by_cli as by_cli
 from ledger.storage.writers import by_token as by_token
 from ledger.storage.writers import writer_rows
+from projections.readings import Sides, resolution_sides
 from projections.record import Built, build_record
 from projections.timeline import Timeline, build_timeline
 from service.alerts.alerts import PaperNotice, alerts_in, raise_new
@@ -74,6 +75,8 @@ class PaperView(NamedTuple):
     head: Head
     held: tuple[list[PaperNotice], list[str]] | None
     as_of_us: int  # the instant read as of (now, when none was asked for)
+    # each outbound reference's latest resolution from a source and from the ledger, as of T
+    sides: dict[str, Sides] | None = None
 
 
 class _OwnStream:
@@ -345,7 +348,8 @@ class Ledger:
             held = alerts_in(at_t, arxiv_id, at_t.paper_stream(arxiv_id)) if alerts else None
             if timeline is None:
                 timeline = build_timeline(reader, arxiv_id, own)
-            return PaperView(timeline, record, head, held, t)
+            sides = resolution_sides(at_t.paper_stream(arxiv_id))
+            return PaperView(timeline, record, head, held, t, sides)
 
     def record_bytes(
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None

@@ -294,11 +294,11 @@ def atom(arxiv_id: str, found: list[al.PaperNotice], public_url: str | None = No
     entries = []
     for n in sorted(found, key=lambda n: (n.observed_at, n.seq), reverse=True):
         kind = n.notice.get("kind", "notice").replace("_", " ")
-        title = f"{kind} of {n.title or n.work_id} (reported by {n.source})"
+        work = al.work_name(n.work())
+        title = f"{kind} of {work} (reported by {n.source})"
         link = f"{here}citation-record?as_of={n.observed_at}"
         summary = (
-            f"arXiv:{arxiv_id} cites {n.title or 'a work'} (work {n.work_id}, reference "
-            f"{n.reference_index}); {n.source} reports a {kind}"
+            f"arXiv:{arxiv_id} cites {work} as reference {n.reference_index}; {n.source} reports a {kind}"
             + (f", notice {n.notice['notice_doi']}" if n.notice.get("notice_doi") else "")
             + (f", dated {n.notice['notice_date']}" if n.notice.get("notice_date") else "")
             + f". First held by the ledger in event seq {n.seq} ({n.hash})."

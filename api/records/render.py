@@ -13,11 +13,14 @@ from typing import Any
 
 import jinja2
 
+from api.records.reading import all_notes
 from api.records.timeline import GROUP_LABELS, Rendered
 from ledger.model.codec import canonical
 from ledger.model.events import STATUSES, CitedWork
 from ledger.model.facts import ScrubPass
 from ledger.model.record_types import Record, SnapshotBlock, StandingNotice, StateCounts
+from projections.readings import Sides
+from service.alerts.alerts import work_name
 
 __all__ = [
     "render_record_page",
@@ -149,11 +152,13 @@ def render_record_page(
     timeline: Rendered | None = None,
     alerts: tuple[list, list[str]] | None = None,
     broken: ScrubPass | None = None,
+    sides: dict[str, Sides] | None = None,
 ) -> str:
     """Render a Paper Citation Record (record-v1) as a standalone HTML page, with the paper's
     timeline at the top when one is given; `alerts` are the notices held for the works it cites and
     the sources that had checked (service.alerts.paper_alerts); `broken`, the last full walk of the
-    chain when it found a break, is said above everything."""
+    chain when it found a break, is said above everything; `sides`, each reference's latest resolution
+    from a source and from the ledger (projections.readings), for the notes beside each reference."""
     return ENV.get_template("record.html").render(
         record=record,
         paper=record.paper,
@@ -166,6 +171,7 @@ def render_record_page(
         alerts=None if alerts is None else alerts[0],
         sources_checked=None if alerts is None else alerts[1],
         broken=broken,
+        notes=all_notes(record, sides),
     )
 
 
@@ -283,7 +289,7 @@ def _shown(value: Any) -> str:
     return canonical(value).decode()
 
 
-ENV.filters.update({"change_text": _change_text, "shown": _shown})
+ENV.filters.update({"change_text": _change_text, "shown": _shown, "work_name": work_name})
 
 
 def render_changes_page(

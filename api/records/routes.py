@@ -177,7 +177,12 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
     rendered = render_timeline(view.timeline, t)
     broken = broken_walk(request.app)
     page = render_record_page(
-        view.record, head=view.head.header(), timeline=rendered, alerts=view.held, broken=broken
+        view.record,
+        head=view.head.header(),
+        timeline=rendered,
+        alerts=view.held,
+        broken=broken,
+        sides=view.sides,
     )
     telemetry.record_served(request, "html", BUILT, began)
     return HTMLResponse(page, headers=_headers(view.head, broken))

@@ -504,13 +504,14 @@ def _record(candidates: Sequence[_Candidate], store: Store, watches: dict[str, W
     n = tables.last_n()
     now = now_us()
     raised_at = format_recorded(now)
-    citing = _citing(store, fresh)
+    citing, works = _citing(store, fresh)
     alerts, outbox = [], []
     for c in fresh:
         watch = watches[c.watch_id]
         held = c.seq <= watch.created_seq
         n += 1
-        body = alert_body(c, watch, held, raised_at, citing.get((c.watch_id, c.work_id), []))
+        work = works.get(c.work_id) or _unnamed(c.work_id)
+        body = alert_body(c, watch, held, raised_at, citing.get((c.watch_id, c.work_id), []), work)
         alerts.append(Alert(n, alert_id(c.watch_id, c.work_id, c.key), c.watch_id, c.work_id, c.key, c.seq,
                             held, canonical(body).decode(), raised_at, now))  # fmt: skip
         if watch.callback_url:
@@ -519,38 +520,59 @@ def _record(candidates: Sequence[_Candidate], store: Store, watches: dict[str, W
     return len(alerts)
 
 
-def _citing(store: Store, fresh: Sequence[_Candidate]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def _unnamed(work_id: str) -> dict[str, Any]:
+    """A work no observation names by an identifier or a title (its work_id only)."""
+    return {"work_id": work_id, "doi": None, "arxiv_id": None, "title": None}
+
+
+def _citing(
+    store: Store, fresh: Sequence[_Candidate]
+) -> tuple[dict[tuple[str, str], list[dict[str, Any]]], dict[str, dict[str, Any]]]:
     """The citing references of each (watch, work): the watch's covering observations, each with its
-    citing paper, reference index and title as parsed (at most MAX_CITING)."""
+    citing paper and reference index (at most MAX_CITING); and each work as those references name it:
+    its DOI, arXiv id and title (the first each gives, by observation id), the work the notice is on."""
     tables = store.alerts
     covers = tables.covering(sorted({c.work_id for c in fresh}))
     oids = sorted({oid for _, _, oid in covers if oid})
     facts = store.tables.observation_facts(oids, -(2**62), 2**62) if oids else []
     cited: dict[str, dict[str, Any]] = {}
-    for oid, o in observations(facts).items():
+    works: dict[str, dict[str, Any]] = {}
+    for oid, o in sorted(observations(facts).items()):
         c = o.cit.data
-        title = None if c.cited_work is None else c.cited_work.title
-        shown = None if o.res is None else displayed(None, o.res.data.cited_work)
-        if shown is not None and shown.title is not None:
-            title = shown.title  # as the latest resolution's work displays it
+        # the work as the latest resolution displays it, else as the reference gave it
+        w = displayed(c.cited_work, None if o.res is None else o.res.data.cited_work)
+        if w is not None and w.work_id is not None:
+            named = works.setdefault(w.work_id, _unnamed(w.work_id))
+            for key, value in (
+                ("doi", w.doi),
+                ("arxiv_id", w.arxiv_id or w.pith_arxiv_id),
+                ("title", w.title),
+            ):
+                if named[key] is None and value is not None and (not isinstance(value, str) or value.strip()):
+                    named[key] = value
         cited[oid] = {
             "arxiv_id": c.citing_arxiv_id,
             "observation_id": oid,
             "reference_index": c.reference_index,
-            "title": title,
         }
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for work_id, watch_id, oid in covers:
         mine = out.setdefault((watch_id, work_id), [])
         if oid in cited and len(mine) < MAX_CITING and cited[oid] not in mine:
             mine.append(cited[oid])
-    return out
+    return out, works
 
 
 def alert_body(
-    c: _Candidate, watch: Watch, held: bool, raised_at: str, citing: Sequence[dict[str, Any]]
+    c: _Candidate,
+    watch: Watch,
+    held: bool,
+    raised_at: str,
+    citing: Sequence[dict[str, Any]],
+    work: dict[str, Any],
 ) -> dict[str, Any]:
-    """The alert as a webhook, a feed and the API carry it."""
+    """The alert as a webhook, a feed and the API carry it: `work` is the work the notice is on (its
+    work_id, DOI, arXiv id and title), `citing` the references that cite it."""
     paper = watch.target if watch.kind == PAPER else (citing[0]["arxiv_id"] if citing else None)
     links: dict[str, str] = {"proof": f"/evidence/{c.seq}/proof", "watch": f"/watches/{watch.id}/alerts"}
     if paper is not None:
@@ -565,7 +587,7 @@ def alert_body(
     body = {
         "id": alert_id(c.watch_id, c.work_id, c.key),
         "watch": {"id": watch.id, "kind": watch.kind, "target": _target(watch)},
-        "work_id": c.work_id,
+        "work": dict(work),
         "notice": {**c.notice, "source": c.source},
         "event": {"seq": c.seq, "hash": c.hash, "type": _STANDING, "observed_at": c.observed_at},
         "citing": list(citing),
@@ -627,6 +649,26 @@ class PaperNotice(NamedTuple):
     seq: int  # the first check (as of T) whose rows for the work hold it
     hash: str
     observed_at: str
+    doi: str | None = None  # the cited work's, as its reference or resolution gives it
+    arxiv_id: str | None = None
+
+    def work(self) -> dict[str, Any]:
+        """The work the notice is on, as an alert names it."""
+        return {"work_id": self.work_id, "doi": self.doi, "arxiv_id": self.arxiv_id, "title": self.title}
+
+
+def work_name(work: dict[str, Any]) -> str:
+    """A work as a reader names it: its DOI or arXiv id and its title in quotes; its work_id only when
+    it has neither (the ledger's own id, which names it nowhere else)."""
+    ids = [
+        f"DOI {work['doi']}" if work.get("doi") else "",
+        f"arXiv:{work['arxiv_id']}" if work.get("arxiv_id") else "",
+    ]
+    named = " ".join(i for i in ids if i)
+    title = f"“{work['title']}”" if work.get("title") else ""
+    if not named and not title:
+        return f"work {work.get('work_id')} (no identifier or title given)"
+    return " ".join(p for p in (named, title) if p)
 
 
 def paper_notices(
@@ -648,11 +690,11 @@ def paper_alerts(
 def alerts_in(reader: Any, arxiv_id: str, facts: list[Fact]) -> tuple[list[PaperNotice], list[str]]:
     """`paper_alerts` from a reader as of T and the paper's stream as of T, already read."""
     sources = sorted({h.source for h in reader.source_heads()})
-    refs: dict[str, tuple[str, str | None, int | None]] = {}  # work_id -> observation, title, index
+    refs: dict[str, tuple[str, int | None, CitedWork]] = {}  # work_id -> observation, index, the work
     for oid, o in sorted(observations(facts).items()):
         w = displayed(o.cit.data.cited_work, None if o.res is None else o.res.data.cited_work)
         if w is not None and w.work_id is not None and w.work_id not in refs:
-            refs[w.work_id] = (oid, w.title, o.cit.data.reference_index)
+            refs[w.work_id] = (oid, o.cit.data.reference_index, w)
     history = reader.check_history(sorted(refs))
     first: dict[tuple[str, str, str], tuple[str, int, str]] = {}  # (work, source, notice key) -> first row
     current: dict[tuple[str, str], list[Notice]] = {}  # (work, source) -> notices of its latest check
@@ -665,11 +707,12 @@ def alerts_in(reader: Any, arxiv_id: str, facts: list[Fact]) -> tuple[list[Paper
                 first.setdefault((w, source, notice_key(source, n)), (observed_at, seq, hash_))
     out = []
     for (work_id, source), notices in current.items():
-        oid, title, index = refs[work_id]
+        oid, index, w = refs[work_id]
         for n in notices:
             key = notice_key(source, n)
             observed_at, seq, hash_ = first[(work_id, source, key)]
             # a PaperNotice holds the notice as JSON values: the feed, the page and the alerts read keys
-            out.append(PaperNotice(alert_id(f"paper:{arxiv_id}", work_id, key), work_id, title, oid, index,
-                                   source, msgspec.to_builtins(n), seq, hash_, observed_at))  # fmt: skip
+            out.append(PaperNotice(alert_id(f"paper:{arxiv_id}", work_id, key), work_id, w.title, oid, index,
+                                   source, msgspec.to_builtins(n), seq, hash_, observed_at, w.doi,
+                                   w.arxiv_id or w.pith_arxiv_id))  # fmt: skip
     return sorted(out, key=lambda n: (n.seq, n.work_id, n.source, n.id)), sources

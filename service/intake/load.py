@@ -73,7 +73,7 @@ HEAD_BYTES = 1 << 20
 # a record is kilobytes (the server takes one of LEDGER_MAX_BODY, 8 MiB), a bulk load is NDJSON
 WHOLE_MAX = 32 * 1024 * 1024
 
-CHECKING, APPENDING = "checking", "appending"
+CHECKING, APPENDING, WALKING = "checking", "appending", "walking"
 _log = logging.getLogger("ledger.import")
 # told (phase, non-empty lines so far, bytes of the file read so far, the file's size)
 Progress = Callable[[str, int, int, int], None]
@@ -484,6 +484,7 @@ class _Lines:
             return
         if run.unwalked or not run.asked:
             self.walker.after_commit()
+        self._tell(WALKING)  # the walk takes time of its own after the last append: said, not hidden
         run.report = self.walker.finish()
 
     def _commit(self, run: _Run) -> None:

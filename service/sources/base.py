@@ -146,18 +146,20 @@ class Summary(Tally):
 
     def lines(self) -> list[str]:
         """The summary as a few human lines."""
-        out = [f"{self.source} at {self.observed_at}: read {self.read}, matched {self.matched}"]
+        out = [f"{self.source} at {self.observed_at}: read {self.read:,}, matched {self.matched:,}"]
         if self.works_checked is not None:
-            out.append(f"  works checked: {self.works_checked}; notices: {self.notices}")
+            out.append(f"  works checked: {self.works_checked:,}; notices: {self.notices:,}")
         else:
-            out.append(f"  measurements: {self.measurements}")
+            out.append(f"  measurements: {self.measurements:,}")
         for title, counts in (("skipped", self.skipped), ("ignored", self.ignored), ("notes", self.notes)):
             for reason, n in sorted(counts.items()):
                 eg = self.examples.get(reason)
-                out.append(f"  {title}: {n} {reason}" + (f" (e.g. {'; '.join(eg)})" if eg else ""))
-        verb = "nothing new appended (already ingested)" if not self.appended else f"{self.appended} appended"
-        head = "" if self.head is None else f"; head seq {self.head.seq}"
-        out.append(f"  {verb}, {self.duplicates} duplicate{head}")
+                out.append(f"  {title}: {n:,} {reason}" + (f" (e.g. {'; '.join(eg)})" if eg else ""))
+        verb = (
+            "nothing new appended (already ingested)" if not self.appended else f"{self.appended:,} appended"
+        )
+        head = "" if self.head is None else f"; head seq {self.head.seq:,}"
+        out.append(f"  {verb}, {self.duplicates:,} duplicate{head}")
         return out
 
 

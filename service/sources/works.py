@@ -89,20 +89,20 @@ class WorksSummary(Tally):
 
     def lines(self) -> list[str]:
         """The summary as a few human lines."""
-        by = ", ".join(f"{n} {s}" for s, n in sorted(self.sources.items())) or "none"
-        out = [f"works at {self.observed_at}: read {self.read}, works {self.works} ({by})"]
+        by = ", ".join(f"{n:,} {s}" for s, n in sorted(self.sources.items())) or "none"
+        out = [f"works at {self.observed_at}: read {self.read:,}, works {self.works:,} ({by})"]
         for reason, n in sorted(self.skipped.items()):
             eg = self.examples.get(reason)
-            out.append(f"  skipped: {n} {reason}" + (f" (e.g. {'; '.join(eg)})" if eg else ""))
-        head = "" if self.head is None else f"; head seq {self.head.seq}"
+            out.append(f"  skipped: {n:,} {reason}" + (f" (e.g. {'; '.join(eg)})" if eg else ""))
+        head = "" if self.head is None else f"; head seq {self.head.seq:,}"
         out.append(
-            f"  {self.appended} appended, {self.unchanged} unchanged, {self.duplicates} duplicate{head}"
+            f"  {self.appended:,} appended, {self.unchanged:,} unchanged, {self.duplicates:,} duplicate{head}"
         )
         if self.changed:
             named = ", ".join(f"{c['doi']} ({' and '.join(c['fields'])})" for c in self.changed_listed)
             more = self.changed - len(self.changed_listed)
             out.append(
-                f"  changed the title or first author of {self.changed} work{'s' * (self.changed != 1)}: "
+                f"  changed the title or first author of {self.changed:,} work{'s' * (self.changed != 1)}: "
                 + named
                 + (f" and {more} more" if more else "")
             )

@@ -95,7 +95,7 @@ def test_alerts_page_in_the_order_raised_and_resume_after_a_number(sampled: Test
     ingest(ledger_of(sampled), SourceFile("retraction-watch", RW, T_INGEST))
     _raise(sampled)
     got = sampled.get(f"/watches/{made['id']}/alerts", headers=AUTH).json()
-    kinds = sorted((a["work_id"], a["notice"]["kind"]) for a in got["alerts"])
+    kinds = sorted((a["work"]["work_id"], a["notice"]["kind"]) for a in got["alerts"])
     assert kinds == RW_NOTICES and got["next"] is None
     numbers = [a["n"] for a in got["alerts"]]
     assert numbers == sorted(numbers)
@@ -127,7 +127,7 @@ def test_the_alert_stream_sends_each_alert_once_and_resumes_from_last_event_id(s
         return out
 
     first = read({}, 7)
-    assert sorted((a["work_id"], a["notice"]["kind"]) for _, a in first) == RW_NOTICES
+    assert sorted((a["work"]["work_id"], a["notice"]["kind"]) for _, a in first) == RW_NOTICES
     resumed = read({"Last-Event-ID": str(first[1][0])}, 5)
     assert resumed == first[2:]
 
@@ -144,7 +144,13 @@ def test_the_paper_feed_is_valid_atom_with_an_entry_per_notice(sampled: TestClie
     assert feed.version == "atom10" and feed.feed.title == f"Notices on works cited by arXiv:{CITING}"
     assert len(feed.entries) == 7 and len({e.id for e in feed.entries}) == 7
     assert all(e.link.startswith("citation-record?as_of=") for e in feed.entries)
-    assert any("retraction of Work w-cell" in e.title for e in feed.entries)
+    # each entry names the work the notice is on by its DOI and title, never by the ledger's work_id
+    cell = [e for e in feed.entries if "10.5555/j.cell.2019.05.031" in e.title]
+    assert sorted(e.title for e in cell) == [
+        f"{kind} of DOI 10.5555/j.cell.2019.05.031 “Work w-cell” (reported by retraction_watch)"
+        for kind in ("expression of concern", "retraction")
+    ]
+    assert not any("w-cell" in e.summary.replace("Work w-cell", "") for e in feed.entries)
     assert sampled.get("/paper/not-an-id/alerts.atom").status_code == 422
     moved = sampled.get(f"/paper/arXiv:{CITING}v1/alerts.atom", follow_redirects=False)
     assert moved.status_code == 308 and moved.headers["location"] == f"/paper/{CITING}/alerts.atom"

@@ -227,13 +227,17 @@ def test_every_observation_rendered_in_order_with_its_id(record, html, lines):
 
 def test_observation_blocks(record, lines):
     survey = "Efficient Training of Large Language Models on Distributed Infrastructures: A Survey"
-    assert block_of(record, lines, 9, 8) == [
+    assert block_of(record, lines, 9, 10) == [
         *known_by_pith_id(9, "2407.20018 v1", survey, 2024, "2026-08-05T11:38:37.916772Z"),
+        "As the source gave it: its resolution names no method.",
+        "Note: the source contradicts itself: it links this reference to arXiv:2407.20018, yet calls it "
+        "unresolved, names no resolver and parsed no title. The link is the source's; no resolver of this "
+        "ledger has checked it.",
         "Source-reported events for the cited work",
         "Unavailable: canonical work link unavailable.",
     ]
     title = obs_by_ref(record, 34)["citation"]["cited_work"]["title"]
-    assert block_of(record, lines, 34, 9) == [
+    assert block_of(record, lines, 34, 10) == [
         f"This paper cites {title}.",
         f"{PAPER_TITLE} → {title}",
         "Reference 34",
@@ -242,6 +246,8 @@ def test_observation_blocks(record, lines):
         "observed 2026-08-05T11:38:43.814682Z",
         f"Cited paper: arXiv:2310.04610 v2, {title} (known by the cited work's Pith id)",
         "Resolution: verified exact; local_arxiv, observed 2026-08-05T11:38:43.894727Z",
+        "As the source gave it: local_arxiv, the source matched this reference to a paper of its own copy "
+        "of arXiv.",
         "Source-reported events for the cited work",
         "No event found in the named queried sources as of 2026-08-08T06:32:00.761636+00:00.",
         "Checked: crossref at 2026-08-08T06:32:00.761636+00:00, "
@@ -330,6 +336,9 @@ def _shape(line: str) -> str:
         (r"Checked: .*|Record as of .*|Ledger head: .*|Context digest: .*", "extra"),
         # what the observation holds beyond the real page's text (the raw cited work, the cited paper)
         (r"Cited work as observed: .*|Cited paper: .*", "extra"),
+        # the notes for a librarian: whose the lines are, contradictions, the ledger's own resolution
+        (r"(As the source gave it|Note|The ledger's own resolution): .*", "extra"),
+        (r"Each reference is shown as its source gave it\..*", "extra"),
         (
             r"Record JSON|Integrity report|Evidence log|Paper snapshots|Show record as of"
             r"|What changed since",

@@ -42,10 +42,24 @@ def test_a_paper_watch_is_told_of_the_notice_an_ingest_brings(db: str) -> None:
     shown = _run(db, "alerts", watch_id)
     assert shown.exit_code == 0, shown.output
     (line,) = shown.stdout.splitlines()
-    assert "retraction of work" in line and "cited as reference 34" in line and "by retraction_watch" in line
+    # the retracted work named by its arXiv id and title, the citing paper by its own id
+    title = (
+        "DeepSpeed4Science Initiative: Enabling Large-Scale Scientific Discovery through Sophisticated AI "
+        "System Technologies"
+    )
+    assert (
+        f"  retraction of arXiv:2310.04610 “{title}” cited as reference 34 of arXiv:{CITING} by "
+        "retraction_watch, notice without DOI; event seq " in line
+    )
     assert "; watch " not in line  # one watch asked for: no need to name it
     (body,) = [json.loads(x) for x in _run(db, "alerts", watch_id, "--json").stdout.splitlines()]
     assert body["watch"]["id"] == watch_id and body["notice"]["kind"] == "retraction"
+    assert {k: body["work"][k] for k in ("doi", "arxiv_id", "title")} == {
+        "doi": None,
+        "arxiv_id": "2310.04610",
+        "title": title,
+    }
+    assert all("title" not in c for c in body["citing"])
     assert _run(db, "alerts", watch_id, "--since", "2999-01-01").stdout == ""
 
 
@@ -99,3 +113,22 @@ def test_watch_add_prints_the_secret_it_made_once(db: str) -> None:
     )
     assert given.exit_code == 0 and "secret" not in given.stdout  # the caller's own is not echoed
     assert secret not in _run(db, "watch", "list").stdout
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        (
+            {"work": {"work_id": "w", "doi": "10.1/x", "arxiv_id": None, "title": "T"}, "citing": []},
+            "DOI 10.1/x “T”",
+        ),
+        # an alert raised before `work`: its work_id at the top, the title under its first citing reference
+        ({"work_id": "w", "citing": [{"reference_index": 3, "title": "Old"}]}, "“Old”"),
+        ({"work_id": "w", "citing": []}, "work w (no identifier or title given)"),
+    ],
+)
+def test_an_alert_names_its_work_whenever_it_was_raised(body: dict, named: str) -> None:
+    from cli.alerts import _work
+    from service.alerts.alerts import work_name
+
+    assert work_name(_work(body)) == named

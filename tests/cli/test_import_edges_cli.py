@@ -171,7 +171,7 @@ def test_a_file_replaced_after_a_kill_is_refused_then_restarted(new_db: NewDb, t
         [*ledger_command(), *command, "--restart"], capture_output=True, text=True, check=False
     )
     assert restarted.returncode == 0, restarted.stderr
-    assert "999 appended, 4999 duplicate (head seq 5999)" in restarted.stdout
+    assert "999 appended, 4,999 duplicate (head seq 5,999)" in restarted.stdout
 
 
 @pytest.mark.process

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -85,8 +86,9 @@ def test_the_progress_line_says_lines_rate_and_time_left() -> None:
     meter.update("appending", 5000, 100, 100)
     meter.close()
     drawn = out.getvalue().split("\r")
-    assert drawn[1].startswith("f.ndjson: checking 5,000 lines, ") and "lines/s, 25%, ETA " in drawn[1]
-    assert drawn[2].startswith("f.ndjson: appending 5,000 lines, ") and "100%, ETA 0:00:00" in drawn[2]
+    assert drawn[1].startswith("f.ndjson: checking 5,000 lines, ") and "lines/s, 50% read, " in drawn[1]
+    assert drawn[1].endswith(", then the appends")
+    assert drawn[2].startswith("f.ndjson: appending 5,000 lines, ") and "100% read, done" in drawn[2]
     assert drawn[-1] == ""  # the line is cleared at the end
 
 
@@ -144,3 +146,15 @@ def test_a_damaged_compressed_file_is_refused_whole(new_db: NewDb, tmp_path: Pat
     assert r.exit_code == 1
     assert f"{path}: refused, nothing written: file: a damaged compressed stream" in r.output
     assert Ledger(db).head().seq == 0
+
+
+def test_the_import_summary_writes_every_number_the_same_way(new_db: NewDb, tmp_path: Path) -> None:
+    """Counts of a thousand and more are grouped by thousands throughout, as the lines and the rate are."""
+    path = tmp_path / "f.ndjson"
+    path.write_bytes(b"".join(_events(400)))  # 1,198 lines
+    r = CliRunner().invoke(main, ["import", str(path), "--db", new_db(), "--batch-size", "500"])
+    assert r.exit_code == 0, r.output
+    first, total = r.output.splitlines()
+    assert first.startswith(f"{path}: 1,198 appended, 0 duplicate (head seq 1,198); 1,198 lines in ")
+    assert total == "1,198 appended, 0 duplicate, 0 file(s) refused; head seq 1,198"
+    assert not re.search(r"\d{4}", first.replace(str(path), "")), first

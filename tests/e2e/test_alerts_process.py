@@ -58,6 +58,17 @@ def test_each_alert_reaches_the_receiver_once_after_its_failures_signed(new_db: 
             pause(1.0)  # room for a duplicate to show, were one to be sent
             tries = httpx.get(f"{server.base}/watches/{watch_id}/deliveries", headers=AUTH).json()
             scraped = parse(httpx.get(f"{server.base}/metrics").text)
+            listed = httpx.get(f"{server.base}/watches/{watch_id}/alerts", headers=AUTH).json()["alerts"]
+        # each alert names the work its notice is on in its own field, by DOI or arXiv id and title, the
+        # same in the webhook and the watch's alerts; `citing` holds only the citing references
+        delivered = {json.loads(body)["id"]: json.loads(body) for _, body in receiver.got}
+        named = {a["id"]: (a["work"], a["citing"]) for a in listed}
+        assert named == {i: (a["work"], a["citing"]) for i, a in delivered.items()}
+        for alert in delivered.values():
+            assert "work_id" not in alert and set(alert["work"]) == {"work_id", "doi", "arxiv_id", "title"}
+            assert alert["work"]["title"] == f"Work {alert['work']['work_id']}"
+            assert alert["work"]["doi"] or alert["work"]["arxiv_id"]
+            assert all(set(c) == {"arxiv_id", "observation_id", "reference_index"} for c in alert["citing"])
         assert value(scraped, "ledger_webhook_deliveries_total", result="delivered") == 7
         assert value(scraped, "ledger_webhook_deliveries_total", result="failed") == 3
         assert value(scraped, "ledger_webhook_outbox_depth") == 0

@@ -107,6 +107,10 @@ def test_the_record_page_shows_a_notice_on_a_cited_work_at_the_top(browser: Any,
             assert section.is_visible() and section.locator("h2").inner_text() == "Notices on cited works"
             assert section.locator("li.alert").count() == 7
             assert section.get_by_text("Expression of concern", exact=False).first.is_visible()
+            # each notice names the work it is on by its DOI (or arXiv id) and title
+            cell = section.locator("li.alert", has_text="10.5555/j.cell.2019.05.031")
+            assert cell.count() == 2
+            assert "· DOI 10.5555/j.cell.2019.05.031 “Work w-cell”:" in cell.first.inner_text()
             box = section.bounding_box()
             coverage = page.locator("section#coverage").bounding_box()
             assert box is not None and coverage is not None and box["y"] < coverage["y"]  # at the top

@@ -26,7 +26,7 @@ def _alerts(ledger: Ledger, watch_id: str) -> list[dict[str, Any]]:
 
 
 def _kinds(alerts: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    return sorted((a["work_id"], a["notice"]["kind"]) for a in alerts)
+    return sorted((a["work"]["work_id"], a["notice"]["kind"]) for a in alerts)
 
 
 @pytest.fixture
@@ -121,9 +121,14 @@ def test_a_work_cited_later_brings_the_notice_it_already_holds(sample: Ledger) -
     sample.append([citation(oid_of(40), CITING, ts(21), 40, later)])
     got = _alerts(sample, watch.id)
     assert _kinds(got) == [("w-new", "correction")] and got[0]["held_before_watch"] is False
-    assert got[0]["citing"] == [
-        {"arxiv_id": CITING, "observation_id": oid_of(40), "reference_index": 40, "title": "Work w-new"}
-    ]
+    assert got[0]["citing"] == [{"arxiv_id": CITING, "observation_id": oid_of(40), "reference_index": 40}]
+    # the work the notice is on, in its own field, named by its DOI and title
+    assert got[0]["work"] == {
+        "work_id": "w-new",
+        "doi": "10.5555/new",
+        "arxiv_id": None,
+        "title": "Work w-new",
+    }
 
 
 def test_alerts_are_raised_whatever_appended_the_events(sample: Ledger) -> None:
@@ -219,8 +224,10 @@ def test_an_alerts_id_is_stable_and_distinct() -> None:
     assert key != al.notice_key("crossref", {"kind": "retraction", "work_id": "w"})
 
 
-def test_an_alert_names_the_title_its_observation_displays(sample: Ledger) -> None:
-    """A reference parsed without a title and resolved to a titled work is named by the resolution's."""
+def test_an_alert_names_the_work_as_its_observation_displays_it(sample: Ledger) -> None:
+    """A reference parsed without a title and resolved to a titled work is named by the resolution's
+    arXiv id and title, in the alert's `work`, never under `citing` (where it would read as the citing
+    paper's)."""
     raw = CitedWork(None, None, "raw_reference", None, ts(22), None, None, "w-titled", None)
     known = CitedWork("2310.04610", None, "arxiv", None, ts(23), "A titled work", None, "w-titled", 2023)
     sample.append([citation(oid_of(50), CITING, ts(22), 50, raw)])
@@ -228,7 +235,15 @@ def test_an_alert_names_the_title_its_observation_displays(sample: Ledger) -> No
     watch, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
     sample.append([check("crossref", ts(24), ["w-titled"], [notice("w-titled", "correction")])])
     (got,) = _alerts(sample, watch.id)
-    assert got["citing"][0]["title"] == "A titled work" and got["citing"][0]["reference_index"] == 50
+    assert got["work"] == {
+        "work_id": "w-titled",
+        "doi": None,
+        "arxiv_id": "2310.04610",
+        "title": "A titled work",
+    }
+    assert got["citing"] == [{"arxiv_id": CITING, "observation_id": oid_of(50), "reference_index": 50}]
+    assert "work_id" not in got
+    assert al.work_name(got["work"]) == "arXiv:2310.04610 “A titled work”"
 
 
 def _query(link: str) -> dict[str, str]:

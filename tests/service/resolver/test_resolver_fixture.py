@@ -249,7 +249,7 @@ def test_a_watch_on_the_citing_paper_is_alerted_when_the_resolved_work_is_retrac
     csv = RETRACTIONS.read_bytes()
     ingest(world.ledger, SourceFile("retraction-watch", csv, format_recorded(world.clock.advance())))
     alerts = [json.loads(a.body) for a in world.ledger.store.alerts.alerts(watch.id, 0, 100)]
-    mine = [a for a in alerts if a["work_id"] == work_id]
+    mine = [a for a in alerts if a["work"]["work_id"] == work_id]
     assert [(a["notice"]["kind"], a["event"]["type"]) for a in mine] == [("retraction", "standing.checked")]
     assert mine[0]["event"]["seq"] > seq
     assert mine[0]["notice"]["record_id"] == record_id

@@ -215,7 +215,7 @@ def test_a_watch_on_the_citing_paper_is_alerted_for_a_notice_the_resolved_work_h
     assert world.ledger.store.alerts.alerts(watch.id, 0, 100) == []
     world.resolve()
     alerts = [json.loads(a.body) for a in world.ledger.store.alerts.alerts(watch.id, 0, 100)]
-    assert [(a["work_id"], a["notice"]["kind"]) for a in alerts] == [("w-held", "retraction")]
+    assert [(a["work"]["work_id"], a["notice"]["kind"]) for a in alerts] == [("w-held", "retraction")]
     resolved = next(
         e.seq for e in world.ledger.store.read_log(type="resolution.observed") if OIDS[1].encode() in e.data
     )
@@ -446,4 +446,4 @@ def test_a_source_checked_after_the_resolution_covers_the_resolved_doi(world: Wo
     check_ = decode_data("standing.checked", world.ledger.store.read_log(type="standing.checked")[-1].data)
     assert {n.kind for n in check_.notices if n.work_id == work_id} >= {"retraction"}
     alerts = [json.loads(a.body) for a in world.ledger.store.alerts.alerts(watch.id, 0, 100)]
-    assert work_id in {a["work_id"] for a in alerts}
+    assert work_id in {a["work"]["work_id"] for a in alerts}
