@@ -341,6 +341,16 @@ class SqlStore:
             params.append(limit)
         return [envelope_row(r) for r in self.query(self._conn(), sql, params)]
 
+    def read_streams(self, prefix: str, upto: int | None = None) -> list[StoredEvent]:
+        """The stored envelopes of every stream whose name starts with `prefix` (e.g. `collection:`), in
+        seq order, up to seq `upto`: a range of the (stream, ...) index, text compared byte-wise."""
+        sql = f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE stream >= ? AND stream < ?"
+        params: list[Any] = [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)]
+        if upto is not None:
+            sql += " AND seq <= ?"
+            params.append(upto)
+        return [envelope_row(r) for r in self.query(self._conn(), sql + " ORDER BY seq", params)]
+
     def iter_chain(self, after: int = 0, batch: int = 5000) -> Iterator[ChainLink]:
         """Every stored event in seq order, with the index columns verify rechecks."""
         return map(link_row, self.iter_rows(after, batch))
