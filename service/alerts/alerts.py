@@ -50,6 +50,7 @@ PAGE = 2000  # events read (and raised from) per transaction
 MAX_WORKS = 1000  # works one watch may list
 MAX_URL = 2048
 MAX_SECRET = 256
+_PAPERS_PART = 500  # papers whose events one statement reads (a collection's members)
 MAX_CITING = 10  # citing observations an alert names (a works watch's work may be cited very often)
 _ALERT_NS = uuid.UUID("6c656467-6572-2d61-6c65-72742d69642e")  # "ledger-alert-id."
 _CITATION, _RESOLUTION, _STANDING = "citation.observed", "resolution.observed", "standing.checked"
@@ -388,10 +389,12 @@ def _members_at(store: Store, name: str, upto: int) -> list[str]:
 
 
 def _papers_covers(store: Store, watch_id: str, papers: Sequence[str]) -> list[_Cover]:
-    """What a watch covers through these papers' outbound references, as the ledger stands."""
+    """What a watch covers through these papers' outbound references, as the ledger stands (their
+    citations and resolutions read a part of the papers per statement)."""
     covers = []
-    for arxiv_id in papers:
-        for e in store.read_log(stream=f"paper:{arxiv_id}"):
+    for at in range(0, len(papers), _PAPERS_PART):
+        streams = [f"paper:{p}" for p in papers[at : at + _PAPERS_PART]]
+        for e in store.read_of(streams, (_CITATION, _RESOLUTION)):
             covers += _event_covers(e, [watch_id], [])
     return covers
 
@@ -410,8 +413,8 @@ def _collection_changed(store: Store, e: StoredEvent) -> int:
         tables.add_keys(watch_id, [f"p:{m}" for m in data.add])
     gone = sorted(
         _REFS.decode(c.data).observation_id
-        for m in data.remove
-        for c in store.read_log(stream=f"paper:{m}", type=_CITATION)
+        for at in range(0, len(data.remove), _PAPERS_PART)
+        for c in store.read_of([f"paper:{m}" for m in data.remove[at : at + _PAPERS_PART]], (_CITATION,))
     )
     for watch_id in watch_ids:
         tables.uncover(watch_id, gone)
