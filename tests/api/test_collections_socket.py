@@ -69,13 +69,27 @@ def test_a_collection_is_changed_over_http_read_as_known_at_and_its_writer_recor
         never = client.get("/collections/office", params={"known_at": before})
         assert never.status_code == 404 and never.json()["error"]["code"] == "not_found"
         assert client.get("/collections", params={"known_at": before}).json()["collections"] == []
+        # a large collection is read a page of 1,000 at a time
+        many = [f"2102.{i:05d}" for i in range(1001)]
+        assert client.post("/collections/big", json={"add": many}).json()["members"] == 1001
+        page = client.get("/collections/big").json()
+        assert (page["members"], page["total"], page["next"]) == (many[:1000], 1001, many[999])
+        rest = client.get("/collections/big", params={"after": page["next"]}).json()
+        assert (rest["members"], rest["next"]) == (many[1000:], None)
         # the CLI reads the same ledger, as known at the same instant
         assert _cli(db, "collection", "list", "office", "--known-at", at_first).split() == [P1, P2]
-        assert _cli(db, "collection", "list").split() == ["office", "1", "paper(s)"]
+        assert _cli(db, "collection", "list").split() == [
+            "big",
+            "1001",
+            "paper(s)",
+            "office",
+            "1",
+            "paper(s)",
+        ]
         client.close()
     ledger = Ledger(db)
     sha = hashlib.sha256(TOKEN.encode()).hexdigest()
-    for seq in (first["event"]["seq"], second):
+    for seq in (first["event"]["seq"], second, second + 1):
         writer = ledger.store.writers.writer_of(seq)
         assert writer is not None and (writer.writer, writer.via) == (
             f"token:{sha}",
@@ -218,3 +232,19 @@ def test_a_collection_watch_alerts_for_its_members_by_feed_and_webhook(new_db: N
             client.close()
     finally:
         receiver.close()
+
+
+@pytest.mark.process
+def test_a_change_is_charged_by_the_rate_limit(new_db: NewDb) -> None:
+    db = new_db()
+    Ledger(db).close()
+    # one saved up, then one per 100 s: the second goes in on credit, the third waits
+    env = {"LEDGER_TOKENS": TOKEN, "LEDGER_RATE_LIMIT": "0.01", "LEDGER_RATE_BURST": "1"}
+    with running_server(db, env=env, args=["--no-samples"]) as server:
+        client = httpx.Client(base_url=server.base, headers=AUTH, timeout=30)
+        answers = [client.post("/collections/office", json={"add": [p]}) for p in (P1, P2, P3)]
+        assert answers[-1].status_code == 429, [x.status_code for x in answers]
+        assert answers[-1].json()["error"]["code"] == "rate_limited" and answers[-1].headers["retry-after"]
+        members = client.get("/collections/office").json()["members"]
+        assert len(members) == sum(x.status_code == 201 for x in answers) <= 2
+        client.close()
