@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
-from ledger.model.codec import MAX_COLLECTION_NAME, check_collection_name
+from ledger.model.codec import COLLECTION_NAME_RE, MAX_COLLECTION_NAME, check_collection_name
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import CollectionChanged, CollectionData, StoredEvent
 from ledger.model.ids import normalise_arxiv
@@ -155,6 +155,8 @@ class Collections:
     def members(self, name: str, known_at_us: int | None = None) -> frozenset[str] | None:
         """The canonical arXiv ids in collection `name` as the ledger knew it at `known_at_us` (recorded
         time; None: now), or None for a collection not made by then (or a name no collection may have)."""
+        if not 0 < len(name) <= MAX_COLLECTION_NAME or not COLLECTION_NAME_RE.fullmatch(name):
+            return None  # never looked up: no event may carry it
         events = self.store.read_log(stream=PREFIX + name, type=TYPE)
         folded = fold(events, known_at_us).get(name)
         return None if folded is None else frozenset(folded)

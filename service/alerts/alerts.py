@@ -374,18 +374,16 @@ def add_watch(
 
 
 def _members_at(store: Store, name: str, upto: int) -> list[str]:
-    """The members of collection `name` after the events up to seq `upto`; NotFound for a collection
-    not made by then (a watch on a name nothing made would never raise an alert)."""
-    events = [
-        e for e in store.read_log(stream=COLLECTION_STREAM + name, type=COLLECTION_TYPE) if e.seq <= upto
-    ]
-    members = fold(events).get(name)
-    if members is None:
+    """The members of collection `name` after the events up to seq `upto` (the raiser's cursor: it
+    applies the later changes itself, in their place); NotFound for a collection not made at all (a
+    watch on a name nothing made would never raise an alert)."""
+    events = store.read_log(stream=COLLECTION_STREAM + name, type=COLLECTION_TYPE)
+    if name not in fold(events):
         raise NotFound(
             f"no collection {name!r}: make it first (ledger collection add, POST /collections/{{name}})",
             details={"collection": name},
         )
-    return sorted(members)
+    return sorted(fold(e for e in events if e.seq <= upto).get(name, ()))
 
 
 def _papers_covers(store: Store, watch_id: str, papers: Sequence[str]) -> list[_Cover]:

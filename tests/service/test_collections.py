@@ -130,6 +130,7 @@ def test_members_are_known_at_each_instant_and_a_collection_never_made_is_none(n
     assert c.members("office") == frozenset({IDS[1], IDS[2]}) == c.members("office", clock.us)
     assert c.members("other") == frozenset()  # made, then emptied: not None
     assert c.members("never") is None and c.members("bad name") is None
+    assert c.members("a\x00b") is None and c.members("x" * 200) is None  # never reach SQL
     assert c.names() == ["office", "other"] and c.names(first) == ["office"]
     assert c.sizes() == {"office": 2, "other": 0}
 

@@ -97,3 +97,16 @@ def test_a_watch_on_a_collection_never_made_or_badly_named_is_refused(papers: Le
     with pytest.raises(InvalidEvent, match="a string") as typed:
         al.parse_watch({"collection": 3})
     assert typed.value.where == "collection"
+
+
+def test_a_watch_made_while_the_raiser_lags_takes_the_changes_it_has_not_raised_yet(papers: Ledger) -> None:
+    other, _ = al.add_watch(papers.store, al.parse_watch({"arxiv_id": P3}))  # the raiser runs for it
+    quiet = Ledger(papers.url, raise_alerts=False)
+    quiet.append([check("crossref", ts(10), None, [notice("w-2", "correction")])])
+    quiet.change_collection(change_data("later", [P2], [], LIMITS))  # made after the raiser's cursor
+    watch, covered = al.add_watch(papers.store, al.parse_watch({"collection": "later"}))
+    assert covered == []  # its member joins when the raiser reaches the change
+    al.raise_new(papers.store)
+    assert _seen(papers, watch.id) == [("w-2", "correction")]
+    assert _seen(papers, other.id) == []
+    quiet.close()
