@@ -124,11 +124,16 @@ def change_data(name: Any, add: Any, remove: Any, limits: CollectionLimits) -> C
     return CollectionData(name, adding, removing)
 
 
-def fold(events: Iterable[StoredEvent], known_at_us: int | None = None) -> dict[str, set[str]]:
-    """Each collection's members after these events (in seq order) recorded at or before `known_at_us`."""
+def fold(
+    events: Iterable[StoredEvent], known_at_us: int | None = None, upto_seq: int | None = None
+) -> dict[str, set[str]]:
+    """Each collection's members after these events (in seq order) recorded at or before `known_at_us`
+    and, given `upto_seq`, at or before that seq (a head already read)."""
     out: dict[str, set[str]] = {}
     for e in events:
-        if e.type != TYPE or (known_at_us is not None and parse_instant(e.recorded_at) > known_at_us):
+        if e.type != TYPE or (upto_seq is not None and e.seq > upto_seq):
+            continue
+        if known_at_us is not None and parse_instant(e.recorded_at) > known_at_us:
             continue
         d = _DATA.decode(e.data)
         members = out.setdefault(d.name, set())
@@ -152,22 +157,26 @@ class Collections:
         self.store = store
         self._clock = clock or now_us
 
-    def members(self, name: str, known_at_us: int | None = None) -> frozenset[str] | None:
+    def members(
+        self, name: str, known_at_us: int | None = None, *, upto_seq: int | None = None
+    ) -> frozenset[str] | None:
         """The canonical arXiv ids in collection `name` as the ledger knew it at `known_at_us` (recorded
-        time; None: now), or None for a collection not made by then (or a name no collection may have)."""
+        time; None: now), or None for a collection not made by then (or a name no collection may have).
+        `upto_seq` reads no change past that seq: the membership at a head read already."""
         if not 0 < len(name) <= MAX_COLLECTION_NAME or not COLLECTION_NAME_RE.fullmatch(name):
             return None  # never looked up: no event may carry it
         events = self.store.read_log(stream=PREFIX + name, type=TYPE)
-        folded = fold(events, known_at_us).get(name)
+        folded = fold(events, known_at_us, upto_seq).get(name)
         return None if folded is None else frozenset(folded)
 
-    def names(self, known_at_us: int | None = None) -> list[str]:
+    def names(self, known_at_us: int | None = None, *, upto_seq: int | None = None) -> list[str]:
         """The collections made by `known_at_us` (recorded time; None: now), by name."""
-        return sorted(fold(self.store.read_streams(PREFIX), known_at_us))
+        return sorted(fold(self.store.read_streams(PREFIX, upto_seq), known_at_us))
 
-    def sizes(self, known_at_us: int | None = None) -> dict[str, int]:
+    def sizes(self, known_at_us: int | None = None, *, upto_seq: int | None = None) -> dict[str, int]:
         """Each collection made by `known_at_us` and how many papers it held then, by name."""
-        return {n: len(m) for n, m in sorted(fold(self.store.read_streams(PREFIX), known_at_us).items())}
+        folded = fold(self.store.read_streams(PREFIX, upto_seq), known_at_us)
+        return {n: len(m) for n, m in sorted(folded.items())}
 
     def history(self, name: str) -> list[StoredEvent]:
         """The changes of collection `name`, in seq order."""

@@ -90,9 +90,11 @@ async def post_collection(request: Request, name: str) -> Response:
 def list_collections(request: Request, known_at: Annotated[str | None, _KNOWN_AT] = None) -> Response:
     """`{"collections": [{"name", "members"}], "known_at"}`, by name."""
     known_us = instant(known_at, "known_at")
-    sizes = ledger_of(request).collections.sizes(known_us)
+    ledger = ledger_of(request)
+    head = ledger.head()  # the answer is the ledger's at this head, which its header names
+    sizes = ledger.collections.sizes(known_us, upto_seq=head.seq)
     listed = [{"name": n, "members": k} for n, k in sizes.items()]
-    return _json({"collections": listed, "known_at": _at(known_us)})
+    return _json({"collections": listed, "known_at": _at(known_us)}, headers=head_headers(head))
 
 
 @router.get(
@@ -112,7 +114,8 @@ def get_collection(
     check_name(name, "name", settings.collection_limits)
     known_us = instant(known_at, "known_at")
     ledger: Ledger = ledger_of(request)
-    members = ledger.collections.members(name, known_us)
+    head = ledger.head()
+    members = ledger.collections.members(name, known_us, upto_seq=head.seq)
     if members is None:
         when = f" at {_at(known_us)}" if known_us is not None else ""
         raise NotFound(f"no collection {name!r}{when}", details={"name": name, "known_at": _at(known_us)})
@@ -126,7 +129,7 @@ def get_collection(
         "next": page[-1] if more else None,
         "known_at": _at(known_us),
     }
-    return _json(body)
+    return _json(body, headers=head_headers(head))
 
 
 def _at(known_us: int | None) -> str | None:

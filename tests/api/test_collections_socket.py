@@ -55,7 +55,9 @@ def test_a_collection_is_changed_over_http_read_as_known_at_and_its_writer_recor
 
         assert client.get("/collections").json() == {"collections": [{"name": "office", "members": 1}],
                                                      "known_at": None}  # fmt: skip
-        now = httpx.get(f"{server.base}/collections/office").json()  # a read needs no token
+        read = httpx.get(f"{server.base}/collections/office")  # a read needs no token
+        assert read.headers["Ledger-Head"].startswith(f"{second} ")  # the head it was read at
+        now = read.json()
         assert (now["members"], now["total"], now["next"]) == ([P2], 1, None)
         stored = client.get("/evidence", params={"after": 0}).json()["events"]
         assert [(e["type"], e["stream"], e["stream_version"]) for e in stored] == [

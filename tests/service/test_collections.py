@@ -133,6 +133,9 @@ def test_members_are_known_at_each_instant_and_a_collection_never_made_is_none(n
     assert c.members("a\x00b") is None and c.members("x" * 200) is None  # never reach SQL
     assert c.names() == ["office", "other"] and c.names(first) == ["office"]
     assert c.sizes() == {"office": 2, "other": 0}
+    # bound to a head read already: no change past its seq
+    assert c.members("office", upto_seq=1) == frozenset(IDS[:2]) and c.names(upto_seq=2) == ["office"]
+    assert c.sizes(upto_seq=3) == {"office": 2, "other": 1} and c.members("other", upto_seq=2) is None
 
 
 def test_removing_from_a_collection_never_made_is_refused_and_writes_nothing(new_db: NewDb) -> None:
