@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from api import docs
@@ -22,6 +22,11 @@ from service.ledger import Ledger, as_writer, by_token
 router = APIRouter(tags=["collections"])
 
 PAGE = 1000  # members one answer lists at most
+_NAME = Path(
+    description="The collection's name: letters, digits, '.', '_' and '-', a letter or digit first "
+    "(LEDGER_COLLECTION_MAX_NAME characters at most; checked in code, naming the setting)",
+    examples=["integrity-office"],
+)
 _KNOWN_AT = Query(
     description="What the ledger knew at this instant (recorded time; RFC 3339 or YYYY-MM-DD). Default: now."
 )
@@ -59,8 +64,15 @@ def _changed_json(done: Changed) -> dict[str, Any]:
     summary="Add papers to a collection (making it) and remove papers from it",
     status_code=201,
     responses=docs.responses(201, 200, 401, 403, 404, 413, 422, 429),
+    openapi_extra=docs.object_body(
+        {
+            "add": {"type": "array", "items": {"type": "string"}, "description": "arXiv ids, as pasted"},
+            "remove": {"type": "array", "items": {"type": "string"}, "description": "arXiv ids, as pasted"},
+        },
+        example={"add": ["arXiv:2509.02480v1", "https://arxiv.org/abs/2310.04610"], "remove": []},
+    ),
 )
-async def post_collection(request: Request, name: str) -> Response:
+async def post_collection(request: Request, name: Annotated[str, _NAME]) -> Response:
     """`{"add": [ids], "remove": [ids]}` (arXiv ids as pasted): one `collection.changed` event,
     recorded as this token's write; 201 with the change and the collection's size after it (200 when
     the same change was appended already). Removing from a collection never made is 404."""
@@ -104,7 +116,7 @@ def list_collections(request: Request, known_at: Annotated[str | None, _KNOWN_AT
 )
 def get_collection(
     request: Request,
-    name: str,
+    name: Annotated[str, _NAME],
     known_at: Annotated[str | None, _KNOWN_AT] = None,
     after: Annotated[str, Query(max_length=64, description="List the papers after this arXiv id")] = "",
 ) -> Response:
