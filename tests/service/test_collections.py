@@ -208,3 +208,24 @@ def test_members_known_at_each_step_are_those_of_a_set_model(new_db: NewDb, step
         assert {n: c.members(n, at) for n in ("a", "b")} == {n: want.get(n) for n in ("a", "b")}
         assert c.names(at) == sorted(want)
     ledger.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,40}", fullmatch=True),
+    st.lists(st.sampled_from(IDS), unique=True),
+    st.lists(st.sampled_from(IDS), unique=True),
+)
+def test_any_valid_change_round_trips_through_its_canonical_bytes(
+    name: str, add: list[str], remove: list[str]
+) -> None:
+    remove = [r for r in remove if r not in add]
+    event = CollectionChanged(observed_at=ts(1), data=CollectionData(name, add, remove))
+    raw = canonical(event_to_dict(event))
+    if not add and not remove:
+        with pytest.raises(InvalidEvent, match="at least one"):
+            decode_event(raw)
+        return
+    back = decode_event(raw)
+    assert back == event and canonical(event_to_dict(back)) == raw
+    assert decode_data("collection.changed", canonical(back.data)) == event.data
