@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 
 from api import docs
 from api.alerts import alerting, watches
+from api.collections import routes as collection_routes
 from api.errors import install_error_handlers
 from api.intake import sources, writes
 from api.limits import RateLimiter
@@ -139,6 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(search.router)
     app.include_router(evidence.router)
     app.include_router(writes.router)
+    app.include_router(collection_routes.router)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -200,6 +200,11 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
             "arxiv_id": "1910.02054",
         },
     },
+    "collection.changed": {
+        "type": "collection.changed",
+        "observed_at": "2026-12-01T09:00:00Z",
+        "data": {"name": "integrity-office", "add": [_PAPER, "2310.04610"], "remove": []},
+    },
 }
 
 

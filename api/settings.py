@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from service.alerts.secrets import SECRET_GRACE_S
+from service.collections import ENVIRONMENT as COLLECTION_ENVIRONMENT
+from service.collections import CollectionLimits, limits_from_env
 from service.intake.inflate import SERVED_MAX_BYTES, SERVED_MAX_RATIO, Inflation
 from service.ledger import side_path
 from service.sources import work_limits
@@ -142,6 +144,8 @@ class Settings:
     public_url: str | None = None
     # How large one work of a works file may be, field by field (LEDGER_WORK_MAX_*, read below the API).
     work_limits: WorkLimits = field(default_factory=WorkLimits)
+    # What one collection change may hold (paper ids, a name's characters): service/collections.py.
+    collection_limits: CollectionLimits = field(default_factory=CollectionLimits)
     # POST /resolve runs at once across every server process; past it, 429 with Retry-After.
     resolve_at_once: int = DEFAULT_RESOLVE_AT_ONCE
     # References one token's resolves may examine per minute; 0: no budget.
@@ -241,6 +245,7 @@ class Settings:
             log_format=_choice(env.get(ENV_LOG_FORMAT), LOG_FORMATS, ENV_LOG_FORMAT),
             public_url=public_url(env.get(ENV_PUBLIC_URL)),
             work_limits=work_limits.from_env(env),
+            collection_limits=limits_from_env(env),
             resolve_at_once=_positive_int(
                 env.get(ENV_RESOLVE_AT_ONCE), DEFAULT_RESOLVE_AT_ONCE, ENV_RESOLVE_AT_ONCE, "resolves"
             ),
@@ -285,6 +290,8 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (ENV_PUBLIC_URL, "public_url", "where clients reach this server (https://...): the feed's links"),
     # read by service/sources/work_limits.py, so `ledger ingest works` reads the same
     *((name, f"work_limits.{attr}", meaning) for name, attr, meaning in work_limits.ENVIRONMENT),
+    # read by service/collections.py, so `ledger collection add` reads the same
+    *((name, f"collection_limits.{attr}", meaning) for name, attr, meaning in COLLECTION_ENVIRONMENT),
     (ENV_RESOLVE_AT_ONCE, "resolve_at_once", "resolves running at once across every server process"),
     (ENV_RESOLVE_PER_MINUTE, "resolve_per_minute", "references one token may resolve a minute; 0: no budget"),
     (ENV_PERSON_NAMES, "person_names", 'person names bound to tokens: {"<token sha256>": ["Name", ...]}'),

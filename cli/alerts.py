@@ -32,11 +32,15 @@ def register(main: click.Group) -> None:
 
 @click.group()
 def watch() -> None:
-    """Watches: be told when a work a paper cites, or a work you list, gets a notice."""
+    """Watches: be told when a work a paper (or a collection's papers) cites, or a work you list, gets a
+    notice."""
 
 
 @watch.command("add")
 @click.option("--paper", "arxiv_id", help="Watch this paper's outbound references (an arXiv id).")
+@click.option(
+    "--collection", help="Watch the outbound references of every paper in this collection (as it changes)."
+)
 @click.option(
     "--work", "works", multiple=True, help="Watch this work: doi:10.1000/x or arxiv:2401.00001 (repeat)."
 )
@@ -48,6 +52,7 @@ def watch() -> None:
 @db_option
 def watch_add(
     arxiv_id: str | None,
+    collection: str | None,
     works: tuple[str, ...],
     callback_url: str | None,
     secret: str | None,
@@ -56,6 +61,8 @@ def watch_add(
 ) -> None:
     """Make a watch; alerts for the notices its works hold already are raised now (marked held)."""
     body: dict[str, object] = {"arxiv_id": arxiv_id} if arxiv_id else {}
+    if collection is not None:
+        body["collection"] = collection
     if works:
         body["works"] = list(works)
     for key, value in (("callback_url", callback_url), ("secret", secret)):
@@ -77,7 +84,7 @@ def watch_add(
 
 
 def _target(w: al.Watch) -> str:
-    return w.target if w.kind == al.PAPER else ", ".join(msgspec.json.decode(w.target))
+    return ", ".join(msgspec.json.decode(w.target)) if w.kind == al.WORKS else w.target
 
 
 @watch.command("list")

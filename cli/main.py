@@ -14,7 +14,19 @@ from typing import NoReturn
 import click
 import msgspec
 
-from cli import alerts, backends, integrity, monitor, ops, resolve, search, sources, timeline, witness
+from cli import (
+    alerts,
+    backends,
+    collections,
+    integrity,
+    monitor,
+    ops,
+    resolve,
+    search,
+    sources,
+    timeline,
+    witness,
+)
 from cli.common import (
     SQL_COUNT,
     arxiv_arg,
@@ -281,5 +293,17 @@ def events(after: int, limit: int | None, stream: str | None, type_: str | None,
         out.write(enc.encode(envelope_json(e)) + b"\n")
 
 
-for commands in (integrity, sources, backends, ops, monitor, witness, alerts, search, timeline, resolve):
+for commands in (
+    integrity,
+    sources,
+    backends,
+    ops,
+    monitor,
+    witness,
+    alerts,
+    search,
+    timeline,
+    resolve,
+    collections,
+):
     commands.register(main)

@@ -36,6 +36,7 @@ from projections.readings import Sides, resolution_sides
 from projections.record import Built, build_record
 from projections.timeline import Timeline, build_timeline
 from service.alerts.alerts import PaperNotice, alerts_in, raise_new
+from service.collections import Changed, CollectionData, Collections
 
 
 class Evidence:
@@ -264,6 +265,15 @@ class Ledger:
         if self._raise_alerts and result.appended:
             raise_new(self.store)
         return result
+
+    @property
+    def collections(self) -> Collections:
+        """The ledger's collections (service/collections.py): their members as known at any instant."""
+        return Collections(self.store, self.now)
+
+    def change_collection(self, data: CollectionData, by: WriteBy | None = None) -> Changed:
+        """Append one change of a collection, `by` (else the context's writer) recorded as its writer."""
+        return self.collections.change(lambda events: self.append(events, by=by), data)
 
     def append_batch(self, batch: Batch, *, resolver_events: bool = False) -> AppendResult:
         """Append a parsed batch (record decomposition, NDJSON, or POST /events body); a record's

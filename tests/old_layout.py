@@ -76,6 +76,9 @@ def layout_at(backend: str, version: int) -> Layout:
     for table in LAYOUT.tables:
         if table.name in later:
             continue
+        if table.name == "watches" and not has(backend, version, "collection_watches"):
+            kind = dataclasses.replace(table.columns[1], check="kind IN ('paper', 'works')")
+            table = dataclasses.replace(table, columns=(table.columns[0], kind, *table.columns[2:]))
         if table.name == "watches" and not has(backend, version, "secret_rotation"):
             table = dataclasses.replace(table, columns=table.columns[:-2], indexes=table.indexes[:1])
         if table.name == "watches" and not has(backend, version, "watch_owners"):

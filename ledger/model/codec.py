@@ -17,6 +17,7 @@ from ledger.model.events import (
     DATA_TYPES,
     CitationObserved,
     CitedWork,
+    CollectionChanged,
     Event,
     MeasurementObserved,
     PaperObserved,
@@ -32,6 +33,10 @@ _DATA_DECODERS = {name: msgspec.json.Decoder(t) for name, t in DATA_TYPES.items(
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 ARXIV_RE = re.compile(r"\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7}")
+# a collection's name is a path segment and a stream's suffix: letters, digits and . _ -, a letter or
+# digit first (so never "." or ".."), compared as given (case kept)
+COLLECTION_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+MAX_COLLECTION_NAME = 128  # the event's own bound; a server may take a lower one (LEDGER_COLLECTION_NAME_MAX)
 _FIELD_RE = re.compile(r"Object (missing required|contains unknown) field `(.*)`")
 
 
@@ -297,6 +302,36 @@ def check_rules(event: Event, where: str, now: int | None = None) -> None:
         _safe_int(event.data.value, f"{d}.value")
     elif isinstance(event, WorkObserved):
         _check_work(event, d)
+    elif isinstance(event, CollectionChanged):
+        _check_collection(event, d)
+
+
+def check_collection_name(name: str, where: str, most: int = MAX_COLLECTION_NAME) -> None:
+    """InvalidEvent naming `where` unless `name` is a collection name of at most `most` characters."""
+    if not 0 < len(name) <= most:
+        raise InvalidEvent(where, f"a collection name is 1 to {most} characters, not {len(name)}")
+    if not COLLECTION_NAME_RE.fullmatch(name):
+        raise InvalidEvent(
+            where,
+            f"bad collection name {name[:80]!r}: letters, digits, '.', '_' and '-', a letter or digit first",
+        )
+
+
+def _check_collection(event: CollectionChanged, d: str) -> None:
+    c = event.data
+    check_collection_name(c.name, f"{d}.name")
+    if not c.add and not c.remove:
+        raise InvalidEvent(f"{d}.add", "a change adds or removes at least one paper")
+    for field, ids in (("add", c.add), ("remove", c.remove)):
+        seen: set[str] = set()
+        for i, arxiv_id in enumerate(ids):
+            check_arxiv(arxiv_id, f"{d}.{field}[{i}]")
+            if arxiv_id in seen:
+                raise InvalidEvent(f"{d}.{field}[{i}]", f"{arxiv_id} is listed twice")
+            seen.add(arxiv_id)
+    both = sorted(set(c.add) & set(c.remove))
+    if both:
+        raise InvalidEvent(f"{d}.remove", f"{both[0]} is both added and removed in one change")
 
 
 def _check_work(event: WorkObserved, d: str) -> None:

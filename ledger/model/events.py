@@ -110,6 +110,12 @@ class StandingData(_Data, frozen=True):
     notices: list[Notice]
 
 
+class CollectionData(_Data, frozen=True):
+    name: str
+    add: list[str]
+    remove: list[str]
+
+
 class MeasurementData(_Data, frozen=True):
     arxiv_id: str
     source: str
@@ -146,6 +152,10 @@ class WorkObserved(_Envelope[WorkData], tag="work.observed", frozen=True):
     """A catalogue work's metadata, on the stream `work:{doi}`."""
 
 
+class CollectionChanged(_Envelope[CollectionData], tag="collection.changed", frozen=True):
+    """Papers added to and removed from a named collection, on the stream `collection:{name}`."""
+
+
 Event = (
     PaperObserved
     | CitationObserved
@@ -153,6 +163,7 @@ Event = (
     | StandingChecked
     | MeasurementObserved
     | WorkObserved
+    | CollectionChanged
 )
 # the tables below are read off the union, so a new kind is added in one place
 EVENT_TYPES: dict[str, type[_Envelope[Any]]] = {

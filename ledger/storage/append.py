@@ -19,6 +19,7 @@ from ledger.model.errors import Conflict, InvalidEvent
 from ledger.model.events import (
     ChainLink,
     CitationObserved,
+    CollectionChanged,
     Event,
     MeasurementObserved,
     PaperObserved,
@@ -108,6 +109,7 @@ class AppendResult(NamedTuple):
 
 _STANDING = "standing.checked"
 WORK = "work.observed"
+COLLECTION = "collection.changed"
 _TYPES: dict[type, str] = {
     PaperObserved: "paper.observed",
     CitationObserved: CITATION,
@@ -115,6 +117,7 @@ _TYPES: dict[type, str] = {
     StandingChecked: _STANDING,
     MeasurementObserved: "measurement.observed",
     WorkObserved: WORK,
+    CollectionChanged: COLLECTION,
 }
 _BODY = (
     b'{"data":%b,"event_id":%b,"observed_at":%b,"recorded_at":%b,"seq":%d,"stream":%b,'
@@ -286,6 +289,8 @@ def _stream(event: Any, type_: str, citing: dict[str, str], places: Sequence[str
         return f"source:{event.data.source}"
     if type_ is WORK:
         return f"work:{event.data.doi}"
+    if type_ is COLLECTION:
+        return f"collection:{event.data.name}"
     return f"paper:{event.data.arxiv_id}"
 
 

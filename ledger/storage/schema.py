@@ -310,7 +310,8 @@ LAYOUT = Layout(
             "watches",
             (
                 _c("id"),
-                _c("kind", check="kind IN ('paper', 'works')"),
+                # a collection's watch covers the works its members cite, as the members change
+                _c("kind", check="kind IN ('paper', 'works', 'collection')"),
                 _c("target"),
                 _c("callback_url", not_null=False),
                 _c("secret", not_null=False),

@@ -341,6 +341,28 @@ class SqlStore:
             params.append(limit)
         return [envelope_row(r) for r in self.query(self._conn(), sql, params)]
 
+    def read_streams(self, prefix: str, upto: int | None = None) -> list[StoredEvent]:
+        """The stored envelopes of every stream whose name starts with `prefix` (e.g. `collection:`), in
+        seq order, up to seq `upto`: a range of the (stream, ...) index, text compared byte-wise."""
+        sql = f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE stream >= ? AND stream < ?"
+        params: list[Any] = [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)]
+        if upto is not None:
+            sql += " AND seq <= ?"
+            params.append(upto)
+        return [envelope_row(r) for r in self.query(self._conn(), sql + " ORDER BY seq", params)]
+
+    def read_of(self, streams: Sequence[str], types: Sequence[str]) -> list[StoredEvent]:
+        """The stored envelopes of these streams and of these types, in seq order, in one statement."""
+        if not streams or not types:
+            return []
+        d = self.dialect
+        sql = (
+            f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE {d.any_of('stream')} AND {d.any_of('type')} "
+            "ORDER BY seq"
+        )
+        params = (d.bind_list(sorted(set(streams))), d.bind_list(sorted(set(types))))
+        return [envelope_row(r) for r in self.query(self._conn(), sql, params)]
+
     def iter_chain(self, after: int = 0, batch: int = 5000) -> Iterator[ChainLink]:
         """Every stored event in seq order, with the index columns verify rechecks."""
         return map(link_row, self.iter_rows(after, batch))

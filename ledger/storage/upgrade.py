@@ -35,7 +35,7 @@ from ledger.storage.sql import Dialect
 _CHANGES = ("events", "no_replace", "merkle", "scrub_passes", "event_keys", "inbound_spans", "work_keys",
             "four_levels", "alerts", "search", "ingest_receipts", "watch_owners", "catalogue",
             "import_progress", "resolve_jobs", "catalogue_by_seq", "secret_rotation",
-            "event_writers", "catalogue_first_seq", "resolve_bounds")  # fmt: skip
+            "event_writers", "catalogue_first_seq", "resolve_bounds", "collection_watches")  # fmt: skip
 STEP: dict[str, dict[str, int]] = {
     SQLITE: {name: n for n, name in enumerate(_CHANGES, start=1)},
     POSTGRESQL: {name: max(n - 1, 1) for n, name in enumerate(_CHANGES, start=1)},

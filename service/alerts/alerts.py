@@ -1,7 +1,9 @@
 """Standing alerts: tell a watcher when a work it watches gets a retraction, correction or concern.
 
-A watch covers works: a paper's (the cited works of its outbound references, as they come) or a list
-given by DOI or arXiv id (every work of the ledger matched by one of those keys, sources-v1.md). An
+A watch covers works: a paper's (the cited works of its outbound references, as they come), a
+collection's (those of each paper that is a member when the notice is raised: a paper joining brings
+its works and the notices they hold already, a paper leaving takes them away) or a list given by DOI
+or arXiv id (every work of the ledger matched by one of those keys, sources-v1.md). An
 alert is one (watch, work, notice) the first time the ledger holds it, with the standing check that
 brought it. Alerts are raised from the log, not from the routes: `raise_new` reads the events after the
 alert cursor (whatever appended them: POST /events, /records, /ingest, `ledger import`, `ledger ingest`)
@@ -21,10 +23,10 @@ from urllib.parse import urlencode, urlsplit
 
 import msgspec
 
-from ledger.model.codec import canonical, decode_data
+from ledger.model.codec import canonical, check_collection_name, decode_data
 from ledger.model.doi import arxiv_key, doi_key, work_keys
 from ledger.model.errors import Conflict, InvalidEvent, NotFound
-from ledger.model.events import CitedWork, Notice, StoredEvent
+from ledger.model.events import CitedWork, CollectionData, Notice, StoredEvent
 from ledger.model.facts import Fact
 from ledger.model.ids import normalise_arxiv
 from ledger.model.instants import format_recorded, now_us, parse_ts
@@ -35,16 +37,20 @@ from ledger.storage.works_store import current_works, displayed
 from projections.record import observations
 from service.alerts.address_table import metadata, named_may_reach, refusal
 from service.alerts.secrets import SECRET_PREFIX, new_secret, whsec_key
+from service.collections import PREFIX as COLLECTION_STREAM
+from service.collections import TYPE as COLLECTION_TYPE
+from service.collections import fold
 
 if TYPE_CHECKING:
     from ledger.model.facts import CheckRow
     from ledger.storage.interface import Store
 
-PAPER, WORKS = "paper", "works"
+PAPER, WORKS, COLLECTION = "paper", "works", "collection"
 PAGE = 2000  # events read (and raised from) per transaction
 MAX_WORKS = 1000  # works one watch may list
 MAX_URL = 2048
 MAX_SECRET = 256
+_PAPERS_PART = 500  # papers whose events one statement reads (a collection's members)
 MAX_CITING = 10  # citing observations an alert names (a works watch's work may be cited very often)
 _ALERT_NS = uuid.UUID("6c656467-6572-2d61-6c65-72742d69642e")  # "ledger-alert-id."
 _CITATION, _RESOLUTION, _STANDING = "citation.observed", "resolution.observed", "standing.checked"
@@ -54,23 +60,33 @@ class WatchSpec(NamedTuple):
     """A watch as asked for (POST /watches, `ledger watch add`), checked."""
 
     kind: str
-    target: str  # the arXiv id, or canonical JSON of the works as given
-    keys: list[str]  # what finds it: "p:<arXiv id>" or the works index keys of its works
+    target: str  # the arXiv id, the collection's name, or canonical JSON of the works as given
+    # what finds it: "p:<arXiv id>", "collection:<name>" (its members' "p:" keys are kept as it
+    # changes) or the works index keys of its works
+    keys: list[str]
     callback_url: str | None
     secret: str | None
     secret_made: bool = False  # made here (none was given): told once, in the answer that makes the watch
 
 
 def parse_watch(body: Any, allow: Iterable[str] = ()) -> WatchSpec:
-    """A watch request (`{"arxiv_id": ...}` or `{"works": [...]}`, with `callback_url` and `secret`)
-    -> a WatchSpec, or InvalidEvent naming the field."""
+    """A watch request (`{"arxiv_id": ...}`, `{"collection": ...}` or `{"works": [...]}`, with
+    `callback_url` and `secret`) -> a WatchSpec, or InvalidEvent naming the field."""
     if not isinstance(body, dict):
-        raise InvalidEvent("$", 'a watch is a JSON object: {"arxiv_id": ...} or {"works": [...]}')
-    unknown = sorted(set(body) - {"arxiv_id", "works", "callback_url", "secret"})
+        raise InvalidEvent(
+            "$", 'a watch is a JSON object: {"arxiv_id": ...}, {"collection": ...} or {"works": [...]}'
+        )
+    unknown = sorted(set(body) - {"arxiv_id", "works", "collection", "callback_url", "secret"})
     if unknown:
-        raise InvalidEvent(unknown[0], "unknown field (expected arxiv_id or works, callback_url, secret)")
-    if ("arxiv_id" in body) == ("works" in body):
-        raise InvalidEvent("$", "give exactly one of arxiv_id (a paper) and works (a list of works)")
+        raise InvalidEvent(
+            unknown[0], "unknown field (expected arxiv_id, collection or works, callback_url, secret)"
+        )
+    if sum(k in body for k in ("arxiv_id", "works", "collection")) != 1:
+        raise InvalidEvent(
+            "$",
+            "give exactly one of arxiv_id (a paper), collection (a collection's name) and works "
+            "(a list of works)",
+        )
     callback, secret = body.get("callback_url"), body.get("secret")
     if callback is not None:
         check_callback(callback, allow)
@@ -86,6 +102,12 @@ def parse_watch(body: Any, allow: Iterable[str] = ()) -> WatchSpec:
             raise InvalidEvent("arxiv_id", "an arXiv id, a string: NNNN.NNNNN or archive/NNNNNNN")
         arxiv_id = normalise_arxiv(body["arxiv_id"], "arxiv_id")  # as pasted: arXiv:...v1, a URL, a DOI
         return WatchSpec(PAPER, arxiv_id, [f"p:{arxiv_id}"], callback, secret, made)
+    if "collection" in body:
+        name = body["collection"]
+        if not isinstance(name, str):
+            raise InvalidEvent("collection", "a collection's name, a string")
+        check_collection_name(name, "collection")
+        return WatchSpec(COLLECTION, name, [COLLECTION_STREAM + name], callback, secret, made)
     works = body["works"]
     if not isinstance(works, list) or not 0 < len(works) <= MAX_WORKS:
         raise InvalidEvent("works", f"a list of 1 to {MAX_WORKS} works (doi:... or arxiv:...)")
@@ -333,14 +355,70 @@ def add_watch(
         head = store.head()
         if not tables.any_watch():
             tables.advance(head.seq)  # the first watch in force: no event before it raises alerts
+        keys, members = list(spec.keys), None
+        if spec.kind == COLLECTION:
+            # its members as the raiser stands: the changes after its cursor reach the watch as it
+            # raises them, in their place among the notices
+            members = _members_at(store, spec.target, tables.cursor())
+            keys += [f"p:{m}" for m in members]
         watch = Watch(str(uuid.uuid4()), spec.kind, spec.target, spec.callback_url, spec.secret,
                       format_recorded(now_us()), head.seq, None, owner)  # fmt: skip
-        tables.add_watch(watch, spec.keys)
-        covers = _covering_now(store, watch, spec)
+        tables.add_watch(watch, keys)
+        covers = (
+            _covering_now(store, watch, spec) if members is None else _papers_covers(store, watch.id, members)
+        )
         tables.cover(covers)
         held = _held_notices(store, {c.work_id for c in covers})
         _record([c._replace(watch_id=watch.id) for c in held], store, {watch.id: watch})
     return watch, sorted({c.work_id for c in covers})
+
+
+def _members_at(store: Store, name: str, upto: int) -> list[str]:
+    """The members of collection `name` after the events up to seq `upto` (the raiser's cursor: it
+    applies the later changes itself, in their place); NotFound for a collection not made at all (a
+    watch on a name nothing made would never raise an alert)."""
+    events = store.read_log(stream=COLLECTION_STREAM + name, type=COLLECTION_TYPE)
+    if name not in fold(events):
+        raise NotFound(
+            f"no collection {name!r}: make it first (ledger collection add, POST /collections/{{name}})",
+            details={"collection": name},
+        )
+    return sorted(fold(e for e in events if e.seq <= upto).get(name, ()))
+
+
+def _papers_covers(store: Store, watch_id: str, papers: Sequence[str]) -> list[_Cover]:
+    """What a watch covers through these papers' outbound references, as the ledger stands (their
+    citations and resolutions read a part of the papers per statement)."""
+    covers = []
+    for at in range(0, len(papers), _PAPERS_PART):
+        streams = [f"paper:{p}" for p in papers[at : at + _PAPERS_PART]]
+        for e in store.read_of(streams, (_CITATION, _RESOLUTION)):
+            covers += _event_covers(e, [watch_id], [])
+    return covers
+
+
+def _collection_changed(store: Store, e: StoredEvent) -> int:
+    """Apply a collection's change to the watches on it (inside `raising`): a paper added is found by
+    its key and covers its works, whose notices held already are raised now; a paper removed is
+    neither. Returns how many alerts were raised."""
+    tables = store.alerts
+    data = msgspec.json.decode(e.data, type=CollectionData)
+    watch_ids = sorted({w for _, w in tables.watchers([COLLECTION_STREAM + data.name])})
+    if not watch_ids:
+        return 0
+    for watch_id in watch_ids:
+        tables.drop_keys(watch_id, [f"p:{m}" for m in data.remove])
+        tables.add_keys(watch_id, [f"p:{m}" for m in data.add])
+    gone = sorted(
+        _REFS.decode(c.data).observation_id
+        for at in range(0, len(data.remove), _PAPERS_PART)
+        for c in store.read_of([f"paper:{m}" for m in data.remove[at : at + _PAPERS_PART]], (_CITATION,))
+    )
+    for watch_id in watch_ids:
+        tables.uncover(watch_id, gone)
+    covers = [c for w in watch_ids for c in _papers_covers(store, w, data.add)]
+    tables.cover(covers)
+    return _record(_held_notices(store, {c.work_id for c in covers}, covers), store)
 
 
 def _covering_now(store: Store, watch: Watch, spec: WatchSpec) -> list[_Cover]:
@@ -399,6 +477,14 @@ def _raise_page(store: Store) -> tuple[int, bool]:
         if cursor >= head or not tables.any_watch():
             return 0, False
         events = store.read_log(after=cursor, limit=PAGE)
+        # a collection's change is raised alone, in its place: the notices before it are raised for
+        # the members before it, those after for the members after
+        change = next((i for i, e in enumerate(events) if e.type == COLLECTION_TYPE), None)
+        if change == 0:
+            raised = _collection_changed(store, events[0])
+            tables.advance(events[0].seq)
+            return raised, events[0].seq < head
+        events = events if change is None else events[:change]
         covers: list[_Cover] = []
         checks: list[StoredEvent] = []
         keyed: dict[str, list[str]] = {}  # event's keys -> watches they find, looked up once a page
@@ -602,7 +688,10 @@ def alert_body(
 
 
 def _target(watch: Watch) -> Any:
-    return watch.target if watch.kind == PAPER else msgspec.json.decode(watch.target)
+    return msgspec.json.decode(watch.target) if watch.kind == WORKS else watch.target
+
+
+_TARGET_KEY = {PAPER: "arxiv_id", COLLECTION: "collection", WORKS: "works"}
 
 
 def watch_json(watch: Watch, covered: Sequence[str] | None = None, made: bool = False) -> dict[str, Any]:
@@ -611,7 +700,7 @@ def watch_json(watch: Watch, covered: Sequence[str] | None = None, made: bool = 
     out: dict[str, Any] = {
         "id": watch.id,
         "kind": watch.kind,
-        ("arxiv_id" if watch.kind == PAPER else "works"): _target(watch),
+        _TARGET_KEY.get(watch.kind, "works"): _target(watch),
         "callback_url": watch.callback_url,
         "signed": watch.secret is not None,
         "created_at": watch.created_at,

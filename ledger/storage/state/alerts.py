@@ -25,11 +25,11 @@ PENDING, DELIVERED, GAVE_UP = "pending", "delivered", "gave_up"
 
 
 class Watch(NamedTuple):
-    """One watch: a paper's outbound references, or a list of works."""
+    """One watch: a paper's outbound references, a collection's papers', or a list of works."""
 
     id: str
-    kind: str  # "paper" | "works"
-    target: str  # the arXiv id, or the works as given (canonical JSON list)
+    kind: str  # "paper" | "works" | "collection"
+    target: str  # the arXiv id, the works as given (canonical JSON list), or the collection's name
     callback_url: str | None
     secret: str | None
     created_at: str
@@ -115,6 +115,33 @@ class AlertTables:
                 self.store.connection(),
                 "INSERT INTO watch_keys (key, watch_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 [(k, w.id) for k in sorted(set(keys))],
+            )
+
+    def add_keys(self, watch_id: str, keys: Sequence[str]) -> None:
+        """Find a watch by these keys too (inside `raising`): a collection's paper joining it."""
+        if keys:
+            self.store.query_many(
+                self.store.connection(),
+                "INSERT INTO watch_keys (key, watch_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [(k, watch_id) for k in sorted(set(keys))],
+            )
+
+    def drop_keys(self, watch_id: str, keys: Sequence[str]) -> None:
+        """Stop finding a watch by these keys (inside `raising`): a collection's paper leaving it."""
+        if keys:
+            d = self.store.dialect
+            self._q(
+                f"DELETE FROM watch_keys WHERE watch_id = ? AND {d.any_of('key')}",
+                (watch_id, d.bind_list(sorted(set(keys)))),
+            )
+
+    def uncover(self, watch_id: str, observation_ids: Sequence[str]) -> None:
+        """The watch no longer covers works through these observations (inside `raising`)."""
+        if observation_ids:
+            d = self.store.dialect
+            self._q(
+                f"DELETE FROM watch_works WHERE watch_id = ? AND {d.any_of('observation_id')}",
+                (watch_id, d.bind_list(sorted(set(observation_ids)))),
             )
 
     def watch(self, watch_id: str) -> Watch | None:
