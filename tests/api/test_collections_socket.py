@@ -210,7 +210,7 @@ def test_a_collection_watch_alerts_for_its_members_by_feed_and_webhook(new_db: N
                 return list(client.get(f"/watches/{watch['id']}/alerts").json()["alerts"])
 
             first = wait_until(lambda: alerts() or None, "the member's alert raised")
-            assert [(a["work_id"], a["notice"]["kind"]) for a in first] == [("w-1", "retraction")]
+            assert [(a["work"]["work_id"], a["notice"]["kind"]) for a in first] == [("w-1", "retraction")]
             assert first[0]["citing"][0]["arxiv_id"] == P1
             # P2 joins: the notice its work holds already is raised now, and delivered
             assert client.post("/collections/office", json={"add": [P2]}).status_code == 201
@@ -220,14 +220,14 @@ def test_a_collection_watch_alerts_for_its_members_by_feed_and_webhook(new_db: N
                 return got if len(got) == 2 else None
 
             both = wait_until(two, "the joining member's alert")
-            assert both[1]["work_id"] == "w-2" and both[1]["citing"][0]["arxiv_id"] == P2
+            assert both[1]["work"]["work_id"] == "w-2" and both[1]["citing"][0]["arxiv_id"] == P2
 
             def sent() -> list[dict[str, Any]] | None:
                 got = receiver.bodies()
                 return got if len(got) == 2 else None
 
             delivered = wait_until(sent, "both alerts delivered", 60)
-            assert sorted(d["work_id"] for d in delivered) == ["w-1", "w-2"]
+            assert sorted(d["work"]["work_id"] for d in delivered) == ["w-1", "w-2"]
             assert all(
                 d["watch"] == {"id": watch["id"], "kind": "collection", "target": "office"} for d in delivered
             )
