@@ -14,6 +14,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, StoredEvent
@@ -26,7 +28,7 @@ from service.proofs.screen_bundle import open_screen_bundle
 from service.proofs.screen_claims import Claim, NoticeClaim, ResolutionClaim, ScreenHead
 from tests import factories as fx
 from tests.api_fixtures import ledger_command
-from tests.conftest import NewDb
+from tests.conftest import NewDb, examples
 
 A, B = "2101.00001", "2101.00002"
 TIMEOUT = 60
@@ -96,7 +98,9 @@ class Screened:
 @pytest.fixture
 def screened(new_db: NewDb) -> Screened:
     ledger = Ledger(new_db("screen.db"))
-    ledger.append(screened_events())
+    events = screened_events()
+    for batch in (events[:8], events[8:9], events[9:]):  # each check learnt later: its own recorded_at
+        ledger.append(batch)
     return Screened(ledger)
 
 
@@ -487,3 +491,69 @@ def test_a_screen_at_the_cosigned_head_carries_the_cosignatures(screened: Screen
     assert json.loads(later)["checkpoint"] != cosigned_note(ledger.store)
     refused = check_bundle(later, Checkpointer.for_db(ledger.store).verifier(), ws.quorum)
     assert not refused.ok and "0 valid witness cosignature(s) where 2 are required" in refused.problems[0]
+
+
+# -- the rule: a row checks exactly when its events say it ------------------------------------------
+
+
+def true_rows(s: Screened) -> list[Claim]:
+    """Every row the events support, found by brute force over the log: a notice of a work in a
+    standing check, and a verified resolution of a reference to that work."""
+    rows = []
+    for n in s.by_seq.values():
+        if n.type != "standing.checked":
+            continue
+        check_data = json.loads(n.data)
+        for notice in check_data["notices"]:
+            for r in s.by_seq.values():
+                d = json.loads(r.data) if r.type == "resolution.observed" else None
+                if d is None or d["status"] not in ("verified_exact", "verified_fuzzy"):
+                    continue
+                if (d["cited_work"] or {}).get("work_id") != notice["work_id"]:
+                    continue
+                rows.append(
+                    Claim(
+                        r.stream.removeprefix("paper:"),
+                        d["observation_id"],
+                        notice["work_id"],
+                        NoticeClaim(
+                            n.seq, check_data["source"], notice["kind"], notice["notice_doi"], n.recorded_at
+                        ),
+                        ResolutionClaim(r.seq, d["status"], d["resolver_source"]),
+                    )
+                )
+    return rows
+
+
+@settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_a_row_checks_exactly_when_its_events_say_it(screened: Screened, data: st.DataObject) -> None:
+    truth = true_rows(screened)
+    assert len(truth) == 3  # the fixture's: w-1 by two sources, w-2 by one
+    bundle = json.loads(b"".join(open_screen_bundle(screened.ledger, screened.head, truth).chunks()))
+    recorded = sorted({e.recorded_at for e in screened.by_seq.values()})
+    seqs = sorted(screened.by_seq)
+    row = msgspec.to_builtins(data.draw(st.sampled_from(truth)))
+    domains: dict[str, list[Any]] = {
+        "citing": [A, B],
+        "observation_id": [fx.oid_of(n) for n in range(3)],
+        "work_id": fx.WORKS,
+        "notice.seq": seqs,
+        "notice.source": fx.SOURCES,
+        "notice.kind": ["retraction", "correction", "expression_of_concern"],
+        "notice.notice_doi": ["10.1000/notice", None],
+        "notice.recorded_at": recorded,
+        "resolution.seq": seqs,
+        "resolution.status": ["verified_exact", "verified_fuzzy"],
+        "resolution.resolver_source": ["local_arxiv", "crossref", None],
+    }
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(sorted(domains)))
+        *outer, leaf = path.split(".")
+        (row[outer[0]] if outer else row)[leaf] = data.draw(st.sampled_from(domains[path]))
+    bundle["claims"] = [row]
+    report = check(json.dumps(bundle).encode(), screened.ledger)
+    event("a true row" if report.ok else "a row refused")
+    assert report.ok == (msgspec.convert(row, Claim) in truth), report.problems
