@@ -101,7 +101,7 @@ def open_screen_bundle(
     events is a bug to fix, not a bundle to sign); NotSigned on a read-only server without a
     checkpoint of that size; NotFound when the head is past the ledger's."""
     rows = list(claims)  # in the screen's order
-    seqs = sorted({s for c in rows for s in (c.notice.seq, c.resolution.seq)})
+    seqs = sorted({s for c in rows for s in c.seqs()})
     if seqs and seqs[-1] > head.tree_size:
         raise InvalidEvent(
             "claims", f"a row names event seq {seqs[-1]}, past the screen's tree size {head.tree_size}"

@@ -64,7 +64,7 @@ def finish_screen(opener: Opener, seen: _Pass1) -> BundleReport:
         if claim_key(c) in keys:
             found.append(f"{where}: the same row twice")
         keys.add(claim_key(c))
-        named.update((c.notice.seq, c.resolution.seq))
+        named.update(c.seqs())
         found += claim_problems(where, c, facts, head)
     problems += found[:_MAX_CLAIM_PROBLEMS]
     if len(found) > _MAX_CLAIM_PROBLEMS:
@@ -77,10 +77,10 @@ def finish_screen(opener: Opener, seen: _Pass1) -> BundleReport:
     assert cp is not None
     known = f" known at {head.known_at}" if head.known_at else ""
     summary = (
-        f"OK: a screen as of {head.as_of}{known}, computed at tree size {head.tree_size}: each of its {rows} "
-        f"row(s) is what its notice and resolution events say; the {len(seen.events)} events' hashes were "
-        f"recomputed and each inclusion proof leads to checkpoint {cp.origin} of size {cp.size} (root "
-        f"{merkle_store.b64(cp.root)}), signed by {seen.pinned.name}+{seen.pinned.hash.hex()}"
+        f"OK: a screen as of {head.as_of}{known}, computed at tree size {head.tree_size}: each of its "
+        f"{rows} row(s) is what its citation, resolution and notice events say; the {len(seen.events)} "
+        f"events' hashes were recomputed and each inclusion proof leads to checkpoint {cp.origin} of size "
+        f"{cp.size} (root {merkle_store.b64(cp.root)}), signed by {seen.pinned.name}+{seen.pinned.hash.hex()}"
         f"{cosigned_by(seen.cosigned)}. It does not prove the screen complete (see docs/screen-proof.md)."
     )
     return BundleReport(True, [], summary, notes)

@@ -25,7 +25,7 @@ from ledger.tlog.checkpoint_notes import unsigned_checkpoint
 from service.ledger import Ledger
 from service.proofs.bundle_check import check_bundle
 from service.proofs.screen_bundle import open_screen_bundle
-from service.proofs.screen_claims import Claim, NoticeClaim, ResolutionClaim, ScreenHead
+from service.proofs.screen_claims import Claim, ScreenHead, claim_of
 from tests import factories as fx
 from tests.api_fixtures import ledger_command
 from tests.conftest import NewDb, examples
@@ -61,38 +61,51 @@ class Screened:
         self.size = ledger.head().seq
         log = ledger.store.read_log()
         self.by_seq: dict[int, StoredEvent] = {e.seq: e for e in log}
-        res = {json.loads(e.data)["observation_id"]: e.seq for e in log if e.type == "resolution.observed"}
-        checks = {json.loads(e.data)["source"]: e.seq for e in log if e.type == "standing.checked"}
-        self.res, self.checks = res, checks
+        self.res = {self.data(e.seq)["observation_id"]: e.seq for e in log if e.type == "resolution.observed"}
+        self.cites = {self.data(e.seq)["observation_id"]: e.seq for e in log if e.type == "citation.observed"}
+        self.checks = {self.data(e.seq)["source"]: e.seq for e in log if e.type == "standing.checked"}
         self.claims = [
-            self.claim(
-                A, 0, "w-1", "crossref", "retraction", "10.1000/notice", "verified_exact", "local_arxiv"
-            ),
-            self.claim(
-                A,
-                0,
-                "w-1",
-                "retraction_watch",
-                "expression_of_concern",
-                None,
-                "verified_exact",
-                "local_arxiv",
-            ),
-            self.claim(B, 1, "w-2", "crossref", "correction", "10.1000/notice", "verified_fuzzy", "crossref"),
+            claim_of(self.item(self.res[fx.oid_of(0)], self.checks["crossref"])),
+            claim_of(self.item(self.res[fx.oid_of(0)], self.checks["retraction_watch"])),
+            claim_of(self.item(self.res[fx.oid_of(1)], self.checks["crossref"])),
         ]
         self.head = ScreenHead(format_as_of(parse_ts(fx.ts(60))), None, self.size, {"collection": "ours"})
 
-    def claim(
-        self, citing: str, n: int, work: str, source: str, kind: str, doi: str | None, status: str, by: str
-    ) -> Claim:
-        seq = self.checks[source]
-        return Claim(
-            citing,
-            fx.oid_of(n),
-            work,
-            NoticeClaim(seq, source, kind, doi, self.by_seq[seq].recorded_at),  # type: ignore[arg-type]
-            ResolutionClaim(self.res[fx.oid_of(n)], status, by),  # type: ignore[arg-type]
-        )
+    def data(self, seq: int) -> dict[str, Any]:
+        return json.loads(self.by_seq[seq].data)  # type: ignore[no-any-return]
+
+    def item(self, res_seq: int, check_seq: int, learned_seq: int | None = -1) -> dict[str, Any]:
+        """A screen item (service/screen.py `item_json`'s shape) of a resolution and the check listing
+        a notice on its work, learned from `learned_seq` (-1: that check; None: none named)."""
+        r, check = self.data(res_seq), self.data(check_seq)
+        work = r["cited_work"]["work_id"]
+        notice = next(n for n in check["notices"] if n["work_id"] == work)
+        learned = check_seq if learned_seq == -1 else learned_seq
+        citation = self.cites[r["observation_id"]]
+        return {
+            "citing": {"arxiv_id": self.by_seq[res_seq].stream.removeprefix("paper:"), "title": "A paper"},
+            "reference_index": self.data(citation)["reference_index"],
+            "observation_id": r["observation_id"],
+            "work": r["cited_work"],
+            "resolution": {
+                "status": r["status"],
+                "resolver_source": r["resolver_source"],
+                "observed_at": self.by_seq[res_seq].observed_at,
+                "seq": res_seq,
+                "citation_seq": citation,
+                "evidence": "/paper/...",
+            },
+            "notice": {
+                **notice,
+                "observed_at": self.by_seq[check_seq].observed_at,
+                "source": check["source"],
+                "check_seq": check_seq,
+                "learned_at": None if learned is None else self.by_seq[learned].recorded_at,
+                "learned_seq": learned,
+                "evidence": "/events/...",
+            },
+            "seqs": [],
+        }
 
 
 @pytest.fixture
@@ -128,7 +141,7 @@ def test_a_screen_bundle_checks(screened: Screened) -> None:
         f"OK: a screen as of {screened.head.as_of}, computed at tree size {screened.size}: "
         "each of its 3 row(s)"
     )
-    assert "the 4 events' hashes were recomputed" in report.summary
+    assert "the 6 events' hashes were recomputed" in report.summary
     bundle = json.loads(raw)
     assert sorted(bundle) == ["checkpoint", "claims", "events", "key", "proofs", "schema", "screen"]
     assert bundle["schema"] == "citation-ledger.screen-bundle.v1"
@@ -161,7 +174,7 @@ def test_the_known_at_screen_checks_its_events_were_recorded_by_then(screened: S
     [
         pytest.param(
             {"notice": {"kind": "withdrawal"}},
-            r"claims: claims\[0\]: the notice event seq \d+ carries no withdrawal notice",
+            r"claims: claims\[0\]: the notice event seq \d+ lists no such withdrawal notice",
             id="kind-not-carried",
         ),
         pytest.param(
@@ -180,6 +193,17 @@ def test_a_screen_whose_rows_its_events_do_not_carry_writes_nothing(
         row[k] = {**row[k], **v} if isinstance(v, dict) else v
     with pytest.raises(InvalidEvent, match=message):
         open_screen_bundle(screened.ledger, screened.head, [msgspec.convert(row, Claim)])
+
+
+def test_a_screen_item_that_is_no_claim_is_refused(screened: Screened) -> None:
+    good = screened.item(screened.res[fx.oid_of(0)], screened.checks["crossref"])
+    unresolved = {**good, "resolution": {**good["resolution"], "status": "unresolved"}}
+    with pytest.raises(
+        msgspec.ValidationError, match=r"Invalid enum value 'unresolved' - at `\$.resolution.status`"
+    ):
+        claim_of(unresolved)
+    with pytest.raises(KeyError, match="learned_seq"):
+        claim_of({**good, "notice": {k: v for k, v in good["notice"].items() if k != "learned_seq"}})
 
 
 def test_a_row_past_the_screens_head_writes_nothing(screened: Screened) -> None:
@@ -221,7 +245,7 @@ def event_bytes_changed(b: dict[str, Any], s: Screened) -> list[str]:
 
 
 def notice_bytes_changed(b: dict[str, Any], s: Screened) -> list[str]:
-    seq = b["claims"][2]["notice"]["seq"]
+    seq = b["claims"][2]["notice"]["check_seq"]
     _event(b, seq)["data"]["notices"][1]["kind"] = "retraction"
     return [
         f"event seq {seq}: its hash does not match its envelope",
@@ -261,9 +285,26 @@ def checkpoint_of_another_head(b: dict[str, Any], s: Screened) -> list[str]:
 
 def row_claims_a_notice_the_events_do_not_carry(b: dict[str, Any], s: Screened) -> list[str]:
     b["claims"][1]["notice"]["kind"] = "retraction"
-    seq = b["claims"][1]["notice"]["seq"]
+    seq = b["claims"][1]["notice"]["check_seq"]
     return [
-        f"claims[1]: the notice event seq {seq} carries no retraction notice (notice DOI None) for work 'w-1'"
+        f"claims[1]: the notice event seq {seq} lists no such retraction notice (notice DOI None, record 42) "
+        "for work 'w-1'",
+        f"claims[1]: the learned notice event seq {seq} lists no such retraction notice",
+    ]
+
+
+def row_claims_another_reference(b: dict[str, Any], s: Screened) -> list[str]:
+    b["claims"][2]["reference_index"] = 5
+    seq = b["claims"][2]["resolution"]["citation_seq"]
+    return [f"claims[2]: the citation event seq {seq} gives reference index 3, not 5"]
+
+
+def row_claims_another_citation(b: dict[str, Any], s: Screened) -> list[str]:
+    b["claims"][2]["resolution"]["citation_seq"] = s.cites[fx.oid_of(0)]
+    return [
+        f"the citation event seq {s.cites[fx.oid_of(0)]} is on the stream 'paper:2101.00001', not the citing "
+        "paper's 'paper:2101.00002'",
+        f"is of observation {fx.oid_of(0)}, not {fx.oid_of(1)}",
     ]
 
 
@@ -272,7 +313,7 @@ def row_claims_another_work(b: dict[str, Any], s: Screened) -> list[str]:
     r = b["claims"][2]["resolution"]["seq"]
     return [
         "claims[2]: the notice event seq",
-        "carries no correction notice (notice DOI 10.1000/notice) for work 'w-1'",
+        "lists no such correction notice (notice DOI 10.1000/notice, record 42) for work 'w-1'",
         f"claims[2]: the resolution event seq {r} ties the reference to work 'w-2', not 'w-1'",
     ]
 
@@ -288,15 +329,28 @@ def row_claims_another_citing_paper(b: dict[str, Any], s: Screened) -> list[str]
 
 
 def row_claims_learning_earlier(b: dict[str, Any], s: Screened) -> list[str]:
-    b["claims"][0]["notice"]["recorded_at"] = "2026-01-01T00:00:00.000000Z"
-    return ["was recorded at", "not 2026-01-01T00:00:00.000000Z"]
+    b["claims"][0]["notice"]["learned_at"] = "2026-01-01T00:00:00.000000Z"
+    seq = b["claims"][0]["notice"]["learned_seq"]
+    return [
+        f"claims[0]: the learned notice event seq {seq} was recorded at",
+        "not 2026-01-01T00:00:00.000000Z",
+    ]
+
+
+def row_claims_learning_with_no_event(b: dict[str, Any], s: Screened) -> list[str]:
+    b["claims"][0]["notice"]["learned_seq"] = None
+    return ["claims[0]: it says when the ledger learned the notice but names no learned_seq"]
 
 
 def row_added_naming_an_event_not_in_the_bundle(b: dict[str, Any], s: Screened) -> list[str]:
     row = json.loads(json.dumps(b["claims"][0]))
     row["observation_id"], row["resolution"]["seq"] = fx.oid_of(2), s.res[fx.oid_of(2)]
+    row["resolution"]["citation_seq"] = s.cites[fx.oid_of(2)]
     b["claims"].append(row)
-    return [f"claims[3]: its resolution event seq {s.res[fx.oid_of(2)]} is not in the bundle (or not proven)"]
+    return [
+        f"claims[3]: its citation event seq {s.cites[fx.oid_of(2)]} is not in the bundle (or not proven)",
+        f"claims[3]: its resolution event seq {s.res[fx.oid_of(2)]} is not in the bundle (or not proven)",
+    ]
 
 
 def row_added_twice(b: dict[str, Any], s: Screened) -> list[str]:
@@ -338,6 +392,9 @@ TAMPERS: list[Any] = [
     row_claims_another_status,
     row_claims_another_citing_paper,
     row_claims_learning_earlier,
+    row_claims_learning_with_no_event,
+    row_claims_another_reference,
+    row_claims_another_citation,
     row_added_naming_an_event_not_in_the_bundle,
     row_added_twice,
     row_added_with_an_unchecked_field,
@@ -367,11 +424,13 @@ def test_a_row_removed_is_fine(screened: Screened, removed: int) -> None:
     report = check(json.dumps(bundle).encode(), screened.ledger)
     assert report.ok, report.problems
     assert "each of its 2 row(s)" in report.summary
-    unnamed = 0 if removed == 0 else 1  # row 0 shares its events with row 1 (crossref) or row 2
-    if removed == 2:
-        unnamed = 1  # its resolution is named by no other row; its notice (crossref) by row 0
+    # row 0's events are all named by rows 1 (the reference) and 2 (the crossref check); row 1's check
+    # by no other row; row 2's citation and resolution by no other row
+    unnamed = [0, 1, 2][removed]
     if unnamed:
-        assert "1 proven event(s) in the bundle are named by no claim (rows left out)" in report.notes
+        assert (
+            f"{unnamed} proven event(s) in the bundle are named by no claim (rows left out)" in report.notes
+        )
     else:
         assert not any("named by no claim" in n for n in report.notes)
 
@@ -459,10 +518,10 @@ def test_check_bundle_verifies_a_screen_bundle_with_no_database(screened: Screen
     )
     refused = run(bad)
     assert refused.returncode == 1, refused.stdout + refused.stderr
-    assert refused.stdout.startswith(f"FAILED: 1 problem(s) in {bad}")
+    assert refused.stdout.startswith(f"FAILED: 2 problem(s) in {bad}")  # the check, and the one learnt from
     assert (
         "claims[0]: the notice event seq" in refused.stdout
-        and "carries no withdrawal notice" in refused.stdout
+        and "lists no such withdrawal notice" in refused.stdout
     )
     assert list(empty.iterdir()) == []  # no database was made
 
@@ -497,57 +556,92 @@ def test_a_screen_at_the_cosigned_head_carries_the_cosignatures(screened: Screen
 
 
 def true_rows(s: Screened) -> list[Claim]:
-    """Every row the events support, found by brute force over the log: a notice of a work in a
-    standing check, and a verified resolution of a reference to that work."""
+    """Every row the events support, found by brute force over the log: a citation and a verified
+    resolution of one reference on its paper's stream, a check listing a notice on the resolved work,
+    and the check it was learned from (one of the same source listing it, or none named)."""
+    of = {seq: (e, json.loads(e.data)) for seq, e in s.by_seq.items()}
     rows = []
-    for n in s.by_seq.values():
-        if n.type != "standing.checked":
-            continue
-        check_data = json.loads(n.data)
-        for notice in check_data["notices"]:
-            for r in s.by_seq.values():
-                d = json.loads(r.data) if r.type == "resolution.observed" else None
-                if d is None or d["status"] not in ("verified_exact", "verified_fuzzy"):
-                    continue
-                if (d["cited_work"] or {}).get("work_id") != notice["work_id"]:
-                    continue
-                rows.append(
-                    Claim(
-                        r.stream.removeprefix("paper:"),
-                        d["observation_id"],
-                        notice["work_id"],
-                        NoticeClaim(
-                            n.seq, check_data["source"], notice["kind"], notice["notice_doi"], n.recorded_at
-                        ),
-                        ResolutionClaim(r.seq, d["status"], d["resolver_source"]),
-                    )
-                )
+    for c, cd in (v for v in of.values() if v[0].type == "citation.observed"):
+        for r, rd in (v for v in of.values() if v[0].type == "resolution.observed"):
+            if (rd["observation_id"], r.stream) != (cd["observation_id"], c.stream):
+                continue
+            if rd["status"] not in ("verified_exact", "verified_fuzzy") or rd["cited_work"] is None:
+                continue
+            for n, nd in (v for v in of.values() if v[0].type == "standing.checked"):
+                for notice in (x for x in nd["notices"] if x["work_id"] == rd["cited_work"]["work_id"]):
+                    learnt = [
+                        e
+                        for e, d in of.values()
+                        if e.type == "standing.checked"
+                        and d["source"] == nd["source"]
+                        and notice in d["notices"]
+                    ]
+                    for learned in [None, *learnt]:
+                        rows.append(
+                            msgspec.convert(
+                                {
+                                    "citing": cd["citing_arxiv_id"],
+                                    "reference_index": cd["reference_index"],
+                                    "observation_id": cd["observation_id"],
+                                    "work_id": notice["work_id"],
+                                    "resolution": {
+                                        "seq": r.seq,
+                                        "citation_seq": c.seq,
+                                        "status": rd["status"],
+                                        "resolver_source": rd["resolver_source"],
+                                        "observed_at": r.observed_at,
+                                    },
+                                    "notice": {
+                                        **{k: v for k, v in notice.items() if k != "work_id"},
+                                        "check_seq": n.seq,
+                                        "source": nd["source"],
+                                        "observed_at": n.observed_at,
+                                        "learned_seq": None if learned is None else learned.seq,
+                                        "learned_at": None if learned is None else learned.recorded_at,
+                                    },
+                                },
+                                Claim,
+                            )
+                        )
     return rows
 
 
 @settings(
-    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
 def test_a_row_checks_exactly_when_its_events_say_it(screened: Screened, data: st.DataObject) -> None:
     truth = true_rows(screened)
-    assert len(truth) == 3  # the fixture's: w-1 by two sources, w-2 by one
-    bundle = json.loads(b"".join(open_screen_bundle(screened.ledger, screened.head, truth).chunks()))
+    # the fixture's three rows (w-1 by two sources, w-2 by one), each learnt from its check or naming none
+    assert len(truth) == 6 and all(c in truth for c in screened.claims)
+    # one of each row (a row is the same row whichever check it names as learnt from)
+    shown = [c for c in truth if c.notice.learned_seq is not None]
+    bundle = json.loads(b"".join(open_screen_bundle(screened.ledger, screened.head, shown).chunks()))
     recorded = sorted({e.recorded_at for e in screened.by_seq.values()})
+    observed = sorted({e.observed_at for e in screened.by_seq.values()})
     seqs = sorted(screened.by_seq)
     row = msgspec.to_builtins(data.draw(st.sampled_from(truth)))
     domains: dict[str, list[Any]] = {
         "citing": [A, B],
+        "reference_index": [0, 1, 3],
         "observation_id": [fx.oid_of(n) for n in range(3)],
         "work_id": fx.WORKS,
-        "notice.seq": seqs,
+        "notice.check_seq": seqs,
         "notice.source": fx.SOURCES,
+        "notice.observed_at": observed,
         "notice.kind": ["retraction", "correction", "expression_of_concern"],
         "notice.notice_doi": ["10.1000/notice", None],
-        "notice.recorded_at": recorded,
+        "notice.record_id": ["42", None],
+        "notice.raw_type": ["Retraction", "Correction"],
+        "notice.reasons": [["Misconduct"], []],
+        "notice.notice_date": ["2026-01-02", None],
+        "notice.learned_seq": [*seqs, None],
+        "notice.learned_at": [*recorded, None],
         "resolution.seq": seqs,
+        "resolution.citation_seq": seqs,
         "resolution.status": ["verified_exact", "verified_fuzzy"],
         "resolution.resolver_source": ["local_arxiv", "crossref", None],
+        "resolution.observed_at": observed,
     }
     for _ in range(data.draw(st.integers(1, 3))):
         path = data.draw(st.sampled_from(sorted(domains)))
