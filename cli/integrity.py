@@ -156,10 +156,7 @@ def register(main: click.Group) -> None:
         try:
             ledger, cp = _checkpointer(db, origin)
             bundle = open_bundle(ledger, arxiv_id, t, k, cp)
-            if out is None:
-                sys.stdout.buffer.writelines(bundle.chunks())
-            else:
-                _write_whole(Path(out), bundle.chunks())
+            write_bundle(out, bundle.chunks())
         except LedgerError as e:
             fail(e)
         click.echo(
@@ -175,7 +172,8 @@ def register(main: click.Group) -> None:
     )
     @quorum_options
     def check_bundle(file: str, key_arg: str, witness_keys: tuple[str, ...], quorum: int | None) -> None:
-        """Check an evidence bundle offline (no database, no server) against a pinned key."""
+        """Check an evidence bundle (a record's or a screen's) offline, with no database and no server,
+        against a pinned key."""
         from ledger.tlog.checkpoint import read_vkey_arg
         from service.proofs.bundle_check import check_bundle_file
 
@@ -258,6 +256,14 @@ def _note_text(held: Any) -> str:
     except UnicodeDecodeError as e:
         fail(InvalidEvent("--checkpoint", f"the file is not UTF-8 ({e.reason} at byte {e.start})"))
     return text
+
+
+def write_bundle(out: str | None, chunks: Iterable[bytes]) -> None:
+    """Write a bundle's chunks to stdout (out None) or whole to the file `out` (see _write_whole)."""
+    if out is None:
+        sys.stdout.buffer.writelines(chunks)
+    else:
+        _write_whole(Path(out), chunks)
 
 
 def _write_whole(path: Path, chunks: Iterable[bytes]) -> None:

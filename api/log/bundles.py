@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Protocol
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request, Response
@@ -13,7 +14,7 @@ from api import docs
 from api.common import JSON, check_id, head_headers, instant, ledger_of
 from api.errors import RetryLater
 from api.records.routes import ArxivId, AsOf, KnownAt
-from service.proofs.bundle import BundleStream, open_bundle
+from service.proofs.bundle import open_bundle
 
 router = APIRouter(tags=["integrity"])
 
@@ -69,12 +70,35 @@ def _read_only(request: Request) -> bool:
     return settings is not None and bool(settings.read_only)
 
 
-def _released(bundle: BundleStream) -> Iterator[bytes]:
+class Chunked(Protocol):
+    """A bundle ready to be written: a record's (BundleStream) or a screen's (ScreenBundle)."""
+
+    def chunks(self) -> Iterator[bytes]: ...
+
+
+def _released(bundle: Chunked) -> Iterator[bytes]:
     # the slot is given back when the body is written or the client goes away (the generator closes)
     try:
         yield from bundle.chunks()
     finally:
         SLOTS.give()
+
+
+def bundle_response(request: Request, open_stream: Callable[[bool], Chunked], filename: str) -> Response:
+    """A bundle as a download, streamed in one of this process's MAX_STREAMS slots: open_stream(sign)
+    raises what refuses it (NotFound, NotSigned) before the first byte; a read-only server signs nothing."""
+    ledger = ledger_of(request)
+    SLOTS.take()
+    try:
+        stream = open_stream(not _read_only(request))
+    except BaseException:
+        SLOTS.give()
+        raise
+    headers = {
+        **head_headers(ledger.head()),
+        "Content-Disposition": f"attachment; filename={quote(filename)}",
+    }
+    return StreamingResponse(_released(stream), media_type=JSON, headers=headers)
 
 
 @router.get(
@@ -87,13 +111,8 @@ def bundle(request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: Kn
     arxiv_id = check_id(request, arxiv_id)
     t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
     ledger = ledger_of(request)
-    SLOTS.take()
-    try:
-        # NotFound / NotSigned are raised here, before the first byte
-        stream = open_bundle(ledger, arxiv_id, t, k, sign=not _read_only(request))
-    except BaseException:
-        SLOTS.give()
-        raise
-    name = quote(f"{arxiv_id.replace('/', '_')}.bundle.json")
-    headers = {**head_headers(ledger.head()), "Content-Disposition": f"attachment; filename={name}"}
-    return StreamingResponse(_released(stream), media_type=JSON, headers=headers)
+    return bundle_response(
+        request,
+        lambda sign: open_bundle(ledger, arxiv_id, t, k, sign=sign),
+        f"{arxiv_id.replace('/', '_')}.bundle.json",
+    )

@@ -368,12 +368,44 @@ class Checkpointer:
             self.store.tables.save_checkpoint(note)
             return open_checkpoint(note, signer.verifier)
 
-    def _check_consistent(self, last: Checkpoint, size: int, root: bytes) -> None:
-        """Refuse to sign if the tree now is not an extension of the last signed one."""
-        if last.size > size:
+    def at(self, size: int) -> SignedCheckpoint:
+        """A checkpoint of exactly `size` events: the last signed one when it is that size, else one
+        signed now. A larger one becomes the last signed; a smaller one is signed only once proven a
+        prefix of the last, and is not kept (the last signed never goes back)."""
+        signer = self.signer()
+        with self.store.tables.signing():
+            last = self.last_signed()
+            if last is not None and last.checkpoint.size == size:
+                return last
+            root = merkle_store.tree_root(self.store, size)  # NotFound past the head
+            if last is not None and last.checkpoint.size > size:
+                self._check_prefix(last.checkpoint, size, root)
+            elif last is not None:
+                self._check_consistent(last.checkpoint, size, root)
+            note = signer.sign_note(Checkpoint(signer.name, size, root).text())
+            if last is None or last.checkpoint.size < size:
+                self.store.tables.save_checkpoint(note)
+            return open_checkpoint(note, signer.verifier)
+
+    def _check_prefix(self, last: Checkpoint, size: int, root: bytes) -> None:
+        """Refuse to sign `size` unless the tree of that size is a prefix of the last signed one."""
+        self._check_last(last, self.store.head().seq)
+        try:
+            proof = merkle_store.consistency(self.store, size, last.size)
+            verify_consistency(size, last.size, root, last.root, proof)
+        except ProofError as e:
             raise ChainBroken(
-                size + 1,
-                f"a checkpoint of {last.size} events was signed, but the ledger now holds {size}: "
+                size,
+                f"the tree of size {size} is not a prefix of the checkpoint signed at size {last.size} "
+                f"({e}); refusing to sign",
+            ) from None
+
+    def _check_last(self, last: Checkpoint, head: int) -> None:
+        """Refuse to sign if the events the last signed checkpoint covers are gone or changed."""
+        if last.size > head:
+            raise ChainBroken(
+                head + 1,
+                f"a checkpoint of {last.size} events was signed, but the ledger now holds {head}: "
                 "it was cut off or rolled back; refusing to sign",
             )
         if merkle_store.tree_root(self.store, last.size) != last.root:
@@ -382,6 +414,10 @@ class Checkpointer:
                 f"events 1..{last.size} no longer hash to the root signed for that size: the ledger "
                 "was rewritten or replaced; refusing to sign",
             )
+
+    def _check_consistent(self, last: Checkpoint, size: int, root: bytes) -> None:
+        """Refuse to sign if the tree of `size` is not an extension of the last signed one."""
+        self._check_last(last, size)
         try:
             proof = merkle_store.consistency(self.store, last.size, size)
             verify_consistency(last.size, size, last.root, root, proof)

@@ -7,6 +7,8 @@ again, now that T and K are known, keeping per observation only what decides whe
 where it sorts (projections/record.py `inbound_observations`). Pass 3 reads in full only the events
 the record needs (the paper's own stream, the checks, the latest snapshots and the inbound
 observations it shows) and rebuilds the record from them, handing the projection the inbound count.
+
+A screen's bundle (its schema, or its claims, say so) shares pass 1; screen_check.py does the rest.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from projections.diff import MISSING, as_json, json_diff
 from projections.memory import MemoryReader
 from service.proofs.bundle import SCHEMA
 from service.proofs.bundle_json import JsonReader, Malformed
+from service.proofs.screen_claims import SCREEN_SCHEMA, Claim, ScreenHead
 
 _MAX_DIFFS = 10
 _READ = 1 << 20
@@ -63,6 +66,18 @@ _FIELDS: dict[str, Any] = {
     "checkpoint": str,
     "key": str,
 }
+# a screen's bundle (service/proofs/screen_bundle.py): its claims are streamed, their offset kept
+SCREEN_FIELDS: dict[str, Any] = {
+    "schema": str,
+    "screen": ScreenHead,
+    "claims": msgspec.json.Decoder(Claim),
+    "events": None,
+    "proofs": None,
+    "checkpoint": str,
+    "key": str | None,
+}
+# the first pass reads any member of either kind; the schema then says which set it must be
+_ANY_FIELDS: dict[str, Any] = {**_FIELDS, **SCREEN_FIELDS}
 
 
 class BundleReport(NamedTuple):
@@ -80,24 +95,35 @@ def check_bundle(raw: bytes, pinned: Verifier, quorum: Quorum = NO_QUORUM) -> Bu
 
 
 def check_bundle_file(path: str | Path, pinned: Verifier, quorum: Quorum = NO_QUORUM) -> BundleReport:
-    """Check an evidence bundle file against a pinned key (and a quorum of witnesses' cosignatures on its
-    checkpoint, when asked), with no database: names every failure."""
+    """Check an evidence bundle file, a record's or a screen's (service/proofs/screen_check.py), against
+    a pinned key (and a quorum of witnesses' cosignatures on its checkpoint, when asked), with no
+    database: names every failure."""
     return _check(lambda: open(path, "rb"), pinned, quorum)  # noqa: SIM115 (each pass closes what it opens)
 
 
 def _check(opener: Opener, pinned: Verifier, quorum: Quorum) -> BundleReport:
-    seen = _Pass1(pinned, quorum)
+    seen = _Pass1(pinned, quorum, _ANY_FIELDS)
     try:
         seen.read(opener)
+        screen = seen.values.get("schema") == SCREEN_SCHEMA or (
+            seen.values.get("schema") != SCHEMA and ("claims" in seen.values or "screen" in seen.values)
+        )
+        seen.require(SCREEN_FIELDS if screen else _FIELDS)
     except Malformed as e:
         return BundleReport(False, [f"not an evidence bundle: {e}"], "", [])
+    if screen:
+        from service.proofs.screen_check import finish_screen  # it builds on this module's passes
+
+        return finish_screen(opener, seen)
     v = seen.values
+    if v["key"] is None:
+        return BundleReport(
+            False, ["not an evidence bundle: Expected `str`, got `null` - at `$.key`"], "", []
+        )
     problems: list[str] = []
-    notes: list[str] = []
+    notes = key_notes(v["key"], pinned)
     if v["schema"] != SCHEMA:
         problems.append(f"bundle schema is {v['schema']!r}, expected {SCHEMA!r}")
-    if v["key"].strip() != pinned.vkey:
-        notes.append(f"the bundle names the key {v['key'].strip()!r}; checked with the pinned key instead")
     problems += seen.checkpoint_problems + seen.events.problems + seen.proofs.problems()
     seen.events.release_hashes()
     digests = _rebuild(opener, seen.events, v["record"], v["known_at"], problems)
@@ -112,7 +138,7 @@ def _check(opener: Opener, pinned: Verifier, quorum: Quorum) -> BundleReport:
         f"byte for byte from its {seen.events.valid_count} events; each event's hash was recomputed and its "
         f"inclusion proof leads to checkpoint {cp.origin} of size {cp.size} (root "
         f"{merkle_store.b64(cp.root)}), signed by {pinned.name}+{pinned.hash.hex()}"
-        f"{_cosigned_by(seen.cosigned)}; "
+        f"{cosigned_by(seen.cosigned)}; "
         f"{digests} observation digests and the context digest recomputed."
     )
     return BundleReport(True, [], summary, notes)
@@ -121,9 +147,11 @@ def _check(opener: Opener, pinned: Verifier, quorum: Quorum) -> BundleReport:
 class _Pass1:
     """The first read of the whole file: every member, events and proofs checked as they stream."""
 
-    def __init__(self, pinned: Verifier, quorum: Quorum) -> None:
+    def __init__(self, pinned: Verifier, quorum: Quorum, fields: dict[str, Any] = _FIELDS) -> None:
         self.pinned = pinned
         self.quorum = quorum
+        self.fields = fields
+        self.arrays: dict[str, int] = {}  # a streamed member -> where its array starts
         self.cosigned: dict[str, int] = {}
         self.values: dict[str, Any] = {}
         self.checkpoint: Checkpoint | None = None
@@ -138,7 +166,7 @@ class _Pass1:
             for key in reader.members():
                 if key in self.values:
                     raise Malformed(f"Object contains the field `{key}` twice")
-                if key not in _FIELDS:
+                if key not in self.fields:
                     raise Malformed(f"Object contains unknown field `{key}`")
                 if key == "events":
                     for offset, raw, e in reader.elements(_EVENT, "$.events"):
@@ -150,21 +178,32 @@ class _Pass1:
                     for _, _, p in reader.elements(_PROOF, "$.proofs"):
                         if ready:
                             self.proofs.add(p)
+                elif isinstance(self.fields[key], msgspec.json.Decoder):
+                    # each element's shape checked now, kept only as where the array starts
+                    self.arrays[key] = reader.offset()
+                    for _ in reader.elements(self.fields[key], f"$.{key}"):
+                        pass
                 else:
-                    self.values[key] = reader.value(_FIELDS[key], f"$.{key}")
+                    self.values[key] = reader.value(self.fields[key], f"$.{key}")
                     if key == "checkpoint":
                         self.checkpoint = self._checkpoint(self.values[key])
                         self.proofs.checkpoint = self.checkpoint
                 self.values.setdefault(key, None)
             reader.end()
-        missing = [name for name in _FIELDS if name not in self.values]
-        if missing:
-            raise Malformed(f"Object missing required field `{missing[0]}`")
         if deferred is not None:
             with opener() as f:
                 f.seek(deferred)
                 for _, _, p in JsonReader(f).elements(_PROOF, "$.proofs"):
                     self.proofs.add(p)
+
+    def require(self, fields: dict[str, Any]) -> None:
+        """Malformed unless the members read are exactly `fields` (a missing one named first)."""
+        missing = [name for name in fields if name not in self.values]
+        if missing:
+            raise Malformed(f"Object missing required field `{missing[0]}`")
+        unknown = [name for name in self.values if name not in fields]
+        if unknown:
+            raise Malformed(f"Object contains unknown field `{unknown[0]}`")
 
     def _checkpoint(self, note: str) -> Checkpoint | None:
         try:
@@ -180,7 +219,17 @@ class _Pass1:
             return None
 
 
-def _cosigned_by(found: dict[str, int]) -> str:
+def key_notes(key: str | None, pinned: Verifier) -> list[str]:
+    """A note when the bundle names another key than the pinned one it is checked with."""
+    if key is None:
+        return ["the bundle names no key; checked with the pinned key"]
+    if key.strip() != pinned.vkey:
+        return [f"the bundle names the key {key.strip()!r}; checked with the pinned key instead"]
+    return []
+
+
+def cosigned_by(found: dict[str, int]) -> str:
+    """ ", cosigned by N witness(es) (names)" when the checkpoint carried cosignatures, else ""."""
     if not found:
         return ""
     names = ", ".join(sorted(vkey.split("+", 1)[0] for vkey in found))

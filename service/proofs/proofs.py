@@ -68,6 +68,33 @@ def sign_covering(
     return Signed(signed.note, key, size, merkle_store.ensure(ledger.store, size, fill=sign))
 
 
+def checkpoint_at(
+    ledger: Ledger, tree_size: int, checkpointer: Checkpointer | None = None, *, sign: bool = True
+) -> Signed:
+    """The signed checkpoint of exactly `tree_size` events (the head an answer was computed at): the
+    witnesses' cosigned one or the last signed one when it is that size, else one signed now.
+
+    sign=False (a read-only server) signs nothing: NotSigned unless a kept one is that size.
+    """
+    checkpointer = checkpointer or Checkpointer.for_db(ledger.store)
+    cosigned = _cosigned(ledger, checkpointer, tree_size)
+    if cosigned is not None and cosigned.checkpoint.size == tree_size:
+        signed = cosigned
+    elif sign:
+        signed = checkpointer.at(tree_size)
+    else:
+        signed = checkpointer.held()
+        if signed.checkpoint.size != tree_size:
+            raise NotSigned(
+                f"the last signed checkpoint is of size {signed.checkpoint.size}, not {tree_size}, and "
+                "this server is read-only: it signs nothing",
+                details={"checkpoint_size": signed.checkpoint.size, "tree_size": tree_size},
+            )
+    verifier = checkpointer.existing_verifier()
+    key = None if verifier is None else verifier.vkey
+    return Signed(signed.note, key, tree_size, merkle_store.ensure(ledger.store, tree_size, fill=sign))
+
+
 def _cosigned(ledger: Ledger, checkpointer: Checkpointer, last_seq: int) -> SignedCheckpoint | None:
     """The newest cosigned checkpoint when it covers `last_seq` and verifies with the ledger's key."""
     note = cosigned_note(ledger.store)

@@ -254,6 +254,25 @@ def test_the_ledger_refuses_to_sign_a_checkpoint_inconsistent_with_its_last(
     assert not ledger.verify().ok  # verify names it too, from the checkpoint the ledger keeps
 
 
+@pytest.mark.parametrize("damage", INCONSISTENT)
+def test_the_ledger_refuses_to_sign_an_older_head_of_a_log_inconsistent_with_its_last(
+    new_db: NewDb, damage: Callable[[str, NewDb], str]
+) -> None:
+    db, _ = _signed_ledger(new_db)
+    before = stored_checkpoint(db)
+    why = damage(db, new_db)
+    with pytest.raises(ChainBroken, match=why):
+        Checkpointer.for_db(Ledger(db).store).at(20)  # a prefix of 40: only if 1..40 are still those signed
+    assert stored_checkpoint(db) == before
+
+
+def test_an_older_head_is_signed_without_going_back(new_db: NewDb) -> None:
+    db, cp = _signed_ledger(new_db)
+    older = Checkpointer.for_db(Ledger(db).store).at(20)
+    assert older.checkpoint.size == 20 and "\n40\n" in (stored_checkpoint(db) or "")
+    assert older.checkpoint.root == merkle_store.tree_root(Ledger(db).store, 20)
+
+
 def test_verify_names_a_truncation_below_the_signed_checkpoint(new_db: NewDb) -> None:
     db, _ = _signed_ledger(new_db)
     _truncated_and_tree_dropped(db, new_db)
