@@ -195,7 +195,8 @@ def verify(db: Db, profile: str | None = None) -> dict[str, Any]:
     report = ledger.verify()
     seconds = time.perf_counter() - start
     out = {"ok": report.ok, "reason": report.reason, "events": report.events_checked,
-           "seconds": round(seconds, 3), "events_per_s": round(report.events_checked / seconds)}  # fmt: skip
+           "seconds": round(seconds, 3), "events_per_s": round(report.events_checked / seconds),
+           "steps": {s.name: round(s.seconds, 3) for s in report.steps}}  # fmt: skip
     if profile:
         from bench.util import pyinstrument_profile, vm_hwm_kb
 
