@@ -230,8 +230,17 @@ def ratios(ours: dict[str, Any], refs: dict[str, Any], big: int) -> dict[str, fl
         "library_append_vs_bare_table": round(
             ours["append"]["events_per_s"] / refs["bare_table"]["events_per_s"], 3
         ),
+        "library_append_vs_bare_table_cpu": _cpu_ratio(ours["append"], refs["bare_table"]),
         "verify_vs_bare_chain": round(ours["verify"]["events_per_s"] / refs["chain"]["events_per_s"], 3),
+        "verify_vs_bare_chain_cpu": _cpu_ratio(ours["verify"], refs["chain"]),
     } | _chain_step(ours["verify"], refs["chain"])
+
+
+def _cpu_ratio(ours: dict[str, Any], ref: dict[str, Any]) -> float | None:
+    """The reference's CPU an event over ours (the same events: above 1, ours is cheaper)."""
+    if not ours.get("cpu_seconds") or not ref.get("cpu_seconds"):
+        return None
+    return round((ref["cpu_seconds"] / ref["events"]) / (ours["cpu_seconds"] / ours["events"]), 3)
 
 
 def _chain_step(verify: dict[str, Any], chain: dict[str, Any]) -> dict[str, float]:
