@@ -629,8 +629,9 @@ _BODY = (
 )
 # what a string holds that is written as it is (chain.envelope_body's test)
 _VERBATIM = re.compile(r'[^"\\\x00-\x1f]*')
-# rows a page of the whole walk: one read, and one comprehension of each kind of call, a page
-_PAGE = 10_000
+# rows a page of the whole walk: one read, and one comprehension of each kind of call, a page; a page is
+# held with its columns and bodies (some 2 kB a row), and a walker runs beside each import
+_PAGE = 5_000
 
 
 def _check_counts(tables: Tables, only: set[str] | None, last_seq: int) -> tuple[int, str] | None:
