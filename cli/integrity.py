@@ -343,6 +343,7 @@ def _verify(db: str, as_json: bool, resume: bool, given: _Held | None) -> None:
         head = status["head"]
         n = status["events_checked"]
         click.echo(f"OK: {n} events verified{after}; head seq {head['seq']} hash {head['hash']}")
+        click.echo(_steps(status))
         trusted = status["trusted"]
         if trusted is not None:
             click.echo(
@@ -361,9 +362,22 @@ def _verify(db: str, as_json: bool, resume: bool, given: _Held | None) -> None:
             f"BROKEN at seq {status['first_bad_seq']}: {status['reason']} "
             f"({status['events_checked']} events verified before it)"
         )
+        click.echo(_steps(status))
         if held is not None:
             click.echo("Held checkpoint: " + status["note"])
     sys.exit(0 if status["ok"] and (held is None or (verdict is not None and verdict.ok)) else EXIT_CAUGHT)
+
+
+_STEP_NAMES = {"chain": "chain", "derived": "derived rows"}
+
+
+def _steps(status: dict[str, Any]) -> str:
+    """The walk's steps in one line: each OK or BROKEN, with its time."""
+    parts = [
+        f"{_STEP_NAMES.get(s['name'], s['name'])} {'OK' if s['ok'] else 'BROKEN'} ({s['seconds']:.2f} s)"
+        for s in status.get("steps", ())
+    ]
+    return "Steps: " + ("; ".join(parts) or "none")
 
 
 def _open_held(ledger: Any, given: _Held) -> Any:

@@ -369,6 +369,11 @@ class SqlStore:
 
     def iter_rows(self, after: int = 0, batch: int = 5000) -> Iterator[tuple[Any, ...]]:
         """iter_chain's rows as read: ENVELOPE_COLUMNS, observed_us, recorded_us (data as text)."""
+        for rows in self.iter_pages(after, batch):
+            yield from rows
+
+    def iter_pages(self, after: int = 0, batch: int = 5000) -> Iterator[list[tuple[Any, ...]]]:
+        """iter_rows' rows, `batch` at a time, each part as one list (one part in memory at a time)."""
         conn = self._conn()
         while True:
             rows = self.query(
@@ -379,9 +384,9 @@ class SqlStore:
             ).fetchall()
             if not rows:
                 return
-            yield from rows
             after = rows[-1][0]
-            del rows  # not held while the next part is read: one part in memory at a time
+            yield rows
+            del rows  # not held while the next part is read
 
     def iter_check_works(self) -> Iterator[tuple[Any, ...]]:
         """Every check_works row at either level, ordered by seq (verify compares them with the data)."""

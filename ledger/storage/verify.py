@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from itertools import islice
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from blake3 import blake3
@@ -21,7 +24,7 @@ from blake3 import blake3
 from ledger.model.codec import decode_data
 from ledger.model.events import ChainLink, StandingChecked, StoredEvent
 from ledger.model.facts import Head, VerifiedPoint
-from ledger.model.instants import parse_near
+from ledger.model.instants import parse_instant
 from ledger.storage.append import check_rows, link_checks
 from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys, stored_keys
 from ledger.storage.derived.spans import Row, Step, history
@@ -32,6 +35,31 @@ from ledger.tlog.merkle import CompactRange, leaf_hash
 
 if TYPE_CHECKING:
     from ledger.storage.interface import Store, Tables
+
+
+class VerifyStep(NamedTuple):
+    """One step of a walk: what it checks, whether it passed, and how long it took."""
+
+    name: str  # "chain" or "derived"
+    ok: bool
+    seconds: float
+    checks: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape of a step in the report."""
+        return {"name": self.name, "ok": self.ok, "seconds": round(self.seconds, 3), "checks": self.checks}
+
+
+# what each step checks, as the report says it
+CHAIN_CHECKS = (
+    "sequence, stream versions, instants and their index columns, each stored hash recomputed from the "
+    "stored bytes, the Merkle tree's stored nodes and the last signed checkpoint"
+)
+DERIVED_CHECKS = (
+    "the rows the events imply, recomputed from them: lookup keys, standing checks' works, no event id "
+    "stored twice, inbound spans and counts, and (a whole walk) the resolver's catalogue"
+)
+CHAIN, DERIVED = "chain", "derived"
 
 
 class VerifyReport(NamedTuple):
@@ -46,6 +74,8 @@ class VerifyReport(NamedTuple):
     merkle_nodes_checked: int = 0
     # the remembered point a resumed walk started after: seqs 1..point.seq were not re-hashed
     point: VerifiedPoint | None = None
+    # the walk's steps, each timed: the chain, then the derived rows (a break names the step it is in)
+    steps: tuple[VerifyStep, ...] = ()
 
     @property
     def walked(self) -> tuple[int, int] | None:
@@ -76,6 +106,7 @@ class VerifyReport(NamedTuple):
             "reason": self.reason,
             "resumed_from": self.resumed_from,
             "merkle_nodes_checked": self.merkle_nodes_checked,
+            "steps": [step.to_dict() for step in self.steps],
             "note": TRUNCATION_NOTE,
         }
 
@@ -180,8 +211,11 @@ def _walk(
             rows: Iterable[ChainLink]
             if not exact:
                 walk.begin(iter(()))
-                index = tables.index_rows(after=start.seq)
-                if not walk.run_rows(store.iter_rows(after=start.seq)) or walk.derived != _digest(index):
+                same = walk.run_pages(store.iter_pages(after=start.seq, batch=_PAGE))
+                if same:
+                    with walk.timed(DERIVED):
+                        same = walk.derived == _digest(tables.index_rows(after=start.seq))
+                if not same:
                     # a break, or rows that differ: walked again, each event's rows compared as it
                     # passes, to name whichever break comes first
                     return _walk(store, start, progress, every, exact=True)
@@ -199,19 +233,25 @@ def _walk(
             leftover = walk.index_leftover()  # also closes the index cursor before anything writes
             if bad is None and final:
                 # a cut-off end is named as such first, then rows the events do not account for
-                bad = (
-                    _check_fill(tables, walk.last_seq)
-                    or _check_checkpoint(held, walk)
-                    or leftover
-                    or _check_event_ids(tables, walk.touched)
-                    or _check_spans(tables, walk.touched)
-                    or _check_counts(tables, walk.touched, walk.last_seq)
-                )
+                with walk.timed(CHAIN):
+                    bad = _check_fill(tables, walk.last_seq) or _check_checkpoint(held, walk)
+                walk.broke(bad, CHAIN)
+                if bad is None:
+                    with walk.timed(DERIVED):
+                        bad = (
+                            leftover
+                            or _check_event_ids(tables, walk.touched)
+                            or _check_spans(tables, walk.touched)
+                            or _check_counts(tables, walk.touched, walk.last_seq)
+                        )
+                    walk.broke(bad, DERIVED)
             head = store.head()
         if bad is None and final and batch is None and start.seq == 0:
             # the catalogue is checked whole (in a read of its own, as far as its cursor), so only by a
             # whole walk: not a paced or a resumed one
-            bad = store.catalogue.catalogue_check()
+            with walk.timed(DERIVED):
+                bad = store.catalogue.catalogue_check()
+            walk.broke(bad, DERIVED)
         if bad is not None or final:
             return walk, bad, head
         if between is not None and not between():
@@ -227,14 +267,15 @@ def _report(
     point: VerifiedPoint | None,
     remember: bool,
 ) -> VerifyReport:
+    steps = walk.steps()
     if bad is not None:
         # a check after the walk (a repeated event id) can name a seq the walk passed: count up to it
         checked = min(walk.checked, bad[0] - 1 - walk.start.seq)
-        return VerifyReport(False, checked, head, bad[0], bad[1], resumed, walk.nodes_checked, point)
+        return VerifyReport(False, checked, head, bad[0], bad[1], resumed, walk.nodes_checked, point, steps)
     if remember and walk.last_seq:
         # best effort: a read-only ledger still verifies, it just cannot be resumed from later
         tables.save_verified_point(walk.last_seq, walk.prev, walk.tree.peaks)
-    return VerifyReport(True, walk.checked, head, None, None, resumed, walk.nodes_checked, point)
+    return VerifyReport(True, walk.checked, head, None, None, resumed, walk.nodes_checked, point, steps)
 
 
 class _Walk:
@@ -270,6 +311,29 @@ class _Walk:
         # a resumed walk checks the event ids and spans of the events it walks past (their keys; None:
         # every event id and observation)
         self.touched: set[str] | None = set() if start.seq else None
+        self.seconds = {CHAIN: 0.0, DERIVED: 0.0}  # each step's time so far
+        self.bad_step: str | None = None  # the step the break was found in
+
+    @contextmanager
+    def timed(self, step: str) -> Iterator[None]:
+        """Count the time of the block to `step`."""
+        started = perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[step] += perf_counter() - started
+
+    def broke(self, bad: tuple[int, str] | None, step: str) -> None:
+        """Note the step a break was found in."""
+        if bad is not None and self.bad_step is None:
+            self.bad_step = step
+
+    def steps(self) -> tuple[VerifyStep, ...]:
+        """The walk's steps, each with its time and whether the break (if any) lies in it."""
+        return (
+            VerifyStep(CHAIN, self.bad_step != CHAIN, self.seconds[CHAIN], CHAIN_CHECKS),
+            VerifyStep(DERIVED, self.bad_step != DERIVED, self.seconds[DERIVED], DERIVED_CHECKS),
+        )
 
     @property
     def last_seq(self) -> int:
@@ -289,14 +353,19 @@ class _Walk:
         self.filled = self.tables.fill_state()[0]
 
     def run(self, links: Iterable[ChainLink]) -> tuple[int, str] | None:
-        """Walk `links` to their end or the first break; the earliest of a chain break and a node mismatch."""
+        """Walk `links` to their end or the first break; the earliest of a chain break, a derived rows'
+        mismatch and a node mismatch. Each event's two steps are taken together, and timed apart."""
+        started = perf_counter()
+        derived = 0.0
         bad: tuple[int, str] | None = None
+        step = CHAIN
         for link in links:
             seq = link.event.seq
             reason, body = self.chain.check(link)
             if reason is not None:
                 bad = (seq, reason)
                 break
+            t = perf_counter()
             keys = link_keys(link)
             if self.touched is not None:
                 self.touched.update(k for k in keys if k.startswith((OBSERVATION, EVENT)))
@@ -308,8 +377,9 @@ class _Walk:
                    for c in link_checks(link)]
             )  # fmt: skip
             index_bad = self._index_upto(seq, expected)
+            derived += perf_counter() - t
             if index_bad is not None:
-                bad = index_bad
+                bad, step = index_bad, DERIVED
                 break
             for node in self.tree.append(leaf_hash(body)):
                 if node[0] >= ms.STORED_LEVEL and (node[1] + 1) << node[0] <= self.filled:
@@ -319,51 +389,123 @@ class _Walk:
             self.chain.take(link)
             self.checked += 1
             if len(self.pending) >= _NODE_BATCH and (node_bad := self._flush()) is not None:
-                return node_bad
+                bad, step = node_bad, CHAIN
+                break
             if self.progress is not None and self.checked % self.every == 0:
                 self.progress(self.checked)
-        node_bad = self._flush()
+        node_bad = self._flush()  # the nodes completed before the break (none left after one in the loop)
         if node_bad is not None and (bad is None or node_bad[0] < bad[0]):
-            return node_bad
+            bad, step = node_bad, CHAIN
+        self.seconds[DERIVED] += derived
+        self.seconds[CHAIN] += perf_counter() - started - derived
+        self.broke(bad, step)
         return bad
 
-    def run_rows(self, rows: Iterable[tuple[Any, ...]]) -> bool:
-        """A whole walk's pass over raw rows (ENVELOPE_COLUMNS, observed_us, recorded_us): every check
-        of `run`, the derived rows summed into `derived` instead of compared, and False at the first
-        event any check doubts (the exact walk then names it). Written as one loop over the columns:
-        it is what a full verify pays per event."""
-        prev, last_seq, last_recorded = self.chain.prev, self.chain.last_seq, self.chain.last_recorded
-        versions, tree, pending, filled = self.chain.versions, self.tree, self.pending, self.filled
+    def run_pages(self, pages: Iterable[list[tuple[Any, ...]]]) -> bool:
+        """A whole walk's pass over raw rows (ENVELOPE_COLUMNS, observed_us, recorded_us), a page at a
+        time: the chain step over the page, then the derived step (the rows its events imply, summed
+        into `derived` to be held to the stored ones after the walk). False at the first event any
+        check doubts (the exact walk then names it)."""
+        for rows in pages:
+            with self.timed(CHAIN):
+                same = self._chain_page(rows)
+            if not same:
+                return False
+            with self.timed(DERIVED):
+                self._derived_page(rows)
+            if self.progress is not None:
+                done = self.checked // self.every
+                if done > (self.checked - len(rows)) // self.every:
+                    self.progress(done * self.every)
+        with self.timed(CHAIN):
+            return self._flush() is None
+
+    def _chain_page(self, rows: list[tuple[Any, ...]]) -> bool:
+        """The chain step over one page of rows: each check a comparison of whole columns or a
+        comprehension of compiled calls (blake3, SHA-256), rather than a loop of Python a row. Each
+        row's hash is recomputed from its own stored prev_hash, and each prev_hash is held to the hash
+        before it: together, the chain recomputed from the start."""
+        chain, n = self.chain, len(rows)
+        try:
+            seqs, ids, streams, versions, types, observed, recorded, data, prevs, hashes, obs_us, rec_us = (
+                zip(*rows, strict=True)
+            )
+        except ValueError:
+            return False
+        first = chain.last_seq + 1
+        if seqs != tuple(range(first, first + n)) or prevs[0] != chain.prev or prevs[1:] != hashes[:-1]:
+            return False
+        if not self._versions(streams, versions) or not self._instants(observed, recorded, obs_us, rec_us):
+            return False
+        try:
+            text = "".join(ids) + "".join(observed) + "".join(recorded) + "".join(streams) + "".join(types)
+            verbatim = _VERBATIM.fullmatch(text) is not None and all(type(v) is int for v in versions)
+            rows_ = zip(data, ids, observed, recorded, seqs, streams, versions, types, strict=True)
+            if verbatim:  # the same bytes as chain.envelope_body's, joined from the columns as they are
+                bodies = [(_BODY % r).encode() for r in rows_]
+            else:  # a string the encoder escapes: envelope_body's own bytes
+                bodies = [
+                    envelope_body(StoredEvent(row[0], row[1], row[2], row[3], row[4], row[5], row[6],
+                                              row[7].encode(), row[8], row[9]))
+                    for row in rows
+                ]  # fmt: skip
+            unhex = bytes.fromhex
+            if [blake3(unhex(p) + b).hexdigest() for p, b in zip(prevs, bodies, strict=True)] != list(hashes):
+                return False
+        except (TypeError, ValueError, AttributeError):  # a column of another type: the exact walk names it
+            return False
+        sha256 = hashlib.sha256
+        leaves = [sha256(b"\x00" + b).digest() for b in bodies]
+        tree, filled, pending = self.tree, self.filled, self.pending
+        at = 0
+        # the tree is taken a part at a time up to each size a checkpoint names, whose root is kept
+        for size in sorted(x for x in self.root_sizes if first <= x < first + n) + [first + n - 1]:
+            for level, index, h in tree.extend(leaves[at : size - first + 1], ms.STORED_LEVEL):
+                if (index + 1) << level <= filled:
+                    pending.append((level, index, h))
+            at = size - first + 1
+            if size in self.root_sizes:
+                self.roots[size] = tree.root()
+        chain.prev, chain.last_seq, chain.last_recorded = hashes[-1], seqs[-1], rec_us[-1]
+        self.checked += n
+        return not (len(pending) >= _NODE_BATCH and self._flush() is not None)
+
+    def _versions(self, streams: tuple[str, ...], versions: tuple[int, ...]) -> bool:
+        """Each event's stream version follows its stream's last one."""
+        known = self.chain.versions
         # a resumed walk: a stream's version before the start is read once, when first met
-        version_of = self.chain.version if self.start.seq else lambda stream: versions.get(stream, 0)
+        version_of = self.chain.version if self.start.seq else lambda stream: known.get(stream, 0)
+        for stream, version in zip(streams, versions, strict=True):
+            if version != version_of(stream) + 1:
+                return False
+            known[stream] = version
+        return True
+
+    def _instants(
+        self,
+        observed: tuple[str, ...],
+        recorded: tuple[str, ...],
+        obs_us: tuple[int, ...],
+        rec_us: tuple[int, ...],
+    ) -> bool:
+        """recorded_us never goes back, and both instants are their index columns (each distinct text of
+        the page parsed once: a batch shares its recorded_at, a record's events their observed_at)."""
+        if rec_us[0] < self.chain.last_recorded or list(rec_us) != sorted(rec_us):
+            return False
+        try:
+            parsed = {t: parse_instant(t) for t in {*observed, *recorded}}
+        except (TypeError, ValueError):
+            return False
+        return [parsed[t] for t in recorded] == list(rec_us) and [parsed[t] for t in observed] == list(obs_us)
+
+    def _derived_page(self, rows: list[tuple[Any, ...]]) -> None:
+        """The derived step over one page: the rows its events imply (keys, standing checks' works),
+        counted and summed as a multiset into `derived`."""
         touched = self.touched
         count, total = self.derived
-        prev_digest = bytes.fromhex(prev)
-        checked, progress, every = self.checked, self.progress, self.every
         for row in rows:
-            seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev_hash, h = row[:10]
-            if seq != last_seq + 1 or prev_hash != prev or version != version_of(stream) + 1:
-                return False
+            seq, event_id, type_, observed_at, data = row[0], row[1], row[4], row[5], row[7]
             raw = data.encode()
-            text = f"{event_id}{observed_at}{recorded_at}{stream}{type_}"
-            if '"' in text or "\\" in text or not text.isprintable() or type(seq) is not int:
-                # a string the encoder escapes (or a value of another type): chain.envelope_body's bytes
-                body = envelope_body(
-                    StoredEvent(
-                        seq, event_id, stream, version, type_, observed_at, recorded_at, raw, prev_hash, h
-                    )
-                )
-            else:  # the same bytes, joined from the columns as they are (see chain.envelope_body)
-                tail = _TAIL % (event_id, observed_at, recorded_at, seq, stream, version, type_)
-                body = b'{"data":' + raw + tail.encode()
-            digest = blake3(prev_digest + body).digest()
-            if digest.hex() != h:
-                return False
-            observed_us, recorded_us = row[10], row[11]
-            if recorded_us < last_recorded or parse_near(recorded_at) != recorded_us:
-                return False
-            if parse_near(observed_at) != observed_us:
-                return False
             keys = stored_keys(event_id, type_, raw)
             if touched is not None:
                 touched.update(k for k in keys if k.startswith((OBSERVATION, EVENT)))
@@ -373,24 +515,10 @@ class _Walk:
             total += sum(hash(("key", k, seq)) for k in keys)
             if type_ == _STANDING:
                 event = StandingChecked(observed_at=observed_at, data=decode_data(type_, raw))
-                for c in check_rows(event, seq, observed_us, recorded_us):
+                for c in check_rows(event, seq, row[10], row[11]):
                     count += 1
                     total += hash(("check", *c[:5], c.notices.decode()))
-            for node in tree.append(hashlib.sha256(b"\x00" + body).digest()):
-                if node[0] >= ms.STORED_LEVEL and (node[1] + 1) << node[0] <= filled:
-                    pending.append(node)
-            if seq in self.root_sizes:
-                self.roots[seq] = tree.root()
-            versions[stream] = version
-            prev, prev_digest, last_seq, last_recorded = h, digest, seq, recorded_us
-            checked += 1
-            if len(pending) >= _NODE_BATCH and self._flush() is not None:
-                return False
-            if progress is not None and checked % every == 0:
-                progress(checked)
-        self.chain.prev, self.chain.last_seq, self.chain.last_recorded = prev, last_seq, last_recorded
-        self.checked, self.derived = checked, (count, total & _MASK)
-        return self._flush() is None
+        self.derived = (count, total & _MASK)
 
     def _index_upto(self, seq: int, expected: list[tuple[Any, ...]]) -> tuple[int, str] | None:
         """Consume the derived rows up to `seq`; they must be exactly `expected` (the event's)."""
@@ -494,11 +622,16 @@ def _digest(rows: Iterable[tuple[Any, ...]]) -> tuple[int, int]:
 
 _MASK = 0xFFFF_FFFF_FFFF_FFFF
 _STANDING = "standing.checked"
-# body(e) after its data, as chain.body_bytes encodes it when no string needs an escape
-_TAIL = (
-    ',"event_id":"%s","observed_at":"%s","recorded_at":"%s","seq":%d,"stream":"%s",'
+# body(e), as chain.body_bytes encodes it when no string needs an escape: data, then the envelope's fields
+_BODY = (
+    '{"data":%s,"event_id":"%s","observed_at":"%s","recorded_at":"%s","seq":%d,"stream":"%s",'
     '"stream_version":%d,"type":"%s"}'
 )
+# what a string holds that is written as it is (chain.envelope_body's test)
+_VERBATIM = re.compile(r'[^"\\\x00-\x1f]*')
+# rows a page of the whole walk: one read, and one comprehension of each kind of call, a page; a page is
+# held with its columns and bodies (some 2 kB a row), and a walker runs beside each import
+_PAGE = 5_000
 
 
 def _check_counts(tables: Tables, only: set[str] | None, last_seq: int) -> tuple[int, str] | None:

@@ -222,6 +222,35 @@ class CompactRange:
         self.size += 1
         return created
 
+    def extend(self, leaves: Sequence[bytes], min_level: int = 0) -> list[tuple[int, int, bytes]]:
+        """Add many leaf hashes at once, a level at a time (one comprehension of SHA-256 calls a level,
+        not a loop of Python a leaf); returns every complete subtree (level, index, hash) they complete
+        at `min_level` or above, as `append` of each would, level by level."""
+        size = self.size
+        old = dict(
+            zip([b for b in range(size.bit_length() - 1, -1, -1) if size >> b & 1], self.peaks, strict=True)
+        )
+        new: dict[int, bytes] = {}
+        created: list[tuple[int, int, bytes]] = []
+        row, start, level = list(leaves), size, 0
+        sha256 = hashlib.sha256
+        while row:
+            if level >= min_level:
+                created += [(level, start + k, h) for k, h in enumerate(row)]
+            if start & 1:  # the peak at this level is the left sibling of the row's first node
+                row.insert(0, old.pop(level))
+                start -= 1
+            if len(row) & 1:  # the row's last node has no right sibling yet: a peak
+                new[level] = row.pop()
+            pairs = iter(row)
+            row = [sha256(b"\x01" + left + right).digest() for left, right in zip(pairs, pairs, strict=True)]
+            start >>= 1
+            level += 1
+        new.update(old)  # the peaks above the levels the leaves reached stay
+        self.size = size + len(leaves)
+        self.peaks = [new[lv] for lv in sorted(new, reverse=True)]
+        return created
+
     def root(self) -> bytes:
         """MTH of the leaves appended so far."""
         if not self.peaks:

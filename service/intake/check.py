@@ -8,8 +8,8 @@ those rules must remember of earlier lines (each new event id with a digest of i
 observation with its paper) is held in memory up to `HELD` of them, then goes to a scratch SQLite file
 at once (and memory holds the next ones), so a file of any size is checked in bounded memory. A filter of
 the keys in that file (`_Filter`) answers "not there" for most new keys: only a repeat, or the filter's
-rare false hit, is looked up in it. The decoded events are dropped after each chunk (but the first
-batch's, which the second pass appends as they are).
+rare false hit, is looked up in it. The decoded events of each chunk go to the file's spill (spill.py)
+once checked, and are dropped: the second pass appends them from there, never decoding a line again.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from ledger.model.codec import (
     check_rules,
     decode_json,
     derived_key,
-    plain_event,
     quick_event,
     to_event,
     type_of,
@@ -39,6 +38,7 @@ from ledger.model.codec import (
 from ledger.model.errors import Conflict, InvalidEvent
 from ledger.model.events import Event
 from ledger.storage.interface import Tables
+from service.intake.spill import Spill
 
 # Lines checked together: one set of lookups in the scratch file and the ledger per chunk
 CHUNK = 5000
@@ -46,26 +46,11 @@ _ENCODE = msgspec.json.Encoder(order="sorted").encode
 _NUL = b"\\u0000"
 # SQLite's page cache for the scratch file: its tree of ids outgrows it, the OS caches the rest
 _SCRATCH_CACHE_KB = 8192
-# line numbers the check remembers as decoded by the exact path (rare: escapes, repeated keys)
-MAX_EXACT = 100_000
 # ids and observations remembered in memory (about 150 bytes each: 9 MB) before they go to the scratch file
 HELD = 60_000
 # the filter in front of the scratch file: 2**26 bits (8 MB); at 5 million keys (a 4M-line file) about
 # 2% of new keys still hit it and are looked up for nothing
 FILTER_BITS = 26
-
-
-def redecode_line(raw: bytes, where: str, exact: bool) -> Event:
-    """A line the first pass decoded again, its bytes the same (the second pass proves it by their hash
-    before it appends): by msgspec's decoder alone when `quick_event` took it then (which proved that
-    decoder exact for these bytes), else as the first pass did; bytes that changed meanwhile may be
-    refused here, named."""
-    if not exact:
-        try:
-            return plain_event(raw)
-        except msgspec.MsgspecError:
-            pass
-    return quick_event(raw) or to_event(decode_json(raw, where), where)
 
 
 def _key(uuid_text: str) -> bytes:
@@ -99,27 +84,19 @@ class _Line:
 class FileCheck:
     """The first pass over one file's lines, against the ledger as it is now (`tables`)."""
 
-    def __init__(self, tables: Tables, now: int, scratch_dir: str | None = None, keep: int = 0) -> None:
+    def __init__(
+        self, tables: Tables, now: int, scratch_dir: str | None = None, spill: Spill | None = None
+    ) -> None:
         self._tables = tables
         self._now = now
         self._scratch_dir = scratch_dir
-        # the decoded events of a file of at most `keep` non-empty lines, with their places: its one
-        # batch, appended from here rather than read and decoded again
-        self._keep = keep
-        self.kept: list[tuple[Event, str]] = []
-        # the lines quick_event did not take (the exact decoder's), up to a bound; None: too many to hold
-        self.exact: set[int] | None = set()
+        # where each checked line's event goes, in order, for the append (None: dropped)
+        self._spill = spill
         self.lines = 0  # non-empty lines checked
         self.new = 0  # events the file would append (as the ledger is now)
         self.duplicates = 0
         # resolutions claiming the ledger's resolver or a person are taken (a ledger being moved)
         self.keep_resolver_events = False
-
-    def _exact(self, n: int) -> None:
-        if self.exact is not None:
-            self.exact.add(n)
-            if len(self.exact) > MAX_EXACT:
-                self.exact = None
 
     @contextmanager
     def scratch(self) -> Iterator[sqlite3.Connection]:
@@ -165,21 +142,17 @@ class FileCheck:
                 event = quick_event(raw)
                 if event is None:
                     event = to_event(decode_json(raw, where), where)
-                    self._exact(n)
                 check_rules(event, where, self._now)
                 if not self.keep_resolver_events:
                     refuse_claims((event,), (where,))
                 lines.append(_Line(event, n, where))
         self.lines += len(lines)
-        if self.lines > self._keep:
-            # a file of more than one batch: each is read again by the second pass, this one too, so
-            # memory does not hold a batch of decoded events beside the rest of the check
-            self.kept, self._keep = [], 0
-        else:
-            self.kept += [(x.event, x.where) for x in lines]
         new = self._new_lines(scratch, lines)
         self._owners(scratch, new)
         scratch.add_ids([(x.key, x.fingerprint, x.n) for x in new])
+        if self._spill is not None:
+            # every line, duplicates too: the append decides again against the ledger as it is then
+            self._spill.write([(x.n, x.event) for x in lines])
         self.new += len(new)
         self.duplicates += len(lines) - len(new)
 

@@ -2,18 +2,17 @@
 then appended in batches, each its own transaction, that the same command resumes after.
 
 A record file (one JSON object; any file whose first line is not a JSON value of its own) is one unit:
-read whole, one batch, as before. Any other file is NDJSON envelopes, read twice as a stream: the first
-pass checks every line (service/intake/check.py) and notes the running sha256 of the file's bytes at
-each batch's end; the second appends a batch of `batch_size` events at a time through the Ledger
-facade, the same append path single events take, after checking that the bytes of the batch are those
-the first pass checked. A file of one batch is appended as the first pass decoded it (read once); a
-longer one has each line decoded again, by msgspec's decoder alone where the first pass proved
-that exact for the line's bytes; the rules the first pass checked are not checked again unless the
-ledger's clock went back since. Each batch's transaction also records how far the file
-is committed (its identity, the byte offset and line after the batch, the sha256 of those bytes), so a
-run stopped anywhere (kill -9, a full disk) is resumed by the same command: it checks that the file
-still begins with the committed bytes (their hash, not their lines) and checks and appends the rest; a
-file of the same identity that does not is refused, both hashes named, unless told to restart. A
+read whole, one batch, as before. Any other file is NDJSON envelopes, read once as a stream and decoded
+once: the first pass checks every line (service/intake/check.py), spills each checked event to a
+temporary file (service/intake/spill.py) and notes the file's offset, line and running sha256 at each
+batch's end; the second appends the spilled events a batch of `batch_size` at a time through the Ledger
+facade, the same append path single events take, without reading the file again: what the check proved
+is what is appended, even if the file changes meanwhile. The rules the first pass checked are not
+checked again unless the ledger's clock went back since. Each batch's transaction also records how far
+the file is committed (its identity, the byte offset and line after the batch, the sha256 of those
+bytes), so a run stopped anywhere (kill -9, a full disk) is resumed by the same command: it checks that
+the file still begins with the committed bytes (their hash, not their lines) and checks and appends the
+rest; a file of the same identity that does not is refused, both hashes named, unless told to restart. A
 stream that cannot be read twice (a pipe, a FIFO) is first copied to a scratch file.
 
 After every `WALK_EVERY` events committed, and after the last commit, the chain is walked from the
@@ -30,6 +29,7 @@ committed since the last one to the walk of the run that resumes it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -46,8 +46,9 @@ from ledger.model.facts import Head, ImportProgress
 from ledger.model.importer import parse_input
 from ledger.model.instants import format_recorded, now_us
 from service.intake.beside import WalkerGone, WalkerProcess, walk_once
-from service.intake.check import FileCheck, redecode_line
+from service.intake.check import FileCheck
 from service.intake.inflate import CHUNK, LOCAL, Inflation
+from service.intake.spill import Spill
 from service.intake.stream import MAX_LINE, iter_lines, open_stream, read_exactly
 from service.ledger import Ledger, VerifyReport
 from service.ops.scrub import PassLog
@@ -315,7 +316,8 @@ class _Walker:
 
 
 class _Lines:
-    """The two passes over an NDJSON file, from where an earlier run's last batch ended."""
+    """The two passes over an NDJSON file, from where an earlier run's last batch ended: the check reads
+    and decodes the file, the append appends the events the check spilled."""
 
     def __init__(
         self,
@@ -339,11 +341,8 @@ class _Lines:
         self.size = os.path.getsize(path)
         self.key = file_key(path)
         self.checked_at = 0  # the ledger's clock when the first pass checked the rules
-        self.start = _Start(0, 0, hashlib.sha256(), None)  # where the first pass began
-        self.first_end: _Start | None = None  # where the first batch ends, its hash so far
-        self.kept: list[tuple[Event, str]] = []  # a one-batch file's events, decoded by the first pass
-        self.exact: set[int] | None = None  # the lines the first pass decoded by the exact path
-        self.read = 0  # bytes of the file read in the current pass
+        self.start = _Start(0, 0, "", None)  # where the first pass began
+        self.read = 0  # bytes of the file read in the current pass (the append: covered by its commits)
         self.lines = 0  # non-empty lines read in the current pass
         self.found = ""  # the sha256 of this file's first bytes where an earlier run's committed ones differ
         self.keep_resolver_events = False  # resolutions claiming the ledger's resolver or a person taken
@@ -361,14 +360,19 @@ class _Lines:
             # a file of several batches: its walker starts before the check fills this process
             self.walker.start()
         prior = self.ledger.store.tables.import_progress(self.key)
-        start, ends = self._check(prior)
-        if start.prior is None and prior is not None:
-            # the committed bytes are not this file's beginning: another file of the same size and first
-            # MiB, or this one edited since; resuming would mix two files' events
-            if not restart:
-                raise Differs(self._differs(prior), details={"line": prior.lines_done})
-            start, ends = self._check(None)
-        return self._append(start, ends)
+        with contextlib.ExitStack() as stack:
+            spill = stack.enter_context(contextlib.closing(Spill(self.scratch_dir)))
+            start, ends = self._check(prior, spill)
+            if start.prior is None and prior is not None:
+                # the committed bytes are not this file's beginning: another file of the same size and
+                # first MiB, or this one edited since; resuming would mix two files' events
+                if not restart:
+                    raise Differs(self._differs(prior), details={"line": prior.lines_done})
+                stack.close()
+                spill = stack.enter_context(contextlib.closing(Spill(self.scratch_dir)))
+                start, ends = self._check(None, spill)
+            return self._append(start, ends, spill)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _differs(self, prior: ImportProgress) -> str:
         return (
@@ -378,9 +382,9 @@ class _Lines:
             "appends it from its first line (events already stored count as duplicates)"
         )
 
-    def _numbered(self, s: Any, sha: Any, first: int, ends: list[str] | None) -> Iterator[tuple[int, bytes]]:
-        """The lines after the start, each taken into the running hash; with `ends`, the hash noted
-        after every `batch_size` non-empty lines (and at the end), where the second pass commits."""
+    def _numbered(self, s: Any, sha: Any, first: int, ends: list[_End]) -> Iterator[tuple[int, bytes]]:
+        """The lines after the start, each taken into the running hash; where each batch of the append
+        will end (after every `batch_size` non-empty lines, and at the end): its offset, line, hash."""
         count = since = 0
         offset, n = self.start.offset, first - 1
         for n, line in iter_lines(s, first):
@@ -393,75 +397,51 @@ class _Lines:
                 if self.lines % 1000 == 0:
                     self._tell(CHECKING)
             yield n, line
-            if ends is not None and count == self.batch_size:
-                self._end(ends, sha, offset, n)
+            if count == self.batch_size:
+                ends.append(_End(offset, n, sha.hexdigest(), count))
                 count = since = 0
-        if ends is not None and (since or not ends):
-            self._end(ends, sha, offset, n)
+        if since or not ends:
+            # the bytes after the last full batch (blank lines, or the last lines): committed with it
+            ends.append(_End(offset, n, sha.hexdigest(), count))
 
-    def _end(self, ends: list[str], sha: Any, offset: int, line: int) -> None:
-        """Note where a batch of the second pass ends; the first one's place and hash in full."""
-        if not ends:
-            self.first_end = _Start(offset, line, sha.copy(), None)
-        ends.append(sha.hexdigest())
-
-    def _check(self, prior: ImportProgress | None) -> tuple[_Start, list[str]]:
+    def _check(self, prior: ImportProgress | None, spill: Spill) -> tuple[_Start, list[_End]]:
         """The first pass from the committed prefix (when the file still begins with it): every line
-        checked, the running hash noted at each batch's end."""
+        checked and its event spilled, where each batch ends noted."""
         sha = hashlib.sha256()
         self.read = self.lines = 0
-        self.first_end, self.kept = None, []
-        start = self.start = _Start(0, 0, hashlib.sha256(), None)
+        start = self.start = _Start(0, 0, "", None)
         with open_stream(self.path, self._counted, caps=self.caps) as s:
             if prior is not None:
                 done = read_exactly(s, prior.bytes_done, sha.update)
                 if done != prior.bytes_done or sha.hexdigest() != prior.prefix_sha256:
                     self.found = sha.hexdigest()
                     return start, []
-                start = self.start = _Start(prior.bytes_done, prior.lines_done, sha.copy(), prior)
+                start = self.start = _Start(prior.bytes_done, prior.lines_done, sha.hexdigest(), prior)
             self.checked_at = self.ledger.now()
-            check = FileCheck(self.ledger.store.tables, self.checked_at, self.scratch_dir, self.batch_size)
+            check = FileCheck(self.ledger.store.tables, self.checked_at, self.scratch_dir, spill)
             check.keep_resolver_events = self.keep_resolver_events
-            ends: list[str] = []
+            ends: list[_End] = []
             check.run(self._numbered(s, sha, start.lines + 1, ends))
-        self.kept = check.kept
-        self.exact = check.exact
         self._tell(CHECKING)
         return start, ends
 
-    def _append(self, start: _Start, ends: list[str]) -> Imported:
-        """The second pass: a batch at a time, each with the file's progress in its transaction."""
-        self.read = self.lines = 0
-        run = _Run(start, ends, self.ledger.head())
-        exact = self.exact
+    def _append(self, start: _Start, ends: list[_End], spill: Spill) -> Imported:
+        """The second pass: the spilled events a batch at a time, each with the file's progress in its
+        transaction; the file itself is not read again."""
+        self.read, self.lines = start.offset, 0
+        run = _Run(start, len(ends), self.ledger.head())
         try:
-            if self.kept and self.first_end is not None:
-                # the file's one batch as the first pass decoded it: its bytes were read and hashed there
-                run.events, run.places = [e for e, _ in self.kept], [w for _, w in self.kept]
-                self.kept = []
-                end = self.first_end
-                run.sha, run.offset, run.line = end.sha, end.offset, end.lines
-                self.lines = len(run.events)
-                self._commit(run)
-            with open_stream(self.path, self._counted, at=run.offset, caps=self.caps) as s:
-                for n, line in iter_lines(s, run.line + 1) if run.batches < len(ends) else ():
-                    run.sha.update(line)
-                    run.offset += len(line)
-                    run.line = n
-                    if not line.strip():
-                        continue
-                    where = f"line {n}"
-                    # its rules were checked by the first pass, at the ledger's clock then
-                    event = redecode_line(line, where, exact is None or n in exact)
+            for numbered in spill.read():
+                for n, event in numbered:
                     run.events.append(event)
-                    run.places.append(where)
+                    run.places.append(f"line {n}")
                     self.lines += 1
-                    if len(run.events) == self.batch_size:
-                        self._commit(run)
+                    if len(run.events) == ends[run.batches].events:
+                        self._commit(run, ends[run.batches])
                     elif self.lines % 1000 == 0:
                         self._tell(APPENDING)
-                if run.batches < len(ends):  # the last batch, or the bytes after the last full one
-                    self._commit(run)
+            while run.batches < len(ends):  # the bytes after the last full batch, or an empty file's
+                self._commit(run, ends[run.batches])
         except LedgerError as e:
             if not run.batches:
                 raise
@@ -487,20 +467,16 @@ class _Lines:
         self._tell(WALKING)  # the walk takes time of its own after the last append: said, not hidden
         run.report = self.walker.finish()
 
-    def _commit(self, run: _Run) -> None:
-        """Append the batch in hand, with how far the file is committed, in one transaction."""
-        if run.batches >= len(run.ends) or run.sha.hexdigest() != run.ends[run.batches]:
-            raise InvalidEvent(
-                "file",
-                f"changed while it was imported: its bytes up to line {run.line} are not those checked",
-            )
+    def _commit(self, run: _Run, end: _End) -> None:
+        """Append the batch in hand, with how far the file is committed (`end`), in one transaction."""
+        run.line = end.line
         at = now_us()
         prior = run.start.prior
         before = (prior.appended, prior.duplicates) if prior is not None else (0, 0)
 
         def save(tx: Any, result: Any) -> None:
             tx.save_import_progress(
-                ImportProgress(self.key, self.name, run.offset, run.line, run.sha.hexdigest(),
+                ImportProgress(self.key, self.name, end.offset, end.line, end.sha256,
                                before[0] + run.appended + result.appended,
                                before[1] + run.duplicates + result.duplicates,
                                result.head.seq, format_recorded(at), at)
@@ -514,25 +490,24 @@ class _Lines:
         run.duplicates += result.duplicates
         run.head = result.head
         run.batches += 1
-        run.committed_line = run.line
+        run.committed_line = end.line
         run.events, run.places = [], []
         run.unwalked += result.appended
+        self.read = end.offset
         if self.walker is not None and run.unwalked >= WALK_EVERY:
             self.walker.after_commit()
             run.asked, run.unwalked = True, 0
         self._tell(APPENDING)
-        if self.walker is not None and run.batches < len(run.ends):
+        if self.walker is not None and run.batches < run.total:
             self.walker.ahead()  # beside the next batches
 
 
 class _Run:
-    """The second pass's state: the running hash and offset, the batch in hand, what was committed."""
+    """The second pass's state: the batch in hand, what was committed."""
 
-    def __init__(self, start: _Start, ends: list[str], head: Head) -> None:
+    def __init__(self, start: _Start, total: int, head: Head) -> None:
         self.start = start
-        self.ends = ends
-        self.sha = start.sha.copy()
-        self.offset = start.offset
+        self.total = total  # the batches to commit
         self.line = self.committed_line = start.lines
         self.events: list[Event] = []
         self.places: list[str] = []
@@ -548,8 +523,18 @@ class _Start(NamedTuple):
 
     offset: int
     lines: int
-    sha: Any
+    sha256: str
     prior: ImportProgress | None
+
+
+class _End(NamedTuple):
+    """Where a batch of the append ends: the file's bytes and lines up to there, their sha256, and the
+    batch's non-empty lines (its events)."""
+
+    offset: int
+    line: int
+    sha256: str
+    events: int
 
 
 __all__ = ["BATCH", "Differs", "Imported", "LedgerError", "MAX_LINE", "file_key", "import_file"]

@@ -12,8 +12,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import main
+from ledger.storage import verify
 from ledger.storage.backend import is_pg_url
-from ledger.storage.verify import TRUNCATION_NOTE
+from ledger.storage.verify import CHAIN, DERIVED, TRUNCATION_NOTE
 from ledger.tlog.chain import body_bytes, link_hash
 from service.ledger import Ledger
 from tests.chain_helpers import cut_sql, imported_fixture_db
@@ -355,3 +356,44 @@ def test_an_index_break_before_a_chain_break_is_named_first(copy: str) -> None:
     edited_check_index(copy)  # seq 131
     edit(copy, "UPDATE events SET observed_us = 0 WHERE seq = 132")
     assert Ledger(copy).verify().first_bad_seq == 131
+
+
+# -- the walk's two steps: the chain, then the derived rows ---------------------------------------
+
+# the reasons of breaks in the rows the events imply (the derived step); every other is the chain's
+_DERIVED_REASONS = ("derived index rows", "inbound spans", "is stored more than once", "inbound_counts")
+
+
+@pytest.mark.parametrize("page", [10_000, 7], ids=["one-page", "pages-of-7"])
+@pytest.mark.parametrize(("tamper", "reason"), BROKEN)
+def test_verify_names_the_step_the_first_bad_seq_is_in(
+    copy: str, tamper: Callable[[str], int], reason: str, page: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read a page at a time (pages of 7: the break inside a page of several), the walk still names
+    the first bad seq, and says which of its two steps it broke."""
+    monkeypatch.setattr(verify, "_PAGE", page)
+    bad = tamper(copy)
+    report = Ledger(copy).verify()
+    assert (report.ok, report.first_bad_seq) == (False, bad)
+    broken = DERIVED if reason.startswith(_DERIVED_REASONS) or "stored more than once" in reason else CHAIN
+    assert [(s.name, s.ok) for s in report.steps] == [(CHAIN, broken != CHAIN), (DERIVED, broken != DERIVED)]
+    said = {CHAIN: "OK", DERIVED: "OK"} | {broken: "BROKEN"}
+    output = cli_verify(copy).output
+    assert re.search(
+        rf"^Steps: chain {said[CHAIN]} \(\d+\.\d\d s\); derived rows {said[DERIVED]} \(", output, re.M
+    )
+
+
+def test_an_untouched_ledger_reports_both_steps_ok(copy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verify, "_PAGE", 5)
+    report = Ledger(copy).verify()
+    assert report.ok and report.events_checked == N
+    assert [(s.name, s.ok) for s in report.steps] == [(CHAIN, True), (DERIVED, True)]
+    assert all(s.seconds >= 0 for s in report.steps)
+    as_json = json.loads(cli_verify(copy, "--json").stdout)
+    assert [(s["name"], s["ok"]) for s in as_json["steps"]] == [(CHAIN, True), (DERIVED, True)]
+    assert (
+        "the Merkle tree" in as_json["steps"][0]["checks"]
+        and "inbound spans" in as_json["steps"][1]["checks"]
+    )
+    assert re.search(r"^Steps: chain OK \(\d+\.\d\d s\); derived rows OK \(", cli_verify(copy).output, re.M)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -343,3 +344,23 @@ def test_verify_rechecks_the_stored_nodes(
     assert report.reason is not None
     assert re.search(why, report.reason), report.reason
     assert one(db, "SELECT count(*) FROM events") >= 60
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    parts=st.lists(st.integers(0, 70), max_size=6),
+    min_level=st.integers(0, 4),
+    seed=st.integers(0, 2**32),
+)
+def test_extend_completes_what_appends_one_at_a_time_complete(
+    parts: list[int], min_level: int, seed: int
+) -> None:
+    """Many leaves at once, a level at a time: the same peaks, root and completed subtrees (those at
+    `min_level` or above) as appending them one by one."""
+    rng = random.Random(seed)
+    one, many = CompactRange(), CompactRange()
+    for n in parts:
+        leaves = [rng.randbytes(32) for _ in range(n)]
+        expected = [node for leaf in leaves for node in one.append(leaf) if node[0] >= min_level]
+        assert sorted(many.extend(leaves, min_level)) == sorted(expected)
+        assert (many.size, many.peaks, many.root()) == (one.size, one.peaks, one.root())

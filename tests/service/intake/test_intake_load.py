@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from ledger.model import events as ev
 from ledger.model.codec import event_to_dict
 from ledger.model.errors import Conflict, InvalidEvent, LedgerError
-from service.intake import load
-from service.intake.load import CHECKING, Stopped, file_key, import_file
+from service.intake import check, load
+from service.intake.load import CHECKING, file_key, import_file
 from service.ledger import Ledger
 from service.ops.scrub import PassLog, chain_status
 from tests import factories as fx
@@ -266,19 +266,27 @@ def test_a_file_that_no_longer_begins_with_the_committed_bytes_is_refused_naming
     assert (got.appended, got.duplicates) == (len(events) - 10 + 1, 10 - 1)
 
 
-def test_a_file_changed_between_its_check_and_its_append_is_stopped(
+def test_a_file_changed_between_its_check_and_its_append_is_never_read_again(
     fresh_ledger: Ledger, tmp_path: Path
 ) -> None:
-    path = write(tmp_path / "f.ndjson", history(12))
+    """The append appends the events the check proved, from its spill: bytes written to the file after
+    its check are not read, and the progress names the bytes that were checked."""
+    events = history(12)
+    path = write(tmp_path / "f.ndjson", events)
+    checked = path.read_bytes()
 
     def change(phase: str, lines: int, read: int, size: int) -> None:
         if phase == CHECKING and read == size:
-            raw = path.read_bytes()
-            path.write_bytes(raw.replace(b'"Paper 9"', b'"Paper Z"'))
+            path.write_bytes(checked.replace(b'"Paper 9"', b'"Paper Z"'))
 
-    with pytest.raises(Stopped, match=r"after 2 committed batch\(es\).*changed while it was imported"):
-        import_file(fresh_ledger, path, batch_size=10, progress=change)
-    assert fresh_ledger.head().seq == 20  # what was checked and committed stays; the rest is not
+    got = import_file(fresh_ledger, path, batch_size=10, progress=change)
+    assert (got.appended, got.batches) == (34, 4)
+    titles = [msgspec.json.decode(e.data).get("title") for e in fresh_ledger.store.read_log()]
+    assert "Paper 9" in titles and "Paper Z" not in titles
+    progress = fresh_ledger.store.tables.import_progress(
+        f"{len(checked)}:{hashlib.sha256(checked).hexdigest()}"
+    )
+    assert progress is not None and progress.prefix_sha256 == hashlib.sha256(checked).hexdigest()
 
 
 # -- the walk as it commits -----------------------------------------------------------------------
@@ -320,25 +328,38 @@ def _write_tx_class(ledger: Ledger) -> type[Any]:
         return type(tx)
 
 
-# -- only a file of one batch keeps its decoded events for the append -----------------------------
+# -- a file is decoded once -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("lines", "kept"), [(9, 9), (10, 10), (11, 0), (88, 0)])
-def test_only_a_one_batch_file_keeps_its_decoded_events(
-    new_db: NewDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: int, kept: int
+@pytest.mark.parametrize(("lines", "batch"), [(9, 10), (10, 10), (11, 10), (88, 10), (88, 7)])
+def test_each_line_is_decoded_once_and_the_append_reads_no_line(
+    new_db: NewDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: int, batch: int
 ) -> None:
-    """A longer file reads every batch again, the first too: its check holds no batch of events."""
-    seen: list[int] = []
-    run = load.FileCheck.run
+    """The check decodes each line once and spills its event; the append takes the events from the
+    spill: no line is decoded again, the file is opened for the check only (and for the sniff of its
+    first line), and the batches build what single appends build."""
+    decoded: list[bytes] = []
+    quick = check.quick_event
 
-    def checked(self: Any, numbered: Any) -> None:
-        run(self, numbered)
-        seen.append(len(self.kept))
+    def counted(raw: bytes) -> ev.Event | None:
+        decoded.append(raw)
+        return quick(raw)
 
-    monkeypatch.setattr(load.FileCheck, "run", checked)
+    monkeypatch.setattr(check, "quick_event", counted)
+    opened: list[str] = []
+    open_stream = load.open_stream
+
+    def counted_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(path))
+        return open_stream(path, *args, **kwargs)
+
+    monkeypatch.setattr(load, "open_stream", counted_open)
     events = history(30)[:lines]
+    path = write(tmp_path / "f.ndjson", events, blank=True)
     with twins(new_db, events) as (single, batched):
-        got = import_file(batched, write(tmp_path / "f.ndjson", events), batch_size=10)
-        assert seen == [kept]
-        assert (got.appended, got.batches) == (lines, -(-lines // 10))
+        got = import_file(batched, path, batch_size=batch)
+        assert sorted(decoded) == sorted(line(e) for e in events)
+        assert opened == [str(path), str(path)]  # the first line's sniff, then the check
+        # a blank line after a last full batch is committed as a batch of its own, as its bytes
+        assert (got.appended, got.batches) == (lines, -(-lines // batch) + (lines % batch == 0))
         assert state(batched) == state(single)

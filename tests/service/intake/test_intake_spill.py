@@ -1,6 +1,6 @@
-"""service/intake/check.py and load.py: the second pass decodes a line again by msgspec's decoder alone
-only where the first pass proved that decoder exact for its bytes; a line the first pass took by the
-exact path is taken by it again, and the file appends what single appends of its events build."""
+"""service/intake/spill.py and its use by the import: a line the check decoded by the exact path (an
+escape msgspec's decoder alone is not proved exact for) is appended as the check decoded it, and the
+spill gives back the events it was given, in order, a frame at a time."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ledger.model.codec import event_to_dict, quick_event
-from ledger.model.events import Event
-from service.intake import check
 from service.intake.load import import_file
+from service.intake.spill import Spill
 from service.ledger import Ledger
 from tests import factories as fx
-from tests.conftest import NewDb
+from tests.conftest import NewDb, examples
 from tests.service.intake.test_intake_load import history, line, state
 
 # a title quick_event leaves to the exact path: a colon spelled as an escape, and an emoji spelled as a
@@ -29,18 +30,10 @@ def _escaped(e: object) -> bytes:
     return raw.replace(_ESCAPED[0], _ESCAPED[1])
 
 
-@pytest.mark.parametrize("exact_max", [100_000, 0])
+@pytest.mark.parametrize("batch", [2, 100])
 def test_lines_of_the_exact_path_are_appended_as_it_decodes_them(
-    new_db: NewDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exact_max: int
+    new_db: NewDb, tmp_path: Path, batch: int
 ) -> None:
-    monkeypatch.setattr(check, "MAX_EXACT", exact_max)  # 0: too many to remember, every line exact
-    plain: list[bytes] = []  # the lines the second pass took by msgspec's decoder alone
-
-    def taken_plain(raw: bytes) -> Event | None:
-        plain.append(raw)
-        return check.quick_event(raw)
-
-    monkeypatch.setattr(check, "plain_event", taken_plain)
     events = [fx.paper(f"2102.{i:05d}", fx.ts(i)) for i in range(1, 8)] + history(4)
     raw = [_escaped(e) if i in (3, 6) else line(e) for i, e in enumerate(events)]
     assert quick_event(raw[3]) is None and quick_event(raw[2]) is not None
@@ -53,14 +46,29 @@ def test_lines_of_the_exact_path_are_appended_as_it_decodes_them(
     try:
         for d in decoded:
             single.import_bytes(msgspec.json.encode(d))
-        got = import_file(batched, path, batch_size=2)  # lines 4 and 7 are past the first batch
-        assert (got.appended, got.batches) == (len(events), 9)
+        got = import_file(batched, path, batch_size=batch)
+        assert got.appended == len(events)
         assert state(batched) == state(single)
-        # every line (a file of several batches is decoded again, its first batch too), the two escaped
-        # ones by the exact path, and every one when the first pass could not remember them
-        assert plain == ([] if exact_max == 0 else [r for i, r in enumerate(raw) if i not in (3, 6)])
         stored = msgspec.json.decode(batched.store.read_log()[3].data)
         assert stored == event_to_dict(events[3])["data"] | {"title": "A: paper \U0001f600"}
     finally:
         single.close()
         batched.close()
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(events=fx.ledgers(max_obs=4), frames=st.lists(st.integers(0, 5), max_size=8))
+def test_a_spill_gives_back_its_events_in_order(events: list[object], frames: list[int]) -> None:
+    numbered = list(enumerate(events, start=1))
+    spill = Spill()
+    try:
+        at = 0
+        for size in [*frames, len(numbered)]:
+            spill.write(numbered[at : at + size])  # type: ignore[arg-type]
+            at += size
+        got = [pair for frame in spill.read() for pair in frame]
+        assert got == numbered
+        assert spill.events == len(numbered)
+        assert [pair for frame in spill.read() for pair in frame] == numbered  # read again from the first
+    finally:
+        spill.close()
