@@ -49,7 +49,8 @@ def test_a_collection_watch_is_told_of_notices_on_works_its_members_cite(papers:
     assert covered == ["w-1"] and watch.kind == "collection" and watch.target == "office"
     papers.append([check("crossref", ts(10), None, [notice("w-1"), notice("w-2", "correction")])])
     got = _alerts(papers, watch.id)
-    assert [(a["work"]["work_id"], a["notice"]["kind"]) for a in got] == [("w-1", "retraction")]  # w-2: not a member
+    # w-2: not a member's
+    assert [(a["work"]["work_id"], a["notice"]["kind"]) for a in got] == [("w-1", "retraction")]
     assert got[0]["watch"] == {"id": watch.id, "kind": "collection", "target": "office"}
     assert got[0]["citing"][0]["arxiv_id"] == P1
     assert got[0]["links"]["record"].startswith(f"/paper/{P1}/citation-record?")
