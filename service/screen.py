@@ -19,13 +19,14 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ledger.model.codec import canonical
-from ledger.model.errors import InvalidEvent
+from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.events import NOTICE_KINDS, Notice
 from ledger.model.facts import Head
 from ledger.model.instants import format_as_of, format_recorded
 from ledger.model.record_types import NoticeEvent
 from ledger.storage.interface import Store
 from projections import screen as proj
+from service.resolver.shown import event_links
 
 SCHEMA = "citation-ledger.screen.v1"
 CHANGES_SCHEMA = "citation-ledger.screen-changes.v1"
@@ -70,6 +71,22 @@ class Page(NamedTuple):
     titles: dict[str, str]  # citing paper -> its title as of T
     learned: dict[tuple[str, str, str], tuple[int, int]]  # (work, source, notice) -> (recorded_us, seq)
     from_us: int | None = None  # a page of changes: from this instant to the query's T
+
+
+class CollectionsUnavailable(LedgerError):
+    """Collections are not kept by this ledger yet: a screen names its papers instead."""
+
+    code = "not_supported"
+
+
+def collection_members(ledger: Any, name: str, known_us: int | None) -> frozenset[str]:
+    """The papers of collection `name` as the ledger knew them at K: the one place a screen asks for a
+    collection's members."""
+    raise CollectionsUnavailable(
+        f"collection: collection {name[:80]!r} cannot be screened: this ledger keeps no collections yet; "
+        "name the papers instead (--paper ID, or paper=ID in the query, repeated)",
+        details={"where": "collection", "reason": "collections are not available in this ledger yet"},
+    )
 
 
 def check_kinds(kinds: Collection[str] | None, where: str = "kind") -> frozenset[str] | None:
@@ -231,11 +248,6 @@ def learned_of(page: Page, f: proj.Flag) -> tuple[int, int] | None:
     return page.learned.get((str(f.work.work_id), f.notice.source, notice_text(f.notice)))
 
 
-def evidence_link(seq: int) -> str:
-    """The log route that serves one event with its hash (`GET /evidence`)."""
-    return f"/evidence?after={seq - 1}&limit=1"
-
-
 def item_json(page: Page, item: Item) -> dict[str, Any]:
     """One line of a page as JSON: the citing paper, the reference, its resolution (with its evidence
     link), the notice, when the ledger learned it, and the seq of every event shown."""
@@ -256,13 +268,15 @@ def item_json(page: Page, item: Item) -> dict[str, Any]:
             "seq": f.resolution_seq,
             "citation_seq": f.citation_seq,
             "evidence": f"/paper/{f.citing}/observations/{f.observation_id}/resolution?as_of={as_of}",
+            "proof": event_links(f.resolution_seq)["proof"],
         },
         "notice": {
             **msgspec.to_builtins(n),
             "check_seq": f.check_seq,
             "learned_at": None if learned is None else format_recorded(learned[0]),
             "learned_seq": None if learned is None else learned[1],
-            "evidence": evidence_link(f.check_seq),
+            "evidence": event_links(f.check_seq)["event"],
+            "proof": event_links(f.check_seq)["proof"],
         },
         "seqs": seqs,
     }
