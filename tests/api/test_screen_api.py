@@ -175,13 +175,13 @@ def test_refusals_name_the_field(
 def test_sqlite_and_postgresql_answer_the_same_bytes(new_db: NewDb, pg_cluster: Any, tmp_path: Any) -> None:
     """The same events (the same recorded times, so the same hashes) on both backends: the screen, its
     changes and their CSV, page by page, byte for byte."""
-    answers = []
+    answers: list[list[bytes]] = []
     for db in (str(tmp_path / "lite.db"), pg_cluster.create_db()):
         ledger, _ = seeded_ledger(db)
         ledger.close()
         state = tmp_path / f"state{len(answers)}"
         state.mkdir()
-        got = []
+        got: list[bytes] = []
         with running_server(db, env={"LEDGER_STATE_DIR": str(state)}) as server:
             for path in (ASKED, ASKED + "&limit=2", "/screen?as_of=2026-03-01&format=csv",
                          "/screen/changes?from=2026-02-05&to=2026-03-01",
