@@ -14,7 +14,7 @@ from typing import NoReturn
 import click
 import msgspec
 
-from cli import alerts, backends, integrity, monitor, ops, resolve, search, sources, timeline, witness
+from cli import alerts, backends, integrity, monitor, ops, resolve, screen, search, sources, timeline, witness
 from cli.common import (
     SQL_COUNT,
     arxiv_arg,
@@ -280,5 +280,17 @@ def events(after: int, limit: int | None, stream: str | None, type_: str | None,
         out.write(enc.encode(envelope_json(e)) + b"\n")
 
 
-for commands in (integrity, sources, backends, ops, monitor, witness, alerts, search, timeline, resolve):
+for commands in (
+    integrity,
+    sources,
+    backends,
+    ops,
+    monitor,
+    witness,
+    alerts,
+    search,
+    timeline,
+    resolve,
+    screen,
+):
     commands.register(main)

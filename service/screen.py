@@ -254,7 +254,9 @@ def item_json(page: Page, item: Item) -> dict[str, Any]:
     f = item.flag
     n = f.notice
     learned = learned_of(page, f)
-    as_of = format_as_of(page.query.as_of_us)
+    # a cleared line shows the earlier state: its evidence is as of then
+    shown_at = page.from_us if item.change == "cleared" and page.from_us is not None else page.query.as_of_us
+    as_of = format_as_of(shown_at)
     seqs = sorted({f.citation_seq, f.resolution_seq, f.check_seq, *([learned[1]] if learned else [])})
     out: dict[str, Any] = {
         "citing": {"arxiv_id": f.citing, "title": page.titles.get(f.citing), "link": f"/paper/{f.citing}"},
