@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # notice kinds (ledger.model.events.NOTICE_KINDS; not imported here: the CLI starts without the model)
 KINDS = ("retraction", "partial_retraction", "withdrawal", "removal", "expression_of_concern", "correction",
          "reinstatement")  # fmt: skip
-DEFAULT_LIMIT = 500
+DEFAULT_LIMIT = 100  # service.screen.DEFAULT_PAGE (the CLI starts without it)
 
 
 def register(main: click.Group) -> None:

@@ -33,6 +33,7 @@ CHANGES_SCHEMA = "citation-ledger.screen-changes.v1"
 # the fewest citing papers read per step while a page fills
 MIN_CHUNK = 50
 PAGE_SETTING = "LEDGER_SCREEN_PAGE_MAX"
+DEFAULT_PAGE = 100  # lines of a page when none is asked for
 _NOTICE_FIELDS = Notice.__struct_fields__
 
 
@@ -100,12 +101,10 @@ def check_kinds(kinds: Collection[str] | None, where: str = "kind") -> frozenset
     return frozenset(kinds)
 
 
-def check_limit(
-    limit: int | None, cap: int, where: str = "limit", setting: str = "LEDGER_SCREEN_PAGE_MAX"
-) -> int:
-    """The page size asked for (default and at most `cap`, the setting named in a refusal)."""
+def check_limit(limit: int | None, cap: int, where: str = "limit", setting: str = PAGE_SETTING) -> int:
+    """The page size asked for (default DEFAULT_PAGE, at most `cap`, the setting named in a refusal)."""
     if limit is None:
-        return cap
+        return min(DEFAULT_PAGE, cap)
     if limit < 1 or limit > cap:
         raise InvalidEvent(where, f"{limit} is not within 1..{cap} (the page cap, set by {setting})")
     return limit
@@ -136,6 +135,10 @@ def read_page(token: str | None, where: str = "page") -> Key | None:
         or not all(type(v) is t for v, t in zip(value, types, strict=True))
     ):
         raise InvalidEvent(where, reason)
+    for text in (value[0], value[2]):
+        # what reaches SQL: no NUL (PostgreSQL text holds none), nothing UTF-8 cannot spell
+        if "\x00" in text or not text.isprintable() or len(text) > 200:
+            raise InvalidEvent(where, reason)
     return (value[0], value[1], value[2], value[3])
 
 

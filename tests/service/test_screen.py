@@ -245,7 +245,8 @@ def test_kinds_and_limits_are_checked() -> None:
     with pytest.raises(InvalidEvent, match="'retracted' is no notice kind") as e:
         check_kinds(["retracted"])
     assert e.value.where == "kind"
-    assert check_limit(None, 500) == 500
+    assert check_limit(None, 500) == 100
+    assert check_limit(None, 20) == 20
     with pytest.raises(InvalidEvent, match="LEDGER_SCREEN_PAGE_MAX"):
         check_limit(501, 500)
     with pytest.raises(InvalidEvent, match="not within"):
@@ -256,3 +257,41 @@ def test_from_after_to_is_refused_naming_from(fresh_ledger: Ledger) -> None:
     with pytest.raises(InvalidEvent, match="is after to") as e:
         screen_changes(fresh_ledger.store, Query(None, parse_ts(ts(1))), parse_ts(ts(2)), None, 10)
     assert e.value.where == "from"
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(token=st.one_of(st.text(max_size=60), st.binary(max_size=40).map(lambda b: page_token_of_bytes(b))))
+def test_any_page_token_is_a_key_or_refused_naming_page(token: str) -> None:
+    """Whatever a client sends as `page`, it reads as a key that names where a page ended, or is
+    refused naming `page`; nothing else escapes."""
+    try:
+        key = read_page(token)
+    except InvalidEvent as e:
+        assert e.where == "page"
+        return
+    assert key is None or read_page(page_token(key)) == key
+
+
+def page_token_of_bytes(raw: bytes) -> str:
+    """Bytes spelled as a token is (URL-safe base64 without padding): JSON or not."""
+    import base64
+
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+_PRINTABLE = st.text(st.characters(whitelist_categories=("L", "N", "P")), max_size=40)
+
+
+@given(key=st.tuples(_PRINTABLE, st.integers(0, 2**53), _PRINTABLE, st.integers(0, 100)))
+def test_every_key_round_trips_through_its_token(key: tuple[str, int, str, int]) -> None:
+    assert read_page(page_token(key)) == key
+
+
+@pytest.mark.parametrize("text", ["\x00", "\ud800", "a" * 201])
+def test_a_token_naming_what_sql_cannot_hold_is_refused(text: str) -> None:
+    import base64
+    import json as json_
+
+    raw = json_.dumps([text, 0, "o", 0]).encode()
+    with pytest.raises(InvalidEvent, match="not a page token"):
+        read_page(base64.urlsafe_b64encode(raw).decode())
