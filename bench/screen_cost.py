@@ -18,6 +18,7 @@ resolved to works of their own, checked by Crossref with no notice) up to `--sma
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 import time
@@ -149,55 +150,89 @@ def whole_screen(ledger: Ledger, t: int) -> int:
             return lines
 
 
-def measure(ledger: Ledger, repeats: int) -> dict[str, Any]:
-    """The figures at the ledger's current size."""
-    t = now_us()
+def figures(ledger: Ledger, t: int) -> dict[str, Callable[[], Any]]:
+    """What is timed at one size, each a call."""
     members = frozenset(f"2501.{n + 1:05d}" for n in range(CORE))
-    lines = whole_screen(ledger, t)
-    whole = p50(lambda: whole_screen(ledger, t), repeats)
-    first = p50(lambda: canonical(page_json(screen(ledger.store, Query(members, t), None, PAGE))), repeats)
-    record = p50(lambda: ledger.record_bytes("2503.00001", t), repeats)
-    tracemalloc.start()
-    whole_screen(ledger, t)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
     return {
-        "events": ledger.head().seq,
-        "flagged_lines": lines,
-        "whole_screen_ms": round(whole * 1000, 2),
-        "collection_first_page_ms": round(first * 1000, 2),
-        "record_ms": round(record * 1000, 2),
-        "first_page_over_record": round(first / record, 2),
-        "screen_peak_kb": peak // 1024,
+        "whole_screen_ms": lambda: whole_screen(ledger, t),
+        "collection_first_page_ms": lambda: canonical(
+            page_json(screen(ledger.store, Query(members, t), None, PAGE))
+        ),
+        "record_ms": lambda: ledger.record_bytes("2503.00001", t),
     }
 
 
-def run(db: str, small: int, large: int, repeats: int) -> list[dict[str, Any]]:
-    """Build to `small`, measure, grow to `large`, measure."""
-    ledger = Ledger(db, synchronous="OFF")
+def measure(ledgers: list[Ledger], repeats: int) -> list[dict[str, Any]]:
+    """The figures at each size, the sizes taken in turn within each repeat (so a change in the
+    machine's load falls on both alike): medians, and the peak of Python's allocations in one screen."""
+    t = now_us()
+    calls = [figures(ledger, t) for ledger in ledgers]
+    samples: list[dict[str, list[float]]] = [{name: [] for name in c} for c in calls]
+    for c in calls:
+        for fn in c.values():
+            fn()  # warm
+    for _ in range(repeats):
+        for c, got in zip(calls, samples, strict=True):
+            for name, fn in c.items():
+                start = time.perf_counter()
+                fn()
+                got[name].append(time.perf_counter() - start)
+    out = []
+    for ledger, got in zip(ledgers, samples, strict=True):
+        row: dict[str, Any] = {"events": ledger.head().seq, "flagged_lines": whole_screen(ledger, t)}
+        row.update({name: round(statistics.median(v) * 1000, 2) for name, v in got.items()})
+        row["first_page_over_record"] = round(row["collection_first_page_ms"] / row["record_ms"], 2)
+        tracemalloc.start()
+        whole_screen(ledger, t)
+        row["screen_peak_kb"] = tracemalloc.get_traced_memory()[1] // 1024
+        tracemalloc.stop()
+        out.append(row)
+    return out
+
+
+def run(small_db: str, copy: _Copy, small: int, large: int, repeats: int) -> list[dict[str, Any]]:
+    """Build `small`, copy it, grow the copy to `large`, measure both in turn."""
+    ledger = Ledger(small_db, synchronous="OFF")
+    for batch in core():
+        ledger.append(batch, resolver_events=True)
+    more = filler(0)
+    took = grow(ledger, small, more)
+    print(f"  built {ledger.head().seq} events in {took:.0f} s", flush=True)
+    ledger.close()
+    big = Ledger(copy(), synchronous="OFF")
+    took = grow(big, large, more)
+    print(f"  grew a copy to {big.head().seq} events in {took:.0f} s", flush=True)
+    big.close()
+    ledgers = [Ledger(small_db), Ledger(copy.made)]
     try:
-        for batch in core():
-            ledger.append(batch, resolver_events=True)
-        more = filler(0)
-        built = grow(ledger, small, more)
-        print(f"  built {ledger.head().seq} events in {built:.0f} s", flush=True)
-        out = [measure(ledger, repeats)]
-        print(f"  {out[-1]}", flush=True)
-        built = grow(ledger, large, more)
-        print(f"  grew to {ledger.head().seq} events in {built:.0f} s", flush=True)
-        out.append(measure(ledger, repeats))
-        print(f"  {out[-1]}", flush=True)
+        out = measure(ledgers, repeats)
     finally:
-        ledger.close()
-    small_, large_ = out
+        for ledger in ledgers:
+            ledger.close()
+    for row in out:
+        print(f"  {row}", flush=True)
+    a, b = out
     print(
-        f"  whole screen at {large_['events']} over at {small_['events']}: "
-        f"{large_['whole_screen_ms'] / small_['whole_screen_ms']:.2f}x; collection's first page at "
-        f"{large_['events']} over at {small_['events']}: "
-        f"{large_['collection_first_page_ms'] / small_['collection_first_page_ms']:.2f}x",
+        f"  at {b['events']} over at {a['events']}: whole screen "
+        f"{b['whole_screen_ms'] / a['whole_screen_ms']:.2f}x, collection's first page "
+        f"{b['collection_first_page_ms'] / a['collection_first_page_ms']:.2f}x, record "
+        f"{b['record_ms'] / a['record_ms']:.2f}x; peak memory "
+        f"{b['screen_peak_kb']} KB vs {a['screen_peak_kb']} KB",
         flush=True,
     )
     return out
+
+
+class _Copy:
+    """A copy of the small ledger, made once: a file copy (SQLite) or a database from it as template."""
+
+    def __init__(self, make: Callable[[], str]) -> None:
+        self._make = make
+        self.made = ""
+
+    def __call__(self) -> str:
+        self.made = self._make()
+        return self.made
 
 
 def main() -> None:
@@ -211,14 +246,31 @@ def main() -> None:
     if args.backend in ("sqlite", "both"):
         print("SQLite", flush=True)
         folder = Path(tempfile.mkdtemp(prefix="ledger-screen-cost-"))
-        run(str(folder / "screen.db"), args.small, args.large, args.repeats)
+        small = folder / "small.db"
+
+        def file_copy() -> str:
+            shutil.copy(small, folder / "large.db")
+            return str(folder / "large.db")
+
+        run(str(small), _Copy(file_copy), args.small, args.large, args.repeats)
+        shutil.rmtree(folder)
     if args.backend in ("postgresql", "both"):
+        import psycopg
+
         from tests.pg_harness import PgCluster
 
         print("PostgreSQL", flush=True)
         cluster = PgCluster.start()
         try:
-            run(cluster.create_db(), args.small, args.large, args.repeats)
+            url = cluster.create_db()
+            name = url.rsplit("/", 1)[1]
+
+            def template_copy() -> str:
+                with psycopg.connect(cluster.admin_url, autocommit=True) as conn:
+                    conn.execute(f'CREATE DATABASE "{name}_large" TEMPLATE "{name}"')
+                return url.rsplit("/", 1)[0] + f"/{name}_large"
+
+            run(url, _Copy(template_copy), args.small, args.large, args.repeats)
         finally:
             cluster.stop()
 

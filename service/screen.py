@@ -148,14 +148,15 @@ def screen(store: Store, query: Query, page: str | None, limit: int) -> Page:
     after = read_page(page)
     with store.snapshot(query.as_of_us, query.known_us) as reader:
         head = reader.head()
+        titles: dict[str, str] = {}
 
         def items_of(citing: Sequence[str]) -> list[Item]:
-            facts = reader.screen_facts(reader.screen_observations(_with_record(reader, citing)))
+            facts = reader.screen_facts(reader.screen_observations(_with_record(reader, citing, titles)))
             states = proj.states(facts, reader.work_checks, kinds=query.kinds, exact_only=query.exact_only)
             return _numbered(proj.flags(states), None)
 
         items, next_key = _fill(reader, query.papers, after, limit, items_of)
-        return _page(reader, query, head, items, next_key)
+        return _page(reader, query, head, items, next_key, titles)
 
 
 def screen_changes(store: Store, query: Query, from_us: int, page: str | None, limit: int) -> Page:
@@ -167,27 +168,34 @@ def screen_changes(store: Store, query: Query, from_us: int, page: str | None, l
     with store.snapshot(query.as_of_us, query.known_us) as reader:
         head = reader.head()
         before = reader.at(from_us, query.known_us)
+        titles: dict[str, str] = {}
 
         def items_of(citing: Sequence[str]) -> list[Item]:
             # a work with a notice as of `from` has it as of the later T too: the later T's
             # observations are every one either instant may show
-            oids = reader.screen_observations(_with_record(reader, citing))
+            oids = reader.screen_observations(_with_record(reader, citing, titles))
             opts: dict[str, Any] = {"kinds": query.kinds, "exact_only": query.exact_only}
             was = proj.states(before.screen_facts(oids), before.work_checks, **opts)
-            had = set(_with_record(before, citing))  # a paper with no record then showed nothing
+            had = set(_with_record(before, citing, {}))  # a paper with no record then showed nothing
             was = {o: st._replace(flags=[f for f in st.flags if f.citing in had]) for o, st in was.items()}
             now = proj.states(reader.screen_facts(oids), reader.work_checks, **opts)
             changed = proj.changes(was, now)
             return _numbered([c.flag for c in changed], changed)
 
         items, next_key = _fill(reader, query.papers, after, limit, items_of)
-        return _page(reader, query, head, items, next_key)._replace(from_us=from_us)
+        return _page(reader, query, head, items, next_key, titles)._replace(from_us=from_us)
 
 
-def _with_record(reader: Any, citing: Sequence[str]) -> list[str]:
+def _with_record(reader: Any, citing: Sequence[str], titles: dict[str, str]) -> list[str]:
     """Those of these papers that have a record as of T (a snapshot): the screen shows what records
-    show, and a paper with no snapshot has none."""
-    return sorted({f.data.arxiv_id for f in reader.snapshots(citing)})
+    show, and a paper with no snapshot has none. Each one's latest title goes into `titles`."""
+    latest: dict[str, tuple[int, int]] = {}
+    for f in reader.snapshots(citing):
+        at = (f.observed_us, f.seq)
+        if f.data.arxiv_id not in latest or at > latest[f.data.arxiv_id]:
+            latest[f.data.arxiv_id] = at
+            titles[f.data.arxiv_id] = f.data.title
+    return sorted(latest)
 
 
 def _numbered(flags: Sequence[proj.Flag], changes: Sequence[proj.Change] | None) -> list[Item]:
@@ -229,16 +237,13 @@ def _fill(
     return items, None
 
 
-def _page(reader: Any, query: Query, head: Head, items: list[Item], next_key: Key | None) -> Page:
-    citing = sorted({i.flag.citing for i in items})
-    titles: dict[str, tuple[tuple[int, int], str]] = {}
-    for f in reader.snapshots(citing):
-        at = (f.observed_us, f.seq)
-        if f.data.arxiv_id not in titles or at > titles[f.data.arxiv_id][0]:
-            titles[f.data.arxiv_id] = (at, f.data.title)
+def _page(
+    reader: Any, query: Query, head: Head, items: list[Item], next_key: Key | None, titles: dict[str, str]
+) -> Page:
+    shown = {i.flag.citing: titles[i.flag.citing] for i in items}
     learned = reader.notices_learned(sorted({str(i.flag.work.work_id) for i in items}))
     token = None if next_key is None else page_token(next_key)
-    return Page(query, head, items, token, {p: t for p, (_, t) in titles.items()}, learned)
+    return Page(query, head, items, token, shown, learned)
 
 
 def notice_text(n: NoticeEvent) -> str:
