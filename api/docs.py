@@ -425,7 +425,6 @@ _DESCRIPTIONS = {
     413: "The body or the batch is above its limit",
     422: "Invalid input; the message names the place and field",
     429: "The token is over its LEDGER_RATE_LIMIT; see Retry-After; nothing written",
-    501: "Not supported by this ledger (e.g. a screen of a collection, before collections are kept)",
     503: "Unavailable; for /healthz: the last full walk of the chain found it broken (`chain_broken`, "
     "naming the first broken seq and the head)",
 }

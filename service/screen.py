@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ledger.model.codec import canonical
-from ledger.model.errors import InvalidEvent, LedgerError
+from ledger.model.errors import InvalidEvent
 from ledger.model.events import NOTICE_KINDS, Notice
 from ledger.model.facts import Head
 from ledger.model.instants import format_as_of, format_recorded
@@ -74,19 +74,13 @@ class Page(NamedTuple):
     from_us: int | None = None  # a page of changes: from this instant to the query's T
 
 
-class CollectionsUnavailable(LedgerError):
-    """Collections are not kept by this ledger yet: a screen names its papers instead."""
-
-    code = "not_supported"
-
-
 def collection_members(ledger: Any, name: str, known_us: int | None) -> frozenset[str]:
     """The papers of collection `name` as the ledger knew them at K: the one place a screen asks for a
     collection's members."""
-    raise CollectionsUnavailable(
-        f"collection: collection {name[:80]!r} cannot be screened: this ledger keeps no collections yet; "
+    raise InvalidEvent(
+        "collection",
+        f"collection {name[:80]!r} cannot be screened: this ledger keeps no collections yet; "
         "name the papers instead (--paper ID, or paper=ID in the query, repeated)",
-        details={"where": "collection", "reason": "collections are not available in this ledger yet"},
     )
 
 
@@ -225,9 +219,9 @@ def _fill(
         if papers is None or after[0] in papers:
             items = [i for i in items_of([after[0]]) if i.key > after]
         last = after[0]
-    chunk = max(MIN_CHUNK, limit)
     while len(items) <= limit:
-        citing = reader.screen_citing(papers, last, chunk)
+        # at least a paper a line still wanted: most flagged papers show one line or more
+        citing = reader.screen_citing(papers, last, max(MIN_CHUNK, limit + 1 - len(items)))
         if not citing:
             break
         items += items_of(citing)

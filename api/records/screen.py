@@ -154,7 +154,7 @@ def _render(request: Request, page: Page, body: dict[str, Any], changes: bool) -
     "/screen",
     tags=["records"],
     summary="The references of a set of papers resolved to works carrying a standing notice, as of T",
-    responses=docs.responses(200, 422, 501, html=True),
+    responses=docs.responses(200, 422, html=True),
 )
 async def get_screen(
     request: Request,
@@ -196,7 +196,7 @@ async def get_screen(
     "/screen/changes",
     tags=["records"],
     summary="What became flagged or cleared between two instants, with the events responsible",
-    responses=docs.responses(200, 422, 501, html=True),
+    responses=docs.responses(200, 422, html=True),
 )
 async def get_screen_changes(
     request: Request,

@@ -579,6 +579,7 @@ class SqlReader:
         self.conn = conn
         self.t = as_of_us
         self.k = known_us
+        self._noticed_cache: list[str] | None = None
 
     def _facts(self, sql: str, params: Sequence[Any]) -> list[Fact]:
         return [fact_row(r) for r in self.store.query(self.conn, sql, params)]
@@ -719,16 +720,27 @@ class SqlReader:
 
     # -- the screen (service/screen.py): references to works with notices ----------------
 
+    def _noticed_works(self) -> list[str]:
+        """The works some check as of T and K lists a notice for (read once per reader)."""
+        if self._noticed_cache is None:
+            rows = self.store.query(
+                self.conn,
+                "SELECT DISTINCT work_id FROM screen_notices WHERE observed_us <= ? AND recorded_us <= ?",
+                (self.t, self.k),
+            )
+            self._noticed_cache = sorted(r[0] for r in rows)
+        return self._noticed_cache
+
     def _flagged_refs(self, papers: Sequence[str] | None) -> tuple[str, list[Any]]:
-        """The screen_refs rows of works some check as of T and K lists a notice for (of `papers`)."""
-        where = (
-            "r.work_id IN (SELECT n.work_id FROM screen_notices AS n"
-            " WHERE n.observed_us <= ? AND n.recorded_us <= ?)"
-        )
-        params: list[Any] = [self.t, self.k]
+        """The screen_refs rows of works some check as of T and K lists a notice for (of `papers`).
+        The works are bound as a list: each is one seek of the table's key, whatever the planner
+        knows of the table's size."""
+        d = self.store.dialect
+        where = d.any_of("r.work_id")
+        params: list[Any] = [d.bind_list(self._noticed_works())]
         if papers is not None:
-            where += f" AND {self.store.dialect.any_of('r.citing')}"
-            params.append(self.store.dialect.bind_list(sorted(papers)))
+            where += f" AND {d.any_of('r.citing')}"
+            params.append(d.bind_list(sorted(papers)))
         return where, params
 
     def screen_citing(self, papers: Sequence[str] | None, after: str | None, limit: int) -> list[str]:

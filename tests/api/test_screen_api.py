@@ -152,7 +152,7 @@ def test_changes_name_the_events_responsible(served: tuple[Server, Seeded]) -> N
         ("/screen?limit=501", 422, "limit", "LEDGER_SCREEN_PAGE_MAX"),
         ("/screen?paper=not-an-id", 422, "paper", ""),
         ("/screen?format=xml", 422, "format", "json, csv, html"),
-        ("/screen?collection=integrity-office", 501, "collection", "no collections yet"),
+        ("/screen?collection=integrity-office", 422, "collection", "no collections yet"),
         ("/screen?collection=a&paper=2101.00001", 422, "collection", "not both"),
         ("/screen/changes?to=2026-03-01", 422, "from", "required"),
         ("/screen/changes?from=2026-03-02&to=2026-03-01", 422, "from", "is after to"),
