@@ -288,6 +288,7 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (ENV_WEBHOOK_TIMEOUT, "webhook_timeout", "seconds one webhook attempt may take in all"),
     (ENV_WEBHOOK_SECRET_GRACE, "webhook_secret_grace", "seconds a rotated-out webhook secret still signs"),
     (ENV_MAX_WATCHES, "max_watches", "watches in force one token may hold"),
+    (ENV_SCREEN_PAGE_MAX, "screen_page_max", "lines one page of GET /screen or /screen/changes may hold"),
     (ENV_METRICS, "metrics", f"GET /metrics: {', '.join(METRICS_MODES)}"),
     (ENV_LOG_FORMAT, "log_format", f"server log lines: {', '.join(LOG_FORMATS)}"),
     (ENV_PUBLIC_URL, "public_url", "where clients reach this server (https://...): the feed's links"),
