@@ -194,3 +194,18 @@ def test_sqlite_and_postgresql_answer_the_same_bytes(new_db: NewDb, pg_cluster: 
                     got.append(_get(server, f"{path}&page={token}").content)
         answers.append(got)
     assert answers[0] == answers[1]
+
+
+@pytest.mark.process
+def test_the_page_cap_is_a_setting(new_db: NewDb, tmp_path: Any) -> None:
+    """LEDGER_SCREEN_PAGE_MAX=2: a page holds 2 lines by default, and 3 asked for is refused naming it."""
+    db = new_db()
+    ledger, _ = seeded_ledger(db)
+    ledger.close()
+    env = {"LEDGER_SCREEN_PAGE_MAX": "2", "LEDGER_STATE_DIR": str(tmp_path)}
+    with running_server(db, env=env) as server:
+        body = _get(server, ASKED).json()
+        assert len(body["items"]) == 2 and body["next_page"] is not None
+        r = _get(server, ASKED + "&limit=3")
+        assert r.status_code == 422 and r.json()["error"]["details"]["where"] == "limit"
+        assert "1..2 (the page cap, set by LEDGER_SCREEN_PAGE_MAX)" in r.json()["error"]["message"]
