@@ -21,7 +21,7 @@ from api.intake import sources, writes
 from api.limits import RateLimiter
 from api.log import bundles, evidence, live, proofs, witnesses
 from api.ops import metrics, scrub, telemetry
-from api.records import negotiated, routes, search
+from api.records import negotiated, routes, screen, search
 from api.resolve import routes as resolve_routes
 from api.settings import Settings
 from service.ledger import Ledger
@@ -138,6 +138,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(resolve_routes.router)  # before routes: /paper/{id:path} would take its page
     app.include_router(routes.router)
     app.include_router(search.router)
+    app.include_router(screen.router)
     app.include_router(evidence.router)
     app.include_router(writes.router)
     app.include_router(collection_routes.router)

@@ -30,6 +30,8 @@ DEFAULT_SSE_BUFFER = 1024 * 1024
 DEFAULT_SCRUB_INTERVAL = 86_400.0
 DEFAULT_WEBHOOK_BACKOFF = 10.0
 DEFAULT_MAX_WATCHES = 1000
+# lines one page of GET /screen or /screen/changes holds, at most (and by default)
+DEFAULT_SCREEN_PAGE_MAX = 500
 DEFAULT_WEBHOOK_TIMEOUT = 10.0
 DEFAULT_WEBHOOK_SECRET_GRACE = SECRET_GRACE_S
 # resolves at once across every server process: each may use the resolver's worker processes
@@ -64,6 +66,7 @@ ENV_CHECKPOINT_INTERVAL = "LEDGER_CHECKPOINT_INTERVAL"
 ENV_WEBHOOK_BACKOFF = "LEDGER_WEBHOOK_BACKOFF"
 ENV_WEBHOOK_ALLOW = "LEDGER_WEBHOOK_ALLOW"
 ENV_MAX_WATCHES = "LEDGER_MAX_WATCHES"
+ENV_SCREEN_PAGE_MAX = "LEDGER_SCREEN_PAGE_MAX"
 ENV_WEBHOOK_TIMEOUT = "LEDGER_WEBHOOK_TIMEOUT"
 ENV_WEBHOOK_SECRET_GRACE = "LEDGER_WEBHOOK_SECRET_GRACE"
 ENV_METRICS = "LEDGER_METRICS"
@@ -131,6 +134,8 @@ class Settings:
     webhook_allow: tuple[str, ...] = ()
     # Watches in force one token may hold (POST /watches past it: 409); the CLI's are not counted.
     max_watches: int = DEFAULT_MAX_WATCHES
+    # Lines one page of GET /screen or /screen/changes holds, at most (a larger ?limit=: 422).
+    screen_page_max: int = DEFAULT_SCREEN_PAGE_MAX
     # Seconds one webhook attempt may take in all (resolving, connecting, sending, the answer).
     webhook_timeout: float = DEFAULT_WEBHOOK_TIMEOUT
     # Seconds a rotated-out webhook secret still signs beside the new one (receivers switch meanwhile).
@@ -235,6 +240,9 @@ class Settings:
             max_watches=_positive_int(
                 env.get(ENV_MAX_WATCHES), DEFAULT_MAX_WATCHES, ENV_MAX_WATCHES, "watches"
             ),
+            screen_page_max=_positive_int(
+                env.get(ENV_SCREEN_PAGE_MAX), DEFAULT_SCREEN_PAGE_MAX, ENV_SCREEN_PAGE_MAX, "lines"
+            ),
             webhook_timeout=_positive_float(
                 env.get(ENV_WEBHOOK_TIMEOUT), DEFAULT_WEBHOOK_TIMEOUT, ENV_WEBHOOK_TIMEOUT
             ),
@@ -285,6 +293,7 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (ENV_WEBHOOK_TIMEOUT, "webhook_timeout", "seconds one webhook attempt may take in all"),
     (ENV_WEBHOOK_SECRET_GRACE, "webhook_secret_grace", "seconds a rotated-out webhook secret still signs"),
     (ENV_MAX_WATCHES, "max_watches", "watches in force one token may hold"),
+    (ENV_SCREEN_PAGE_MAX, "screen_page_max", "lines one page of GET /screen or /screen/changes may hold"),
     (ENV_METRICS, "metrics", f"GET /metrics: {', '.join(METRICS_MODES)}"),
     (ENV_LOG_FORMAT, "log_format", f"server log lines: {', '.join(LOG_FORMATS)}"),
     (ENV_PUBLIC_URL, "public_url", "where clients reach this server (https://...): the feed's links"),

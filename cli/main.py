@@ -22,6 +22,7 @@ from cli import (
     monitor,
     ops,
     resolve,
+    screen,
     search,
     sources,
     timeline,
@@ -305,5 +306,6 @@ for commands in (
     timeline,
     resolve,
     collections,
+    screen,
 ):
     commands.register(main)

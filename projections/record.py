@@ -221,7 +221,7 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
                 if res is None
                 else Resolution(res.observed_at, res.data.resolver_source, res.data.status)
             ),
-            standing_notice=_standing(work, checks, used),
+            standing_notice=standing_notice(work, checks, used),
         )
         return msgspec.structs.replace(obs, observation_digest=observation_digest(obs))
 
@@ -249,7 +249,7 @@ def build_record(src: RecordSource, arxiv_id: str, as_of_us: int) -> Built:
 _PENDING = Resolution(None, None, "pending")
 
 
-def _standing(
+def standing_notice(
     work: CitedWork | None, checks: dict[tuple[str, int], list[CheckRow]], used: set[int]
 ) -> StandingNotice:
     if work is None or work.work_id is None:

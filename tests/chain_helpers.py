@@ -29,7 +29,12 @@ LEVEL_SUFFIXES = ("", "_deep", "_middle", "_recent")  # the derived tables' leve
 
 def cut_sql(keep: int) -> list[str]:
     """What a careful attacker runs to cut the events after `keep` off: every table that names them."""
-    tables = (*(f"{t}{level}" for t in ("check_works", "event_keys") for level in LEVEL_SUFFIXES), "events")
+    tables = (
+        *(f"{t}{level}" for t in ("check_works", "event_keys") for level in LEVEL_SUFFIXES),
+        "screen_refs",
+        "screen_notices",
+        "events",
+    )
     # the spans are rebuilt from what is left by the store's own fill, when the ledger is next opened
     return [
         *(f"DELETE FROM {t} WHERE seq > {keep}" for t in tables),

@@ -64,6 +64,13 @@ class SpanTables(Protocol):
     def count_rows(self, cited: Sequence[str] | None = None) -> tuple[Iterator[Bucket], Iterator[Bucket]]: ...
 
 
+class ScreenTables(Protocol):
+    """The screen's index (ledger/storage/derived/screen.py), read back for verify."""
+
+    def screen_events(self, after: int = 0) -> Iterator[tuple[Any, ...]]: ...
+    def screen_rows(self, after: int = 0) -> Iterator[tuple[Any, ...]]: ...
+
+
 class SearchTables(Protocol):
     """The title index, extended from the events past its cursor."""
 
@@ -128,6 +135,7 @@ class Tables(
     VerifyTables,
     KeyTables,
     SpanTables,
+    ScreenTables,
     SearchTables,
     ScrubTables,
     WorkTables,

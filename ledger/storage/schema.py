@@ -305,6 +305,30 @@ LAYOUT = Layout(
             clustered=True,
         ),
         Table("derived_pending", (_c("name"),), ("name",), clustered=True),
+        # the screen's index (ledger/storage/derived/screen.py): the references that name a work, and
+        # the notices standing checks list for a work
+        Table(
+            "screen_refs",
+            (_c("work_id"), _c("seq", BIGINT), _c("observation_id"), _c("citing")),
+            ("work_id", "seq"),
+            indexes=(Index("screen_refs_seq", ("seq",)),),
+            clustered=True,
+        ),
+        Table(
+            "screen_notices",
+            (
+                _c("work_id"),
+                _c("seq", BIGINT),
+                _c("ordinal", BIGINT),
+                _c("source"),
+                _c("observed_us", BIGINT),
+                _c("recorded_us", BIGINT),
+                _c("notice"),
+            ),
+            ("work_id", "seq", "ordinal"),
+            indexes=(Index("screen_notices_seq", ("seq",)),),
+            clustered=True,
+        ),
         # standing alerts (service/alerts): the ledger's own state, not hashed events, changed in place
         Table(
             "watches",

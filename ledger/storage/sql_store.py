@@ -35,7 +35,7 @@ from ledger.model.instants import format_recorded, now_us
 from ledger.storage.append import Rows
 from ledger.storage.catalogue_store import SqlCatalogue
 from ledger.storage.conns import ThreadConnections
-from ledger.storage.derived import spans
+from ledger.storage.derived import screen, spans
 from ledger.storage.derived.keys import EVENT, LEVELS, MOVES, OBSERVATION, WORK, level_table
 from ledger.storage.derived.search import INDEX_CHUNK, Found, Hit
 from ledger.storage.derived.spans import (
@@ -125,6 +125,9 @@ def _move(source: str, target: str, analyze: bool = False) -> list[str]:
             out += [f"ANALYZE {src}", f"ANALYZE {dst}"]
     return out
 
+
+_SCREEN_TYPES = "('citation.observed', 'resolution.observed', 'standing.checked')"
+_SCREEN_RANGE = 50_000  # seqs whose screen rows verify reads per statement
 
 _INSERT_SPANS = f"INSERT INTO inbound_spans ({SPAN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 # a span opened at the recorded_us that closes it was never visible to a read: it goes
@@ -506,6 +509,11 @@ class SqlWriteTx:
         seqs pass a level's size (the caller commits)."""
         self._spans(rows.steps)
         self.store.query_many(self.conn, _INSERT_EVENTS, rows.events)
+        refs, notices = screen.batch_rows(rows.events)
+        if refs:
+            self.store.query_many(self.conn, screen.INSERT_REFS, refs)
+        if notices:
+            self.store.query_many(self.conn, screen.INSERT_NOTICES, notices)
         # a level moves in the append whose seqs pass a multiple of its size: no read needed to know
         # (each size a multiple of the one before, a level moves only when the one above it does)
         before, last = rows.events[0][0] - 1, rows.events[-1][0]
@@ -598,6 +606,7 @@ class SqlReader:
         self.conn = conn
         self.t = as_of_us
         self.k = known_us
+        self._noticed_cache: list[str] | None = None
 
     def _facts(self, sql: str, params: Sequence[Any]) -> list[Fact]:
         return [fact_row(r) for r in self.store.query(self.conn, sql, params)]
@@ -735,6 +744,82 @@ class SqlReader:
             (*d.bind_pairs(works), *(self.t, self.k) * len(LEVELS)),
         )
         return [CheckRow(w, s, src, oa, ous, seq, json.loads(n)) for w, s, src, oa, ous, seq, n in rows]
+
+    # -- the screen (service/screen.py): references to works with notices ----------------
+
+    def _noticed_works(self) -> list[str]:
+        """The works some check as of T and K lists a notice for (read once per reader)."""
+        if self._noticed_cache is None:
+            rows = self.store.query(
+                self.conn,
+                "SELECT DISTINCT work_id FROM screen_notices WHERE observed_us <= ? AND recorded_us <= ?",
+                (self.t, self.k),
+            )
+            self._noticed_cache = sorted(r[0] for r in rows)
+        return self._noticed_cache
+
+    def _flagged_refs(self, papers: Sequence[str] | None) -> tuple[str, list[Any]]:
+        """The screen_refs rows of works some check as of T and K lists a notice for (of `papers`).
+        The works are bound as a list: each is one seek of the table's key, whatever the planner
+        knows of the table's size."""
+        d = self.store.dialect
+        where = d.any_of("r.work_id")
+        params: list[Any] = [d.bind_list(self._noticed_works())]
+        if papers is not None:
+            where += f" AND {d.any_of('r.citing')}"
+            params.append(d.bind_list(sorted(papers)))
+        return where, params
+
+    def screen_citing(self, papers: Sequence[str] | None, after: str | None, limit: int) -> list[str]:
+        """The first `limit` citing papers (after `after`, in code-point order) with a reference that
+        ever named a work some check as of T and K lists a notice for."""
+        where, params = self._flagged_refs(papers)
+        if after is not None:
+            where += " AND r.citing > ?"
+            params.append(after)
+        rows = self.store.query(
+            self.conn,
+            f"SELECT DISTINCT r.citing FROM screen_refs AS r WHERE {where} ORDER BY r.citing LIMIT ?",
+            (*params, limit),
+        )
+        return [r[0] for r in rows]
+
+    def screen_observations(self, citing: Sequence[str]) -> list[str]:
+        """The references of these papers that ever named a work some check as of T and K lists a
+        notice for: their observation ids, sorted."""
+        if not citing:
+            return []
+        where, params = self._flagged_refs(citing)
+        rows = self.store.query(
+            self.conn, f"SELECT DISTINCT r.observation_id FROM screen_refs AS r WHERE {where}", params
+        )
+        return sorted(r[0] for r in rows)
+
+    def screen_facts(self, observation_ids: Sequence[str]) -> list[Fact]:
+        """The citations and resolutions as of T and K of these observations, in seq order."""
+        if not observation_ids:
+            return []
+        d = self.store.dialect
+        return self._facts(
+            f"SELECT {FACT_COLUMNS} FROM events WHERE {d.keyed('event_keys_all')} "
+            "AND observed_us <= ? AND recorded_us <= ? ORDER BY seq",
+            (d.bind_list([OBSERVATION + o for o in observation_ids]), self.t, self.k),
+        )
+
+    def notices_learned(self, work_ids: Sequence[str]) -> dict[tuple[str, str, str], tuple[int, int]]:
+        """(work_id, source, notice JSON) -> (recorded_us, seq) of the first check as of T and K that
+        listed that notice for the work: when the ledger learned it."""
+        if not work_ids:
+            return {}
+        d = self.store.dialect
+        rows = self.store.query(
+            self.conn,
+            "SELECT work_id, source, notice, min(recorded_us), min(seq) FROM screen_notices "
+            f"WHERE {d.any_of('work_id')} AND observed_us <= ? AND recorded_us <= ? "
+            "GROUP BY work_id, source, notice",
+            (d.bind_list(sorted(set(work_ids))), self.t, self.k),
+        )
+        return {(r[0], r[1], r[2]): (r[3], r[4]) for r in rows}
 
     # -- a paper's timeline (projections/timeline.py): every instant, not one -----------
 
@@ -948,6 +1033,45 @@ class SqlTables:
             "SELECT max(stream_version) FROM events WHERE stream = ? AND seq <= ?", (stream, seq)
         ).fetchone()
         return int(row[0] or 0)
+
+    def screen_events(self, after: int = 0) -> Iterator[tuple[Any, ...]]:
+        """(seq, type, stream, observed_us, recorded_us, data) of the events the screen's rows come
+        from, after `after`, in seq order, a part at a time."""
+        while True:
+            rows = self._q(
+                "SELECT seq, type, stream, observed_us, recorded_us, data FROM events WHERE seq > ? AND "
+                f"type IN {_SCREEN_TYPES} ORDER BY seq LIMIT 5000",
+                (after,),
+            ).fetchall()
+            if not rows:
+                return
+            yield from rows
+            after = rows[-1][0]
+
+    def screen_rows(self, after: int = 0) -> Iterator[tuple[Any, ...]]:
+        """The screen's stored rows of events after `after`: ("ref", *RefRow) and ("notice", *NoticeRow),
+        by seq, a range of seqs at a time."""
+        last = self._q("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+        for low in range(after, last, _SCREEN_RANGE):
+            where = "WHERE seq > ? AND seq <= ? ORDER BY seq"
+            span = (low, low + _SCREEN_RANGE)
+            refs = self._q(f"SELECT 'ref', {screen.REF_COLUMNS} FROM screen_refs {where}", span).fetchall()
+            notices = self._q(f"SELECT 'notice', {screen.NOTICE_COLUMNS} FROM screen_notices {where}", span)
+            yield from heapq.merge(map(tuple, refs), map(tuple, notices.fetchall()), key=lambda r: r[2])
+        # rows past the last event (none belong there) are named by the caller as rows of no event
+        yield from map(
+            tuple,
+            self._q(
+                f"SELECT 'ref', {screen.REF_COLUMNS} FROM screen_refs WHERE seq > ?", (max(last, after),)
+            ),
+        )
+        yield from map(
+            tuple,
+            self._q(
+                f"SELECT 'notice', {screen.NOTICE_COLUMNS} FROM screen_notices WHERE seq > ?",
+                (max(last, after),),
+            ),
+        )
 
     def check_works_after(self, seq: int, upto: int | None = None) -> Iterator[tuple[Any, ...]]:
         """check_works rows (at either level) of events after seq (up to `upto`) in (seq, work_id)

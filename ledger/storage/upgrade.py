@@ -15,7 +15,7 @@ import re
 import sqlite3
 from typing import Any
 
-from ledger.storage.derived.backfill import fill_work_keys
+from ledger.storage.derived.backfill import fill_screen, fill_work_keys
 from ledger.storage.schema import (
     LAYOUT,
     POSTGRESQL,
@@ -35,7 +35,8 @@ from ledger.storage.sql import Dialect
 _CHANGES = ("events", "no_replace", "merkle", "scrub_passes", "event_keys", "inbound_spans", "work_keys",
             "four_levels", "alerts", "search", "ingest_receipts", "watch_owners", "catalogue",
             "import_progress", "resolve_jobs", "catalogue_by_seq", "secret_rotation",
-            "event_writers", "catalogue_first_seq", "resolve_bounds", "collection_watches")  # fmt: skip
+            "event_writers", "catalogue_first_seq", "resolve_bounds", "collection_watches",
+            "screen")  # fmt: skip
 STEP: dict[str, dict[str, int]] = {
     SQLITE: {name: n for n, name in enumerate(_CHANGES, start=1)},
     POSTGRESQL: {name: max(n - 1, 1) for n, name in enumerate(_CHANGES, start=1)},
@@ -99,6 +100,8 @@ def _move_rows(conn: Any, dialect: Dialect, version: int) -> None:
         )
     if version < step["work_keys"]:
         fill_work_keys(conn, dialect)
+    if version < step["screen"]:
+        fill_screen(conn, dialect)
     if step["event_keys"] <= version < step["four_levels"]:
         # no lookup reads the cited arXiv ids' keys; the guard is made again below
         conn.execute(f"DROP TRIGGER {_DELETE_GUARD[dialect.name]}")

@@ -27,6 +27,7 @@ from ledger.model.facts import Head, VerifiedPoint
 from ledger.model.instants import parse_instant
 from ledger.storage.append import check_rows, link_checks
 from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys, stored_keys
+from ledger.storage.derived.screen import event_rows as screen_event_rows
 from ledger.storage.derived.spans import Row, Step, history
 from ledger.tlog import merkle_store as ms
 from ledger.tlog.chain import GENESIS, Follower, envelope_body
@@ -243,6 +244,7 @@ def _walk(
                             or _check_event_ids(tables, walk.touched)
                             or _check_spans(tables, walk.touched)
                             or _check_counts(tables, walk.touched, walk.last_seq)
+                            or _check_screen(tables, walk.start.seq)
                         )
                     walk.broke(bad, DERIVED)
             head = store.head()
@@ -652,6 +654,34 @@ def _check_counts(tables: Tables, only: set[str] | None, last_seq: int) -> tuple
         f"inbound_counts of arXiv:{wrong[0]} (bucket {wrong[1]}) do not add up to its inbound spans "
         "(counts altered, added or removed)"
     )
+
+
+def _check_screen(tables: Tables, after: int) -> tuple[int, str] | None:
+    """The screen's rows of the events after `after` are what those events give: the first seq whose
+    rows differ is named."""
+    stored = itertools.groupby(tables.screen_rows(after), key=lambda r: r[2])
+    derived = itertools.groupby(_screen_rows(tables.screen_events(after)), key=lambda r: r[2])
+    a, b = next(stored, None), next(derived, None)
+    while a is not None or b is not None:
+        if a is not None and (b is None or a[0] < b[0]):
+            return a[0], _SCREEN_MISMATCH
+        if b is not None and (a is None or b[0] < a[0]):
+            return b[0], _SCREEN_MISMATCH
+        assert a is not None and b is not None
+        if sorted(a[1]) != sorted(b[1]):
+            return a[0], _SCREEN_MISMATCH
+        a, b = next(stored, None), next(derived, None)
+    return None
+
+
+_SCREEN_MISMATCH = "the screen's index rows (screen_refs, screen_notices) do not match the event's data"
+
+
+def _screen_rows(events: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    for seq, type_, stream, observed_us, recorded_us, data in events:
+        refs, notices = screen_event_rows(seq, type_, stream, observed_us, recorded_us, data)
+        yield from (("ref", *r) for r in refs)
+        yield from (("notice", *n) for n in notices)
 
 
 def _span_break(oid: str, rows: list[Row], steps: list[Step]) -> tuple[int, str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ledger.storage.derived.keys import WORK, link_keys
+from ledger.storage.derived.screen import INSERT_NOTICES, INSERT_REFS, NoticeRow, RefRow, batch_rows
 from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
 
 PAGE = 10_000
@@ -42,3 +43,32 @@ def fill_work_keys(conn: Any, dialect: Dialect) -> int:
     if dialect.analyze:
         conn.execute("ANALYZE event_keys")
     return added
+
+
+_READ_SCREEN = (
+    "SELECT seq, event_id, stream, stream_version, type, observed_at, observed_us, recorded_at, recorded_us, "
+    "data FROM events WHERE type IN ('citation.observed', 'resolution.observed', 'standing.checked') "
+    "AND seq > ? ORDER BY seq LIMIT ?"
+)
+
+
+def fill_screen(conn: Any, dialect: Dialect) -> int:
+    """Derive the screen's rows of every stored event, a page at a time; returns how many. Run inside
+    the migration's transaction."""
+    after, added = 0, 0
+    while True:
+        rows = conn.execute(dialect.sql(_READ_SCREEN), (after, PAGE)).fetchall()
+        if not rows:
+            return added
+        refs, notices = batch_rows(rows)
+        insert_screen(conn, dialect, refs, notices)
+        added += len(refs) + len(notices)
+        after = rows[-1][0]
+
+
+def insert_screen(conn: Any, dialect: Dialect, refs: list[RefRow], notices: list[NoticeRow]) -> None:
+    """Write the screen's rows of a batch on `conn`."""
+    if refs:
+        conn.cursor().executemany(dialect.sql(INSERT_REFS), refs)
+    if notices:
+        conn.cursor().executemany(dialect.sql(INSERT_NOTICES), notices)

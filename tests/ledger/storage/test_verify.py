@@ -221,6 +221,30 @@ def forged_inbound_count(db: str) -> int:
     return N
 
 
+def removed_screen_ref(db: str) -> int:
+    """A reference gone from the screen's index: the screen would miss it; its event's seq is named."""
+    seq = int(one(db, "SELECT min(seq) FROM screen_refs"))
+    edit(db, "DELETE FROM screen_refs WHERE seq = ?", params=(seq,))
+    return seq
+
+
+def forged_screen_ref(db: str) -> int:
+    """A reference filed under another work in the screen's index."""
+    seq = int(one(db, "SELECT max(seq) FROM screen_refs"))
+    edit(db, "UPDATE screen_refs SET work_id = 'forged' WHERE seq = ?", params=(seq,))
+    return seq
+
+
+def added_screen_notice(db: str) -> int:
+    """A notice in the screen's index that no check lists: named at the check it claims."""
+    edit(
+        db,
+        "INSERT INTO screen_notices (work_id, seq, ordinal, source, observed_us, recorded_us, notice) "
+        "VALUES ('forged', 131, 0, 'crossref', 0, 0, '{}')",
+    )
+    return 131
+
+
 _ENVELOPE = ["event_id", "stream", "stream_version", "type", "observed_at", "recorded_at", "data",
              "prev_hash"]  # fmt: skip
 
@@ -262,6 +286,9 @@ BROKEN: list[Any] = [
     ),  # fmt: skip
     pytest.param(removed_work_key, "derived index rows .* do not match", id="removed-work-key"),
     pytest.param(forged_work_key, "derived index rows .* do not match", id="forged-work-key"),
+    pytest.param(removed_screen_ref, "screen's index rows .* do not match", id="removed-screen-ref"),
+    pytest.param(forged_screen_ref, "screen's index rows .* do not match", id="forged-screen-ref"),
+    pytest.param(added_screen_notice, "screen's index rows .* do not match", id="added-screen-notice"),
     pytest.param(
         truncated_leaving_check_rows,
         "derived index rows .* do not match",
