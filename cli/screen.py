@@ -13,6 +13,7 @@ import click
 from cli.common import instant, read_db_option
 
 if TYPE_CHECKING:
+    from service.ledger import Ledger
     from service.screen import Page
 
 # notice kinds (ledger.model.events.NOTICE_KINDS; not imported here: the CLI starts without the model)
@@ -53,6 +54,13 @@ def register(main: click.Group) -> None:
 )
 @click.option("--page", "page", help="The next_page token a previous answer printed.")
 @click.option("--all-pages", is_flag=True, help="Print every page, one after another (table and CSV).")
+@click.option(
+    "--bundle",
+    "bundle_to",
+    metavar="PATH",
+    help="Write this page as an offline bundle (its events, their proofs, the signed checkpoint of its "
+    "head) to PATH (- for stdout), for `ledger check-bundle`.",
+)
 @read_db_option
 def screen_command(
     papers: tuple[str, ...],
@@ -66,6 +74,7 @@ def screen_command(
     limit: int,
     page: str | None,
     all_pages: bool,
+    bundle_to: str | None,
     db: str,
 ) -> None:
     """Each citing paper with each reference whose latest resolution as of T (verified exact or fuzzy,
@@ -76,12 +85,15 @@ def screen_command(
     from ledger.model.errors import InvalidEvent
     from ledger.model.ids import normalise_arxiv
     from service.ledger import Ledger
+    from service.proofs.screen_bundle import screen_checkpoint
     from service.screen import Query, collection_members, page_json, screen, screen_changes
 
     t, k = instant(as_of, "--as-of"), instant(known_at, "--known-at")
     start = instant(changes_from, "--changes-from")
     if papers and collection is not None:
         raise InvalidEvent("--collection", "give --paper or --collection, not both")
+    if bundle_to is not None and start is not None:
+        raise InvalidEvent("--bundle", "a bundle proves a screen, not its changes: leave out --changes-from")
     ledger = Ledger(db)
     try:
         chosen = (
@@ -97,8 +109,13 @@ def screen_command(
                 answer = screen(ledger.store, query, page, limit)
             else:
                 answer = screen_changes(ledger.store, query, start, page, limit)
+            if bundle_to is not None:
+                _bundle(ledger, page_json(answer, collection), bundle_to)
+                return
             if fmt == "json":
-                click.echo(canonical(page_json(answer, collection)).decode())
+                body = page_json(answer, collection)
+                body["checkpoint"] = screen_checkpoint(ledger, answer.head.seq)
+                click.echo(canonical(body).decode())
                 return
             if fmt == "csv":
                 _csv(answer, writer, header=first)
@@ -116,6 +133,22 @@ def screen_command(
                 return
     finally:
         ledger.close()
+
+
+def _bundle(ledger: Ledger, body: dict[str, Any], out: str) -> None:
+    """Write one page's offline bundle to `out` (- for stdout) and say what it holds on stderr."""
+    from cli.integrity import write_bundle
+    from service.proofs.screen_bundle import bundle_of_page
+
+    bundle = bundle_of_page(ledger, body)
+    write_bundle(None if out == "-" else out, bundle.chunks())
+    more = f"; more lines: add --page {body['next_page']}" if body["next_page"] else ""
+    where = "" if out == "-" else f", written to {out}"
+    click.echo(
+        f"bundle: {len(body['items'])} line(s) of the screen as of {body['as_of']}, "
+        f"{len(bundle.seqs)} events, checkpoint size {body['head']['tree_size']}{where}{more}",
+        err=True,
+    )
 
 
 def _csv(answer: Page, writer: Any, header: bool) -> None:

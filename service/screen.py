@@ -14,12 +14,12 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
 from ledger.model.codec import canonical
-from ledger.model.errors import InvalidEvent
+from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import NOTICE_KINDS, Notice
 from ledger.model.facts import Head
 from ledger.model.instants import format_as_of, format_recorded
@@ -27,6 +27,9 @@ from ledger.model.record_types import NoticeEvent
 from ledger.storage.interface import Store
 from projections import screen as proj
 from service.resolver.shown import event_links
+
+if TYPE_CHECKING:
+    from service.ledger import Ledger
 
 SCHEMA = "citation-ledger.screen.v1"
 CHANGES_SCHEMA = "citation-ledger.screen-changes.v1"
@@ -74,14 +77,15 @@ class Page(NamedTuple):
     from_us: int | None = None  # a page of changes: from this instant to the query's T
 
 
-def collection_members(ledger: Any, name: str, known_us: int | None) -> frozenset[str]:
-    """The papers of collection `name` as the ledger knew them at K: the one place a screen asks for a
-    collection's members."""
-    raise InvalidEvent(
-        "collection",
-        f"collection {name[:80]!r} cannot be screened: this ledger keeps no collections yet; "
-        "name the papers instead (--paper ID, or paper=ID in the query, repeated)",
-    )
+def collection_members(ledger: Ledger, name: str, known_us: int | None) -> frozenset[str]:
+    """The papers of collection `name` as the ledger knew them at K (recorded time; None: now), as of
+    the head now: the one place a screen asks for a collection's members. NotFound naming
+    `collection` for one not made by then."""
+    members = ledger.collections.members(name, known_us, upto_seq=ledger.head().seq)
+    if members is None:
+        when = "" if known_us is None else f" known at {format_recorded(known_us)}"
+        raise NotFound(f"no collection {name[:80]!r}{when}", details={"collection": name[:80]})
+    return members
 
 
 def check_kinds(kinds: Collection[str] | None, where: str = "kind") -> frozenset[str] | None:

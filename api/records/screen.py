@@ -15,12 +15,14 @@ from starlette.concurrency import run_in_threadpool
 
 from api import docs
 from api.common import JSON, head_headers, instant, ledger_of, settings_of
+from api.log.bundles import bundle_response
 from api.negotiate import VARY, prefers_html, quality
 from api.records import negotiated
 from api.records.render import ENV
 from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.ids import normalise_arxiv
+from service.proofs.screen_bundle import bundle_of_page, screen_checkpoint
 from service.screen import (
     CSV_COLUMNS,
     Page,
@@ -57,6 +59,13 @@ _Exact = Annotated[bool, Query(description="Only references resolved verified_ex
 _Page = Annotated[
     str | None, Query(description="The next_page token of the previous answer", max_length=4096)
 ]
+_Bundle = Annotated[
+    bool,
+    Query(
+        description="Answer this page as an offline bundle: its rows, their events and inclusion proofs "
+        "against the signed checkpoint of its head (check it with `ledger check-bundle`)"
+    ),
+]
 _Limit = Annotated[int | None, Query(description="Lines a page holds (at most LEDGER_SCREEN_PAGE_MAX)")]
 _Format = Annotated[str | None, Query(description="json, csv or html: overrides the Accept header")]
 _Instant = "RFC 3339 with offset, or YYYY-MM-DD (end of that day UTC)"
@@ -89,8 +98,11 @@ def _papers(
     return frozenset(normalise_arxiv(p, "paper") for p in papers)
 
 
-def _answer(request: Request, page: Page, fmt: str, collection: str | None, changes: bool) -> Response:
+def _answer(
+    request: Request, page: Page, fmt: str, collection: str | None, changes: bool, checkpoint: str | None
+) -> Response:
     body = page_json(page, collection)
+    body["checkpoint"] = checkpoint
     headers = {**head_headers(page.head), **VARY}
     if fmt == "json":
         return Response(canonical(body), media_type=JSON, headers=headers)
@@ -146,6 +158,7 @@ def _render(request: Request, page: Page, body: dict[str, Any], changes: bool) -
         action=request.url.path,
         csv_href=_href(request, format="csv"),
         json_href=_href(request, format="json"),
+        bundle_href=None if changes else _href(request, bundle="true"),
         next_href=None if page.next_page is None else _href(request, page=page.next_page),
     )
 
@@ -167,6 +180,7 @@ async def get_screen(
     page: _Page = None,
     limit: _Limit = None,
     format: _Format = None,
+    bundle: _Bundle = False,
 ) -> Response:
     """Each citing paper with each reference whose latest resolution as of T (verified exact or fuzzy,
     by any resolver or a person) ties it to a work carrying a standing notice: the notice, when the
@@ -187,9 +201,19 @@ async def get_screen(
         size = check_limit(limit, settings_of(request).screen_page_max)
         ledger = ledger_of(request)
         answer = await run_in_threadpool(screen, ledger.store, query, page, size)
+        sign = not settings_of(request).read_only
+        if bundle:
+            body = page_json(answer, collection)
+            return await run_in_threadpool(
+                bundle_response,
+                request,
+                lambda sign: bundle_of_page(ledger, body, sign=sign),
+                "screen.bundle.json",
+            )
+        note = await run_in_threadpool(lambda: screen_checkpoint(ledger, answer.head.seq, sign=sign))
     except LedgerError as e:
         return negotiated.error(request, e, [("Papers", "/")], html=html_default and format in (None, "html"))
-    return _answer(request, answer, fmt, collection, changes=False)
+    return _answer(request, answer, fmt, collection, False, note)
 
 
 @router.get(
@@ -230,6 +254,8 @@ async def get_screen_changes(
         size = check_limit(limit, settings_of(request).screen_page_max)
         ledger = ledger_of(request)
         answer = await run_in_threadpool(screen_changes, ledger.store, query, start, page, size)
+        sign = not settings_of(request).read_only
+        note = await run_in_threadpool(lambda: screen_checkpoint(ledger, answer.head.seq, sign=sign))
     except LedgerError as e:
         return negotiated.error(request, e, [("Papers", "/")], html=html_default and format in (None, "html"))
-    return _answer(request, answer, fmt, collection, changes=True)
+    return _answer(request, answer, fmt, collection, True, note)

@@ -8,13 +8,14 @@ checks one with no database.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ledger.model.codec import canonical, envelope_json
 from ledger.model.errors import InvalidEvent
 from ledger.tlog.chain import envelope_body
-from ledger.tlog.checkpoint import Checkpointer
+from ledger.tlog.checkpoint import Checkpointer, NotSigned
 from ledger.tlog.merkle import leaf_hash
 from service.ledger import Ledger
 from service.proofs.proofs import Leaves, Signed, checkpoint_at, prove
@@ -24,11 +25,12 @@ from service.proofs.screen_claims import (
     Facts,
     ScreenHead,
     claim_key,
+    claim_of,
     claim_problems,
     facts_of,
 )
 
-__all__ = ["SCREEN_SCHEMA", "ScreenBundle", "open_screen_bundle"]
+__all__ = ["SCREEN_SCHEMA", "ScreenBundle", "bundle_of_page", "open_screen_bundle", "screen_checkpoint"]
 
 CHUNK = 1000  # seqs per read of envelopes and per chunk of proofs
 
@@ -126,3 +128,25 @@ def _facts(ledger: Ledger, seqs: list[int], works: set[str]) -> dict[int, Facts]
         for e in ledger.store.envelopes(seqs[i : i + CHUNK]):
             out[e.seq] = facts_of(e.seq, e.type, e.stream, e.observed_at, e.recorded_at, bytes(e.data), works)
     return out
+
+
+def bundle_of_page(ledger: Ledger, body: Mapping[str, Any], *, sign: bool = True) -> ScreenBundle:
+    """The offline bundle of one page of a screen, as `service.screen.page_json` gives it: its rows as
+    claims, against the signed checkpoint of the head it was computed at."""
+    if "from" in body:
+        raise InvalidEvent(
+            "bundle", "a bundle proves a screen, not its changes (a cleared line has no event)"
+        )
+    head = ScreenHead(
+        body["as_of"], body["known_at"], tree_size=body["head"]["tree_size"], query=body["filters"]
+    )
+    return open_screen_bundle(ledger, head, [claim_of(i) for i in body["items"]], sign=sign)
+
+
+def screen_checkpoint(ledger: Ledger, tree_size: int, *, sign: bool = True) -> str | None:
+    """The signed checkpoint (its note) of the head a screen was computed at, signed now when the last
+    one is of another size; None on a read-only ledger that kept none of that size."""
+    try:
+        return checkpoint_at(ledger, tree_size, sign=sign).note
+    except NotSigned:
+        return None
