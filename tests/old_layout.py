@@ -45,6 +45,7 @@ ADDED = {
     "resolve_jobs": ("resolve_jobs",),
     "event_writers": ("event_writers",),
     "resolve_bounds": ("resolve_slots", "resolve_budget"),
+    "projector": ("projections", "projector_lease"),
 }
 # before the event-keys step the events kept their random keys in columns of their own, derived by the
 # database from the hashed data
