@@ -24,16 +24,17 @@ from typing import Any, Protocol, cast
 
 from ledger.model.events import ChainLink
 from ledger.storage.derived.spans import (
-    NAME as SPANS_NAME,
-)
-from ledger.storage.derived.spans import (
+    CITATION,
     OPEN,
+    RESOLUTION,
     Row,
     Span,
     Step,
     bucket_deltas,
     delta,
-    link_step,
+)
+from ledger.storage.derived.spans import (
+    NAME as SPANS_NAME,
 )
 from ledger.storage.interface import Store
 from ledger.storage.sql import ENVELOPE_COLUMNS, link_row
@@ -57,8 +58,9 @@ _DROP_SPAN = f"DELETE FROM inbound_spans WHERE {_SPAN_KEY} AND k_from = ? AND k_
 _CLOSE_SPAN = f"UPDATE inbound_spans SET k_to = ? WHERE {_SPAN_KEY} AND k_to = {OPEN}"
 
 
-# (store, its connection in the batch's transaction, the position before, the position after, the events)
-Apply = Callable[[SqlStore, Any, int, int, list[ChainLink]], None]
+# (store, its connection in the batch's transaction, the position before, the position after): the rule
+# reads what it needs of the events in (before, after] itself
+Apply = Callable[[SqlStore, Any, int, int], None]
 
 
 class Projection(Protocol):
@@ -112,7 +114,8 @@ class Logged:
     def pure(name: str, insert: str, rows_of: Callable[[ChainLink], Iterable[Sequence[Any]]]) -> Logged:
         """A projection whose rows are a pure function of each event, inserted by `insert`."""
 
-        def apply(store: SqlStore, conn: Any, after: int, upto: int, links: list[ChainLink]) -> None:
+        def apply(store: SqlStore, conn: Any, after: int, upto: int) -> None:
+            links = map(link_row, store.query(conn, _EVENTS, (after, upto)).fetchall())
             rows = [r for link in links for r in rows_of(link)]
             if rows:
                 store.query_many(conn, insert, rows)
@@ -133,8 +136,7 @@ class Logged:
                     start = position_of(sql, self.name, conn)  # another projector may have gone on
                     end = min(upto, start + batch)
                     if start < end:
-                        links = [link_row(r) for r in sql.query(conn, _EVENTS, (start, end)).fetchall()]
-                        self.apply(sql, conn, start, end, links)
+                        self.apply(sql, conn, start, end)
                         if self.fault is not None:
                             self.fault(end)
                         sql.query(conn, _SAVE, (self.name, end))
@@ -162,10 +164,20 @@ class Cursor:
         return self.extend(store, upto)
 
 
-def apply_spans(store: SqlStore, conn: Any, after: int, upto: int, links: list[ChainLink]) -> None:
-    """Close and open the inbound spans (and their per-day counts) of the observations these events
-    change, from each observation's events up to `after` (what the stored rows hold) and the new ones."""
-    oids = sorted({s.observation_id for s in map(link_step, links) if s is not None})
+def apply_spans(store: SqlStore, conn: Any, after: int, upto: int) -> None:
+    """Close and open the inbound spans (and their per-day counts) of the observations the events in
+    (after, upto] change, from each one's events up to `after` (what the stored rows hold) and the new
+    ones (read by the database from the events' data: no envelope is decoded here)."""
+    d = store.dialect
+    oids = [
+        r[0]
+        for r in store.query(
+            conn,
+            f"SELECT DISTINCT {d.json_text('observation_id')} FROM events "
+            f"WHERE seq > ? AND seq <= ? AND type IN ('{CITATION}', '{RESOLUTION}') ORDER BY 1",
+            (after, upto),
+        ).fetchall()
+    ]
     if not oids:
         return
     closed: list[tuple[Any, ...]] = []

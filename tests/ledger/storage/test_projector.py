@@ -22,6 +22,7 @@ from ledger.storage.projector import (
     READ_BY_RECORDS,
     SPAN_PROJECTION,
     SPANS,
+    Logged,
     catch_up,
     lease_holder,
     release_lease,
@@ -430,5 +431,26 @@ def test_a_cli_import_projects_what_it_wrote_before_it_exits(new_db: NewDb, tmp_
         assert ledger.head().seq == sum(len(b) for b in _history())
         assert _position(ledger) == ledger.head().seq
         assert rows(db, SPANS_SQL) != []
+    finally:
+        ledger.close()
+
+
+def test_a_pure_projection_is_one_line_a_table_kept_by_the_same_batches(new_db: NewDb) -> None:
+    """`Logged.pure`: a table whose rows are a function of each event, kept at its own position."""
+    ledger = _ledger(new_db())
+    try:
+        edit(ledger.url, "CREATE TABLE scratch_types (seq BIGINT PRIMARY KEY, type TEXT NOT NULL)")
+        types = Logged.pure(
+            "scratch_types",
+            "INSERT INTO scratch_types (seq, type) VALUES (?, ?)",
+            lambda link: [(link.event.seq, link.event.type)] if link.event.type != "paper.observed" else [],
+        )
+        head = ledger.head().seq
+        assert catch_up(ledger.store, [types], upto=50) == 50
+        assert catch_up(ledger.store, [types]) == head
+        want = [(e.seq, e.type) for e in ledger.store.read_log() if e.type != "paper.observed"]
+        assert rows(ledger.url, "SELECT seq, type FROM scratch_types ORDER BY seq") == want
+        assert ledger.store.tables.projection_position("scratch_types") == head
+        assert _position(ledger) == 0  # each projection at its own position
     finally:
         ledger.close()
