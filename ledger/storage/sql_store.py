@@ -544,16 +544,20 @@ class SqlReader:
 
     def inbound(self, arxiv_id: str, limit: int) -> tuple[int, list[Fact]]:
         """Statements 2 and 3: how many observations are inbound to the paper, counted over its spans,
-        and the citations and resolutions of the first `limit` of them in the record's order."""
+        and the citations and resolutions of the first `limit` of them in the record's order. The spans
+        hold the events up to their projection's position: the observations of the events past it
+        (read with the count) are left out of the spans read and folded in from their events."""
         where = (arxiv_id, self.t, self.t, self.k, self.k)
         if self.k < FAR_FUTURE:  # known at an earlier K: every span of the paper is read, once
+            position, keys = self.store.query(self.conn, f"SELECT {_tail(self.store.dialect)}").fetchone()
             count_all = f"SELECT (SELECT count(*) FROM inbound_spans WHERE {_VISIBLE})"
-            return self._inbound(count_all, where, where, limit)
+            return self._inbound(count_all, where, where, limit, tail=(position, keys))
         start = self.t - self.t % spans.BUCKET_US
         row = self.store.query(
             self.conn,
             f"SELECT {_COUNT_NOW}, "
-            "(SELECT coalesce(sum(starts - ends), 0) FROM inbound_counts WHERE cited = ?)",
+            "(SELECT coalesce(sum(starts - ends), 0) FROM inbound_counts WHERE cited = ?), "
+            + _tail(self.store.dialect),
             (arxiv_id, self.t // spans.BUCKET_US, *(arxiv_id, start, self.t) * 2, arxiv_id),
         ).fetchone()
         # int(): PostgreSQL sums bigints as numeric
@@ -564,7 +568,9 @@ class SqlReader:
         # the planner off the ordered walk).
         early = count * count * 4 < limit * spans_now
         order = "citing || '', reference_index, observation_id" if early else _INBOUND_ORDER
-        return self._inbound(f"SELECT {count}", (), (arxiv_id, self.t, self.t), limit, order, _VISIBLE_NOW)
+        return self._inbound(
+            f"SELECT {count}", (), (arxiv_id, self.t, self.t), limit, order, _VISIBLE_NOW, tail=row[2:]
+        )
 
     def _inbound(
         self,
@@ -574,35 +580,40 @@ class SqlReader:
         limit: int,
         order: str = _INBOUND_ORDER,
         visible: str = _VISIBLE,
+        *,
+        tail: Sequence[Any] = (0, None),
     ) -> tuple[int, list[Fact]]:
-        # the count on a row of its own, joined to the shown events (none when nothing is shown). The
-        # spans hold the events up to their projection's position; the observations of the few events
-        # past it are left out of the spans read and read whole instead (`tail`), to be folded in here
+        # the count on a row of its own, joined to the shown events (none when nothing is shown), and
+        # every event of the observations past the spans' position (`tail`: its keys, bound as a list)
         d = self.store.dialect
+        keys = str(tail[1]).split() if tail[1] else []
+        skip = extra = ""
+        params: list[Any] = list(where)
+        if keys:
+            skip = f" AND NOT ({d.any_of('observation_id')})"
+            extra = f" UNION ALL SELECT seq, 1 FROM events WHERE {d.keyed('event_keys_all')}"
+            params.append(d.bind_list([k.removeprefix(OBSERVATION) for k in keys]))
+        params.append(limit)
+        if keys:
+            params.append(d.bind_list(keys))
         rows = self.store.query(
             self.conn,
-            f"WITH pos(seq) AS (SELECT coalesce(max(seq), 0) FROM projections WHERE name = '{spans.NAME}'), "
-            f" tail(key) AS (SELECT DISTINCT '{OBSERVATION}' || {d.json_text('observation_id')} FROM events"
-            f"  WHERE seq > (SELECT seq FROM pos) AND type IN ('{CITATION}', '{spans.RESOLUTION}')), "
-            f" shown AS (SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {visible}"
-            f"  AND '{OBSERVATION}' || observation_id NOT IN (SELECT key FROM tail)"
+            f"WITH shown AS (SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {visible}{skip}"
             f"  ORDER BY {order} LIMIT ?), "
             " picked AS (SELECT citation_seq AS seq, 0 AS tail FROM shown"
-            "  UNION ALL SELECT resolution_seq, 0 FROM shown"
-            "  UNION ALL SELECT k.seq, 1 FROM event_keys_all AS k WHERE k.key IN (SELECT key FROM tail)) "
-            f"SELECT c.n, (SELECT seq FROM pos), p.tail, e.recorded_us, "
-            f"{', '.join('e.' + c for c in FACT_COLUMNS.split(', '))} "
+            f"  UNION ALL SELECT resolution_seq, 0 FROM shown{extra}) "
+            f"SELECT c.n, p.tail, e.recorded_us, {', '.join('e.' + c for c in FACT_COLUMNS.split(', '))} "
             f"FROM ({count} AS n) AS c "
             "LEFT JOIN (picked AS p JOIN events AS e ON e.seq = p.seq) ON 1 = 1 "
             "ORDER BY e.seq",
-            (*where, limit, *counted),
+            (*params, *counted),
         ).fetchall()
         total = int(rows[0][0])
-        facts = [fact_row(r[4:]) for r in rows if r[4] is not None and not r[2]]
-        tail = [(fact_row(r[4:]), int(r[3])) for r in rows if r[4] is not None and r[2]]
-        if not tail:
+        facts = [fact_row(r[3:]) for r in rows if r[3] is not None and not r[1]]
+        if not keys:
             return total, facts
-        more, folded = _fold(where[0], self.t, self.k, int(rows[0][1]), tail)
+        folded_from = [(fact_row(r[3:]), int(r[2])) for r in rows if r[3] is not None and r[1]]
+        more, folded = _fold(where[0], self.t, self.k, int(tail[0] or 0), folded_from)
         # the first `limit` observations in the record's order, of those read and those folded in
         by_oid: dict[str, list[Fact]] = {}
         for f in (*facts, *folded):
@@ -761,6 +772,21 @@ class SqlReader:
         )
         # int(): PostgreSQL sums bigints as numeric
         return [InboundDay(*(int(v) for v in r)) for r in rows]
+
+
+def _tail(d: Dialect) -> str:
+    """Two columns: the spans' position, and the keys (space-separated; NULL for none) of the
+    observations whose events lie past it, which a record folds in (usually none: one probe of the
+    events past the position)."""
+    position = f"(SELECT seq FROM projections WHERE name = '{spans.NAME}')"
+    joined = "group_concat(k, ' ')" if d.json_lists else "string_agg(k, ' ')"
+    return (
+        f"{position}, (SELECT {joined} FROM (SELECT DISTINCT '{OBSERVATION}' || "
+        f"{d.json_text('observation_id')} AS k FROM events WHERE seq > coalesce({position}, 0) "
+        # bounded on both sides: a planner takes a range between two unknowns for a few rows, where
+        # one side alone is a third of the events
+        f"AND seq <= (SELECT max(seq) FROM events) AND type IN ('{CITATION}', '{spans.RESOLUTION}')) AS t)"
+    )
 
 
 def _record_order(facts: Sequence[Fact]) -> tuple[str, int, str]:
