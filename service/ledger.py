@@ -299,6 +299,11 @@ class Ledger:
             if tables.projection_position(SPANS) < self.store.head().seq:
                 catch_up(self.store, READ_BY_RECORDS)
 
+    def projection_positions(self) -> dict[str, int]:
+        """Each projection's position: the last seq whose events its rows hold (verify checks them
+        against the events up to there)."""
+        return {p.name: p.position(self.store) for p in PROJECTIONS}
+
     def project(self, projections: Sequence[Projection] = PROJECTIONS) -> int:
         """Bring these projections (default: every one) up to the head; the lowest seq they reached (less
         than the head on a ledger that cannot be written)."""
@@ -322,16 +327,18 @@ class Ledger:
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
     ) -> tuple[Record, list[int], Head]:
         """The record as of T (default now) and K, the seqs of the events it shows, and the head read."""
-        with self.evidence(arxiv_id, as_of_us, known_us) as ev:
+        # no page past the cap is read: the record folds the events past the spans' position itself
+        with self.evidence(arxiv_id, as_of_us, known_us, pages=False) as ev:
             return ev.built.record, ev.built.seqs, ev.head
 
     @contextmanager
     def evidence(
-        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None, *, pages: bool = False
+        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None, *, pages: bool = True
     ) -> Iterator[Evidence]:
         """The record as of T (default now) and K, and a way to read every event it was built from, in
-        one consistent read of the ledger (held until the block ends); `pages`: the hidden observations
-        will be read page by page (from the spans as stored: they are projected to the head first)."""
+        one consistent read of the ledger (held until the block ends). The observations past the cap are
+        read page by page from the spans as stored, so they are first projected to the head, unless
+        `pages` is False (the record alone is wanted)."""
         if pages:
             self._fresh()
         t = self.now() if as_of_us is None else as_of_us

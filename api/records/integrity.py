@@ -47,7 +47,7 @@ def integrity_report(
     (kept in memory), no key, no signed checkpoint, no Merkle node; its proofs are against the last
     signed checkpoint, if it covers them.
     """
-    with ledger.evidence(arxiv_id, as_of_us, known_us, pages=True) as ev:
+    with ledger.evidence(arxiv_id, as_of_us, known_us) as ev:
         pages = 1 + -(-ev.hidden // PAGE_OBSERVATIONS)
         if page > pages:
             raise NotFound(

@@ -110,7 +110,7 @@ def open_bundle(
 ) -> BundleStream:
     """Read the record and the seqs of every event that built it, then sign one checkpoint covering
     them: what can refuse a bundle (NotFound, NotSigned) is raised here, before its first byte."""
-    with ledger.evidence(arxiv_id, as_of_us, known_us, pages=True) as ev:
+    with ledger.evidence(arxiv_id, as_of_us, known_us) as ev:
         record, seqs = ev.built.record, ev.all_seqs()
     # Signed after that read (the checkpoint covers every seq it found) and outside it: signing writes,
     # which the read transaction of this thread's connection cannot hold. The envelopes are read after

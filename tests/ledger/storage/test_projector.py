@@ -454,3 +454,21 @@ def test_a_pure_projection_is_one_line_a_table_kept_by_the_same_batches(new_db: 
         assert _position(ledger) == 0  # each projection at its own position
     finally:
         ledger.close()
+
+
+def test_ledger_verify_reports_each_projections_position(new_db: NewDb) -> None:
+    """`ledger verify --json` names how far each projection was checked against the events."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    ledger = _ledger(new_db())
+    try:
+        catch_up(ledger.store, READ_BY_RECORDS, upto=40)
+        got = CliRunner().invoke(main, ["verify", "--json", "--db", ledger.url])
+        assert got.exit_code == 0, got.output
+        positions = json.loads(got.output)["projections"]
+        assert positions["inbound_spans"] == 40
+        assert set(positions) == {"inbound_spans", "search_titles", "catalogue"}
+    finally:
+        ledger.close()
