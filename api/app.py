@@ -20,7 +20,7 @@ from api.errors import install_error_handlers
 from api.intake import sources, writes
 from api.limits import RateLimiter
 from api.log import bundles, evidence, live, proofs, witnesses
-from api.ops import metrics, scrub, telemetry
+from api.ops import metrics, projector, scrub, telemetry
 from api.records import negotiated, routes, screen, search
 from api.resolve import routes as resolve_routes
 from api.settings import Settings
@@ -53,6 +53,7 @@ async def _metrics_start(app: FastAPI) -> Stop:
 BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [
     _metrics_start,
     scrub.start,
+    projector.start,
     live.start,
     witnesses.start,
     alerting.start,
@@ -105,7 +106,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Concurrent requests share one transaction and one fsync; each batch is still atomic in its own
     # savepoint and acknowledged only after COMMIT. Other processes are serialised by BEGIN IMMEDIATE.
     # its alerts are raised by the alerting thread (api/alerting.py), not by the request that appended
-    app.state.ledger = Ledger(settings.db, group_commit=True, raise_alerts=False)
+    app.state.ledger = Ledger(
+        settings.db, group_commit=True, raise_alerts=False, project_on_read=not settings.read_only
+    )
     if settings.counting:
         app.state.ledger.on_group_commit(metrics.group_committed)
     app.state.rate_limiter = (

@@ -30,6 +30,7 @@ from api.ops import logs
 from api.ops.serve_start import mark_server_start
 from api.settings import ENV_DB, ENV_READ_ONLY, Settings
 from service.ledger import Ledger, is_pg_url
+from service.ops.projector import max_lag
 from service.resolver.match import max_text
 
 # prometheus-client's multiprocess directory; set here before any worker imports it (api/metrics.py)
@@ -400,6 +401,7 @@ def run(
     try:
         settings = Settings.from_env()  # a bad LEDGER_* value fails here, once, not in every worker
         max_text()  # the resolver's own setting too
+        max_lag()  # and the projector's
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     check_can_listen(host, port)  # before the samples are written or `Serving` is said
@@ -409,6 +411,8 @@ def run(
         logging.captureWarnings(True)
     ledger = Ledger(db)
     loaded = load_samples(ledger) if samples and not read_only else []  # read-only writes nothing
+    if loaded:
+        ledger.project()  # what the samples imply, before any worker reads them
     for arxiv_id, as_of in loaded:
         _say(settings, f"Loaded the sample record of arXiv:{arxiv_id} (as of {as_of}) into {shown_db(db)}")
     url = first_page(ledger, base_url(host, port), loaded)

@@ -323,6 +323,8 @@ def _verify(db: str, as_json: bool, resume: bool, given: _Held | None) -> None:
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
+    # each projection was checked against the events up to its position (--json names them)
+    status["projections"] = ledger.projection_positions()
     verdict = None
     if held is not None:
         from ledger.tlog.held_checkpoint import hold_against

@@ -79,14 +79,19 @@ def cli_user() -> str:
 
 @contextmanager
 def _writing(command: str) -> Iterator[None]:
-    """The appends of `ledger COMMAND` recorded as `cli:<user>` (ledger/storage/writers.py)."""
+    """The appends of `ledger COMMAND` recorded as `cli:<user>` (ledger/storage/writers.py), and
+    projected before it ends."""
     if command in _SERVING or not command:
         yield
         return
-    from service.ledger import by_cli, writing_as
+    from service.ledger import by_cli, project_appended, writing_as
 
     with writing_as(by_cli(cli_user(), f"ledger {command}")):
-        yield
+        try:
+            yield
+        finally:
+            # what the command appended is projected before it exits: no projector need be running
+            project_appended()
 
 
 class _Group(click.Group):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,6 +26,7 @@ from ledger.storage.group_commit import GroupCommitter, GroupObserver
 from ledger.storage.interface import CatalogueTables as CatalogueTables
 from ledger.storage.interface import WriteTx
 from ledger.storage.interface import side_path as side_path
+from ledger.storage.projector import PROJECTIONS, READ_BY_RECORDS, SPANS, Projection, catch_up
 from ledger.storage.state.alerts import Alert as Alert
 from ledger.storage.verify import VerifyReport, verify_store
 from ledger.storage.writers import WriteBy as WriteBy
@@ -37,6 +39,7 @@ from projections.record import Built, build_record
 from projections.timeline import Timeline, build_timeline
 from service.alerts.alerts import PaperNotice, alerts_in, raise_new
 from service.collections import Changed, CollectionData, Collections
+from service.ops.projector import max_lag
 
 
 class Evidence:
@@ -96,8 +99,18 @@ class _OwnStream:
         return getattr(self._reader, name)
 
 
+# the ledgers this process appended to since their projections were last brought up (project_appended)
+_APPENDED: weakref.WeakSet[Ledger] = weakref.WeakSet()
+
 # who the appends of this context are made for (a request's token, the CLI's user): set by the door
 _WRITING: ContextVar[WriteBy | None] = ContextVar("ledger_writing", default=None)
+
+
+def project_appended() -> None:
+    """Bring the projections a record reads up to the head of every ledger this process appended to:
+    what a command runs before it exits, so a ledger with no server never waits on a projector."""
+    while _APPENDED:
+        _APPENDED.pop().project(READ_BY_RECORDS)
 
 
 @contextmanager
@@ -137,8 +150,15 @@ class Ledger:
         raise_alerts: bool = True,
         clock: Callable[[], int] | None = None,
         mapped: bool = False,
+        projector_max_lag: int | None = None,
+        project_on_read: bool = True,
     ) -> None:
         db = path or default_db()
+        # how far the projections a record reads may fall behind before an append projects the lag
+        self._max_lag = max_lag() if projector_max_lag is None else projector_max_lag
+        # reads that take the spans as stored (a timeline, a record's pages past the cap) bring them to
+        # the head first, as a search does its index; a read-only server writes nothing
+        self._project_on_read = project_on_read
         # what "now" is, in UTC microseconds: when an append is recorded, and a record's default as_of;
         # tests pass a clock they advance instead of sleeping
         self._clock = clock
@@ -262,6 +282,9 @@ class Ledger:
             if self._group_observer is not None:
                 self._group_observer(1, time.perf_counter() - began)
         self._committed()
+        if result.appended:
+            _APPENDED.add(self)
+            self._keep_up(result.head.seq)
         if self._raise_alerts and result.appended:
             raise_new(self.store)
         return result
@@ -274,6 +297,30 @@ class Ledger:
     def change_collection(self, data: CollectionData, by: WriteBy | None = None) -> Changed:
         """Append one change of a collection, `by` (else the context's writer) recorded as its writer."""
         return self.collections.change(lambda events: self.append(events, by=by), data)
+
+    def _keep_up(self, head: int) -> None:
+        """Back-pressure: an appender that finds the record's projections more than the allowed lag
+        behind projects the lag itself (a reader folds at most that many events)."""
+        if head - self.store.tables.projection_position(SPANS) > self._max_lag:
+            catch_up(self.store, READ_BY_RECORDS)
+
+    def _fresh(self) -> None:
+        """Bring the record's projections to the head before a read that does not fold the events past
+        them (left as they are on a ledger that cannot be written, or opened not to write)."""
+        if self._project_on_read:
+            tables = self.store.tables
+            if tables.projection_position(SPANS) < self.store.head().seq:
+                catch_up(self.store, READ_BY_RECORDS)
+
+    def projection_positions(self) -> dict[str, int]:
+        """Each projection's position: the last seq whose events its rows hold (verify checks them
+        against the events up to there)."""
+        return {p.name: p.position(self.store) for p in PROJECTIONS}
+
+    def project(self, projections: Sequence[Projection] = PROJECTIONS) -> int:
+        """Bring these projections (default: every one) up to the head; the lowest seq they reached (less
+        than the head on a ledger that cannot be written)."""
+        return catch_up(self.store, projections)
 
     def append_batch(self, batch: Batch, *, resolver_events: bool = False) -> AppendResult:
         """Append a parsed batch (record decomposition, NDJSON, or POST /events body); a record's
@@ -293,15 +340,20 @@ class Ledger:
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
     ) -> tuple[Record, list[int], Head]:
         """The record as of T (default now) and K, the seqs of the events it shows, and the head read."""
-        with self.evidence(arxiv_id, as_of_us, known_us) as ev:
+        # no page past the cap is read: the record folds the events past the spans' position itself
+        with self.evidence(arxiv_id, as_of_us, known_us, pages=False) as ev:
             return ev.built.record, ev.built.seqs, ev.head
 
     @contextmanager
     def evidence(
-        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
+        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None, *, pages: bool = True
     ) -> Iterator[Evidence]:
         """The record as of T (default now) and K, and a way to read every event it was built from, in
-        one consistent read of the ledger (held until the block ends)."""
+        one consistent read of the ledger (held until the block ends). The observations past the cap are
+        read page by page from the spans as stored, so they are first projected to the head, unless
+        `pages` is False (the record alone is wanted)."""
+        if pages:
+            self._fresh()
         t = self.now() if as_of_us is None else as_of_us
         with self.store.snapshot(t, known_us) as reader:
             head = reader.head()
@@ -326,6 +378,7 @@ class Ledger:
 
     def timeline(self, arxiv_id: str) -> tuple[Timeline, Head]:
         """The paper's timeline, known now (projections/timeline.py), and the head it was read at."""
+        self._fresh()
         with self.store.snapshot(MAX_US) as reader:
             return build_timeline(reader, arxiv_id), reader.head()
 
@@ -342,6 +395,7 @@ class Ledger:
         with `alerts`, the notices held as of T too (service.alerts.paper_alerts). Before the paper's
         first snapshot the record is None, or (`strict`) the record's NotFound is raised.
         `cached(head)` may give the timeline already read at that head."""
+        self._fresh()
         t = self.now() if as_of_us is None else as_of_us
         with self.store.snapshot(MAX_US) as reader:
             head = reader.head()

@@ -46,6 +46,7 @@ ADDED = {
     "event_writers": ("event_writers",),
     "resolve_bounds": ("resolve_slots", "resolve_budget"),
     "screen": ("screen_refs", "screen_notices"),
+    "projector": ("projections", "projector_lease"),
 }
 # before the event-keys step the events kept their random keys in columns of their own, derived by the
 # database from the hashed data

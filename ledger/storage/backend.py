@@ -11,6 +11,7 @@ from ledger.model.events import ChainLink
 from ledger.model.facts import CheckWorkRow, Head
 from ledger.storage.append import link_checks, rows_of
 from ledger.storage.interface import Store, Tables, Unsupported, is_pg_url, side_path
+from ledger.storage.projector import READ_BY_RECORDS, catch_up
 from ledger.storage.sqlite.store import SQLiteStore
 from ledger.tlog.chain import Follower
 
@@ -91,6 +92,8 @@ def copy_ledger(
                 progress(walker.last_seq)
     if links:
         _insert_chained(src, dst, links, walker)
+    # what a record reads beside the events, projected before the copy is handed over
+    catch_up(dst, READ_BY_RECORDS)
     return Head(walker.last_seq, walker.prev)
 
 

@@ -519,6 +519,14 @@ LAYOUT = Layout(
         # each token's budget of references examined, as the instant its spending is paid off by
         # (a generic cell rate: the budget refills at its rate up to one minute's worth)
         Table("resolve_budget", (_c("owner"), _c("paid_us", BIGINT)), ("owner",)),
+        # each projection's position: the last seq whose events its rows hold (ledger/storage/projector.py)
+        Table("projections", (_c("name"), _c("seq", BIGINT)), ("name",)),
+        # who runs the projector for the server's workers, and until when: taken by compare-and-set
+        Table(
+            "projector_lease",
+            (_c("id", INT, check="id = 1"), _c("holder"), _c("expires_us", BIGINT)),
+            ("id",),
+        ),
     ),
     views=(
         View("event_keys_all", ("key", "seq"), tuple(f"event_keys{lv}" for lv in _LEVELS)),

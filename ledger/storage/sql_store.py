@@ -45,7 +45,6 @@ from ledger.storage.derived.spans import (
     Span,
     Step,
     bucket_deltas,
-    delta,
     history,
     step_row,
 )
@@ -129,13 +128,8 @@ def _move(source: str, target: str, analyze: bool = False) -> list[str]:
 _SCREEN_TYPES = "('citation.observed', 'resolution.observed', 'standing.checked')"
 _SCREEN_RANGE = 50_000  # seqs whose screen rows verify reads per statement
 
-_INSERT_SPANS = f"INSERT INTO inbound_spans ({SPAN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-# a span opened at the recorded_us that closes it was never visible to a read: it goes
-# (a span is found by its key: the delta names the cited and citing papers, the reference and its start)
-_SPAN_KEY = "cited = ? AND citing = ? AND reference_index = ? AND observation_id = ? AND t_from = ?"
-_DROP_SPAN = f"DELETE FROM inbound_spans WHERE {_SPAN_KEY} AND k_from = ? AND k_to = {OPEN}"
-_CLOSE_SPAN = f"UPDATE inbound_spans SET k_to = ? WHERE {_SPAN_KEY} AND k_to = {OPEN}"
-_COUNT_BUCKETS = (
+INSERT_SPANS = f"INSERT INTO inbound_spans ({SPAN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+COUNT_BUCKETS = (
     "INSERT INTO inbound_counts (cited, bucket, starts, ends) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (cited, bucket) DO UPDATE SET starts = inbound_counts.starts + excluded.starts, "
     "ends = inbound_counts.ends + excluded.ends"
@@ -443,7 +437,7 @@ def _existing(store: SqlStore, conn: Any, event_ids: Sequence[str]) -> dict[str,
     return {e.event_id: e for e in map(envelope_row, rows)}
 
 
-def _steps_of(store: SqlStore, conn: Any, observation_ids: Sequence[str]) -> dict[str, list[Step]]:
+def steps_of(store: SqlStore, conn: Any, observation_ids: Sequence[str]) -> dict[str, list[Step]]:
     """The stored citations and resolutions of each of these observations (an empty list: none)."""
     d = store.dialect
     rows = store.query(
@@ -472,9 +466,6 @@ class SqlWriteTx:
     def __init__(self, store: SqlStore, conn: Any) -> None:
         self.store = store
         self.conn = conn
-        # the stored citations and resolutions of the observations citing_papers read: the spans of
-        # the same observations start from them, with no second read
-        self._steps: dict[str, list[Step]] = {}
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self.store.query(self.conn, sql, params)
@@ -490,13 +481,7 @@ class SqlWriteTx:
 
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
         """observation_id -> its citing paper, for ids that have a citation.observed."""
-        return citing_of(self._read_steps(observation_ids))
-
-    def _read_steps(self, observation_ids: Sequence[str]) -> dict[str, list[Step]]:
-        """The stored citations and resolutions of these observations (remembered for the spans)."""
-        found = _steps_of(self.store, self.conn, observation_ids)
-        self._steps.update(found)
-        return {o: mine for o, mine in found.items() if mine}
+        return citing_of(steps_of(self.store, self.conn, observation_ids))
 
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
         """Current version of each stream (absent streams are left out)."""
@@ -505,9 +490,8 @@ class SqlWriteTx:
         return {r[0]: r[1] for r in rows}
 
     def insert(self, rows: Rows) -> None:
-        """Insert the new events, their keys and their observations' spans, moving levels down when the
-        seqs pass a level's size (the caller commits)."""
-        self._spans(rows.steps)
+        """Insert the new events and their keys, moving levels down when the seqs pass a level's size
+        (the caller commits); what else the events imply is the projector's (ledger/storage/projector.py)."""
         self.store.query_many(self.conn, _INSERT_EVENTS, rows.events)
         refs, notices = screen.batch_rows(rows.events)
         if refs:
@@ -568,35 +552,6 @@ class SqlWriteTx:
         """Record how far a file's import has come, in the transaction of the batch that got it there."""
         self._q(SAVE_PROGRESS, tuple(progress))
 
-    def _spans(self, steps: Sequence[Step]) -> None:
-        """Close and open the inbound spans of the observations these steps change (read before the
-        events are inserted: the prior steps are the stored ones)."""
-        new: dict[str, list[Step]] = {}
-        for step in steps:
-            new.setdefault(step.observation_id, []).append(step)
-        if not new:
-            return
-        unread = [o for o in sorted(new) if o not in self._steps]
-        prior = {**(self._read_steps(unread) if unread else {}), **self._steps}
-        closed: list[tuple[Any, ...]] = []
-        gone: list[Span] = []
-        opened: list[Row] = []
-        for oid, mine in new.items():
-            change = delta(prior.get(oid, []), mine)
-            closed += [(*s[:5], k) for s, k in change.closed]
-            gone += [s for s, _ in change.closed]
-            opened += change.opened
-        # a later insert in this transaction starts from these
-        self._steps.update({oid: [*prior.get(oid, []), *mine] for oid, mine in new.items()})
-        if closed:
-            self.store.query_many(self.conn, _DROP_SPAN, closed)
-            self.store.query_many(self.conn, _CLOSE_SPAN, [(c[-1], *c[:-1]) for c in closed])
-        if opened:
-            self.store.query_many(self.conn, _INSERT_SPANS, opened)
-        counts = bucket_deltas(opened, gone)
-        if counts:
-            self.store.query_many(self.conn, _COUNT_BUCKETS, counts)
-
 
 class SqlReader:
     """The five queries one record needs, one statement each, filtered to observed <= T, recorded <= K."""
@@ -625,16 +580,20 @@ class SqlReader:
 
     def inbound(self, arxiv_id: str, limit: int) -> tuple[int, list[Fact]]:
         """Statements 2 and 3: how many observations are inbound to the paper, counted over its spans,
-        and the citations and resolutions of the first `limit` of them in the record's order."""
+        and the citations and resolutions of the first `limit` of them in the record's order. The spans
+        hold the events up to their projection's position: the observations of the events past it
+        (read with the count) are left out of the spans read and folded in from their events."""
         where = (arxiv_id, self.t, self.t, self.k, self.k)
         if self.k < FAR_FUTURE:  # known at an earlier K: every span of the paper is read, once
+            position, keys = self.store.query(self.conn, f"SELECT {_tail(self.store.dialect)}").fetchone()
             count_all = f"SELECT (SELECT count(*) FROM inbound_spans WHERE {_VISIBLE})"
-            return self._inbound(count_all, where, where, limit)
+            return self._inbound(count_all, where, where, limit, tail=(position, keys))
         start = self.t - self.t % spans.BUCKET_US
         row = self.store.query(
             self.conn,
             f"SELECT {_COUNT_NOW}, "
-            "(SELECT coalesce(sum(starts - ends), 0) FROM inbound_counts WHERE cited = ?)",
+            "(SELECT coalesce(sum(starts - ends), 0) FROM inbound_counts WHERE cited = ?), "
+            + _tail(self.store.dialect),
             (arxiv_id, self.t // spans.BUCKET_US, *(arxiv_id, start, self.t) * 2, arxiv_id),
         ).fetchone()
         # int(): PostgreSQL sums bigints as numeric
@@ -645,7 +604,9 @@ class SqlReader:
         # the planner off the ordered walk).
         early = count * count * 4 < limit * spans_now
         order = "citing || '', reference_index, observation_id" if early else _INBOUND_ORDER
-        return self._inbound(f"SELECT {count}", (), (arxiv_id, self.t, self.t), limit, order, _VISIBLE_NOW)
+        return self._inbound(
+            f"SELECT {count}", (), (arxiv_id, self.t, self.t), limit, order, _VISIBLE_NOW, tail=row[2:]
+        )
 
     def _inbound(
         self,
@@ -655,20 +616,46 @@ class SqlReader:
         limit: int,
         order: str = _INBOUND_ORDER,
         visible: str = _VISIBLE,
+        *,
+        tail: Sequence[Any] = (0, None),
     ) -> tuple[int, list[Fact]]:
-        # the count on a row of its own, joined to the shown events (none when nothing is shown)
+        # the count on a row of its own, joined to the shown events (none when nothing is shown), and
+        # every event of the observations past the spans' position (`tail`: its keys, bound as a list)
+        d = self.store.dialect
+        keys = str(tail[1]).split() if tail[1] else []
+        skip = extra = ""
+        params: list[Any] = list(where)
+        if keys:
+            skip = f" AND NOT ({d.any_of('observation_id')})"
+            extra = f" UNION ALL SELECT seq, 1 FROM events WHERE {d.keyed('event_keys_all')}"
+            params.append(d.bind_list([k.removeprefix(OBSERVATION) for k in keys]))
+        params.append(limit)
+        if keys:
+            params.append(d.bind_list(keys))
         rows = self.store.query(
             self.conn,
-            f"WITH shown AS (SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {visible}"
+            f"WITH shown AS (SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {visible}{skip}"
             f"  ORDER BY {order} LIMIT ?), "
-            " picked AS (SELECT citation_seq AS seq FROM shown UNION ALL SELECT resolution_seq FROM shown) "
-            f"SELECT c.n, {', '.join('e.' + c for c in FACT_COLUMNS.split(', '))} "
+            " picked AS (SELECT citation_seq AS seq, 0 AS tail FROM shown"
+            f"  UNION ALL SELECT resolution_seq, 0 FROM shown{extra}) "
+            f"SELECT c.n, p.tail, e.recorded_us, {', '.join('e.' + c for c in FACT_COLUMNS.split(', '))} "
             f"FROM ({count} AS n) AS c "
             "LEFT JOIN (picked AS p JOIN events AS e ON e.seq = p.seq) ON 1 = 1 "
             "ORDER BY e.seq",
-            (*where, limit, *counted),
+            (*params, *counted),
         ).fetchall()
-        return int(rows[0][0]), [fact_row(r[1:]) for r in rows if r[1] is not None]
+        total = int(rows[0][0])
+        facts = [fact_row(r[3:]) for r in rows if r[3] is not None and not r[1]]
+        if not keys:
+            return total, facts
+        folded_from = [(fact_row(r[3:]), int(r[2])) for r in rows if r[3] is not None and r[1]]
+        more, folded = _fold(where[0], self.t, self.k, int(tail[0] or 0), folded_from)
+        # the first `limit` observations in the record's order, of those read and those folded in
+        by_oid: dict[str, list[Fact]] = {}
+        for f in (*facts, *folded):
+            by_oid.setdefault(f.data.observation_id, []).append(f)
+        first = sorted(by_oid.values(), key=_record_order)[:limit]
+        return total + more, sorted((f for mine in first for f in mine), key=lambda f: f.seq)
 
     def inbound_seqs(self, arxiv_id: str, offset: int, limit: int) -> list[tuple[int, int]]:
         """(citation seq, resolution seq) of the inbound observations `offset`.. `offset + limit` in
@@ -897,6 +884,61 @@ class SqlReader:
         )
         # int(): PostgreSQL sums bigints as numeric
         return [InboundDay(*(int(v) for v in r)) for r in rows]
+
+
+def _tail(d: Dialect) -> str:
+    """Two columns: the spans' position, and the keys (space-separated; NULL for none) of the
+    observations whose events lie past it, which a record folds in (usually none: one probe of the
+    events past the position)."""
+    position = f"(SELECT seq FROM projections WHERE name = '{spans.NAME}')"
+    joined = "group_concat(k, ' ')" if d.json_lists else "string_agg(k, ' ')"
+    return (
+        f"{position}, (SELECT {joined} FROM (SELECT DISTINCT '{OBSERVATION}' || "
+        f"{d.json_text('observation_id')} AS k FROM events WHERE seq > coalesce({position}, 0) "
+        # bounded on both sides: a planner takes a range between two unknowns for a few rows, where
+        # one side alone is a third of the events
+        f"AND seq <= (SELECT max(seq) FROM events) AND type IN ('{CITATION}', '{spans.RESOLUTION}')) AS t)"
+    )
+
+
+def _record_order(facts: Sequence[Fact]) -> tuple[str, int, str]:
+    """An inbound observation's place in the record's order (its citation's citing paper and reference
+    index, then its id): that of the inbound spans' key."""
+    d: Any = next(f.data for f in facts if f.type == CITATION)
+    return d.citing_arxiv_id, d.reference_index, d.observation_id
+
+
+def _fold(
+    cited: str, t: int, k: int, position: int, tail: Sequence[tuple[Fact, int]]
+) -> tuple[int, list[Fact]]:
+    """What the events past the spans' position change in a paper's inbound observations as of T and
+    K: (how many more are inbound, the citation and resolution of each touched one now inbound), from
+    every event (with its recorded_us) of the observations they touch, which the spans read left out."""
+    by_oid: dict[str, list[Step]] = {}
+    facts = {f.seq: f for f, _ in tail}
+    for f, recorded_us in tail:
+        if recorded_us > k:
+            continue
+        d: Any = f.data
+        citation = f.type == CITATION
+        by_oid.setdefault(d.observation_id, []).append(
+            Step(d.observation_id, f.seq, f.type, f.observed_us, recorded_us,
+                 d.citing_arxiv_id if citation else None, d.reference_index if citation else None,
+                 None if citation else d.cited_arxiv_id)
+        )  # fmt: skip
+
+    def shown(steps: Sequence[Step]) -> Span | None:
+        return next((s for s in spans.spans(steps) if s.cited == cited and s.t_from <= t < s.t_to), None)
+
+    more, found = 0, []
+    for steps in by_oid.values():
+        # the stored spans hold the steps up to the position (those the read left out), the fold all
+        more -= shown([s for s in steps if s.seq <= position]) is not None
+        now = shown(steps)
+        if now is not None:
+            more += 1
+            found += [facts[now.citation_seq], facts[now.resolution_seq]]
+    return more, found
 
 
 @functools.cache
@@ -1234,8 +1276,8 @@ class SqlTables:
 
     def _fill(self, conn: Any, rows: list[Row]) -> None:
         if rows:
-            self.store.query_many(conn, _INSERT_SPANS, rows)
-            self.store.query_many(conn, _COUNT_BUCKETS, bucket_deltas(rows, []))
+            self.store.query_many(conn, INSERT_SPANS, rows)
+            self.store.query_many(conn, COUNT_BUCKETS, bucket_deltas(rows, []))
 
     def count_rows(
         self, cited: Sequence[str] | None = None
@@ -1259,6 +1301,11 @@ class SqlTables:
         # int(): PostgreSQL sums bigints as numeric
         return iter(stored), ((c, int(b), int(n), int(e)) for c, b, n, e in counted)
 
+    def projection_position(self, name: str) -> int:
+        """The last seq whose events the projection `name` holds (ledger/storage/projector.py)."""
+        row = self._q("SELECT seq FROM projections WHERE name = ?", (name,)).fetchone()
+        return 0 if row is None else int(row[0])
+
     def fill_spans(self) -> bool:
         """Fill inbound_spans from the events if a migration left it to the store (False: nothing to
         do); one write transaction, holding the append lock."""
@@ -1269,6 +1316,12 @@ class SqlTables:
                 return False  # another process filled it meanwhile
             self._q("DELETE FROM inbound_spans")
             self._q("DELETE FROM inbound_counts")
+            # every event's spans: the projection's position is the head
+            self._q(
+                "INSERT INTO projections (name, seq) SELECT ?, coalesce(max(seq), 0) FROM events WHERE 1 = 1 "
+                "ON CONFLICT (name) DO UPDATE SET seq = excluded.seq",
+                (spans.NAME,),
+            )
             batch: list[Row] = []
             for _, steps in self.observation_steps():
                 batch += history(steps)
@@ -1293,7 +1346,7 @@ class SqlTables:
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
         """observation_id -> its citing paper, for those with a stored citation.observed (what an append
         would find)."""
-        return citing_of(_steps_of(self.store, self.store.connection(), observation_ids))
+        return citing_of(steps_of(self.store, self.store.connection(), observation_ids))
 
     # -- scrub passes ----------------------------------------------------------------
 

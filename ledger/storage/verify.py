@@ -28,6 +28,7 @@ from ledger.model.instants import parse_instant
 from ledger.storage.append import check_rows, link_checks
 from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys, stored_keys
 from ledger.storage.derived.screen import event_rows as screen_event_rows
+from ledger.storage.derived.spans import NAME as SPANS
 from ledger.storage.derived.spans import Row, Step, history
 from ledger.tlog import merkle_store as ms
 from ledger.tlog.chain import GENESIS, Follower, envelope_body
@@ -586,15 +587,24 @@ def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | Non
 
 
 def _check_spans_of(tables: Tables, oids: list[str] | None) -> tuple[int, str] | None:
-    """_check_spans of these observations (sorted; None: every one)."""
+    """_check_spans of these observations (sorted; None: every one), as far as their projection holds
+    the events (the projector follows the log: ledger/storage/projector.py)."""
+    position = tables.projection_position(SPANS)
+
+    def steps_of(oids: list[str] | None) -> Iterator[tuple[str, list[Step]]]:
+        for oid, mine in tables.observation_steps(oids):
+            held = [s for s in mine if s.seq <= position]
+            if held:
+                yield oid, held
+
     # an observation has spans only if a resolution of it names a paper
-    cited = (mine for _, mine in tables.observation_steps(oids) if any(s.cited for s in mine))
+    cited = (mine for _, mine in steps_of(oids) if any(s.cited for s in mine))
     if _same_rows((r for mine in cited for r in history(mine)), tables.span_rows(oids, ordered=False)):
         return None  # every span (of these observations): held equal as two multisets, read in any order
     # a mismatch (or a few observations): observation by observation, to name the first that breaks
     stored = itertools.groupby(tables.span_rows(oids), key=lambda r: r.observation_id)
     have = next(stored, None)
-    for oid, steps in tables.observation_steps(oids):
+    for oid, steps in steps_of(oids):
         rows: list[Row] = []
         while have is not None and have[0] <= oid:
             if have[0] < oid:  # rows of an observation with no event

@@ -30,6 +30,8 @@ OPEN = 2**63 - 1
 # end in it: a count as of T sums the buckets before T's and counts only the spans of T's own bucket,
 # so counting a paper cited 100,000 times over three years reads about a thousand rows, not 100,000
 BUCKET_US = 86_400 * 1_000_000
+# the projection's name (ledger/storage/projector.py): the spans and counts hold the events up to its seq
+NAME = "inbound_spans"
 CITATION = "citation.observed"
 RESOLUTION = "resolution.observed"
 COLUMNS = (

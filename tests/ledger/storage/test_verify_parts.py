@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ledger.storage.projector import READ_BY_RECORDS
 from ledger.storage.verify import verify_store
 from service.ledger import Ledger
 from tests.conftest import NewDb
@@ -27,6 +28,7 @@ def resumed(new_db: NewDb, monkeypatch: pytest.MonkeyPatch) -> Ledger:
         [citation(oid_of(i), f"2201.0000{i}", ts(1), 0) for i in range(OBSERVATIONS)]
         + [resolution(oid_of(i), ts(2), cited_arxiv=P) for i in range(OBSERVATIONS)]
     )
+    ledger.project(READ_BY_RECORDS)
     return ledger
 
 

@@ -1,0 +1,262 @@
+"""The projector: what the events imply beyond what an append needs, kept by following the log.
+
+An append writes each event and only the keys that refuse a duplicate or a conflict. Every other derived
+table is a projection: a name, the last seq it has applied (`projections`, name -> seq), and a rule that
+turns the events past that seq into rows. `catch_up` applies them a batch at a time, each batch and its
+new position in one transaction, so a kill at any point leaves the rows and the position agreeing and
+the next run starts where the last commit left off. Any number of processes may run it at once: each
+batch re-reads the position under a lock only projectors take, so a batch is never applied twice.
+
+Who runs it: the process that appended (a CLI import projects what it wrote before it exits, and an
+append that finds the projector too far behind projects the lag itself), and the server, whose
+workers elect one of them by a lease row (`take_lease`) so one projector follows the log for all.
+
+A projection is added by one line in `PROJECTIONS`: a `Logged` one (its rows are a function of the
+events past its position, written in the projector's transaction, e.g. `Logged.pure(...)` for a table
+whose rows are a pure function of each event), or a `Cursor` over a table that keeps its own position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from ledger.model.events import ChainLink
+from ledger.storage.derived.spans import (
+    CITATION,
+    OPEN,
+    RESOLUTION,
+    Row,
+    Span,
+    Step,
+    bucket_deltas,
+    delta,
+)
+from ledger.storage.derived.spans import (
+    NAME as SPANS_NAME,
+)
+from ledger.storage.interface import Store
+from ledger.storage.sql import ENVELOPE_COLUMNS, link_row
+from ledger.storage.sql_store import COUNT_BUCKETS, INSERT_SPANS, SqlStore, steps_of
+
+BATCH = 5_000  # events a projector transaction applies: a kill loses at most one batch's work
+SPANS = SPANS_NAME
+
+_POSITION = "SELECT seq FROM projections WHERE name = ?"
+_SAVE = (
+    "INSERT INTO projections (name, seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET seq = excluded.seq"
+)
+_EVENTS = (
+    f"SELECT {ENVELOPE_COLUMNS}, observed_us, recorded_us FROM events WHERE seq > ? AND seq <= ? ORDER BY seq"
+)
+
+# a span opened at the recorded_us that closes it was never visible to a read: it goes
+# (a span is found by its key: the delta names the cited and citing papers, the reference and its start)
+_SPAN_KEY = "cited = ? AND citing = ? AND reference_index = ? AND observation_id = ? AND t_from = ?"
+_DROP_SPAN = f"DELETE FROM inbound_spans WHERE {_SPAN_KEY} AND k_from = ? AND k_to = {OPEN}"
+_CLOSE_SPAN = f"UPDATE inbound_spans SET k_to = ? WHERE {_SPAN_KEY} AND k_to = {OPEN}"
+
+
+# (store, its connection in the batch's transaction, the position before, the position after): the rule
+# reads what it needs of the events in (before, after] itself
+Apply = Callable[[SqlStore, Any, int, int], None]
+
+
+class Projection(Protocol):
+    """A derived table kept by following the log."""
+
+    @property
+    def name(self) -> str:
+        """What `projections` and the reports call it."""
+        ...
+
+    def position(self, store: Store) -> int:
+        """The last seq whose events the projection holds."""
+        ...
+
+    def advance(self, store: Store, upto: int, batch: int = BATCH) -> int:
+        """Apply the events up to seq `upto` (a committed head); the seq reached (less on a ledger that
+        cannot be written)."""
+        ...
+
+
+def _sql(store: Store) -> SqlStore:
+    """Both backends are SqlStores: the projector speaks SQL to them."""
+    return cast(SqlStore, store)
+
+
+def _begin(store: SqlStore) -> tuple[str, ...]:
+    """A transaction one projector at a time runs in: SQLite's write lock; on PostgreSQL a lock only
+    projectors take, so readers and appends are not held up."""
+    if store.dialect.name == "sqlite":
+        return ("BEGIN IMMEDIATE",)
+    return ("BEGIN", "LOCK TABLE projections IN EXCLUSIVE MODE")
+
+
+def position_of(store: SqlStore, name: str, conn: Any = None) -> int:
+    """The position of the projection `name` (0 before its first batch), read on `conn` (else the
+    thread's connection)."""
+    row = store.query(conn or store.connection(), _POSITION, (name,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+@dataclass(frozen=True)
+class Logged:
+    """A projection whose position is a row of `projections`, applied by `apply` a batch at a time."""
+
+    name: str
+    apply: Apply
+    # a test's fault: called between the batch's rows and its new position (a kill mid-batch)
+    fault: Callable[[int], None] | None = None
+
+    @staticmethod
+    def pure(name: str, insert: str, rows_of: Callable[[ChainLink], Iterable[Sequence[Any]]]) -> Logged:
+        """A projection whose rows are a pure function of each event, inserted by `insert`."""
+
+        def apply(store: SqlStore, conn: Any, after: int, upto: int) -> None:
+            links = map(link_row, store.query(conn, _EVENTS, (after, upto)).fetchall())
+            rows = [r for link in links for r in rows_of(link)]
+            if rows:
+                store.query_many(conn, insert, rows)
+
+        return Logged(name, apply)
+
+    def position(self, store: Store) -> int:
+        """The last seq applied."""
+        return position_of(_sql(store), self.name)
+
+    def advance(self, store: Store, upto: int, batch: int = BATCH) -> int:
+        """Apply the events after the position up to `upto`, `batch` per transaction."""
+        sql = _sql(store)
+        done = self.position(store)
+        while done < upto:
+            try:
+                with sql.transaction(_begin(sql)) as conn:
+                    start = position_of(sql, self.name, conn)  # another projector may have gone on
+                    end = min(upto, start + batch)
+                    if start < end:
+                        self.apply(sql, conn, start, end)
+                        if self.fault is not None:
+                            self.fault(end)
+                        sql.query(conn, _SAVE, (self.name, end))
+            except getattr(sql.tables, "readonly_errors", ()):
+                return done
+            done = max(start, end)
+        return done
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A projection over a table that keeps its own cursor and extender (the title search, the
+    catalogue): the projector only drives it."""
+
+    name: str
+    indexed: Callable[[Store], int]
+    extend: Callable[[Store, int], int]
+
+    def position(self, store: Store) -> int:
+        """The table's own cursor."""
+        return self.indexed(store)
+
+    def advance(self, store: Store, upto: int, batch: int = BATCH) -> int:
+        """Extend the table to `upto` (its own chunks and transactions)."""
+        return self.extend(store, upto)
+
+
+def apply_spans(store: SqlStore, conn: Any, after: int, upto: int) -> None:
+    """Close and open the inbound spans (and their per-day counts) of the observations the events in
+    (after, upto] change, from each one's events up to `after` (what the stored rows hold) and the new
+    ones (read by the database from the events' data: no envelope is decoded here)."""
+    d = store.dialect
+    oids = [
+        r[0]
+        for r in store.query(
+            conn,
+            f"SELECT DISTINCT {d.json_text('observation_id')} FROM events "
+            f"WHERE seq > ? AND seq <= ? AND type IN ('{CITATION}', '{RESOLUTION}') ORDER BY 1",
+            (after, upto),
+        ).fetchall()
+    ]
+    if not oids:
+        return
+    closed: list[tuple[Any, ...]] = []
+    gone: list[Span] = []
+    opened: list[Row] = []
+    for mine in steps_of(store, conn, oids).values():
+        prior: list[Step] = [s for s in mine if s.seq <= after]
+        new = sorted((s for s in mine if after < s.seq <= upto), key=lambda s: s.seq)
+        if not new:
+            continue
+        change = delta(prior, new)
+        closed += [(*s[:5], k) for s, k in change.closed]
+        gone += [s for s, _ in change.closed]
+        opened += change.opened
+    if closed:
+        store.query_many(conn, _DROP_SPAN, closed)
+        store.query_many(conn, _CLOSE_SPAN, [(c[-1], *c[:-1]) for c in closed])
+    if opened:
+        store.query_many(conn, INSERT_SPANS, opened)
+    counts = bucket_deltas(opened, gone)
+    if counts:
+        store.query_many(conn, COUNT_BUCKETS, counts)
+
+
+SPAN_PROJECTION = Logged(SPANS, apply_spans)
+TITLES = Cursor(
+    "search_titles", lambda s: s.tables.titles_indexed(), lambda s, upto: s.tables.index_titles(upto)
+)
+CATALOGUE = Cursor(
+    "catalogue", lambda s: s.catalogue.catalogue_indexed(), lambda s, upto: s.catalogue.index_catalogue(upto)
+)
+
+# every projection, in the order the projector advances them; one line adds one
+PROJECTIONS: tuple[Projection, ...] = (SPAN_PROJECTION, TITLES, CATALOGUE)
+# the ones a record or a walk reads and no reader extends itself (the others are extended on first read)
+READ_BY_RECORDS: tuple[Projection, ...] = (SPAN_PROJECTION,)
+
+
+def catch_up(store: Store, projections: Sequence[Projection] = PROJECTIONS, upto: int | None = None) -> int:
+    """Advance each projection to `upto` (default the committed head); the lowest seq reached."""
+    head = store.head().seq if upto is None else upto
+    return min((p.advance(store, head) for p in projections), default=head)
+
+
+def lag(store: Store, projections: Sequence[Projection] = READ_BY_RECORDS) -> int:
+    """How many events the furthest-behind of these projections is behind the head."""
+    head = store.head().seq
+    return max((head - p.position(store) for p in projections), default=0)
+
+
+# -- the lease: one projector across a server's workers ------------------------------------------------
+
+_TAKE = (
+    "INSERT INTO projector_lease (id, holder, expires_us) VALUES (1, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_us = excluded.expires_us "
+    "WHERE projector_lease.holder = excluded.holder OR projector_lease.expires_us < ?"
+)
+
+
+def take_lease(store: Store, holder: str, now_us: int, ttl_us: int) -> bool:
+    """Take (or renew) the projector's lease for `holder` until now + ttl, if it is free, expired or
+    already `holder`'s: one compare-and-set, so two holders never both succeed."""
+    sql = _sql(store)
+    with sql.transaction(_begin(sql)) as conn:
+        taken = sql.query(conn, _TAKE, (holder, now_us + ttl_us, now_us)).rowcount == 1
+    return taken
+
+
+def release_lease(store: Store, holder: str) -> None:
+    """Give the lease up (if `holder` has it), so another worker takes it without waiting for expiry."""
+    sql = _sql(store)
+    with sql.transaction(_begin(sql)) as conn:
+        sql.query(conn, "DELETE FROM projector_lease WHERE id = 1 AND holder = ?", (holder,))
+
+
+def lease_holder(store: Store, now_us: int) -> str | None:
+    """Who holds an unexpired lease now."""
+    sql = _sql(store)
+    row = sql.query(
+        sql.connection(), "SELECT holder FROM projector_lease WHERE id = 1 AND expires_us >= ?", (now_us,)
+    ).fetchone()
+    return None if row is None else str(row[0])

@@ -1,0 +1,95 @@
+"""Who runs the projector (ledger/storage/projector.py), and how far behind it may fall.
+
+A server's workers share one projector: each tries the lease row every `poll` seconds, and the one
+holding it advances every projection a bounded step at a time, renewing the lease between steps, so a
+worker that dies hands over after one lease's length. The process that appended projects too (the CLI
+before it exits; any appender once the projector is more than LEDGER_PROJECTOR_MAX_LAG events behind),
+so a ledger with no server never waits on one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+
+from ledger.model.errors import LedgerError
+from ledger.model.instants import now_us
+from ledger.storage.interface import Store
+from ledger.storage.projector import BATCH, PROJECTIONS, Projection, release_lease, take_lease
+
+log = logging.getLogger("ledger.projector")
+
+ENV_MAX_LAG = "LEDGER_PROJECTOR_MAX_LAG"
+DEFAULT_MAX_LAG = 10_000
+MAX_MAX_LAG = 1_000_000  # a record read folds at most this many events: past it, reads grow unbounded
+LEASE_S = 30.0  # a holder that stops renewing is replaced after this long
+POLL_S = 0.5  # how often a worker looks for new events (or for a lease to take)
+STEP = 4 * BATCH  # events a holder applies to one projection between two renewals
+
+
+class SettingError(LedgerError, ValueError):
+    """A setting of the projector is not a value it takes."""
+
+    code = "bad_setting"
+
+
+def max_lag(raw: str | None = None) -> int:
+    """LEDGER_PROJECTOR_MAX_LAG (events; default 10,000): how far a record's projections may fall
+    behind the head before an appender projects the lag itself."""
+    text = os.environ.get(ENV_MAX_LAG) if raw is None else raw
+    if text is None or not text.strip():
+        return DEFAULT_MAX_LAG
+    value = int(text.strip()) if text.strip().isdigit() and len(text.strip()) <= 9 else 0
+    if not 1 <= value <= MAX_MAX_LAG:
+        raise SettingError(
+            f"{ENV_MAX_LAG} must be a whole number of events from 1 to {MAX_MAX_LAG:,}, got {text!r}"
+        )
+    return value
+
+
+def project_step(store: Store, projections: Sequence[Projection] = PROJECTIONS) -> bool:
+    """Advance each projection at most STEP events toward the head; whether any is still behind."""
+    head = store.head().seq
+    behind = False
+    for p in projections:
+        at = p.position(store)
+        if at < head:
+            reached = p.advance(store, min(head, at + STEP))
+            behind = behind or reached < head
+    return behind
+
+
+def run_projector(
+    store: Store,
+    stop: threading.Event,
+    *,
+    holder: str | None = None,
+    poll_s: float = POLL_S,
+    lease_s: float = LEASE_S,
+    clock: Callable[[], int] = now_us,
+    projections: Sequence[Projection] = PROJECTIONS,
+) -> None:
+    """Until `stop` is set: while this process holds the lease, follow the log with every projection.
+    Meant for its own thread; gives the lease up and closes that thread's connection at the end."""
+    me = holder or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    lease_us = int(lease_s * 1_000_000)
+    try:
+        while not stop.is_set():
+            behind = False
+            try:
+                while take_lease(store, me, clock(), lease_us) and not stop.is_set():
+                    behind = project_step(store, projections)
+                    if not behind:
+                        break
+            except Exception:  # the database may be back later: keep the thread, say why, retry
+                log.exception("projector failed; retrying later")
+            stop.wait(0 if behind else poll_s)
+    finally:
+        try:
+            release_lease(store, me)
+        except Exception:  # the lease then expires on its own
+            log.exception("projector lease not released")
+        store.close()
