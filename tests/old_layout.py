@@ -13,6 +13,7 @@ from ledger.model.events import ChainLink
 from ledger.storage import schema
 from ledger.storage.backend import is_pg_url
 from ledger.storage.derived.keys import WORK, key_rows
+from ledger.storage.derived.screen import INSERT_NOTICES, INSERT_REFS, batch_rows
 from ledger.storage.schema import LAYOUT, Guard, Index, Layout, Table
 from ledger.storage.sql import POSTGRESQL, SQLITE, link_params
 from ledger.storage.upgrade import STEP
@@ -159,6 +160,8 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
     spanned = has(backend, steps, "inbound_spans")
     pending = [("inbound_spans",)] if spanned and events else []
     insert_pending = "INSERT INTO derived_pending (name) VALUES (?)"
+    # from the layout with the screen's index on, its rows were written with each event
+    refs, notices = batch_rows(events) if has(backend, steps, "screen") else ([], [])
     if is_pg_url(db):
         import psycopg
 
@@ -170,6 +173,8 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
             _insert(conn, insert_checks.replace("?", "%s"), checks)
             _insert(conn, insert_keys.replace("?", "%s"), keys)
             _insert(conn, insert_pending.replace("?", "%s"), pending)
+            _insert(conn, INSERT_REFS.replace("?", "%s"), refs)
+            _insert(conn, INSERT_NOTICES.replace("?", "%s"), notices)
         return
     lite = sqlite3.connect(db, isolation_level=None)
     try:
@@ -183,6 +188,8 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
         _insert(lite, insert_checks, checks)
         _insert(lite, insert_keys, keys)
         _insert(lite, insert_pending, pending)
+        _insert(lite, INSERT_REFS, refs)
+        _insert(lite, INSERT_NOTICES, notices)
     finally:
         lite.close()
 

@@ -388,7 +388,9 @@ def test_an_index_break_before_a_chain_break_is_named_first(copy: str) -> None:
 # -- the walk's two steps: the chain, then the derived rows ---------------------------------------
 
 # the reasons of breaks in the rows the events imply (the derived step); every other is the chain's
-_DERIVED_REASONS = ("derived index rows", "inbound spans", "is stored more than once", "inbound_counts")
+_DERIVED_REASONS = (
+    "derived index rows", "inbound spans", "is stored more than once", "inbound_counts", "screen's index rows"
+)
 
 
 @pytest.mark.parametrize("page", [10_000, 7], ids=["one-page", "pages-of-7"])
