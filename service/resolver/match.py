@@ -246,6 +246,11 @@ def _accepted(r: RefView, s: Scored) -> bool:
         # a paper of a proceedings volume or a chapter, held with neither volume nor pages: its whole
         # team (two or more), its venue and its year agree
         return True
+    held = [f for f, v in _HELD.items() if v(s.cand)]
+    if "first_page" in a and not s.disagreed and len(held) >= 2 and all(f in a for f in held):
+        # every field the work holds agrees, with its first page: an item without authors (an issue's
+        # editorial), a chapter of a book held without a volume or a year
+        return True
     return (
         s.total >= NUMBERS_THRESHOLD
         # a name the reference prints that is not the work's first author's, nor that name misprinted,
@@ -263,6 +268,13 @@ def _accepted(r: RefView, s: Scored) -> bool:
 
 
 _NO_PAGE_NEEDS = ("volume", "year", "first_author", "container")
+# the fields beside its first page a title-less reference is matched by, when the work holds them
+_HELD: dict[str, Callable[[Cand], bool]] = {
+    "volume": lambda c: c.volume is not None,
+    "year": lambda c: c.work.year is not None,
+    "first_author": lambda c: bool(c.authors),
+    "container": lambda c: bool(c.container),
+}
 
 
 def _beats(b: Scored, r: Scored) -> bool:

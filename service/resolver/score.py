@@ -538,15 +538,18 @@ _MATTER = re.compile(
 
 @lru_cache(maxsize=1 << 14)
 def _misprints(number: str) -> re.Pattern[str]:
-    """`number` with one digit printed as a letter (or "|"), or a space inside it ("4D5", "4 35")."""
-    ways = [re.escape(number[:i]) + r"[A-Za-z|]" + re.escape(number[i + 1 :]) for i in range(len(number))]
-    ways += [re.escape(number[:i]) + " " + re.escape(number[i:]) for i in range(1, len(number))]
+    """`number` damaged by one character: a space inside it ("4 35"), a letter glued to its end ("435D"),
+    or, three digits or more, one digit printed as a letter (or "|", "4D5")."""
+    ways = [re.escape(number[:i]) + " " + re.escape(number[i:]) for i in range(1, len(number))]
+    ways.append(re.escape(number) + "[A-Za-z]")
+    if len(number) >= 3:
+        ways += [re.escape(number[:i]) + "[A-Za-z|]" + re.escape(number[i + 1 :]) for i in range(len(number))]
     return re.compile(r"(?<![0-9A-Za-z])(?:" + "|".join(ways) + r")(?![0-9A-Za-z])")
 
 
 def misprinted_number(text: str, number: str) -> bool:
-    """Whether `text` prints `number` (three digits or more) damaged by one character."""
-    return len(number) >= 3 and number.isdigit() and _misprints(number).search(text) is not None
+    """Whether `text` prints `number` (two digits or more) damaged by one character."""
+    return len(number) >= 2 and number.isdigit() and _misprints(number).search(text) is not None
 
 
 def _book_matter(r: RefView, c: Cand) -> bool:

@@ -84,6 +84,7 @@ def test_a_chapter_whose_words_are_its_books_is_not_named_by_the_book() -> None:
     [
         "1 K. Lindqvist, Journal of Geotechnical Acoustics 62, 49R6 (2000).",  # a digit printed as R
         "1 K. Lindqvist, Journal of Geotechnical Acoustics 62, 4 976 (2000).",  # a space inside
+        "1 K. Lindqvist, Journal of Geotechnical Acoustics 62, 4976D(2000).",  # a letter glued to it
     ],
 )
 def test_a_title_less_reference_with_a_number_misprinted_still_matches(text: str) -> None:
@@ -142,7 +143,10 @@ def test_misprinted_names_are_no_title_of_the_references_own() -> None:
         ("Acoustics 62, 4 976 (2000)", "4976", True),
         ("Acoustics 62, 4977 (2000)", "4976", False),  # another digit is another page
         ("Acoustics 62. 497. 963", "630", False),  # punctuation after a number is not a misprint in it
-        ("Acoustics 6R, 49 (2000)", "62", False),  # two digits: too short to tell a misprint
+        ("Acoustics 6R, 49 (2000)", "62", False),  # two digits: a letter for one is too much
+        ("Acoustics 65 , 4 0 (2012)", "40", True),  # two digits split
+        ("Acoustics 93, 68D(2015)", "68", True),  # a letter glued to its end
+        ("Acoustics 93, 68Da (2015)", "68", False),  # two letters: a word, not a misprint
         ("Acoustics A4976 (2000)", "4976", False),  # glued to a letter: another token
     ],
 )

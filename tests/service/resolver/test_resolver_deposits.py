@@ -134,3 +134,39 @@ def test_a_teams_conference_paper_without_pages_is_found_by_its_whole_team(text:
     # nor one author alone
     alone = work(9, "Gated imaging", ["Brennan"], container=TEAM.container, year=2017)
     assert _answer(text, alone) is None
+
+
+EDITORIAL = work(
+    10, "Editorial board", [], container="Bulletin of Powder Metallurgy", year=2002, volume="9", issue="2",
+    first_page="73-82",
+)  # fmt: skip
+CHAPTER = work(
+    11, "Innovation in broadcast audiences", [], container="After Television", year=2015,
+    first_page="145-173", type="book-chapter",
+)  # fmt: skip
+UNDATED = work(
+    12, "Field codes", ["Finkl"], container="General Geology", first_page="240-243", type="book-chapter"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "held"),
+    [
+        ("(1) Bulletin of Powder Metallurgy 2002, 9, 73–82.", EDITORIAL),  # a one-digit volume
+        ("[1] Bulletin of Powder Metallurgy 9 (2002) 73.", EDITORIAL),
+        ("(1) After Television 2015, 145–173.", CHAPTER),  # a chapter held without authors or volume
+        ("(1) Finkl, C. W. General Geology 240–243.", UNDATED),  # a chapter held without a year
+    ],
+)
+def test_a_title_less_reference_agreeing_with_every_field_the_work_holds_is_answered(
+    text: str, held: CatalogueWork
+) -> None:
+    assert _answer(text, held) == held.seq
+    # another first page is another item of the issue or book
+    assert _answer(text.replace("73", "75").replace("145", "147").replace("240", "244"), held) is None
+
+
+def test_every_held_field_means_two_of_them_at_least() -> None:
+    # a work holding only its container beside its page: the page and the journal alone are too little
+    bare = work(13, "Notes", [], container="After Television", first_page="145-173")
+    assert _answer("(1) After Television 145–173.", bare) is None
