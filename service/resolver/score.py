@@ -564,6 +564,10 @@ def _named_part(r: RefView, c: Cand) -> bool:
     if c.authors or not r.wordset.isdisjoint(_EDITED):
         return False
     at = r.p.compact.find(c.title_compact) if c.title_compact else -1
+    if at < 0 and c.title_compact:
+        # the title misprinted: where it is printed alike
+        aligned = fuzz.partial_ratio_alignment(c.title_compact, r.p.compact, score_cutoff=85)
+        at = aligned.dest_start if aligned is not None else -1
     if at <= 0:
         return False
     # the words printed before the work's title: where a part's authors and its own title stand

@@ -157,3 +157,21 @@ def test_misprinted_number(text: str, number: str, expected: bool) -> None:
 def test_another_digit_is_still_another_page() -> None:
     text = "1 K. Lindqvist, Journal of Geotechnical Acoustics 62, 4977 (2000)."
     assert _answer(text, PAPER) is None
+
+
+VOLUME = work(
+    6, "Proceedings of the Ninth International Workshop on Soil Acoustics", [], year=2015, type="proceedings"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1 J. Okafor and P. Lind, Proceedings of the Ninth International Workshop on Soil Acoustics (2015).",
+        "1 J. Okafor and P. Lind, ProcPedings of the Ninth Internati onal Workshop on Soil Acoustics (2015).",
+    ],
+)
+def test_authors_before_a_misprinted_volume_title_name_a_paper_of_it(text: str) -> None:
+    # the volume holds no authors: people named before its title, even misprinted, wrote a paper of it
+    d = _decide(text, VOLUME)
+    assert d.work is None and "first_author" in d.evidence.disagreed
