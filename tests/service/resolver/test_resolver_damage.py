@@ -175,3 +175,18 @@ def test_authors_before_a_misprinted_volume_title_name_a_paper_of_it(text: str) 
     # the volume holds no authors: people named before its title, even misprinted, wrote a paper of it
     d = _decide(text, VOLUME)
     assert d.work is None and "first_author" in d.evidence.disagreed
+
+
+@pytest.mark.parametrize(
+    ("text", "first"),
+    [
+        ("1Tectonica 74, 862 (1999).", "tectonica"),
+        ("[12]Tectonica 74 (1999) 862.", "tectonica"),
+        ("(3) Tectonica 1999, 74, 862.", "tectonica"),
+    ],
+)
+def test_a_list_number_glued_to_the_first_word_is_no_part_of_it(text: str, first: str) -> None:
+    assert parse(text).words[0] == first
+    held = work(7, "Review of regional faults", [], container="Tectonica", year=1999, volume="74",
+                first_page="862-863")  # fmt: skip
+    assert _answer(text, held) == held.seq
