@@ -8,7 +8,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import NamedTuple
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 from ledger.model.doi import ARXIV_DOI_PREFIX, arxiv_key, doi_key
 from ledger.model.works import CatalogueWork
@@ -373,7 +373,7 @@ def name_near(r: RefView, name: Name) -> bool:
     last = name.last
     if last is None or len(last) < 4:
         return False
-    if any(fuzz.ratio(last, w, score_cutoff=NAME_CLOSE) for w in r.p.words if len(w) > 2):
+    if process.extractOne(last, r.p.words, scorer=fuzz.ratio, score_cutoff=NAME_CLOSE) is not None:
         return True
     return len(last) >= 5 and fuzz.partial_ratio(last, r.p.compact, score_cutoff=NAME_CLOSE + 5) > 0
 
@@ -409,15 +409,17 @@ def _unexplained(r: RefView, c: Cand) -> bool:
         return False
     counts = r.content_counts if c.authors else r.unnamed_counts
     missing = counts.keys() - c.explains
-
-    def many(ws: set[str] | list[str]) -> bool:
-        return len(ws) >= UNEXPLAINED or sum(counts[w] for w in ws) >= UNEXPLAINED
-
-    if not many(missing):
+    if sum(counts[w] for w in missing) < UNEXPLAINED:
         return False
     # a word misprinted ("Jeurnal") or a piece of one split at random ("Sympos iumon") is the work's own
     # container or names printed with damage, not a title of the reference's own
-    return many([w for w in missing if not _misprinted(w, c)])
+    found = 0
+    for w in missing:
+        if not _misprinted(w, c):
+            found += counts[w]
+            if found >= UNEXPLAINED:
+                return True
+    return False
 
 
 def unexplained_words(r: RefView, c: Cand) -> list[str]:
@@ -429,7 +431,7 @@ def _misprinted(w: str, c: Cand) -> bool:
     """Whether `w` is a piece of `c`'s container glued, or close to one of its container or name words."""
     if len(w) >= 4 and w in c.container_compact:
         return True
-    return any(fuzz.ratio(w, x, score_cutoff=NEAR_WORD) for x in c.names)
+    return process.extractOne(w, c.names, scorer=fuzz.ratio, score_cutoff=NEAR_WORD) is not None
 
 
 def title_words(r: RefView, c: Cand) -> bool:
@@ -536,20 +538,44 @@ _MATTER = re.compile(
 )
 
 
-@lru_cache(maxsize=1 << 14)
-def _misprints(number: str) -> re.Pattern[str]:
-    """`number` damaged by one character: a space inside it ("4 35"), a letter glued to its end ("435D"),
-    or, three digits or more, one digit printed as a letter (or "|", "4D5")."""
-    ways = [re.escape(number[:i]) + " " + re.escape(number[i:]) for i in range(1, len(number))]
-    ways.append(re.escape(number) + "[A-Za-z]")
-    if len(number) >= 3:
-        ways += [re.escape(number[:i]) + "[A-Za-z|]" + re.escape(number[i + 1 :]) for i in range(len(number))]
-    return re.compile(r"(?<![0-9A-Za-z])(?:" + "|".join(ways) + r")(?![0-9A-Za-z])")
+_TOKEN = re.compile(r"[0-9A-Za-z|]+")
+_SPLIT = re.compile(r"(?<![0-9A-Za-z|])(?=([0-9]+) ([0-9]+)(?![0-9A-Za-z|]))")
+
+
+class _Damaged(NamedTuple):
+    split: frozenset[str]  # digits printed with a space inside ("4 35": 435)
+    glued: frozenset[str]  # digits with a letter glued to their end ("435D": 435)
+    lettered: tuple[str, ...]  # tokens of digits and one letter (or "|") among them ("4D5")
+
+
+@lru_cache(maxsize=1 << 12)
+def _damaged(text: str) -> _Damaged:
+    """The number-like tokens of a reference's text that may be a number damaged by one character
+    (read once per reference: each of its candidates asks)."""
+    split = frozenset(a + b for a, b in _SPLIT.findall(text))
+    glued: set[str] = set()
+    lettered: list[str] = []
+    for t in _TOKEN.findall(text):
+        digits = sum(ch.isdigit() for ch in t)
+        if digits == len(t) - 1 and digits >= 2:
+            if t[-1].isalpha():
+                glued.add(t[:-1])
+            lettered.append(t)
+    return _Damaged(split, frozenset(glued), tuple(lettered))
 
 
 def misprinted_number(text: str, number: str) -> bool:
-    """Whether `text` prints `number` (two digits or more) damaged by one character."""
-    return len(number) >= 2 and number.isdigit() and _misprints(number).search(text) is not None
+    """Whether `text` prints `number` (two digits or more) damaged by one character: a space inside it
+    ("4 35"), a letter glued to its end ("435D"), or, three digits or more, one digit printed as a
+    letter (or "|", "4D5")."""
+    if len(number) < 2 or not number.isdigit():
+        return False
+    d = _damaged(text)
+    if number in d.split or number in d.glued:
+        return True
+    return len(number) >= 3 and any(
+        len(t) == len(number) and sum(a != b for a, b in zip(t, number, strict=True)) == 1 for t in d.lettered
+    )
 
 
 def _book_matter(r: RefView, c: Cand) -> bool:
