@@ -119,7 +119,14 @@ def read(inp: RefInput) -> _Ref:
     ref = inp.reference
     volume = ref.volume if ref is not None and isinstance(ref.volume, str) else None
     page = ref.first_page if ref is not None and isinstance(ref.first_page, str) else None
-    return _Ref(idents, found.malformed, view(parse(found.rest), volume, page))
+    parsed = parse(found.rest)
+    if volume and page:
+        # a structured reference states its volume and first page: the pair the catalogue is asked for
+        # first (its fields, joined with ";", are not printed as a style prints the pair)
+        pair = (volume.strip().lstrip("0"), page.strip().lstrip("0").lower())
+        if all(pair):
+            parsed = parsed._replace(pairs=list(dict.fromkeys([pair, *parsed.pairs]))[:4])
+    return _Ref(idents, found.malformed, view(parsed, volume, page))
 
 
 def _evidence(method: str, best: Scored | None, chosen: bool, runner: Scored | None) -> Evidence:

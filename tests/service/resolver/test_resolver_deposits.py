@@ -4,6 +4,7 @@ notice signed by a body, and a team's paper at a conference held with neither vo
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from ledger.model.resolving import Decision, RefInput
@@ -170,3 +171,25 @@ def test_every_held_field_means_two_of_them_at_least() -> None:
     # a work holding only its container beside its page: the page and the journal alone are too little
     bare = work(13, "Notes", [], container="After Television", first_page="145-173")
     assert _answer("(1) After Television 145–173.", bare) is None
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"journal-title": "Opto. Lett.", "volume": "19", "issue": "3", "first-page": "225", "year": "2013"},
+        {"journal-title": "Optoelectron. Lett.", "volume": "019", "first-page": "225", "year": "2013"},
+    ],
+)
+def test_a_structured_references_volume_and_first_page_find_the_work(fields: dict[str, str]) -> None:
+    # its abbreviated journal shares no word with the work's: the catalogue is asked for its stated
+    # volume and first page, and the work is found and validated field by field
+    held = work(
+        14, "A label-free biosensor in porous silicon", ["Liu", "Chen"], container="Optoelectronics Letters",
+        year=2013, volume="19", issue="3", first_page="225",
+    )  # fmt: skip
+    ref = msgspec.convert(fields, Reference)
+    (d,) = resolve_many([RefInput("r", ref, None)], FakeCatalogue([held]))
+    assert d.work == held and d.status == "verified_fuzzy"
+    wrong_page = msgspec.convert({**fields, "first-page": "226"}, Reference)
+    (d,) = resolve_many([RefInput("r", wrong_page, None)], FakeCatalogue([held]))
+    assert d.work is None
