@@ -311,7 +311,8 @@ def _by_text(r: _Ref, cands: list[Cand]) -> Decision:
         return _unresolved(r, None, None)
     best = scored[0]
     runner = scored[1] if len(scored) > 1 else None
-    if not _accepted(r.view, best) or ("title" in best.agreed and title_continues(r.view, best.cand)):
+    continues = best.title >= TITLE_NEEDED and "title_words" not in best.agreed  # a title in order
+    if not _accepted(r.view, best) or (continues and title_continues(r.view, best.cand)):
         return _unresolved(r, best, runner)
     rival = next((s for s in scored[1:] if not _alike(best, s)), None)
     if rival is not None and not _beats(best, rival):
