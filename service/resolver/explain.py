@@ -45,7 +45,7 @@ _REF_FIELDS = {
 }
 # the scorer's names for what agreed and disagreed, by the field shown
 _AGREED = {
-    "title": ("title", "title_start"),
+    "title": ("title", "title_start", "title_words"),
     "first author": ("first_author",),
     "year": ("year", "year_near"),
     "journal or venue": ("container", "preprint"),
@@ -57,6 +57,7 @@ _DISAGREED = {"title": ("title",), "year": ("year",), "journal or venue": ("venu
               "volume": ("volume",), "first page": ("first_page",)}  # fmt: skip
 _NOTES = {
     "title_start": "the reference is cut short inside the work's title",
+    "title_words": "every word of the work's title, printed together in another order",
     "year_near": "one year apart, as a preprint and its journal version often are",
     "preprint": "both are preprints",
 }

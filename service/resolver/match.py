@@ -29,13 +29,16 @@ from service.resolver.score import (
     Scored,
     first_author_leads,
     identity,
+    name_in,
+    name_near,
     prepare,
     score,
     title_continues,
+    unexplained_words,
     view,
 )
 
-METHOD_VERSION = "sbmv+guards/2"
+METHOD_VERSION = "sbmv+guards/3"
 SEARCH_LIMIT = 20  # candidates asked per reference from the text index
 PAIR_LIMIT = 10  # and per (volume, first page) pair
 THRESHOLD = 52  # the score a candidate needs to be a match
@@ -116,7 +119,14 @@ def read(inp: RefInput) -> _Ref:
     ref = inp.reference
     volume = ref.volume if ref is not None and isinstance(ref.volume, str) else None
     page = ref.first_page if ref is not None and isinstance(ref.first_page, str) else None
-    return _Ref(idents, found.malformed, view(parse(found.rest), volume, page))
+    parsed = parse(found.rest)
+    if volume and page:
+        # a structured reference states its volume and first page: the pair the catalogue is asked for
+        # first (its fields, joined with ";", are not printed as a style prints the pair)
+        pair = (volume.strip().lstrip("0"), page.strip().lstrip("0").lower())
+        if all(pair):
+            parsed = parsed._replace(pairs=list(dict.fromkeys([pair, *parsed.pairs]))[:4])
+    return _Ref(idents, found.malformed, view(parsed, volume, page))
 
 
 def _evidence(method: str, best: Scored | None, chosen: bool, runner: Scored | None) -> Evidence:
@@ -232,14 +242,46 @@ def _accepted(r: RefView, s: Scored) -> bool:
         # journal and first author must all agree, and its other authors too when it has any (without a
         # volume either, two papers of one team at one conference are common: left unresolved)
         return len(s.cand.authors) < 2 or "authors" in a
+    if (
+        s.cand.page is None
+        and s.cand.volume is None
+        and not s.disagreed
+        and all(f in a for f in ("year", "first_author", "container"))
+        and len(s.cand.authors) >= 2
+        and all(name_in(r, n) for n in s.cand.authors[:6])
+    ):
+        # a paper of a proceedings volume or a chapter, held with neither volume nor pages: its whole
+        # team (two or more), its venue and its year agree
+        return True
+    held = [f for f, v in _HELD.items() if v(s.cand)]
+    if "first_page" in a and not s.disagreed and len(held) >= 2 and all(f in a for f in held):
+        # every field the work holds agrees, with its first page: an item without authors (an issue's
+        # editorial), a chapter of a book held without a volume or a year
+        return True
     return (
         s.total >= NUMBERS_THRESHOLD
+        # a name the reference prints that is not the work's first author's, nor that name misprinted,
+        # is another work's author
+        and (
+            "first_author" in a
+            or not s.cand.authors
+            or name_near(r, s.cand.authors[0])
+            or not unexplained_words(r, s.cand)
+        )
+        and "year" not in s.disagreed  # years apart: another paper at the same place of another volume
         and "first_page" in a
         and sum(f in a for f in ("volume", "year", "first_author", "container")) >= 3
     )
 
 
 _NO_PAGE_NEEDS = ("volume", "year", "first_author", "container")
+# the fields beside its first page a title-less reference is matched by, when the work holds them
+_HELD: dict[str, Callable[[Cand], bool]] = {
+    "volume": lambda c: c.volume is not None,
+    "year": lambda c: c.work.year is not None,
+    "first_author": lambda c: bool(c.authors),
+    "container": lambda c: bool(c.container),
+}
 
 
 def _beats(b: Scored, r: Scored) -> bool:
@@ -259,16 +301,24 @@ def _compatible(c: Cand, idents: list[Ident]) -> bool:
 
 
 def _by_text(r: _Ref, cands: list[Cand]) -> Decision:
-    scored = sorted((score(r.view, c) for c in cands), key=_order)
+    # of works equal in points, one whose first author the reference prints first comes first: two
+    # deposits of one paper, their authors in another order, are told apart by it
+    scored = sorted(
+        (score(r.view, c) for c in cands),
+        key=lambda s: (-s.total, not first_author_leads(r.view, s.cand), *_order(s)[1:]),
+    )
     if not scored:
         return _unresolved(r, None, None)
     best = scored[0]
     runner = scored[1] if len(scored) > 1 else None
-    if not _accepted(r.view, best) or (best.title >= TITLE_NEEDED and title_continues(r.view, best.cand)):
+    continues = best.title >= TITLE_NEEDED and "title_words" not in best.agreed  # a title in order
+    if not _accepted(r.view, best) or (continues and title_continues(r.view, best.cand)):
         return _unresolved(r, best, runner)
     rival = next((s for s in scored[1:] if not _alike(best, s)), None)
     if rival is not None and not _beats(best, rival):
         # a near-duplicate (a preprint and its journal version, Part I and II): prefer neither
+        return _unresolved(r, best, runner)
+    if not first_author_leads(r.view, best.cand):
         return _unresolved(r, best, runner)
     if r.idents and not _compatible(best.cand, r.idents):
         # the reference names a work by an identifier the catalogue lacks: it cites that work, not this one

@@ -51,7 +51,10 @@ def parse(text: str) -> Parsed:
     text = _ACCESSED.sub(" ", text)
     # a list's entry number is none of the work's numbers (not its first page)
     marker = _MARKER.match(text)
-    digits = ocr_digits(text[marker.end() :] if marker is not None else text)
+    if marker is not None:
+        # nor a piece of its first word ("1Nature 129, 331", the number glued to the journal's name)
+        text = text[marker.end() :]
+    digits = ocr_digits(text)
     found = list(_NUMBER.finditer(digits))
     numbers = [m.group().lstrip("0") or "0" for m in found]
     end_at: set[int] = set()

@@ -8,7 +8,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import NamedTuple
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 from ledger.model.doi import ARXIV_DOI_PREFIX, arxiv_key, doi_key
 from ledger.model.works import CatalogueWork
@@ -37,6 +37,11 @@ NAMED_PART = 1
 WRONG_PART = 50  # pages of a work that has none: a part of it (a chapter, a paper), never the whole
 WRONG_TITLE = 30  # the reference shows a title, and it is not this work's
 UNEXPLAINED = 4  # words the work's authors and journal leave unexplained: the reference's own title
+TITLE_WORDS = 36  # every word of a title of TITLE_BAG words or more, printed together in another order
+TITLE_BAG = 4  # distinct words (of three letters or more) a title needs for its words alone to count
+NEAR_WORD = 80  # how alike (0-100) a misprinted word must be to a word of the work's container or names
+NAME_CLOSE = 75  # how alike a misprinted name must be to the work's author's
+CONTAINER_CLOSE = 90  # how alike a container's name, misprinted or split at random, must be where printed
 
 # a notice about another work: its title begins so ("Correction to: ...", "Retraction note: ...")
 _NOTICE = re.compile(
@@ -168,6 +173,11 @@ class Cand(NamedTuple):
     explains: frozenset[str]  # the words its authors and container account for in a reference
     own_numbers: frozenset[str]  # the numbers of its title and container ("Domains 19-20", "Vol. 3")
     in_container: bool  # its title is a proper piece of its container's name (an encyclopedia's entry)
+    title_bag: frozenset[str]  # its title's distinct words of three letters or more, not stop words
+    container_words: frozenset[str]
+    title_length: int  # how many words its title has
+    container_compact: str  # its container's words glued (for a name misprinted or split at random)
+    names: tuple[str, ...]  # its container's words and its authors' name words, for a misprinted word
 
 
 def _num(v: str | None) -> str | None:
@@ -223,10 +233,12 @@ def prepare(w: CatalogueWork) -> Cand:
     container_cp = compact(words(w.container)) if w.container else ""
     # a proper piece: a title that is the container's whole name (a journal's masthead) is its own
     in_container = bool(title_cp) and title_cp in container_cp and title_cp != container_cp
+    bag = frozenset(t for t in tw if len(t) > 2 and not t.isdigit() and t not in _STOP)
+    names = tuple(dict.fromkeys(x for x in [*venue.words, *(x for ws, _ in named for x in ws)] if len(x) > 3))
     return Cand(
         w, identity(w), spaced(tw) if tw else "", compact(tw), bool(_NOTICE.match(low)), _part(low), authors,
         venue.words, venue.abbreviations, preprint, _num(w.volume), _num(w.issue), _num(page), explains,
-        own, in_container,
+        own, in_container, bag, frozenset(venue.words), len(tw), container_cp, names,
     )  # fmt: skip
 
 
@@ -344,7 +356,8 @@ class Scored(NamedTuple):
     cand: Cand
 
 
-def _name_in(r: RefView, name: Name) -> bool:
+def name_in(r: RefView, name: Name) -> bool:
+    """Whether the reference prints `name` (its last word, or whole, or glued)."""
     # the last word alone first: the cheapest test, and true whenever the whole name is
     if name.last is not None and name.last in r.wordset:
         return True
@@ -352,6 +365,17 @@ def _name_in(r: RefView, name: Name) -> bool:
         return True
     # glued or split at random ("vander Berg", "Mc Donald"): long names only, short ones are in every word
     return name.compact is not None and name.compact in r.p.compact
+
+
+def name_near(r: RefView, name: Name) -> bool:
+    """Whether the reference prints `name` misprinted: a word NAME_CLOSE alike to its last word, or the
+    whole name glued or split at random alike where printed."""
+    last = name.last
+    if last is None or len(last) < 4:
+        return False
+    if process.extractOne(last, r.p.words, scorer=fuzz.ratio, score_cutoff=NAME_CLOSE) is not None:
+        return True
+    return len(last) >= 5 and fuzz.partial_ratio(last, r.p.compact, score_cutoff=NAME_CLOSE + 5) > 0
 
 
 def _container_in(r: RefView, c: Cand) -> bool:
@@ -366,7 +390,15 @@ def _container_in(r: RefView, c: Cand) -> bool:
         # an ISO 4 abbreviation keeps a word's beginning: "chem" for chemical, "soc" for society
         if w in ws or (w == "journal" and "j" in ws) or not beginnings.isdisjoint(ws):
             found += 1
-    return found >= 2 and found * 4 >= len(words_) * 3
+    if found >= 2 and found * 4 >= len(words_) * 3:
+        return True
+    # a long name misprinted or split at random ("Journalof Paleontology", "Jeurnal of ..."): alike as
+    # a whole where the reference prints it
+    return len(c.container_compact) >= 12 and _close_in(c.container_compact, r.p.compact)
+
+
+def _close_in(needle: str, text: str) -> bool:
+    return fuzz.partial_ratio(needle, text, score_cutoff=CONTAINER_CLOSE) > 0
 
 
 def _unexplained(r: RefView, c: Cand) -> bool:
@@ -377,7 +409,60 @@ def _unexplained(r: RefView, c: Cand) -> bool:
         return False
     counts = r.content_counts if c.authors else r.unnamed_counts
     missing = counts.keys() - c.explains
-    return len(missing) >= UNEXPLAINED or sum(counts[w] for w in missing) >= UNEXPLAINED
+    if sum(counts[w] for w in missing) < UNEXPLAINED:
+        return False
+    # a word misprinted ("Jeurnal") or a piece of one split at random ("Sympos iumon") is the work's own
+    # container or names printed with damage, not a title of the reference's own
+    found = 0
+    for w in missing:
+        if not _misprinted(w, c):
+            found += counts[w]
+            if found >= UNEXPLAINED:
+                return True
+    return False
+
+
+def unexplained_words(r: RefView, c: Cand) -> list[str]:
+    """The reference's content words that `c`'s authors and container do not explain, even misprinted."""
+    return [w for w in r.content_counts.keys() - c.explains if not _misprinted(w, c)]
+
+
+def _misprinted(w: str, c: Cand) -> bool:
+    """Whether `w` is a piece of `c`'s container glued, or close to one of its container or name words."""
+    if len(w) >= 4 and w in c.container_compact:
+        return True
+    return process.extractOne(w, c.names, scorer=fuzz.ratio, score_cutoff=NEAR_WORD) is not None
+
+
+def title_words(r: RefView, c: Cand) -> bool:
+    """Whether the reference prints every word of `c`'s title (TITLE_BAG distinct words or more) together,
+    in whatever order: a title scrambled or reordered. A damaged reference may lose a word in five."""
+    bag = c.title_bag
+    if len(bag) < TITLE_BAG:
+        return False
+    lost = len(bag) // 5
+    found = bag & r.wordset
+    if len(bag) - len(found) > lost or len(found - c.container_words) < 2:
+        # too many lost; or what is found is the work's container's name (a book's), which every chapter
+        # of it shares, not this title
+        return False
+    # the words printed together: a window no longer than the title (and what was lost) holds them all
+    at = sorted((i, w) for i, w in enumerate(r.p.words) if w in found)
+    span = c.title_length + lost + 2
+    need = len(found)
+    seen: Counter[str] = Counter()
+    lo = 0
+    for i, w in at:
+        seen[w] += 1
+        while at[lo][0] <= i - span:
+            left = at[lo][1]
+            seen[left] -= 1
+            if not seen[left]:
+                del seen[left]
+            lo += 1
+        if len(seen) == need:
+            return True
+    return False
 
 
 def title_similarity(r: RefView, c: Cand) -> tuple[float, bool]:
@@ -445,12 +530,70 @@ _NO_AUTHOR = frozenset({"anon", "anonymous"})  # what a style prints for a work 
 _EDITED = frozenset({"ed", "eds", "editor", "editors", "edited", "hrsg", "herausgegeben", "dir"})
 
 
+# the parts of a book deposited as works of their own, as a reference names them
+_MATTER = re.compile(
+    r"\b(?:front\s*matter|back\s*matter|(?:table\s+of\s+)?contents|index|copyright(?:\s+page)?|title\s+pages?|"
+    r"preface|foreword|acknowledge?ments|list\s+of\s+(?:figures|tables|contributors|abbreviations)|"
+    r"editorial\s+board|bibliography)\b"
+)
+
+
+_TOKEN = re.compile(r"[0-9A-Za-z|]+")
+_SPLIT = re.compile(r"(?<![0-9A-Za-z|])(?=([0-9]+) ([0-9]+)(?![0-9A-Za-z|]))")
+
+
+class _Damaged(NamedTuple):
+    split: frozenset[str]  # digits printed with a space inside ("4 35": 435)
+    glued: frozenset[str]  # digits with a letter glued to their end ("435D": 435)
+    lettered: tuple[str, ...]  # tokens of digits and one letter (or "|") among them ("4D5")
+
+
+@lru_cache(maxsize=1 << 12)
+def _damaged(text: str) -> _Damaged:
+    """The number-like tokens of a reference's text that may be a number damaged by one character
+    (read once per reference: each of its candidates asks)."""
+    split = frozenset(a + b for a, b in _SPLIT.findall(text))
+    glued: set[str] = set()
+    lettered: list[str] = []
+    for t in _TOKEN.findall(text):
+        digits = sum(ch.isdigit() for ch in t)
+        if digits == len(t) - 1 and digits >= 2:
+            if t[-1].isalpha():
+                glued.add(t[:-1])
+            lettered.append(t)
+    return _Damaged(split, frozenset(glued), tuple(lettered))
+
+
+def misprinted_number(text: str, number: str) -> bool:
+    """Whether `text` prints `number` (two digits or more) damaged by one character: a space inside it
+    ("4 35"), a letter glued to its end ("435D"), or, three digits or more, one digit printed as a
+    letter (or "|", "4D5")."""
+    if len(number) < 2 or not number.isdigit():
+        return False
+    d = _damaged(text)
+    if number in d.split or number in d.glued:
+        return True
+    return len(number) >= 3 and any(
+        len(t) == len(number) and sum(a != b for a, b in zip(t, number, strict=True)) == 1 for t in d.lettered
+    )
+
+
+def _book_matter(r: RefView, c: Cand) -> bool:
+    """Whether the reference names one of a book's own parts its title does not."""
+    found = _MATTER.search(r.p.spaced)
+    return found is not None and found.group() not in c.title_spaced
+
+
 def _named_part(r: RefView, c: Cand) -> bool:
     """Whether the reference names people (or a title of its own) a work without authors leaves
     unexplained, and no editors: a paper of this proceedings volume, a chapter of this edited book."""
     if c.authors or not r.wordset.isdisjoint(_EDITED):
         return False
     at = r.p.compact.find(c.title_compact) if c.title_compact else -1
+    if at < 0 and c.title_compact:
+        # the title misprinted: where it is printed alike
+        aligned = fuzz.partial_ratio_alignment(c.title_compact, r.p.compact, score_cutoff=85)
+        at = aligned.dest_start if aligned is not None else -1
     if at <= 0:
         return False
     # the words printed before the work's title: where a part's authors and its own title stand
@@ -476,17 +619,32 @@ def _name_only_in_title(r: RefView, c: Cand) -> bool:
 
 def first_author_leads(r: RefView, c: Cand) -> bool:
     """Whether `c`'s first author is printed before its other authors the reference names: a work whose
-    first author the reference lists third is not shown exactly (two deposits of one paper, their
-    authors in another order)."""
-    if not c.authors or c.authors[0].last is None:
+    first author the reference lists third is another deposit (two deposits of one paper, their authors
+    in another order), or another paper of the team."""
+    lead = c.authors[0] if c.authors else None
+    if lead is None or lead.last is None:
         return True
-    first = r.p.spaced.find(f" {c.authors[0].last} ")
+    last = lead.last
+    sp = r.p.spaced
+    first = sp.find(f" {last} ")
     if first < 0:
         return True
-    others = (
-        r.p.spaced.find(f" {a.last} ") for a in c.authors[1:6] if a.last and a.last != c.authors[0].last
-    )
-    return all(at < 0 or at > first for at in others)
+    whole = sp.find(lead.spaced)  # the whole name: another author's name may be a word of it
+    # the name glued or split at random ("S chiopu"), where a misprint hides its first printing
+    key = lead.compact or (last if len(last) >= 4 else None)
+    glued = r.p.compact.find(key) if key else -1
+    for a in c.authors[1:6]:
+        if not a.last or a.last == last:
+            continue
+        at = sp.find(f" {a.last} ")
+        if at < 0 or at > first:
+            continue
+        if 0 <= whole <= at < whole + len(lead.spaced) - 1:
+            continue  # a word of the first author's own name ("Ban-Leong Ooi" and Leong)
+        if 0 <= glued <= at - sp.count(" ", 0, at + 1):
+            continue
+        return False
+    return True
 
 
 def score(r: RefView, c: Cand) -> Scored:
@@ -511,6 +669,9 @@ def score(r: RefView, c: Cand) -> Scored:
     if not title and r.cut and len(c.title_compact) >= 40 and _title_start(r, c):
         title = TITLE_START
         agreed.append("title_start")
+    if not title and title_words(r, c):
+        title = TITLE_WORDS * min(1.0, len(c.title_compact) / 25)
+        agreed.append("title_words")
     total += title
     if not title and c.title_compact and _unexplained(r, c):
         total -= WRONG_TITLE
@@ -523,17 +684,20 @@ def score(r: RefView, c: Cand) -> Scored:
         total -= WRONG_KIND / 2
         disagreed.append("title")
     if c.authors:
-        if _name_in(r, c.authors[0]) and not _name_only_in_title(r, c):
+        if name_in(r, c.authors[0]) and not _name_only_in_title(r, c):
             total += FIRST_AUTHOR
             agreed.append("first_author")
         others = c.authors[1:6]
         if others:
-            found = sum(1 for a in others if _name_in(r, a))
+            found = sum(1 for a in others if name_in(r, a))
             if found:
                 total += AUTHORS * found / len(others)
                 agreed.append("authors")
     year = c.work.year
-    if year is not None and r.p.years:
+    if year is not None and not r.p.years and misprinted_number(r.p.text, str(year)):
+        total += YEAR
+        agreed.append("year")
+    elif year is not None and r.p.years:
         if year in r.p.years:
             total += YEAR
             agreed.append("year")
@@ -555,6 +719,10 @@ def score(r: RefView, c: Cand) -> Scored:
             # this proceedings volume, not the whole
             total -= WRONG_PART
             disagreed.append("first_page")
+        elif title and _book_matter(r, c):
+            # it names a book's own matter ("Frontmatter", "Contents", "Index"): that part, not the book
+            total -= WRONG_PART
+            disagreed.append("title")
         elif title and _named_part(r, c):
             # it names authors a work without any lacks, before that work's title: the same part
             total -= WRONG_PART
@@ -582,7 +750,11 @@ def score(r: RefView, c: Cand) -> Scored:
             agreed.append("issue")
     if c.page is not None:
         # a number printed only as a range's end is another work's last page, not this one's first
-        if (c.page in r.numbers and c.page not in r.p.ends) or (not c.page.isdigit() and c.page in r.wordset):
+        if (
+            (c.page in r.numbers and c.page not in r.p.ends)
+            or (not c.page.isdigit() and c.page in r.wordset)
+            or misprinted_number(r.p.text, c.page)
+        ):
             total += PAGE
             agreed.append("first_page")
         elif (r.p.pairs or r.p.ranges) and r.first_page is None:

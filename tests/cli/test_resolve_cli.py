@@ -158,7 +158,7 @@ def test_explain_says_in_words_how_the_real_resolver_decided(new_db: NewDb) -> N
         "  Adams, D. J. (1976). Calculating the low temperature vapour line by Monte Carlo. Molecular "
         "Physics, 32(3), 647–657.",
         "Status: verified exact",
-        "Resolved by: this ledger's resolver (method sbmv+guards, version 2)",
+        "Resolved by: this ledger's resolver (method sbmv+guards, version 3)",
         "Method: title, first author and year agree (the title word for word), and no other work has all "
         "three",
         lines[6],

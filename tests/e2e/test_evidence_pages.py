@@ -118,7 +118,7 @@ def test_the_page_says_the_score_on_its_scale_the_method_and_the_runner_up(world
             f"10.1080/00268977900100171, {ru['score']} points: it scored {gap} points below the "
             "chosen work") in page  # fmt: skip
     assert "Method identifier" not in page and "Score 1" not in page.replace(f"Score {points}", "")
-    assert "this ledger's resolver (method sbmv+guards, version 2)" in page
+    assert "this ledger's resolver (method sbmv+guards, version 3)" in page
     unresolved = world.page(YEAR_ONLY)
     assert "the catalogue was searched with the reference's words; no candidate was accepted" in unresolved
 
