@@ -22,7 +22,6 @@ from ledger.storage.derived.catalogue import (
     WORK_COLUMNS,
     Ranking,
     Row,
-    asks_ahead,
     cut,
     event_row,
     fold,
@@ -231,8 +230,8 @@ class SqlCatalogue:
         A batch of texts costs a bounded number of statements, however many texts it holds: the words'
         counts and the catalogue's size in one; the works of each word of the texts of rare words
         (`reads_whole`) in one, those texts ranked from them; then one per round for the others (every
-        text's next sets at once, all of them in the first round for a text `asks_ahead`); the works
-        picked in one."""
+        text's next sets at once); the works picked in one. Asking a text's later sets early would save
+        rounds, but a text of common words mostly stops at its first tiers: it would ask twice the sets."""
         queries = [search_tokens(t) for t in texts]
         with self.store.reading() as conn:
             docs, total = self._counts(conn, sorted({w for words in queries for w in words}))
@@ -248,23 +247,21 @@ class SqlCatalogue:
                 if len(held) <= WHOLE
             }
             picked: list[list[int]] = [[] for _ in texts]
-            rankings: list[tuple[int, Ranking, bool]] = []
+            rankings: list[tuple[int, Ranking]] = []
             for n, words in enumerate(chosen):
                 if all(w in postings for w in words):
                     picked[n] = cut(tiers(words, docs, total, postings), limit)
                 else:
-                    rankings.append((n, Ranking(words, docs, total, limit), asks_ahead(words, docs)))
+                    rankings.append((n, Ranking(words, docs, total, limit)))
             found: dict[tuple[str, ...], frozenset[int]] = {}
-            # a round per tier: each text's next word sets (all of them, for a text asking ahead),
-            # asked once for the batch in one statement
-            while pending := [(r, ahead) for _, r, ahead in rankings if r.asks()]:
-                wanted = {a for r, ahead in pending for a in (r.later() if ahead else r.asks())}
-                asks = sorted(wanted - found.keys())
+            # a round per tier: each text's next word sets, asked once for the batch in one statement
+            while pending := [r for _, r in rankings if r.asks()]:
+                asks = sorted({a for r in pending for a in r.asks()} - found.keys())
                 if asks:
                     found.update(self._holding(conn, asks, limit))
-                for r, _ in pending:
+                for r in pending:
                     r.take(found)
-            for n, r, _ in rankings:
+            for n, r in rankings:
                 picked[n] = cut(r.tiers, limit)
             works = self._by_seqs(conn, sorted({s for p in picked for s in p}))
         return [[works[s] for s in p] for p in picked]

@@ -244,14 +244,6 @@ def reads_whole(words: Sequence[str], docs: dict[str, int]) -> bool:
     return sum(docs.get(w, 0) for w in words) <= WHOLE
 
 
-def asks_ahead(words: Sequence[str], docs: dict[str, int]) -> bool:
-    """Whether a search for these words asks every set of them in its first round: when together they
-    are held by at most MATCH_BUDGET works. Such a search seldom stops before its last tier (a real
-    reference's rarest words are each held by a few works), each set it asks reads at most that many
-    works from the index, and a batch of such texts is one round, one statement, not a round a tier."""
-    return sum(docs.get(w, 0) for w in words) <= MATCH_BUDGET
-
-
 def needed(words: Sequence[str], docs: dict[str, int]) -> tuple[int, str | None]:
     """What a work must hold of a text's rarest words to be a candidate: how many of them, and which
     one in any case (None: any). Any one when together they are held by at most MATCH_BUDGET works;
@@ -349,11 +341,6 @@ class Ranking:
         self._limit = limit
         self._seen: set[int] = set()
         self.tiers: list[set[int]] = []
-
-    def later(self) -> list[tuple[str, ...]]:
-        """The word sets of every tier not taken yet: what a search asking ahead asks at once (the
-        index's answers are the same whenever they are asked, so the tiers taken are the same)."""
-        return [s for group in reversed(self._groups) for s in group]
 
     def asks(self) -> list[tuple[str, ...]]:
         """The word sets of the next tier, or none when the tiers so far reach the limit."""

@@ -57,23 +57,6 @@ def test_asked_a_tier_at_a_time_the_cut_is_that_of_whole_postings(
     assert got == brute(words, docs, TOTAL, held, limit)
 
 
-@given(
-    held=st.dictionaries(st.integers(1, 400), st.sets(st.sampled_from(WORDS)), max_size=80),
-    docs=st.fixed_dictionaries({w: st.integers(1, 60_000) for w in WORDS}),
-    words=st.lists(st.sampled_from(WORDS), min_size=0, max_size=4, unique=True),
-    limit=st.integers(1, 30),
-)
-def test_asking_every_set_at_once_takes_the_same_tiers(
-    held: dict[int, set[str]], docs: dict[str, int], words: list[str], limit: int
-) -> None:
-    r = Ranking(words, docs, TOTAL, limit)
-    found = index(held, limit, r.later())  # a search asking ahead: every set in its first round
-    while r.asks():
-        assert set(r.asks()) <= found.keys()
-        r.take(found)
-    assert cut(r.tiers, limit, {s: s for s in held}) == rank(words, docs, held, limit)[0]
-
-
 def test_a_search_stops_once_it_holds_the_limit() -> None:
     docs = {w: 30_000 for w in WORDS}
     # 25 works hold all four words: the first tier fills a limit of 20, no other set is asked
