@@ -265,6 +265,9 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     backends = a.backend or ["sqlite", "postgresql"]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    # the tree as the run starts, its own results files aside (the last run's, rewritten at the end)
+    changed = _git("status", "--porcelain", "--untracked-files=no").splitlines()
+    dirty = any(not line.endswith(("devrate.json", "devrate.md")) for line in changed)
     with tempfile.TemporaryDirectory(prefix="devrate-") as tmp_:
         tmp = Path(tmp_)
         ref = str(tmp / "reference.db")
@@ -321,7 +324,7 @@ def main(argv: list[str] | None = None) -> None:
         "workers": WORKERS,
         "baseline": a.baseline,
         "tree_commit": _git("rev-parse", "--short", "HEAD"),
-        "tree_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "tree_dirty": dirty,
         "started": started,
         "ended": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "rounds": rounds,
