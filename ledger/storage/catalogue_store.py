@@ -5,6 +5,7 @@ backends: extending it from the events past its cursor, and the three batched ca
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from ledger.storage.derived.catalogue import (
     CHUNK,
     COLUMNS,
     PAPER,
+    WHOLE,
     WORK,
     WORK_COLUMNS,
     Ranking,
@@ -26,7 +28,9 @@ from ledger.storage.derived.catalogue import (
     index_terms,
     latest_rows,
     looked_for,
+    reads_whole,
     search_tokens,
+    tiers,
     to_work,
 )
 from ledger.storage.sql import DialectStore
@@ -221,82 +225,105 @@ class SqlCatalogue:
         """For each text, the `limit` works that hold most of its rarest words, weighted by rarity, best
         first, ties by seq. The database answers only which works (the `limit` of least seq) hold all
         the words of a set; which sets are asked, in what order, the ranking and the cut are decided
-        in code (derived/catalogue.py `Ranking`, `cut`), so both backends answer the same list."""
+        in code (derived/catalogue.py `Ranking`, `tiers`, `cut`), so both backends answer the same list.
+
+        A batch of texts costs a bounded number of statements, however many texts it holds: the words'
+        counts and the catalogue's size in one; the works of each word of the texts of rare words
+        (`reads_whole`) in one, those texts ranked from them; then one per round for the others (every
+        text's next sets at once); the works picked in one. Asking a text's later sets early would save
+        rounds, but a text of common words mostly stops at its first tiers: it would ask twice the sets."""
         queries = [search_tokens(t) for t in texts]
-        d = self.store.dialect
         with self.store.reading() as conn:
-            asked = sorted({w for words in queries for w in words})
-            docs: dict[str, int] = {}
-            for i in range(0, len(asked), KEYS_PER_STATEMENT):
-                part = d.bind_list(asked[i : i + KEYS_PER_STATEMENT])
-                docs.update(
-                    (t, int(n))
-                    for t, n in self.store.query(
-                        conn, f"SELECT term, docs FROM catalogue_terms WHERE {d.any_of('term')}", (part,)
-                    ).fetchall()
-                )
+            docs, total = self._counts(conn, sorted({w for words in queries for w in words}))
             chosen = [looked_for(words, docs) for words in queries]
             if not any(chosen):
                 return [[] for _ in texts]
-            total = int(self.store.query(conn, "SELECT COUNT(*) FROM catalogue_works").fetchone()[0])
-            idents: dict[int, str] = {}  # each work found, by seq
+            rare = sorted({w for words in chosen if reads_whole(words, docs) for w in words})
+            # a word whose works are more than its count says (the index folds what the count keeps
+            # apart) is not read whole: its texts are ranked a tier at a time
+            postings = {
+                a[0]: held
+                for a, held in self._holding(conn, [(w,) for w in rare], WHOLE + 1).items()
+                if len(held) <= WHOLE
+            }
+            picked: list[list[int]] = [[] for _ in texts]
+            rankings: list[tuple[int, Ranking]] = []
+            for n, words in enumerate(chosen):
+                if all(w in postings for w in words):
+                    picked[n] = cut(tiers(words, docs, total, postings), limit)
+                else:
+                    rankings.append((n, Ranking(words, docs, total, limit)))
             found: dict[tuple[str, ...], frozenset[int]] = {}
-            rankings = [Ranking(words, docs, total, limit) for words in chosen]
-            # a round per tier: each text's next word sets, asked once for the batch
-            while pending := [r for r in rankings if r.asks()]:
+            # a round per tier: each text's next word sets, asked once for the batch in one statement
+            while pending := [r for _, r in rankings if r.asks()]:
                 asks = sorted({a for r in pending for a in r.asks()} - found.keys())
                 if asks:
-                    found.update(self._holding(conn, asks, limit, idents))
+                    found.update(self._holding(conn, asks, limit))
                 for r in pending:
                     r.take(found)
-            picked = [cut(r.tiers, limit) for r in rankings]
-            works = self._by_idents(conn, sorted({idents[s] for p in picked for s in p}))
-        return [[works[idents[s]] for s in p] for p in picked]
+            for n, r in rankings:
+                picked[n] = cut(r.tiers, limit)
+            works = self._by_seqs(conn, sorted({s for p in picked for s in p}))
+        return [[works[s] for s in p] for p in picked]
+
+    def _counts(self, conn: Any, words: list[str]) -> tuple[dict[str, int], int]:
+        """How many works hold each of these words (those some work holds), and how many works there
+        are, in one statement."""
+        d = self.store.dialect
+        docs: dict[str, int] = {}
+        total = 0
+        for t, n in self.store.query(
+            conn,
+            f"SELECT term, docs FROM catalogue_terms WHERE {d.any_of('term')} "
+            "UNION ALL SELECT NULL, COUNT(*) FROM catalogue_works",
+            (d.bind_list(words),),
+        ).fetchall():
+            if t is None:
+                total = int(n)
+            else:
+                docs[t] = int(n)
+        return docs, total
 
     def _holding(
-        self, conn: Any, asks: list[tuple[str, ...]], limit: int, idents: dict[int, str]
+        self, conn: Any, asks: list[tuple[str, ...]], limit: int
     ) -> dict[tuple[str, ...], frozenset[int]]:
         """For each ask, the seqs of the `limit` works of least seq that hold all its words, found by the
-        index (which intersects the words); each work's identity goes in `idents`, by seq."""
-        found: dict[tuple[str, ...], list[int]] = {a: [] for a in asks}
+        index (which intersects the words), every ask in one statement."""
+        found: dict[tuple[str, ...], set[int]] = {a: set() for a in asks}
+        if not asks:
+            return {}
         if self.store.dialect.name == "sqlite":
-            # the rowid is the seq: FTS5 gives its matches in rowid order and stops at the limit
+            # the rowid is the seq: FTS5 gives each ask's matches in rowid order and stops at the limit
             sql = (
-                "SELECT seq, ident FROM catalogue_works WHERE seq IN (SELECT rowid FROM "
-                "catalogue_works_fts WHERE catalogue_works_fts MATCH ? ORDER BY rowid LIMIT ?) ORDER BY seq"
+                "SELECT q.key, w.seq FROM json_each(?) AS q JOIN catalogue_works AS w ON w.seq IN "
+                "(SELECT rowid FROM catalogue_works_fts WHERE catalogue_works_fts MATCH q.value "
+                "ORDER BY rowid LIMIT ?)"
             )
-            for a in asks:
-                q = " AND ".join(f'"{w}"' for w in a)
-                for s, ident in self.store.query(conn, sql, (q, limit)).fetchall():
-                    found[a].append(int(s))
-                    idents[int(s)] = ident
+            params: tuple[Any, ...] = (json.dumps([" AND ".join(f'"{w}"' for w in a) for a in asks]), limit)
         else:
-            # one statement per round: each ask's works through the GIN index. `seq + 0`: ordered by
-            # the key's own index, the planner would walk the works in seq order testing each one's
-            # words, which for a rare set of words reads most of the table
+            # each ask's works through the GIN index. `seq + 0`: ordered by the key's own index, the
+            # planner would walk the works in seq order testing each one's words, which for a rare set
+            # of words reads most of the table
             sql = (
-                "SELECT q.n, w.seq, w.ident FROM (SELECT n, to_tsquery('simple', x) AS x "
+                "SELECT q.n, w.seq FROM (SELECT n, to_tsquery('simple', x) AS x "
                 "  FROM unnest(?::int[], ?::text[]) AS u(n, x)) AS q "
-                "CROSS JOIN LATERAL (SELECT seq, ident FROM catalogue_works WHERE words @@ q.x "
+                "CROSS JOIN LATERAL (SELECT seq FROM catalogue_works WHERE words @@ q.x "
                 "  ORDER BY seq + 0 LIMIT ?) AS w"
             )
-            queries = [" & ".join(f"'{w}'" for w in a) for a in asks]
-            params = (list(range(len(asks))), queries, limit)
-            for n, s, ident in self.store.query(conn, sql, params).fetchall():
-                found[asks[n]].append(int(s))
-                idents[int(s)] = ident
+            params = (list(range(len(asks))), [" & ".join(f"'{w}'" for w in a) for a in asks], limit)
+        for n, s in self.store.query(conn, sql, params).fetchall():
+            found[asks[int(n)]].add(int(s))
         return {a: frozenset(ids) for a, ids in found.items()}
 
-    def _by_idents(self, conn: Any, idents: list[str]) -> dict[str, CatalogueWork]:
+    def _by_seqs(self, conn: Any, seqs: list[int]) -> dict[int, CatalogueWork]:
+        """The works of these seqs, in one statement (a batch picks at most `limit` a text)."""
         d = self.store.dialect
-        out: dict[str, CatalogueWork] = {}
-        for i in range(0, len(idents), KEYS_PER_STATEMENT):
-            part = d.bind_list(idents[i : i + KEYS_PER_STATEMENT])
-            for r in self.store.query(
-                conn, f"SELECT ident, {WORK_COLUMNS} FROM catalogue_works WHERE {d.any_of('ident')}", (part,)
-            ).fetchall():
-                out[r[0]] = to_work(r[1:])
-        return out
+        rows = self.store.query(
+            conn,
+            f"SELECT {WORK_COLUMNS} FROM catalogue_works WHERE {d.any_of('seq')}",
+            (d.bind_list(seqs),),
+        ).fetchall()
+        return {int(r[0]): to_work(r) for r in rows}
 
     def catalogue_by_volume_page(
         self, pairs: Sequence[tuple[str, str]], limit: int

@@ -31,6 +31,9 @@ COMMON = 2_000
 MATCH_BUDGET = 5_000
 # a word held by more works than this is not looked for
 POSTINGS = 50_000
+# a text whose looked-for words are together held by at most this many works reads each word's works
+# whole and is ranked from them in code (`tiers`): a read of the index a word, not one a set of words
+WHOLE = 200
 # what one work puts in the title index, at most: a work's words decide which searches it enters, so a
 # title holding every word of the catalogue, or thousands of author names, would enter them all. Real
 # titles are seldom past 50 words; the resolver reads an author list's first few names
@@ -234,6 +237,11 @@ def looked_for(words: Sequence[str], docs: dict[str, int]) -> list[str]:
     if len(chosen) == 1 and docs[chosen[0]] > COMMON:
         return []
     return chosen
+
+
+def reads_whole(words: Sequence[str], docs: dict[str, int]) -> bool:
+    """Whether a search for these words reads each one's works whole (WHOLE)."""
+    return sum(docs.get(w, 0) for w in words) <= WHOLE
 
 
 def needed(words: Sequence[str], docs: dict[str, int]) -> tuple[int, str | None]:
