@@ -167,7 +167,9 @@ def _render(request: Request, page: Page, body: dict[str, Any], changes: bool) -
     "/screen",
     tags=["records"],
     summary="The references of a set of papers resolved to works carrying a standing notice, as of T",
-    responses=docs.responses(200, 422, html=True),
+    # 404: a collection not made by then; 409 and 503: a bundle a read-only server cannot sign, or
+    # one past the streams a process serves at once
+    responses=docs.responses(200, 404, 409, 422, 503, html=True),
 )
 async def get_screen(
     request: Request,
@@ -220,7 +222,7 @@ async def get_screen(
     "/screen/changes",
     tags=["records"],
     summary="What became flagged or cleared between two instants, with the events responsible",
-    responses=docs.responses(200, 422, html=True),
+    responses=docs.responses(200, 404, 422, html=True),
 )
 async def get_screen_changes(
     request: Request,
