@@ -84,8 +84,10 @@ def _writing(command: str) -> Iterator[None]:
     if command in _SERVING or not command:
         yield
         return
-    from service.ledger import by_cli, project_appended, writing_as
+    from service.ledger import by_cli, forget_appended, project_appended, writing_as
 
+    # another ledger this process appended to (a dropped test database, say) is not this command's
+    forget_appended()
     with writing_as(by_cli(cli_user(), f"ledger {command}")):
         try:
             yield

@@ -106,6 +106,12 @@ _APPENDED: weakref.WeakSet[Ledger] = weakref.WeakSet()
 _WRITING: ContextVar[WriteBy | None] = ContextVar("ledger_writing", default=None)
 
 
+def forget_appended() -> None:
+    """Forget the ledgers appended to so far: a command starting in a process that appended before it
+    (a test run, a program calling the CLI) projects only the ledgers it appends to itself."""
+    _APPENDED.clear()
+
+
 def project_appended() -> None:
     """Bring the projections a record reads up to the head of every ledger this process appended to:
     what a command runs before it exits, so a ledger with no server never waits on a projector."""

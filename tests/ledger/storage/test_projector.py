@@ -435,6 +435,26 @@ def test_a_cli_import_projects_what_it_wrote_before_it_exits(new_db: NewDb, tmp_
         ledger.close()
 
 
+def test_a_command_projects_only_the_ledgers_it_appended_to(new_db: NewDb, tmp_path: Path) -> None:
+    """A process that appended to another ledger before (a test run, a program calling the CLI in
+    process): the command leaves that ledger as it was, whose database may be gone by then."""
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    other = _ledger(new_db())  # appended to in this process, behind its head (lag allowed)
+    try:
+        behind = _position(other)
+        assert behind < other.head().seq
+        lines = tmp_path / "events.ndjson"
+        lines.write_text("".join(json.dumps(msgspec.to_builtins(e)) + "\n" for b in _history() for e in b))
+        got = CliRunner().invoke(main, ["import", str(lines), "--db", new_db()], env={ENV_MAX_LAG: "1000000"})
+        assert got.exit_code == 0, got.output
+        assert _position(other) == behind
+    finally:
+        other.close()
+
+
 def test_a_pure_projection_is_one_line_a_table_kept_by_the_same_batches(new_db: NewDb) -> None:
     """`Logged.pure`: a table whose rows are a function of each event, kept at its own position."""
     ledger = _ledger(new_db())
