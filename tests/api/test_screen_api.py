@@ -177,6 +177,7 @@ def test_a_collection_is_screened_by_its_members_as_known_at(new_db: NewDb, tmp_
     db = new_db()
     ledger, seeded = seeded_ledger(db)
     ledger.close()
+    (tmp_path / "state").mkdir()
     env = {"LEDGER_TOKENS": "screen-token", "LEDGER_STATE_DIR": str(tmp_path / "state")}
     with running_server(db, env=env) as server:
         made = httpx.post(
