@@ -175,7 +175,7 @@ def register(main: click.Group) -> None:
         """Check an evidence bundle (a record's or a screen's) offline, with no database and no server,
         against a pinned key."""
         from ledger.tlog.checkpoint import read_vkey_arg
-        from service.proofs.bundle_check import check_bundle_file
+        from service.proofs.checker import check_bundle_file
 
         try:
             verifier = read_vkey_arg(key_arg)

@@ -8,7 +8,8 @@ where it sorts (projections/record.py `inbound_observations`). Pass 3 reads in f
 the record needs (the paper's own stream, the checks, the latest snapshots and the inbound
 observations it shows) and rebuilds the record from them, handing the projection the inbound count.
 
-A screen's bundle (its schema, or its claims, say so) shares pass 1; screen_check.py does the rest.
+A screen's bundle (its schema, or its claims, say so) shares pass 1; screen_check.py does the rest,
+and checker.py tells the two kinds apart.
 """
 
 from __future__ import annotations
@@ -16,11 +17,9 @@ from __future__ import annotations
 import base64
 import binascii
 import heapq
-import io
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 import msgspec
@@ -33,7 +32,7 @@ from ledger.model.record_types import Record
 from ledger.tlog import merkle_store
 from ledger.tlog.chain import envelope_body, link_hash
 from ledger.tlog.checkpoint import Checkpoint, NoteError, Verifier, open_checkpoint, unsigned_checkpoint
-from ledger.tlog.cosign import NO_QUORUM, Quorum
+from ledger.tlog.cosign import Quorum
 from ledger.tlog.merkle import ProofError, leaf_hash, node_hash, verify_inclusion
 from projections import record as projection
 from projections.diff import MISSING, as_json, json_diff
@@ -89,19 +88,9 @@ class BundleReport(NamedTuple):
     notes: list[str]
 
 
-def check_bundle(raw: bytes, pinned: Verifier, quorum: Quorum = NO_QUORUM) -> BundleReport:
-    """Check an evidence bundle held in memory against a pinned key (see check_bundle_file)."""
-    return _check(lambda: io.BytesIO(raw), pinned, quorum)
-
-
-def check_bundle_file(path: str | Path, pinned: Verifier, quorum: Quorum = NO_QUORUM) -> BundleReport:
-    """Check an evidence bundle file, a record's or a screen's (service/proofs/screen_check.py), against
-    a pinned key (and a quorum of witnesses' cosignatures on its checkpoint, when asked), with no
-    database: names every failure."""
-    return _check(lambda: open(path, "rb"), pinned, quorum)  # noqa: SIM115 (each pass closes what it opens)
-
-
-def _check(opener: Opener, pinned: Verifier, quorum: Quorum) -> BundleReport:
+def first_pass(opener: Opener, pinned: Verifier, quorum: Quorum) -> tuple[_Pass1, bool] | BundleReport:
+    """Pass 1 over a bundle of either kind, and whether it is a screen's (its schema, or its claims,
+    say so); a report when it is not a bundle at all."""
     seen = _Pass1(pinned, quorum, _ANY_FIELDS)
     try:
         seen.read(opener)
@@ -111,10 +100,11 @@ def _check(opener: Opener, pinned: Verifier, quorum: Quorum) -> BundleReport:
         seen.require(SCREEN_FIELDS if screen else _FIELDS)
     except Malformed as e:
         return BundleReport(False, [f"not an evidence bundle: {e}"], "", [])
-    if screen:
-        from service.proofs.screen_check import finish_screen  # it builds on this module's passes
+    return seen, screen
 
-        return finish_screen(opener, seen)
+
+def finish_record(opener: Opener, seen: _Pass1, pinned: Verifier) -> BundleReport:
+    """The report on a record's bundle whose first pass has read it: passes 2 and 3."""
     v = seen.values
     if v["key"] is None:
         return BundleReport(

@@ -18,7 +18,7 @@ from ledger.tlog.checkpoint import Checkpointer
 from projections import record as projection
 from service.ledger import Ledger
 from service.proofs.bundle import encode_bundle
-from service.proofs.bundle_check import check_bundle
+from service.proofs.checker import check_bundle
 from tests import factories as fx
 from tests.bundle_oracle import record_evidence
 

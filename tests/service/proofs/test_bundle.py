@@ -28,7 +28,7 @@ from projections.memory import MemoryReader
 from projections.record import build_record
 from service.ledger import Ledger
 from service.proofs.bundle import encode_bundle, open_bundle
-from service.proofs.bundle_check import check_bundle
+from service.proofs.checker import check_bundle
 from tests import factories as fx
 from tests.bundle_oracle import check_bundle_in_memory, record_evidence
 from tests.conftest import examples

@@ -23,7 +23,7 @@ from ledger.model.instants import format_as_of, parse_ts
 from ledger.tlog.checkpoint import Checkpointer, NotSigned
 from ledger.tlog.checkpoint_notes import unsigned_checkpoint
 from service.ledger import Ledger
-from service.proofs.bundle_check import check_bundle
+from service.proofs.checker import check_bundle
 from service.proofs.screen_bundle import open_screen_bundle
 from service.proofs.screen_claims import Claim, ScreenHead, claim_of
 from tests import factories as fx
