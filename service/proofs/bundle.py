@@ -53,10 +53,10 @@ class BundleStream:
         order, each piece by the same encoder: the events and proofs `chunk` seqs at a time."""
         members = {
             "checkpoint": [canonical(self.signed.note)],
-            "events": self._array(self._events(chunk)),
+            "events": json_array(self._events(chunk)),
             "key": [canonical(self.signed.key)],
             "known_at": [canonical(self.known_at)],
-            "proofs": self._array(self._proofs(chunk)),
+            "proofs": json_array(self._proofs(chunk)),
             "record": [canonical(self.record)],
             "schema": [canonical(SCHEMA)],
         }
@@ -84,19 +84,25 @@ class BundleStream:
             yield [canonical(envelope_json(e)) for e in rows if wanted is None or e.seq in wanted]
 
     def _proofs(self, chunk: int) -> Iterator[list[bytes]]:
-        for i in range(0, len(self.seqs), chunk):
-            yield [
-                canonical(p) for p in prove(self.ledger, self.seqs[i : i + chunk], self.signed, self._leaves)
-            ]
+        return proof_chunks(self.ledger, self.seqs, self.signed, self._leaves, chunk)
 
-    @staticmethod
-    def _array(parts: Iterator[list[bytes]]) -> Iterator[bytes]:
-        sep = b"["
-        for items in parts:
-            if items:
-                yield sep + b",".join(items)
-                sep = b","
-        yield b"[]" if sep == b"[" else b"]"
+
+def proof_chunks(
+    ledger: Ledger, seqs: list[int], signed: Signed, leaves: Leaves, chunk: int
+) -> Iterator[list[bytes]]:
+    """The inclusion proofs of `seqs` against `signed`, as canonical JSON, `chunk` seqs at a time."""
+    for i in range(0, len(seqs), chunk):
+        yield [canonical(p) for p in prove(ledger, seqs[i : i + chunk], signed, leaves)]
+
+
+def json_array(parts: Iterator[list[bytes]]) -> Iterator[bytes]:
+    """A JSON array written a chunk of encoded items at a time."""
+    sep = b"["
+    for items in parts:
+        if items:
+            yield sep + b",".join(items)
+            sep = b","
+    yield b"[]" if sep == b"[" else b"]"
 
 
 def open_bundle(

@@ -18,7 +18,8 @@ from ledger.tlog.chain import envelope_body
 from ledger.tlog.checkpoint import Checkpointer, NotSigned
 from ledger.tlog.merkle import leaf_hash
 from service.ledger import Ledger
-from service.proofs.proofs import Leaves, Signed, checkpoint_at, prove
+from service.proofs.bundle import json_array, proof_chunks
+from service.proofs.proofs import Leaves, Signed, checkpoint_at
 from service.proofs.screen_claims import (
     SCREEN_SCHEMA,
     Claim,
@@ -50,10 +51,10 @@ class ScreenBundle:
         """The bundle's bytes: canonical JSON, each member by the same encoder, in canonical key order."""
         members = {
             "checkpoint": [canonical(self.signed.note)],
-            "claims": self._array(iter([[canonical(c) for c in self.claims]])),
-            "events": self._array(self._events(chunk)),
+            "claims": json_array(iter([[canonical(c) for c in self.claims]])),
+            "events": json_array(self._events(chunk)),
             "key": [canonical(self.signed.key)],
-            "proofs": self._array(self._proofs(chunk)),
+            "proofs": json_array(self._proofs(chunk)),
             "schema": [canonical(SCREEN_SCHEMA)],
             "screen": [canonical(self.head)],
         }
@@ -73,19 +74,7 @@ class ScreenBundle:
             yield [canonical(envelope_json(e)) for e in rows]
 
     def _proofs(self, chunk: int) -> Iterator[list[bytes]]:
-        for i in range(0, len(self.seqs), chunk):
-            yield [
-                canonical(p) for p in prove(self.ledger, self.seqs[i : i + chunk], self.signed, self._leaves)
-            ]
-
-    @staticmethod
-    def _array(parts: Iterator[list[bytes]]) -> Iterator[bytes]:
-        sep = b"["
-        for items in parts:
-            if items:
-                yield sep + b",".join(items)
-                sep = b","
-        yield b"[]" if sep == b"[" else b"]"
+        return proof_chunks(self.ledger, self.seqs, self.signed, self._leaves, chunk)
 
 
 def open_screen_bundle(
