@@ -56,7 +56,7 @@ class KeyTables(Protocol):
 
 
 class SpanTables(Protocol):
-    """Inbound observations' spans and the per-day counts of them (ledger/storage/spans.py)."""
+    """Inbound observations' spans and the per-day counts of them (ledger/storage/derived/spans.py)."""
 
     def observation_steps(self, oids: Sequence[str] | None = None) -> Iterator[tuple[str, list[Step]]]: ...
     def span_rows(self, oids: Sequence[str] | None = None, *, ordered: bool = True) -> Iterator[Row]: ...

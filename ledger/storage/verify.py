@@ -571,7 +571,7 @@ def _check_event_ids(tables: Tables, touched: set[str] | None) -> tuple[int, str
 
 
 def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | None:
-    """The inbound spans are the ones the events give (ledger/spans.py), observation by observation:
+    """The inbound spans are the ones the events give (derived/spans.py), observation by observation:
     every one, or those whose keys are in `only` (a resumed walk: the walk it resumes checked the rest)."""
     if only is None:
         return _check_spans_of(tables, None)

@@ -232,7 +232,7 @@ def check_callback(url: Any, allow: Iterable[str] = ()) -> None:
 class AddressPolicy:
     """Which addresses a webhook may connect to: public ones, and what LEDGER_WEBHOOK_ALLOW opens
     (an address or CIDR: what it holds; a host name: the private ranges it resolves to; http is
-    allowed for both). Refused by default: every special-purpose range of service/address_table.py
+    allowed for both). Refused by default: every special-purpose range of service/alerts/address_table.py
     that is not globally reachable, NAT64, multicast and reserved."""
 
     def __init__(self, allow: Iterable[str] = ()) -> None:
