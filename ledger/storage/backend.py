@@ -87,7 +87,7 @@ def copy_ledger(
                 progress(walker.last_seq)
     if links:
         _insert_chained(src, dst, links, walker)
-    # what a record reads beside the events, projected before the copy is handed over
+    # the projections a record reads along with the events, projected before the copy is handed over
     catch_up(dst, READ_BY_RECORDS)
     return Head(walker.last_seq, walker.prev)
 

@@ -490,7 +490,7 @@ LAYOUT = Layout(
             indexes=(Index("resolve_jobs_by_owner", ("owner", "started_us")),),
         ),
         # who made each write (ledger/storage/writers.py): the seqs one acknowledged batch appended and
-        # its writer, written in that batch's transaction; kept beside the chain, not proven by it
+        # its writer, written in that batch's transaction; kept outside the chain, not proven by it
         Table(
             "event_writers",
             (

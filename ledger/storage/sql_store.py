@@ -224,7 +224,7 @@ class SqlStore:
 
     @functools.cached_property
     def writers(self) -> WriterTables:
-        """Who made each write (a token's fingerprint, the CLI's user), kept beside the chain."""
+        """Who made each write (a token's fingerprint, the CLI's user), kept outside the chain."""
         return WriterTables(self)
 
     @functools.cached_property

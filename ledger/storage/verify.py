@@ -642,7 +642,7 @@ _BODY = (
 # what a string holds that is written as it is (chain.envelope_body's test)
 _VERBATIM = re.compile(r'[^"\\\x00-\x1f]*')
 # rows a page of the whole walk: one read, and one comprehension of each kind of call, a page; a page is
-# held with its columns and bodies (some 2 kB a row), and a walker runs beside each import
+# held with its columns and bodies (some 2 kB a row), and a walker process runs alongside each import
 _PAGE = 5_000
 
 
