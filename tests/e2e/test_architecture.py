@@ -83,3 +83,16 @@ def test_psycopg_is_imported_only_in_the_postgresql_folder():
         if name.split(".")[0] == "psycopg" and backend not in module.parents
     ]
     assert importers == []
+
+
+MIRRORED = ("ledger", "projections", "service", "api", "cli")
+
+
+def test_each_folder_of_tests_mirrors_a_folder_of_code():
+    folders = {
+        module.parent.relative_to(ROOT / "tests")
+        for top in MIRRORED
+        for module in (ROOT / "tests" / top).rglob("test_*.py")
+    }
+    unmatched = sorted(str(f) for f in folders if not (ROOT / f).is_dir())
+    assert unmatched == []
