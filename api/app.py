@@ -105,7 +105,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     # Concurrent requests share one transaction and one fsync; each batch is still atomic in its own
     # savepoint and acknowledged only after COMMIT. Other processes are serialised by BEGIN IMMEDIATE.
-    # its alerts are raised by the alerting thread (api/alerting.py), not by the request that appended
+    # its alerts are raised by the alerting thread (api/alerts/alerting.py), not by the request that appended
     app.state.ledger = Ledger(
         settings.db, group_commit=True, raise_alerts=False, project_on_read=not settings.read_only
     )

@@ -33,7 +33,7 @@ from service.ledger import Ledger, is_pg_url
 from service.ops.projector import max_lag
 from service.resolver.match import max_text
 
-# prometheus-client's multiprocess directory; set here before any worker imports it (api/metrics.py)
+# prometheus-client's multiprocess directory; set here before any worker imports it (api/ops/metrics.py)
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 SHUTDOWN_GRACE_S = 3
 KEEP_ALIVE_S = 5
@@ -422,7 +422,7 @@ def run(
     os.environ[ENV_DB] = db if is_pg_url(db) else str(Path(db).resolve())
     if read_only:
         os.environ[ENV_READ_ONLY] = "1"
-    mark_server_start()  # the workers walk the whole chain once after this instant (api/scrub.py)
+    mark_server_start()  # the workers walk the whole chain once after this instant (api/ops/scrub.py)
     with metrics_dir(workers if settings.counting else 0):
         _say(settings, f"Serving {url}", url=url)
         run_guarded(

@@ -8,8 +8,8 @@ layouts that differ only in their keys; the rate over the last 50,000 rows as th
 - `peer+id`: plus a unique random 16-byte id, what idempotency by `event_id` (ledger-v1.md) needs;
 - `ledger`: plus the ledger's other random keys: an observation id on 85% of rows (inbound citations,
   observation ownership) and a work key on 85% (the standing checks' per-work index), the layout
-  before ledger/keys.py;
-- `keys`: the layout of ledger/keys.py: the (stream, version) key, and the event ids, observation ids and
+  before ledger/storage/derived/keys.py;
+- `keys`: the layout of derived/keys.py: the (stream, version) key, and the event ids, observation ids and
   work keys in a small recent tree moved, sorted, into a middle one every 25,000 rows, and that into
   the big one every 250,000 rows.
 
@@ -49,7 +49,7 @@ LAYOUTS = {
         "CREATE INDEX r_seq ON r (seq)",
     ],
 }
-MERGE, MIDDLE = 25_000, 250_000  # ledger/keys.py MERGE_EVENTS, MIDDLE_EVENTS
+MERGE, MIDDLE = 25_000, 250_000  # ledger/storage/derived/keys.py MERGE_EVENTS, MIDDLE_EVENTS
 
 
 def rate(layout: str, events: int, directory: Path, every: int = 50_000) -> dict[int, int]:
@@ -85,7 +85,7 @@ def rate(layout: str, events: int, directory: Path, every: int = 50_000) -> dict
         if layout == "keys":
             keys = [(r[3], r[0]) for r in rows] + [(r[4], r[0]) for r in rows if r[4] is not None] + works
             conn.executemany("INSERT INTO r VALUES (?, ?)", keys)
-            if seq % MERGE == 0:  # as ledger/keys.py: a level moves when the seqs pass its size
+            if seq % MERGE == 0:  # as derived/keys.py: a level moves when the seqs pass its size
                 conn.execute("INSERT INTO m SELECT key, seq FROM r ORDER BY key, seq")
                 conn.execute("DELETE FROM r")
                 if seq % MIDDLE == 0:

@@ -1,5 +1,5 @@
 """What a source ingest costs as the ledger grows: the works a file names looked up in the works index
-(ledger/works_store.py) against the full scan of every observation that matching used before.
+(ledger/storage/works_store.py) against the full scan of every observation that matching used before.
 
     .venv/bin/python -m bench.ingest_scale [--big 1000000] [--rows 50000] [--keep DIR]
 

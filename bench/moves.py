@@ -1,4 +1,4 @@
-"""What the key levels' moves (ledger/keys.py) cost an append, batch by batch, past a given size.
+"""What the key levels' moves (derived/keys.py) cost an append, batch by batch, past a given size.
 
 Builds (or reuses) a SQLite ledger of `--size` events with the bench's builder, then appends
 1000-event batches at synchronous=FULL until `--events` more are stored, timing each batch and

@@ -198,7 +198,7 @@ class PgEngine:
 
 
 def bare_chain(url: str, batch: int = 5000) -> dict[str, Any]:
-    """blake3(prev || bytes) down the stored rows, read in verify's pages (bench/baselines.bare_chain)."""
+    """blake3(prev || bytes) down the stored rows, read in verify's pages (bench/baselines.py bare_chain)."""
     sql = CHAIN_SELECT.replace("?", "%s")
     with _connect(url) as conn:
         return chain_pages(lambda after: conn.execute(sql, (after, batch)).fetchall())

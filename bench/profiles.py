@@ -34,7 +34,7 @@ def summarise_raw(raw: Path, out: Path, top: int = 40) -> str:
 
 
 def _short(frame: str) -> str:
-    """`fn (path/to/site-packages/pkg/mod.py:12)` -> `fn (pkg/mod.py)`: lines dropped so calls add up."""
+    """`fn (SITE/PKG/MOD.py:12)` -> `fn (PKG/MOD.py)`: lines dropped so calls add up."""
     name, _, where = frame.partition(" (")
     path = where.rstrip(")").rpartition(":")[0] or where.rstrip(")")
     for marker in ("site-packages/", f"{ROOT}/", "lib/python3"):

@@ -149,7 +149,7 @@ class Bench:
         eng = self.engine
         self.scratch, schema = eng.copy("scratch"), eng.copy("schema")
         first = {k: self.next_paper + off for k, off in pools.OFFSETS.items()}
-        # 25 batches: a window of 25,000 events always holds one move of the key levels (ledger/keys.py)
+        # 25 batches: a window of 25,000 events always holds one move of the key levels (derived/keys.py)
         a = run_worker("append", self.scratch, str(first["library_batches"]), str(LIBRARY_BATCHES))
         rows = eng.stored_rows(self.scratch, a["after"])
         bare = eng.bare_batches(rows)

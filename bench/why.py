@@ -116,7 +116,7 @@ def explain(
     return why, value.get("profile") if isinstance(value, dict) else None
 
 
-# the same figures on PostgreSQL (bench/pg.py), from its schema (ledger/pg_migrations.py) and its profiles
+# the same figures on PostgreSQL (bench/pg.py), from its schema (postgresql/migrations.py) and its profiles
 WHY_PG: dict[str, str] = {
     "append_library": (
         "The bare reference appends heap rows to a table without any index. The ledger's events table "

@@ -1,4 +1,4 @@
-"""`ledger monitor URL`: follow a remote ledger's checkpoints over HTTP (service/monitor.py decides)."""
+"""`ledger monitor URL`: follow another ledger's checkpoints over HTTP (service/proofs/monitor.py decides)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ person's resolution (resolver-v1.md)."""
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,15 +12,12 @@ from cli.common import db_option, fail
 from ledger.model.errors import InvalidEvent, LedgerError, NotFound
 from ledger.model.ids import normalise_arxiv
 from service.ledger import Ledger
-from service.resolver import jobs
-from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
-from service.resolver.explain import explain_lines, explanation, paper_of
-from service.resolver.match import max_text
-from service.resolver.parse import SettingError
-from service.resolver.person import PersonChoice, choice, resolve_by_person
-from service.resolver.pool import resolve_on_cores
-from service.resolver.run import Summary, unknown_papers
-from service.resolver.shown import resolution_view
+
+# The resolver (rapidfuzz, ICU) loads inside the command that runs it, not at every `ledger` start.
+if TYPE_CHECKING:
+    from service.resolver.defaults import Resolver
+    from service.resolver.person import PersonChoice
+    from service.resolver.run import Summary
 
 WATCH_EVERY_S = 5.0  # how often the watch looks for new works
 # the flag that gives each field a person's resolution checks: its refusals name the flag typed
@@ -39,6 +36,8 @@ def as_flag(err: LedgerError) -> LedgerError:
 
 def person_choice(by: str | None, doi: str | None, arxiv: str | None, clear: bool) -> PersonChoice:
     """A person's choice from the flags, refusals naming the flags."""
+    from service.resolver.person import choice
+
     if by is None:
         raise InvalidEvent("--by", "a person's resolution needs --by NAME (the person's name)")
     if sum((doi is not None, arxiv is not None, clear)) != 1:
@@ -64,6 +63,8 @@ def summary_lines(s: Summary) -> list[str]:
 
 def _resolver(ctx: click.Context) -> Resolver:
     """The resolver the caller passed in (`obj={"resolver": ...}`), else the ledger's own."""
+    from service.resolver.defaults import default_resolver
+
     given = (ctx.obj or {}).get("resolver") if isinstance(ctx.obj, dict) else None
     return given if given is not None else default_resolver()
 
@@ -112,6 +113,16 @@ def register(main: click.Group) -> None:
         """Resolve the references still unresolved against the catalogue of works, appending one
         resolution per changed answer; or, with --observation, record a person's resolution; or, with
         --explain, say how one observation was resolved."""
+        from service.resolver import jobs
+        from service.resolver.defaults import ledger_catalogue
+        from service.resolver.explain import explain_lines, explanation, paper_of
+        from service.resolver.match import max_text
+        from service.resolver.parse import SettingError
+        from service.resolver.person import resolve_by_person
+        from service.resolver.pool import resolve_on_cores
+        from service.resolver.run import unknown_papers
+        from service.resolver.shown import resolution_view
+
         if explain is not None:
             others = papers or all_ or watch or dry_run or observation is not None
             if others or any(v is not None for v in (doi, arxiv, by)) or clear:

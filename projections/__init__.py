@@ -1,1 +1,2 @@
-"""Projections: pure functions from ledger events to views (the record as of T)."""
+"""Projections: pure functions from ledger events to views (the record as of T). May import `ledger.model`
+and `ledger.storage` (its read interfaces and derivation rules)."""

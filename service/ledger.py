@@ -72,7 +72,7 @@ class Evidence:
 
 class PaperView(NamedTuple):
     """A paper as a page shows it: its timeline, its record as of T (None before its first snapshot),
-    the head both were read at, (when asked) the notices held as of T and the sources checked, and T."""
+    the head both were read at, (when asked) the notices in force as of T and the sources checked, and T."""
 
     timeline: Timeline
     record: Record | None
@@ -398,7 +398,7 @@ class Ledger:
         alerts: bool = False,
     ) -> PaperView:
         """The timeline and the record as of T (default now), in one consistent read, and its head;
-        with `alerts`, the notices held as of T too (service.alerts.paper_alerts). Before the paper's
+        with `alerts`, the notices in force as of T (service.alerts.alerts.paper_alerts). Before the paper's
         first snapshot the record is None, or (`strict`) the record's NotFound is raised.
         `cached(head)` may give the timeline already read at that head."""
         self._fresh()

@@ -1,13 +1,13 @@
 """The server's HTTP POST of an alert to a watch's callback, guarded against server-side request forgery.
 
 A callback URL is a request the server makes on someone's behalf. The name is resolved at each
-delivery (DNS can change), every address it gives is held to the policy (service/alerts.py
+delivery (DNS can change), every address it gives is held to the policy (service/alerts/alerts.py
 AddressPolicy: no loopback, private, link-local or metadata address unless LEDGER_WEBHOOK_ALLOW opens
 it: an address or CIDR listed, or a private one of a host listed by name), and the request goes to
 an allowed address itself (the URL names the checked IP; the Host header and TLS's SNI and
 certificate check name the host): what was checked is what is connected to. https
 only (http for allowed hosts), no redirect followed, no proxy from the environment, a bound on what is
-read back. The deliverer (service/webhooks.py) holds each attempt to its deadline.
+read back. The deliverer (service/alerts/webhooks.py) holds each attempt to its deadline.
 
 Name resolution (`getaddrinfo`) cannot be cancelled, so it runs in a thread of its own that an
 attempt can abandon at its deadline: a name still being resolved is shared by the attempts that ask

@@ -1,4 +1,4 @@
-"""The evidence bundle of a record as a download, streamed as it is read (service/bundle.py)."""
+"""The evidence bundle of a record as a download, streamed as it is read (service/proofs/bundle.py)."""
 
 from __future__ import annotations
 

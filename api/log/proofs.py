@@ -1,7 +1,7 @@
 """Transparency-log routes: inclusion proofs, signed checkpoints, consistency proofs, the public key.
 
 Hashes are base64 (as in the C2SP checkpoint); the tree is RFC 6962 over the events' body bytes,
-leaf index = seq - 1. No SQL here: everything goes through ledger.merkle_store and ledger.checkpoint.
+leaf index = seq - 1. No SQL here: everything goes through ledger.tlog's merkle_store and checkpoint.
 A read-only server (--read-only) writes nothing here either: no key file, no signed checkpoint, no
 Merkle node (the ones not stored yet are computed for the answer and dropped).
 """

@@ -1,4 +1,4 @@
-"""The server's cosigner (service/witnessing.py) as background work of the app, over HTTP to the
+"""The server's cosigner (service/proofs/witnessing.py) as background work of the app, over HTTP to the
 witnesses named by LEDGER_WITNESSES; off the append path: appends never wait for a witness."""
 
 from __future__ import annotations

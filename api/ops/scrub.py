@@ -1,4 +1,4 @@
-"""The server's scrubber (service/scrub.py) as background work of the app, and the pass log it shares
+"""The server's scrubber (service/ops/scrub.py) as background work of the app, and the pass log it shares
 with /healthz, the integrity report and every page that shows a record or a paper."""
 
 from __future__ import annotations

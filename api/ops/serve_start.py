@@ -1,7 +1,7 @@
 """When `ledger serve` started, handed to its worker processes through the environment.
 
-The chain is walked once after that instant (api/scrub.py), by whichever worker takes the scrub lock
-first, not once per worker. Kept apart from api/scrub.py so that `ledger serve` notes it without
+The chain is walked once after that instant (api/ops/scrub.py), by whichever worker takes the scrub lock
+first, not once per worker. Kept apart from api/ops/scrub.py so that `ledger serve` notes it without
 importing the metrics before their directory is set (api/server.py).
 """
 

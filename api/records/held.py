@@ -17,7 +17,7 @@ MAX_DIFFERENCES = 200
 
 
 def verify_held(ledger: Ledger, held: Any, known_us: int | None = None) -> tuple[dict[str, Any], Head]:
-    """Check a held record's digests against its content and compare it with the ledger's."""
+    """Check the digests of a record someone kept against its content and compare it with the ledger's."""
     if not isinstance(held, dict) or held.get("schema") != SCHEMA:
         raise InvalidEvent("schema", f"the body must be a record whose schema is {SCHEMA!r}")
     # The importer's checks (types, ids, timestamps, self-consistency) without its digest check:

@@ -155,8 +155,8 @@ def render_record_page(
     sides: dict[str, Sides] | None = None,
 ) -> str:
     """Render a Paper Citation Record (record-v1) as a standalone HTML page, with the paper's
-    timeline at the top when one is given; `alerts` are the notices held for the works it cites and
-    the sources that had checked (service.alerts.paper_alerts); `broken`, the last full walk of the
+    timeline at the top when one is given; `alerts` are the notices in force for the works it cites and
+    the sources that had checked (service.alerts.alerts.paper_alerts); `broken`, the last full walk of the
     chain when it found a break, is said above everything; `sides`, each reference's latest resolution
     from a source and from the ledger (projections.readings), for the notes beside each reference."""
     return ENV.get_template("record.html").render(

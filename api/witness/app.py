@@ -1,4 +1,4 @@
-"""The witness's HTTP door: C2SP tlog-witness `POST /add-checkpoint` over a service.witness.Witness."""
+"""The witness's HTTP door: C2SP tlog-witness `POST /add-checkpoint` over a service.proofs.witness.Witness."""
 
 from __future__ import annotations
 

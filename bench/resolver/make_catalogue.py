@@ -1,7 +1,7 @@
 """Make the resolver's synthetic works catalogue: Crossref-shaped NDJSON, deterministic from a seed.
 
 Writes data/catalogue.ndjson (the works the ledger ingests), data/held_out.ndjson (works whose references
-are rendered but which the catalogue lacks) and data/works_meta.jsonl (per DOI: split, held out, the kind
+are rendered but which the catalogue lacks) and data/works_meta.jsonl.gz (per DOI: split, held out, the kind
 of near-duplicate it has in the catalogue, its group). Run: python -m bench.resolver.make_catalogue.
 """
 

@@ -1,6 +1,6 @@
 """DOI and arXiv-id keys for matching source rows to works and papers (sources-v1.md).
 
-They sit on the ground floor because the works index (ledger/keys.py) stores them with each event."""
+They sit on the ground floor: the works index (ledger/storage/derived/keys.py) stores them with each event."""
 
 from __future__ import annotations
 

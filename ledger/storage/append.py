@@ -46,7 +46,7 @@ class Rows(NamedTuple):
 
 class Needs(NamedTuple):
     """What an append of a batch will look up, known before its transaction: a group commit looks up
-    every batch's at once (ledger/group_tx.py)."""
+    every batch's at once (ledger/storage/group_tx.py)."""
 
     event_ids: list[str]
     observation_ids: list[str]

@@ -11,6 +11,7 @@ from ledger.model.events import ChainLink
 from ledger.model.facts import CheckWorkRow, Head
 from ledger.storage.append import link_checks, rows_of
 from ledger.storage.interface import Store, Tables, Unsupported, is_pg_url, side_path
+from ledger.storage.postgresql import require_driver
 from ledger.storage.projector import READ_BY_RECORDS, catch_up
 from ledger.storage.sqlite.store import SQLiteStore
 from ledger.tlog.chain import Follower
@@ -33,13 +34,7 @@ def open_store(db: str | os.PathLike[str], *, synchronous: str = "FULL", mapped:
     """A SQLiteStore for a path (`mapped`: read through a memory map), a PostgresStore for a
     postgresql:// URL."""
     if is_pg_url(db):
-        try:
-            import psycopg  # noqa: F401 - only to say which extra is missing
-        except ImportError:
-            raise Unsupported(
-                "a postgresql:// ledger needs the PostgreSQL driver (psycopg 3): "
-                "pip install 'citation-ledger[postgresql]'"
-            ) from None
+        require_driver()
         from ledger.storage.postgresql.store import PostgresStore  # psycopg is an optional dependency
 
         return PostgresStore(str(db))
@@ -92,7 +87,7 @@ def copy_ledger(
                 progress(walker.last_seq)
     if links:
         _insert_chained(src, dst, links, walker)
-    # what a record reads beside the events, projected before the copy is handed over
+    # the projections a record reads along with the events, projected before the copy is handed over
     catch_up(dst, READ_BY_RECORDS)
     return Head(walker.last_seq, walker.prev)
 

@@ -56,7 +56,7 @@ class KeyTables(Protocol):
 
 
 class SpanTables(Protocol):
-    """Inbound observations' spans and the per-day counts of them (ledger/storage/spans.py)."""
+    """Inbound observations' spans and the per-day counts of them (ledger/storage/derived/spans.py)."""
 
     def observation_steps(self, oids: Sequence[str] | None = None) -> Iterator[tuple[str, list[Step]]]: ...
     def span_rows(self, oids: Sequence[str] | None = None, *, ordered: bool = True) -> Iterator[Row]: ...
@@ -143,7 +143,7 @@ class Tables(
     ImportTables,
     Protocol,
 ):
-    """Every table beside the events, one small interface per concern; a backend offers them all."""
+    """Every table other than the events, one small interface per concern; a backend offers them all."""
 
 
 class EventReads(Protocol):
@@ -176,7 +176,7 @@ class WriteTx(AppendTx, Protocol):
 
 
 class Store(LogStore, EventReads, RecordReads, Protocol):
-    """A backend: the log, its reads, one write transaction at a time, and the tables beside it."""
+    """A backend: the log, its reads, one write transaction at a time, and the other tables."""
 
     kind: str
     local: bool  # reads are a local file's (microseconds): the event loop may do a small one itself
@@ -198,7 +198,7 @@ class Store(LogStore, EventReads, RecordReads, Protocol):
 
     @property
     def writers(self) -> WriterTables:
-        """Who made each write, kept beside the chain (not proven by it)."""
+        """Who made each write, kept outside the chain (not proven by it)."""
 
     @property
     def catalogue(self) -> CatalogueIndex:

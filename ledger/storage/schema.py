@@ -133,7 +133,7 @@ _CHECK_COLUMNS = (
 )
 _CHECK_KEY = ("work_id", "source", "observed_us", "seq")
 _KEY_COLUMNS = (_c("key"), _c("seq", BIGINT))
-# the levels of ledger/keys.py, smallest last: each merge moves the rows of a level into the next one
+# the levels of derived/keys.py, smallest last: each merge moves the rows of a level into the next one
 _LEVELS = ("", "_deep", "_middle", "_recent")
 
 
@@ -245,7 +245,7 @@ LAYOUT = Layout(
         ),
         # the last signed checkpoint; SQLite keeps it in a file beside the database
         Table("signed_checkpoint", (_c("id", INT, check="id = 1"), _c("note")), ("id",), on=(POSTGRESQL,)),
-        # one row per full walk of the chain from seq 1 (service/scrub.py)
+        # one row per full walk of the chain from seq 1 (service/ops/scrub.py)
         Table(
             "scrub_passes",
             (
@@ -275,7 +275,7 @@ LAYOUT = Layout(
         ),
         *_smaller_levels("event_keys", _KEY_COLUMNS, ("key", "seq")),
         *_smaller_levels("check_works", _CHECK_COLUMNS, _CHECK_KEY),
-        # when each observation points at which paper (ledger/spans.py)
+        # when each observation points at which paper (ledger/storage/derived/spans.py)
         Table(
             "inbound_spans",
             (
@@ -415,7 +415,7 @@ LAYOUT = Layout(
         ),
         Table("alert_cursor", (_c("id", INT, check="id = 1"), _c("seq", BIGINT)), ("id",), cursor=True),
         # each distinct title of a paper (observation_id '') or of a reference in its citing paper,
-        # with the first event that carried it (ledger/storage/search.py)
+        # with the first event that carried it (ledger/storage/derived/search.py)
         Table(
             "search_titles",
             (
@@ -490,7 +490,7 @@ LAYOUT = Layout(
             indexes=(Index("resolve_jobs_by_owner", ("owner", "started_us")),),
         ),
         # who made each write (ledger/storage/writers.py): the seqs one acknowledged batch appended and
-        # its writer, written in that batch's transaction; kept beside the chain, not proven by it
+        # its writer, written in that batch's transaction; kept outside the chain, not proven by it
         Table(
             "event_writers",
             (

@@ -67,7 +67,7 @@ class Dialect:
     percent: bool  # placeholders are %s (psycopg), not ? (sqlite3)
     json_lists: bool  # lists are bound as one JSON text and unpacked by json_each (SQLite has no arrays)
     page: int | None  # check_works rows read per statement; None: one statement, read lazily
-    # statistics renewed for a table whose rows a merge just moved (ledger/keys.py); PostgreSQL plans
+    # statistics renewed for a table whose rows a merge just moved (derived/keys.py); PostgreSQL plans
     # by them, and a level it last saw empty would be scanned whole for every key looked up
     analyze: bool = False
     # an append whose seqs pass a level's size writes its rows straight into the deepest level it moves,

@@ -1,7 +1,7 @@
 """The event store written once over a Dialect: every statement the backends share.
 
 A backend subclasses SqlStore with its connections, its transaction statements and the errors it
-tolerates; SqlTables likewise for the ledger's other tables (see store.py and pg_store.py).
+tolerates; SqlTables likewise for the ledger's other tables (see sqlite/store.py and postgresql/store.py).
 """
 
 from __future__ import annotations
@@ -95,12 +95,12 @@ _CHECK_WINDOW = "observed_us <= ? AND recorded_us <= ?"  # a check as of T, know
 
 
 def _each_level(table: str, columns: str, where: str, union: str = "UNION ALL") -> str:
-    """One SELECT of `columns` per level of a leveled table (ledger/keys.py), joined by `union`: each
+    """One SELECT of `columns` per level of a leveled table (derived/keys.py), joined by `union`: each
     level probed on its own, as the planner would scan the view rather than push a list into it."""
     return f" {union} ".join(f"SELECT {columns} FROM {level_table(table, lv)} WHERE {where}" for lv in LEVELS)
 
 
-# each derived table: its columns and its key (ledger/keys.py)
+# each derived table: its columns and its key (ledger/storage/derived/keys.py)
 _DERIVED = {
     "event_keys": ("key, seq", "key, seq"),
     "check_works": (
@@ -224,7 +224,7 @@ class SqlStore:
 
     @functools.cached_property
     def writers(self) -> WriterTables:
-        """Who made each write (a token's fingerprint, the CLI's user), kept beside the chain."""
+        """Who made each write (a token's fingerprint, the CLI's user), kept outside the chain."""
         return WriterTables(self)
 
     @functools.cached_property
@@ -1372,7 +1372,7 @@ class SqlTables:
             kind, started_at, started_us, finished_at, finished_us, events, head_seq, bool(ok), bad, reason
         )
 
-    # -- title search (ledger/search.py) ----------------------------------------------
+    # -- title search (ledger/storage/derived/search.py) ----------------------------------------------
 
     def titles_indexed(self) -> int:
         """The last seq whose titles the search index holds."""
@@ -1451,7 +1451,7 @@ class SqlTables:
 
     def work_facts(self, index_keys: Sequence[str], as_of_us: int) -> list[Fact]:
         """Citations and resolutions observed as of T of the observations with an event observed as
-        of T under one of these works-index keys (ledger/keys.py), in seq order."""
+        of T under one of these works-index keys (derived/keys.py), in seq order."""
         d = self.store.dialect
         # the observations found once (inlined, they were found again for each level of their keys)
         rows = self._q(

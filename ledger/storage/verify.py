@@ -571,7 +571,7 @@ def _check_event_ids(tables: Tables, touched: set[str] | None) -> tuple[int, str
 
 
 def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | None:
-    """The inbound spans are the ones the events give (ledger/spans.py), observation by observation:
+    """The inbound spans are the ones the events give (derived/spans.py), observation by observation:
     every one, or those whose keys are in `only` (a resumed walk: the walk it resumes checked the rest)."""
     if only is None:
         return _check_spans_of(tables, None)
@@ -642,7 +642,7 @@ _BODY = (
 # what a string holds that is written as it is (chain.envelope_body's test)
 _VERBATIM = re.compile(r'[^"\\\x00-\x1f]*')
 # rows a page of the whole walk: one read, and one comprehension of each kind of call, a page; a page is
-# held with its columns and bodies (some 2 kB a row), and a walker runs beside each import
+# held with its columns and bodies (some 2 kB a row), and a walker process runs alongside each import
 _PAGE = 5_000
 
 

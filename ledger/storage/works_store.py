@@ -1,7 +1,7 @@
 """Ledger-wide reads the source adapters and the diff need (works and papers known as of T).
 
 The record's own reads live in sql_store.py; these span every observation, so they are kept apart.
-A source ingest looks up only the keys its file names, in the works index (ledger/keys.py), a chunk
+A source ingest looks up only the keys its file names, in the works index (derived/keys.py), a chunk
 of keys per statement; `works_known` and `papers_known` read every observation and every paper, and
 are the reference the lookups are tested against.
 """
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 CHUNK = 500  # keys (or observations) per statement: a 50,000-row file is 100 statements
 _CITATION = "citation.observed"
 _RESOLUTION = "resolution.observed"
-# the only upper-case letters an arXiv id may hold (ledger/codec.py ARXIV_RE): an old-style subject class
+# the only upper-case letters an arXiv id may hold (model/codec.py ARXIV_RE): an old-style subject class
 _SUBJECT_CLASS = re.compile(r"\.([a-z]{2})/")
 W = TypeVar("W")
 
@@ -90,7 +90,7 @@ def _keys_of(w: KnownWork) -> set[str]:
 
 
 def works_matching(store: Store, match_keys: Iterable[str], as_of_us: int) -> dict[str, list[str]]:
-    """For each match key (ledger/doi.py), the work_ids of the works known as of T having it, sorted.
+    """For each match key (ledger/model/doi.py), the work_ids of the works known as of T having it, sorted.
 
     The index gives every observation that ever had a work under the key as of T; each one's current
     work is then read from its own events, so a work re-bound elsewhere by a later resolution, or

@@ -1,10 +1,10 @@
 """Who made each write: one row per acknowledged batch, naming the seqs it appended and its writer (a
 token's fingerprint, the CLI's user), written in the transaction of its events.
 
-The record is kept beside the chain, not proven by it: the events' bytes (and so their ids, hashes and
+The record is kept outside the chain, not proven by it: the events' bytes (and so their ids, hashes and
 duplicates) do not name the writer, and an operator with access to the database can edit this table
-as they can any other beside the log. It says which credential the server saw, for the operator to
-read beside the chain's proof of what was written.
+as they can any other outside the log. It says which credential the server saw, for the operator to
+read along with the chain's proof of what was written.
 """
 
 from __future__ import annotations

@@ -232,7 +232,7 @@ def check_callback(url: Any, allow: Iterable[str] = ()) -> None:
 class AddressPolicy:
     """Which addresses a webhook may connect to: public ones, and what LEDGER_WEBHOOK_ALLOW opens
     (an address or CIDR: what it holds; a host name: the private ranges it resolves to; http is
-    allowed for both). Refused by default: every special-purpose range of service/address_table.py
+    allowed for both). Refused by default: every special-purpose range of service/alerts/address_table.py
     that is not globally reachable, NAT64, multicast and reserved."""
 
     def __init__(self, allow: Iterable[str] = ()) -> None:
@@ -763,8 +763,8 @@ def work_name(work: dict[str, Any]) -> str:
 def paper_notices(
     store: Store, arxiv_id: str, as_of_us: int, known_us: int | None = None
 ) -> list[PaperNotice]:
-    """The notices held as of T (the latest check of each source, as the record shows them) for the
-    works the paper's outbound references cite, each with the first check that held it; by seq."""
+    """The notices in force as of T (the latest check of each source, as the record shows them) for the
+    works the paper's outbound references cite, each with the first check that listed it; by seq."""
     return paper_alerts(store, arxiv_id, as_of_us, known_us)[0]
 
 

@@ -1,4 +1,4 @@
-"""The import's walks in a second process, beside its appends (issue 31): the walker process opens
+"""The import's walks in a second process, while its appends go on: the walker process opens
 its own connection from the ledger's path or URL, walks when asked, and answers with the report.
 
 A walk re-reads what was stored, as in the importing process, and writes only the verified point and,

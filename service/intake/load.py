@@ -19,7 +19,7 @@ After every `WALK_EVERY` events committed, and after the last commit, the chain 
 last verified point over what was stored since, read back from the database (ledger/storage/verify.py),
 and the verified point moved to the head, so the first integrity report after an import walks nothing:
 no anonymous request pays for a bulk load. The walks due while batches remain run in a second process,
-beside the appends (service/intake/beside.py), on the second core. One walk runs at a time: a walk due
+alongside the appends (service/intake/beside.py), on another core. One walk runs at a time: a walk due
 while one runs is folded into the next, which covers more. After the last commit the import waits for
 the walk in flight, then walks the rest itself; that walk's report is the import's. A walker process
 that dies or fails loses nothing: the import says so once and walks in its own process from then on.
@@ -61,7 +61,7 @@ BATCH = 5_000
 # a paper cited in every batch is counted again by each; a walk holds what it passed (touched keys,
 # steps), so fewer, longer walks cost memory (400k lines peaked at 131 MB at 30,000, 122 at 20,000)
 WALK_EVERY = 20_000
-# walks beside the appends only where a second core can run them
+# walks run alongside the appends only where a second core can run them
 BESIDE = (os.cpu_count() or 1) >= 2
 # a file larger than this starts its walker process before it is checked (when its walks run beside
 # the appends): forked then, the walker shares this process's pages and holds none of the check's

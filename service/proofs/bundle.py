@@ -3,7 +3,7 @@
 A bundle is one JSON object: the record, the stored envelopes of every event that built it (the
 events it shows and those of the inbound observations past its cap, which it counts), an inclusion
 proof of each in one signed checkpoint, the checkpoint and the public key; one line of canonical JSON
-(sorted keys, event data embedded verbatim). service/bundle_check.py checks one with no database.
+(sorted keys, event data embedded verbatim). service/proofs/bundle_check.py checks one with no database.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from its 409 answer when unknown), and keeps the note with each cosignature that
 A witness that refuses or is down costs that round its cosignature, never an append; one that is slow
 is not waited for past the round, nor asked again while its request is in flight, so it holds up
 neither the other witnesses nor the next checkpoint. The HTTP request itself is the caller's
-(api/witnesses.py): this module decides what to send and what to keep.
+(api/log/witnesses.py): this module decides what to send and what to keep.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from service.resolver.defaults import Resolver, default_resolver
 from service.resolver.run import Decide, Decided, Summary, resolve
 
 _log = logging.getLogger("ledger.resolve")
-WORKERS = min(2, os.cpu_count() or 1)  # the machine's two cores (issue 30)
+WORKERS = min(2, os.cpu_count() or 1)  # two at most: each opens its own connection and catalogue
 LOOK_S = 0.2  # how often a parent waiting on a worker looks whether its run was stopped
 GRACE_S = 2.0  # how long stopped workers have to end by themselves before they are terminated
 

@@ -100,7 +100,7 @@ def resolution_view(
 
 
 def writer_json(row: WriterRow | None) -> dict[str, Any] | None:
-    """Who made the write that appended an event, as recorded beside the chain (None: not recorded)."""
+    """Who made the write that appended an event, as recorded outside the chain (None: not recorded)."""
     if row is None:
         return None
     return {

@@ -1,4 +1,5 @@
-"""Real sources in: each published format -> ledger events, appended as one atomic batch."""
+"""Real sources in: each published format -> ledger events, appended as one atomic batch.
+May import `ledger`, `service.intake` and the `service.ledger` facade."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The works-index keys of the events a ledger stored before it kept them: the upgrade's Python
-part, written once for both backends (SQL alone cannot apply the DOI rules of ledger/doi.py)."""
+part, written once for both backends (SQL alone cannot apply the DOI rules of ledger/model/doi.py)."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ _GLANCE = msgspec.json.Decoder(Glance)
 
 
 def work_index_key(match_key: str) -> str:
-    """The works-index key of a match key (ledger/doi.py): `w:` and the key, or its digest if long."""
+    """The works-index key of a match key (ledger/model/doi.py): `w:` and the key, or its digest if long."""
     if len(match_key) <= LONG_KEY:
         return WORK + match_key
     return WORK + "#" + hashlib.sha256(match_key.encode()).hexdigest()
@@ -81,7 +81,7 @@ def event_keys(event_id: str, refs: Any = None) -> list[str]:
         return [EVENT + event_id]
     keys = [EVENT + event_id, OBSERVATION + refs.observation_id]
     w = refs.cited_work
-    # only a work with a work_id can be known to a source ingest (ledger/works_store.py)
+    # only a work with a work_id can be known to a source ingest (ledger/storage/works_store.py)
     if w is not None and w.work_id is not None:
         keys += sorted({work_index_key(k) for k in work_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)})
     return keys

@@ -1,5 +1,5 @@
 """The tables of standing alerts (watches, the works each covers, alerts, the webhook outbox and its
-deliveries), written once over a store's dialect: what service/alerts.py and the doors keep and read.
+deliveries), written once over a store's dialect: what service/alerts/alerts.py and the doors keep and read.
 
 They are the ledger's own state, not events: nothing here is hashed, and rows change in place (a
 watch removed, an outbox entry delivered). Everything that raises alerts runs inside `raising`, a

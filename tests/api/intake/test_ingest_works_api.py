@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from service.ledger import Ledger
 from tests.api.app_support import sources_app
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "works"
+DATA = Path(__file__).resolve().parents[2] / "data" / "works"
 T = "2026-11-01T00:00:00Z"
 TOKEN = "test-token-for-works"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -13,8 +13,8 @@ import pytest
 from ledger.model.codec import decode_json
 from service.ledger import Ledger
 from service.resolver.person import choice, resolve_by_person
+from tests.api.records.test_render import hrefs, visible_lines
 from tests.api.test_api import AUTH, TOKEN
-from tests.api.test_render import hrefs, visible_lines
 from tests.api_fixtures import now_rfc3339, running_server
 from tests.conftest import NewDb
 

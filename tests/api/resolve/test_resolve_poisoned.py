@@ -1,6 +1,6 @@
 """Poisoned references over real sockets, against a real `ledger serve` on the backend under test: a
 reference of 4,400 digits (Python's int() refuses it) and one the matcher raises on (a bug, injected by
-tests/api/faults/sitecustomize.py) sit among references that resolve. `POST /resolve` answers 200, the
+tests/api/resolve/faults/sitecustomize.py) sit among references that resolve. `POST /resolve` answers 200, the
 good references are resolved, the poisoned ones are `unresolved` (the one that raised with the reason in
 its evidence), an `all` job ends `done`, and later runs do not try the one that raised again."""
 
@@ -19,7 +19,7 @@ from ledger.model.works import Reference
 from service.ledger import Ledger
 from service.sources import SourceFile
 from service.sources.works import NAME, ingest_works
-from tests.api.faults.sitecustomize import MARKER
+from tests.api.resolve.faults.sitecustomize import MARKER
 from tests.api.test_api import AUTH, TOKEN
 from tests.api_fixtures import free_port, ledger_command, running_server
 from tests.conftest import NewDb

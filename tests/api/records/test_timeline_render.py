@@ -18,7 +18,7 @@ from ledger.model.instants import MAX_US, format_as_of, parse_ts
 from ledger.model.record_types import Record
 from projections.timeline import Timeline
 from service.ledger import Ledger
-from tests.api.test_render import _layout, visible_lines
+from tests.api.records.test_render import _layout, visible_lines
 from tests.factories import check, citation, notice, oid_of, paper, resolution, ts, work
 from tests.timeline_history import PAPER, TOTAL, History, history
 
