@@ -12,12 +12,13 @@ import pytest
 
 from ledger.model.instants import parse_ts
 from ledger.storage.derived.screen import NAME
-from ledger.storage.projector import SCREEN, catch_up
+from ledger.storage.projector import SCREEN, SPAN_PROJECTION, catch_up
 from ledger.storage.verify import verify_store
 from service.ledger import Ledger
 from service.proofs.screen_bundle import bundle_of_page
 from service.screen import Page, Query, page_json, screen, screen_changes
 from tests.conftest import NewDb
+from tests.factories import paper
 from tests.old_layout import build_old_ledger, version_before
 from tests.raw import edit, rows
 from tests.screen_scenario import PAPERS, Seeded, seeded_ledger
@@ -143,3 +144,16 @@ def test_an_older_ledger_upgrades_with_its_screen_projected_to_its_head(new_db: 
             upgraded.close()
     finally:
         source.close()
+
+
+def test_an_appender_keeps_the_screens_index_within_the_allowed_lag(seeded: tuple[Ledger, Seeded]) -> None:
+    """The back-pressure counts every projection a read folds, not only the spans: a fold stays bounded."""
+    ledger, _ = seeded
+    catch_up(ledger.store, [SPAN_PROJECTION])
+    assert _position(ledger) == 0 and ledger.head().seq > 5
+    pressed = Ledger(ledger.url, projector_max_lag=5)
+    try:
+        pressed.append([paper("2101.00009", "2026-01-09T00:00:00Z")])
+        assert _position(pressed) == pressed.head().seq
+    finally:
+        pressed.close()
