@@ -5,6 +5,7 @@ caught up. On the backend under test."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -157,3 +158,31 @@ def test_an_appender_keeps_the_screens_index_within_the_allowed_lag(seeded: tupl
         assert _position(pressed) == pressed.head().seq
     finally:
         pressed.close()
+
+
+class Killed(Exception):
+    """A fault injected between a batch's rows and its position."""
+
+
+def test_a_fault_mid_batch_leaves_the_screens_rows_and_position_agreeing(
+    new_db: NewDb, seeded: tuple[Ledger, Seeded]
+) -> None:
+    ledger, _ = seeded
+    head = ledger.head().seq
+
+    def fault(end: int) -> None:
+        if end > 5:
+            raise Killed
+
+    with pytest.raises(Killed):
+        dataclasses.replace(SCREEN, fault=fault).advance(ledger.store, head, batch=5)
+    assert _position(ledger) == 5  # the second batch's rows went with it
+    assert verify_store(ledger.store).ok
+    assert catch_up(ledger.store, [SCREEN]) == head
+    ref, _ = seeded_ledger(new_db("ref.db"))
+    try:
+        catch_up(ref.store, [SCREEN])
+        assert rows(ledger.url, REFS) == rows(ref.url, REFS) != []
+        assert rows(ledger.url, NOTICES) == rows(ref.url, NOTICES) != []
+    finally:
+        ref.close()
