@@ -30,7 +30,6 @@ from typing import Any
 from ledger.model import events as ev
 from ledger.model.codec import canonical
 from ledger.model.instants import now_us
-from ledger.storage.derived import screen as screen_rows
 from service.ledger import Ledger
 from service.screen import Query, page_json, screen
 
@@ -211,7 +210,6 @@ def run(
     ledgers = [Ledger(small_db), Ledger(copy.made)]
     try:
         out = measure(ledgers, repeats)
-        out[1]["append_ms_with_index"], out[1]["append_ms_without_index"] = appends(ledgers[1], more, repeats)
     finally:
         for ledger in ledgers:
             ledger.close()
@@ -227,23 +225,6 @@ def run(
         flush=True,
     )
     return out
-
-
-def appends(ledger: Ledger, batches: Iterator[list[ev.Event]], repeats: int) -> tuple[float, float]:
-    """Median ms of a 1000-event filler append with the screen's rows written, and with them left out
-    (the derivation patched to give none), taken in turn: what the index costs an append."""
-    with_rows: list[float] = []
-    without: list[float] = []
-    derive = screen_rows.batch_rows
-    for _ in range(repeats):
-        for got, patched in ((with_rows, False), (without, True)):
-            if patched:
-                screen_rows.batch_rows = lambda events: ([], [])  # type: ignore[assignment]
-            start = time.perf_counter()
-            ledger.append(next(batches), resolver_events=True)
-            got.append(time.perf_counter() - start)
-            screen_rows.batch_rows = derive
-    return round(statistics.median(with_rows) * 1000, 2), round(statistics.median(without) * 1000, 2)
 
 
 class _Copy:

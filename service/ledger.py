@@ -307,7 +307,7 @@ class Ledger:
     def _keep_up(self, head: int) -> None:
         """Back-pressure: an appender that finds the record's projections more than the allowed lag
         behind projects the lag itself (a reader folds at most that many events)."""
-        if head - self.store.tables.projection_position(SPANS) > self._max_lag:
+        if head - min(p.position(self.store) for p in READ_BY_RECORDS) > self._max_lag:
             catch_up(self.store, READ_BY_RECORDS)
 
     def _fresh(self) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from ledger.model.events import ChainLink
+from ledger.storage.derived import screen
 from ledger.storage.derived.spans import (
     CITATION,
     OPEN,
@@ -210,10 +211,13 @@ CATALOGUE = Cursor(
     "catalogue", lambda s: s.catalogue.catalogue_indexed(), lambda s, upto: s.catalogue.index_catalogue(upto)
 )
 
+SCREEN = Logged(screen.NAME, screen.apply)
+
 # every projection, in the order the projector advances them; one line adds one
-PROJECTIONS: tuple[Projection, ...] = (SPAN_PROJECTION, TITLES, CATALOGUE)
-# the ones a record or a walk reads and no reader extends itself (the others are extended on first read)
-READ_BY_RECORDS: tuple[Projection, ...] = (SPAN_PROJECTION,)
+PROJECTIONS: tuple[Projection, ...] = (SPAN_PROJECTION, TITLES, CATALOGUE, SCREEN)
+# the ones a record, a walk or a screen reads and no reader extends itself (the others are extended on
+# first read): an appender keeps them within the allowed lag, which bounds what a reader folds
+READ_BY_RECORDS: tuple[Projection, ...] = (SPAN_PROJECTION, SCREEN)
 
 
 def catch_up(store: Store, projections: Sequence[Projection] = PROJECTIONS, upto: int | None = None) -> int:

@@ -12,7 +12,7 @@ import heapq
 import itertools
 import json
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -493,11 +493,6 @@ class SqlWriteTx:
         """Insert the new events and their keys, moving levels down when the seqs pass a level's size
         (the caller commits); what else the events imply is the projector's (ledger/storage/projector.py)."""
         self.store.query_many(self.conn, _INSERT_EVENTS, rows.events)
-        refs, notices = screen.batch_rows(rows.events)
-        if refs:
-            self.store.query_many(self.conn, screen.INSERT_REFS, refs)
-        if notices:
-            self.store.query_many(self.conn, screen.INSERT_NOTICES, notices)
         # a level moves in the append whose seqs pass a multiple of its size: no read needed to know
         # (each size a multiple of the one before, a level moves only when the one above it does)
         before, last = rows.events[0][0] - 1, rows.events[-1][0]
@@ -562,6 +557,8 @@ class SqlReader:
         self.t = as_of_us
         self.k = known_us
         self._noticed_cache: list[str] | None = None
+        self._screen_tail: screen.Tail | None = None
+        self._tail_refs: list[screen.RefRow] | None = None
 
     def _facts(self, sql: str, params: Sequence[Any]) -> list[Fact]:
         return [fact_row(r) for r in self.store.query(self.conn, sql, params)]
@@ -734,16 +731,33 @@ class SqlReader:
 
     # -- the screen (service/screen.py): references to works with notices ----------------
 
+    # The screen's index holds the events up to its projection's position; each read folds in those
+    # past it (at most the allowed lag) from this snapshot's events, so the answer never waits on the
+    # projector and is the same whatever its lag, on a ledger that cannot be written too.
+
+    def _tail(self) -> screen.Tail:
+        """The events past the screen projection's position, and their notices (read once per reader)."""
+        if self._screen_tail is None:
+            self._screen_tail = screen.tail(self.store, self.conn)
+        return self._screen_tail
+
     def _noticed_works(self) -> list[str]:
         """The works some check as of T and K lists a notice for (read once per reader)."""
         if self._noticed_cache is None:
+            folded = self._tail().noticed(self.t, self.k)
             rows = self.store.query(
                 self.conn,
                 "SELECT DISTINCT work_id FROM screen_notices WHERE observed_us <= ? AND recorded_us <= ?",
                 (self.t, self.k),
             )
-            self._noticed_cache = sorted(r[0] for r in rows)
+            self._noticed_cache = sorted({r[0] for r in rows} | folded)
         return self._noticed_cache
+
+    def _folded_refs(self, papers: Collection[str] | None) -> list[screen.RefRow]:
+        """The references past the projection's position that name a work with a notice (of `papers`)."""
+        if self._tail_refs is None:
+            self._tail_refs = screen.tail_refs(self.store, self.conn, self._tail(), self._noticed_works())
+        return [r for r in self._tail_refs if papers is None or r.citing in papers]
 
     def _flagged_refs(self, papers: Sequence[str] | None) -> tuple[str, list[Any]]:
         """The screen_refs rows of works some check as of T and K lists a notice for (of `papers`).
@@ -769,7 +783,8 @@ class SqlReader:
             f"SELECT DISTINCT r.citing FROM screen_refs AS r WHERE {where} ORDER BY r.citing LIMIT ?",
             (*params, limit),
         )
-        return [r[0] for r in rows]
+        folded = (r.citing for r in self._folded_refs(None if papers is None else set(papers)))
+        return sorted({r[0] for r in rows} | {c for c in folded if after is None or c > after})[:limit]
 
     def screen_observations(self, citing: Sequence[str]) -> list[str]:
         """The references of these papers that ever named a work some check as of T and K lists a
@@ -780,7 +795,8 @@ class SqlReader:
         rows = self.store.query(
             self.conn, f"SELECT DISTINCT r.observation_id FROM screen_refs AS r WHERE {where}", params
         )
-        return sorted(r[0] for r in rows)
+        folded = {r.observation_id for r in self._folded_refs(set(citing))}
+        return sorted({r[0] for r in rows} | folded)
 
     def screen_facts(self, observation_ids: Sequence[str]) -> list[Fact]:
         """The citations and resolutions as of T and K of these observations, in seq order."""
@@ -806,7 +822,8 @@ class SqlReader:
             "GROUP BY work_id, source, notice",
             (d.bind_list(sorted(set(work_ids))), self.t, self.k),
         )
-        return {(r[0], r[1], r[2]): (r[3], r[4]) for r in rows}
+        found = {(r[0], r[1], r[2]): (r[3], r[4]) for r in rows}
+        return self._tail().learned(found, work_ids, self.t, self.k)
 
     # -- a paper's timeline (projections/timeline.py): every instant, not one -----------
 

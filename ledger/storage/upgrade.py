@@ -36,7 +36,7 @@ _CHANGES = ("events", "no_replace", "merkle", "scrub_passes", "event_keys", "inb
             "four_levels", "alerts", "search", "ingest_receipts", "watch_owners", "catalogue",
             "import_progress", "resolve_jobs", "catalogue_by_seq", "secret_rotation",
             "event_writers", "catalogue_first_seq", "resolve_bounds", "collection_watches",
-            "screen", "projector")  # fmt: skip
+            "screen", "projector", "screen_projection")  # fmt: skip
 STEP: dict[str, dict[str, int]] = {
     SQLITE: {name: n for n, name in enumerate(_CHANGES, start=1)},
     POSTGRESQL: {name: max(n - 1, 1) for n, name in enumerate(_CHANGES, start=1)},
@@ -126,6 +126,9 @@ def _move_rows(conn: Any, dialect: Dialect, version: int) -> None:
         conn.execute(
             "INSERT INTO projections (name, seq) SELECT 'inbound_spans', coalesce(max(seq), 0) FROM events"
         )
+    if version < step["screen_projection"]:
+        # the screen's rows an earlier layout wrote with each append (or the fill above) hold every event
+        conn.execute("INSERT INTO projections (name, seq) SELECT 'screen', coalesce(max(seq), 0) FROM events")
     if version < step["alerts"]:
         # before any watch, no event raises an alert: the cursor starts at the head
         conn.execute("UPDATE alert_cursor SET seq = (SELECT coalesce(max(seq), 0) FROM events)")

@@ -27,6 +27,7 @@ from ledger.model.facts import Head, VerifiedPoint
 from ledger.model.instants import parse_instant
 from ledger.storage.append import check_rows, link_checks
 from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys, stored_keys
+from ledger.storage.derived.screen import NAME as SCREEN
 from ledger.storage.derived.screen import event_rows as screen_event_rows
 from ledger.storage.derived.spans import NAME as SPANS
 from ledger.storage.derived.spans import Row, Step, history
@@ -667,10 +668,13 @@ def _check_counts(tables: Tables, only: set[str] | None, last_seq: int) -> tuple
 
 
 def _check_screen(tables: Tables, after: int) -> tuple[int, str] | None:
-    """The screen's rows of the events after `after` are what those events give: the first seq whose
+    """The screen's rows of the events after `after` are what those events give, as far as its
+    projection holds them (a row of an event past the position is one too many): the first seq whose
     rows differ is named."""
+    position = tables.projection_position(SCREEN)
+    held = itertools.takewhile(lambda e: e[0] <= position, tables.screen_events(after))
     stored = itertools.groupby(tables.screen_rows(after), key=lambda r: r[2])
-    derived = itertools.groupby(_screen_rows(tables.screen_events(after)), key=lambda r: r[2])
+    derived = itertools.groupby(_screen_rows(held), key=lambda r: r[2])
     a, b = next(stored, None), next(derived, None)
     while a is not None or b is not None:
         if a is not None and (b is None or a[0] < b[0]):

@@ -1,12 +1,13 @@
-"""The works-index keys of the events a ledger stored before it kept them: the upgrade's Python
-part, written once for both backends (SQL alone cannot apply the DOI rules of ledger/model/doi.py)."""
+"""The works-index keys and the screen's rows of the events a ledger stored before it kept them: the
+upgrade's Python part, written once for both backends (SQL alone cannot apply the DOI rules of
+ledger/model/doi.py, nor write a notice's canonical JSON)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ledger.storage.derived.keys import WORK, link_keys
-from ledger.storage.derived.screen import INSERT_NOTICES, INSERT_REFS, NoticeRow, RefRow, batch_rows
+from ledger.storage.derived.screen import apply
 from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
 
 PAGE = 10_000
@@ -45,30 +46,25 @@ def fill_work_keys(conn: Any, dialect: Dialect) -> int:
     return added
 
 
-_READ_SCREEN = (
-    "SELECT seq, event_id, stream, stream_version, type, observed_at, observed_us, recorded_at, recorded_us, "
-    "data FROM events WHERE type IN ('citation.observed', 'resolution.observed', 'standing.checked') "
-    "AND seq > ? ORDER BY seq LIMIT ?"
-)
+def fill_screen(conn: Any, dialect: Dialect) -> None:
+    """Derive the screen's rows of every stored event, by the projector's rule a range of seqs at a
+    time. Run inside the migration's transaction."""
+    head = int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+    for after in range(0, head, _SCREEN_RANGE):
+        apply(_Conn(dialect), conn, after, min(head, after + _SCREEN_RANGE))
 
 
-def fill_screen(conn: Any, dialect: Dialect) -> int:
-    """Derive the screen's rows of every stored event, a page at a time; returns how many. Run inside
-    the migration's transaction."""
-    after, added = 0, 0
-    while True:
-        rows = conn.execute(dialect.sql(_READ_SCREEN), (after, PAGE)).fetchall()
-        if not rows:
-            return added
-        refs, notices = batch_rows(rows)
-        insert_screen(conn, dialect, refs, notices)
-        added += len(refs) + len(notices)
-        after = rows[-1][0]
+_SCREEN_RANGE = 100_000  # seqs a statement derives the references of
 
 
-def insert_screen(conn: Any, dialect: Dialect, refs: list[RefRow], notices: list[NoticeRow]) -> None:
-    """Write the screen's rows of a batch on `conn`."""
-    if refs:
-        conn.cursor().executemany(dialect.sql(INSERT_REFS), refs)
-    if notices:
-        conn.cursor().executemany(dialect.sql(INSERT_NOTICES), notices)
+class _Conn:
+    """The two calls of a store the screen's rule makes, on a bare connection."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+
+    def query(self, conn: Any, sql: str, params: Any = ()) -> Any:
+        return conn.execute(self.dialect.sql(sql), params)
+
+    def query_many(self, conn: Any, sql: str, rows: Any) -> None:
+        conn.cursor().executemany(self.dialect.sql(sql), rows)

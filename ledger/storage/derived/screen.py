@@ -1,6 +1,8 @@
 """The screen's index: which references name which work, and which works some standing check lists a
-notice for. Both are pure functions of a batch of stored events, so an append, a copy, the backfill of
-an older ledger and `ledger verify` derive the same rows.
+notice for. Both are pure functions of a batch of stored events: the projector keeps them following
+the log (`apply`: the references' rows derived by the database itself), a reader folds in the events
+past the projection's position (`BOUNDS`), and the backfill of an older ledger and `ledger verify`
+derive the same rows.
 
 A screen (service/screen.py) reads the works with notices first, then only the references that ever
 named one of them: its cost follows the references it can show, not the size of the ledger.
@@ -14,6 +16,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ledger.model.codec import canonical
+from ledger.storage.sql import Dialect
 
 CITATION = "citation.observed"
 RESOLUTION = "resolution.observed"
@@ -102,3 +105,90 @@ def batch_rows(events: Iterable[Sequence[Any]]) -> tuple[list[RefRow], list[Noti
         refs += r
         notices += n
     return refs, notices
+
+
+# -- the projection: kept by the projector (ledger/storage/projector.py), folded by readers -----------
+
+NAME = "screen"
+# the projection's position and the head: what a reader folds lies between them
+BOUNDS = (
+    f"SELECT coalesce((SELECT seq FROM projections WHERE name = '{NAME}'), 0), "
+    "(SELECT coalesce(max(seq), 0) FROM events)"
+)
+_STANDING_EVENTS = (
+    "SELECT seq, type, stream, observed_us, recorded_us, data FROM events "
+    f"WHERE seq > ? AND seq <= ? AND type = '{STANDING}' ORDER BY seq"
+)
+
+
+def refs_select(d: Dialect, works: bool = False) -> str:
+    """SELECT the screen_refs rows (REF_COLUMNS) of the events seq > ? AND seq <= ?, derived by the
+    database from the events' data, no event decoded in Python (with `works`, only of the works a third
+    parameter lists, bound by `d.bind_list`)."""
+    where = f"seq > ? AND seq <= ? AND type IN ('{CITATION}', '{RESOLUTION}')"
+    citing = "CASE WHEN substr(stream, 1, 6) = 'paper:' THEN substr(stream, 7) ELSE stream END"
+    if d.json_lists:
+        work, oid = "json_extract(data, '$.cited_work.work_id')", "json_extract(data, '$.observation_id')"
+    else:
+        work, oid = "(j #>> '{cited_work,work_id}')", "(j ->> 'observation_id')"
+    inner = d.parsed(f"{work} AS work_id, seq, {oid} AS observation_id, {citing} AS citing", where)
+    only = f" AND {d.any_of('work_id')}" if works else ""
+    return f"SELECT {REF_COLUMNS} FROM ({inner}) AS r WHERE work_id IS NOT NULL{only}"
+
+
+def notice_rows(store: Any, conn: Any, after: int, upto: int) -> list[NoticeRow]:
+    """The screen_notices rows of the standing checks seq > after and <= upto: a notice's key is its
+    canonical JSON, which only Python's encoder writes (checks are few beside the references)."""
+    rows = store.query(conn, _STANDING_EVENTS, (after, upto)).fetchall()
+    return [n for r in rows for n in event_rows(*r)[1]]
+
+
+def apply(store: Any, conn: Any, after: int, upto: int) -> None:
+    """The projector's rule: the rows of the events in (after, upto], the references' by one
+    INSERT ... SELECT the database derives, the notices' from Python (`store` a SqlStore)."""
+    store.query(conn, f"INSERT INTO screen_refs ({REF_COLUMNS}) {refs_select(store.dialect)}", (after, upto))
+    notices = notice_rows(store, conn, after, upto)
+    if notices:
+        store.query_many(conn, INSERT_NOTICES, notices)
+
+
+class Tail(NamedTuple):
+    """The events a reader's snapshot holds past the projection's position, (after, upto], and the
+    notices' rows they give (the references' are read by the works they name: `tail_refs`)."""
+
+    after: int
+    upto: int
+    notices: list[NoticeRow]
+
+    def noticed(self, t: int, k: int) -> set[str]:
+        """The works these checks, as of T and K, list a notice for."""
+        return {n.work_id for n in self.notices if n.observed_us <= t and n.recorded_us <= k}
+
+    def learned(
+        self, found: dict[tuple[str, str, str], tuple[int, int]], works: Iterable[str], t: int, k: int
+    ) -> dict[tuple[str, str, str], tuple[int, int]]:
+        """`found` (the stored rows' first recorded_us and seq of each (work, source, notice)) with
+        these checks' notices of `works` as of T and K folded in."""
+        wanted = set(works)
+        out = dict(found)
+        for n in self.notices:
+            if n.work_id in wanted and n.observed_us <= t and n.recorded_us <= k:
+                key = (n.work_id, n.source, n.notice)
+                had = out.get(key, (n.recorded_us, n.seq))
+                out[key] = (min(had[0], n.recorded_us), min(had[1], n.seq))
+        return out
+
+
+def tail(store: Any, conn: Any) -> Tail:
+    """The events past the projection's position as `conn` sees them: one probe when there are none."""
+    after, upto = (int(v) for v in store.query(conn, BOUNDS).fetchone())
+    return Tail(after, upto, notice_rows(store, conn, after, upto) if upto > after else [])
+
+
+def tail_refs(store: Any, conn: Any, past: Tail, works: Sequence[str]) -> list[RefRow]:
+    """The references among the events of `past` that name one of `works` (the database derives them)."""
+    if past.upto <= past.after or not works:
+        return []
+    d = store.dialect
+    rows = store.query(conn, refs_select(d, works=True), (past.after, past.upto, d.bind_list(works)))
+    return [RefRow(*r) for r in rows]

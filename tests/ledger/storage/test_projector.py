@@ -488,7 +488,7 @@ def test_ledger_verify_reports_each_projections_position(new_db: NewDb) -> None:
         got = CliRunner().invoke(main, ["verify", "--json", "--db", ledger.url])
         assert got.exit_code == 0, got.output
         positions = json.loads(got.output)["projections"]
-        assert positions["inbound_spans"] == 40
-        assert set(positions) == {"inbound_spans", "search_titles", "catalogue"}
+        assert positions["inbound_spans"] == positions["screen"] == 40
+        assert set(positions) == {"inbound_spans", "search_titles", "catalogue", "screen"}
     finally:
         ledger.close()
