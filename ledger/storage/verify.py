@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import islice
@@ -24,7 +23,7 @@ from blake3 import blake3
 from ledger.model.codec import decode_data
 from ledger.model.events import ChainLink, StandingChecked, StoredEvent
 from ledger.model.facts import Head, VerifiedPoint
-from ledger.model.instants import parse_instant
+from ledger.model.instants import parse_instants
 from ledger.storage.append import check_rows, link_checks
 from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys, stored_keys
 from ledger.storage.derived.screen import NAME as SCREEN
@@ -426,9 +425,10 @@ class _Walk:
 
     def _chain_page(self, rows: list[tuple[Any, ...]]) -> bool:
         """The chain step over one page of rows: each check a comparison of whole columns or a
-        comprehension of compiled calls (blake3, SHA-256), rather than a loop of Python a row. Each
-        row's hash is recomputed from its own stored prev_hash, and each prev_hash is held to the hash
-        before it: together, the chain recomputed from the start."""
+        comprehension of compiled calls (blake3, SHA-256), rather than a loop of Python a row. The
+        hashes are recomputed down the page from the hash the chain had before it and held to the
+        stored ones, and each stored prev_hash to the stored hash before it: together, the chain
+        recomputed from the start."""
         chain, n = self.chain, len(rows)
         try:
             seqs, ids, streams, versions, types, observed, recorded, data, prevs, hashes, obs_us, rec_us = (
@@ -443,7 +443,7 @@ class _Walk:
             return False
         try:
             text = "".join(ids) + "".join(observed) + "".join(recorded) + "".join(streams) + "".join(types)
-            verbatim = _VERBATIM.fullmatch(text) is not None and all(type(v) is int for v in versions)
+            verbatim = _verbatim(text) and set(map(type, versions)) == {int}
             rows_ = zip(data, ids, observed, recorded, seqs, streams, versions, types, strict=True)
             if verbatim:  # the same bytes as chain.envelope_body's, joined from the columns as they are
                 bodies = [(_BODY % r).encode() for r in rows_]
@@ -453,8 +453,7 @@ class _Walk:
                                               row[7].encode(), row[8], row[9]))
                     for row in rows
                 ]  # fmt: skip
-            unhex = bytes.fromhex
-            if [blake3(unhex(p) + b).hexdigest() for p, b in zip(prevs, bodies, strict=True)] != list(hashes):
+            if not _chained(chain.prev, bodies, hashes):
                 return False
         except (TypeError, ValueError, AttributeError):  # a column of another type: the exact walk names it
             return False
@@ -477,10 +476,16 @@ class _Walk:
     def _versions(self, streams: tuple[str, ...], versions: tuple[int, ...]) -> bool:
         """Each event's stream version follows its stream's last one."""
         known = self.chain.versions
-        # a resumed walk: a stream's version before the start is read once, when first met
-        version_of = self.chain.version if self.start.seq else lambda stream: known.get(stream, 0)
+        if self.start.seq:  # a resumed walk: a stream's version before the start is read once, when first met
+            version_of = self.chain.version
+            for stream, version in zip(streams, versions, strict=True):
+                if version != version_of(stream) + 1:
+                    return False
+                known[stream] = version
+            return True
+        get = known.get
         for stream, version in zip(streams, versions, strict=True):
-            if version != version_of(stream) + 1:
+            if version != get(stream, 0) + 1:
                 return False
             known[stream] = version
         return True
@@ -497,10 +502,11 @@ class _Walk:
         if rec_us[0] < self.chain.last_recorded or list(rec_us) != sorted(rec_us):
             return False
         try:
-            parsed = {t: parse_instant(t) for t in {*observed, *recorded}}
+            texts = list({*observed, *recorded})
+            parsed = dict(zip(texts, parse_instants(texts), strict=True)).__getitem__
         except (TypeError, ValueError):
             return False
-        return [parsed[t] for t in recorded] == list(rec_us) and [parsed[t] for t in observed] == list(obs_us)
+        return tuple(map(parsed, recorded)) == rec_us and tuple(map(parsed, observed)) == obs_us
 
     def _derived_page(self, rows: list[tuple[Any, ...]]) -> None:
         """The derived step over one page: the rows its events imply (keys, standing checks' works),
@@ -640,8 +646,23 @@ _BODY = (
     '{"data":%s,"event_id":"%s","observed_at":"%s","recorded_at":"%s","seq":%d,"stream":"%s",'
     '"stream_version":%d,"type":"%s"}'
 )
-# what a string holds that is written as it is (chain.envelope_body's test)
-_VERBATIM = re.compile(r'[^"\\\x00-\x1f]*')
+
+
+def _verbatim(text: str) -> bool:
+    """Whether canonical JSON writes the string as it is (chain.envelope_body's test, or a stricter
+    one: a printable string is also free of the control characters it escapes; a string this refuses
+    takes envelope_body's own path)."""
+    return text.isprintable() and '"' not in text and "\\" not in text
+
+
+def _chained(prev: str, bodies: list[bytes], hashes: tuple[str, ...]) -> bool:
+    """Whether the stored hashes are the chain of these bodies after `prev`: each blake3 over the digest
+    before it and the body, and the digests' hex held to the stored hashes joined (each 64 long)."""
+    digest = bytes.fromhex(prev)
+    digests = [digest := blake3(digest + body).digest() for body in bodies]
+    return set(map(len, hashes)) == {64} and b"".join(digests).hex() == "".join(hashes)
+
+
 # rows a page of the whole walk: one read, and one comprehension of each kind of call, a page; a page is
 # held with its columns and bodies (some 2 kB a row), and a walker process runs alongside each import
 _PAGE = 5_000

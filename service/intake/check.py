@@ -19,6 +19,7 @@ import sqlite3
 import tempfile
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -36,7 +37,7 @@ from ledger.model.codec import (
     uuid_text,
 )
 from ledger.model.errors import Conflict, InvalidEvent
-from ledger.model.events import Event
+from ledger.model.events import Event, ResolutionObserved
 from ledger.storage.interface import Tables
 from service.intake.spill import Spill
 
@@ -136,14 +137,15 @@ class FileCheck:
 
     def _chunk(self, scratch: _Remembered, numbered: Sequence[tuple[int, bytes]]) -> None:
         lines = []
+        now, claims = self._now, not self.keep_resolver_events
         for n, raw in numbered:
             if raw.strip():
                 where = f"line {n}"
                 event = quick_event(raw)
                 if event is None:
                     event = to_event(decode_json(raw, where), where)
-                check_rules(event, where, self._now)
-                if not self.keep_resolver_events:
+                check_rules(event, where, now)
+                if claims and type(event) is ResolutionObserved:  # the only events that can claim
                     refuse_claims((event,), (where,))
                 lines.append(_Line(event, n, where))
         self.lines += len(lines)
@@ -192,7 +194,8 @@ class FileCheck:
         oids = sorted({x.event.data.observation_id for x in new if x.type in _OBSERVED})  # type: ignore[union-attr]
         if not oids:
             return
-        by_key = {_key(o): o for o in oids}
+        keys = list(map(_key, oids))
+        by_key = dict(zip(keys, oids, strict=True))
         known = {by_key[k]: paper for k, paper in scratch.owners(by_key).items()}
         missing = [o for o in oids if o not in known]
         if missing:
@@ -215,7 +218,8 @@ class FileCheck:
                     f"no citation.observed for observation {d.observation_id} in the ledger or earlier in "
                     "the file",
                 )
-        scratch.add_owners([(_key(o), p) for o, p in added.items()])
+        key_of = dict(zip(oids, keys, strict=True))
+        scratch.add_owners([(key_of[o], p) for o, p in added.items()])
 
 
 _OBSERVED = ("citation.observed", "resolution.observed")
@@ -259,16 +263,18 @@ class _Remembered:
     def __init__(self, conn: sqlite3.Connection, held: int | None = None) -> None:
         self._conn = conn
         self._held = HELD if held is None else held
-        self._ids: dict[bytes, tuple[bytes, int]] = {}
+        # each id's whole row (id, fingerprint, line number): what the scratch file takes, as it is
+        self._ids: dict[bytes, tuple[bytes, bytes, int]] = {}
         self._owners: dict[bytes, str] = {}
         self._filter: _Filter | None = None  # None: nothing in the scratch file yet
 
     def ids(self, keys: Collection[bytes]) -> dict[bytes, tuple[bytes, int]]:
         """The remembered (fingerprint, line number) of these ids."""
         ids = self._ids
-        out = {k: ids[k] for k in keys if k in ids}
+        # the keys held found by one set operation: most keys of a chunk are new, and held by none
+        out = {k: ids[k][1:] for k in ids.keys() & keys}
         if self._filter is not None:
-            rest = sorted(self._filter.maybe(k for k in keys if k not in out))
+            rest = sorted(self._filter.maybe(set(keys).difference(out)))
             rows = _select(self._conn, "SELECT id, fingerprint, line FROM ids WHERE id IN ", rest)
             out.update((row[0], (row[1], row[2])) for row in rows)
         return out
@@ -276,15 +282,15 @@ class _Remembered:
     def owners(self, keys: Collection[bytes]) -> dict[bytes, str]:
         """The remembered paper of these observations."""
         owners = self._owners
-        out = {k: owners[k] for k in keys if k in owners}
+        out = {k: owners[k] for k in owners.keys() & keys}
         if self._filter is not None:
-            rest = sorted(self._filter.maybe(k for k in keys if k not in out))
+            rest = sorted(self._filter.maybe(set(keys).difference(out)))
             out.update(_select(self._conn, "SELECT oid, paper FROM owners WHERE oid IN ", rest))
         return out
 
     def add_ids(self, rows: list[tuple[bytes, bytes, int]]) -> None:
         """Remember these (id, fingerprint, line number): ids not remembered yet."""
-        self._ids.update((k, (f, w)) for k, f, w in rows)
+        self._ids.update(zip(map(itemgetter(0), rows), rows, strict=True))
         self._spill()
 
     def add_owners(self, rows: list[tuple[bytes, str]]) -> None:
@@ -304,7 +310,7 @@ class _Remembered:
         self._filter.add(owners)
         self._conn.executemany(
             "INSERT INTO ids (id, fingerprint, line) VALUES (?, ?, ?)",
-            sorted((k, f, w) for k, (f, w) in ids.items()),
+            sorted(ids.values()),
         )
         self._conn.executemany("INSERT INTO owners (oid, paper) VALUES (?, ?)", sorted(owners.items()))
 

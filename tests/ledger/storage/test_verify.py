@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import main
+from ledger.model.instants import to_datetime
 from ledger.storage import verify
 from ledger.storage.backend import is_pg_url
 from ledger.storage.verify import CHAIN, DERIVED, TRUNCATION_NOTE
@@ -75,6 +77,17 @@ def flipped_bit_hash(db: str) -> int:
     raw = bytearray(bytes.fromhex(stored))
     raw[7] ^= 0x10
     edit(db, "UPDATE events SET hash = ? WHERE seq = 40", params=(raw.hex(),))
+    return 40
+
+
+def shifted_hash_boundary(db: str) -> int:
+    """The hashes of seq 40 and 41 made 65 and 63 hex digits long, one digit moved across, with the
+    prev_hash after each held to it: the stored hashes still join to the chain's, each one is wrong."""
+    h40, h41 = (str(one(db, f"SELECT hash FROM events WHERE seq = {seq}")) for seq in (40, 41))
+    moved40, moved41 = h40 + h41[0], h41[1:]
+    edit(db, "UPDATE events SET hash = ? WHERE seq = 40", params=(moved40,))
+    edit(db, "UPDATE events SET hash = ?, prev_hash = ? WHERE seq = 41", params=(moved41, moved40))
+    edit(db, "UPDATE events SET prev_hash = ? WHERE seq = 42", params=(moved41,))
     return 40
 
 
@@ -184,6 +197,31 @@ def repeated_event_id(db: str) -> int:
     return N
 
 
+def _rechained_last(db: str, observed_at: str) -> None:
+    """The last event's observed_at spelled `observed_at`, and its hash recomputed (as a writer
+    with the chain's code would): its index column is left as it was."""
+    row = rows(db, f"SELECT {', '.join(_ENVELOPE)} FROM events WHERE seq = {N}")[0]
+    e = dict(zip(_ENVELOPE, row, strict=True))
+    body = body_bytes(e["data"].encode(), e["event_id"], observed_at, e["recorded_at"], N, e["stream"],
+                      e["stream_version"], e["type"])  # fmt: skip
+    edit(
+        db,
+        "UPDATE events SET observed_at = ?, hash = ? WHERE seq = ?",
+        params=(observed_at, link_hash(e["prev_hash"], body), N),
+    )
+
+
+def _last_observed(db: str) -> datetime:
+    return to_datetime(int(one(db, f"SELECT observed_us FROM events WHERE seq = {N}")))
+
+
+def observed_at_another_instant(db: str) -> int:
+    """The last event's observed_at given an offset of an hour, its digits kept: another instant, in
+    the spelling the ledger's writers use, re-chained; its index column no longer matches it."""
+    _rechained_last(db, _last_observed(db).strftime("%Y-%m-%dT%H:%M:%S.%f+01:00"))
+    return N
+
+
 def _span(db: str) -> tuple[str, int]:
     """An inbound span of the fixture, and the last event of its observation."""
     oid, cit, res = rows(db, "SELECT observation_id, citation_seq, resolution_seq FROM inbound_spans "
@@ -262,9 +300,17 @@ BROKEN: list[Any] = [
         id="flipped-bit-data-column",
     ),
     pytest.param(flipped_bit_hash, "stored bytes do not match the stored hash", id="flipped-bit-hash"),
+    pytest.param(
+        shifted_hash_boundary, "stored bytes do not match the stored hash", id="shifted-hash-boundary"
+    ),
     pytest.param(reordered, "prev_hash does not match", id="reordered"),
     pytest.param(removed_middle, r"seq 61 follows 59: the sequence has a gap", id="removed-middle"),
     pytest.param(edited_observed_us, "observed_us index column does not match", id="edited-observed_us"),
+    pytest.param(
+        observed_at_another_instant,
+        "observed_us index column does not match",
+        id="observed-at-another-instant",
+    ),
     pytest.param(
         edited_recorded_us, "recorded_at .* does not match its index column", id="edited-recorded_us"
     ),
@@ -365,6 +411,24 @@ def test_untouched_ledger_verifies(copy: str) -> None:
     assert result.exit_code == 0 and f"OK: {N} events verified; head seq {N} hash {report.head.hash}" in (
         result.output
     )
+
+
+@pytest.mark.parametrize(
+    "spell",
+    [
+        lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00"),
+        lambda d: d.astimezone(timezone(timedelta(hours=5, minutes=30))).isoformat(),
+        lambda d: d.strftime("%Y-%m-%dt%H:%M:%S.%fz"),  # lower case: RFC 3339 allows it
+    ],
+    ids=["+00:00", "+05:30", "lower-case"],
+)
+def test_the_same_instant_spelled_otherwise_still_verifies(
+    copy: str, spell: Callable[[datetime], str]
+) -> None:
+    """observed_at is kept as written: another spelling of the same instant, re-chained, is a good event."""
+    _rechained_last(copy, spell(_last_observed(copy)))
+    report = Ledger(copy).verify()
+    assert report.ok and report.events_checked == N, report.reason
 
 
 def test_empty_ledger_verifies(new_db: Callable[[str], str]) -> None:
