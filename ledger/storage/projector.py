@@ -41,7 +41,7 @@ from ledger.storage.derived.spans import (
     NAME as SPANS_NAME,
 )
 from ledger.storage.interface import Store
-from ledger.storage.sql import ENVELOPE_COLUMNS, link_row
+from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
 from ledger.storage.sql_store import (
     COUNT_BUCKETS,
     INSERT_SPANS,
@@ -222,7 +222,8 @@ def apply_work_keys(store: SqlStore, conn: Any, after: int, upto: int) -> None:
     rows = store.query(
         conn,
         f"SELECT seq, {d.json_value('cited_work')} FROM events WHERE seq > ? AND seq <= ? "
-        f"AND type IN ('{CITATION}', '{RESOLUTION}') AND {d.json_text('cited_work.work_id')} IS NOT NULL",
+        f"AND type IN ('{CITATION}', '{RESOLUTION}') AND {_holds(d, _WORK_ID)} "
+        f"AND {d.json_text('cited_work.work_id')} IS NOT NULL",
         (after, upto),
     ).fetchall()
     decode = _CITED_WORK.decode
@@ -233,14 +234,24 @@ def apply_work_keys(store: SqlStore, conn: Any, after: int, upto: int) -> None:
         for k in cited_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)
     )
     if keys:
-        store.query_many(conn, insert_keys(_keys_level(store)), keys)
+        store.query_many(conn, insert_keys(_level(store)), keys)
 
 
-def _keys_level(store: SqlStore) -> str:
-    """The level the works-index keys are written to. SQLite: the recent one, which appends move down
-    (its write lock keeps a projector's batch and an append's move apart), so a batch rewrites a few
-    small pages rather than a leaf of the big level per key. PostgreSQL: the merged one, which no move
-    deletes from (an append's move of a smaller level may run beside a projector there)."""
+# what the stored (canonical: no space after a colon) data of an event whose cited work has a work_id
+# holds: most citations have none, and a search of the text is cheaper than parsing it
+_WORK_ID = '"work_id":"'
+
+
+def _holds(d: Dialect, text: str) -> str:
+    """A condition: the event's stored data holds `text` (no quote or percent sign in it)."""
+    return f"instr(data, '{text}') > 0" if d.name == "sqlite" else f"strpos(data, '{text}') > 0"
+
+
+def _level(store: SqlStore) -> str:
+    """The level a projection's keyed rows are written to. SQLite: the recent one, which appends move
+    down (its write lock keeps a projector's batch and an append's move apart), so a batch rewrites a
+    few small pages rather than a leaf of the big level per row. PostgreSQL: the merged one, which no
+    move deletes from (an append's move of a smaller level may run beside a projector there)."""
     return "recent" if store.dialect.name == "sqlite" else "merged"
 
 
@@ -255,7 +266,7 @@ def apply_check_works(store: SqlStore, conn: Any, after: int, upto: int) -> None
     ).fetchall()
     checks = sorted((*c[:5], c.notices.decode()) for r in rows for c in stored_checks(*r))
     if checks:
-        store.query_many(conn, insert_check_works("merged"), checks)
+        store.query_many(conn, insert_check_works(_level(store)), checks)
 
 
 SPAN_PROJECTION = Logged(SPANS, apply_spans)

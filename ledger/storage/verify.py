@@ -31,10 +31,7 @@ from ledger.storage.derived.keys import (
     EVENT,
     OBSERVATION,
     WORK_KEYS,
-    link_keys,
-    link_work_keys,
-    stored_keys,
-    stored_work_keys,
+    stored_both,
 )
 from ledger.storage.derived.screen import event_rows as screen_event_rows
 from ledger.storage.derived.spans import NAME as SPANS
@@ -384,13 +381,14 @@ class _Walk:
                 bad = (seq, reason)
                 break
             t = perf_counter()
-            keys = link_keys(link)
+            e = link.event
+            keys, work_keys = stored_both(e.event_id, e.type, e.data)
             if self.touched is not None:
                 self.touched.update(keys)
                 if len(self.touched) > _TOUCHED_MAX:
                     self.touched = None  # a long resumed walk: check everything rather than hold it
             if seq <= self.work_keys_at:
-                keys += link_work_keys(link)
+                keys += work_keys
             checks = link_checks(link) if seq <= self.check_works_at else []
             expected = sorted(
                 [(seq, "key", k) for k in keys]
@@ -527,13 +525,13 @@ class _Walk:
         for row in rows:
             seq, event_id, type_, observed_at, data = row[0], row[1], row[4], row[5], row[7]
             raw = data.encode()
-            keys = stored_keys(event_id, type_, raw)
+            keys, work_keys = stored_both(event_id, type_, raw)
             if touched is not None:
                 touched.update(keys)
                 if len(touched) > _TOUCHED_MAX:
                     touched = self.touched = None  # a long resumed walk: check everything
             if seq <= self.work_keys_at:
-                keys += stored_work_keys(type_, raw)
+                keys += work_keys
             count += len(keys)
             total += sum(hash(("key", k, seq)) for k in keys)
             if type_ == _STANDING and seq <= self.check_works_at:

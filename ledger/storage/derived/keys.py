@@ -79,6 +79,17 @@ def stored_keys(event_id: str, type_: str, data: bytes) -> list[str]:
     return event_keys(event_id, _GLANCE.decode(data))
 
 
+def stored_both(event_id: str, type_: str, data: bytes) -> tuple[list[str], list[str]]:
+    """`stored_keys` and `stored_work_keys` of one event, its data decoded once."""
+    if type_ != _CITATION and type_ != _RESOLUTION:
+        return [EVENT + event_id], []
+    refs = _GLANCE.decode(data)
+    w = refs.cited_work
+    if w is None or w.work_id is None:
+        return event_keys(event_id, refs), []
+    return event_keys(event_id, refs), cited_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)
+
+
 def event_keys(event_id: str, refs: Any = None) -> list[str]:
     """The keys an append writes for an event with this id and, for a citation or resolution, its data
     (decoded: the typed Struct an append holds, or what `link_keys` reads back from stored bytes)."""

@@ -201,7 +201,8 @@ def test_verify_checks_each_projection_up_to_its_position(new_db: NewDb) -> None
     ledger = _ledger(new_db("other.db"))
     try:
         ledger.project(READ_BY_RECORDS)
-        edit(ledger.url, "DELETE FROM check_works WHERE work_id = '*'")
+        levels = ("check_works", "check_works_deep", "check_works_middle", "check_works_recent")
+        edit(ledger.url, *(f"DELETE FROM {t} WHERE work_id = '*'" for t in levels))
         report = verify_store(ledger.store)
         assert not report.ok and report.first_bad_seq == 14  # the check of every work
     finally:
