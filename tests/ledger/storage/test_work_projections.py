@@ -22,6 +22,7 @@ from ledger.storage.verify import verify_store
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import check, citation, notice, oid_of, paper, resolution, ts
+from tests.old_layout import build_old_ledger, version_before
 from tests.raw import edit, one, rows
 
 P, Q, C = "2101.00001", "2101.00002", "2201.00001"
@@ -207,3 +208,32 @@ def test_verify_checks_each_projection_up_to_its_position(new_db: NewDb) -> None
         assert not report.ok and report.first_bad_seq == 14  # the check of every work
     finally:
         ledger.close()
+
+
+def test_a_ledger_of_the_layout_before_counts_its_keys_and_check_rows_as_projected(new_db: NewDb) -> None:
+    """Its appends wrote the `w:` keys and the check rows: the upgrade sets both positions to its head,
+    the rows stay as they were, and projecting again adds none."""
+    source = _ledger(new_db("source.db"))
+    try:
+        source.project(READ_BY_RECORDS)
+        old = new_db("old.db")
+        build_old_ledger(old, version_before(old, "work_projections"), source)
+        keys = "SELECT key, seq FROM event_keys_all ORDER BY key, seq"
+        checks = (
+            "SELECT work_id, source, observed_us, seq, recorded_us, notices FROM check_works_all "
+            "ORDER BY 1, 2, 3, 4"
+        )
+        held = rows(old, keys), rows(old, checks)
+        assert held == (rows(source.url, keys), rows(source.url, checks))
+        upgraded = Ledger(old)
+        try:
+            head = upgraded.head().seq
+            assert _positions(upgraded) == (head, head) and head == source.head().seq
+            upgraded.project(READ_BY_RECORDS)
+            assert (rows(old, keys), rows(old, checks)) == held
+            assert verify_store(upgraded.store).ok
+            assert _answers(upgraded) == _answers(source)
+        finally:
+            upgraded.close()
+    finally:
+        source.close()
