@@ -26,7 +26,13 @@ from ledger.storage.group_commit import GroupCommitter, GroupObserver
 from ledger.storage.interface import CatalogueTables as CatalogueTables
 from ledger.storage.interface import WriteTx
 from ledger.storage.interface import side_path as side_path
-from ledger.storage.projector import PROJECTIONS, READ_BY_RECORDS, SPANS, Projection, catch_up
+from ledger.storage.projector import (
+    PROJECTIONS,
+    READ_BY_RECORDS,
+    Projection,
+    catch_up,
+    lowest_position,
+)
 from ledger.storage.state.alerts import Alert as Alert
 from ledger.storage.verify import VerifyReport, verify_store
 from ledger.storage.writers import WriteBy as WriteBy
@@ -307,16 +313,14 @@ class Ledger:
     def _keep_up(self, head: int) -> None:
         """Back-pressure: an appender that finds the record's projections more than the allowed lag
         behind projects the lag itself (a reader folds at most that many events)."""
-        if head - min(p.position(self.store) for p in READ_BY_RECORDS) > self._max_lag:
+        if head - lowest_position(self.store, READ_BY_RECORDS) > self._max_lag:
             catch_up(self.store, READ_BY_RECORDS)
 
     def _fresh(self) -> None:
         """Bring the record's projections to the head before a read that does not fold the events past
         them (left as they are on a ledger that cannot be written, or opened not to write)."""
-        if self._project_on_read:
-            tables = self.store.tables
-            if tables.projection_position(SPANS) < self.store.head().seq:
-                catch_up(self.store, READ_BY_RECORDS)
+        if self._project_on_read and lowest_position(self.store, READ_BY_RECORDS) < self.store.head().seq:
+            catch_up(self.store, READ_BY_RECORDS)
 
     def projection_positions(self) -> dict[str, int]:
         """Each projection's position: the last seq whose events its rows hold (verify checks them

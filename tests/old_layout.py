@@ -11,6 +11,7 @@ from typing import Any
 
 from ledger.model.events import ChainLink
 from ledger.storage import schema
+from ledger.storage.append import link_checks
 from ledger.storage.backend import is_pg_url
 from ledger.storage.derived.keys import WORK, key_rows
 from ledger.storage.derived.screen import INSERT_NOTICES, INSERT_REFS, batch_rows
@@ -145,7 +146,8 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
     that adds them, and each cited arXiv id's `c:` key before the four-level step)."""
     links = list(source.store.iter_chain())
     events = [link_params(link) for link in links]
-    checks = list(source.store.iter_check_works())
+    # the standing checks' rows as an append of an earlier layout wrote them with each event
+    checks = [(c.seq, *c[:3], c.recorded_us, c.notices.decode()) for link in links for c in link_checks(link)]
     backend = POSTGRESQL.name if is_pg_url(db) else SQLITE.name
     keyed = has(backend, steps, "event_keys")
     works = has(backend, steps, "work_keys")

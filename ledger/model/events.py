@@ -176,7 +176,7 @@ DATA_TYPES: dict[str, type[Struct]] = {
 }
 
 
-class _GlanceWork(Struct, frozen=True, gc=False):
+class GlanceWork(Struct, frozen=True, gc=False):
     work_id: str | None = None
     doi: str | None = None
     arxiv_id: str | None = None
@@ -192,7 +192,7 @@ class Glance(Struct, frozen=True, gc=False):
     citing_arxiv_id: str | None = None
     reference_index: int | None = None
     cited_arxiv_id: str | None = None
-    cited_work: _GlanceWork | None = None
+    cited_work: GlanceWork | None = None
 
 
 # What an envelope's `data` holds: the stored canonical bytes, or (decoding a bundle) the JSON as sent.

@@ -2,8 +2,10 @@
 
 The per-event work here is what every append pays, in Python, so it is written to run once per event
 and no more: the data encoded once (the bytes hashed and stored), the event id, body and link built from
-those bytes, and every row an insert writes (the event's, its keys, its standing check's works, its
-observation's step) taken from the typed event in hand instead of decoded again from what was stored.
+those bytes, and every row an insert writes (the event's and the keys that refuse a duplicate or a
+conflict: its event id and observation id) taken from the typed event in hand instead of decoded again
+from what was stored. What else an event implies (a cited work's keys, a standing check's works, the
+inbound spans) is written by the projector (ledger/storage/projector.py).
 """
 
 from __future__ import annotations
@@ -30,17 +32,16 @@ from ledger.model.events import (
 )
 from ledger.model.facts import CheckWorkRow, Head
 from ledger.model.instants import format_recorded, now_us, parse_near
-from ledger.storage.derived.keys import EVENT, OBSERVATION, event_keys, link_keys
+from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys
 from ledger.storage.derived.spans import CITATION, RESOLUTION, Step, link_step
 
 
 class Rows(NamedTuple):
     """What one insert writes: each new event's row (the parameters of the events INSERT, in seq
-    order), its keys, its standing check's per-work rows, and each citation's or resolution's step."""
+    order), its keys, and each citation's or resolution's step."""
 
     events: list[tuple[Any, ...]]
     keys: list[tuple[str, int]]
-    checks: list[CheckWorkRow]
     steps: list[Step]
 
 
@@ -199,7 +200,7 @@ def append_batch(
 
     recorded_us = max((clock or now_us)(), last_recorded)
     recorded_at = format_recorded(recorded_us)
-    rows = Rows([], [], [], [])
+    rows = Rows([], [], [])
     events_, keys, steps = rows.events, rows.keys, rows.steps
     prev, seq = head.hash, head.seq
     prev_digest = bytes.fromhex(prev)  # hash(e) = blake3(bytes.fromhex(prev_hash) || body(e))
@@ -240,8 +241,6 @@ def append_batch(
             oid = d.observation_id
             keys.append((EVENT + event_id, seq))
             keys.append((OBSERVATION + oid, seq))
-            if d.cited_work is not None and d.cited_work.work_id is not None:
-                keys.extend((k, seq) for k in event_keys(event_id, d)[2:])
             if type_ is CITATION:
                 steps.append(Step(oid, seq, type_, observed_us, recorded_us, d.citing_arxiv_id,
                                   d.reference_index, None))  # fmt: skip
@@ -249,8 +248,6 @@ def append_batch(
                 steps.append(Step(oid, seq, type_, observed_us, recorded_us, None, None, d.cited_arxiv_id))
         else:
             keys.append((EVENT + event_id, seq))
-            if type_ is _STANDING:
-                rows.checks.extend(check_rows(e, seq, observed_us, recorded_us))  # type: ignore[arg-type]
         items[i] = Appended(i, seq, event_id, h, False)
         prev, prev_digest = h, digest
     for i in range(len(events)):
@@ -310,16 +307,24 @@ def check_rows(event: StandingChecked, seq: int, observed_us: int, recorded_us: 
 def link_checks(link: ChainLink) -> list[CheckWorkRow]:
     """The check_works rows a stored event implies (none unless it is a standing check)."""
     e = link.event
-    if e.type != "standing.checked":
+    if e.type != _STANDING:
         return []
-    event = StandingChecked(observed_at=e.observed_at, data=decode_data(e.type, e.data))
-    return check_rows(event, e.seq, link.observed_us, link.recorded_us)
+    return stored_checks(e.seq, e.observed_at, link.observed_us, link.recorded_us, e.data)
 
 
-def rows_of(links: Sequence[ChainLink], checks: Sequence[CheckWorkRow]) -> Rows:
+def stored_checks(
+    seq: int, observed_at: str, observed_us: int, recorded_us: int, data: str | bytes
+) -> list[CheckWorkRow]:
+    """The check_works rows of a stored standing check, from its columns and stored data."""
+    raw = data.encode() if isinstance(data, str) else data
+    event = StandingChecked(observed_at=observed_at, data=decode_data(_STANDING, raw))
+    return check_rows(event, seq, observed_us, recorded_us)
+
+
+def rows_of(links: Sequence[ChainLink]) -> Rows:
     """The rows an insert writes for events already chained (a copy between stores): as an append
     would have built them, here derived from the stored bytes."""
-    rows = Rows([], [], list(checks), [])
+    rows = Rows([], [], [])
     for link in links:
         e = link.event
         rows.events.append(

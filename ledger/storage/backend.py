@@ -8,8 +8,8 @@ from collections.abc import Callable
 from ledger.model import ijson
 from ledger.model.errors import ChainBroken, Conflict, LedgerError
 from ledger.model.events import ChainLink
-from ledger.model.facts import CheckWorkRow, Head
-from ledger.storage.append import link_checks, rows_of
+from ledger.model.facts import Head
+from ledger.storage.append import rows_of
 from ledger.storage.interface import Store, Tables, Unsupported, is_pg_url, side_path
 from ledger.storage.postgresql import require_driver
 from ledger.storage.projector import READ_BY_RECORDS, catch_up
@@ -42,11 +42,10 @@ def open_store(db: str | os.PathLike[str], *, synchronous: str = "FULL", mapped:
 
 
 class ChainWalker(Follower):
-    """Checks stored events one by one, in seq order, and keeps the check_works rows they imply."""
+    """Checks stored events one by one, in seq order."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.checks: dict[int, list[CheckWorkRow]] = {}
         self.checked = 0
 
     def step(self, link: ChainLink) -> str | None:
@@ -54,8 +53,6 @@ class ChainWalker(Follower):
         reason, _ = self.check(link)
         if reason is not None:
             return reason
-        if rows := link_checks(link):
-            self.checks[link.event.seq] = rows
         self.take(link)
         self.checked += 1
         return None
@@ -81,12 +78,12 @@ def copy_ledger(
             raise ChainBroken(link.event.seq, f"in the source: {reason}")
         links.append(link)
         if len(links) >= batch:
-            _insert_chained(src, dst, links, walker)
+            _insert_chained(src, dst, links)
             links = []
             if progress is not None:
                 progress(walker.last_seq)
     if links:
-        _insert_chained(src, dst, links, walker)
+        _insert_chained(src, dst, links)
     # the projections a record reads along with the events, projected before the copy is handed over
     catch_up(dst, READ_BY_RECORDS)
     return Head(walker.last_seq, walker.prev)
@@ -110,14 +107,13 @@ class Unstorable(LedgerError):
     code = "unstorable"
 
 
-def _insert_chained(src: Store, dst: Store, links: list[ChainLink], walker: ChainWalker) -> None:
+def _insert_chained(src: Store, dst: Store, links: list[ChainLink]) -> None:
     """Insert already-chained events after checking they continue the target's head, with the writers
     recorded for the writes that begin among them."""
-    checks = [c for k in links for c in walker.checks.pop(k.event.seq, [])]
     first = links[0].event
     with dst.write() as tx:
         head, _ = tx.head()
         if head != Head(first.seq - 1, first.prev_hash):
             raise Conflict(f"the target's head moved to seq {head.seq} during the copy; nothing more copied")
-        tx.insert(rows_of(links, checks))
+        tx.insert(rows_of(links))
         tx.save_writers(src.writers.rows_between(first.seq, links[-1].event.seq))

@@ -34,7 +34,7 @@ class GroupTx:
         self._stored_citing: dict[str, str] = {}
         self._stored_versions: dict[str, int] = {}
         self._head: tuple[Head, int] | None = None
-        self._rows = Rows([], [], [], [])
+        self._rows = Rows([], [], [])
         self._by_id: dict[str, tuple[Any, ...]] = {}  # event id -> its staged row
         self._citing: dict[str, str] = {}
         self._versions: dict[str, int] = {}
@@ -107,7 +107,7 @@ class GroupTx:
         """Write every staged event (one insert for the whole group); the caller commits."""
         if self._rows.events:
             self.tx.insert(self._rows)
-            self._rows = Rows([], [], [], [])
+            self._rows = Rows([], [], [])
         if self._writers:
             self.tx.save_writers(self._writers)  # type: ignore[attr-defined]
             self._writers = []
@@ -117,7 +117,6 @@ class GroupTx:
             return
         self._rows.events.extend(rows.events)
         self._rows.keys.extend(rows.keys)
-        self._rows.checks.extend(rows.checks)
         self._rows.steps.extend(rows.steps)
         for row in rows.events:
             self._by_id[row[1]] = row

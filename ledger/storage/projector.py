@@ -22,8 +22,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-from ledger.model.events import ChainLink
+import msgspec
+
+from ledger.model.events import ChainLink, GlanceWork
+from ledger.storage.append import stored_checks
 from ledger.storage.derived import screen
+from ledger.storage.derived.keys import CHECK_WORKS, WORK_KEYS, cited_keys
 from ledger.storage.derived.spans import (
     CITATION,
     OPEN,
@@ -38,9 +42,17 @@ from ledger.storage.derived.spans import (
     NAME as SPANS_NAME,
 )
 from ledger.storage.interface import Store
-from ledger.storage.sql import ENVELOPE_COLUMNS, link_row
-from ledger.storage.sql_store import COUNT_BUCKETS, INSERT_SPANS, SqlStore, steps_of
+from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
+from ledger.storage.sql_store import (
+    COUNT_BUCKETS,
+    INSERT_SPANS,
+    SqlStore,
+    insert_check_works,
+    insert_keys,
+    steps_of,
+)
 
+_CITED_WORK = msgspec.json.Decoder(GlanceWork)
 BATCH = 5_000  # events a projector transaction applies: a kill loses at most one batch's work
 SPANS = SPANS_NAME
 
@@ -203,7 +215,64 @@ def apply_spans(store: SqlStore, conn: Any, after: int, upto: int) -> None:
         store.query_many(conn, COUNT_BUCKETS, counts)
 
 
+def apply_work_keys(store: SqlStore, conn: Any, after: int, upto: int) -> None:
+    """Write the works-index keys of the citations and resolutions in (after, upto] that cite a work
+    with a work_id: the database picks those events and their cited work (no envelope is decoded
+    here); the DOI rules (ledger/model/doi.py) that make the keys are Python's."""
+    d = store.dialect
+    rows = store.query(
+        conn,
+        f"SELECT seq, {d.json_value('cited_work')} FROM events WHERE seq > ? AND seq <= ? "
+        f"AND type IN ('{CITATION}', '{RESOLUTION}') AND {_holds(d, _WORK_ID)} "
+        f"AND {d.json_text('cited_work.work_id')} IS NOT NULL",
+        (after, upto),
+    ).fetchall()
+    decode = _CITED_WORK.decode
+    keys = sorted(
+        (k, seq)
+        for seq, work in rows
+        for w in (decode(work),)
+        for k in cited_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)
+    )
+    if keys:
+        store.query_many(conn, insert_keys(_level(store)), keys)
+
+
+# what the stored (canonical: no space after a colon) data of an event whose cited work has a work_id
+# holds: most citations have none, and a search of the text is cheaper than parsing it
+_WORK_ID = '"work_id":"'
+
+
+def _holds(d: Dialect, text: str) -> str:
+    """A condition: the event's stored data holds `text` (no quote or percent sign in it)."""
+    return f"instr(data, '{text}') > 0" if d.name == "sqlite" else f"strpos(data, '{text}') > 0"
+
+
+def _level(store: SqlStore) -> str:
+    """The level a projection's keyed rows are written to. SQLite: the recent one, which appends move
+    down (its write lock keeps a projector's batch and an append's move apart), so a batch rewrites a
+    few small pages rather than a leaf of the big level per row. PostgreSQL: the merged one, which no
+    move deletes from (an append's move of a smaller level may run beside a projector there)."""
+    return "recent" if store.dialect.name == "sqlite" else "merged"
+
+
+def apply_check_works(store: SqlStore, conn: Any, after: int, upto: int) -> None:
+    """Write the per-work rows of the standing checks in (after, upto] (few events, each decoded: its
+    notices are split per work into canonical JSON, byte for byte what a reader derives)."""
+    rows = store.query(
+        conn,
+        "SELECT seq, observed_at, observed_us, recorded_us, data FROM events WHERE seq > ? AND seq <= ? "
+        "AND type = 'standing.checked'",
+        (after, upto),
+    ).fetchall()
+    checks = sorted((*c[:5], c.notices.decode()) for r in rows for c in stored_checks(*r))
+    if checks:
+        store.query_many(conn, insert_check_works(_level(store)), checks)
+
+
 SPAN_PROJECTION = Logged(SPANS, apply_spans)
+WORK_KEYS_PROJECTION = Logged(WORK_KEYS, apply_work_keys)
+CHECK_WORKS_PROJECTION = Logged(CHECK_WORKS, apply_check_works)
 TITLES = Cursor(
     "search_titles", lambda s: s.tables.titles_indexed(), lambda s, upto: s.tables.index_titles(upto)
 )
@@ -214,16 +283,35 @@ CATALOGUE = Cursor(
 SCREEN = Logged(screen.NAME, screen.apply)
 
 # every projection, in the order the projector advances them; one line adds one
-PROJECTIONS: tuple[Projection, ...] = (SPAN_PROJECTION, TITLES, CATALOGUE, SCREEN)
+PROJECTIONS: tuple[Projection, ...] = (
+    SPAN_PROJECTION,
+    WORK_KEYS_PROJECTION,
+    CHECK_WORKS_PROJECTION,
+    TITLES,
+    CATALOGUE,
+    SCREEN,
+)
 # the ones a record, a walk or a screen reads and no reader extends itself (the others are extended on
 # first read): an appender keeps them within the allowed lag, which bounds what a reader folds
-READ_BY_RECORDS: tuple[Projection, ...] = (SPAN_PROJECTION, SCREEN)
+READ_BY_RECORDS: tuple[Logged, ...] = (SPAN_PROJECTION, WORK_KEYS_PROJECTION, CHECK_WORKS_PROJECTION, SCREEN)
 
 
 def catch_up(store: Store, projections: Sequence[Projection] = PROJECTIONS, upto: int | None = None) -> int:
     """Advance each projection to `upto` (default the committed head); the lowest seq reached."""
     head = store.head().seq if upto is None else upto
     return min((p.advance(store, head) for p in projections), default=head)
+
+
+def lowest_position(store: Store, projections: Sequence[Logged]) -> int:
+    """The lowest position of these projections (0 for one that has none yet), in one statement."""
+    sql = _sql(store)
+    names = [p.name for p in projections]
+    count, lowest = sql.query(
+        sql.connection(),
+        f"SELECT count(*), min(seq) FROM projections WHERE {sql.dialect.any_of('name')}",
+        (sql.dialect.bind_list(names),),
+    ).fetchone()
+    return int(lowest) if count == len(names) else 0
 
 
 def lag(store: Store, projections: Sequence[Projection] = READ_BY_RECORDS) -> int:

@@ -17,7 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ledger.model.events import ChainLink, StoredEvent
+import msgspec
+
+from ledger.model.events import ChainLink, GlanceWork, StoredEvent
 from ledger.model.facts import (
     Checked,
     CheckRow,
@@ -32,11 +34,21 @@ from ledger.model.facts import (
     VerifiedPoint,
 )
 from ledger.model.instants import format_recorded, now_us
-from ledger.storage.append import Rows
+from ledger.storage.append import Rows, stored_checks
 from ledger.storage.catalogue_store import SqlCatalogue
 from ledger.storage.conns import ThreadConnections
 from ledger.storage.derived import screen, spans
-from ledger.storage.derived.keys import EVENT, LEVELS, MOVES, OBSERVATION, WORK, level_table
+from ledger.storage.derived.keys import (
+    CHECK_WORKS,
+    EVENT,
+    LEVELS,
+    MOVES,
+    OBSERVATION,
+    WORK,
+    WORK_KEYS,
+    cited_keys,
+    level_table,
+)
 from ledger.storage.derived.search import INDEX_CHUNK, Found, Hit
 from ledger.storage.derived.spans import (
     CITATION,
@@ -81,17 +93,24 @@ _INSERT_EVENTS = (
 )
 
 
-def _insert_check_works(level: str) -> str:
+def insert_check_works(level: str) -> str:
     table = level_table("check_works", level)
     columns = "work_id, source, observed_us, seq, recorded_us, notices"
     return f"INSERT INTO {table} ({columns}) VALUES (?, ?, ?, ?, ?, ?)"
 
 
-def _insert_keys(level: str) -> str:
+def insert_keys(level: str) -> str:
     return f"INSERT INTO {level_table('event_keys', level)} (key, seq) VALUES (?, ?)"
 
 
 _CHECK_WINDOW = "observed_us <= ? AND recorded_us <= ?"  # a check as of T, known by K
+# the standing checks as of T, known by K, past the check_works projection's position: those a reader
+# folds in from their events (bounded on both sides, so a planner takes the range for a few rows)
+_CHECKS_TAIL = (
+    "type = 'standing.checked' AND seq > coalesce("
+    f"(SELECT seq FROM projections WHERE name = '{CHECK_WORKS}'), 0)"
+    f" AND seq <= (SELECT max(seq) FROM events) AND {_CHECK_WINDOW}"
+)
 
 
 def _each_level(table: str, columns: str, where: str, union: str = "UNION ALL") -> str:
@@ -508,13 +527,9 @@ class SqlWriteTx:
                 self._q(sql)
 
     def _insert_derived(self, rows: Rows, level: str, ordered: bool = False) -> None:
-        """The new events' keys and standing checks' rows into `level` (sorted by key if `ordered`)."""
+        """The new events' keys into `level` (sorted by key if `ordered`)."""
         keys = sorted(rows.keys) if ordered else rows.keys
-        self.store.query_many(self.conn, _insert_keys(level), keys)
-        if rows.checks:
-            checks = [(*c[:5], c.notices.decode()) for c in rows.checks]
-            checks = sorted(checks) if ordered else checks
-            self.store.query_many(self.conn, _insert_check_works(level), checks)
+        self.store.query_many(self.conn, insert_keys(level), keys)
 
     def _insert_moved(self, rows: Rows, target: str, sources: Sequence[str]) -> None:
         """What the moves of this append leave, written directly: every level of `sources` moved into
@@ -694,18 +709,35 @@ class SqlReader:
             return []
         d = self.store.dialect
         # a work no check ever listed a notice for has nothing to show: its rows are not read
+        noticed = self._noticed(work_ids)
         rows = self.store.query(
             self.conn,
-            "SELECT c.work_id, c.source, e.observed_at, c.observed_us, c.seq, e.hash, c.notices "
-            "FROM check_works_all AS c JOIN events AS e ON e.seq = c.seq "
+            "SELECT c.work_id, c.source, e.observed_at, c.observed_us, c.seq, e.hash, c.notices, "
+            "c.recorded_us FROM check_works_all AS c JOIN events AS e ON e.seq = c.seq "
             f"WHERE {d.any_of('c.work_id')} AND c.observed_us <= ? AND c.recorded_us <= ? "
-            "ORDER BY c.seq",
-            (d.bind_list(self._noticed(work_ids)), self.t, self.k),
+            # the checks past the projection's position, their rows derived here
+            "UNION ALL SELECT NULL, NULL, observed_at, observed_us, seq, hash, data, recorded_us FROM events "
+            f"WHERE {_CHECKS_TAIL} ORDER BY 5",
+            (d.bind_list(noticed), self.t, self.k, self.t, self.k),
         )
-        return [tuple(r) for r in rows]
+        wanted = set(noticed)
+        out: list[tuple[Any, ...]] = []
+        for w, source, observed_at, observed_us, seq, hash_, notices, recorded_us in rows:
+            if w is not None:
+                out.append((w, source, observed_at, observed_us, seq, hash_, notices))
+                continue
+            out += [
+                (c.work_id, c.source, observed_at, observed_us, seq, hash_, c.notices.decode())
+                for c in stored_checks(seq, observed_at, observed_us, recorded_us, notices)
+                if c.work_id in wanted
+            ]
+        # by seq, then work: the same order whichever rows were folded in
+        return sorted(out, key=lambda r: (r[4], r[0]))
 
     def work_checks(self, works: Sequence[tuple[str, int]]) -> list[CheckRow]:
-        """Statement 5: per (work_id, since) and source, the latest check covering the work."""
+        """Statement 5: per (work_id, since) and source, the latest check covering the work. The
+        projection holds the checks up to its position; the checks past it come with the same
+        statement (a row each, work_id NULL, its data for notices) and are folded in here."""
         if not works:
             return []
         d = self.store.dialect
@@ -724,10 +756,32 @@ class SqlReader:
             "  SELECT *, row_number() OVER (PARTITION BY work_id, since, source"
             "   ORDER BY observed_us DESC, seq DESC) AS rn"
             f"  FROM ({covering}) AS c"
-            ") AS r WHERE rn = 1",
-            (*d.bind_pairs(works), *(self.t, self.k) * len(LEVELS)),
-        )
-        return [CheckRow(w, s, src, oa, ous, seq, json.loads(n)) for w, s, src, oa, ous, seq, n in rows]
+            ") AS r WHERE rn = 1"
+            f" UNION ALL SELECT NULL, recorded_us, NULL, observed_at, observed_us, seq, data FROM events"
+            f" WHERE {_CHECKS_TAIL}",
+            (*d.bind_pairs(works), *(self.t, self.k) * len(LEVELS), self.t, self.k),
+        ).fetchall()
+        latest = {
+            (w, s, src): CheckRow(w, s, src, oa, ous, seq, json.loads(n))
+            for w, s, src, oa, ous, seq, n in rows
+            if w is not None
+        }
+        sinces: dict[str, list[int]] = {}
+        for w, since in works:
+            sinces.setdefault(w, []).append(since)
+        for _, recorded_us, _, observed_at, observed_us, seq, data in (r for r in rows if r[0] is None):
+            for c in stored_checks(seq, observed_at, observed_us, recorded_us, data):
+                for w in sinces if c.work_id == "*" else (c.work_id,) if c.work_id in sinces else ():
+                    for since in sinces[w]:
+                        held = latest.get((w, since, c.source))
+                        if observed_us >= since and (
+                            held is None or (held.observed_us, held.seq) < (observed_us, seq)
+                        ):
+                            notices = json.loads(c.notices)
+                            latest[w, since, c.source] = CheckRow(
+                                w, since, c.source, observed_at, observed_us, seq, notices
+                            )
+        return [latest[key] for key in sorted(latest)]
 
     # -- the screen (service/screen.py): references to works with notices ----------------
 
@@ -842,23 +896,40 @@ class SqlReader:
         )
         return [Checked(*r) for r in rows]
 
-    def _check_works(self, columns: str, work_ids: Sequence[str], also: str = "", tail: str = "") -> Any:
-        """`columns` of the check_works rows of these works as of T and K (where `also` holds too)."""
+    def _check_works(self, columns: str, work_ids: Sequence[str], also: str = "") -> list[CheckWorkRow]:
+        """The check_works rows of these works as of T and K (where `also` holds too): the
+        projection's (`columns` of them, the rest NULL) and, from the same statement, those of the
+        checks past its position, derived from their events here (whole rows)."""
         d = self.store.dialect
+        wanted = set(work_ids)
         where = f"{d.any_of('work_id')} AND {also}{_CHECK_WINDOW}"
-        # `also` given: a set of works is asked for (UNION), else every row, in the order of `tail`
+        # `also` given: a set of works is asked for (UNION), else every row
         union = "UNION" if also else "UNION ALL"
-        return self.store.query(
+        rows = self.store.query(
             self.conn,
-            _each_level("check_works", columns, where, union) + tail,
-            (d.bind_list(sorted(set(work_ids))), self.t, self.k) * len(LEVELS),
-        )
+            _each_level("check_works", columns, where, union)
+            + f" UNION ALL SELECT NULL, observed_at, observed_us, seq, recorded_us, data FROM events "
+            f"WHERE {_CHECKS_TAIL}",
+            (*(d.bind_list(sorted(wanted)), self.t, self.k) * len(LEVELS), self.t, self.k),
+        ).fetchall()
+        out = [
+            CheckWorkRow(w, src, o_us, seq, r_us, n) for w, src, o_us, seq, r_us, n in rows if w is not None
+        ]
+        for _, observed_at, observed_us, seq, recorded_us, data in (r for r in rows if r[0] is None):
+            out += [
+                c
+                for c in stored_checks(seq, observed_at, observed_us, recorded_us, data)
+                if c.work_id in wanted
+            ]
+        return out
 
     def _noticed(self, work_ids: Sequence[str]) -> list[str]:
         """Those of these works some check as of T and K lists a notice for, and '*' (every check of
         all works): the only ones whose check rows can hold a notice."""
-        noticed = self._check_works("work_id", work_ids, also="notices <> '[]' AND ")
-        return sorted({r[0] for r in noticed} | {"*"})
+        # typed NULLs: PostgreSQL types a UNION's columns pairwise, and the folded rows' come last
+        blank = "CAST(NULL AS TEXT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), NULL"
+        noticed = self._check_works(f"work_id, {blank}", work_ids, "notices <> '[]' AND ")
+        return sorted({r.work_id for r in noticed if r.notices is None or r.notices != b"[]"} | {"*"})
 
     def notice_rows(self, work_ids: Sequence[str]) -> list[CheckWorkRow]:
         """Every check_works row of those of these works that some check lists a notice for, and of
@@ -867,8 +938,11 @@ class SqlReader:
         if not work_ids:
             return []
         columns = "work_id, source, observed_us, seq, recorded_us, notices"
-        rows = self._check_works(columns, self._noticed(work_ids), tail=" ORDER BY 3, 4, 1")
-        return [CheckWorkRow(w, src, o_us, seq, r_us, n.encode()) for w, src, o_us, seq, r_us, n in rows]
+        rows = self._check_works(columns, self._noticed(work_ids))
+        return sorted(
+            (r if isinstance(r.notices, bytes) else r._replace(notices=r.notices.encode()) for r in rows),
+            key=lambda r: (r.observed_us, r.seq, r.work_id),
+        )
 
     def inbound_spans(self, arxiv_id: str, limit: int) -> list[tuple[Span, int | None]] | None:
         """The paper's inbound spans known now that start by T, by (t_from, observation_id), each with
@@ -901,6 +975,32 @@ class SqlReader:
         )
         # int(): PostgreSQL sums bigints as numeric
         return [InboundDay(*(int(v) for v in r)) for r in rows]
+
+
+def _works_tail(d: Dialect) -> str:
+    """The condition on events (one bound instant, T) of the citations and resolutions observed as of
+    T past the works-index keys' position whose cited work has a work_id: the ones a reader folds in."""
+    return (
+        f"type IN ('{CITATION}', '{spans.RESOLUTION}') AND seq > coalesce("
+        f"(SELECT seq FROM projections WHERE name = '{WORK_KEYS}'), 0) "
+        "AND seq <= (SELECT max(seq) FROM events) "
+        f"AND observed_us <= ? AND {d.json_text('cited_work.work_id')} IS NOT NULL"
+    )
+
+
+def _fact_keys(f: Fact) -> list[str]:
+    """The works-index keys of a citation's or resolution's cited work (none without a work_id)."""
+    w = f.data.cited_work
+    return [] if w is None or w.work_id is None else cited_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)
+
+
+_CITED_WORK = msgspec.json.Decoder(GlanceWork)
+
+
+def _work_keys_of(work: str) -> list[str]:
+    """The works-index keys of a cited work given as JSON text (one with a work_id)."""
+    w = _CITED_WORK.decode(work)
+    return cited_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)
 
 
 def _tail(d: Dialect) -> str:
@@ -1468,31 +1568,51 @@ class SqlTables:
 
     def work_facts(self, index_keys: Sequence[str], as_of_us: int) -> list[Fact]:
         """Citations and resolutions observed as of T of the observations with an event observed as
-        of T under one of these works-index keys (derived/keys.py), in seq order."""
+        of T under one of these works-index keys (derived/keys.py), in seq order. The keys are a
+        projection: the observations of the events past its position that cite a work with a work_id
+        are read too (flagged), and kept here if one of those events has one of these keys."""
         d = self.store.dialect
+        oid = d.json_text("observation_id")
         # the observations found once (inlined, they were found again for each level of their keys)
         rows = self._q(
             "WITH found(key) AS MATERIALIZED ("
-            f"  SELECT '{OBSERVATION}' || {d.json_text('observation_id')} FROM event_keys_all AS w"
+            f"  SELECT '{OBSERVATION}' || {oid} FROM event_keys_all AS w"
             "   JOIN events ON events.seq = w.seq"
-            f"   WHERE {d.any_of('w.key')} AND events.observed_us <= ?) "
-            f"SELECT {FACT_COLUMNS} FROM events WHERE seq IN ("
-            "  SELECT o.seq FROM event_keys_all AS o WHERE o.key IN (SELECT key FROM found)) "
+            f"   WHERE {d.any_of('w.key')} AND events.observed_us <= ?), "
+            f" tail(key) AS MATERIALIZED ("
+            f"  SELECT '{OBSERVATION}' || {oid} FROM events WHERE {_works_tail(d)}) "
+            f"SELECT {FACT_COLUMNS}, '{OBSERVATION}' || {oid} IN (SELECT key FROM found) "
+            "FROM events WHERE seq IN (SELECT o.seq FROM event_keys_all AS o "
+            "  WHERE o.key IN (SELECT key FROM found UNION SELECT key FROM tail)) "
             "AND observed_us <= ? ORDER BY seq",
-            (d.bind_list(index_keys), as_of_us, as_of_us),
-        )
-        return [fact_row(r) for r in rows]
+            (d.bind_list(index_keys), as_of_us, as_of_us, as_of_us),
+        ).fetchall()
+        facts = [(fact_row(r[:5]), bool(r[5])) for r in rows]
+        if all(found for _, found in facts):
+            return [f for f, _ in facts]
+        wanted = set(index_keys)
+        # an observation read only for its events past the position: kept if one of them has a key
+        kept = {f.data.observation_id for f, found in facts if found or wanted.intersection(_fact_keys(f))}
+        return [f for f, _ in facts if f.data.observation_id in kept]
 
     def work_observations(self, as_of_us: int) -> list[str]:
         """Ids of the observations with an event observed as of T under any works-index key, sorted."""
-        # a range of the keys' order on each level: only events whose cited work has a key are read
+        # a range of the keys' order on each level: only events whose cited work has a key are read;
+        # the events past the keys' position that cite a work with a work_id come with their work
+        d = self.store.dialect
+        oid = d.json_text("observation_id")
         rows = self._q(
-            f"SELECT DISTINCT {self.store.dialect.json_text('observation_id')} FROM events WHERE seq IN ("
+            f"SELECT DISTINCT {oid}, NULL FROM events WHERE seq IN ("
             f"  SELECT seq FROM event_keys_all WHERE key >= '{WORK}' AND key < '{WORK[0]};') "
-            "AND observed_us <= ? ORDER BY 1",
-            (as_of_us,),
+            f"AND observed_us <= ? UNION ALL SELECT {oid}, {d.json_value('cited_work')} FROM events "
+            f"WHERE {_works_tail(d)} ORDER BY 1",
+            (as_of_us, as_of_us),
         )
-        return [r[0] for r in rows]
+        out: list[str] = []
+        for o, work in rows:
+            if (work is None or _work_keys_of(work)) and (not out or out[-1] != o):
+                out.append(o)
+        return out
 
     def papers_among(self, arxiv_ids: Sequence[str], as_of_us: int) -> list[str]:
         """Those of the given arXiv ids with a paper.observed snapshot as of T, sorted."""

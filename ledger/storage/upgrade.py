@@ -16,6 +16,7 @@ import sqlite3
 from typing import Any
 
 from ledger.storage.derived.backfill import fill_screen, fill_work_keys
+from ledger.storage.derived.keys import CHECK_WORKS, WORK_KEYS
 from ledger.storage.schema import (
     LAYOUT,
     POSTGRESQL,
@@ -36,7 +37,7 @@ _CHANGES = ("events", "no_replace", "merkle", "scrub_passes", "event_keys", "inb
             "four_levels", "alerts", "search", "ingest_receipts", "watch_owners", "catalogue",
             "import_progress", "resolve_jobs", "catalogue_by_seq", "secret_rotation",
             "event_writers", "catalogue_first_seq", "resolve_bounds", "collection_watches",
-            "screen", "projector", "screen_projection")  # fmt: skip
+            "screen", "projector", "screen_projection", "work_projections")  # fmt: skip
 STEP: dict[str, dict[str, int]] = {
     SQLITE: {name: n for n, name in enumerate(_CHANGES, start=1)},
     POSTGRESQL: {name: max(n - 1, 1) for n, name in enumerate(_CHANGES, start=1)},
@@ -129,6 +130,13 @@ def _move_rows(conn: Any, dialect: Dialect, version: int) -> None:
     if version < step["screen_projection"]:
         # the screen's rows an earlier layout wrote with each append (or the fill above) hold every event
         conn.execute("INSERT INTO projections (name, seq) SELECT 'screen', coalesce(max(seq), 0) FROM events")
+    if version < step["work_projections"]:
+        # the works-index keys and standing checks' rows an earlier layout wrote with each append hold
+        # every event: their projections start at the head, the rows staying where they are
+        conn.execute(
+            "INSERT INTO projections (name, seq) SELECT name, (SELECT coalesce(max(seq), 0) FROM events) "
+            f"FROM (SELECT '{WORK_KEYS}' AS name UNION ALL SELECT '{CHECK_WORKS}') AS p"
+        )
     if version < step["alerts"]:
         # before any watch, no event raises an alert: the cursor starts at the head
         conn.execute("UPDATE alert_cursor SET seq = (SELECT coalesce(max(seq), 0) FROM events)")

@@ -25,7 +25,13 @@ from ledger.model.events import ChainLink, StandingChecked, StoredEvent
 from ledger.model.facts import Head, VerifiedPoint
 from ledger.model.instants import parse_instants
 from ledger.storage.append import check_rows, link_checks
-from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys, stored_keys
+from ledger.storage.derived.keys import (
+    CHECK_WORKS,
+    EVENT,
+    OBSERVATION,
+    WORK_KEYS,
+    stored_both,
+)
 from ledger.storage.derived.screen import NAME as SCREEN
 from ledger.storage.derived.screen import event_rows as screen_event_rows
 from ledger.storage.derived.spans import NAME as SPANS
@@ -58,8 +64,9 @@ CHAIN_CHECKS = (
     "stored bytes, the Merkle tree's stored nodes and the last signed checkpoint"
 )
 DERIVED_CHECKS = (
-    "the rows the events imply, recomputed from them: lookup keys, standing checks' works, no event id "
-    "stored twice, inbound spans and counts, and (a whole walk) the resolver's catalogue"
+    "the rows the events imply, recomputed from them: lookup keys, no event id stored twice, and each "
+    "projection against the events up to its position (works-index keys, standing checks' works, "
+    "inbound spans and counts), and (a whole walk) the resolver's catalogue"
 )
 CHAIN, DERIVED = "chain", "derived"
 
@@ -306,6 +313,9 @@ class _Walk:
         self.filled = 0
         self.index_rows: Iterator[tuple[Any, ...]] = iter(())
         self.index_next: tuple[Any, ...] | None = None
+        # the positions of the works-index keys' and standing checks' projections, as the read sees
+        # them: the events up to each have its rows, the events past it none
+        self.work_keys_at = self.check_works_at = 0
         self.checked = 0
         self.nodes_checked = 0
         self.pending: list[tuple[int, int, bytes]] = []
@@ -354,6 +364,8 @@ class _Walk:
         self.index_rows = index_rows
         self.index_next = next(self.index_rows, None)
         self.filled = self.tables.fill_state()[0]
+        self.work_keys_at = self.tables.projection_position(WORK_KEYS)
+        self.check_works_at = self.tables.projection_position(CHECK_WORKS)
 
     def run(self, links: Iterable[ChainLink]) -> tuple[int, str] | None:
         """Walk `links` to their end or the first break; the earliest of a chain break, a derived rows'
@@ -369,15 +381,19 @@ class _Walk:
                 bad = (seq, reason)
                 break
             t = perf_counter()
-            keys = link_keys(link)
+            e = link.event
+            keys, work_keys = stored_both(e.event_id, e.type, e.data)
             if self.touched is not None:
-                self.touched.update(k for k in keys if k.startswith((OBSERVATION, EVENT)))
+                self.touched.update(keys)
                 if len(self.touched) > _TOUCHED_MAX:
                     self.touched = None  # a long resumed walk: check everything rather than hold it
+            if seq <= self.work_keys_at:
+                keys += work_keys
+            checks = link_checks(link) if seq <= self.check_works_at else []
             expected = sorted(
                 [(seq, "key", k) for k in keys]
                 + [(c.seq, "check", c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
-                   for c in link_checks(link)]
+                   for c in checks]
             )  # fmt: skip
             index_bad = self._index_upto(seq, expected)
             derived += perf_counter() - t
@@ -516,14 +532,16 @@ class _Walk:
         for row in rows:
             seq, event_id, type_, observed_at, data = row[0], row[1], row[4], row[5], row[7]
             raw = data.encode()
-            keys = stored_keys(event_id, type_, raw)
+            keys, work_keys = stored_both(event_id, type_, raw)
             if touched is not None:
-                touched.update(k for k in keys if k.startswith((OBSERVATION, EVENT)))
+                touched.update(keys)
                 if len(touched) > _TOUCHED_MAX:
                     touched = self.touched = None  # a long resumed walk: check everything
+            if seq <= self.work_keys_at:
+                keys += work_keys
             count += len(keys)
             total += sum(hash(("key", k, seq)) for k in keys)
-            if type_ == _STANDING:
+            if type_ == _STANDING and seq <= self.check_works_at:
                 event = StandingChecked(observed_at=observed_at, data=decode_data(type_, raw))
                 for c in check_rows(event, seq, row[10], row[11]):
                     count += 1

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
+from ledger.storage.projector import READ_BY_RECORDS
 from service.ledger import Ledger
 from tests.factories import measurement_json, paper, ts
 
@@ -25,6 +26,7 @@ def loaded(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Ledger:
     monkeypatch.setattr("ledger.storage.sql_store.MOVES", (1, 1, 1))
     ledger = Ledger(pg_url)
     ledger.import_bytes(FIXTURE.read_bytes())
+    ledger.project(READ_BY_RECORDS)  # the standing checks' rows, the projector's (the merged level here)
     return ledger
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.storage.derived.keys import WORK, link_keys
+from ledger.storage.derived.keys import link_work_keys
 from ledger.storage.derived.screen import apply
 from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
 
@@ -33,8 +33,8 @@ def fill_work_keys(conn: Any, dialect: Dialect) -> int:
         if not rows:
             break
         links = [link_row(r) for r in rows]
-        # the keys link_keys derives, so `ledger verify` finds exactly these
-        keys = [(k, link.event.seq) for link in links for k in link_keys(link) if k.startswith(WORK)]
+        # the keys link_work_keys derives, so `ledger verify` finds exactly these
+        keys = [(k, link.event.seq) for link in links for k in link_work_keys(link)]
         if keys:
             conn.cursor().executemany(dialect.sql(f"INSERT INTO {FILL_TABLE} (key, seq) VALUES (?, ?)"), keys)
         added += len(keys)

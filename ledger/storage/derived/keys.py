@@ -1,8 +1,9 @@
 """The lookup keys an event implies, and the levels of tables that hold them.
 
-Idempotency needs every `event_id`, appends and diffs need every observation id, source ingests need
-the works by the DOI and arXiv keys they match on (sources-v1.md), and the standing checks' rows are
-found by work id: keys with no order in time (UUIDs, DOIs). A B-tree over such keys dirties about one
+Idempotency needs every `event_id`, appends and diffs need every observation id (both written by the
+append), source ingests need the works by the DOI and arXiv keys they match on (sources-v1.md), and
+the standing checks' rows are found by work id (both written by the projector, ledger/storage/
+projector.py): keys with no order in time (UUIDs, DOIs). A B-tree over such keys dirties about one
 leaf page per key per append, and a SQLite commit writes every page it dirtied, so a 1000-event commit
 into one big tree wrote thousands of pages and the append rate fell with the ledger's size. Here they
 go to a small `*_recent` level whose few pages every commit rewrites, and move down, sorted, through
@@ -39,6 +40,11 @@ def level_table(table: str, level: str) -> str:
     return table if level == "merged" else f"{table}_{level}"
 
 
+# the projections (ledger/storage/projector.py) that keep the works-index keys and the standing checks'
+# per-work rows: what `projections` calls them
+WORK_KEYS = "work_keys"
+CHECK_WORKS = "check_works"
+
 EVENT = "e:"
 OBSERVATION = "o:"
 WORK = "w:"
@@ -61,8 +67,7 @@ def work_index_key(match_key: str) -> str:
 
 
 def link_keys(link: ChainLink) -> list[str]:
-    """The keys of one stored event: its event id, then its observation id if any, then the
-    works-index keys of its cited work when that has a work_id (sorted)."""
+    """The keys an append writes for one stored event: its event id, then its observation id if any."""
     e = link.event
     return stored_keys(e.event_id, e.type, e.data)
 
@@ -74,19 +79,48 @@ def stored_keys(event_id: str, type_: str, data: bytes) -> list[str]:
     return event_keys(event_id, _GLANCE.decode(data))
 
 
+def stored_both(event_id: str, type_: str, data: bytes) -> tuple[list[str], list[str]]:
+    """`stored_keys` and `stored_work_keys` of one event, its data decoded once."""
+    if type_ != _CITATION and type_ != _RESOLUTION:
+        return [EVENT + event_id], []
+    refs = _GLANCE.decode(data)
+    w = refs.cited_work
+    if w is None or w.work_id is None:
+        return event_keys(event_id, refs), []
+    return event_keys(event_id, refs), cited_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)
+
+
 def event_keys(event_id: str, refs: Any = None) -> list[str]:
-    """The keys of an event with this id and, for a citation or resolution, its data (decoded: the
-    typed Struct an append holds, or what `link_keys` reads back from stored bytes)."""
+    """The keys an append writes for an event with this id and, for a citation or resolution, its data
+    (decoded: the typed Struct an append holds, or what `link_keys` reads back from stored bytes)."""
     if refs is None:
         return [EVENT + event_id]
-    keys = [EVENT + event_id, OBSERVATION + refs.observation_id]
-    w = refs.cited_work
+    return [EVENT + event_id, OBSERVATION + refs.observation_id]
+
+
+def cited_keys(doi: str | None, arxiv_id: str | None, pith_arxiv_id: str | None) -> list[str]:
+    """The works-index keys (sorted) of a cited work with a work_id and these identifiers: what the
+    work-keys projection (ledger/storage/projector.py) writes for a citation or resolution citing it."""
+    return sorted({work_index_key(k) for k in work_keys(doi, arxiv_id, pith_arxiv_id)})
+
+
+def link_work_keys(link: ChainLink) -> list[str]:
+    """The works-index keys of one stored event (none unless it cites a work with a work_id)."""
+    e = link.event
+    return stored_work_keys(e.type, e.data)
+
+
+def stored_work_keys(type_: str, data: bytes) -> list[str]:
+    """`link_work_keys` of an event with this type and stored data bytes."""
+    if type_ != _CITATION and type_ != _RESOLUTION:
+        return []
+    w = _GLANCE.decode(data).cited_work
     # only a work with a work_id can be known to a source ingest (ledger/storage/works_store.py)
-    if w is not None and w.work_id is not None:
-        keys += sorted({work_index_key(k) for k in work_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)})
-    return keys
+    if w is None or w.work_id is None:
+        return []
+    return cited_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)
 
 
 def key_rows(links: Sequence[ChainLink]) -> list[tuple[str, int]]:
-    """(key, seq) rows of the given events."""
-    return [(k, link.event.seq) for link in links for k in link_keys(link)]
+    """(key, seq) rows of the given events: the append's keys and the works-index keys."""
+    return [(k, link.event.seq) for link in links for k in (*link_keys(link), *link_work_keys(link))]

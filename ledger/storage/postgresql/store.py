@@ -21,7 +21,7 @@ from ledger.storage.sql_store import SqlStore
 # COMMIT: the next writer (any node) reads the head only after the previous one committed, so
 # seq is gapless and in commit order. EXCLUSIVE lets readers (ACCESS SHARE) through.
 _WRITE_LOCK_SQL = "LOCK TABLE events IN EXCLUSIVE MODE"
-# The tables an append fills row by row (its events, their keys, standing checks' works, at whatever
+# The tables an append or the projector fills row by row (events, keys, standing checks' works, at whatever
 # level): past a few rows, COPY streams them in one statement instead of one INSERT each (the same
 # rows, the same checks and triggers; a big batch of `ledger import` spent half its append in INSERTs)
 _COPY_TABLES = frozenset(

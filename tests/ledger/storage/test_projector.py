@@ -489,6 +489,7 @@ def test_ledger_verify_reports_each_projections_position(new_db: NewDb) -> None:
         assert got.exit_code == 0, got.output
         positions = json.loads(got.output)["projections"]
         assert positions["inbound_spans"] == positions["screen"] == 40
-        assert set(positions) == {"inbound_spans", "search_titles", "catalogue", "screen"}
+        names = {"inbound_spans", "work_keys", "check_works", "search_titles", "catalogue", "screen"}
+        assert set(positions) == names
     finally:
         ledger.close()

@@ -453,7 +453,11 @@ def test_an_index_break_before_a_chain_break_is_named_first(copy: str) -> None:
 
 # the reasons of breaks in the rows the events imply (the derived step); every other is the chain's
 _DERIVED_REASONS = (
-    "derived index rows", "inbound spans", "is stored more than once", "inbound_counts", "screen's index rows"
+    "derived index rows",
+    "inbound spans",
+    "is stored more than once",
+    "inbound_counts",
+    "screen's index rows",
 )
 
 
