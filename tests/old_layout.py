@@ -164,6 +164,10 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
     insert_pending = "INSERT INTO derived_pending (name) VALUES (?)"
     # from the layout with the screen's index on, its rows were written with each event
     refs, notices = batch_rows(events) if has(backend, steps, "screen") else ([], [])
+    # from the layout that projects the screen's index, a ledger's projector had brought it to the head
+    screened = links and has(backend, steps, "screen_projection")
+    projected = [("screen", links[-1].event.seq)] if screened else []
+    insert_projected = "INSERT INTO projections (name, seq) VALUES (?, ?)"
     if is_pg_url(db):
         import psycopg
 
@@ -177,6 +181,7 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
             _insert(conn, insert_pending.replace("?", "%s"), pending)
             _insert(conn, INSERT_REFS.replace("?", "%s"), refs)
             _insert(conn, INSERT_NOTICES.replace("?", "%s"), notices)
+            _insert(conn, insert_projected.replace("?", "%s"), projected)
         return
     lite = sqlite3.connect(db, isolation_level=None)
     try:
@@ -192,6 +197,7 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
         _insert(lite, insert_pending, pending)
         _insert(lite, INSERT_REFS, refs)
         _insert(lite, INSERT_NOTICES, notices)
+        _insert(lite, insert_projected, projected)
     finally:
         lite.close()
 
