@@ -402,8 +402,10 @@ def run(
     db_a: str | None = None,
     db_b: str | None = None,
     say: Callable[[str], None] = lambda s: None,
+    server_cpu: Callable[[], float] = lambda: 0.0,
 ) -> dict[str, Any]:
-    """The whole run (new SQLite files in `workdir` unless given two empty ledgers); the figures."""
+    """The whole run (new SQLite files in `workdir` unless given two empty ledgers); the figures.
+    `server_cpu`: the CPU seconds a database server has used so far (PostgreSQL's share of the work)."""
     from ledger.model.instants import now_us
 
     fixed_now = now_us()  # "now" for both ledgers' records (the default would differ between reads)
@@ -421,17 +423,19 @@ def run(
     db_a = db_a or str(workdir / "a.db")
     db_b = db_b or str(workdir / "b.db")
     runs_a = Runs(db_a, workdir / "a")
-    cpu, t = children_cpu(), time.monotonic()
+    cpu, server, t = children_cpu(), server_cpu(), time.monotonic()
     batches = [] if batch_size is None else ["--batch-size", str(batch_size)]
     runs_a.run("import", [*ledger_cmd(), "import", str(path), "--db", db_a, *batches])
-    a = {"seconds": round(time.monotonic() - t, 1), "cpu_seconds": round(children_cpu() - cpu, 1)}
+    a = {"seconds": round(time.monotonic() - t, 1), "cpu_seconds": round(children_cpu() - cpu, 1),
+         "server_cpu_seconds": round(server_cpu() - server, 1)}  # fmt: skip
     say(f"A, uninterrupted: {a}")
 
     runs_b = Runs(db_b, workdir / "b", lag=NO_LAG_LIMIT)
     killing = Killing(runs_b, [*ledger_cmd(), "import", str(path), "--db", db_b, *batches], facts, kill_plan)
-    cpu, t = children_cpu(), time.monotonic()
+    cpu, server, t = children_cpu(), server_cpu(), time.monotonic()
     killing.run()
     b = {"seconds": round(time.monotonic() - t, 1), "cpu_seconds": round(children_cpu() - cpu, 1),
+         "server_cpu_seconds": round(server_cpu() - server, 1),
          "runs": dict(runs_b.started)}  # fmt: skip
     for line in killing.checks:
         say("  " + line)
@@ -453,6 +457,12 @@ def run(
         )
     if ids_a != facts.ids:
         failures.append(f"A holds {len(ids_a):,} events; the file {len(facts.ids):,} distinct")
+    # the walk of the run that ended covered what the killed runs committed since their last walk
+    walked = {name: Db(url).one("SELECT seq FROM verified_point WHERE id = 1") for name, url in
+              (("A", db_a), ("B", db_b))}  # fmt: skip
+    for name, seq in walked.items():
+        if seq != len(facts.ids):
+            failures.append(f"{name}: the import left the verified point at {seq}, not the head")
     structure = LedgerRows(db_b).check_structure() if lines <= 50_000 else {}
     verified = {name: verify_json(r) for name, r in (("A", runs_a), ("B", runs_b))}
     for name, v in verified.items():
@@ -496,6 +506,7 @@ def run(
             "B_distinct": len(set(ids_b)),
         },
         "structure_B": structure,
+        "verified_point_after_import": walked,
         "last_project": last.strip(),
         "verify": {
             n: {"ok": v["ok"], "events": v.get("events_checked"), "projections": v["projections"]}
@@ -527,7 +538,12 @@ def main() -> None:
                 from tests.pg_harness import PgCluster
 
                 cluster = PgCluster.start(fsync=True)
+                from bench.intake import server_cpu
+
+                data_dir = cluster.data_dir
                 kw = {"db_a": cluster.create_db("killa"), "db_b": cluster.create_db("killb")}
+                if data_dir is not None:  # a server this run started: its CPU is counted too
+                    kw["server_cpu"] = lambda: server_cpu(data_dir)
             figures = run(
                 Path(tmp), a.lines, kills=a.kills, seed=a.seed, batch_size=a.batch_size, say=say, **kw
             )

@@ -46,5 +46,8 @@ def test_kill_9_of_the_writer_or_the_projector_during_an_import_loses_and_double
     writers = [k for k in figures["kills"] if k["target"] == "writer"]
     assert any(k["resume_record_lines"] < lines for k in writers)  # killed with lines still to append
     assert figures["events"]["B"] == figures["events"]["B_distinct"] == figures["events"]["file_distinct"]
+    # the import that ended walked what the killed ones had committed since their last walk
+    distinct = figures["events"]["file_distinct"]
+    assert figures["verified_point_after_import"] == {"A": distinct, "B": distinct}
     assert figures["verify"]["B"]["ok"] and figures["records_differing"] == 0
     assert figures["records_compared"] > 0
