@@ -107,6 +107,9 @@ def test_workers_never_run_two_projector_steps_at_once_even_across_a_killed_hold
         finally:
             reader.close()
     steps = _steps(watch, killed, killed_at)
+    takeover_s = (min(s for s, _, pid in steps if pid != killed and s > killed_at) - killed_at) / 1e9
+    print({"steps": len(steps), "workers": sorted({pid for *_, pid in steps}), "killed": killed,
+           "takeover_after_kill_s": round(takeover_s, 2)})  # fmt: skip
     for (_, end, pid), (start, _, other) in zip(steps, steps[1:], strict=False):
         assert end <= start, f"worker {other} started a step while worker {pid}'s ran"
     workers = {pid for _, _, pid in steps}
