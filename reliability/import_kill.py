@@ -5,14 +5,16 @@ uninterrupted `ledger import`. Ledger B takes it from the same command while `le
 it again and again (the projector alone, in its own process); at each of the seeded kill points (an
 event count the head passes) one of them gets SIGKILL, and the command killed is run again as it was:
 
-- the writer: `ledger import` is killed as soon as the head passes the point; the log must then be a
-  prefix of the file (its first N lines, each once, in order) and the import's resume record must say
-  N lines; the same command then resumes;
+- the writer: `ledger import` is killed as soon as the head passes the point; the log must then hold
+  exactly the events of the file's first N lines, where N is what the import's resume record says,
+  each once (a line repeating an earlier one is a duplicate), in file order; the same command then
+  resumes, and says it resumed after line N;
 - the projector, either at a random moment of its run ("timed") or just before it writes a batch's new
   position ("before-save", the batch's rows written and not yet committed): the spans' position must be
   at most the head, and the next run resumes from it.
 
 At the end B must hold every event of the file exactly once (ids in the file's order, as A holds them),
+its verified point at the head (the import that finished walked what the killed ones left unwalked),
 every projection at the head after one more `ledger project`, `ledger verify` OK, and every paper's
 record byte-identical to A's at a fixed "now" and at three instants inside the file's span of time.
 
