@@ -1,5 +1,6 @@
 """Operations commands: `ledger backup DEST` (online, verified copy of a live ledger), `ledger stats`,
-`ledger status` (what the ledger is doing, from its database alone)."""
+`ledger status` (what the ledger is doing, from its database alone), `ledger project` (the projector
+alone)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import sys
 
 import click
 
-from cli.common import read_db_option
+from cli.common import db_option, read_db_option
 from ledger.model.codec import canonical
 from service.ledger import Ledger
 from service.ops.backup import BackupError, backup
@@ -20,6 +21,7 @@ def register(main: click.Group) -> None:
         main.add_command(restore_replica)
         main.add_command(stats)
         main.add_command(status)
+        main.add_command(project)
 
 
 @click.command()
@@ -52,6 +54,23 @@ def status(as_json: bool, db: str) -> None:
         return
     for line in now.lines():
         click.echo(line)
+
+
+@click.command()
+@db_option
+def project(db: str) -> None:
+    """Bring every projection up to the ledger's head, then exit: the projector alone, as a server's
+    projector runs it (a batch and its position in one transaction, so a killed run is resumed by the
+    next)."""
+    ledger = Ledger(db)
+    try:
+        head = ledger.head().seq
+        reached = ledger.project()
+        positions = ledger.projection_positions()
+    finally:
+        ledger.close()
+    named = ", ".join(f"{name} {seq:,}" for name, seq in positions.items())
+    click.echo(f"projected to seq {reached:,} of head {head:,}: {named}")
 
 
 @click.command("backup")

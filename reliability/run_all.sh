@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every full run behind RELIABILITY.md, one after another; figures on stdout and in OUT_DIR.
-# Usage: reliability/run_all.sh [OUT_DIR]   (default /tmp/ledger-reliability; ~30 min on 2 cores)
+# Usage: reliability/run_all.sh [OUT_DIR]   (default /tmp/ledger-reliability; ~45 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-/tmp/ledger-reliability}"
@@ -9,6 +9,7 @@ py=.venv/bin/python
 run() { local name="$1"; shift; echo "== $name: $*"; "$@" 2>&1 | tee "$out/$name.txt"; }
 run concurrency "$py" -m reliability.concurrency --events 10000
 run crash "$py" -m reliability.crash --rounds 12
+run import-kill "$py" -m reliability.import_kill --lines 400000 --kills 10 --backend sqlite
 run backup "$py" -m reliability.backup_load --events 20000
 run bombs "$py" -m reliability.bombs
 run soak "$py" -m reliability.soak --duration 600 --out "$out/soak.json"
