@@ -86,6 +86,7 @@ def cluster(work: Path) -> str:
         # the harness's settings (fsync off: plans do not depend on it), memory as Debian's defaults
         opts = f"-p {port} -k {work} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
         opts += " -c full_page_writes=off -c max_wal_size=4GB"
+        opts += " -c shared_preload_libraries=pg_stat_statements"  # bench/pg_cost.py reads it
         ctl = [f"{bindir}/pg_ctl", "-D", str(data), "-o", opts, "-l", str(work / "log"), "-w", "start"]
         subprocess.run(run_as + ctl, check=True, capture_output=True)
         port_file.write_text(str(port))
@@ -445,17 +446,27 @@ def plan_of(conn: Any, sql: str, params: Sequence[Any], mode: str) -> str:
     texts = sql.split("%s")
     body = "".join(t + (f"${i + 1}" if i < len(texts) - 1 else "") for i, t in enumerate(texts))
     types = ", ".join(_pg_type(p) for p in params)
-    conn.execute("BEGIN")
+    # never prepared by psycopg itself (it prepares a statement run five times)
+    conn.execute("BEGIN", prepare=False)
     try:
-        conn.execute(f"PREPARE plan_of ({types}) AS {body}" if types else f"PREPARE plan_of AS {body}")
-        conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
-        args = f"({', '.join(['%s'] * len(params))})" if params else ""
-        rows = psycopg.ClientCursor(conn).execute(f"EXPLAIN EXECUTE plan_of{args}", params).fetchall()
-        # a list bound inline is printed whole: its first characters are enough
-        return "\n".join(r[0] if len(r[0]) <= 240 else r[0][:240] + " ..." for r in rows)
-    finally:
-        conn.execute("ROLLBACK")
-        conn.execute("DEALLOCATE plan_of")  # a prepared statement outlives its transaction
+        prepare = f"PREPARE plan_of ({types}) AS {body}" if types else f"PREPARE plan_of AS {body}"
+        conn.execute(prepare, prepare=False)
+        try:
+            conn.execute(f"SET LOCAL plan_cache_mode = {mode}", prepare=False)
+            args = f"({', '.join(['%s'] * len(params))})" if params else ""
+            rows = psycopg.ClientCursor(conn).execute(f"EXPLAIN EXECUTE plan_of{args}", params).fetchall()
+        finally:
+            conn.execute("ROLLBACK", prepare=False)
+            # PREPARE may or may not outlive the transaction rolled back: gone either way
+            left = "SELECT 1 FROM pg_prepared_statements WHERE name = 'plan_of'"
+            if conn.execute(left, prepare=False).fetchone() is not None:
+                conn.execute("DEALLOCATE plan_of", prepare=False)
+    except BaseException:
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.execute("ROLLBACK", prepare=False)
+        raise
+    # a list bound inline is printed whole: its first characters are enough
+    return "\n".join(r[0] if len(r[0]) <= 240 else r[0][:240] + " ..." for r in rows)
 
 
 def seq_scans(plan: str, sizes: dict[str, int], rows: int) -> list[str]:
