@@ -1,5 +1,5 @@
 """PostgreSQL plans at 4M events: no sequential scan in any statement the append, the projector or the
-import's walk runs (issue 44).
+import's walk runs.
 
     .venv/bin/python -m bench.pg_plans --events 4000000 [--dir /tmp/pg-plans] [--rebuild]
 
