@@ -95,6 +95,9 @@ def layout_at(backend: str, version: int) -> Layout:
             table = dataclasses.replace(
                 table, columns=tuple(c for c in table.columns if c.name != "first_seq")
             )
+        if table.name == "inbound_spans" and not has(backend, version, "spans_by_observation"):
+            kept = tuple(i for i in table.indexes if i.name != "inbound_spans_by_observation")
+            table = dataclasses.replace(table, indexes=kept)
         if not has(backend, version, "four_levels"):
             table = _before_four_levels(table)
         if table.name == "events" and not has(backend, version, "event_keys"):

@@ -293,6 +293,8 @@ LAYOUT = Layout(
             ("cited", "citing", "reference_index", "observation_id", "t_from", "k_from"),
             indexes=(
                 Index("inbound_spans_from", ("cited", "k_to", "t_from")),
+                # a walk checks the spans of the observations it passed: found by id, not by a scan
+                Index("inbound_spans_by_observation", ("observation_id", "t_from", "k_from")),
                 # only spans that end (an observation re-resolved away): most never do
                 Index("inbound_spans_to", ("cited", "k_to", "t_to"), where=f"t_to < {OPEN}"),
             ),

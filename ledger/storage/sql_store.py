@@ -1374,7 +1374,7 @@ class SqlTables:
 
     def span_rows(self, oids: Sequence[str] | None = None, *, ordered: bool = True) -> Iterator[Row]:
         """Every stored inbound span (or only these observations'), read lazily: by (observation_id,
-        t_from, k_from), or as stored (`ordered=False`, which needs no sort: no index is by observation)."""
+        t_from, k_from), or in the key's order (`ordered=False`, paged by the key where the dialect pages)."""
         d = self.store.dialect
         where, params = ("1 = 1", ()) if oids is None else (d.any_of("observation_id"), (d.bind_list(oids),))
         if not ordered:  # in the key's order: no sort, and pages by the key where the dialect pages

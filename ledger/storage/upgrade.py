@@ -37,7 +37,8 @@ _CHANGES = ("events", "no_replace", "merkle", "scrub_passes", "event_keys", "inb
             "four_levels", "alerts", "search", "ingest_receipts", "watch_owners", "catalogue",
             "import_progress", "resolve_jobs", "catalogue_by_seq", "secret_rotation",
             "event_writers", "catalogue_first_seq", "resolve_bounds", "collection_watches",
-            "screen", "projector", "screen_projection", "work_projections")  # fmt: skip
+            "screen", "projector", "screen_projection", "work_projections",
+            "spans_by_observation")  # fmt: skip
 STEP: dict[str, dict[str, int]] = {
     SQLITE: {name: n for n, name in enumerate(_CHANGES, start=1)},
     POSTGRESQL: {name: max(n - 1, 1) for n, name in enumerate(_CHANGES, start=1)},

@@ -1,0 +1,70 @@
+"""PostgreSQL reads what a walk and an append look up by index, not by scanning a large table
+(bench/pg_plans.py checks every statement on a 4M-event ledger; these check two of them on tables
+made large enough here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.pg_plans import modes, plan_of, recording, seq_scans, table_sizes
+from ledger.storage.backend import is_pg_url
+from ledger.storage.sql_store import SqlStore
+from service.ledger import Ledger
+from tests.factories import paper, ts
+
+
+def _store(ledger: Ledger) -> SqlStore:
+    if not is_pg_url(ledger.url):
+        pytest.skip("PostgreSQL's planner: SQLite plans by its own rules")
+    store = ledger.store
+    assert isinstance(store, SqlStore)
+    return store
+
+
+def _scans(store: SqlStore, seen: dict[str, Any], table: str) -> list[str]:
+    """The plans (each way PostgreSQL may plan it) of each statement seen that scan `table` whole,
+    on the store's own connection, so its session's settings apply."""
+    conn = store.connection()
+    conn.execute(f"ANALYZE {table}")
+    sizes = table_sizes(conn)
+    found = []
+    for s in seen.values():
+        if table not in s.sql:
+            continue
+        for mode in modes(s.params):
+            plan = plan_of(conn, s.sql, s.params, mode)
+            found += [f"{mode}: {s.sql}\n{plan}"] if seq_scans(plan, sizes, 1000) else []
+    assert any(table in s.sql for s in seen.values()), f"no statement read {table}"
+    return found
+
+
+def test_a_walk_finds_the_spans_of_its_observations_by_index(fresh_ledger: Ledger) -> None:
+    store = _store(fresh_ledger)
+    conn = store.connection()
+    conn.execute(
+        "INSERT INTO inbound_spans (cited, citing, reference_index, observation_id, t_from, t_to, "
+        "citation_seq, resolution_seq, k_from, k_to) SELECT 'c' || (i % 2000), 'p' || i, 1, md5(i::text), "
+        "i, 9223372036854775807, i, i, i, 9223372036854775807 FROM generate_series(1, 100000) AS i"
+    )
+    oids = [r[0] for r in conn.execute("SELECT md5(i::text) FROM generate_series(1, 3000, 3) AS i")]
+    with recording() as seen:
+        assert len(list(store.tables.span_rows(oids, ordered=False))) == len(oids)
+        assert len(list(store.tables.span_rows(oids))) == len(oids)
+    assert _scans(store, seen, "inbound_spans") == []
+
+
+def test_an_append_finds_stored_event_ids_by_index(fresh_ledger: Ledger) -> None:
+    store = _store(fresh_ledger)
+    fresh_ledger.append([paper("2101.00001", ts(0))])
+    conn = store.connection()
+    # a merged key level of 300,000 keys, as a ledger of some 150,000 events holds
+    conn.execute(
+        "INSERT INTO event_keys (key, seq) "
+        "SELECT 'e:' || md5(i::text), i + 10 FROM generate_series(1, 300000) AS i"
+    )
+    wanted = [r[0] for r in conn.execute("SELECT md5(i::text) FROM generate_series(1, 300000, 100) AS i")]
+    with recording() as seen:
+        assert fresh_ledger.store.tables.stored_events(wanted) == {}  # keys of no stored event
+    assert _scans(store, seen, "event_keys") == []
