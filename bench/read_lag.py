@@ -200,6 +200,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "read-lag")
     ap.add_argument("--check", type=int, default=0, help="random records to compare byte for byte")
+    ap.add_argument(
+        "--check-before-lagging",
+        type=int,
+        default=50,
+        help="of those, how many the other checkout reads from its lagging ledger too",
+    )
     ap.add_argument("--no-measure", action="store_true")
     args = ap.parse_args()
     lag = args.lag or max_lag()
@@ -252,7 +258,7 @@ def main() -> None:
     if args.check:
         from bench.read_lag_check import check
 
-        result["check"] = check(ROOT, before, mine, theirs, args.check, args.cache)
+        result["check"] = check(ROOT, before, mine, theirs, args.check, args.cache, args.check_before_lagging)
     result["seconds"] = round(time.time() - started, 1)
     result["load_average"] = os.getloadavg()
     OUT.write_text(json.dumps(result, indent=1) + "\n")

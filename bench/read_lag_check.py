@@ -44,7 +44,13 @@ def _compare(name: str, got: dict[str, Any], want: dict[str, Any]) -> dict[str, 
 
 
 def check(
-    mine_code: Path, before: Path, mine: Ledgers, theirs: Ledgers, n: int, cache: Path
+    mine_code: Path,
+    before: Path,
+    mine: Ledgers,
+    theirs: Ledgers,
+    n: int,
+    cache: Path,
+    before_lagging: int = BEFORE_LAGGING,
 ) -> dict[str, Any]:
     """Render and compare; a summary of each comparison."""
     work = cache / "check"
@@ -65,7 +71,7 @@ def check(
     out["synthetic, this caught up"] = _compare(
         "this checkout, caught up", _rendered(mine_code, mine.caught, spec, work / "mine-caught.ndjson"), want
     )
-    first = papers[:BEFORE_LAGGING]
+    first = papers[:before_lagging]
     few = {**spec, "papers": first}
     few_want = {k: v for k, v in want.items() if k.split()[0] in set(first)}
     out["synthetic, before lagging"] = _compare(
