@@ -49,6 +49,7 @@ from ledger.storage.derived.keys import (
     cited_keys,
     level_table,
 )
+from ledger.storage.derived.past import FIELD_SEP, ROW_SEP, Past, PastIndex, Touching
 from ledger.storage.derived.search import INDEX_CHUNK, Found, Hit
 from ledger.storage.derived.spans import (
     CITATION,
@@ -230,6 +231,11 @@ class SqlStore:
     def tables(self) -> Tables:
         """The Merkle nodes, resume point, signed checkpoint and ledger-wide lookups."""
         return self._new_tables()
+
+    @functools.cached_property
+    def past(self) -> PastIndex:
+        """What the events past the inbound spans' position hold, as records last read them."""
+        return PastIndex()
 
     @functools.cached_property
     def alerts(self) -> AlertTables:
@@ -593,20 +599,23 @@ class SqlReader:
     def inbound(self, arxiv_id: str, limit: int) -> tuple[int, list[Fact]]:
         """Statements 2 and 3: how many observations are inbound to the paper, counted over its spans,
         and the citations and resolutions of the first `limit` of them in the record's order. The spans
-        hold the events up to their projection's position: the observations of the events past it
-        (read with the count) are left out of the spans read and folded in from their events."""
+        hold the events up to their projection's position: the observations of the events past it that
+        can touch this paper (read with the count, see derived/past.py) are left out of the spans read
+        and folded in from their events."""
         where = (arxiv_id, self.t, self.t, self.k, self.k)
+        held = self.store.past.held()
+        since = (-1, 0) if held is None else (held.position, held.upto)
         if self.k < FAR_FUTURE:  # known at an earlier K: every span of the paper is read, once
-            position, keys = self.store.query(self.conn, f"SELECT {_tail(self.store.dialect)}").fetchone()
+            tail = self.store.query(self.conn, f"SELECT {_tail(self.store.dialect)}", since).fetchone()
             count_all = f"SELECT (SELECT count(*) FROM inbound_spans WHERE {_VISIBLE})"
-            return self._inbound(count_all, where, where, limit, tail=(position, keys))
+            return self._inbound(count_all, where, where, limit, past=self._past(held, tail, arxiv_id))
         start = self.t - self.t % spans.BUCKET_US
         row = self.store.query(
             self.conn,
             f"SELECT {_COUNT_NOW}, "
             "(SELECT coalesce(sum(starts - ends), 0) FROM inbound_counts WHERE cited = ?), "
             + _tail(self.store.dialect),
-            (arxiv_id, self.t // spans.BUCKET_US, *(arxiv_id, start, self.t) * 2, arxiv_id),
+            (arxiv_id, self.t // spans.BUCKET_US, *(arxiv_id, start, self.t) * 2, arxiv_id, *since),
         ).fetchone()
         # int(): PostgreSQL sums bigints as numeric
         count, spans_now = int(row[0]), int(row[1])
@@ -617,8 +626,15 @@ class SqlReader:
         early = count * count * 4 < limit * spans_now
         order = "citing || '', reference_index, observation_id" if early else _INBOUND_ORDER
         return self._inbound(
-            f"SELECT {count}", (), (arxiv_id, self.t, self.t), limit, order, _VISIBLE_NOW, tail=row[2:]
-        )
+            f"SELECT {count}", (), (arxiv_id, self.t, self.t), limit, order, _VISIBLE_NOW,
+            past=self._past(held, row[2:], arxiv_id),
+        )  # fmt: skip
+
+    def _past(self, held: Past | None, tail: Sequence[Any], cited: str) -> tuple[int, Touching]:
+        """The spans' position, and what of the events past it the paper folds in (`tail`: the
+        position, the head and the rows of `_tail`)."""
+        position, head, rows = int(tail[0] or 0), int(tail[1] or 0), tail[2]
+        return position, self.store.past.touching(held, position, head, rows, cited)
 
     def _inbound(
         self,
@@ -629,39 +645,48 @@ class SqlReader:
         order: str = _INBOUND_ORDER,
         visible: str = _VISIBLE,
         *,
-        tail: Sequence[Any] = (0, None),
+        past: tuple[int, Touching],
     ) -> tuple[int, list[Fact]]:
         # the count on a row of its own, joined to the shown events (none when nothing is shown), and
-        # every event of the observations past the spans' position (`tail`: its keys, bound as a list)
+        # every event of the observations past the spans' position that can touch this paper
         d = self.store.dialect
-        keys = str(tail[1]).split() if tail[1] else []
-        skip = extra = ""
-        params: list[Any] = list(where)
-        if keys:
-            skip = f" AND NOT ({d.any_of('observation_id')})"
-            extra = f" UNION ALL SELECT seq, 1 FROM events WHERE {d.keyed('event_keys_all')}"
-            params.append(d.bind_list([k.removeprefix(OBSERVATION) for k in keys]))
-        params.append(limit)
-        if keys:
-            params.append(d.bind_list(keys))
+        position, touching = past
+        touched = skip = extra = ""
+        params: list[Any] = []
+        if touching:
+            listed = "SELECT value FROM json_each(?)" if d.json_lists else "SELECT unnest(CAST(? AS text[]))"
+            touched = (
+                "touched AS (SELECT observation_id AS oid FROM inbound_spans WHERE cited = ? AND "
+                f"{d.any_of('citing')} UNION {listed}), "
+            )
+            params += [where[0], d.bind_list(touching.citing), d.bind_list(touching.named)]
+            skip = " AND observation_id NOT IN (SELECT oid FROM touched)"
+            keyed = (
+                f"SELECT k.seq FROM touched AS t JOIN event_keys_all AS k ON k.key = '{OBSERVATION}' || t.oid"
+                if d.json_lists
+                else "SELECT seq FROM event_keys_all WHERE key = "
+                f"ANY(ARRAY(SELECT '{OBSERVATION}' || oid FROM touched))"
+            )
+            extra = f" UNION ALL SELECT seq, 1 FROM events WHERE seq IN ({keyed})"
+        params += [*where, limit, *counted]
         rows = self.store.query(
             self.conn,
-            f"WITH shown AS (SELECT citation_seq, resolution_seq FROM inbound_spans WHERE {visible}{skip}"
-            f"  ORDER BY {order} LIMIT ?), "
+            f"WITH {touched}shown AS (SELECT citation_seq, resolution_seq FROM inbound_spans "
+            f"  WHERE {visible}{skip} ORDER BY {order} LIMIT ?), "
             " picked AS (SELECT citation_seq AS seq, 0 AS tail FROM shown"
             f"  UNION ALL SELECT resolution_seq, 0 FROM shown{extra}) "
             f"SELECT c.n, p.tail, e.recorded_us, {', '.join('e.' + c for c in FACT_COLUMNS.split(', '))} "
             f"FROM ({count} AS n) AS c "
             "LEFT JOIN (picked AS p JOIN events AS e ON e.seq = p.seq) ON 1 = 1 "
             "ORDER BY e.seq",
-            (*params, *counted),
+            params,
         ).fetchall()
         total = int(rows[0][0])
         facts = [fact_row(r[3:]) for r in rows if r[3] is not None and not r[1]]
-        if not keys:
+        if not touching:
             return total, facts
         folded_from = [(fact_row(r[3:]), int(r[2])) for r in rows if r[3] is not None and r[1]]
-        more, folded = _fold(where[0], self.t, self.k, int(tail[0] or 0), folded_from)
+        more, folded = _fold(where[0], self.t, self.k, position, folded_from)
         # the first `limit` observations in the record's order, of those read and those folded in
         by_oid: dict[str, list[Fact]] = {}
         for f in (*facts, *folded):
@@ -1004,17 +1029,22 @@ def _work_keys_of(work: str) -> list[str]:
 
 
 def _tail(d: Dialect) -> str:
-    """Two columns: the spans' position, and the keys (space-separated; NULL for none) of the
-    observations whose events lie past it, which a record folds in (usually none: one probe of the
-    events past the position)."""
-    position = f"(SELECT seq FROM projections WHERE name = '{spans.NAME}')"
-    joined = "group_concat(k, ' ')" if d.json_lists else "string_agg(k, ' ')"
+    """Three columns: the spans' position, the head, and one row (derived/past.py) for each citation
+    and resolution past the position and past a seq the reader holds already (params: the position
+    and the seq its index holds up to; every one past the position when its position is another). A
+    read after no new event is one probe of the events past the head."""
+    position = f"coalesce((SELECT seq FROM projections WHERE name = '{spans.NAME}'), 0)"
+    row = (
+        f"CAST(seq AS TEXT) || '{FIELD_SEP}' || {d.json_text('observation_id')} || '{FIELD_SEP}' || "
+        f"substr(stream, 7) || '{FIELD_SEP}' || coalesce({d.json_text('cited_arxiv_id')}, '')"
+    )
+    joined = f"group_concat({row}, '{ROW_SEP}')" if d.json_lists else f"string_agg({row}, '{ROW_SEP}')"
     return (
-        f"{position}, (SELECT {joined} FROM (SELECT DISTINCT '{OBSERVATION}' || "
-        f"{d.json_text('observation_id')} AS k FROM events WHERE seq > coalesce({position}, 0) "
+        f"{position}, (SELECT max(seq) FROM events), (SELECT {joined} FROM events "
+        f"WHERE seq > (CASE WHEN {position} = ? THEN ? ELSE {position} END) "
         # bounded on both sides: a planner takes a range between two unknowns for a few rows, where
         # one side alone is a third of the events
-        f"AND seq <= (SELECT max(seq) FROM events) AND type IN ('{CITATION}', '{spans.RESOLUTION}')) AS t)"
+        f"AND seq <= (SELECT max(seq) FROM events) AND type IN ('{CITATION}', '{spans.RESOLUTION}'))"
     )
 
 
