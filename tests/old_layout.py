@@ -167,9 +167,14 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
     insert_pending = "INSERT INTO derived_pending (name) VALUES (?)"
     # from the layout with the screen's index on, its rows were written with each event
     refs, notices = batch_rows(events) if has(backend, steps, "screen") else ([], [])
-    # from the layout that projects the screen's index, a ledger's projector had brought it to the head
-    screened = links and has(backend, steps, "screen_projection")
-    projected = [("screen", links[-1].event.seq)] if screened else []
+    # from the layouts that project them, a ledger's projector had brought them to the head
+    named = (
+        ("screen", "screen_projection"),
+        ("work_keys", "work_projections"),
+        ("check_works", "work_projections"),
+    )
+    head = links[-1].event.seq if links else 0
+    projected = [(name, head) for name, change in named if links and has(backend, steps, change)]
     insert_projected = "INSERT INTO projections (name, seq) VALUES (?, ?)"
     if is_pg_url(db):
         import psycopg
