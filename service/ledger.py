@@ -118,7 +118,8 @@ class Ledger:
         self._clock = clock
         self.url = str(db)
         self._path = None if is_pg_url(db) else Path(db)
-        # mapped: a SQLite file read through a memory map (a process that searches a large catalogue)
+        # mapped: a SQLite file read through a memory map (a process that searches a large catalogue).
+        # The service floor's own: a door reaches it only through the services below (tests/test_doors.py)
         self.store: Store = open_store(db, synchronous=synchronous, mapped=mapped)
         # concurrent writers (API threads) share transactions; a lone script needs no writer thread
         self._committer = GroupCommitter(self.store) if group_commit else None

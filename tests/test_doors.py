@@ -119,6 +119,14 @@ def test_the_facade_and_each_service_have_a_handful_of_methods(fresh_ledger: Led
     }
     # the capabilities a door needs, each a service the facade holds
     assert {"records", "log", "alerts", "works", "collections", "intake", "ops"} <= services.keys()
+    # each service keeps the store to itself: no public attribute of one holds a storage object
+    held = {
+        f"{name}.{attr}"
+        for name in services
+        for attr, value in vars(getattr(fresh_ledger, name)).items()
+        if not attr.startswith("_") and type(value).__module__.startswith("ledger.storage")
+    }
+    assert held == set()
     counts = {name: len(public_methods(cls)) for name, cls in {"Ledger": Ledger, **services}.items()}
     assert {name: n for name, n in counts.items() if n > MOST_METHODS} == {}
     assert counts["Ledger"] >= 1 and all(counts.values())  # the count sees each one's methods

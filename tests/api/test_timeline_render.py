@@ -156,7 +156,8 @@ def _record() -> Record:
 
 
 def test_the_sample_record_page_keeps_its_layout(imported_ledger: Ledger) -> None:
-    timeline, record, *_ = imported_ledger.records.timeline_and_record(FIX_ID, parse_ts("2026-08-08T08:47:00Z"))
+    as_of = parse_ts("2026-08-08T08:47:00Z")
+    timeline, record, *_ = imported_ledger.records.timeline_and_record(FIX_ID, as_of)
     assert record is not None
     rendered = render_timeline(timeline, parse_ts(record.as_of))
     page = render_record_page(record, head="1 x", timeline=rendered)
