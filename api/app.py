@@ -110,7 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.db, group_commit=True, raise_alerts=False, project_on_read=not settings.read_only
     )
     if settings.counting:
-        app.state.ledger.on_group_commit(metrics.group_committed)
+        app.state.ledger.intake.on_group_commit(metrics.group_committed)
     app.state.rate_limiter = (
         RateLimiter(settings.rate_limit, settings.burst) if settings.rate_limit > 0 else None
     )

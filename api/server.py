@@ -382,9 +382,9 @@ def first_page(ledger: Ledger, base: str, loaded: Sequence[tuple[str, str]] = ()
     for arxiv_id, as_of in loaded:
         return record_url(base, arxiv_id, as_of)
     for _, arxiv_id, _ in sample_records():
-        if ledger.store.paper_history(arxiv_id):
+        if ledger.records.paper_history(arxiv_id):
             return record_url(base, arxiv_id)
-    papers = ledger.store.papers(1)
+    papers = ledger.records.papers(1)
     return record_url(base, papers[0]) if papers else base + "/"
 
 
@@ -412,11 +412,11 @@ def run(
     ledger = Ledger(db)
     loaded = load_samples(ledger) if samples and not read_only else []  # read-only writes nothing
     if loaded:
-        ledger.project()  # what the samples imply, before any worker reads them
+        ledger.ops.project()  # what the samples imply, before any worker reads them
     for arxiv_id, as_of in loaded:
         _say(settings, f"Loaded the sample record of arXiv:{arxiv_id} (as of {as_of}) into {shown_db(db)}")
     url = first_page(ledger, base_url(host, port), loaded)
-    ledger.store.close()
+    ledger.close()
     # Workers are separate processes that build the app from the environment, so everything
     # the app needs travels there (tokens and the body limit are read from it already).
     os.environ[ENV_DB] = db if is_pg_url(db) else str(Path(db).resolve())

@@ -93,7 +93,7 @@ def record(
             from ledger.storage.projector import READ_BY_RECORDS
 
             into[0], inside[0] = projected, True
-            ledger.project(READ_BY_RECORDS)
+            ledger.ops.project(READ_BY_RECORDS)
             inside[0] = False
         ledger.close()
     finally:

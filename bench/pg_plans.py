@@ -198,7 +198,7 @@ def run_seed(admin: str, work: Path, lines: int) -> dict[str, Seen]:
     ledger = Ledger(f"{admin}/{SEED}", raise_alerts=False)
     with recording() as seen:
         done = load.import_file(ledger, path)
-        ledger.project()
+        ledger.ops.project()
     ledger.store.close()
     print(f"seed: {done.appended:,} events appended from {lines:,} lines, {len(seen)} distinct statements")
     return seen

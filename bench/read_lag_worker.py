@@ -64,7 +64,7 @@ def build(db: str, target: int) -> dict[str, Any]:
             if head >= target:
                 break
     built = time.perf_counter() - start
-    ledger.project()
+    ledger.ops.project()
     out = {"head": head, "next_paper": last + 1, "clock_us": clock.us, "build_s": round(built, 1),
            "project_s": round(time.perf_counter() - start - built, 1)}  # fmt: skip
     ledger.close()
@@ -77,7 +77,7 @@ def lag(db: str, next_paper: int, count: int, clock_us: int) -> dict[str, Any]:
     clock = StepClock(clock_us)
     ledger = Ledger(db, clock=clock, projector_max_lag=count)
     before = ledger.head().seq
-    position = ledger.projection_positions()
+    position = ledger.ops.projection_positions()
     head, cited, papers = before, set(), 0
     for _, events in _events(next_paper):
         papers += 1
@@ -88,7 +88,7 @@ def lag(db: str, next_paper: int, count: int, clock_us: int) -> dict[str, Any]:
         cited |= {e.data.cited_arxiv_id for e in batch if isinstance(e, ev.ResolutionObserved)}
         if head >= before + count:
             break
-    after = ledger.projection_positions()
+    after = ledger.ops.projection_positions()
     ledger.close()
     return {"appended": head - before, "head": head, "positions_before": position, "positions": after,
             "clock_us": clock.us, "cited": sorted(c for c in cited if c), "papers": papers}  # fmt: skip
@@ -98,8 +98,8 @@ def project(db: str) -> dict[str, Any]:
     """Every projection to the head."""
     ledger = Ledger(db)
     start = time.perf_counter()
-    ledger.project()
-    out = {"positions": ledger.projection_positions(), "head": ledger.head().seq,
+    ledger.ops.project()
+    out = {"positions": ledger.ops.projection_positions(), "head": ledger.head().seq,
            "seconds": round(time.perf_counter() - start, 2)}  # fmt: skip
     ledger.close()
     return out
@@ -127,7 +127,7 @@ def serve(db: str) -> None:
     -> the seconds (wall and this process's CPU) of one record_bytes of each paper (read warm: the
     same connection every time)."""
     ledger = Ledger(db)
-    print(json.dumps({"ready": True, "head": ledger.head().seq, "positions": ledger.projection_positions()}),
+    print(json.dumps({"ready": True, "head": ledger.head().seq, "positions": ledger.ops.projection_positions()}),
           flush=True)  # fmt: skip
     for line in sys.stdin:
         req = json.loads(line)
@@ -170,7 +170,7 @@ def render(db: str, spec_path: str, out_path: str) -> dict[str, Any]:
                            "sha256": hashlib.sha256(body).hexdigest()}  # fmt: skip
                     out.write(json.dumps(row) + "\n")
                     n += 1
-    positions = ledger.projection_positions()
+    positions = ledger.ops.projection_positions()
     head = ledger.head().seq
     ledger.close()
     return {"records": n, "head": head, "positions": positions}

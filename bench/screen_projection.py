@@ -69,7 +69,7 @@ def build(db: str, base: int) -> int:
     while ledger.head().seq < base:
         ledger.append(next(more), resolver_events=True)
         n += 1
-    ledger.project()
+    ledger.ops.project()
     ledger.close()
     return n * 50  # papers filler(0) made: bench/screen_cost.py fills 50 papers a batch
 

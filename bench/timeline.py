@@ -100,11 +100,11 @@ def measure(db: str, runs: int) -> list[tuple[str, str]]:
             mid, low = p50(fn, runs)
             verdict = "ok" if mid < TARGET_MS else "MISS"
             rows.append((f"{name} + timeline, {kind}, p50 (min)", f"{mid:.1f} ms ({low:.1f}) {verdict}"))
-    timeline, _ = ledger.timeline(PAPER)
+    timeline, _ = ledger.records.timeline(PAPER)
     rows.append(
         (
             "timeline read and fold alone, p50 (min)",
-            _ms(p50(lambda: ledger.timeline(PAPER), runs)),
+            _ms(p50(lambda: ledger.records.timeline(PAPER), runs)),
         )
     )
     t = parse_ts(AS_OF)

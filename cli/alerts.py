@@ -14,7 +14,7 @@ import msgspec
 
 from cli.common import db_option, instant, read_db_option
 from ledger.model.codec import canonical
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import format_recorded
 from service.alerts import alerts as al
 from service.alerts.secrets import SECRET_GRACE_S
 from service.ledger import Ledger
@@ -71,11 +71,11 @@ def watch_add(
     allow = os.environ.get(_ALLOW, "").replace(",", " ").split()
     ledger = Ledger(db)
     spec = al.parse_watch(body, allow)
-    made, covered = al.add_watch(ledger.store, spec)
+    made, covered = ledger.alerts.add_watch(spec)
     if as_json:
         click.echo(canonical(al.watch_json(made, covered, spec.secret_made)).decode())
         return
-    raised = len(ledger.store.alerts.alerts(made.id, 0, 10_000))
+    raised = len(ledger.alerts.alerts(made.id, 0, 10_000))
     click.echo(
         f"watch {made.id}: {made.kind} {_target(made)}; {len(covered)} work(s) covered, {raised} alert(s)"
     )
@@ -91,10 +91,10 @@ def _target(w: al.Watch) -> str:
 @read_db_option
 def watch_list(db: str) -> None:
     """Every watch in force, one a line, with its owner: the operator (made here) or a token's sha256."""
-    tables = Ledger(db).store.alerts
+    alerts = Ledger(db).alerts
     after = ""
     while True:
-        page = tables.watches(after)
+        page = alerts.watches(after)
         for w in page:
             hook = f" -> {w.callback_url}" if w.callback_url else ""
             click.echo(f"{w.id}  {w.kind} {_target(w)}{hook}  (since {w.created_at}; owner {_owner(w)})")
@@ -113,11 +113,7 @@ def _owner(w: al.Watch) -> str:
 @db_option
 def watch_remove(watch_id: str, db: str) -> None:
     """Stop a watch (its pending webhooks are dropped; its alerts stay readable)."""
-    ledger = Ledger(db)
-    w = al.watch_of(ledger.store, watch_id)
-    tables = ledger.store.alerts
-    with tables.updating():
-        tables.remove_watch(w.id, format_recorded(now_us()))
+    w = Ledger(db).alerts.remove_watch(watch_id)
     click.echo(f"watch {w.id} removed")
 
 
@@ -139,7 +135,7 @@ def watch_rotate_secret(watch_id: str, secret: str | None, grace: float, as_json
     old secret signs beside the new one for the grace."""
     ledger = Ledger(db)
     new, made = al.parse_rotation({} if secret is None else {"secret": secret})
-    rotated = al.rotate_secret(ledger.store, watch_id, new, made, grace)
+    rotated = ledger.alerts.rotate_secret(watch_id, new, made, grace)
     if as_json:
         click.echo(canonical(al.rotation_json(rotated)).decode())
         return
@@ -157,11 +153,11 @@ def watch_rotate_secret(watch_id: str, secret: str | None, grace: float, as_json
 def alerts_command(watch_id: str | None, since: str | None, as_json: bool, db: str) -> None:
     """A watch's alerts (with no WATCH_ID, every watch's), in the order they were raised."""
     ledger = Ledger(db)
-    only = al.watch_of(ledger.store, watch_id).id if watch_id is not None else None
+    only = ledger.alerts.watch_of(watch_id).id if watch_id is not None else None
     since_us = instant(since, "--since", future=True)
     after = 0
     while True:
-        page = ledger.store.alerts.alerts(only, after, 100, since_us)
+        page = ledger.alerts.alerts(only, after, 100, since_us)
         for a in page:
             if as_json:
                 click.echo(a.body)

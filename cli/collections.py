@@ -38,7 +38,7 @@ def _change(db: str, name: str, add: list[str], remove: list[str], as_json: bool
         if canon != given:
             click.echo(f"note: ID {given!r} read as {canon}", err=True)
     ledger = Ledger(db)
-    done = ledger.change_collection(data)
+    done = ledger.intake.change_collection(data)
     item = done.result.items[0]
     if as_json:
         body = {

@@ -48,11 +48,10 @@ def _origin(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _checkpointer(db: str, origin: str | None):  # type: ignore[no-untyped-def]
-    from ledger.tlog.checkpoint import Checkpointer
     from service.ledger import Ledger
 
     ledger = Ledger(db)
-    return ledger, Checkpointer.for_db(ledger.store, origin)
+    return ledger, ledger.log.checkpointer(origin)
 
 
 def _checkpointer_command(
@@ -98,11 +97,10 @@ def register(main: click.Group) -> None:
     @read_db_option
     def proof(seq: int, tree_size: int | None, db: str) -> None:
         """Print the inclusion proof of event SEQ as JSON (hashes in base64)."""
-        from ledger.tlog import merkle_store
         from service.ledger import Ledger
 
         try:
-            _json(merkle_store.inclusion(Ledger(db).store, seq, tree_size).to_json())
+            _json(Ledger(db).log.inclusion(seq, tree_size).to_json())
         except LedgerError as e:
             fail(e)
 
@@ -115,8 +113,8 @@ def register(main: click.Group) -> None:
         from ledger.tlog import merkle_store
         from service.ledger import Ledger
 
-        store = Ledger(db).store
-        new = store.head().seq if new_size is None else new_size
+        log = Ledger(db).log
+        new = log.head().seq if new_size is None else new_size
         if new_size is None and old_size > new:
             fail(
                 NotFound(
@@ -126,14 +124,14 @@ def register(main: click.Group) -> None:
                 )
             )
         try:
-            path = merkle_store.consistency(store, old_size, new)
+            proof = log.consistency(old_size, new)
             _json(
                 {
                     "from": old_size,
                     "to": new,
-                    "old_root_hash": merkle_store.b64(merkle_store.tree_root(store, old_size)),
-                    "new_root_hash": merkle_store.b64(merkle_store.tree_root(store, new)),
-                    "consistency_path": [merkle_store.b64(h) for h in path],
+                    "old_root_hash": merkle_store.b64(proof.old_root),
+                    "new_root_hash": merkle_store.b64(proof.new_root),
+                    "consistency_path": [merkle_store.b64(h) for h in proof.path],
                 }
             )
         except LedgerError as e:
@@ -302,21 +300,21 @@ def _last_walk(p: dict[str, Any]) -> str:
 
 def _verify(db: str, as_json: bool, resume: bool, given: _Held | None) -> None:
     from ledger.model.instants import now_us
-    from service.ledger import Ledger, verify_store
-    from service.ops.scrub import VERIFY, PassLog, chain_status, pass_of
+    from service.ledger import Ledger
+    from service.ops.scrub import VERIFY, pass_of
 
     ledger = Ledger(db)
     held = None if given is None else _open_held(ledger, given)
-    passes = PassLog(ledger.store)
-    point = ledger.store.tables.verified_point() if resume else None
+    passes = ledger.ops.passes()
+    point = ledger.log.verified_point() if resume else None
     progress, every, bar = _progress(ledger.head().seq - (point.seq if point is not None else 0))
     try:
         if resume:
             # the prefix it does not re-hash is vouched for by the last recorded full walk, named below
-            status = chain_status(ledger.store, passes, kind=VERIFY, progress=progress, every=every)
+            status = ledger.ops.chain_status(passes, kind=VERIFY, progress=progress, every=every)
         else:
             started = now_us()
-            report = verify_store(ledger.store, progress, remember=True, every=every)
+            report = ledger.log.verify(progress, remember=True, every=every)
             done = pass_of(VERIFY, report, started, now_us())
             passes.record(done)
             status = {**report.to_dict(), "last_full_walk": done.to_dict()}
@@ -324,13 +322,11 @@ def _verify(db: str, as_json: bool, resume: bool, given: _Held | None) -> None:
         if bar is not None:
             bar.__exit__(None, None, None)
     # each projection was checked against the events up to its position (--json names them)
-    status["projections"] = ledger.projection_positions()
+    status["projections"] = ledger.ops.projection_positions()
     verdict = None
     if held is not None:
-        from ledger.tlog.held_checkpoint import hold_against
-
         try:
-            verdict = hold_against(ledger.store, held)
+            verdict = ledger.log.hold_against(held)
         except LedgerError as e:  # a chain too broken to give a root at that size
             status["note"] = f"the held checkpoint could not be checked: {e.message}"
         else:
@@ -384,12 +380,12 @@ def _steps(status: dict[str, Any]) -> str:
 
 def _open_held(ledger: Any, given: _Held) -> Any:
     """The held checkpoint, its signature verified with --key or the ledger's key file (exit 1 if not)."""
-    from ledger.tlog.checkpoint import Checkpointer, NoteError, open_checkpoint, read_vkey_arg
+    from ledger.tlog.checkpoint import NoteError, open_checkpoint, read_vkey_arg
 
     if given.key_arg is not None:
         verifier = read_vkey_arg(given.key_arg)  # InvalidEvent naming --key: exit 1
     else:
-        checkpointer = Checkpointer.for_db(ledger.store)
+        checkpointer = ledger.log.checkpointer()
         existing = checkpointer.existing_verifier()
         if existing is None:
             fail(
@@ -416,13 +412,12 @@ def _open_held(ledger: Any, given: _Held) -> Any:
 
 def _scrub(db: str, as_json: bool, pace: float) -> None:
     from service.ledger import Ledger
-    from service.ops.scrub import PassLog, scrub_pass
 
     ledger = Ledger(db)
-    passes = PassLog(ledger.store)
+    passes = ledger.ops.passes()
     progress, every, bar = _progress(ledger.head().seq)
     try:
-        done = scrub_pass(ledger.store, passes, pace=pace, progress=progress, every=every)
+        done = ledger.ops.scrub(passes, pace=pace, progress=progress, every=every)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

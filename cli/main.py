@@ -297,7 +297,7 @@ def events(after: int, limit: int | None, stream: str | None, type_: str | None,
     """Print stored envelopes as NDJSON."""
     out = sys.stdout.buffer
     enc = msgspec.json.Encoder(order="sorted")
-    for e in _ledger(db).store.read_log(after, limit, stream, type_):
+    for e in _ledger(db).log.read_log(after, limit, stream, type_):
         out.write(enc.encode(envelope_json(e)) + b"\n")
 
 

@@ -30,7 +30,7 @@ def register(main: click.Group) -> None:
 def stats(as_json: bool, db: str) -> None:
     """Rows in each table of the ledger, and its head."""
     ledger = Ledger(db)
-    tables, head = ledger.store.stats(), ledger.head()
+    tables, head = ledger.ops.stats(), ledger.head()
     if as_json:
         click.echo(canonical({"head": {"seq": head.seq, "hash": head.hash}, "tables": tables}).decode())
         return
@@ -46,9 +46,7 @@ def stats(as_json: bool, db: str) -> None:
 def status(as_json: bool, db: str) -> None:
     """One screen of what the ledger is doing, read from its database: the head, its size on disk, the
     last full walk of the chain, the last signed checkpoint and the webhook outbox."""
-    from service.ops.status import read_status
-
-    now = read_status(Ledger(db).store)
+    now = Ledger(db).ops.status()
     if as_json:
         click.echo(canonical(now.to_dict()).decode())
         return
@@ -65,8 +63,8 @@ def project(db: str) -> None:
     ledger = Ledger(db)
     try:
         head = ledger.head().seq
-        reached = ledger.project()
-        positions = ledger.projection_positions()
+        reached = ledger.ops.project()
+        positions = ledger.ops.projection_positions()
     finally:
         ledger.close()
     named = ", ".join(f"{name} {seq:,}" for name, seq in positions.items())

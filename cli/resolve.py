@@ -114,7 +114,7 @@ def register(main: click.Group) -> None:
         resolution per changed answer; or, with --observation, record a person's resolution; or, with
         --explain, say how one observation was resolved."""
         from service.resolver import jobs
-        from service.resolver.defaults import ledger_catalogue
+        from service.resolver.defaults import catalogue_for
         from service.resolver.explain import explain_lines, explanation, paper_of
         from service.resolver.match import max_text
         from service.resolver.parse import SettingError
@@ -143,11 +143,10 @@ def register(main: click.Group) -> None:
                 asked = person_choice(by, doi, arxiv, clear)
                 ledger = _ledger(ctx, db)
                 given = (ctx.obj or {}).get("resolver") if isinstance(ctx.obj, dict) else None
-                catalogue = given.catalogue(ledger) if given is not None else ledger_catalogue(ledger)
-                result = resolve_by_person(ledger, observation, asked, catalogue)
+                result = resolve_by_person(ledger, observation, asked, catalogue_for(given, ledger))
             except LedgerError as refused:
                 fail(as_flag(refused))
-            e = ledger.store.envelopes([result.items[0].seq])[0] if result.appended else None
+            e = ledger.records.envelopes([result.items[0].seq])[0] if result.appended else None
             where = "already recorded" if e is None else f"seq {e.seq}"
             click.echo(f"resolved {observation} by person:{asked.by} ({where})")
             return

@@ -86,7 +86,7 @@ def screen_command(
     from ledger.model.ids import normalise_arxiv
     from service.ledger import Ledger
     from service.proofs.screen_bundle import screen_checkpoint
-    from service.screen import Query, collection_members, page_json, screen, screen_changes
+    from service.screen import Query, page_json
 
     t, k = instant(as_of, "--as-of"), instant(known_at, "--known-at")
     start = instant(changes_from, "--changes-from")
@@ -97,7 +97,7 @@ def screen_command(
     ledger = Ledger(db)
     try:
         chosen = (
-            collection_members(ledger, collection, k)
+            ledger.records.collection_members(collection, k)
             if collection is not None
             else (frozenset(normalise_arxiv(p, "--paper") for p in papers) if papers else None)
         )
@@ -106,9 +106,9 @@ def screen_command(
         first = True
         while True:
             if start is None:
-                answer = screen(ledger.store, query, page, limit)
+                answer = ledger.records.screen(query, page, limit)
             else:
-                answer = screen_changes(ledger.store, query, start, page, limit)
+                answer = ledger.records.screen_changes(query, start, page, limit)
             if bundle_to is not None:
                 _bundle(ledger, page_json(answer, collection), bundle_to)
                 return

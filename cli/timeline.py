@@ -23,7 +23,7 @@ def timeline(arxiv_id: str, as_json: bool, db: str) -> None:
     the events behind it. Any of them is a record: `ledger record ID --as-of INSTANT`."""
     from service.ledger import Ledger
 
-    found, _ = Ledger(db).timeline(arxiv_id)  # a LedgerError leaves as one line (cli.main)
+    found, _ = Ledger(db).records.timeline(arxiv_id)  # a LedgerError leaves as one line (cli.main)
     if as_json:
         out = msgspec.to_builtins(found)
         for item, instant in zip(out["instants"], found.instants, strict=True):

@@ -154,7 +154,7 @@ class Collections:
     """The collections of one ledger: their membership as known at any instant, and changes to them."""
 
     def __init__(self, store: Store, clock: Callable[[], int] | None = None) -> None:
-        self.store = store
+        self._store = store
         self._clock = clock or now_us
 
     def members(
@@ -165,22 +165,22 @@ class Collections:
         `upto_seq` reads no change past that seq: the membership at a head read already."""
         if not 0 < len(name) <= MAX_COLLECTION_NAME or not COLLECTION_NAME_RE.fullmatch(name):
             return None  # never looked up: no event may carry it
-        events = self.store.read_log(stream=PREFIX + name, type=TYPE)
+        events = self._store.read_log(stream=PREFIX + name, type=TYPE)
         folded = fold(events, known_at_us, upto_seq).get(name)
         return None if folded is None else frozenset(folded)
 
     def names(self, known_at_us: int | None = None, *, upto_seq: int | None = None) -> list[str]:
         """The collections made by `known_at_us` (recorded time; None: now), by name."""
-        return sorted(fold(self.store.read_streams(PREFIX, upto_seq), known_at_us))
+        return sorted(fold(self._store.read_streams(PREFIX, upto_seq), known_at_us))
 
     def sizes(self, known_at_us: int | None = None, *, upto_seq: int | None = None) -> dict[str, int]:
         """Each collection made by `known_at_us` and how many papers it held then, by name."""
-        folded = fold(self.store.read_streams(PREFIX, upto_seq), known_at_us)
+        folded = fold(self._store.read_streams(PREFIX, upto_seq), known_at_us)
         return {n: len(m) for n, m in sorted(folded.items())}
 
     def history(self, name: str) -> list[StoredEvent]:
         """The changes of collection `name`, in seq order."""
-        return self.store.read_log(stream=PREFIX + name, type=TYPE)
+        return self._store.read_log(stream=PREFIX + name, type=TYPE)
 
     def change(
         self, append: Callable[[Sequence[CollectionChanged]], AppendResult], data: CollectionData

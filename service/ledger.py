@@ -1,4 +1,7 @@
-"""The Ledger: one object the CLI and the API share (append, import, record as of T, verify)."""
+"""The Ledger: one object the CLI and the API share. It appends, imports, reads the record as of T and
+verifies; the rest is done by the services it holds, one per capability (`records`, `log`, `alerts`,
+`works`, `collections`, `intake`, `ops`), each keeping the store to itself. A door calls these and
+never the store."""
 
 from __future__ import annotations
 
@@ -9,101 +12,44 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from ledger.model.claims import refuse_claims
 from ledger.model.codec import canonical, check_rules, check_types
-from ledger.model.errors import NotFound
 from ledger.model.events import Event
-from ledger.model.facts import Fact, Head
+from ledger.model.facts import Head
 from ledger.model.importer import Batch, parse_input
-from ledger.model.instants import MAX_US, now_us
+from ledger.model.instants import now_us
 from ledger.model.record_types import Record
-from ledger.storage.append import AppendResult, append_batch, needs_of
-from ledger.storage.backend import Store, Unsupported, is_pg_url, open_store
-from ledger.storage.backend import copy_ledger as copy_ledger
+from ledger.storage.append import AppendResult as AppendResult
+from ledger.storage.append import append_batch, needs_of
+from ledger.storage.backend import Store, Unsupported, open_store
+from ledger.storage.backend import is_pg_url as is_pg_url
 from ledger.storage.group_commit import GroupCommitter, GroupObserver
-from ledger.storage.interface import CatalogueTables as CatalogueTables
-from ledger.storage.interface import WriteTx
+from ledger.storage.interface import CatalogueTables, WriteTx
 from ledger.storage.interface import side_path as side_path
 from ledger.storage.projector import (
-    PROJECTIONS,
     READ_BY_RECORDS,
-    Projection,
     catch_up,
     lowest_position,
 )
 from ledger.storage.state.alerts import Alert as Alert
-from ledger.storage.verify import VerifyReport, verify_store
+from ledger.storage.verify import VerifyReport
 from ledger.storage.writers import WriteBy as WriteBy
 from ledger.storage.writers import WriterRow as WriterRow
 from ledger.storage.writers import by_cli as by_cli
 from ledger.storage.writers import by_token as by_token
 from ledger.storage.writers import writer_rows
-from projections.readings import Sides, resolution_sides
-from projections.record import Built, build_record
-from projections.timeline import Timeline, build_timeline
-from service.alerts.alerts import PaperNotice, alerts_in, raise_new
-from service.collections import Changed, CollectionData, Collections
+from service.alerts.watching import Alerts
+from service.catalogue import Catalogue
+from service.collections import Collections
+from service.log import Log
+from service.ops.operations import Operations
 from service.ops.projector import max_lag
-
-
-class Evidence:
-    """A record, the head it was read at, and its inbound observations past the cap, page by page."""
-
-    def __init__(self, built: Built, head: Head, reader: Any) -> None:
-        self.built = built
-        self.head = head
-        self._reader = reader
-
-    @property
-    def hidden(self) -> int:
-        """Inbound observations the record counts but does not show."""
-        return self.built.inbound_total - len(self.built.record.inbound)
-
-    def hidden_seqs(self, offset: int, limit: int) -> list[int]:
-        """The seqs of the citations and resolutions of hidden observations offset..offset+limit (in the
-        record's order), sorted."""
-        start = len(self.built.record.inbound) + offset
-        pairs = self._reader.inbound_seqs(self.built.record.paper.arxiv_id, start, limit)
-        return sorted(s for pair in pairs for s in pair)
-
-    def all_seqs(self, page: int = 5000) -> list[int]:
-        """Every seq the record was built from, sorted: the shown events and every hidden page."""
-        seqs = set(self.built.seqs)
-        for offset in range(0, self.hidden, page):
-            seqs.update(self.hidden_seqs(offset, page))
-        return sorted(seqs)
-
-
-class PaperView(NamedTuple):
-    """A paper as a page shows it: its timeline, its record as of T (None before its first snapshot),
-    the head both were read at, (when asked) the notices in force as of T and the sources checked, and T."""
-
-    timeline: Timeline
-    record: Record | None
-    head: Head
-    held: tuple[list[PaperNotice], list[str]] | None
-    as_of_us: int  # the instant read as of (now, when none was asked for)
-    # each outbound reference's latest resolution from a source and from the ledger, as of T
-    sides: dict[str, Sides] | None = None
-
-
-class _OwnStream:
-    """A record reader whose paper stream was read already (the rest of its reads go to `reader`)."""
-
-    def __init__(self, reader: Any, arxiv_id: str, own: list[Fact]) -> None:
-        self._reader = reader
-        self._id = arxiv_id
-        self._own = own
-
-    def paper_stream(self, arxiv_id: str) -> list[Fact]:
-        """The paper's own stream, as read (another paper's from the reader)."""
-        return self._own if arxiv_id == self._id else self._reader.paper_stream(arxiv_id)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._reader, name)
-
+from service.records import Evidence as Evidence
+from service.records import PaperView as PaperView
+from service.records import Records
+from service.writes import Intake
 
 # the ledgers this process appended to since their projections were last brought up (project_appended)
 _APPENDED: weakref.WeakSet[Ledger] = weakref.WeakSet()
@@ -122,7 +68,7 @@ def project_appended() -> None:
     """Bring the projections a record reads up to the head of every ledger this process appended to:
     what a command runs before it exits, so a ledger with no server never waits on a projector."""
     while _APPENDED:
-        _APPENDED.pop().project(READ_BY_RECORDS)
+        _APPENDED.pop().ops.project(READ_BY_RECORDS)
 
 
 @contextmanager
@@ -176,7 +122,8 @@ class Ledger:
         self._clock = clock
         self.url = str(db)
         self._path = None if is_pg_url(db) else Path(db)
-        # mapped: a SQLite file read through a memory map (a process that searches a large catalogue)
+        # mapped: a SQLite file read through a memory map (a process that searches a large catalogue).
+        # The service floor's own: a door reaches it only through the services below (tests/test_doors.py)
         self.store: Store = open_store(db, synchronous=synchronous, mapped=mapped)
         # concurrent writers (API threads) share transactions; a lone script needs no writer thread
         self._committer = GroupCommitter(self.store) if group_commit else None
@@ -185,6 +132,14 @@ class Ledger:
         # the watches' alerts raised right after each append (a server raises them in a thread instead)
         self._raise_alerts = raise_alerts
         self._group_observer: GroupObserver | None = None
+        # the services, one per capability: what a door calls instead of the store
+        self.collections = Collections(self.store, self.now)
+        self.records = Records(self.store, self.now, self._fresh, self.collections)
+        self.log = Log(self.store)
+        self.alerts = Alerts(self.store)
+        self.works = Catalogue(self.store)
+        self.intake = Intake(self.collections, self._append_by, self._on_commit, self._on_group_commit)
+        self.ops = Operations(self.store)
 
     @property
     def path(self) -> Path:
@@ -203,13 +158,10 @@ class Ledger:
             self._committer.close()
         self.store.close()
 
-    def on_commit(self, listener: Callable[[], None]) -> None:
-        """Call `listener()`, in the committing thread, after each append through this object commits."""
+    def _on_commit(self, listener: Callable[[], None]) -> None:
         self._commit_listeners.append(listener)
 
-    def on_group_commit(self, observer: GroupObserver) -> None:
-        """Call `observer(batches, seconds)` after each write transaction of this object commits: how many
-        batches shared it (1 without group commit) and its time from BEGIN to COMMIT."""
+    def _on_group_commit(self, observer: GroupObserver) -> None:
         self._group_observer = observer
         if self._committer is not None:
             self._committer.observer = observer
@@ -224,19 +176,8 @@ class Ledger:
 
     @property
     def catalogue(self) -> CatalogueTables:
-        """The resolver's catalogue (resolver-v1.md), first brought up to the head (a ledger that cannot
-        be written is read as far as it reaches)."""
-        catalogue = self.store.catalogue
-        head = self.store.head().seq
-        if catalogue.catalogue_indexed() < head:
-            catalogue.index_catalogue(head)
-        return catalogue
-
-    def catalogue_work_data(self, dois: Sequence[str]) -> dict[str, bytes]:
-        """The data (canonical bytes) of the latest work.observed of each of these normalised DOIs the
-        ledger holds (what a works ingest compares with, so that a re-ingest appends nothing)."""
-        self.catalogue  # noqa: B018 - brought up to the head first
-        return self.store.catalogue.latest_work_data(dois)
+        """The resolver's catalogue (resolver-v1.md), first brought up to the head (`works.tables()`)."""
+        return self.works.tables()
 
     def append(
         self,
@@ -298,17 +239,11 @@ class Ledger:
             _APPENDED.add(self)
             self._keep_up(result.head.seq)
         if self._raise_alerts and result.appended:
-            raise_new(self.store)
+            self.alerts.raise_new()
         return result
 
-    @property
-    def collections(self) -> Collections:
-        """The ledger's collections (service/collections.py): their members as known at any instant."""
-        return Collections(self.store, self.now)
-
-    def change_collection(self, data: CollectionData, by: WriteBy | None = None) -> Changed:
-        """Append one change of a collection, `by` (else the context's writer) recorded as its writer."""
-        return self.collections.change(lambda events: self.append(events, by=by), data)
+    def _append_by(self, events: Sequence[Event], by: WriteBy | None) -> AppendResult:
+        return self.append(events, by=by)
 
     def _keep_up(self, head: int) -> None:
         """Back-pressure: an appender that finds the record's projections more than the allowed lag
@@ -321,16 +256,6 @@ class Ledger:
         them (left as they are on a ledger that cannot be written, or opened not to write)."""
         if self._project_on_read and lowest_position(self.store, READ_BY_RECORDS) < self.store.head().seq:
             catch_up(self.store, READ_BY_RECORDS)
-
-    def projection_positions(self) -> dict[str, int]:
-        """Each projection's position: the last seq whose events its rows hold (verify checks them
-        against the events up to there)."""
-        return {p.name: p.position(self.store) for p in PROJECTIONS}
-
-    def project(self, projections: Sequence[Projection] = PROJECTIONS) -> int:
-        """Bring these projections (default: every one) up to the head; the lowest seq they reached (less
-        than the head on a ledger that cannot be written)."""
-        return catch_up(self.store, projections)
 
     def append_batch(self, batch: Batch, *, resolver_events: bool = False) -> AppendResult:
         """Append a parsed batch (record decomposition, NDJSON, or POST /events body); a record's
@@ -358,72 +283,10 @@ class Ledger:
     def evidence(
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None, *, pages: bool = True
     ) -> Iterator[Evidence]:
-        """The record as of T (default now) and K, and a way to read every event it was built from, in
-        one consistent read of the ledger (held until the block ends). The observations past the cap are
-        read page by page from the spans as stored, so they are first projected to the head, unless
-        `pages` is False (the record alone is wanted)."""
-        if pages:
-            self._fresh()
-        t = self.now() if as_of_us is None else as_of_us
-        with self.store.snapshot(t, known_us) as reader:
-            head = reader.head()
-            try:
-                built = build_record(reader, arxiv_id, t)
-            except NotFound as e:
-                raise self._not_found(arxiv_id, e) from None
-            yield Evidence(built, head, reader)
-
-    def _not_found(self, arxiv_id: str, e: NotFound) -> NotFound:
-        """The record's NotFound, saying when the paper was first observed (or that it never was)."""
-        history = self.store.paper_history(arxiv_id)
-        first = min(history, key=lambda f: (f.observed_us, f.seq)) if history else None
-        msg = e.message + (
-            f"; it was first observed at {first.observed_at}"
-            if first
-            else "; it has never been observed in this ledger"
-        )
-        return NotFound(
-            msg, details={"arxiv_id": arxiv_id, "first_observed_at": first.observed_at if first else None}
-        )
-
-    def timeline(self, arxiv_id: str) -> tuple[Timeline, Head]:
-        """The paper's timeline, known now (projections/timeline.py), and the head it was read at."""
-        self._fresh()
-        with self.store.snapshot(MAX_US) as reader:
-            return build_timeline(reader, arxiv_id), reader.head()
-
-    def timeline_and_record(
-        self,
-        arxiv_id: str,
-        as_of_us: int | None = None,
-        *,
-        strict: bool = False,
-        cached: Callable[[Head], Timeline | None] | None = None,
-        alerts: bool = False,
-    ) -> PaperView:
-        """The timeline and the record as of T (default now), in one consistent read, and its head;
-        with `alerts`, the notices in force as of T (service.alerts.alerts.paper_alerts). Before the paper's
-        first snapshot the record is None, or (`strict`) the record's NotFound is raised.
-        `cached(head)` may give the timeline already read at that head."""
-        self._fresh()
-        t = self.now() if as_of_us is None else as_of_us
-        with self.store.snapshot(MAX_US) as reader:
-            head = reader.head()
-            timeline = None if cached is None else cached(head)
-            # the paper's stream read once: the record and the alerts take the part observed by T
-            own = reader.paper_stream(arxiv_id)
-            at_t = _OwnStream(reader.at(t), arxiv_id, [f for f in own if f.observed_us <= t])
-            try:
-                record: Record | None = build_record(at_t, arxiv_id, t).record
-            except NotFound as e:
-                if strict:
-                    raise self._not_found(arxiv_id, e) from None
-                record = None
-            held = alerts_in(at_t, arxiv_id, at_t.paper_stream(arxiv_id)) if alerts else None
-            if timeline is None:
-                timeline = build_timeline(reader, arxiv_id, own)
-            sides = resolution_sides(at_t.paper_stream(arxiv_id))
-            return PaperView(timeline, record, head, held, t, sides)
+        """The record as of T (default now) and K and a way to read every event it was built from, in one
+        consistent read held until the block ends (`records.evidence`)."""
+        with self.records.evidence(arxiv_id, as_of_us, known_us, pages=pages) as ev:
+            yield ev
 
     def record_bytes(
         self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
@@ -434,4 +297,4 @@ class Ledger:
 
     def verify(self, progress: Callable[[int], None] | None = None) -> VerifyReport:
         """Recompute the whole chain, the check_works index, the stored Merkle nodes and the checkpoint."""
-        return verify_store(self.store, progress)
+        return self.log.verify(progress)

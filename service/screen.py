@@ -14,22 +14,18 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
 from ledger.model.codec import canonical
-from ledger.model.errors import InvalidEvent, NotFound
+from ledger.model.errors import InvalidEvent
 from ledger.model.events import NOTICE_KINDS, Notice
 from ledger.model.facts import Head
 from ledger.model.instants import format_as_of, format_recorded
 from ledger.model.record_types import NoticeEvent
 from ledger.storage.interface import Store
 from projections import screen as proj
-from service.resolver.shown import event_links
-
-if TYPE_CHECKING:
-    from service.ledger import Ledger
 
 SCHEMA = "citation-ledger.screen.v1"
 CHANGES_SCHEMA = "citation-ledger.screen-changes.v1"
@@ -77,15 +73,9 @@ class Page(NamedTuple):
     from_us: int | None = None  # a page of changes: from this instant to the query's T
 
 
-def collection_members(ledger: Ledger, name: str, known_us: int | None) -> frozenset[str]:
-    """The papers of collection `name` as the ledger knew them at K (recorded time; None: now), as of
-    the head now: the one place a screen asks for a collection's members. NotFound naming
-    `collection` for one not made by then."""
-    members = ledger.collections.members(name, known_us, upto_seq=ledger.head().seq)
-    if members is None:
-        when = "" if known_us is None else f" known at {format_recorded(known_us)}"
-        raise NotFound(f"no collection {name[:80]!r}{when}", details={"collection": name[:80]})
-    return members
+def event_links(seq: int) -> dict[str, str]:
+    """Where an event is served (its envelope in the log) and its inclusion proof."""
+    return {"event": f"/evidence?after={seq - 1}&limit=1", "proof": f"/evidence/{seq}/proof"}
 
 
 def check_kinds(kinds: Collection[str] | None, where: str = "kind") -> frozenset[str] | None:

@@ -18,7 +18,7 @@ def imported_fixture_db(db_factory: Callable[[Path, str], str], directory: Path)
     db = db_factory(directory, "ledger.db")
     ledger = Ledger(db)
     ledger.import_bytes(FIXTURE_PATH.read_bytes())
-    ledger.project(READ_BY_RECORDS)  # the spans a tampering test edits
+    ledger.ops.project(READ_BY_RECORDS)  # the spans a tampering test edits
     if not is_pg_url(db):
         busy, _, _ = ledger.store._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()  # type: ignore[attr-defined]
         assert busy == 0

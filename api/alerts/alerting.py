@@ -16,8 +16,8 @@ from starlette.applications import Starlette
 
 from api.alerts.webhooks import sender
 from api.ops import metrics
-from service.alerts.alerts import AddressPolicy, raise_new
-from service.alerts.webhooks import DEADLINE_S, Deliverer
+from service.alerts.alerts import AddressPolicy
+from service.alerts.webhooks import DEADLINE_S
 from service.ledger import Ledger
 
 log = logging.getLogger("api.alerting")
@@ -72,25 +72,24 @@ class Alerting:
     def _raising(self) -> None:
         while not self.stop.is_set():
             try:
-                if raise_new(self.ledger.store):
+                if self.ledger.alerts.raise_new():
                     self.deliver_wake.set()
             except Exception:  # a round that failed is tried again; the cursor did not move past it
                 log.exception("raising alerts failed")
             self.raise_wake.wait(POLL_S)
             self.raise_wake.clear()
-        self.ledger.store.close()
+        self.ledger.ops.close_connection()
 
     def _delivering(self) -> None:
         try:
             asyncio.run(self._deliver())
         finally:
-            self.ledger.store.close()
+            self.ledger.ops.close_connection()
 
     async def _deliver(self) -> None:
         wake = asyncio.Event()
         self.deliver_wake.loop, self.deliver_wake.event = asyncio.get_running_loop(), wake
-        deliverer = Deliverer(self.ledger.store, self.send, self.backoff, self.deadline,
-                              on_result=self.on_result)  # fmt: skip
+        deliverer = self.ledger.alerts.deliverer(self.send, self.backoff, self.deadline, self.on_result)
         await deliverer.run(wake, self.stop.is_set)
 
 
@@ -110,7 +109,7 @@ async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
         metrics.webhook_delivery if settings.counting else None,
         settings.webhook_timeout,
     )
-    app.state.ledger.on_commit(alerting.committed)
+    app.state.ledger.intake.on_commit(alerting.committed)
     app.state.alerting = alerting
     for t in alerting.threads:
         t.start()

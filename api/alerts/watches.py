@@ -89,7 +89,7 @@ async def post_watch(request: Request) -> Response:
         spec = al.parse_watch(decode_json(raw), settings.webhook_allow)
         ledger = ledger_of(request)
         most = settings.max_watches
-        watch, covered = await run_in_threadpool(al.add_watch, ledger.store, spec, owner, most)
+        watch, covered = await run_in_threadpool(ledger.alerts.add_watch, spec, owner, most)
     finally:
         if limiter is not None:
             limiter.charge(owner, 1)  # a write, as one event; a refused one costs the attempt too
@@ -105,7 +105,7 @@ def list_watches(
 ) -> Response:
     """This token's watches in force by id, a page at a time (`next` names the next page's `after`)."""
     owner = _reader(request)
-    page = ledger_of(request).store.alerts.watches(after, PAGE, owner)
+    page = ledger_of(request).alerts.watches(after, PAGE, owner)
     body = {"watches": [al.watch_json(w) for w in page], "next": page[-1].id if len(page) == PAGE else None}
     return _json(body)
 
@@ -119,8 +119,8 @@ def get_watch(request: Request, watch_id: WatchId) -> Response:
     """The watch and the work_ids it covers now."""
     owner = _reader(request)
     ledger = ledger_of(request)
-    watch = al.watch_of(ledger.store, watch_id, owner)
-    covered = sorted({w for w, _ in ledger.store.alerts.covered(watch.id)})
+    watch = ledger.alerts.watch_of(watch_id, owner)
+    covered = ledger.alerts.covered(watch.id)
     return _json(al.watch_json(watch, covered))
 
 
@@ -128,11 +128,7 @@ def get_watch(request: Request, watch_id: WatchId) -> Response:
 def delete_watch(request: Request, watch_id: WatchId) -> Response:
     """The watch stops: no alert is raised for it any more, its pending deliveries are dropped."""
     owner = _auth(request)
-    ledger = ledger_of(request)
-    watch = al.watch_of(ledger.store, watch_id, owner)
-    tables = ledger.store.alerts
-    with tables.updating():
-        tables.remove_watch(watch.id, format_recorded(now_us()))
+    watch = ledger_of(request).alerts.remove_watch(watch_id, owner)
     return _json({"id": watch.id, "removed": True})
 
 
@@ -151,9 +147,9 @@ async def rotate_secret(request: Request, watch_id: WatchId) -> Response:
     try:
         raw = await read_body(request, MAX_WATCH_BODY)
         secret, made = al.parse_rotation(decode_json(raw) if raw.strip() else {})
-        store = ledger_of(request).store
+        alerts = ledger_of(request).alerts
         grace = settings.webhook_secret_grace
-        rotated = await run_in_threadpool(al.rotate_secret, store, watch_id, secret, made, grace, owner)
+        rotated = await run_in_threadpool(alerts.rotate_secret, watch_id, secret, made, grace, owner)
     finally:
         if limiter is not None:
             limiter.charge(owner, 1)  # a write, as making a watch is
@@ -176,8 +172,8 @@ def watch_alerts(
     """`{"alerts": [...], "next": N}`: the alerts in the order they were raised, a page at a time."""
     owner = _reader(request)
     ledger = ledger_of(request)
-    watch = al.watch_of(ledger.store, watch_id, owner)
-    page = ledger.store.alerts.alerts(watch.id, after, PAGE, instant(since, "since", future=True))
+    watch = ledger.alerts.watch_of(watch_id, owner)
+    page = ledger.alerts.alerts(watch.id, after, PAGE, instant(since, "since", future=True))
     return _json({"alerts": _alerts_json(page), "next": page[-1].n if len(page) == PAGE else None})
 
 
@@ -194,8 +190,8 @@ def watch_deliveries(
     """Every attempt: when, the address connected to, the status answered or why none came, when next."""
     owner = _reader(request)
     ledger = ledger_of(request)
-    watch = al.watch_of(ledger.store, watch_id, owner)
-    page = ledger.store.alerts.deliveries(watch.id, after, PAGE)
+    watch = ledger.alerts.watch_of(watch_id, owner)
+    page = ledger.alerts.deliveries(watch.id, after, PAGE)
     body = {"deliveries": [d._asdict() for d in page], "next": page[-1].id if len(page) == PAGE else None}
     return _json(body)
 
@@ -215,7 +211,7 @@ async def watch_alert_stream(
     alert's number, `event: alert`, `data:` the alert JSON."""
     owner = _reader(request)
     ledger = ledger_of(request)
-    watch = await run_in_threadpool(al.watch_of, ledger.store, watch_id, owner)
+    watch = await run_in_threadpool(ledger.alerts.watch_of, watch_id, owner)
     if last_event_id is not None and last_event_id.strip():
         after = counter_header(last_event_id, "Last-Event-ID", "the number of the last alert received")
     if not _streams.acquire(blocking=False):
@@ -229,7 +225,7 @@ async def _stream(request: Request, ledger: Ledger, watch_id: str, after: int) -
     try:
         quiet = 0.0
         while not await request.is_disconnected():
-            page = await run_in_threadpool(ledger.store.alerts.alerts, watch_id, after, PAGE)
+            page = await run_in_threadpool(ledger.alerts.alerts, watch_id, after, PAGE)
             for a in page:
                 yield b"id: %d\nevent: alert\ndata: %s\n\n" % (a.n, a.body.encode())
                 after = a.n
@@ -255,7 +251,7 @@ def paper_feed(request: Request, arxiv_id: ArxivId) -> Response:
     """One entry per (work, notice) the ledger holds for the works the paper cites, newest first."""
     arxiv_id = check_id(request, arxiv_id)
     ledger = ledger_of(request)
-    found = al.paper_notices(ledger.store, arxiv_id, now_us())
+    found = ledger.alerts.paper_notices(arxiv_id, now_us())
     settings = getattr(request.app.state, "settings", None)  # an app built without settings has none
     public = settings.public_url if settings is not None else None
     return Response(atom(arxiv_id, found, public), media_type="application/atom+xml")

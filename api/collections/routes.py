@@ -86,7 +86,7 @@ async def post_collection(request: Request, name: Annotated[str, _NAME]) -> Resp
         data = change_data(name, add, remove, settings.collection_limits)
         ledger = ledger_of(request)
         by = by_token(token, "POST /collections/{name}")
-        done: Changed = await run_in_threadpool(as_writer(by, lambda: ledger.change_collection(data)))
+        done: Changed = await run_in_threadpool(as_writer(by, lambda: ledger.intake.change_collection(data)))
     finally:
         if limiter is not None:
             limiter.charge(token, 1)  # one event; a refused change costs the attempt too

@@ -57,7 +57,7 @@ def evidence(
     _check_type(type)
     ledger = ledger_of(request)
     # One extra row tells whether another page exists without a second query.
-    rows = ledger.store.read_log(after, limit + 1, stream, type)
+    rows = ledger.log.read_log(after, limit + 1, stream, type)
     head = ledger.head()  # read after the page, so it is never behind the events listed
     page = _within_budget(rows[:limit])
     more = len(rows) > len(page)

@@ -27,7 +27,8 @@ from api.ops import metrics
 from api.settings import Settings
 from ledger.model.codec import canonical, envelope_json
 from ledger.model.events import StoredEvent
-from service.ledger import Ledger, Store
+from service.ledger import Ledger
+from service.log import Log
 
 log = logging.getLogger("api.live")
 
@@ -120,8 +121,8 @@ class Subscription:
 class Notifier:
     """The live feed of one event loop (one server process): a single reader for every subscriber."""
 
-    def __init__(self, store: Store, settings: Settings, loop: asyncio.AbstractEventLoop) -> None:
-        self.store = store
+    def __init__(self, reads: Log, settings: Settings, loop: asyncio.AbstractEventLoop) -> None:
+        self.reads = reads
         self.settings = settings
         self.loop = loop
         self.subscribers: set[Subscription] = set()  # admitted (the cap counts them)
@@ -202,7 +203,7 @@ class Notifier:
     ) -> tuple[bytes, int, int]:
         """A catch-up read in a worker thread: (messages, last seq, rows read), a few reads at a time."""
         async with self._catch_up:
-            return await run_in_threadpool(_read_messages, self.store, after, limit, stream, type_)
+            return await run_in_threadpool(_read_messages, self.reads, after, limit, stream, type_)
 
     async def stop(self) -> None:
         """End the polling and every subscription (server shutdown)."""
@@ -218,7 +219,7 @@ class Notifier:
     async def _run(self, ready: asyncio.Future[None]) -> None:
         try:
             try:
-                head = await run_in_threadpool(self.store.head)
+                head = await run_in_threadpool(self.reads.head)
             except asyncio.CancelledError:
                 ready.cancel()
                 raise
@@ -248,7 +249,7 @@ class Notifier:
         while self.live:
             assert self.position is not None
             try:
-                rows = await run_in_threadpool(_read_encoded, self.store, self.position, STREAM_BATCH)
+                rows = await run_in_threadpool(_read_encoded, self.reads, self.position, STREAM_BATCH)
             except Exception:
                 # e.g. the database restarting: the subscribers wait, the next poll tries again
                 if not self._failing:
@@ -277,15 +278,15 @@ class Notifier:
                 sub.offer(chunk)
 
 
-def _read_encoded(store: Store, after: int, limit: int) -> list[tuple[StoredEvent, bytes]]:
+def _read_encoded(reads: Log, after: int, limit: int) -> list[tuple[StoredEvent, bytes]]:
     """The notifier's read, encoded in the worker thread (the event loop only hands bytes out)."""
-    return [(e, sse_message(e)) for e in store.read_log(after, limit)]
+    return [(e, sse_message(e)) for e in reads.read_log(after, limit)]
 
 
 def _read_messages(
-    store: Store, after: int, limit: int, stream: str | None, type_: str | None
+    reads: Log, after: int, limit: int, stream: str | None, type_: str | None
 ) -> tuple[bytes, int, int]:
-    rows = store.read_log(after, limit, stream, type_)
+    rows = reads.read_log(after, limit, stream, type_)
     return b"".join(sse_message(e) for e in rows), (rows[-1].seq if rows else after), len(rows)
 
 
@@ -343,7 +344,7 @@ class Live:
         self.ledger = ledger
         self.settings = settings
         self._notifier: Notifier | None = None
-        ledger.on_commit(self._committed)
+        ledger.intake.on_commit(self._committed)
 
     def notifier(self) -> Notifier:
         """The running event loop's notifier (a server process has one loop; a test may run several)."""
@@ -351,7 +352,7 @@ class Live:
         current = self._notifier
         if current is None or current.loop is not loop:
             # the subscribers of an earlier loop keep their own notifier until they leave
-            current = self._notifier = Notifier(self.ledger.store, self.settings, loop)
+            current = self._notifier = Notifier(self.ledger.log, self.settings, loop)
         return current
 
     def _committed(self) -> None:

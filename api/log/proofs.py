@@ -25,7 +25,6 @@ from ledger.model.facts import Head
 from ledger.tlog import merkle_store
 from ledger.tlog.checkpoint import Checkpointer, NoteError, NotSigned, SignedCheckpoint, open_checkpoint
 from ledger.tlog.checkpoint_notes import unsigned_checkpoint
-from ledger.tlog.held_checkpoint import hold_against
 
 router = APIRouter(tags=["integrity"])
 _Route = TypeVar("_Route", bound=Callable[..., Response])
@@ -50,9 +49,9 @@ def _proof_route(path: str, summary: str) -> Callable[[_Route], _Route]:
 
 
 def _checkpointer(request: Request) -> Checkpointer:
-    # Key at backend.side_path(db, ".key"); the last signed checkpoint is kept by store.tables
+    # Key at backend.side_path(db, ".key"); the last signed checkpoint is kept by the ledger
     # (<db>.checkpoint on SQLite, the signed_checkpoint table on PostgreSQL); origin from $LEDGER_ORIGIN.
-    return Checkpointer.for_db(ledger_of(request).store)
+    return ledger_of(request).log.checkpointer()
 
 
 def _read_only(request: Request) -> bool:
@@ -73,11 +72,10 @@ def _json(body: object, head: Head) -> Response:
 def inclusion_proof(request: Request, seq: Seq, tree_size: TreeSize = None) -> Response:
     """The audit path of event `seq` in the tree of `tree_size` events, with that tree's root. A page
     for a browser (text/html above JSON in Accept), JSON for any other client."""
-    store = ledger_of(request).store
-    head = store.head()
+    log = ledger_of(request).log
+    head = log.head()
     try:
-        proof = merkle_store.inclusion(
-            store,
+        proof = log.inclusion(
             seq,
             head.seq if tree_size is None and seq <= head.seq else tree_size,
             fill=not _read_only(request),
@@ -138,17 +136,16 @@ def checkpoint(request: Request) -> Response:
 @_proof_route("/checkpoint/consistency", "Consistency proof between two tree sizes (RFC 6962)")
 def consistency_proof(request: Request, old_size: OldSize, new_size: NewSize = None) -> Response:
     """The proof that the tree of `from` events is a prefix of the tree of `to` events."""
-    store = ledger_of(request).store
-    head = store.head()
+    log = ledger_of(request).log
+    head = log.head()
     new = head.seq if new_size is None else new_size
-    fill = not _read_only(request)
-    path = merkle_store.consistency(store, old_size, new, fill=fill)
+    proof = log.consistency(old_size, new, fill=not _read_only(request))
     body = {
         "from": old_size,
         "to": new,
-        "old_root_hash": merkle_store.b64(merkle_store.tree_root(store, old_size, fill=fill)),
-        "new_root_hash": merkle_store.b64(merkle_store.tree_root(store, new, fill=fill)),
-        "consistency_path": [merkle_store.b64(h) for h in path],
+        "old_root_hash": merkle_store.b64(proof.old_root),
+        "new_root_hash": merkle_store.b64(proof.new_root),
+        "consistency_path": [merkle_store.b64(h) for h in proof.path],
     }
     return _json(body, head)
 
@@ -218,5 +215,5 @@ def _check_held(request: Request, note: str) -> tuple[dict[str, object], str]:
             signature = f"verified with {verifier.vkey}"
     except NoteError as e:
         raise InvalidEvent("note", e.message) from None
-    verdict = hold_against(ledger_of(request).store, held, fill=not _read_only(request))
+    verdict = ledger_of(request).log.hold_against(held, fill=not _read_only(request))
     return verdict.to_dict(), signature

@@ -1,4 +1,4 @@
-"""The server's cosigner (service/proofs/witnessing.py) as background work of the app, over HTTP to the
+"""The server's cosigner (service/ops/witnessing.py) as background work of the app, over HTTP to the
 witnesses named by LEDGER_WITNESSES; off the append path: appends never wait for a witness."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 
 from api.ops import metrics
 from api.ops.background import start_thread
-from service.proofs.witnessing import Cosigner, read_witnesses, run_cosigner
+from service.ops.witnessing import Cosigner, read_witnesses, run_cosigner
 
 TIMEOUT_S = 10.0  # a witness slower than this misses the round; it is asked again at the next one
 MAX_ANSWER = 64 * 1024  # a cosignature line is about 150 bytes
@@ -30,7 +30,7 @@ def cosigner_of(app: Starlette) -> Cosigner | None:
         witnesses = read_witnesses(Path(settings.witnesses_file))
         state.witness_clients = clients = WitnessClients()
         answered = metrics.witness_answered if settings.counting else None
-        cosigner = state.cosigner = Cosigner(state.ledger.store, witnesses, clients.post, answered)
+        cosigner = state.cosigner = state.ledger.log.cosigner(witnesses, clients.post, answered)
     return cosigner
 
 

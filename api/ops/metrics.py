@@ -24,11 +24,12 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from ledger.model.codec import type_of
 from ledger.model.events import Event
-from service.ops.status import Status, read_status
+from service.ops.status import Status
 
 if TYPE_CHECKING:
     from ledger.model.facts import ScrubPass
-    from service.ledger import AppendResult, Store
+    from service.ledger import AppendResult
+    from service.ops.operations import Operations
     from service.ops.scrub import PassLog
     from service.sources import Summary
 
@@ -225,14 +226,14 @@ def webhook_delivery(result: str) -> None:
 class LedgerGauges:
     """The gauges of one ledger, read from its database when collected (one consistent read)."""
 
-    def __init__(self, store: Store, passes: PassLog | None) -> None:
-        self.store = store
+    def __init__(self, ops: Operations, passes: PassLog | None) -> None:
+        self.ops = ops
         self.passes = passes
 
     def collect(self) -> Iterator[Metric]:
         """ledger_up, then the head, size, last walk, checkpoint and outbox gauges (if the read worked)."""
         try:
-            status = read_status(self.store, self.passes)
+            status = self.ops.status(self.passes)
         except Exception:  # a database that is down is a reading too, not a failed scrape
             log.exception("GET /metrics: reading the ledger's state failed")
             yield _gauge("ledger_up", "Whether the ledger's database could be read for this scrape", 0)
@@ -315,7 +316,7 @@ class _Together:
             yield from collector.collect()
 
 
-def exposition(store: Store, passes: PassLog | None) -> bytes:
+def exposition(ops: Operations, passes: PassLog | None) -> bytes:
     """The text GET /metrics answers: every process's counters, and the ledger's gauges read now."""
     if MULTIPROCESS:
         _forget_dead_workers(Path(os.environ[MULTIPROC_ENV]))
@@ -323,7 +324,7 @@ def exposition(store: Store, passes: PassLog | None) -> bytes:
         multiprocess.MultiProcessCollector(counted)
     else:
         counted = REGISTRY
-    return prometheus_client.generate_latest(_Together([counted, LedgerGauges(store, passes)]))
+    return prometheus_client.generate_latest(_Together([counted, LedgerGauges(ops, passes)]))
 
 
 _LIVE_FILE = re.compile(r"gauge_live\w*?_(\d+)\.db")

@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable
 from starlette.applications import Starlette
 
 from api.ops.background import start_thread
-from service.ops.projector import run_projector
 
 
 async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
@@ -21,4 +20,4 @@ async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
             return None
 
         return nothing
-    return start_thread("ledger-projector", lambda stop: run_projector(app.state.ledger.store, stop))
+    return start_thread("ledger-projector", app.state.ledger.ops.run_projector)

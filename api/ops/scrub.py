@@ -13,7 +13,7 @@ from api.ops import metrics
 from api.ops.background import start_thread
 from api.ops.serve_start import server_start
 from ledger.model.facts import ScrubPass
-from service.ops.scrub import PassLog, run_scrubber
+from service.ops.scrub import PassLog
 
 _LOCK = threading.Lock()
 # Answers about records and papers carry `Ledger-Chain: broken <seq>` while the last full walk says so.
@@ -30,8 +30,8 @@ def passes_of(app: Starlette) -> PassLog:
             # a read-only server writes nothing to the database: its passes are kept in memory
             writable = settings is None or not settings.read_only
             counting = settings is not None and settings.counting
-            passes = state.scrub_passes = PassLog(
-                state.ledger.store, writable=writable, on_record=metrics.scrub_recorded if counting else None
+            passes = state.scrub_passes = state.ledger.ops.passes(
+                writable=writable, on_record=metrics.scrub_recorded if counting else None
             )
         return passes
 
@@ -54,7 +54,7 @@ async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
     whenever the last recorded one is LEDGER_SCRUB_INTERVAL old, and no other process is scrubbing);
     returns its stop()."""
     settings = app.state.settings
-    store, passes = app.state.ledger.store, passes_of(app)
+    ops, passes = app.state.ledger.ops, passes_of(app)
     return start_thread(
-        "ledger-scrub", partial(run_scrubber, store, passes, settings.scrub_interval, since_us=server_start())
+        "ledger-scrub", partial(ops.run_scrubber, passes, settings.scrub_interval, since_us=server_start())
     )

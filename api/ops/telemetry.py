@@ -46,8 +46,8 @@ async def get_metrics(request: Request) -> Response:
     settings = settings_of(request)
     if settings.metrics == "token":
         require_token(request, settings, "GET /metrics (LEDGER_METRICS=token)")
-    store = ledger_of(request).store
-    body = await run_in_threadpool(metrics.exposition, store, passes_of(request.app))
+    ops = ledger_of(request).ops
+    body = await run_in_threadpool(metrics.exposition, ops, passes_of(request.app))
     return Response(body, media_type=metrics.CONTENT_TYPE)
 
 

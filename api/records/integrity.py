@@ -21,7 +21,7 @@ from projections.diff import as_json
 from projections.memory import MemoryReader
 from projections.record import build_record, inbound_observations
 from service.ledger import Ledger
-from service.ops.scrub import PassLog, chain_status
+from service.ops.scrub import PassLog
 from service.proofs.bundle import prove_seqs
 from service.resolver.evidence_check import check_resolutions
 from service.resolver.shown import WRITERS_NOTE, catalogue_seqs, writer_json
@@ -57,10 +57,10 @@ def integrity_report(
             )
         offset = (page - 2) * PAGE_OBSERVATIONS
         seqs = ev.built.seqs if page == 1 else ev.hidden_seqs(offset, PAGE_OBSERVATIONS)
-        envelopes = ledger.store.envelopes(seqs)  # in the same read as the record
+        envelopes = ledger.records.envelopes(seqs)  # in the same read as the record
         # the catalogue events the record's resolutions matched: proven too, though no part of the record
         used = [s for s in catalogue_seqs(envelopes) if s not in set(seqs)] if page == 1 else []
-        catalogue = ledger.store.envelopes(used)
+        catalogue = ledger.records.envelopes(used)
         # a seq the ledger does not hold (0, past the head) has nothing to prove: the evidence check
         # below names it as the resolution's mismatch
         used = [e.seq for e in catalogue]
@@ -83,15 +83,15 @@ def integrity_report(
         recomputed_ok = recomputed["observations_inbound"] == recomputed["observations_expected"]
     # Resume from the last verified point (a full re-walk per request would grow with the ledger);
     # what it does not re-hash is vouched for by the last recorded full walk, which it names.
-    passes = passes or PassLog(ledger.store, writable=not read_only)
-    chain = chain_status(ledger.store, passes, remember=not read_only)
+    passes = passes or ledger.ops.passes(writable=not read_only)
+    chain = ledger.ops.chain_status(passes, remember=not read_only)
     proven, proofs_note, proof_break = _proofs(ledger, sorted({*seqs, *used}), read_only)
     before = _hashes_before(ledger, envelopes)
     events = [_event(e, before, proven) for e in envelopes]
     before_used = _hashes_before(ledger, catalogue)
     catalogue_events = [_event(e, before_used, proven) for e in catalogue]
     listed = [*events, *catalogue_events]
-    writers = ledger.store.writers.writers_of(e["seq"] for e in listed)
+    writers = ledger.records.writers_of(e["seq"] for e in listed)
     for e in listed:
         e["writer"] = writer_json(writers.get(e["seq"]))
     # each resolution's evidence names the work it resolved to (page 1: the catalogue events are read)
@@ -220,7 +220,7 @@ def _hashes_before(ledger: Ledger, envelopes: list[StoredEvent]) -> dict[int, st
     in one read of the predecessors not listed themselves."""
     mine = {e.seq: e for e in envelopes}
     wanted = sorted({s - 1 for s in mine if s > 1} - set(mine))
-    near = {**{e.seq: e for e in ledger.store.envelopes(wanted)}, **mine}
+    near = {**{e.seq: e for e in ledger.records.envelopes(wanted)}, **mine}
     return {s: GENESIS if s == 1 else (near[s - 1].hash if s - 1 in near else None) for s in mine}
 
 
@@ -231,7 +231,7 @@ def _locate(ledger: Ledger, failed: list[int], head: Head) -> list[dict[str, Any
     found = []
     for block in sorted({(s - 1) >> STORED_LEVEL for s in failed}):
         first, last = (block << STORED_LEVEL) + 1, min(((block + 1) << STORED_LEVEL) + 1, head.seq)
-        rows = {e.seq: e for e in ledger.store.envelopes(list(range(max(first - 1, 1), last + 1)))}
+        rows = {e.seq: e for e in ledger.records.envelopes(list(range(max(first - 1, 1), last + 1)))}
         prev = GENESIS if first == 1 else rows[first - 1].hash if first - 1 in rows else None
         where: dict[str, Any] = {
             "seq": first,

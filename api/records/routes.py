@@ -108,7 +108,7 @@ async def record_json(
     # two indexed reads: the head (the bytes held for it were built from exactly these events) and
     # the last full walk. A local file answers in microseconds, on the loop; a database server's
     # round trip may not.
-    current, broken = head_and_walk() if ledger.store.local else await run_in_threadpool(head_and_walk)
+    current, broken = head_and_walk() if ledger.records.local else await run_in_threadpool(head_and_walk)
     hit = cache.get((arxiv_id, t, k, current))
     if hit is not None:
         telemetry.record_served(request, "json", HIT, began)
@@ -149,7 +149,7 @@ def _timeline_and_record(
 ) -> PaperView:
     """The paper's timeline (kept per ledger head) and its record as of T, from one consistent read."""
     cache = _app_cache(request, "timeline_cache", TimelineCache)
-    found = ledger_of(request).timeline_and_record(
+    found = ledger_of(request).records.timeline_and_record(
         arxiv_id, t, strict=strict, alerts=alerts, cached=lambda head: cache.get((arxiv_id, head))
     )
     cache.put((arxiv_id, found.head), found.timeline)
@@ -233,7 +233,7 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
     try:
         arxiv_id = check_id(request, arxiv_id)
         t = instant(as_of, "as_of")
-        history = ledger.store.paper_history(arxiv_id)
+        history = ledger.records.paper_history(arxiv_id)
         if not history:
             raise NotFound(
                 f"arXiv:{arxiv_id} has never been observed in this ledger",
@@ -340,9 +340,9 @@ def index(request: Request, page: Annotated[int, Query(ge=1, le=10**6)] = 1) -> 
     ledger = ledger_of(request)
     head = ledger.head()
     papers = []
-    ids = ledger.store.papers(INDEX_PAGE + 1, (page - 1) * INDEX_PAGE)
+    ids = ledger.records.papers(INDEX_PAGE + 1, (page - 1) * INDEX_PAGE)
     for arxiv_id in ids[:INDEX_PAGE]:
-        history = ledger.store.paper_history(arxiv_id)
+        history = ledger.records.paper_history(arxiv_id)
         latest = max(history, key=lambda f: (f.observed_us, f.seq))
         papers.append({"arxiv_id": arxiv_id, "title": latest.data.title})
     broken = broken_walk(request.app)

@@ -28,11 +28,8 @@ from service.screen import (
     Page,
     check_kinds,
     check_limit,
-    collection_members,
     item_row,
     page_json,
-    screen,
-    screen_changes,
 )
 from service.screen import (
     Query as ScreenQuery,
@@ -90,7 +87,7 @@ def _papers(
     if papers and collection is not None:
         raise InvalidEvent("collection", "give paper= or collection=, not both")
     if collection is not None:
-        return collection_members(ledger_of(request), collection, known_us)
+        return ledger_of(request).records.collection_members(collection, known_us)
     if not papers:
         return None
     if len(papers) > MAX_PAPERS:
@@ -202,7 +199,7 @@ async def get_screen(
         )
         size = check_limit(limit, settings_of(request).screen_page_max)
         ledger = ledger_of(request)
-        answer = await run_in_threadpool(screen, ledger.store, query, page, size)
+        answer = await run_in_threadpool(ledger.records.screen, query, page, size)
         sign = not settings_of(request).read_only
         if bundle:
             body = page_json(answer, collection)
@@ -255,7 +252,7 @@ async def get_screen_changes(
         )
         size = check_limit(limit, settings_of(request).screen_page_max)
         ledger = ledger_of(request)
-        answer = await run_in_threadpool(screen_changes, ledger.store, query, start, page, size)
+        answer = await run_in_threadpool(ledger.records.screen_changes, query, start, page, size)
         sign = not settings_of(request).read_only
         note = await run_in_threadpool(lambda: screen_checkpoint(ledger, answer.head.seq, sign=sign))
     except LedgerError as e:

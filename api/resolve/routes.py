@@ -27,9 +27,9 @@ from api.settings import ENV_RESOLVE_AT_ONCE, ENV_RESOLVE_PER_MINUTE
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent, LedgerError, NotFound
 from ledger.model.ids import normalise_arxiv
-from service.ledger import CatalogueTables, Ledger, WriteBy, as_writer, by_token
+from service.ledger import Ledger, WriteBy, as_writer, by_token
 from service.resolver.bounds import Busy, Cancelled, Gate, Lease, Limits, OverBudget, admit
-from service.resolver.defaults import Resolver, default_resolver, ledger_catalogue
+from service.resolver.defaults import Resolver, catalogue_for, default_resolver
 from service.resolver.explain import explanation
 from service.resolver.jobs import Jobs
 from service.resolver.names import Binding, NotTheirs, check_owner
@@ -64,10 +64,11 @@ def resolver_of(request: Request) -> Resolver:
     return given if given is not None else default_resolver()
 
 
-def catalogue_of(request: Request, ledger: Ledger) -> CatalogueTables:
-    """The catalogue this app resolves against (a person's resolution needs no matcher)."""
+def given_resolver(request: Request) -> Resolver | None:
+    """The resolver this app was given (app.state.resolver), if any: a person's resolution takes only
+    its catalogue."""
     given: Resolver | None = getattr(request.app.state, "resolver", None)
-    return given.catalogue(ledger) if given is not None else ledger_catalogue(ledger)
+    return given
 
 
 def jobs_of(request: Request) -> Jobs:
@@ -352,7 +353,7 @@ async def post_person(request: Request) -> Response:
     ledger = ledger_of(request)
 
     def run() -> Any:
-        return resolve_by_person(ledger, oid, asked, catalogue_of(request, ledger))
+        return resolve_by_person(ledger, oid, asked, catalogue_for(given_resolver(request), ledger))
 
     result = await run_in_threadpool(as_writer(by_token(token, "POST /resolve/person"), run))
     item = result.items[0]

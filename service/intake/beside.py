@@ -23,8 +23,9 @@ from multiprocessing.connection import Connection
 
 from ledger.model.instants import now_us
 from ledger.storage.interface import Store
+from ledger.storage.verify import VerifyReport, verify_store
 from service.children import start_context
-from service.ledger import Ledger, VerifyReport, verify_store
+from service.ledger import Ledger
 from service.ops.scrub import VERIFY, PassLog, pass_of
 
 # seconds the walker waits for a request before it looks again whether its parent is still there

@@ -23,7 +23,7 @@ from ledger.tlog.checkpoint import Checkpointer, NoteError, NotSigned, SignedChe
 from ledger.tlog.merkle import inclusion_proof, leaf_hash, split_point, subtree_hash
 from ledger.tlog.merkle_store import BLOCK, STORED_LEVEL
 from service.ledger import Ledger
-from service.proofs.witnessing import cosigned_note
+from service.ops.witnessing import cosigned_note
 
 
 class Signed(NamedTuple):

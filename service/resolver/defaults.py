@@ -26,6 +26,11 @@ def ledger_catalogue(ledger: Ledger) -> CatalogueTables:
     return ledger.catalogue
 
 
+def catalogue_for(given: Resolver | None, ledger: Ledger) -> CatalogueTables:
+    """The catalogue a resolution is checked against: the given resolver's, else the ledger's own."""
+    return given.catalogue(ledger) if given is not None else ledger_catalogue(ledger)
+
+
 def default_resolver() -> Resolver:
     """The ledger's own matcher (`resolve_many`, `METHOD_VERSION`) over the ledger's catalogue."""
     return Resolver(resolve_many, METHOD_VERSION, ledger_catalogue)

@@ -16,6 +16,7 @@ from projections.record import observations
 from service.ledger import Ledger, WriterRow
 from service.resolver.evidence_check import check_resolution
 from service.resolver.run import PERSON_PREFIX
+from service.screen import event_links
 
 WRITERS_NOTE = (
     "writer: the token (its sha256, as the token file holds it) or the CLI user the server recorded for "
@@ -23,11 +24,6 @@ WRITERS_NOTE = (
     "of the hashed events and not proven by the chain or the proofs (an operator with access to the "
     "database can edit it); none: written before the ledger kept writers, or by a program that named none"
 )
-
-
-def event_links(seq: int) -> dict[str, str]:
-    """Where an event is served (its envelope in the log) and its inclusion proof."""
-    return {"event": f"/evidence?after={seq - 1}&limit=1", "proof": f"/evidence/{seq}/proof"}
 
 
 def resolution_view(

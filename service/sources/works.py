@@ -236,7 +236,7 @@ def _append(
 ) -> None:
     """Append the works of a batch whose data differs from their DOI's latest work.observed; `within`
     runs in its transaction (the last batch's, even with nothing new, writes the receipt)."""
-    latest = ledger.catalogue_work_data([e.data.doi for _, e in batch]) if batch else {}
+    latest = ledger.works.work_data([e.data.doi for _, e in batch]) if batch else {}
     events: list[Event] = []
     places: list[str] = []
     for n, e in batch:

@@ -25,7 +25,7 @@ def test_ledger_project_brings_every_projection_to_the_head(new_db: NewDb) -> No
         assert got.exit_code == 0, got.output
         each = ", ".join(f"{p.name} {head}" for p in PROJECTIONS)
         assert got.output == f"projected to seq {head} of head {head}: {each}\n"
-        assert ledger.projection_positions() == {p.name: head for p in PROJECTIONS}
+        assert ledger.ops.projection_positions() == {p.name: head for p in PROJECTIONS}
         again = CliRunner().invoke(main, ["project", "--db", db])
         assert again.exit_code == 0 and again.output == got.output
     finally:

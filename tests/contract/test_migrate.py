@@ -35,7 +35,7 @@ def test_round_trip_through_another_backend(source: Ledger, store_url: str, tmp_
     middle = Ledger(store_url)
     assert middle.store.read_log() == source.store.read_log()  # same seq, recorded_at, bytes and hashes
     # the standing checks' rows are a projection: the copy projected its own, the source is brought up
-    source.project(READ_BY_RECORDS)
+    source.ops.project(READ_BY_RECORDS)
     assert list(middle.store.iter_check_works()) == list(source.store.iter_check_works())
     back = tmp_path / "back.db"
     out = runner.invoke(migrate, ["--from", store_url, "--to", str(back)])

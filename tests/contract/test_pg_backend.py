@@ -26,7 +26,7 @@ def loaded(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Ledger:
     monkeypatch.setattr("ledger.storage.sql_store.MOVES", (1, 1, 1))
     ledger = Ledger(pg_url)
     ledger.import_bytes(FIXTURE.read_bytes())
-    ledger.project(READ_BY_RECORDS)  # the standing checks' rows, the projector's (the merged level here)
+    ledger.ops.project(READ_BY_RECORDS)  # the standing checks' rows, the projector's (the merged level here)
     return ledger
 
 

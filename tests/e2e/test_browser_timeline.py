@@ -121,7 +121,7 @@ def synthetic_db(new_db: NewDb) -> str:
 
 def test_a_paper_with_5000_events(browser: Any, synthetic_db: str, tmp_path: Path) -> None:  # noqa: F811
     made = history()
-    timeline, _ = Ledger(synthetic_db).timeline(PAPER)
+    timeline, _ = Ledger(synthetic_db).records.timeline(PAPER)
     with (
         running_server(synthetic_db, args=["--no-samples"]) as server,
         _record_page(browser, server, PAPER, 1400) as (page, url),

@@ -26,7 +26,7 @@ from ledger.tlog.checkpoint import Checkpointer
 from ledger.tlog.cosign import cosignatures, load_or_create_witness_key, parse_witness_vkey
 from ledger.tlog.witness_state import WitnessState
 from service.ledger import Ledger
-from service.proofs.witnessing import cosigned_note, request_body
+from service.ops.witnessing import cosigned_note, request_body
 from tests.api_fixtures import Server, free_port, ledger_command, running_server
 from tests.e2e.test_witness_process import REPO, _env, _ledger, witness_process
 from tests.factories import measurement_json

@@ -75,7 +75,7 @@ def assert_instants_are_the_changes(ledger: Ledger, pid: str, timeline: Timeline
 
 
 def test_the_sample_record(imported_ledger: Ledger) -> None:
-    timeline, head = imported_ledger.timeline(FIX_ID)
+    timeline, head = imported_ledger.records.timeline(FIX_ID)
     assert head == imported_ledger.head()
     lines = [i.line() for i in timeline.instants]
     assert lines == [
@@ -112,7 +112,7 @@ def test_the_sample_record(imported_ledger: Ledger) -> None:
 
 def test_one_event(fresh_ledger: Ledger) -> None:
     fresh_ledger.append([paper(P, ts(0))])
-    timeline, _ = fresh_ledger.timeline(P)
+    timeline, _ = fresh_ledger.records.timeline(P)
     assert [i.line() for i in timeline.instants] == [
         f"{format_as_of(parse_ts(ts(0)))}  the record begins: 0 outbound references, 0 inbound; "
         "first snapshot v1  (event 1)"
@@ -123,7 +123,7 @@ def test_one_event(fresh_ledger: Ledger) -> None:
 def test_a_paper_never_observed(fresh_ledger: Ledger) -> None:
     fresh_ledger.append([paper(P, ts(0))])
     with pytest.raises(NotFound, match=r"arXiv:2101.00002 has never been observed in this ledger"):
-        fresh_ledger.timeline(Q)
+        fresh_ledger.records.timeline(Q)
 
 
 def test_what_each_instant_says(fresh_ledger: Ledger) -> None:
@@ -142,7 +142,7 @@ def test_what_each_instant_says(fresh_ledger: Ledger) -> None:
             paper(P, ts(8), title="Second", version=2),
         ]
     )
-    timeline, _ = fresh_ledger.timeline(P)
+    timeline, _ = fresh_ledger.records.timeline(P)
     assert [list(i.changes) for i in timeline.instants] == [
         ["the record begins: 0 outbound references, 0 inbound", "first snapshot v1"],
         ["2 references observed"],
@@ -170,7 +170,7 @@ def test_beyond_the_outbound_cap(fresh_ledger: Ledger) -> None:
     fresh_ledger.append([resolution(last, ts(2), "verified_exact"), citation(oid_of(101), P, ts(3), 101)])
     fresh_ledger.append([citation(oid_of(102), P, ts(4), 0)])  # shown first: reference 99 leaves the page
     fresh_ledger.append([resolution(oid_of(99), ts(5), "unresolved")])  # not shown any more
-    timeline, _ = fresh_ledger.timeline(P)
+    timeline, _ = fresh_ledger.records.timeline(P)
     changes = [list(i.changes) for i in timeline.instants]
     assert changes[1:] == [["101 references observed"], ["reference 101 observed"], ["reference 0 observed"]]
     assert_instants_are_the_changes(fresh_ledger, P, timeline)
@@ -190,7 +190,7 @@ def test_inbound_and_the_papers_the_record_shows(fresh_ledger: Ledger) -> None:
             resolution(oid_of(2), ts(8), "unresolved"),  # no longer inbound
         ]
     )
-    timeline, _ = fresh_ledger.timeline(P)
+    timeline, _ = fresh_ledger.records.timeline(P)
     assert [list(i.changes) for i in timeline.instants][2:] == [
         ["reference 0 resolved: verified exact"],
         ["cited paper arXiv:2101.00002 snapshot v2"],
@@ -219,7 +219,7 @@ def test_many_inbound_are_counted_per_day(fresh_ledger: Ledger, monkeypatch: pyt
         ]
     fresh_ledger.append(events)
     monkeypatch.setattr(tl, "EXACT_INBOUND", 3)
-    timeline, _ = fresh_ledger.timeline(P)
+    timeline, _ = fresh_ledger.records.timeline(P)
     assert timeline.inbound_by_day
     assert [list(i.changes) for i in timeline.instants][1:] == [
         ["the first of 2 inbound changes on 2026-01-01"],
@@ -235,14 +235,14 @@ def test_many_inbound_are_counted_per_day(fresh_ledger: Ledger, monkeypatch: pyt
             _record(fresh_ledger, P, instant.at_us - 1)
         ), n
     monkeypatch.setattr(tl, "EXACT_INBOUND", 2000)
-    exact, _ = fresh_ledger.timeline(P)
+    exact, _ = fresh_ledger.records.timeline(P)
     assert len(exact.instants) == 7 and not exact.inbound_by_day
     assert_instants_are_the_changes(fresh_ledger, P, exact)
 
 
 def test_the_memory_reader_agrees(imported_ledger: Ledger) -> None:
     log = imported_ledger.store.read_log()
-    assert build_timeline(MemoryReader(log, MAX_US), FIX_ID) == imported_ledger.timeline(FIX_ID)[0]
+    assert build_timeline(MemoryReader(log, MAX_US), FIX_ID) == imported_ledger.records.timeline(FIX_ID)[0]
 
 
 _SETTINGS = settings(
@@ -265,10 +265,10 @@ def test_the_instants_are_exactly_where_the_record_changes(
         observed = [p for p in PAPERS if ledger.store.paper_history(p)]
         if not observed:
             with pytest.raises(NotFound):
-                ledger.timeline(PAPERS[0])
+                ledger.records.timeline(PAPERS[0])
             return
         pid = data.draw(st.sampled_from(observed))
-        timeline, _ = ledger.timeline(pid)
+        timeline, _ = ledger.records.timeline(pid)
         assert_instants_are_the_changes(ledger, pid, timeline)
         log = ledger.store.read_log()
         assert build_timeline(MemoryReader(log, MAX_US), pid) == timeline

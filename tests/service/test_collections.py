@@ -119,11 +119,11 @@ def test_members_are_known_at_each_instant_and_a_collection_never_made_is_none(n
     clock = Clock(1_800_000_000_000_000)
     ledger = Ledger(new_db(), clock=clock)
     before = clock.us
-    ledger.change_collection(change_data("office", IDS[:2], [], LIMITS))
+    ledger.intake.change_collection(change_data("office", IDS[:2], [], LIMITS))
     first = clock.us
-    ledger.change_collection(change_data("office", [IDS[2]], [IDS[0]], LIMITS))
-    ledger.change_collection(change_data("other", [IDS[3]], [], LIMITS))
-    ledger.change_collection(change_data("other", [], [IDS[3]], LIMITS))
+    ledger.intake.change_collection(change_data("office", [IDS[2]], [IDS[0]], LIMITS))
+    ledger.intake.change_collection(change_data("other", [IDS[3]], [], LIMITS))
+    ledger.intake.change_collection(change_data("other", [], [IDS[3]], LIMITS))
     c = ledger.collections
     assert c.members("office", before) is None and c.names(before) == []
     assert c.members("office", first) == frozenset(IDS[:2])
@@ -141,13 +141,13 @@ def test_members_are_known_at_each_instant_and_a_collection_never_made_is_none(n
 def test_removing_from_a_collection_never_made_is_refused_and_writes_nothing(new_db: NewDb) -> None:
     ledger = Ledger(new_db())
     with pytest.raises(NotFound, match="no collection 'office'"):
-        ledger.change_collection(change_data("office", [], [IDS[0]], LIMITS))
+        ledger.intake.change_collection(change_data("office", [], [IDS[0]], LIMITS))
     assert ledger.head().seq == 0
 
 
 def test_a_change_is_chained_verified_and_recorded_as_its_writer(new_db: NewDb) -> None:
     ledger = Ledger(new_db())
-    done = ledger.change_collection(
+    done = ledger.intake.change_collection(
         change_data("office", IDS[:2], [], LIMITS), by=by_token("ab" * 32, "POST x")
     )
     (stored,) = ledger.store.read_log()
@@ -170,10 +170,10 @@ def test_records_ignore_collection_events(new_db: NewDb) -> None:
     )
     t = parse_instant(ts(3))
     before, _ = ledger.record_bytes(IDS[0], t)
-    lanes = ledger.timeline(IDS[0])[0]
-    ledger.change_collection(change_data("office", [IDS[0]], [], LIMITS))
+    lanes = ledger.records.timeline(IDS[0])[0]
+    ledger.intake.change_collection(change_data("office", [IDS[0]], [], LIMITS))
     after, _ = ledger.record_bytes(IDS[0], t)
-    assert after == before and ledger.timeline(IDS[0])[0] == lanes
+    assert after == before and ledger.records.timeline(IDS[0])[0] == lanes
     with ledger.store.snapshot(t) as reader:
         assert canonical(build_record(reader, IDS[0], t).record) == before
 
@@ -197,9 +197,9 @@ def test_members_known_at_each_step_are_those_of_a_set_model(new_db: NewDb, step
             continue
         if not add and name not in model:
             with pytest.raises(NotFound):
-                ledger.change_collection(change_data(name, [], sorted(remove), LIMITS))
+                ledger.intake.change_collection(change_data(name, [], sorted(remove), LIMITS))
             continue
-        ledger.change_collection(change_data(name, sorted(add), sorted(remove), LIMITS))
+        ledger.intake.change_collection(change_data(name, sorted(add), sorted(remove), LIMITS))
         model.setdefault(name, set()).difference_update(remove)
         model[name].update(add)
         seen.append((clock.us, {n: frozenset(m) for n, m in model.items()}))

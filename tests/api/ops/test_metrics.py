@@ -21,6 +21,7 @@ from api.ops.scrub import passes_of
 from api.settings import Settings
 from ledger.tlog.checkpoint import Checkpointer
 from service.ledger import Ledger
+from service.ops.operations import Operations
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import measurement_json, outbox_entries
 from tests.metrics_text import Samples, names, parse, total, value
@@ -207,7 +208,7 @@ def test_a_refusing_witness_counts_as_refused(new_db: NewDb, tmp_path: Path) -> 
     checkpointer = Checkpointer.for_db(ledger.store, "example.org/ledger")
     ws = Witnesses(tmp_path, checkpointer.verifier(), names=("w3.example",))
     seen: list[tuple[str, str]] = []
-    from service.proofs.witnessing import Cosigner
+    from service.ops.witnessing import Cosigner
 
     cosigner = Cosigner(
         ledger.store, ws.list, lambda url, body: (403, b"no"), lambda w, r: seen.append((w, r))
@@ -298,7 +299,7 @@ def test_a_database_that_cannot_be_read_is_a_gauge_not_a_failed_scrape() -> None
         def tables(self) -> Any:
             raise ConnectionError("the database is down")
 
-    samples = parse(metrics.exposition(Down(), None).decode())  # type: ignore[arg-type]
+    samples = parse(metrics.exposition(Operations(Down()), None).decode())  # type: ignore[arg-type]
     assert value(samples, "ledger_up") == 0 and "ledger_head_seq" not in names(samples)
 
 

@@ -37,7 +37,7 @@ def cited(new_db: NewDb, monkeypatch: pytest.MonkeyPatch) -> TestClient:
     ledger.append(events)
     # one more citing paper whose observation is not resolved to P
     ledger.append([citation(oid_of(99), "2201.00099", ts(2, 99), 0)])
-    ledger.project()  # the spans the forged count is made from
+    ledger.ops.project()  # the spans the forged count is made from
     return TestClient(create_app(Settings(db=db)))
 
 

@@ -70,16 +70,16 @@ def test_an_unknown_paper(loaded: TestClient) -> None:
 def test_kept_per_head_and_an_append_shows_at_once(
     loaded: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import service.ledger
+    import service.records
 
     built: list[str] = []
-    real = service.ledger.build_timeline
+    real = service.records.build_timeline
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         built.append(args[1])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(service.ledger, "build_timeline", counting)
+    monkeypatch.setattr(service.records, "build_timeline", counting)
     before = loaded.get(f"/paper/{PAPER}/citation-record").text
     loaded.get(f"/paper/{PAPER}", params={"as_of": FIRST})  # the same head: the same timeline
     assert built == [PAPER]

@@ -84,7 +84,7 @@ def synthetic(
 
 @pytest.fixture(scope="module")
 def big(synthetic: tuple[Ledger, History]) -> tuple[Timeline, Rendered]:
-    timeline, _ = synthetic[0].timeline(PAPER)
+    timeline, _ = synthetic[0].records.timeline(PAPER)
     return timeline, render_timeline(timeline, None)
 
 
@@ -156,7 +156,8 @@ def _record() -> Record:
 
 
 def test_the_sample_record_page_keeps_its_layout(imported_ledger: Ledger) -> None:
-    timeline, record, *_ = imported_ledger.timeline_and_record(FIX_ID, parse_ts("2026-08-08T08:47:00Z"))
+    as_of = parse_ts("2026-08-08T08:47:00Z")
+    timeline, record, *_ = imported_ledger.records.timeline_and_record(FIX_ID, as_of)
     assert record is not None
     rendered = render_timeline(timeline, parse_ts(record.as_of))
     page = render_record_page(record, head="1 x", timeline=rendered)
@@ -176,7 +177,7 @@ def test_the_sample_record_page_keeps_its_layout(imported_ledger: Ledger) -> Non
 
 def test_one_event(fresh_ledger: Ledger) -> None:
     fresh_ledger.append([paper("2101.00001", ts(0))])
-    timeline, record, *_ = fresh_ledger.timeline_and_record("2101.00001")
+    timeline, record, *_ = fresh_ledger.records.timeline_and_record("2101.00001")
     rendered = render_timeline(timeline, None)
     marks = marks_of(rendered.events_svg)
     assert [(m["lane"], m["href"]) for m in marks] == [("snapshots", f"?as_of={timeline.instants[0].at}")]
@@ -188,7 +189,7 @@ def test_one_event(fresh_ledger: Ledger) -> None:
 
 def test_before_the_first_snapshot(fresh_ledger: Ledger) -> None:
     fresh_ledger.append([paper("2101.00001", ts(5))])
-    timeline, record, *_ = fresh_ledger.timeline_and_record("2101.00001", parse_ts(ts(1)))
+    timeline, record, *_ = fresh_ledger.records.timeline_and_record("2101.00001", parse_ts(ts(1)))
     assert record is None
     rendered = render_timeline(timeline, parse_ts(ts(1)))
     assert rendered.index is None and rendered.next_href == f"?as_of={timeline.instants[0].at}"
@@ -200,7 +201,7 @@ def test_before_the_first_snapshot(fresh_ledger: Ledger) -> None:
 
 def test_links_from_the_paper_page(fresh_ledger: Ledger) -> None:
     fresh_ledger.append([paper("hep-th/9901001", ts(0)), paper("hep-th/9901001", ts(43_200), version=2)])
-    timeline, _ = fresh_ledger.timeline("hep-th/9901001")
+    timeline, _ = fresh_ledger.records.timeline("hep-th/9901001")
     rendered = render_timeline(timeline, None, paper_page=True)
     # relative to /paper/hep-th/9901001: the record and the changes view of that paper
     assert {m["href"] for m in marks_of(rendered.events_svg)} == {
@@ -222,7 +223,7 @@ def test_hostile_text_is_escaped(fresh_ledger: Ledger) -> None:
             check("crossref", ts(3), ["w-1"], [notice("w-1")]),
         ]
     )
-    timeline, record, *_ = fresh_ledger.timeline_and_record("2101.00001")
+    timeline, record, *_ = fresh_ledger.records.timeline_and_record("2101.00001")
     page = render_record_page(record, timeline=render_timeline(timeline, None))  # type: ignore[arg-type]
     assert evil not in page and "&lt;script&gt;" in page
 

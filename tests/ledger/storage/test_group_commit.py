@@ -164,7 +164,7 @@ def test_the_observer_is_told_each_transactions_batches_and_time(new_db: NewDb, 
         with lock:
             seen.append((batches, seconds))
 
-    ledger.on_group_commit(observe)
+    ledger.intake.on_group_commit(observe)
     ledger.append([paper("2101.00001", ts(0))])
 
     def worker(k: int) -> None:
@@ -185,7 +185,7 @@ def test_an_observer_that_fails_leaves_the_writer_running(new_db: NewDb) -> None
     def broken(batches: int, seconds: float) -> None:
         raise RuntimeError("observer bug")
 
-    ledger.on_group_commit(broken)
+    ledger.intake.on_group_commit(broken)
     first = ledger.append([paper("2101.00001", ts(0))])
     second = ledger.append([measurement("2101.00001", ts(1), 1)])
     assert (first.head.seq, second.head.seq) == (1, 2)

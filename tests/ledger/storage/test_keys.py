@@ -35,7 +35,7 @@ def _keys_of(ledger: Ledger, event: ev.Event) -> list[str]:
     stored = "SELECT key FROM event_keys_all WHERE seq = ? ORDER BY key"
     appended = [k for (k,) in rows(ledger.url, stored, (seq,))]
     assert sorted(link_keys(link)) == appended  # the append writes no works-index key
-    ledger.project(READ_BY_RECORDS)
+    ledger.ops.project(READ_BY_RECORDS)
     assert sorted(link_keys(link) + link_work_keys(link)) == [k for (k,) in rows(ledger.url, stored, (seq,))]
     return link_keys(link) + link_work_keys(link)
 

@@ -82,7 +82,7 @@ def _caught_up_rows(new_db: NewDb) -> tuple[list[Any], list[Any]]:
     """The spans and counts of the same history projected in one go (another ledger)."""
     ref = _ledger(new_db("ref.db"))
     try:
-        ref.project(READ_BY_RECORDS)
+        ref.ops.project(READ_BY_RECORDS)
         return rows(ref.url, SPANS_SQL), rows(ref.url, COUNTS_SQL)
     finally:
         ref.close()
@@ -97,7 +97,7 @@ def test_appends_write_no_spans_and_the_projector_catches_up(new_db: NewDb) -> N
     try:
         assert rows(ledger.url, SPANS_SQL) == [] and _position(ledger) == 0
         head = ledger.head().seq
-        assert ledger.project(READ_BY_RECORDS) == head == _position(ledger)
+        assert ledger.ops.project(READ_BY_RECORDS) == head == _position(ledger)
         assert rows(ledger.url, SPANS_SQL) != []
         assert verify_store(ledger.store).ok
     finally:
@@ -173,7 +173,7 @@ def test_a_projector_killed_mid_transaction_resumes_to_the_same_rows(
         assert done.returncode == -9, done.stderr.decode()
         assert _position(ledger) == 13 * (kill_at_batch - 1)
         assert verify_store(ledger.store).ok
-        ledger.project(READ_BY_RECORDS)
+        ledger.ops.project(READ_BY_RECORDS)
         assert rows(ledger.url, SPANS_SQL) == want_spans
         assert rows(ledger.url, COUNTS_SQL) == want_counts
     finally:
@@ -316,7 +316,7 @@ def test_a_record_read_with_the_projector_behind_equals_the_record_caught_up(
         catch_up(ledger.store, READ_BY_RECORDS, upto=min(upto, ledger.head().seq))
         assert _position(ledger) == min(upto, ledger.head().seq)
         behind = _records(ledger, known)
-        ledger.project(READ_BY_RECORDS)
+        ledger.ops.project(READ_BY_RECORDS)
         assert _position(ledger) == ledger.head().seq
         assert behind == _records(ledger, known)
     finally:
@@ -394,7 +394,7 @@ def test_a_ledger_of_the_layout_before_the_projector_counts_its_spans_as_project
     projected again, the rows stay as they were, and its records and walk are unchanged."""
     source = _ledger(new_db("source.db"))
     try:
-        source.project(READ_BY_RECORDS)
+        source.ops.project(READ_BY_RECORDS)
         old = new_db("old.db")
         build_old_ledger(old, version_before(old, "projector"), source)
         edit(old, "DELETE FROM derived_pending")  # its appends kept the rows: none left to the store

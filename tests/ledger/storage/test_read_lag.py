@@ -84,7 +84,7 @@ def test_the_fixture_record_is_its_bytes_with_the_projector_behind_and_caught_up
         at = parse_ts(json.loads(fixture_bytes)["as_of"])
         assert _position(ledger) < ledger.head().seq
         assert ledger.record_bytes(FIXTURE_ID, at)[0] == fixture_bytes.strip()
-        ledger.project()
+        ledger.ops.project()
         assert _position(ledger) == ledger.head().seq
         assert ledger.record_bytes(FIXTURE_ID, at)[0] == fixture_bytes.strip()
     finally:
@@ -103,7 +103,7 @@ def test_the_real_records_are_the_same_bytes_with_the_projector_behind(new_db: N
         papers = [FIXTURE_ID, LIKE, "2403.06504", "2210.02414"]
         known = [None, recorded[len(recorded) // 2]]
         behind = _records(ledger, papers, TEST_AS_OF, known)
-        ledger.project()
+        ledger.ops.project()
         assert _position(ledger) == ledger.head().seq
         assert _records(ledger, papers, TEST_AS_OF, known) == behind
         assert json.loads(behind["2403.06504", "2999-01-01", None])["inbound"]  # the fold had work to do
@@ -118,7 +118,7 @@ def test_synthetic_records_read_while_the_log_grows_past_the_position(new_db: Ne
     ledger = Ledger(db, projector_max_lag=NO_PRESSURE, clock=clock)
     try:
         _append_papers(ledger, clock, range(0, 40))
-        ledger.project()
+        ledger.ops.project()
         cited = _append_papers(ledger, clock, range(40, 55))
         papers = sorted(cited)[:10] + [arxiv_id(i) for i in (3, 41, 60)]
         as_of = [*SYNTH_AS_OF, "2026-08-08T08:47:00Z"]
@@ -133,7 +133,7 @@ def test_synthetic_records_read_while_the_log_grows_past_the_position(new_db: Ne
             assert _records(fresh, papers, as_of, known) == held
         finally:
             fresh.close()
-        ledger.project()
+        ledger.ops.project()
         assert _records(ledger, papers, as_of, known) == held
         # and each record read before the last appends, known as of then, is still what it was
         then = {key: v for key, v in first.items() if key[2] is not None and v.startswith(b"{")}
@@ -164,14 +164,14 @@ def test_a_record_folds_in_only_the_observations_that_can_touch_its_paper(
     ledger = Ledger(new_db(), projector_max_lag=NO_PRESSURE, clock=clock)
     try:
         _append_papers(ledger, clock, range(0, 40))
-        ledger.project()
+        ledger.ops.project()
         cited = _append_papers(ledger, clock, range(40, 70))
         target = arxiv_id(3)  # cited by papers 10..39 only (bench/synth.py)
         assert target not in cited and _position(ledger) < ledger.head().seq
         count = _decoded(monkeypatch)
         behind = ledger.record_bytes(target)[0]
         decoded_behind = count[0]
-        ledger.project()
+        ledger.ops.project()
         count[0] = 0
         assert ledger.record_bytes(target)[0] == behind
         assert decoded_behind == count[0]
@@ -184,7 +184,7 @@ def test_a_read_after_no_new_event_reads_no_event_past_the_position_again(new_db
     ledger = Ledger(new_db(), projector_max_lag=NO_PRESSURE, clock=clock)
     try:
         _append_papers(ledger, clock, range(0, 20))
-        ledger.project()
+        ledger.ops.project()
         _append_papers(ledger, clock, range(20, 30))
         seen: list[str | None] = []
         index = ledger.store.past  # type: ignore[attr-defined]

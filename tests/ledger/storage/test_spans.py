@@ -176,7 +176,7 @@ def test_an_older_ledger_gets_its_spans_when_opened(
     source.append([citation(oid_of(n), "2201.00001", ts(1, n), n) for n in range(3)])
     source.append([resolution(oid_of(n), ts(2, n), cited_arxiv=P) for n in range(3)])
     source.append([resolution(oid_of(1), ts(3), "unresolved", cited_arxiv=None)])
-    source.project(READ_BY_RECORDS)
+    source.ops.project(READ_BY_RECORDS)
     spans_sql = "SELECT * FROM inbound_spans ORDER BY observation_id, t_from, k_from"
     kept = rows(source.url, spans_sql)
     assert len(kept) == 4  # three resolved, one of them closed by the re-resolution
@@ -202,7 +202,7 @@ def test_a_resumed_verify_checks_the_spans_and_ids_of_what_it_walks(new_db: NewD
     ledger.append([paper(P, ts(0)), citation(oid_of(1), "2201.00001", ts(1), 0)])
     assert verify_store(ledger.store, remember=True).ok
     ledger.append([resolution(oid_of(1), ts(2), cited_arxiv=P)])
-    ledger.project(READ_BY_RECORDS)
+    ledger.ops.project(READ_BY_RECORDS)
     assert verify_store(ledger.store, resume=True).ok
     edit(ledger.url, "UPDATE inbound_spans SET reference_index = 9")
     report = verify_store(ledger.store, resume=True)
@@ -217,7 +217,7 @@ def test_counts_of_spans_before_1970_are_bucketed_as_appends_bucket_them(new_db:
     (an integer division in SQL truncates toward zero: before the epoch that is the next bucket)."""
     ledger = Ledger(new_db("old.db"))
     ledger.append([paper(P, at), citation(oid_of(1), Q, at), resolution(oid_of(1), at, cited_arxiv=P)])
-    ledger.project(READ_BY_RECORDS)
+    ledger.ops.project(READ_BY_RECORDS)
     stored, counted = ledger.store.tables.count_rows()
     assert list(stored) == list(counted) != []
     assert ledger.verify().ok

@@ -87,7 +87,7 @@ def merged_ledger(fresh_ledger: Ledger, fixture_bytes: bytes, monkeypatch: pytes
     fresh_ledger.import_bytes(fixture_bytes)
     # the standing checks' rows are a projection, written to the recent level on SQLite: one more
     # append moves every level into the merged one
-    fresh_ledger.project(READ_BY_RECORDS)
+    fresh_ledger.ops.project(READ_BY_RECORDS)
     fresh_ledger.append([paper("2601.99999", ts(0))])
     assert one(fresh_ledger.url, "SELECT count(*) FROM check_works") == 74
     return fresh_ledger
@@ -160,7 +160,7 @@ def test_the_smaller_levels_refuse_update(
     if table.startswith("check_works"):
         # the standing checks' rows are the projector's, written to one level (the merged one on
         # PostgreSQL): a smaller level may hold only what a ledger of an earlier layout left there
-        imported_ledger.project(READ_BY_RECORDS)
+        imported_ledger.ops.project(READ_BY_RECORDS)
         columns = "work_id, source, observed_us, seq, recorded_us, notices"
         with connect(db) as raw:  # a level takes inserts (a move's)
             raw.execute(
@@ -447,5 +447,5 @@ def test_concurrent_processes_keep_the_chain_gapless_and_unforked(
     report = Ledger(db).verify()
     assert report.ok, report
     assert report.events_checked == len(acks) and report.head.seq == len(acks)
-    Ledger(db).project(READ_BY_RECORDS)
+    Ledger(db).ops.project(READ_BY_RECORDS)
     assert one(db, "SELECT count(*) FROM check_works_all") == n_procs * n_papers // 2

@@ -28,7 +28,7 @@ def resumed(new_db: NewDb, monkeypatch: pytest.MonkeyPatch) -> Ledger:
         [citation(oid_of(i), f"2201.0000{i}", ts(1), 0) for i in range(OBSERVATIONS)]
         + [resolution(oid_of(i), ts(2), cited_arxiv=P) for i in range(OBSERVATIONS)]
     )
-    ledger.project(READ_BY_RECORDS)
+    ledger.ops.project(READ_BY_RECORDS)
     return ledger
 
 

@@ -129,7 +129,7 @@ def test_the_append_writes_neither_and_the_projector_writes_both(new_db: NewDb) 
         assert one(db, "SELECT count(*) FROM event_keys_all WHERE key LIKE 'w:%'") == 0
         assert one(db, "SELECT count(*) FROM check_works_all") == 0
         assert _positions(ledger) == (0, 0)
-        assert ledger.project(READ_BY_RECORDS) == head
+        assert ledger.ops.project(READ_BY_RECORDS) == head
         assert _positions(ledger) == (head, head)
         keyed = rows(db, "SELECT DISTINCT key FROM event_keys_all WHERE key LIKE 'w:%' ORDER BY key")
         assert [k for (k,) in keyed] == sorted(set(_keys(W1) + _keys(W2) + _keys(W3)))
@@ -160,7 +160,7 @@ def test_every_reader_answers_the_same_whatever_the_projectors_lag(
         assert _positions(ledger) == at
         behind = _answers(ledger)
         assert verify_store(ledger.store).ok  # each projection checked up to its own position
-        ledger.project(READ_BY_RECORDS)
+        ledger.ops.project(READ_BY_RECORDS)
         assert _positions(ledger) == (head, head)
         assert behind == _answers(ledger)
     finally:
@@ -201,7 +201,7 @@ def test_verify_checks_each_projection_up_to_its_position(new_db: NewDb) -> None
         ledger.close()
     ledger = _ledger(new_db("other.db"))
     try:
-        ledger.project(READ_BY_RECORDS)
+        ledger.ops.project(READ_BY_RECORDS)
         levels = ("check_works", "check_works_deep", "check_works_middle", "check_works_recent")
         edit(ledger.url, *(f"DELETE FROM {t} WHERE work_id = '*'" for t in levels))
         report = verify_store(ledger.store)
@@ -215,7 +215,7 @@ def test_a_ledger_of_the_layout_before_counts_its_keys_and_check_rows_as_project
     the rows stay as they were, and projecting again adds none."""
     source = _ledger(new_db("source.db"))
     try:
-        source.project(READ_BY_RECORDS)
+        source.ops.project(READ_BY_RECORDS)
         old = new_db("old.db")
         build_old_ledger(old, version_before(old, "work_projections"), source)
         keys = "SELECT key, seq FROM event_keys_all ORDER BY key, seq"
@@ -229,7 +229,7 @@ def test_a_ledger_of_the_layout_before_counts_its_keys_and_check_rows_as_project
         try:
             head = upgraded.head().seq
             assert _positions(upgraded) == (head, head) and head == source.head().seq
-            upgraded.project(READ_BY_RECORDS)
+            upgraded.ops.project(READ_BY_RECORDS)
             assert (rows(old, keys), rows(old, checks)) == held
             assert verify_store(upgraded.store).ok
             assert _answers(upgraded) == _answers(source)

@@ -10,7 +10,8 @@ import pytest
 
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event
-from service.ledger import Ledger, WriteBy, WriterRow, copy_ledger, writing_as
+from ledger.storage.backend import copy_ledger
+from service.ledger import Ledger, WriteBy, WriterRow, writing_as
 from tests import raw
 from tests.conftest import NewDb
 from tests.factories import citation, oid_of, paper, resolution, ts

@@ -36,12 +36,12 @@ def papers(new_db: NewDb) -> Ledger:
     for i, p in enumerate((P1, P2, P3), 1):
         events += [paper(p, ts(i)), citation(oid_of(i), p, ts(i), 0, work(f"w-{i}", ts(i)))]
     ledger.append(events)
-    ledger.change_collection(change_data("office", [P1], [], LIMITS))
+    ledger.intake.change_collection(change_data("office", [P1], [], LIMITS))
     return ledger
 
 
 def _change(ledger: Ledger, add: list[str], remove: list[str]) -> None:
-    ledger.change_collection(change_data("office", add, remove, LIMITS))
+    ledger.intake.change_collection(change_data("office", add, remove, LIMITS))
 
 
 def test_a_collection_watch_is_told_of_notices_on_works_its_members_cite(papers: Ledger) -> None:
@@ -78,7 +78,7 @@ def test_a_change_and_a_notice_in_one_page_are_raised_in_log_order(papers: Ledge
     watch, _ = al.add_watch(papers.store, al.parse_watch({"collection": "office"}))
     quiet = Ledger(papers.url, raise_alerts=False)  # appends whose alerts are raised later, in one pass
     quiet.append([check("crossref", ts(10), None, [notice("w-3", "correction")])])  # P3 not a member yet
-    quiet.change_collection(change_data("office", [P3], [P1], LIMITS))
+    quiet.intake.change_collection(change_data("office", [P3], [P1], LIMITS))
     quiet.append([check("crossref", ts(11), None, [notice("w-1"), notice("w-3", "correction")])])
     al.raise_new(papers.store)
     # w-3's notice was held when P3 joined (raised then); w-1's came after P1 left (none)
@@ -104,7 +104,7 @@ def test_a_watch_made_while_the_raiser_lags_takes_the_changes_it_has_not_raised_
     other, _ = al.add_watch(papers.store, al.parse_watch({"arxiv_id": P3}))  # the raiser runs for it
     quiet = Ledger(papers.url, raise_alerts=False)
     quiet.append([check("crossref", ts(10), None, [notice("w-2", "correction")])])
-    quiet.change_collection(change_data("later", [P2], [], LIMITS))  # made after the raiser's cursor
+    quiet.intake.change_collection(change_data("later", [P2], [], LIMITS))  # made after the raiser's cursor
     watch, covered = al.add_watch(papers.store, al.parse_watch({"collection": "later"}))
     assert covered == []  # its member joins when the raiser reaches the change
     al.raise_new(papers.store)

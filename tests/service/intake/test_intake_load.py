@@ -125,7 +125,7 @@ def test_a_file_is_appended_a_batch_at_a_time_with_its_progress(
         path = tmp_path / "h.ndjson.gz"
         path.write_bytes(gzip.compress((tmp_path / "h.ndjson").read_bytes()))
     commits: list[int] = []
-    fresh_ledger.on_commit(lambda: commits.append(fresh_ledger.head().seq))
+    fresh_ledger.intake.on_commit(lambda: commits.append(fresh_ledger.head().seq))
     got = import_file(fresh_ledger, path, batch_size=10)
     assert commits == [10, 20, 28] and (got.appended, got.duplicates, got.batches) == (28, 0, 3)
     p = fresh_ledger.store.tables.import_progress(file_key(path))

@@ -530,7 +530,7 @@ def test_check_bundle_verifies_a_screen_bundle_with_no_database(screened: Screen
 
 
 def test_a_screen_at_the_cosigned_head_carries_the_cosignatures(screened: Screened, tmp_path: Path) -> None:
-    from service.proofs.witnessing import Cosigner, cosigned_note
+    from service.ops.witnessing import Cosigner, cosigned_note
     from tests.service.proofs.test_witnessing import Witnesses
 
     ledger = screened.ledger

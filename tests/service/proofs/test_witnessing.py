@@ -20,9 +20,9 @@ from ledger.tlog.checkpoint import Checkpointer, Verifier, open_checkpoint
 from ledger.tlog.cosign import NO_QUORUM, Quorum, WitnessSigner, cosignatures, load_or_create_witness_key
 from ledger.tlog.witness_state import WitnessState
 from service.ledger import Ledger
+from service.ops.witnessing import Cosigner, Witness, cosigned_note, read_witnesses, request_body
 from service.proofs.monitor import NOT_COSIGNED, observe
 from service.proofs.witness import Witness as WitnessService
-from service.proofs.witnessing import Cosigner, Witness, cosigned_note, read_witnesses, request_body
 from tests.ledger.tlog.test_checkpoint import _grow
 from tests.ledger.tlog.test_held_checkpoint import _rolled_back_and_regrown, _victim
 

@@ -1,0 +1,199 @@
+"""Reading records: a paper's record as of T with the events behind it, its timeline, and the papers,
+envelopes and writers the pages list. The store stays inside; a door calls these methods."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+from ledger.model.errors import NotFound
+from ledger.model.events import StoredEvent
+from ledger.model.facts import Fact, Head
+from ledger.model.instants import MAX_US, format_recorded
+from ledger.model.record_types import Record
+from ledger.storage.interface import Store
+from ledger.storage.writers import WriterRow
+from projections.readings import Sides, resolution_sides
+from projections.record import Built, build_record
+from projections.timeline import Timeline, build_timeline
+from service.alerts.alerts import PaperNotice, alerts_in
+from service.collections import Collections
+from service.screen import Page, Query, screen, screen_changes
+
+
+class Evidence:
+    """A record, the head it was read at, and its inbound observations past the cap, page by page."""
+
+    def __init__(self, built: Built, head: Head, reader: Any) -> None:
+        self.built = built
+        self.head = head
+        self._reader = reader
+
+    @property
+    def hidden(self) -> int:
+        """Inbound observations the record counts but does not show."""
+        return self.built.inbound_total - len(self.built.record.inbound)
+
+    def hidden_seqs(self, offset: int, limit: int) -> list[int]:
+        """The seqs of the citations and resolutions of hidden observations offset..offset+limit (in the
+        record's order), sorted."""
+        start = len(self.built.record.inbound) + offset
+        pairs = self._reader.inbound_seqs(self.built.record.paper.arxiv_id, start, limit)
+        return sorted(s for pair in pairs for s in pair)
+
+    def all_seqs(self, page: int = 5000) -> list[int]:
+        """Every seq the record was built from, sorted: the shown events and every hidden page."""
+        seqs = set(self.built.seqs)
+        for offset in range(0, self.hidden, page):
+            seqs.update(self.hidden_seqs(offset, page))
+        return sorted(seqs)
+
+
+class PaperView(NamedTuple):
+    """A paper as a page shows it: its timeline, its record as of T (None before its first snapshot),
+    the head both were read at, (when asked) the notices in force as of T and the sources checked, and T."""
+
+    timeline: Timeline
+    record: Record | None
+    head: Head
+    held: tuple[list[PaperNotice], list[str]] | None
+    as_of_us: int  # the instant read as of (now, when none was asked for)
+    # each outbound reference's latest resolution from a source and from the ledger, as of T
+    sides: dict[str, Sides] | None = None
+
+
+class _OwnStream:
+    """A record reader whose paper stream was read already (the rest of its reads go to `reader`)."""
+
+    def __init__(self, reader: Any, arxiv_id: str, own: list[Fact]) -> None:
+        self._reader = reader
+        self._id = arxiv_id
+        self._own = own
+
+    def paper_stream(self, arxiv_id: str) -> list[Fact]:
+        """The paper's own stream, as read (another paper's from the reader)."""
+        return self._own if arxiv_id == self._id else self._reader.paper_stream(arxiv_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
+
+
+class Records:
+    """The reads a record, a paper page, the index and the integrity report make."""
+
+    def __init__(
+        self, store: Store, now: Callable[[], int], fresh: Callable[[], None], collections: Collections
+    ) -> None:
+        self._store = store
+        self._now = now
+        self._collections = collections
+        # brings the record's projections to the head before a read that takes them as stored
+        self._fresh = fresh
+        # reads are a local file's (microseconds): the event loop may do a small one itself
+        self.local: bool = store.local
+
+    @contextmanager
+    def evidence(
+        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None, *, pages: bool = True
+    ) -> Iterator[Evidence]:
+        """The record as of T (default now) and K, and a way to read every event it was built from, in
+        one consistent read of the ledger (held until the block ends). The observations past the cap are
+        read page by page from the spans as stored, so they are first projected to the head, unless
+        `pages` is False (the record alone is wanted)."""
+        if pages:
+            self._fresh()
+        t = self._now() if as_of_us is None else as_of_us
+        with self._store.snapshot(t, known_us) as reader:
+            head = reader.head()
+            try:
+                built = build_record(reader, arxiv_id, t)
+            except NotFound as e:
+                raise self._not_found(arxiv_id, e) from None
+            yield Evidence(built, head, reader)
+
+    def _not_found(self, arxiv_id: str, e: NotFound) -> NotFound:
+        """The record's NotFound, saying when the paper was first observed (or that it never was)."""
+        history = self._store.paper_history(arxiv_id)
+        first = min(history, key=lambda f: (f.observed_us, f.seq)) if history else None
+        msg = e.message + (
+            f"; it was first observed at {first.observed_at}"
+            if first
+            else "; it has never been observed in this ledger"
+        )
+        return NotFound(
+            msg, details={"arxiv_id": arxiv_id, "first_observed_at": first.observed_at if first else None}
+        )
+
+    def timeline(self, arxiv_id: str) -> tuple[Timeline, Head]:
+        """The paper's timeline, known now (projections/timeline.py), and the head it was read at."""
+        self._fresh()
+        with self._store.snapshot(MAX_US) as reader:
+            return build_timeline(reader, arxiv_id), reader.head()
+
+    def timeline_and_record(
+        self,
+        arxiv_id: str,
+        as_of_us: int | None = None,
+        *,
+        strict: bool = False,
+        cached: Callable[[Head], Timeline | None] | None = None,
+        alerts: bool = False,
+    ) -> PaperView:
+        """The timeline and the record as of T (default now), in one consistent read, and its head;
+        with `alerts`, the notices in force as of T (service.alerts.alerts.paper_alerts). Before the paper's
+        first snapshot the record is None, or (`strict`) the record's NotFound is raised.
+        `cached(head)` may give the timeline already read at that head."""
+        self._fresh()
+        t = self._now() if as_of_us is None else as_of_us
+        with self._store.snapshot(MAX_US) as reader:
+            head = reader.head()
+            timeline = None if cached is None else cached(head)
+            # the paper's stream read once: the record and the alerts take the part observed by T
+            own = reader.paper_stream(arxiv_id)
+            at_t = _OwnStream(reader.at(t), arxiv_id, [f for f in own if f.observed_us <= t])
+            try:
+                record: Record | None = build_record(at_t, arxiv_id, t).record
+            except NotFound as e:
+                if strict:
+                    raise self._not_found(arxiv_id, e) from None
+                record = None
+            held = alerts_in(at_t, arxiv_id, at_t.paper_stream(arxiv_id)) if alerts else None
+            if timeline is None:
+                timeline = build_timeline(reader, arxiv_id, own)
+            sides = resolution_sides(at_t.paper_stream(arxiv_id))
+            return PaperView(timeline, record, head, held, t, sides)
+
+    def papers(self, limit: int = 100, offset: int = 0) -> list[str]:
+        """The ledger's papers, most events first, a page at a time."""
+        return self._store.papers(limit, offset)
+
+    def paper_history(self, arxiv_id: str) -> list[Fact]:
+        """Every observation of the paper itself, in seq order (empty: never observed)."""
+        return self._store.paper_history(arxiv_id)
+
+    def envelopes(self, seqs: Sequence[int]) -> list[StoredEvent]:
+        """The stored envelopes of these seqs that the ledger holds, in seq order."""
+        return self._store.envelopes(seqs)
+
+    def writers_of(self, seqs: Iterable[int]) -> dict[int, WriterRow]:
+        """The recorded writer of each of these seqs that has one."""
+        return self._store.writers.writers_of(seqs)
+
+    def screen(self, query: Query, page: str | None, limit: int) -> Page:
+        """A page of the screen (service/screen.py `screen`)."""
+        return screen(self._store, query, page, limit)
+
+    def screen_changes(self, query: Query, from_us: int, page: str | None, limit: int) -> Page:
+        """A page of what became flagged or cleared from `from_us` to the query's T."""
+        return screen_changes(self._store, query, from_us, page, limit)
+
+    def collection_members(self, name: str, known_us: int | None) -> frozenset[str]:
+        """The papers of collection `name` as the ledger knew them at K (recorded time; None: now), as of
+        the head now: the one place a screen asks for a collection's members. NotFound naming
+        `collection` for one not made by then."""
+        members = self._collections.members(name, known_us, upto_seq=self._store.head().seq)
+        if members is None:
+            when = "" if known_us is None else f" known at {format_recorded(known_us)}"
+            raise NotFound(f"no collection {name[:80]!r}{when}", details={"collection": name[:80]})
+        return members
