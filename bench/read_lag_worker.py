@@ -127,8 +127,8 @@ def serve(db: str) -> None:
     -> the seconds (wall and this process's CPU) of one record_bytes of each paper (read warm: the
     same connection every time)."""
     ledger = Ledger(db)
-    print(json.dumps({"ready": True, "head": ledger.head().seq, "positions": ledger.ops.projection_positions()}),
-          flush=True)  # fmt: skip
+    ready = {"ready": True, "head": ledger.head().seq, "positions": ledger.ops.projection_positions()}
+    print(json.dumps(ready), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
         t = parse_as_of(req["as_of"])

@@ -5,4 +5,5 @@ reference (`score`) and decides, with guards for near-duplicate works, one `Deci
 The flow selects what is still unresolved and appends one resolution per changed answer (`run`), takes a
 person's resolution (`person`), runs a whole-ledger pass as a job and re-resolves after each works ingest
 (`jobs`), and shows a resolution with its evidence (`shown`). May import `ledger`, `projections`,
-the `service.ledger` facade and `service.children`; knows no HTTP and writes no SQL."""
+the `service.ledger` facade, `service.children` and the event links of `service.screen`; knows no HTTP
+and writes no SQL."""
