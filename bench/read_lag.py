@@ -39,6 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.read_lag_worker import BUILD_START_US
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "bench" / "read_lag_worker.py"
 OUT = ROOT / "bench" / "read_lag.json"
@@ -188,6 +190,91 @@ def measure(
     return out
 
 
+# -- byte for byte against another checkout (--check N) ----------------------------------------------
+
+BEFORE_LAGGING = 50  # the random papers the other checkout also reads from its lagging ledger
+
+
+def _rendered(code: Path, db: Path, spec: dict[str, Any], out: Path) -> dict[str, tuple[int, str]]:
+    """(paper, as_of, known_at) -> (length, sha256) of each record `code` reads from `db`."""
+    spec_file = out.with_suffix(".spec.json")
+    spec_file.write_text(json.dumps(spec))
+    worker(code, "render", str(db), str(spec_file), str(out))
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    return {f"{r['paper']} {r['as_of']} {r['known_at']}": (r["len"], r["sha256"]) for r in rows}
+
+
+def _compare(name: str, got: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
+    differ = sorted(k for k in want if got.get(k) != want[k])
+    print(f"  {name}: {len(want):,} records, {len(differ)} differ", flush=True)
+    return {"records": len(want), "differ": len(differ), "first_differing": differ[:10]}
+
+
+def check(
+    mine_code: Path,
+    before: Path,
+    mine: Ledgers,
+    theirs: Ledgers,
+    n: int,
+    cache: Path,
+    before_lagging: int = BEFORE_LAGGING,
+) -> dict[str, Any]:
+    """Render and compare; a summary of each comparison."""
+    work = cache / "check"
+    work.mkdir(exist_ok=True)
+    out: dict[str, Any] = {}
+    papers_total = int(mine.lagged["papers"]) + int(mine.built["next_paper"])
+    from bench.synth import arxiv_id
+
+    rng = random.Random(1200)
+    picked = sorted(rng.sample(range(papers_total), min(n, papers_total)))
+    papers = [arxiv_id(i) for i in picked]
+    spec: dict[str, Any] = {"papers": papers, "as_of": [*TEST_AS_OF, *SYNTH_AS_OF], "known_at": [None]}
+    print(f"check: {len(papers):,} synthetic papers x {len(spec['as_of'])} instants", flush=True)
+    want = _rendered(before, theirs.caught, spec, work / "before-caught.ndjson")
+    out["synthetic, this lagging"] = _compare(
+        "this checkout, lagging", _rendered(mine_code, mine.lagging, spec, work / "mine-lag.ndjson"), want
+    )
+    out["synthetic, this caught up"] = _compare(
+        "this checkout, caught up", _rendered(mine_code, mine.caught, spec, work / "mine-caught.ndjson"), want
+    )
+    first = papers[:before_lagging]
+    few = {**spec, "papers": first}
+    few_want = {k: v for k, v in want.items() if k.split()[0] in set(first)}
+    out["synthetic, before lagging"] = _compare(
+        f"before, lagging ({len(first)} papers)",
+        _rendered(before, theirs.lagging, few, work / "before-lag.ndjson"),
+        few_want,
+    )
+    out["real"] = _real(mine_code, before, work)
+    return out
+
+
+def _real(mine_code: Path, before: Path, work: Path) -> dict[str, Any]:
+    """The real records' ledger built by each checkout; every paper of it, as built and projected."""
+    rendered: dict[str, dict[str, Any]] = {}
+    for name, code in (("this", mine_code), ("before", before)):
+        built = work / f"real-{name}.db"
+        for stale in work.glob(f"real-{name}*"):
+            stale.unlink()
+        worker(code, "real", str(built))
+        projected = work / f"real-{name}-projected.db"
+        shutil.copyfile(built, projected)
+        worker(code, "project", str(projected))
+        spec = {"papers": "all", "as_of": TEST_AS_OF, "known_at": [None, _before_resolving()]}
+        rendered[f"{name}, as built"] = _rendered(code, built, spec, work / f"real-{name}.ndjson")
+        rendered[f"{name}, projected"] = _rendered(code, projected, spec, work / f"real-{name}-p.ndjson")
+    want = rendered["before, projected"]
+    return {name: _compare(f"real records, {name}", got, want) for name, got in rendered.items()}
+
+
+def _before_resolving() -> str:
+    """An instant after the real records' import and before their resolution (as a known_at)."""
+    from ledger.model.instants import format_recorded
+
+    return format_recorded(BUILD_START_US + 1_500)
+
+
 def main() -> None:
     """Parse the arguments, build (or reuse) the ledgers, measure, print and save."""
     from service.ops.projector import max_lag
@@ -256,8 +343,6 @@ def main() -> None:
             print(f"  {name:36s} {v:.3f} (p50), {result['ratios']['cpu_p50_ms'][name]:.3f} (CPU p50)",
                   flush=True)  # fmt: skip
     if args.check:
-        from bench.read_lag_check import check
-
         result["check"] = check(ROOT, before, mine, theirs, args.check, args.cache, args.check_before_lagging)
     result["seconds"] = round(time.time() - started, 1)
     result["load_average"] = os.getloadavg()
