@@ -1,6 +1,6 @@
-"""What ARCHITECTURE.md says of the tree's rooms holds: each room's `__init__.py` says what it may
-import and its modules import nothing else of the project; psycopg is imported only by the PostgreSQL
-backend's folder."""
+"""What ARCHITECTURE.md says of the tree's rooms holds: each room's `__init__.py` says what its
+modules may import, and they import nothing else of the project; psycopg is imported only by the
+PostgreSQL backend's folder."""
 
 from __future__ import annotations
 
