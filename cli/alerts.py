@@ -14,7 +14,7 @@ import msgspec
 
 from cli.common import db_option, instant, read_db_option
 from ledger.model.codec import canonical
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import format_recorded
 from service.alerts import alerts as al
 from service.alerts.secrets import SECRET_GRACE_S
 from service.ledger import Ledger
@@ -71,7 +71,7 @@ def watch_add(
     allow = os.environ.get(_ALLOW, "").replace(",", " ").split()
     ledger = Ledger(db)
     spec = al.parse_watch(body, allow)
-    made, covered = al.add_watch(ledger.store, spec)
+    made, covered = al.add_watch(ledger.store, ledger.clock, spec)
     if as_json:
         click.echo(canonical(al.watch_json(made, covered, spec.secret_made)).decode())
         return
@@ -117,7 +117,7 @@ def watch_remove(watch_id: str, db: str) -> None:
     w = al.watch_of(ledger.store, watch_id)
     tables = ledger.store.alerts
     with tables.updating():
-        tables.remove_watch(w.id, format_recorded(now_us()))
+        tables.remove_watch(w.id, format_recorded(ledger.clock.now_us()))
     click.echo(f"watch {w.id} removed")
 
 
@@ -139,7 +139,7 @@ def watch_rotate_secret(watch_id: str, secret: str | None, grace: float, as_json
     old secret signs beside the new one for the grace."""
     ledger = Ledger(db)
     new, made = al.parse_rotation({} if secret is None else {"secret": secret})
-    rotated = al.rotate_secret(ledger.store, watch_id, new, made, grace)
+    rotated = al.rotate_secret(ledger.store, ledger.clock, watch_id, new, made, grace)
     if as_json:
         click.echo(canonical(al.rotation_json(rotated)).decode())
         return

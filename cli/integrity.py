@@ -301,13 +301,12 @@ def _last_walk(p: dict[str, Any]) -> str:
 
 
 def _verify(db: str, as_json: bool, resume: bool, given: _Held | None) -> None:
-    from ledger.model.instants import now_us
     from service.ledger import Ledger, verify_store
     from service.ops.scrub import VERIFY, PassLog, chain_status, pass_of
 
     ledger = Ledger(db)
     held = None if given is None else _open_held(ledger, given)
-    passes = PassLog(ledger.store)
+    passes = PassLog(ledger.store, ledger.clock)
     point = ledger.store.tables.verified_point() if resume else None
     progress, every, bar = _progress(ledger.head().seq - (point.seq if point is not None else 0))
     try:
@@ -315,9 +314,9 @@ def _verify(db: str, as_json: bool, resume: bool, given: _Held | None) -> None:
             # the prefix it does not re-hash is vouched for by the last recorded full walk, named below
             status = chain_status(ledger.store, passes, kind=VERIFY, progress=progress, every=every)
         else:
-            started = now_us()
-            report = verify_store(ledger.store, progress, remember=True, every=every)
-            done = pass_of(VERIFY, report, started, now_us())
+            started = ledger.clock.now_us()
+            report = verify_store(ledger.store, progress, remember=ledger.clock, every=every)
+            done = pass_of(VERIFY, report, started, ledger.clock.now_us())
             passes.record(done)
             status = {**report.to_dict(), "last_full_walk": done.to_dict()}
     finally:
@@ -419,7 +418,7 @@ def _scrub(db: str, as_json: bool, pace: float) -> None:
     from service.ops.scrub import PassLog, scrub_pass
 
     ledger = Ledger(db)
-    passes = PassLog(ledger.store)
+    passes = PassLog(ledger.store, ledger.clock)
     progress, every, bar = _progress(ledger.head().seq)
     try:
         done = scrub_pass(ledger.store, passes, pace=pace, progress=progress, every=every)

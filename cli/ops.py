@@ -46,7 +46,8 @@ def status(as_json: bool, db: str) -> None:
     last full walk of the chain, the last signed checkpoint and the webhook outbox."""
     from service.ops.status import read_status
 
-    now = read_status(Ledger(db).store)
+    ledger = Ledger(db)
+    now = read_status(ledger.store, ledger.clock)
     if as_json:
         click.echo(canonical(now.to_dict()).decode())
         return

@@ -17,7 +17,7 @@ from ledger.model.errors import NotFound
 from ledger.model.events import Event
 from ledger.model.facts import Fact, Head
 from ledger.model.importer import Batch, parse_input
-from ledger.model.instants import MAX_US, now_us
+from ledger.model.instants import MAX_US, SYSTEM_CLOCK, Clock
 from ledger.model.record_types import Record
 from ledger.storage.append import AppendResult, append_batch, needs_of
 from ledger.storage.backend import Store, Unsupported, is_pg_url, open_store
@@ -154,7 +154,7 @@ class Ledger:
         synchronous: str = "FULL",
         group_commit: bool = False,
         raise_alerts: bool = True,
-        clock: Callable[[], int] | None = None,
+        clock: Clock | None = None,
         mapped: bool = False,
         projector_max_lag: int | None = None,
         project_on_read: bool = True,
@@ -165,9 +165,9 @@ class Ledger:
         # reads that take the spans as stored (a timeline, a record's pages past the cap) bring them to
         # the head first, as a search does its index; a read-only server writes nothing
         self._project_on_read = project_on_read
-        # what "now" is, in UTC microseconds: when an append is recorded, and a record's default as_of;
-        # tests pass a clock they advance instead of sleeping
-        self._clock = clock
+        # what "now" is, in UTC microseconds: when an append is recorded, a record's default as_of, and
+        # every instant the services of this ledger compare or record (tests pass one they advance)
+        self.clock: Clock = clock or SYSTEM_CLOCK
         self.url = str(db)
         self._path = None if is_pg_url(db) else Path(db)
         # mapped: a SQLite file read through a memory map (a process that searches a large catalogue)
@@ -186,10 +186,6 @@ class Ledger:
         if self._path is None:
             raise Unsupported("a PostgreSQL ledger has no database file (its location is Ledger.url)")
         return self._path
-
-    def now(self) -> int:
-        """What this ledger takes for now, in UTC microseconds (its clock, else the system's)."""
-        return (self._clock or now_us)()
 
     def close(self) -> None:
         """Stop the group-commit writer (if any) and close this thread's connection."""
@@ -259,7 +255,7 @@ class Ledger:
         if not resolver_events:
             refuse_claims(events, places)
         by = by or _WRITING.get()
-        now = self.now()
+        now = self.clock.now_us()
         # the only rule that moves with the clock is "not too far in the future": what held at an
         # earlier instant holds now
         if checked_at is None or now < checked_at:
@@ -271,7 +267,7 @@ class Ledger:
 
         def batch(tx: Any) -> AppendResult:
             # the writer goes in the batch's own transaction: committed with its events or not at all
-            got = append_batch(tx, events, expected_versions, places, self._clock)
+            got = append_batch(tx, events, expected_versions, places, clock=self.clock)
             if by is not None and got.appended:
                 tx.save_writers(writer_rows((i.seq for i in got.items if not i.duplicate), by))
             return got
@@ -292,13 +288,13 @@ class Ledger:
             _APPENDED.add(self)
             self._keep_up(result.head.seq)
         if self._raise_alerts and result.appended:
-            raise_new(self.store)
+            raise_new(self.store, self.clock)
         return result
 
     @property
     def collections(self) -> Collections:
         """The ledger's collections (service/collections.py): their members as known at any instant."""
-        return Collections(self.store, self.now)
+        return Collections(self.store, self.clock)
 
     def change_collection(self, data: CollectionData, by: WriteBy | None = None) -> Changed:
         """Append one change of a collection, `by` (else the context's writer) recorded as its writer."""
@@ -360,7 +356,7 @@ class Ledger:
         `pages` is False (the record alone is wanted)."""
         if pages:
             self._fresh()
-        t = self.now() if as_of_us is None else as_of_us
+        t = self.clock.now_us() if as_of_us is None else as_of_us
         with self.store.snapshot(t, known_us) as reader:
             head = reader.head()
             try:
@@ -402,7 +398,7 @@ class Ledger:
         first snapshot the record is None, or (`strict`) the record's NotFound is raised.
         `cached(head)` may give the timeline already read at that head."""
         self._fresh()
-        t = self.now() if as_of_us is None else as_of_us
+        t = self.clock.now_us() if as_of_us is None else as_of_us
         with self.store.snapshot(MAX_US) as reader:
             head = reader.head()
             timeline = None if cached is None else cached(head)

@@ -225,14 +225,14 @@ def webhook_delivery(result: str) -> None:
 class LedgerGauges:
     """The gauges of one ledger, read from its database when collected (one consistent read)."""
 
-    def __init__(self, store: Store, passes: PassLog | None) -> None:
+    def __init__(self, store: Store, passes: PassLog) -> None:
         self.store = store
         self.passes = passes
 
     def collect(self) -> Iterator[Metric]:
         """ledger_up, then the head, size, last walk, checkpoint and outbox gauges (if the read worked)."""
         try:
-            status = read_status(self.store, self.passes)
+            status = read_status(self.store, self.passes.clock, self.passes)
         except Exception:  # a database that is down is a reading too, not a failed scrape
             log.exception("GET /metrics: reading the ledger's state failed")
             yield _gauge("ledger_up", "Whether the ledger's database could be read for this scrape", 0)
@@ -315,7 +315,7 @@ class _Together:
             yield from collector.collect()
 
 
-def exposition(store: Store, passes: PassLog | None) -> bytes:
+def exposition(store: Store, passes: PassLog) -> bytes:
     """The text GET /metrics answers: every process's counters, and the ledger's gauges read now."""
     if MULTIPROCESS:
         _forget_dead_workers(Path(os.environ[MULTIPROC_ENV]))

@@ -8,17 +8,19 @@ from collections.abc import Awaitable, Callable
 from starlette.applications import Starlette
 
 from api.ops.background import start_thread
+from api.state import state_of
 from service.ops.projector import run_projector
 
 
 async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
     """Start this process's projector thread (a read-only server writes nothing: none); returns its
     stop()."""
-    settings = app.state.settings
-    if settings.read_only:
+    state = state_of(app)
+    if state.settings.read_only:
 
         async def nothing() -> None:
             return None
 
         return nothing
-    return start_thread("ledger-projector", lambda stop: run_projector(app.state.ledger.store, stop))
+    store, clock = state.ledger.store, state.clock
+    return start_thread("ledger-projector", lambda stop: run_projector(store, stop, clock=clock))

@@ -37,7 +37,7 @@ def integrity_report(
     known_us: int | None,
     *,
     page: int = 1,
-    passes: PassLog | None = None,
+    passes: PassLog,
     read_only: bool = False,
 ) -> tuple[dict[str, Any], Head]:
     """The chain status, the events behind the record, and its digests rebuilt from those events.
@@ -83,7 +83,6 @@ def integrity_report(
         recomputed_ok = recomputed["observations_inbound"] == recomputed["observations_expected"]
     # Resume from the last verified point (a full re-walk per request would grow with the ledger);
     # what it does not re-hash is vouched for by the last recorded full walk, which it names.
-    passes = passes or PassLog(ledger.store, writable=not read_only)
     chain = chain_status(ledger.store, passes, remember=not read_only)
     proven, proofs_note, proof_break = _proofs(ledger, sorted({*seqs, *used}), read_only)
     before = _hashes_before(ledger, envelopes)
