@@ -25,7 +25,6 @@ from api.state import state_of
 from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.events import Event
-from projections.diff import record_changes
 from service.ledger import AppendResult, as_writer, by_token
 from service.sources import SOURCES, Appended, SourceFile, Summary, ingest
 from service.sources.works import NAME, WorksSummary, ingest_works
@@ -201,9 +200,9 @@ def changes(
         if t1 is None:
             raise InvalidEvent("from", "required: RFC 3339 with an offset or YYYY-MM-DD")
         t2 = instant(request, to, "to")
-        d, head = record_changes(
-            ledger_of(request), arxiv_id, t1, clock_of(request).now_us() if t2 is None else t2
-        )
+        t2 = clock_of(request).now_us() if t2 is None else t2
+        # the chain's banner read in the same read as the diff: its headers describe one moment
+        d, head, broken = ledger_of(request).changes(arxiv_id, t1, t2, chain=lambda: broken_walk(request.app))
     except LedgerError as e:
         return negotiated.error(request, e, [("Back to the record", record)])
 
@@ -218,5 +217,4 @@ def changes(
         }
         return render_changes_page(d, head=head.header(), links=links, broken=broken)
 
-    broken = broken_walk(request.app)
     return negotiated.answer(request, d, {**head_headers(head), **chain_headers(broken)}, page)

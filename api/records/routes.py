@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -95,14 +96,14 @@ async def record_json(
     t, k = instant(request, as_of, "as_of"), instant(request, known_at, "known_at")
     ledger = ledger_of(request)
     if t is None:  # as of now: a new instant on every call, never cached
-        body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
-        broken = await run_in_threadpool(broken_walk, request.app)
+        body, head, broken = await run_in_threadpool(_built, request, arxiv_id, t, k)
         telemetry.record_served(request, "json", BUILT, began)
         return Response(body, media_type=JSON, headers=_headers(head, broken))
     cache = _record_cache(request)
 
     def head_and_walk() -> tuple[Head, ScrubPass | None]:
-        return ledger.head(), broken_walk(request.app)
+        with ledger.store.tables.consistent_read():  # the banner describes the head served
+            return ledger.head(), broken_walk(request.app)
 
     # two indexed reads: the head (the bytes held for it were built from exactly these events) and
     # the last full walk. A local file answers in microseconds, on the loop; a database server's
@@ -112,10 +113,19 @@ async def record_json(
     if hit is not None:
         telemetry.record_served(request, "json", HIT, began)
         return Response(hit, media_type=JSON, headers=_headers(current, broken))
-    body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
+    body, head, broken = await run_in_threadpool(_built, request, arxiv_id, t, k)
     cache.put((arxiv_id, t, k, head), body)
     telemetry.record_served(request, "json", BUILT, began)
     return Response(body, media_type=JSON, headers=_headers(head, broken))
+
+
+def _built(
+    request: Request, arxiv_id: str, t: int | None, k: int | None
+) -> tuple[bytes, Head, ScrubPass | None]:
+    """The record's canonical bytes, the head and the chain's banner, from one read of the ledger."""
+    chain = partial(broken_walk, request.app)
+    with ledger_of(request).evidence(arxiv_id, t, k, pages=False, chain=chain) as ev:
+        return canonical(ev.built.record), ev.head, ev.broken
 
 
 def _headers(head: Head, broken: ScrubPass | None) -> dict[str, str]:
@@ -131,10 +141,16 @@ def _record_cache(request: Request) -> RecordCache:
 def _timeline_and_record(
     request: Request, arxiv_id: str, t: int | None, *, strict: bool = False, alerts: bool = False
 ) -> PaperView:
-    """The paper's timeline (kept per ledger head) and its record as of T, from one consistent read."""
+    """The paper's timeline (kept per ledger head), its record as of T and the chain's banner, from one
+    consistent read."""
     cache = state_of(request.app).timeline_cache
     found = ledger_of(request).timeline_and_record(
-        arxiv_id, t, strict=strict, alerts=alerts, cached=lambda head: cache.get((arxiv_id, head))
+        arxiv_id,
+        t,
+        strict=strict,
+        alerts=alerts,
+        cached=lambda head: cache.get((arxiv_id, head)),
+        chain=lambda: broken_walk(request.app),
     )
     cache.put((arxiv_id, found.head), found.timeline)
     return found
@@ -159,7 +175,7 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
         return error_page(e)
     assert view.record is not None
     rendered = render_timeline(view.timeline, t)
-    broken = broken_walk(request.app)
+    broken = view.broken
     page = render_record_page(
         view.record,
         head=view.head.header(),
@@ -186,16 +202,17 @@ def integrity(
     try:
         arxiv_id = check_id(request, arxiv_id)
         t, k = instant(request, as_of, "as_of"), instant(request, known_at, "known_at")
-        t = (
-            clock_of(request).now_us() if t is None else t
-        )  # one instant for the record and its in-memory rebuild
+        # one instant for the record and its in-memory rebuild
+        t = clock_of(request).now_us() if t is None else t
         read_only = settings_of(request).read_only
         ledger, passes = ledger_of(request), passes_of(request.app)
-        report, head = integrity_report(ledger, arxiv_id, t, k, page=page, passes=passes, read_only=read_only)
+        chain = partial(broken_walk, request.app)
+        report, head, broken = integrity_report(
+            ledger, arxiv_id, t, k, page=page, passes=passes, read_only=read_only, banner=chain
+        )
     except LedgerError as e:
         return negotiated.error(request, e, [("The record", f"/paper/{arxiv_id}/citation-record")])
     record = f"/paper/{arxiv_id}/citation-record?as_of={quote(report['as_of'], safe=':')}"
-    broken = broken_walk(request.app)
     return negotiated.answer(
         request,
         report,
@@ -249,11 +266,12 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
         "bundle": f"{base}/bundle",
         "evidence": "/evidence",
     }
-    broken = broken_walk(request.app)
     if as_json:
         body = {"arxiv_id": arxiv_id, "snapshots": snapshots, "links": links}
+        broken = broken_walk(request.app)
         return Response(canonical(body), media_type=JSON, headers={**_headers(ledger.head(), broken), **VARY})
     view = _timeline_and_record(request, arxiv_id, t)
+    broken = view.broken
     rendered = render_timeline(view.timeline, t, paper_page=True)
     shown = format_as_of(view.as_of_us)
     page = render_paper_page(
