@@ -105,13 +105,16 @@ def head_json(head: Head) -> dict[str, int | str]:
     return {"seq": head.seq, "hash": head.hash}
 
 
-async def body_chunks(request: Request, limit: int, what: str = "the limit") -> AsyncIterator[bytes]:
+async def body_chunks(
+    request: Request, limit: int, what: str = "the limit", settings: Settings | None = None
+) -> AsyncIterator[bytes]:
     """The body's chunks: 413 past `limit` bytes, 408 when it arrives slower than the settings allow.
 
     A client has `body_timeout` seconds for its whole body, plus one second per `body_min_rate` bytes
     received (a 500 MB source file on a good line is fine); a body trickled a byte at a time is not.
+    The limits are `settings`' (else the app's).
     """
-    settings = settings_of(request)
+    settings = settings or settings_of(request)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(
