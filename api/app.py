@@ -22,9 +22,15 @@ from api.limits import RateLimiter
 from api.log import bundles, evidence, live, proofs, witnesses
 from api.ops import metrics, projector, scrub, telemetry
 from api.records import negotiated, routes, screen, search
+from api.records.record_cache import RecordCache
+from api.records.timeline_cache import TimelineCache
 from api.resolve import routes as resolve_routes
 from api.settings import Settings
+from api.state import AppState
+from ledger.model.instants import SYSTEM_CLOCK
 from service.ledger import Ledger
+from service.resolver.defaults import default_resolver
+from service.resolver.jobs import Jobs
 
 DESCRIPTION = """\
 An append-only, hash-chained ledger of citation observations, serving point-in-time
@@ -87,6 +93,42 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             await stop()
 
 
+def build_state(settings: Settings, ledger: Ledger) -> AppState:
+    """Everything the routes and the background work of an app over `ledger` share, made now: no
+    route makes a cache or a service on its first request."""
+    counting = settings.counting
+    alerts = None
+    if not settings.read_only:
+        deliveries = metrics.webhook_delivery if counting else None
+        alerts = alerting.Alerting(ledger, settings.webhook_backoff, settings.webhook_allow, deliveries,
+                                   settings.webhook_timeout)  # fmt: skip
+        ledger.intake.on_commit(alerts.committed)
+    cosigner, clients = witnesses.cosigner_for(ledger, settings)
+    return AppState(
+        settings=settings,
+        ledger=ledger,
+        clock=ledger.clock,
+        rate_limiter=RateLimiter(settings.rate_limit, settings.burst) if settings.rate_limit > 0 else None,
+        record_cache=RecordCache(),
+        timeline_cache=TimelineCache(),
+        # a read-only server writes nothing to the database: its passes are kept in memory
+        passes=ledger.ops.passes(
+            writable=not settings.read_only, on_record=metrics.scrub_recorded if counting else None
+        ),
+        live=live.Live(ledger, settings),
+        resolver=default_resolver(),
+        resolve_jobs=Jobs(ledger),
+        alerting=alerts,
+        cosigner=cosigner,
+        witness_clients=clients,
+    )
+
+
+def install_state(app: Any, state: AppState) -> None:
+    """Give `app` its state (api/state.py's `state_of` reads it)."""
+    app.state.typed = state
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The app; with no settings, they come from LEDGER_* environment variables (uvicorn workers)."""
     settings = settings or Settings.from_env()
@@ -102,18 +144,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redirect_slashes=False,
         lifespan=lifespan,
     )
-    app.state.settings = settings
     # Concurrent requests share one transaction and one fsync; each batch is still atomic in its own
     # savepoint and acknowledged only after COMMIT. Other processes are serialised by BEGIN IMMEDIATE.
     # its alerts are raised by the alerting thread (api/alerts/alerting.py), not by the request that appended
-    app.state.ledger = Ledger(
-        settings.db, group_commit=True, raise_alerts=False, project_on_read=not settings.read_only
+    ledger = Ledger(
+        settings.db,
+        group_commit=True,
+        raise_alerts=False,
+        project_on_read=not settings.read_only,
+        clock=SYSTEM_CLOCK,
     )
     if settings.counting:
-        app.state.ledger.intake.on_group_commit(metrics.group_committed)
-    app.state.rate_limiter = (
-        RateLimiter(settings.rate_limit, settings.burst) if settings.rate_limit > 0 else None
-    )
+        ledger.intake.on_group_commit(metrics.group_committed)
+    install_state(app, build_state(settings, ledger))
     if settings.cors_origins:
         # Off unless configured: a browser page elsewhere gets no access to the answers by default.
         # Bearer tokens, not cookies, so no credentials are allowed cross-origin.

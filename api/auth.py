@@ -15,6 +15,7 @@ from fastapi import Request
 from api.errors import RateLimited, Unauthorized, WritesDisabled
 from api.limits import RateLimiter, retry_after
 from api.settings import Settings
+from api.state import state_of
 
 log = logging.getLogger("api")
 _HEX = re.compile(r"[0-9a-f]{64}")
@@ -130,7 +131,7 @@ def require_writer(request: Request, settings: Settings) -> str:
             f"{settings.token_file_path}): writes are refused"
         )
     given = _bearer(request, hashes, "a write")
-    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    limiter: RateLimiter | None = state_of(request.app).rate_limiter
     if limiter is not None:
         wait = limiter.wait(given)
         if wait > 0:

@@ -13,10 +13,11 @@ from fastapi import Path, Query, Request
 from api import docs
 from api.errors import Moved, PayloadTooLarge, RequestTimeout
 from api.settings import Settings
+from api.state import state_of
 from ledger.model.errors import InvalidEvent
 from ledger.model.facts import Head
 from ledger.model.ids import normalise_arxiv
-from ledger.model.instants import read_instant
+from ledger.model.instants import Clock, read_instant
 from service.ledger import Ledger
 
 HEAD_HEADER = "Ledger-Head"
@@ -44,14 +45,17 @@ def counter_header(value: str, name: str, what: str) -> int:
 
 def ledger_of(request: Request) -> Ledger:
     """The Ledger this app serves."""
-    ledger: Ledger = request.app.state.ledger
-    return ledger
+    return state_of(request.app).ledger
 
 
 def settings_of(request: Request) -> Settings:
     """The Settings this app was built with."""
-    settings: Settings = request.app.state.settings
-    return settings
+    return state_of(request.app).settings
+
+
+def clock_of(request: Request) -> Clock:
+    """The clock of this app (its ledger's): what every route takes for now."""
+    return state_of(request.app).clock
 
 
 # `{arxiv_id:path}`: old-style ids contain a slash (hep-th/9901001); the id is validated in code.
@@ -82,12 +86,13 @@ def check_id(request: Request, arxiv_id: str) -> str:
     raise Moved(f"{location}?{query}" if query else location)
 
 
-def instant(value: str | None, name: str, *, future: bool = False) -> int | None:
+def instant(request: Request, value: str | None, name: str, *, future: bool = False) -> int | None:
     """An as_of/known_at/from/to parameter (RFC 3339 with offset, or YYYY-MM-DD) as UTC microseconds;
-    422 naming it when it is none, or lies in the future (`read_instant`) unless `future` allows it."""
+    422 naming it when it is none, or lies past the app's clock (`read_instant`) unless `future`
+    allows it."""
     if value is None or value == "":
         return None
-    return read_instant(value, name, future=future)
+    return read_instant(value, name, clock_of(request).now_us(), future=future)
 
 
 def head_headers(head: Head) -> dict[str, str]:
@@ -100,13 +105,16 @@ def head_json(head: Head) -> dict[str, int | str]:
     return {"seq": head.seq, "hash": head.hash}
 
 
-async def body_chunks(request: Request, limit: int, what: str = "the limit") -> AsyncIterator[bytes]:
+async def body_chunks(
+    request: Request, limit: int, what: str = "the limit", settings: Settings | None = None
+) -> AsyncIterator[bytes]:
     """The body's chunks: 413 past `limit` bytes, 408 when it arrives slower than the settings allow.
 
     A client has `body_timeout` seconds for its whole body, plus one second per `body_min_rate` bytes
     received (a 500 MB source file on a good line is fine); a body trickled a byte at a time is not.
+    The limits are `settings`' (else the app's).
     """
-    settings = settings_of(request)
+    settings = settings or settings_of(request)
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(

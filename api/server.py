@@ -422,7 +422,9 @@ def run(
     os.environ[ENV_DB] = db if is_pg_url(db) else str(Path(db).resolve())
     if read_only:
         os.environ[ENV_READ_ONLY] = "1"
-    mark_server_start()  # the workers walk the whole chain once after this instant (api/ops/scrub.py)
+    mark_server_start(
+        ledger.clock
+    )  # the workers walk the whole chain once after this instant (api/ops/scrub.py)
     with metrics_dir(workers if settings.counting else 0):
         _say(settings, f"Serving {url}", url=url)
         run_guarded(

@@ -113,7 +113,7 @@ def main() -> None:
         ledger = Ledger(watched, synchronous="OFF")
         start = time.perf_counter()
         for i in range(PAPERS):
-            al.add_watch(ledger.store, al.parse_watch({"arxiv_id": _paper(i)}))
+            al.add_watch(ledger.store, ledger.clock, al.parse_watch({"arxiv_id": _paper(i)}))
         print(f"{PAPERS:,} watches made in {time.perf_counter() - start:.1f} s", flush=True)
         ledger.close()
     runs: dict[str, list[dict[str, object]]] = {"no watch": [], "10,000 watches": []}

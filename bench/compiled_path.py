@@ -33,7 +33,7 @@ from bench.python_path import _NoStore
 from bench.synth import Synth
 from ledger.model.codec import check_rules, event_to_dict, plain_event, quick_event
 from ledger.model.events import Event
-from ledger.model.instants import now_us
+from ledger.model.instants import SYSTEM_CLOCK
 from ledger.storage.append import append_batch
 from service.intake.check import _Line
 from service.intake.spill import Spill
@@ -65,7 +65,7 @@ def _cpu(go: Callable[[], Any], repeat: int = 3) -> float:
 
 def whole(lines: list[bytes]) -> None:
     """The import's per-line Python work, no database."""
-    now = now_us()
+    now = SYSTEM_CLOCK.now_us()
     spill = Spill()
     try:
         for at in range(0, len(lines), 1000):
@@ -80,7 +80,9 @@ def whole(lines: list[bytes]) -> None:
             spill.write(numbered)
         tx = _NoStore()
         for frame in spill.read():
-            append_batch(tx, [e for _, e in frame], places=[f"line {n}" for n, _ in frame])
+            append_batch(
+                tx, [e for _, e in frame], places=[f"line {n}" for n, _ in frame], clock=SYSTEM_CLOCK
+            )
     finally:
         spill.close()
 

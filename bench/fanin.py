@@ -32,7 +32,6 @@ from api.settings import Settings
 from bench.synth import FIXTURE
 from ledger.model import events as ev
 from ledger.model.instants import format_as_of, parse_ts
-from projections.diff import record_changes
 from service.ledger import Ledger
 
 PID = "2509.02480"
@@ -157,7 +156,7 @@ def measure(db: Path, at: str, say: Callable[[str], None]) -> dict[str, float]:
     r["integrity"] = p50(lambda i: client.get(f"/paper/{PID}/integrity", params={"as_of": at}), 5)
     r["integrity_mb"] = len(integrity.content) / 1e6
     r["integrity_pages"] = integrity.json()["page"]["pages"]
-    r["diff"] = p50(lambda i: record_changes(ledger, PID, parse_ts("2026-08-01T00:00:00Z"), t), 5)
+    r["diff"] = p50(lambda i: ledger.records.changes(PID, parse_ts("2026-08-01T00:00:00Z"), t), 5)
     cli = str(Path(sys.executable).parent / "ledger")
     r["cli_diff_s"], r["cli_diff_mb"] = peak_rss_mb([cli, "diff", PID, "2026-08-01", at, "--db", str(db)])
     r["cli_record_s"], r["cli_record_mb"] = peak_rss_mb([cli, "record", PID, "--as-of", at, "--db", str(db)])

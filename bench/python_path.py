@@ -17,7 +17,7 @@ from bench.synth import Synth
 from ledger.model.codec import check_rules, check_types
 from ledger.model.events import StoredEvent
 from ledger.model.facts import Head
-from ledger.model.instants import now_us
+from ledger.model.instants import SYSTEM_CLOCK
 from ledger.storage.append import Rows, append_batch
 from ledger.tlog.chain import GENESIS
 
@@ -60,11 +60,11 @@ def main(events: int = 20_000) -> None:
     tx = _NoStore()
     start = time.perf_counter()
     for batch in batches:
-        now = now_us()
+        now = SYSTEM_CLOCK.now_us()
         for e in batch:
             check_types(e, "e")
             check_rules(e, "e", now)
-        append_batch(tx, batch)
+        append_batch(tx, batch, clock=SYSTEM_CLOCK)
     seconds = time.perf_counter() - start
     print(f"{events} events, {seconds / events * 1e6:.1f} us an event in Python, no database")
 

@@ -34,7 +34,7 @@ class StepClock:
     def __init__(self, start_us: int = BUILD_START_US) -> None:
         self.us = start_us
 
-    def __call__(self) -> int:
+    def now_us(self) -> int:
         return self.us
 
     def step(self) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from ledger.model import events as ev
 from ledger.model.codec import canonical
-from ledger.model.instants import now_us
+from ledger.model.instants import SYSTEM_CLOCK
 from service.ledger import Ledger
 from service.screen import Query, page_json, screen
 
@@ -165,7 +165,7 @@ def figures(ledger: Ledger, t: int) -> dict[str, Callable[[], Any]]:
 def measure(ledgers: list[Ledger], repeats: int) -> list[dict[str, Any]]:
     """The figures at each size, the sizes taken in turn within each repeat (so a change in the
     machine's load falls on both alike): medians, and the peak of Python's allocations in one screen."""
-    t = now_us()
+    t = SYSTEM_CLOCK.now_us()
     calls = [figures(ledger, t) for ledger in ledgers]
     samples: list[dict[str, list[float]]] = [{name: [] for name in c} for c in calls]
     for c in calls:

@@ -20,6 +20,7 @@ Target (issue 18): page and timeline under 150 ms at p50 for this paper.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -30,10 +31,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from api.app import create_app, settle_heap
+from api.app import create_app, install_state, settle_heap
 from api.records.timeline import render_timeline
 from api.records.timeline_cache import TimelineCache
 from api.settings import Settings
+from api.state import state_of
 from ledger.model.instants import parse_ts
 from service.ledger import Ledger
 from tests.timeline_history import PAPER, TOTAL, history
@@ -78,13 +80,13 @@ def measure(db: str, runs: int) -> list[tuple[str, str]]:
     app = create_app(Settings(db=db))
     client = TestClient(app)
     settle_heap()  # as `ledger serve` does at start-up, before its first request
-    ledger: Ledger = app.state.ledger
+    ledger: Ledger = state_of(app).ledger
     record_url = f"/paper/{PAPER}/citation-record?as_of={AS_OF}"
     paper_url = f"/paper/{PAPER}?as_of={AS_OF}"
 
     def cold(url: str) -> Callable[[], Any]:
         def get() -> Any:
-            app.state.timeline_cache = TimelineCache()
+            install_state(app, dataclasses.replace(state_of(app), timeline_cache=TimelineCache()))
             r = client.get(url)
             assert r.status_code == 200, r.text[:200]
             return r

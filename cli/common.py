@@ -12,7 +12,7 @@ import click
 
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.ids import normalise_arxiv
-from ledger.model.instants import read_instant
+from ledger.model.instants import SYSTEM_CLOCK, read_instant
 
 if TYPE_CHECKING:
     from ledger.tlog.cosign import Quorum
@@ -116,7 +116,7 @@ def instant(value: str | None, name: str, *, future: bool = False) -> int | None
     if value is None:
         return None
     try:
-        return read_instant(value, name, future=future)
+        return read_instant(value, name, SYSTEM_CLOCK.now_us(), future=future)
     except InvalidEvent as e:
         raise click.BadParameter(e.reason, param_hint=name) from None
 

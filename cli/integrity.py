@@ -299,7 +299,6 @@ def _last_walk(p: dict[str, Any]) -> str:
 
 
 def _verify(db: str, as_json: bool, resume: bool, given: _Held | None) -> None:
-    from ledger.model.instants import now_us
     from service.ledger import Ledger
     from service.ops.scrub import VERIFY, pass_of
 
@@ -313,9 +312,9 @@ def _verify(db: str, as_json: bool, resume: bool, given: _Held | None) -> None:
             # the prefix it does not re-hash is vouched for by the last recorded full walk, named below
             status = ledger.ops.chain_status(passes, kind=VERIFY, progress=progress, every=every)
         else:
-            started = now_us()
+            started = ledger.clock.now_us()
             report = ledger.log.verify(progress, remember=True, every=every)
-            done = pass_of(VERIFY, report, started, now_us())
+            done = pass_of(VERIFY, report, started, ledger.clock.now_us())
             passes.record(done)
             status = {**report.to_dict(), "last_full_walk": done.to_dict()}
     finally:

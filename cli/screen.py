@@ -101,7 +101,9 @@ def screen_command(
             if collection is not None
             else (frozenset(normalise_arxiv(p, "--paper") for p in papers) if papers else None)
         )
-        query = Query(chosen, ledger.now() if t is None else t, k, frozenset(kinds) or None, exact_only)
+        query = Query(
+            chosen, ledger.clock.now_us() if t is None else t, k, frozenset(kinds) or None, exact_only
+        )
         writer = csv.writer(sys.stdout, lineterminator="\n")
         first = True
         while True:

@@ -221,12 +221,11 @@ def register(main: click.Group) -> None:
     @read_db_option
     def diff_cmd(arxiv_id: str, from_: str, to: str, as_text: bool, db: str) -> None:
         """What changed in the record of ARXIV_ID between FROM and TO (RFC 3339 or YYYY-MM-DD)."""
-        from projections.diff import record_changes
         from service.ledger import Ledger
 
         t1, t2 = required_instant(from_, "FROM"), required_instant(to, "TO")
         try:
-            d, _head = record_changes(Ledger(db), arxiv_id, t1, t2)
+            d, _head, _ = Ledger(db).records.changes(arxiv_id, t1, t2)
         except LedgerError as e:
             click.echo(f"error: {e.message}", err=True)
             sys.exit(1)

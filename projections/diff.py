@@ -1,7 +1,8 @@
 """What changed in a paper's record between two instants, per observation, with the events responsible.
 
-`diff_records` is pure: two records and the facts observed between them. `record_changes` reads them
-from a ledger (the TO record's build set minus the FROM record's, observed after FROM).
+`diff_records` is pure: two records and the facts observed between them. `record_changes` builds them
+from one consistent read the caller opened (the TO record's build set minus the FROM record's, observed
+after FROM); it never reaches back up to the service that opened it.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import msgspec
 
 from ledger.model.codec import canonical, decode_data
 from ledger.model.errors import InvalidEvent, NotFound
-from ledger.model.facts import Fact, Head
+from ledger.model.facts import Fact
 from ledger.model.instants import format_as_of, parse_ts
 from ledger.model.record_types import Measurement, NoticeEvent, Observation, Record, StandingNotice
 from ledger.storage.interface import Store
 from ledger.storage.works_store import observation_events
+from projections.record import RecordSource, build_record
 
 SCHEMA = "citation-ledger.record-changes.v1"
 # a JSON value (as decoded, or ready to encode); Mapping and Sequence so that a dict of lists is one
@@ -387,32 +389,32 @@ def _measurement_changes(
     return out, used
 
 
-class _Ledger(Protocol):
-    @property
-    def store(self) -> Store: ...
+class Snapshot(Protocol):
+    """A consistent read of the ledger that gives the record's reads as of any instant."""
 
-    def record(
-        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None
-    ) -> tuple[Record, list[int], Head]: ...
+    def at(self, as_of_us: int, known_us: int | None = None) -> RecordSource: ...
 
 
-def record_changes(ledger: _Ledger, arxiv_id: str, from_us: int, to_us: int) -> tuple[Changes, Head]:
-    """The diff of the paper's record from FROM to TO, and the head the TO record was read at."""
+def record_changes(reader: Snapshot, store: Store, arxiv_id: str, from_us: int, to_us: int) -> Changes:
+    """The diff of the paper's record from FROM to TO, from one consistent read (`reader`, and the
+    `store` reads made while it is open); the TO record's NotFound is raised."""
     if from_us > to_us:
         raise InvalidEvent("from", f"{format_as_of(from_us)} is after to ({format_as_of(to_us)})")
-    after, after_seqs, head = ledger.record(arxiv_id, to_us)
+    built = build_record(reader.at(to_us), arxiv_id, to_us)
+    after, after_seqs = built.record, built.seqs
     try:
-        before, before_seqs, _ = ledger.record(arxiv_id, from_us)
+        earlier = build_record(reader.at(from_us), arxiv_id, from_us)
+        before, before_seqs = earlier.record, earlier.seqs
     except NotFound:
         before, before_seqs = None, []
     new = sorted(set(after_seqs) - set(before_seqs))
     facts: dict[int, Fact] = {}
-    for e in ledger.store.envelopes(new):
+    for e in store.envelopes(new):
         observed = parse_ts(e.observed_at)
         if observed > from_us:
             facts[e.seq] = Fact(e.seq, e.type, e.observed_at, observed, decode_data(e.type, e.data))
     # an observation that left the record (re-resolved elsewhere) has its events outside TO's set
     gone = sorted(set(_by_id(before)) - set(_by_id(after)))
-    for f in observation_events(ledger.store, gone, from_us, to_us):
+    for f in observation_events(store, gone, from_us, to_us):
         facts.setdefault(f.seq, f)
-    return diff_records(before, after, [facts[s] for s in sorted(facts)]), head
+    return diff_records(before, after, [facts[s] for s in sorted(facts)])

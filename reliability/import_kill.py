@@ -408,9 +408,10 @@ def run(
 ) -> dict[str, Any]:
     """The whole run (new SQLite files in `workdir` unless given two empty ledgers); the figures.
     `server_cpu`: the CPU seconds a database server has used so far (PostgreSQL's share of the work)."""
-    from ledger.model.instants import now_us
+    from ledger.model.instants import SYSTEM_CLOCK
 
-    fixed_now = now_us()  # "now" for both ledgers' records (the default would differ between reads)
+    # "now" for both ledgers' records (the default would differ between reads)
+    fixed_now = SYSTEM_CLOCK.now_us()
     path = workdir / f"import-{lines}.ndjson"
     t0 = time.monotonic()
     make_file(path, lines)

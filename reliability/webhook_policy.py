@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import SYSTEM_CLOCK, format_recorded
 from service.alerts import alerts as al
 from service.alerts import webhooks as wh
 from service.alerts.secrets import new_secret
@@ -61,23 +61,23 @@ def rotation(directory: Path) -> None:
     spec = al.parse_watch(
         {"arxiv_id": CITING, "callback_url": "https://hooks.example/h", "secret": new_secret()}
     )
-    watch, _ = al.add_watch(ledger.store, spec)
+    watch, _ = al.add_watch(ledger.store, ledger.clock, spec)
     send = _Script()
-    wh.deliver_due(ledger.store, send)  # the first held alert is refused: all stay pending
+    wh.deliver_due(ledger.store, ledger.clock, send)  # the first held alert is refused: all stay pending
     held = {a.id for a in ledger.store.alerts.alerts(watch.id)}
     send.ok = True
     if hasattr(al, "rotate_secret"):
         how = "rotated in place"
         secret, made = al.parse_rotation({})
-        al.rotate_secret(ledger.store, watch.id, secret, made, 86_400.0)
+        al.rotate_secret(ledger.store, ledger.clock, watch.id, secret, made, 86_400.0)
     else:
         how = "deleted and made again"
         with ledger.store.alerts.updating():
-            ledger.store.alerts.remove_watch(watch.id, format_recorded(now_us()))
-        al.add_watch(ledger.store, spec._replace(secret=new_secret()))
+            ledger.store.alerts.remove_watch(watch.id, format_recorded(SYSTEM_CLOCK.now_us()))
+        al.add_watch(ledger.store, ledger.clock, spec._replace(secret=new_secret()))
     with ledger.store.alerts.updating():  # due now, as if the backoff had passed
         ledger.store.alerts._q("UPDATE outbox SET next_us = 0 WHERE state = 'pending'")
-    while wh.deliver_due(ledger.store, send):
+    while wh.deliver_due(ledger.store, ledger.clock, send):
         pass
     after = [h["webhook-id"] for h in send.headers[1:]]
     print(f"secret {how}: {len(held)} held alerts, {len(after)} deliveries after it, "

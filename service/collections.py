@@ -18,7 +18,7 @@ from ledger.model.codec import COLLECTION_NAME_RE, MAX_COLLECTION_NAME, check_co
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import CollectionChanged, CollectionData, StoredEvent
 from ledger.model.ids import normalise_arxiv
-from ledger.model.instants import format_recorded, now_us, parse_instant
+from ledger.model.instants import Clock, format_recorded, parse_instant
 
 if TYPE_CHECKING:
     from ledger.storage.append import AppendResult
@@ -153,9 +153,9 @@ class Changed(NamedTuple):
 class Collections:
     """The collections of one ledger: their membership as known at any instant, and changes to them."""
 
-    def __init__(self, store: Store, clock: Callable[[], int] | None = None) -> None:
+    def __init__(self, store: Store, clock: Clock) -> None:
         self._store = store
-        self._clock = clock or now_us
+        self._clock = clock
 
     def members(
         self, name: str, known_at_us: int | None = None, *, upto_seq: int | None = None
@@ -192,6 +192,6 @@ class Collections:
                 f"no collection {data.name!r}: a collection is made by adding papers to it",
                 details={"name": data.name},
             )
-        event = CollectionChanged(observed_at=format_recorded(self._clock()), data=data)
+        event = CollectionChanged(observed_at=format_recorded(self._clock.now_us()), data=data)
         result = append([event])
         return Changed(data, result, len(self.members(data.name) or ()))

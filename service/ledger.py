@@ -19,7 +19,7 @@ from ledger.model.codec import canonical, check_rules, check_types
 from ledger.model.events import Event
 from ledger.model.facts import Head
 from ledger.model.importer import Batch, parse_input
-from ledger.model.instants import now_us
+from ledger.model.instants import SYSTEM_CLOCK, Clock
 from ledger.model.record_types import Record
 from ledger.storage.append import AppendResult as AppendResult
 from ledger.storage.append import append_batch, needs_of
@@ -46,6 +46,7 @@ from service.collections import Collections
 from service.log import Log
 from service.ops.operations import Operations
 from service.ops.projector import max_lag
+from service.records import Chain as Chain
 from service.records import Evidence as Evidence
 from service.records import PaperView as PaperView
 from service.records import Records
@@ -106,7 +107,7 @@ class Ledger:
         synchronous: str = "FULL",
         group_commit: bool = False,
         raise_alerts: bool = True,
-        clock: Callable[[], int] | None = None,
+        clock: Clock | None = None,
         mapped: bool = False,
         projector_max_lag: int | None = None,
         project_on_read: bool = True,
@@ -117,9 +118,9 @@ class Ledger:
         # reads that take the spans as stored (a timeline, a record's pages past the cap) bring them to
         # the head first, as a search does its index; a read-only server writes nothing
         self._project_on_read = project_on_read
-        # what "now" is, in UTC microseconds: when an append is recorded, and a record's default as_of;
-        # tests pass a clock they advance instead of sleeping
-        self._clock = clock
+        # what "now" is, in UTC microseconds: when an append is recorded, a record's default as_of, and
+        # every instant the services of this ledger compare or record (tests pass one they advance)
+        self.clock: Clock = clock or SYSTEM_CLOCK
         self.url = str(db)
         self._path = None if is_pg_url(db) else Path(db)
         # mapped: a SQLite file read through a memory map (a process that searches a large catalogue).
@@ -133,13 +134,14 @@ class Ledger:
         self._raise_alerts = raise_alerts
         self._group_observer: GroupObserver | None = None
         # the services, one per capability: what a door calls instead of the store
-        self.collections = Collections(self.store, self.now)
-        self.records = Records(self.store, self.now, self._fresh, self.collections)
-        self.log = Log(self.store)
-        self.alerts = Alerts(self.store)
+        # (each takes this ledger's clock: what it records or compares as now)
+        self.collections = Collections(self.store, self.clock)
+        self.records = Records(self.store, self.clock, self._fresh, self.collections)
+        self.log = Log(self.store, self.clock)
+        self.alerts = Alerts(self.store, self.clock)
         self.works = Catalogue(self.store)
         self.intake = Intake(self.collections, self._append_by, self._on_commit, self._on_group_commit)
-        self.ops = Operations(self.store)
+        self.ops = Operations(self.store, self.clock)
 
     @property
     def path(self) -> Path:
@@ -147,10 +149,6 @@ class Ledger:
         if self._path is None:
             raise Unsupported("a PostgreSQL ledger has no database file (its location is Ledger.url)")
         return self._path
-
-    def now(self) -> int:
-        """What this ledger takes for now, in UTC microseconds (its clock, else the system's)."""
-        return (self._clock or now_us)()
 
     def close(self) -> None:
         """Stop the group-commit writer (if any) and close this thread's connection."""
@@ -206,7 +204,7 @@ class Ledger:
         if not resolver_events:
             refuse_claims(events, places)
         by = by or _WRITING.get()
-        now = self.now()
+        now = self.clock.now_us()
         # the only rule that moves with the clock is "not too far in the future": what held at an
         # earlier instant holds now
         if checked_at is None or now < checked_at:
@@ -218,7 +216,7 @@ class Ledger:
 
         def batch(tx: Any) -> AppendResult:
             # the writer goes in the batch's own transaction: committed with its events or not at all
-            got = append_batch(tx, events, expected_versions, places, self._clock)
+            got = append_batch(tx, events, expected_versions, places, clock=self.clock)
             if by is not None and got.appended:
                 tx.save_writers(writer_rows((i.seq for i in got.items if not i.duplicate), by))
             return got
@@ -281,11 +279,17 @@ class Ledger:
 
     @contextmanager
     def evidence(
-        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None, *, pages: bool = True
+        self,
+        arxiv_id: str,
+        as_of_us: int | None = None,
+        known_us: int | None = None,
+        *,
+        pages: bool = True,
+        chain: Chain | None = None,
     ) -> Iterator[Evidence]:
         """The record as of T (default now) and K and a way to read every event it was built from, in one
-        consistent read held until the block ends (`records.evidence`)."""
-        with self.records.evidence(arxiv_id, as_of_us, known_us, pages=pages) as ev:
+        consistent read held until the block ends (`records.evidence`; `chain()` is read in it too)."""
+        with self.records.evidence(arxiv_id, as_of_us, known_us, pages=pages, chain=chain) as ev:
             yield ev
 
     def record_bytes(

@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ledger.model.events import StoredEvent
-from ledger.model.facts import Head, VerifiedPoint
+from ledger.model.facts import Head, ScrubPass, VerifiedPoint
+from ledger.model.instants import Clock
 from ledger.storage.interface import Store
 from ledger.storage.verify import VerifyReport, verify_store
 from ledger.tlog import merkle_store
@@ -16,6 +17,7 @@ from ledger.tlog.checkpoint import Checkpointer, SignedCheckpoint
 from ledger.tlog.held_checkpoint import HeldVerdict, hold_against
 from ledger.tlog.merkle_store import InclusionProof
 from service.ops.witnessing import Answered, Cosigner, Post, Witness
+from service.records import Chain
 
 
 class Consistency(NamedTuple):
@@ -29,12 +31,20 @@ class Consistency(NamedTuple):
 class Log:
     """The event log of one ledger and what proves it."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, clock: Clock) -> None:
         self._store = store
+        # when a walk that is remembered says it was made
+        self._clock = clock
 
     def head(self) -> Head:
         """The last seq and hash."""
         return self._store.head()
+
+    def head_and_chain(self, chain: Chain) -> tuple[Head, ScrubPass | None]:
+        """The head and what `chain()` says of the chain (the last full walk, when broken), in one
+        consistent read: a banner that describes the head it is served with."""
+        with self._store.tables.consistent_read():
+            return self._store.head(), chain()
 
     def read_log(
         self, after: int = 0, limit: int | None = None, stream: str | None = None, type: str | None = None
@@ -77,4 +87,5 @@ class Log:
     ) -> VerifyReport:
         """Recompute the whole chain, the derived rows, the stored Merkle nodes and the checkpoint;
         `remember` keeps where it reached as the next walk's resume point."""
-        return verify_store(self._store, progress, remember=remember, every=every)
+        at = self._clock if remember else None
+        return verify_store(self._store, progress, remember=at, every=every)

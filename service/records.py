@@ -9,11 +9,12 @@ from typing import Any, NamedTuple
 
 from ledger.model.errors import NotFound
 from ledger.model.events import StoredEvent
-from ledger.model.facts import Fact, Head
-from ledger.model.instants import MAX_US, format_recorded
+from ledger.model.facts import Fact, Head, ScrubPass, SourceHead
+from ledger.model.instants import MAX_US, Clock, format_recorded
 from ledger.model.record_types import Record
 from ledger.storage.interface import Store
 from ledger.storage.writers import WriterRow
+from projections.diff import Changes, record_changes
 from projections.readings import Sides, resolution_sides
 from projections.record import Built, build_record
 from projections.timeline import Timeline, build_timeline
@@ -25,10 +26,12 @@ from service.screen import Page, Query, screen, screen_changes
 class Evidence:
     """A record, the head it was read at, and its inbound observations past the cap, page by page."""
 
-    def __init__(self, built: Built, head: Head, reader: Any) -> None:
+    def __init__(self, built: Built, head: Head, reader: Any, broken: ScrubPass | None = None) -> None:
         self.built = built
         self.head = head
         self._reader = reader
+        # the last full walk when it found the chain broken (if the read asked), read with the record
+        self.broken = broken
 
     @property
     def hidden(self) -> int:
@@ -61,15 +64,25 @@ class PaperView(NamedTuple):
     as_of_us: int  # the instant read as of (now, when none was asked for)
     # each outbound reference's latest resolution from a source and from the ledger, as of T
     sides: dict[str, Sides] | None = None
+    # the last full walk of the chain when it found it broken (asked for with `chain`), read with the rest
+    broken: ScrubPass | None = None
 
 
 class _OwnStream:
-    """A record reader whose paper stream was read already (the rest of its reads go to `reader`)."""
+    """A record reader whose paper stream was read already, and whose sources' latest checks are read
+    once for the record and its notices (the rest of its reads go to `reader`)."""
 
     def __init__(self, reader: Any, arxiv_id: str, own: list[Fact]) -> None:
         self._reader = reader
         self._id = arxiv_id
         self._own = own
+        self._heads: list[SourceHead] | None = None
+
+    def source_heads(self) -> list[SourceHead]:
+        """The latest standing check of every source as of T, read on first use."""
+        if self._heads is None:
+            self._heads = self._reader.source_heads()
+        return self._heads
 
     def paper_stream(self, arxiv_id: str) -> list[Fact]:
         """The paper's own stream, as read (another paper's from the reader)."""
@@ -79,14 +92,18 @@ class _OwnStream:
         return getattr(self._reader, name)
 
 
+# what a read asks of the chain alongside it: the last full walk, when it found the chain broken
+Chain = Callable[[], ScrubPass | None]
+
+
 class Records:
     """The reads a record, a paper page, the index and the integrity report make."""
 
     def __init__(
-        self, store: Store, now: Callable[[], int], fresh: Callable[[], None], collections: Collections
+        self, store: Store, clock: Clock, fresh: Callable[[], None], collections: Collections
     ) -> None:
         self._store = store
-        self._now = now
+        self._clock = clock
         self._collections = collections
         # brings the record's projections to the head before a read that takes them as stored
         self._fresh = fresh
@@ -95,22 +112,28 @@ class Records:
 
     @contextmanager
     def evidence(
-        self, arxiv_id: str, as_of_us: int | None = None, known_us: int | None = None, *, pages: bool = True
+        self,
+        arxiv_id: str,
+        as_of_us: int | None = None,
+        known_us: int | None = None,
+        *,
+        pages: bool = True,
+        chain: Chain | None = None,
     ) -> Iterator[Evidence]:
         """The record as of T (default now) and K, and a way to read every event it was built from, in
         one consistent read of the ledger (held until the block ends). The observations past the cap are
         read page by page from the spans as stored, so they are first projected to the head, unless
-        `pages` is False (the record alone is wanted)."""
+        `pages` is False (the record alone is wanted). `chain()` is read in the same read."""
         if pages:
             self._fresh()
-        t = self._now() if as_of_us is None else as_of_us
+        t = self._clock.now_us() if as_of_us is None else as_of_us
         with self._store.snapshot(t, known_us) as reader:
             head = reader.head()
             try:
                 built = build_record(reader, arxiv_id, t)
             except NotFound as e:
                 raise self._not_found(arxiv_id, e) from None
-            yield Evidence(built, head, reader)
+            yield Evidence(built, head, reader, None if chain is None else chain())
 
     def _not_found(self, arxiv_id: str, e: NotFound) -> NotFound:
         """The record's NotFound, saying when the paper was first observed (or that it never was)."""
@@ -139,13 +162,15 @@ class Records:
         strict: bool = False,
         cached: Callable[[Head], Timeline | None] | None = None,
         alerts: bool = False,
+        chain: Chain | None = None,
     ) -> PaperView:
         """The timeline and the record as of T (default now), in one consistent read, and its head;
         with `alerts`, the notices in force as of T (service.alerts.alerts.paper_alerts). Before the paper's
         first snapshot the record is None, or (`strict`) the record's NotFound is raised.
-        `cached(head)` may give the timeline already read at that head."""
+        `cached(head)` may give the timeline already read at that head; `chain()` (the last full walk,
+        when broken) is read in the same read, so the page's head and its chain banner agree."""
         self._fresh()
-        t = self._now() if as_of_us is None else as_of_us
+        t = self._clock.now_us() if as_of_us is None else as_of_us
         with self._store.snapshot(MAX_US) as reader:
             head = reader.head()
             timeline = None if cached is None else cached(head)
@@ -162,7 +187,21 @@ class Records:
             if timeline is None:
                 timeline = build_timeline(reader, arxiv_id, own)
             sides = resolution_sides(at_t.paper_stream(arxiv_id))
-            return PaperView(timeline, record, head, held, t, sides)
+            broken = None if chain is None else chain()
+            return PaperView(timeline, record, head, held, t, sides, broken)
+
+    def changes(
+        self, arxiv_id: str, from_us: int, to_us: int, *, chain: Chain | None = None
+    ) -> tuple[Changes, Head, ScrubPass | None]:
+        """What changed in the paper's record from FROM to TO (projections/diff.py), the head it was read
+        at and what `chain()` says of the chain, all in one consistent read of the ledger."""
+        with self._store.snapshot(to_us) as reader:
+            head = reader.head()
+            try:
+                changed = record_changes(reader, self._store, arxiv_id, from_us, to_us)
+            except NotFound as e:
+                raise self._not_found(arxiv_id, e) from None
+            return changed, head, None if chain is None else chain()
 
     def papers(self, limit: int = 100, offset: int = 0) -> list[str]:
         """The ledger's papers, most events first, a page at a time."""

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ledger.model import events as ev
-from ledger.model.instants import now_us
+from ledger.model.instants import SYSTEM_CLOCK
 
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
 PAPERS = ["2101.00001", "2101.00002", "2101.00003", "hep-th/9901001"]
@@ -255,9 +255,10 @@ class Clock:
     instead of sleeping for distinct instants."""
 
     def __init__(self, start_us: int | None = None) -> None:
-        self.us = now_us() if start_us is None else start_us
+        self.us = SYSTEM_CLOCK.now_us() if start_us is None else start_us
 
-    def __call__(self) -> int:
+    def now_us(self) -> int:
+        """The instant it stands at."""
         return self.us
 
     def advance(self, us: int = 1_000) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from starlette.applications import Starlette
 
 from api.alerts.webhooks import sender
-from api.ops import metrics
+from api.state import state_of
 from service.alerts.alerts import AddressPolicy
 from service.alerts.webhooks import DEADLINE_S
 from service.ledger import Ledger
@@ -60,10 +60,17 @@ class Alerting:
         self.stop = threading.Event()
         self.raise_wake = threading.Event()
         self.deliver_wake = _Wake()
+        self.threads: list[threading.Thread] = []
+
+    def begin(self) -> None:
+        """Start the two threads (again, after a stop: a test may run an app's lifespan twice)."""
+        self.stop.clear()
         self.threads = [
             threading.Thread(target=self._raising, name="ledger-alerts", daemon=True),
             threading.Thread(target=self._delivering, name="ledger-webhooks", daemon=True),
         ]
+        for t in self.threads:
+            t.start()
 
     def committed(self) -> None:
         """An append of this process committed: raise its alerts now."""
@@ -95,24 +102,14 @@ class Alerting:
 
 async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
     """Start this process's alerting threads (none on a read-only server); returns its stop()."""
-    settings = app.state.settings
-    if settings.read_only:
+    alerting = state_of(app).alerting
+    if alerting is None:
 
         async def nothing() -> None:
             return None
 
         return nothing
-    alerting = Alerting(
-        app.state.ledger,
-        settings.webhook_backoff,
-        settings.webhook_allow,
-        metrics.webhook_delivery if settings.counting else None,
-        settings.webhook_timeout,
-    )
-    app.state.ledger.intake.on_commit(alerting.committed)
-    app.state.alerting = alerting
-    for t in alerting.threads:
-        t.start()
+    alerting.begin()
 
     async def stop_alerting() -> None:
         alerting.stop.set()

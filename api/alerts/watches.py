@@ -33,8 +33,9 @@ from api.common import (
 )
 from api.errors import TooManySubscribers
 from api.limits import RateLimiter
+from api.state import state_of
 from ledger.model.codec import canonical, decode_json
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import format_recorded
 from service.alerts import alerts as al
 from service.ledger import Alert, Ledger
 
@@ -83,7 +84,7 @@ async def post_watch(request: Request) -> Response:
     covers now and, this once, the secret the server made."""
     owner = _auth(request)
     settings = settings_of(request)
-    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    limiter: RateLimiter | None = state_of(request.app).rate_limiter
     try:
         raw = await read_body(request, MAX_WATCH_BODY)
         spec = al.parse_watch(decode_json(raw), settings.webhook_allow)
@@ -93,8 +94,9 @@ async def post_watch(request: Request) -> Response:
     finally:
         if limiter is not None:
             limiter.charge(owner, 1)  # a write, as one event; a refused one costs the attempt too
-    if getattr(request.app.state, "alerting", None) is not None:
-        request.app.state.alerting.deliver_wake.set()  # its held alerts are due now
+    alerting = state_of(request.app).alerting
+    if alerting is not None:
+        alerting.deliver_wake.set()  # its held alerts are due now
     return _json(al.watch_json(watch, covered, spec.secret_made), 201)
 
 
@@ -143,13 +145,13 @@ async def rotate_secret(request: Request, watch_id: WatchId) -> Response:
     the watch, its alerts, their webhook-ids and its pending deliveries stay as they are."""
     owner = _auth(request)
     settings = settings_of(request)
-    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    limiter: RateLimiter | None = state_of(request.app).rate_limiter
     try:
         raw = await read_body(request, MAX_WATCH_BODY)
         secret, made = al.parse_rotation(decode_json(raw) if raw.strip() else {})
-        alerts = ledger_of(request).alerts
+        ledger = ledger_of(request)
         grace = settings.webhook_secret_grace
-        rotated = await run_in_threadpool(alerts.rotate_secret, watch_id, secret, made, grace, owner)
+        rotated = await run_in_threadpool(ledger.alerts.rotate_secret, watch_id, secret, made, grace, owner)
     finally:
         if limiter is not None:
             limiter.charge(owner, 1)  # a write, as making a watch is
@@ -173,7 +175,7 @@ def watch_alerts(
     owner = _reader(request)
     ledger = ledger_of(request)
     watch = ledger.alerts.watch_of(watch_id, owner)
-    page = ledger.alerts.alerts(watch.id, after, PAGE, instant(since, "since", future=True))
+    page = ledger.alerts.alerts(watch.id, after, PAGE, instant(request, since, "since", future=True))
     return _json({"alerts": _alerts_json(page), "next": page[-1].n if len(page) == PAGE else None})
 
 
@@ -251,10 +253,10 @@ def paper_feed(request: Request, arxiv_id: ArxivId) -> Response:
     """One entry per (work, notice) the ledger holds for the works the paper cites, newest first."""
     arxiv_id = check_id(request, arxiv_id)
     ledger = ledger_of(request)
-    found = ledger.alerts.paper_notices(arxiv_id, now_us())
-    settings = getattr(request.app.state, "settings", None)  # an app built without settings has none
-    public = settings.public_url if settings is not None else None
-    return Response(atom(arxiv_id, found, public), media_type="application/atom+xml")
+    now = ledger.clock.now_us()
+    found = ledger.alerts.paper_notices(arxiv_id, now)
+    public = settings_of(request).public_url
+    return Response(atom(arxiv_id, found, now, public), media_type="application/atom+xml")
 
 
 # XML 1.0 (section 2.2) allows only these characters; any other that a source or an event carries is
@@ -274,8 +276,9 @@ def _attr(value: str) -> str:
     return _text(value).replace('"', "&quot;")
 
 
-def atom(arxiv_id: str, found: list[al.PaperNotice], public_url: str | None = None) -> bytes:
-    """The Atom 1.0 document of a paper's notices (RFC 4287); ids and links never come from a request.
+def atom(arxiv_id: str, found: list[al.PaperNotice], now_us: int, public_url: str | None = None) -> bytes:
+    """The Atom 1.0 document of a paper's notices (RFC 4287), read at `now_us` (its `updated` when it
+    has none); ids and links never come from a request.
 
     With `public_url` (LEDGER_PUBLIC_URL) they are absolute URLs on it. Without, the feed's id is a tag
     URI and its links are relative to the feed's own address, which every feed reader resolves them by.
@@ -286,7 +289,7 @@ def atom(arxiv_id: str, found: list[al.PaperNotice], public_url: str | None = No
     else:
         here = ""
         feed_id = f"{FEED_TAG}paper/{arxiv_id}/alerts.atom"
-    updated = max((n.observed_at for n in found), default=format_recorded(now_us()))
+    updated = max((n.observed_at for n in found), default=format_recorded(now_us))
     entries = []
     for n in sorted(found, key=lambda n: (n.observed_at, n.seq), reverse=True):
         kind = n.notice.get("kind", "notice").replace("_", " ")

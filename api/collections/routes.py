@@ -13,6 +13,7 @@ from api import docs
 from api.auth import require_writer
 from api.common import JSON, head_headers, head_json, instant, ledger_of, read_body, settings_of
 from api.limits import RateLimiter
+from api.state import state_of
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.instants import format_recorded
@@ -78,7 +79,7 @@ async def post_collection(request: Request, name: Annotated[str, _NAME]) -> Resp
     the same change was appended already). Removing from a collection never made is 404."""
     settings = settings_of(request)
     token = require_writer(request, settings)
-    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    limiter: RateLimiter | None = state_of(request.app).rate_limiter
     try:
         check_name(name, "name", settings.collection_limits)
         raw = await read_body(request, settings.max_body)
@@ -101,7 +102,7 @@ async def post_collection(request: Request, name: Annotated[str, _NAME]) -> Resp
 )
 def list_collections(request: Request, known_at: Annotated[str | None, _KNOWN_AT] = None) -> Response:
     """`{"collections": [{"name", "members"}], "known_at"}`, by name."""
-    known_us = instant(known_at, "known_at")
+    known_us = instant(request, known_at, "known_at")
     ledger = ledger_of(request)
     head = ledger.head()  # the answer is the ledger's at this head, which its header names
     sizes = ledger.collections.sizes(known_us, upto_seq=head.seq)
@@ -124,7 +125,7 @@ def get_collection(
     1,000 (`next` names the next page's `after`); 404 for a collection not made by then."""
     settings = settings_of(request)
     check_name(name, "name", settings.collection_limits)
-    known_us = instant(known_at, "known_at")
+    known_us = instant(request, known_at, "known_at")
     ledger: Ledger = ledger_of(request)
     head = ledger.head()
     members = ledger.collections.members(name, known_us, upto_seq=head.seq)

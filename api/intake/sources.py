@@ -15,17 +15,16 @@ from starlette.concurrency import run_in_threadpool
 
 from api import docs
 from api.auth import require_writer
-from api.common import JSON, body_chunks, check_id, head_headers, instant, ledger_of, settings_of
+from api.common import JSON, body_chunks, check_id, clock_of, head_headers, instant, ledger_of, settings_of
 from api.limits import RateLimiter
 from api.ops import telemetry
 from api.ops.scrub import broken_walk, chain_headers
 from api.records import negotiated
 from api.records.render import render_changes_page
+from api.state import state_of
 from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.events import Event
-from ledger.model.instants import now_us
-from projections.diff import record_changes
 from service.ledger import AppendResult, as_writer, by_token
 from service.sources import SOURCES, Appended, SourceFile, Summary, ingest
 from service.sources.works import NAME, WorksSummary, ingest_works
@@ -67,7 +66,7 @@ async def _ingest_charged(
     counted in telemetry under `label`; the client is charged an attempt per event, one at least."""
     limit = settings_of(request).max_ingest_body
     body = await _spool(request, limit)
-    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    limiter: RateLimiter | None = state_of(request.app).rate_limiter
     charge = 1  # a refused file costs an attempt, so a client cannot spin on bad files
 
     def appended(events: Sequence[Event], result: AppendResult, seconds: float) -> None:
@@ -197,11 +196,15 @@ def changes(
     try:
         arxiv_id = check_id(request, arxiv_id)
         record = f"/paper/{arxiv_id}/citation-record"
-        t1 = instant(from_, "from")
+        t1 = instant(request, from_, "from")
         if t1 is None:
             raise InvalidEvent("from", "required: RFC 3339 with an offset or YYYY-MM-DD")
-        t2 = instant(to, "to")
-        d, head = record_changes(ledger_of(request), arxiv_id, t1, now_us() if t2 is None else t2)
+        t2 = instant(request, to, "to")
+        t2 = clock_of(request).now_us() if t2 is None else t2
+        # the chain's banner read in the same read as the diff: its headers describe one moment
+        d, head, broken = ledger_of(request).records.changes(
+            arxiv_id, t1, t2, chain=lambda: broken_walk(request.app)
+        )
     except LedgerError as e:
         return negotiated.error(request, e, [("Back to the record", record)])
 
@@ -216,5 +219,4 @@ def changes(
         }
         return render_changes_page(d, head=head.header(), links=links, broken=broken)
 
-    broken = broken_walk(request.app)
     return negotiated.answer(request, d, {**head_headers(head), **chain_headers(broken)}, page)

@@ -15,6 +15,7 @@ from api.errors import BatchTooLarge
 from api.limits import RateLimiter, long_string, short_strings
 from api.ops import telemetry
 from api.settings import Settings
+from api.state import state_of
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent
 from ledger.model.importer import SCHEMA, Batch, parse_batch, quick_batch, record_to_batch
@@ -48,7 +49,7 @@ class _Writer:
     def __init__(self, request: Request, token: str) -> None:
         self.settings: Settings = settings_of(request)
         self.token = token
-        self.limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+        self.limiter: RateLimiter | None = state_of(request.app).rate_limiter
 
     def check_strings(self, raw: bytes, value: Any, where: str) -> None:
         """422 naming the first string (or key) longer than the limit."""

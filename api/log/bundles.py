@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request, Response
 from starlette.responses import StreamingResponse
 
 from api import docs
-from api.common import JSON, check_id, head_headers, instant, ledger_of
+from api.common import JSON, check_id, head_headers, instant, ledger_of, settings_of
 from api.errors import RetryLater
 from api.records.routes import ArxivId, AsOf, KnownAt
 from service.proofs.bundle import open_bundle
@@ -65,9 +65,7 @@ _RESPONSES[503]["description"] = f"This process is already writing {MAX_STREAMS}
 
 
 def _read_only(request: Request) -> bool:
-    # an app built without settings (the routers' own tests) is a writable one
-    settings = getattr(request.app.state, "settings", None)
-    return settings is not None and bool(settings.read_only)
+    return settings_of(request).read_only
 
 
 class Chunked(Protocol):
@@ -109,7 +107,7 @@ def bundle_response(request: Request, open_stream: Callable[[bool], Chunked], fi
 def bundle(request: Request, arxiv_id: ArxivId, as_of: AsOf = None, known_at: KnownAt = None) -> Response:
     """The bundle `ledger bundle` writes; on a read-only server, proved in the last signed checkpoint."""
     arxiv_id = check_id(request, arxiv_id)
-    t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
+    t, k = instant(request, as_of, "as_of"), instant(request, known_at, "known_at")
     ledger = ledger_of(request)
     return bundle_response(
         request,

@@ -25,6 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from api.errors import TooManySubscribers
 from api.ops import metrics
 from api.settings import Settings
+from api.state import state_of
 from ledger.model.codec import canonical, envelope_json
 from ledger.model.events import StoredEvent
 from service.ledger import Ledger
@@ -367,11 +368,8 @@ class Live:
 
 
 def live_of(app: Any) -> Live:
-    """The app's Live, made on first use (TestClient apps run no lifespan)."""
-    live: Live | None = getattr(app.state, "live", None)
-    if live is None:
-        live = app.state.live = Live(app.state.ledger, app.state.settings)
-    return live
+    """The app's Live (made with the app: TestClient apps run no lifespan)."""
+    return state_of(app).live
 
 
 async def start(app: Any) -> Stop:

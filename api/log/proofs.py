@@ -15,10 +15,10 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from api import docs
-from api.common import JSON, head_headers, ledger_of, read_body
-from api.log.witnesses import cosigner_of
+from api.common import JSON, head_headers, ledger_of, read_body, settings_of
 from api.records import negotiated
 from api.records.render import ENV
+from api.state import state_of
 from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.facts import Head
@@ -55,9 +55,7 @@ def _checkpointer(request: Request) -> Checkpointer:
 
 
 def _read_only(request: Request) -> bool:
-    # an app built without settings (the routers' own tests) is a writable one
-    settings = getattr(request.app.state, "settings", None)
-    return settings is not None and settings.read_only
+    return settings_of(request).read_only
 
 
 def _json(body: object, head: Head) -> Response:
@@ -117,7 +115,7 @@ def checkpoint(request: Request) -> Response:
     A read-only server signs nothing and creates no file: it serves the last signed checkpoint,
     with `Ledger-Checkpoint: last-signed`, or 409 `not_signed` when there is none."""
     head = ledger_of(request).head()
-    cosigner = cosigner_of(request.app)
+    cosigner = state_of(request.app).cosigner
     cosigned = None if cosigner is None else cosigner.cosigned()
     if cosigned is not None:
         # the newest checkpoint the witnesses cosigned: at most LEDGER_CHECKPOINT_INTERVAL behind an append

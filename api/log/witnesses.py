@@ -13,41 +13,37 @@ from starlette.applications import Starlette
 
 from api.ops import metrics
 from api.ops.background import start_thread
+from api.settings import Settings
+from api.state import state_of
+from service.ledger import Ledger
 from service.ops.witnessing import Cosigner, read_witnesses, run_cosigner
 
 TIMEOUT_S = 10.0  # a witness slower than this misses the round; it is asked again at the next one
 MAX_ANSWER = 64 * 1024  # a cosignature line is about 150 bytes
 
 
-def cosigner_of(app: Starlette) -> Cosigner | None:
-    """The app's cosigner when LEDGER_WITNESSES is set (made on first use), else None."""
-    state = app.state
-    settings = getattr(state, "settings", None)
-    if settings is None or settings.witnesses_file is None:
-        return None
-    cosigner: Cosigner | None = getattr(state, "cosigner", None)
-    if cosigner is None:
-        witnesses = read_witnesses(Path(settings.witnesses_file))
-        state.witness_clients = clients = WitnessClients()
-        answered = metrics.witness_answered if settings.counting else None
-        cosigner = state.cosigner = state.ledger.log.cosigner(witnesses, clients.post, answered)
-    return cosigner
+def cosigner_for(ledger: Ledger, settings: Settings) -> tuple[Cosigner | None, WitnessClients | None]:
+    """An app's cosigner and the clients it posts with, when LEDGER_WITNESSES is set; else None."""
+    if settings.witnesses_file is None:
+        return None, None
+    witnesses = read_witnesses(Path(settings.witnesses_file))
+    clients = WitnessClients()
+    answered = metrics.witness_answered if settings.counting else None
+    return ledger.log.cosigner(witnesses, clients.post, answered), clients
 
 
 async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
     """Start this process's cosigner thread (a writable server with witnesses); returns its stop()."""
-    settings = app.state.settings
-    cosigner = cosigner_of(app)
-    if cosigner is None or settings.read_only:
+    state = state_of(app)
+    settings, cosigner, clients = state.settings, state.cosigner, state.witness_clients
+    if cosigner is None or clients is None or settings.read_only:
 
         async def nothing() -> None:
             return None
 
         return nothing
     interval = settings.checkpoint_interval
-    return start_thread(
-        "ledger-cosign", partial(run_cosigner, cosigner, interval), then=app.state.witness_clients.close
-    )
+    return start_thread("ledger-cosign", partial(run_cosigner, cosigner, interval), then=clients.close)
 
 
 class WitnessClients:

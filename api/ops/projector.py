@@ -8,16 +8,17 @@ from collections.abc import Awaitable, Callable
 from starlette.applications import Starlette
 
 from api.ops.background import start_thread
+from api.state import state_of
 
 
 async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
     """Start this process's projector thread (a read-only server writes nothing: none); returns its
     stop()."""
-    settings = app.state.settings
-    if settings.read_only:
+    state = state_of(app)
+    if state.settings.read_only:
 
         async def nothing() -> None:
             return None
 
         return nothing
-    return start_thread("ledger-projector", app.state.ledger.ops.run_projector)
+    return start_thread("ledger-projector", state.ledger.ops.run_projector)

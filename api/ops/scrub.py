@@ -3,37 +3,24 @@ with /healthz, the integrity report and every page that shows a record or a pape
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Awaitable, Callable
 from functools import partial
 
 from starlette.applications import Starlette
 
-from api.ops import metrics
 from api.ops.background import start_thread
 from api.ops.serve_start import server_start
+from api.state import state_of
 from ledger.model.facts import ScrubPass
 from service.ops.scrub import PassLog
 
-_LOCK = threading.Lock()
 # Answers about records and papers carry `Ledger-Chain: broken <seq>` while the last full walk says so.
 CHAIN_HEADER = "Ledger-Chain"
 
 
 def passes_of(app: Starlette) -> PassLog:
-    """The app's pass log, made on first use (a TestClient without lifespan has none started)."""
-    state = app.state
-    with _LOCK:
-        passes: PassLog | None = getattr(state, "scrub_passes", None)
-        if passes is None:
-            settings = getattr(state, "settings", None)
-            # a read-only server writes nothing to the database: its passes are kept in memory
-            writable = settings is None or not settings.read_only
-            counting = settings is not None and settings.counting
-            passes = state.scrub_passes = state.ledger.ops.passes(
-                writable=writable, on_record=metrics.scrub_recorded if counting else None
-            )
-        return passes
+    """The app's pass log (made with the app)."""
+    return state_of(app).passes
 
 
 def broken_walk(app: Starlette) -> ScrubPass | None:
@@ -53,8 +40,9 @@ async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
     """Start this process's scrubber thread (a pass when none has begun since the server started, then
     whenever the last recorded one is LEDGER_SCRUB_INTERVAL old, and no other process is scrubbing);
     returns its stop()."""
-    settings = app.state.settings
-    ops, passes = app.state.ledger.ops, passes_of(app)
+    state = state_of(app)
+    ops, passes = state.ledger.ops, state.passes
+    since = server_start(state.clock)
     return start_thread(
-        "ledger-scrub", partial(ops.run_scrubber, passes, settings.scrub_interval, since_us=server_start())
+        "ledger-scrub", partial(ops.run_scrubber, passes, state.settings.scrub_interval, since_us=since)
     )

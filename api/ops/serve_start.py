@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import os
 
-from ledger.model.instants import now_us
+from ledger.model.instants import Clock
 
 ENV_SERVE_STARTED = "LEDGER_SERVE_STARTED_US"
 
 
-def mark_server_start() -> None:
-    """Note this server's start in the environment its workers inherit."""
-    os.environ[ENV_SERVE_STARTED] = str(now_us())
+def mark_server_start(clock: Clock) -> None:
+    """Note this server's start, at `clock`'s now, in the environment its workers inherit."""
+    os.environ[ENV_SERVE_STARTED] = str(clock.now_us())
 
 
-def server_start() -> int:
-    """When this server started: `ledger serve`'s instant, else now (an app served some other way)."""
+def server_start(clock: Clock) -> int:
+    """When this server started: `ledger serve`'s instant, else `clock`'s now (an app served some
+    other way)."""
     given = os.environ.get(ENV_SERVE_STARTED, "")
-    return int(given) if given.isdigit() else now_us()
+    return int(given) if given.isdigit() else clock.now_us()

@@ -10,7 +10,7 @@ from api.common import head_json
 from ledger.model.codec import canonical
 from ledger.model.errors import ChainBroken, NotFound
 from ledger.model.events import StoredEvent
-from ledger.model.facts import Head
+from ledger.model.facts import Head, ScrubPass
 from ledger.model.instants import format_as_of
 from ledger.model.record_types import Record
 from ledger.tlog.chain import GENESIS, envelope_body, link_hash
@@ -20,7 +20,7 @@ from ledger.tlog.merkle_store import BLOCK, STORED_LEVEL
 from projections.diff import as_json
 from projections.memory import MemoryReader
 from projections.record import build_record, inbound_observations
-from service.ledger import Ledger
+from service.ledger import Chain, Ledger
 from service.ops.scrub import PassLog
 from service.proofs.bundle import prove_seqs
 from service.resolver.evidence_check import check_resolutions
@@ -37,17 +37,19 @@ def integrity_report(
     known_us: int | None,
     *,
     page: int = 1,
-    passes: PassLog | None = None,
+    passes: PassLog,
     read_only: bool = False,
-) -> tuple[dict[str, Any], Head]:
+    banner: Chain | None = None,
+) -> tuple[dict[str, Any], Head, ScrubPass | None]:
     """The chain status, the events behind the record, and its digests rebuilt from those events.
 
     Page 1 proves what the record shows; pages 2.. prove the inbound observations it counts but does
     not show, PAGE_OBSERVATIONS at a time. A read-only server writes nothing: no resume point, no pass
     (kept in memory), no key, no signed checkpoint, no Merkle node; its proofs are against the last
-    signed checkpoint, if it covers them.
+    signed checkpoint, if it covers them. `banner()` (the last full walk, when broken) is read with the
+    record.
     """
-    with ledger.evidence(arxiv_id, as_of_us, known_us) as ev:
+    with ledger.evidence(arxiv_id, as_of_us, known_us, chain=banner) as ev:
         pages = 1 + -(-ev.hidden // PAGE_OBSERVATIONS)
         if page > pages:
             raise NotFound(
@@ -64,7 +66,7 @@ def integrity_report(
         # a seq the ledger does not hold (0, past the head) has nothing to prove: the evidence check
         # below names it as the resolution's mismatch
         used = [e.seq for e in catalogue]
-        record, head, total = ev.built.record, ev.head, ev.built.inbound_total
+        record, head, total, broken = ev.built.record, ev.head, ev.built.inbound_total, ev.broken
     shown = len(record.inbound)
     if page == 1:
         # Rebuild from exactly the listed envelopes, with no database: if the record depended on
@@ -83,7 +85,6 @@ def integrity_report(
         recomputed_ok = recomputed["observations_inbound"] == recomputed["observations_expected"]
     # Resume from the last verified point (a full re-walk per request would grow with the ledger);
     # what it does not re-hash is vouched for by the last recorded full walk, which it names.
-    passes = passes or ledger.ops.passes(writable=not read_only)
     chain = ledger.ops.chain_status(passes, remember=not read_only)
     proven, proofs_note, proof_break = _proofs(ledger, sorted({*seqs, *used}), read_only)
     before = _hashes_before(ledger, envelopes)
@@ -137,7 +138,7 @@ def integrity_report(
         "proofs_note": proofs_note,
         "method": _method(chain, proven, proofs_note, page),
     }
-    return report, head
+    return report, head, broken
 
 
 def _page(record: Record, known_us: int | None, page: int, pages: int) -> dict[str, Any]:

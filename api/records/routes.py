@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from functools import partial
+from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request, Response
@@ -18,6 +17,7 @@ from api.common import (
     JSON,
     ArxivId,
     check_id,
+    clock_of,
     head_headers,
     head_json,
     instant,
@@ -41,11 +41,11 @@ from api.records.render import (
     render_record_page,
 )
 from api.records.timeline import render_timeline
-from api.records.timeline_cache import TimelineCache
+from api.state import state_of
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import LedgerError, NotFound
 from ledger.model.facts import Head, ScrubPass
-from ledger.model.instants import format_as_of, now_us
+from ledger.model.instants import format_as_of
 from service.ledger import PaperView
 
 router = APIRouter()
@@ -93,17 +93,17 @@ async def record_json(
     """The record (record-v1.md) exactly as hashed: canonical bytes, with the Ledger-Head."""
     began = time.perf_counter()
     arxiv_id = check_id(request, arxiv_id)
-    t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
+    t, k = instant(request, as_of, "as_of"), instant(request, known_at, "known_at")
     ledger = ledger_of(request)
     if t is None:  # as of now: a new instant on every call, never cached
-        body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
-        broken = await run_in_threadpool(broken_walk, request.app)
+        body, head, broken = await run_in_threadpool(_built, request, arxiv_id, t, k)
         telemetry.record_served(request, "json", BUILT, began)
         return Response(body, media_type=JSON, headers=_headers(head, broken))
     cache = _record_cache(request)
 
     def head_and_walk() -> tuple[Head, ScrubPass | None]:
-        return ledger.head(), broken_walk(request.app)
+        # the banner describes the head served
+        return ledger.log.head_and_chain(partial(broken_walk, request.app))
 
     # two indexed reads: the head (the bytes held for it were built from exactly these events) and
     # the last full walk. A local file answers in microseconds, on the loop; a database server's
@@ -113,10 +113,19 @@ async def record_json(
     if hit is not None:
         telemetry.record_served(request, "json", HIT, began)
         return Response(hit, media_type=JSON, headers=_headers(current, broken))
-    body, head = await run_in_threadpool(ledger.record_bytes, arxiv_id, t, k)
+    body, head, broken = await run_in_threadpool(_built, request, arxiv_id, t, k)
     cache.put((arxiv_id, t, k, head), body)
     telemetry.record_served(request, "json", BUILT, began)
     return Response(body, media_type=JSON, headers=_headers(head, broken))
+
+
+def _built(
+    request: Request, arxiv_id: str, t: int | None, k: int | None
+) -> tuple[bytes, Head, ScrubPass | None]:
+    """The record's canonical bytes, the head and the chain's banner, from one read of the ledger."""
+    chain = partial(broken_walk, request.app)
+    with ledger_of(request).evidence(arxiv_id, t, k, pages=False, chain=chain) as ev:
+        return canonical(ev.built.record), ev.head, ev.broken
 
 
 def _headers(head: Head, broken: ScrubPass | None) -> dict[str, str]:
@@ -124,33 +133,24 @@ def _headers(head: Head, broken: ScrubPass | None) -> dict[str, str]:
     return {**head_headers(head), **chain_headers(broken)}
 
 
-_CACHE_LOCK = threading.Lock()
-C = TypeVar("C", RecordCache, TimelineCache)
-
-
-def _app_cache(request: Request, name: str, make: Callable[[], C]) -> C:
-    """The app's cache `name` (an attribute of app.state), made on first use."""
-    state = request.app.state
-    with _CACHE_LOCK:
-        cache: C | None = getattr(state, name, None)
-        if cache is None:
-            cache = make()
-            setattr(state, name, cache)
-        return cache
-
-
 def _record_cache(request: Request) -> RecordCache:
-    """The app's record cache, made on first use."""
-    return _app_cache(request, "record_cache", RecordCache)
+    """The app's record cache (made with the app)."""
+    return state_of(request.app).record_cache
 
 
 def _timeline_and_record(
     request: Request, arxiv_id: str, t: int | None, *, strict: bool = False, alerts: bool = False
 ) -> PaperView:
-    """The paper's timeline (kept per ledger head) and its record as of T, from one consistent read."""
-    cache = _app_cache(request, "timeline_cache", TimelineCache)
+    """The paper's timeline (kept per ledger head), its record as of T and the chain's banner, from one
+    consistent read."""
+    cache = state_of(request.app).timeline_cache
     found = ledger_of(request).records.timeline_and_record(
-        arxiv_id, t, strict=strict, alerts=alerts, cached=lambda head: cache.get((arxiv_id, head))
+        arxiv_id,
+        t,
+        strict=strict,
+        alerts=alerts,
+        cached=lambda head: cache.get((arxiv_id, head)),
+        chain=lambda: broken_walk(request.app),
     )
     cache.put((arxiv_id, found.head), found.timeline)
     return found
@@ -169,13 +169,13 @@ def record_html(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> HTML
     began = time.perf_counter()
     try:
         arxiv_id = check_id(request, arxiv_id)
-        t = instant(as_of, "as_of")
+        t = instant(request, as_of, "as_of")
         view = _timeline_and_record(request, arxiv_id, t, strict=True, alerts=True)
     except LedgerError as e:
         return error_page(e)
     assert view.record is not None
     rendered = render_timeline(view.timeline, t)
-    broken = broken_walk(request.app)
+    broken = view.broken
     page = render_record_page(
         view.record,
         head=view.head.header(),
@@ -201,15 +201,18 @@ def integrity(
     for a browser (text/html above JSON in Accept), the JSON report for any other client."""
     try:
         arxiv_id = check_id(request, arxiv_id)
-        t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
-        t = now_us() if t is None else t  # one instant for the record and its in-memory rebuild
+        t, k = instant(request, as_of, "as_of"), instant(request, known_at, "known_at")
+        # one instant for the record and its in-memory rebuild
+        t = clock_of(request).now_us() if t is None else t
         read_only = settings_of(request).read_only
         ledger, passes = ledger_of(request), passes_of(request.app)
-        report, head = integrity_report(ledger, arxiv_id, t, k, page=page, passes=passes, read_only=read_only)
+        chain = partial(broken_walk, request.app)
+        report, head, broken = integrity_report(
+            ledger, arxiv_id, t, k, page=page, passes=passes, read_only=read_only, banner=chain
+        )
     except LedgerError as e:
         return negotiated.error(request, e, [("The record", f"/paper/{arxiv_id}/citation-record")])
     record = f"/paper/{arxiv_id}/citation-record?as_of={quote(report['as_of'], safe=':')}"
-    broken = broken_walk(request.app)
     return negotiated.answer(
         request,
         report,
@@ -232,7 +235,7 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
     ledger = ledger_of(request)
     try:
         arxiv_id = check_id(request, arxiv_id)
-        t = instant(as_of, "as_of")
+        t = instant(request, as_of, "as_of")
         history = ledger.records.paper_history(arxiv_id)
         if not history:
             raise NotFound(
@@ -263,11 +266,12 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
         "bundle": f"{base}/bundle",
         "evidence": "/evidence",
     }
-    broken = broken_walk(request.app)
     if as_json:
         body = {"arxiv_id": arxiv_id, "snapshots": snapshots, "links": links}
+        broken = broken_walk(request.app)
         return Response(canonical(body), media_type=JSON, headers={**_headers(ledger.head(), broken), **VARY})
     view = _timeline_and_record(request, arxiv_id, t)
+    broken = view.broken
     rendered = render_timeline(view.timeline, t, paper_page=True)
     shown = format_as_of(view.as_of_us)
     page = render_paper_page(
@@ -286,7 +290,7 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
 async def verify(request: Request, known_at: KnownAt = None) -> Response:
     """Digests recomputed from the held record's content, and the JSON paths where it differs
     from what this ledger projects for the same paper at the record's as_of."""
-    k = instant(known_at, "known_at")
+    k = instant(request, known_at, "known_at")
     raw = await read_body(request, settings_of(request).max_body)
     answer, head = await run_in_threadpool(_verify, request, raw, k)
     return Response(canonical(answer), media_type=JSON, headers=head_headers(head))

@@ -189,10 +189,10 @@ async def get_screen(
     html_default = prefers_html(request.headers.get("accept"))
     try:
         fmt = _format(request, format)
-        t, k = instant(as_of, "as_of"), instant(known_at, "known_at")
+        t, k = instant(request, as_of, "as_of"), instant(request, known_at, "known_at")
         query = ScreenQuery(
             _papers(request, paper, collection, k),
-            ledger_of(request).now() if t is None else t,
+            ledger_of(request).clock.now_us() if t is None else t,
             k,
             check_kinds(kind),
             exact_only,
@@ -239,13 +239,13 @@ async def get_screen_changes(
     html_default = prefers_html(request.headers.get("accept"))
     try:
         fmt = _format(request, format)
-        start = instant(from_, "from")
+        start = instant(request, from_, "from")
         if start is None:
             raise InvalidEvent("from", "required: the earlier instant, e.g. from=2026-01-01")
-        end, k = instant(to, "to"), instant(known_at, "known_at")
+        end, k = instant(request, to, "to"), instant(request, known_at, "known_at")
         query = ScreenQuery(
             _papers(request, paper, collection, k),
-            ledger_of(request).now() if end is None else end,
+            ledger_of(request).clock.now_us() if end is None else end,
             k,
             check_kinds(kind),
             exact_only,

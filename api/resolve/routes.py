@@ -24,12 +24,13 @@ from api.limits import RateLimiter, retry_after
 from api.records import negotiated
 from api.records.render import ENV
 from api.settings import ENV_RESOLVE_AT_ONCE, ENV_RESOLVE_PER_MINUTE
+from api.state import state_of
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent, LedgerError, NotFound
 from ledger.model.ids import normalise_arxiv
 from service.ledger import Ledger, WriteBy, as_writer, by_token
 from service.resolver.bounds import Busy, Cancelled, Gate, Lease, Limits, OverBudget, admit
-from service.resolver.defaults import Resolver, catalogue_for, default_resolver
+from service.resolver.defaults import Resolver, catalogue_for
 from service.resolver.explain import explanation
 from service.resolver.jobs import Jobs
 from service.resolver.names import Binding, NotTheirs, check_owner
@@ -59,25 +60,13 @@ class NameRefused(ApiError, code="forbidden_name", status=403):
 
 
 def resolver_of(request: Request) -> Resolver:
-    """The resolver this app uses (app.state.resolver when set, else the ledger's own)."""
-    given: Resolver | None = getattr(request.app.state, "resolver", None)
-    return given if given is not None else default_resolver()
-
-
-def given_resolver(request: Request) -> Resolver | None:
-    """The resolver this app was given (app.state.resolver), if any: a person's resolution takes only
-    its catalogue."""
-    given: Resolver | None = getattr(request.app.state, "resolver", None)
-    return given
+    """The resolver this app uses (the ledger's own, unless the app was built with another)."""
+    return state_of(request.app).resolver
 
 
 def jobs_of(request: Request) -> Jobs:
-    """This app's resolve jobs (kept in the ledger, shared with every other process), made on first use."""
-    state = request.app.state
-    if getattr(state, "resolve_jobs", None) is None:
-        state.resolve_jobs = Jobs(ledger_of(request))
-    jobs: Jobs = state.resolve_jobs
-    return jobs
+    """This app's resolve jobs (kept in the ledger, shared with every other process)."""
+    return state_of(request.app).resolve_jobs
 
 
 def limits_of(request: Request) -> Limits:
@@ -127,7 +116,7 @@ async def while_connected(request: Request, work: Callable[[], Any], cancel: thr
 
 def _charge(request: Request, token: str) -> None:
     """A resolve costs its token one write, refused or not (as a watch does)."""
-    limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+    limiter: RateLimiter | None = state_of(request.app).rate_limiter
     if limiter is not None:
         limiter.charge(token, 1)
 
@@ -353,7 +342,7 @@ async def post_person(request: Request) -> Response:
     ledger = ledger_of(request)
 
     def run() -> Any:
-        return resolve_by_person(ledger, oid, asked, catalogue_for(given_resolver(request), ledger))
+        return resolve_by_person(ledger, oid, asked, catalogue_for(resolver_of(request), ledger))
 
     result = await run_in_threadpool(as_writer(by_token(token, "POST /resolve/person"), run))
     item = result.items[0]
@@ -383,7 +372,7 @@ def get_resolution(
     try:
         arxiv_id = check_id(request, arxiv_id)
         record = f"/paper/{arxiv_id}/citation-record"
-        view = resolution_view(ledger_of(request), arxiv_id, observation_id, instant(as_of, "as_of"))
+        view = resolution_view(ledger_of(request), arxiv_id, observation_id, instant(request, as_of, "as_of"))
     except LedgerError as e:
         return negotiated.error(request, e, [("Back to the record", record)])
     ledger = ledger_of(request)

@@ -24,7 +24,7 @@ def create_witness_app(
     """The witness app; `clock` gives the cosignature time (unix seconds), `settings` the body deadline."""
     app = FastAPI(title="citation-ledger witness", docs_url=None, redoc_url=None, openapi_url=None)
     # the body deadline (LEDGER_BODY_TIMEOUT, LEDGER_BODY_MIN_RATE) is the ledger server's own
-    app.state.settings = settings if settings is not None else Settings.from_env()
+    limits = settings if settings is not None else Settings.from_env()
     # a refusal made here before tlog-witness has a say (a body too slow) leaves in the JSON error shape
     install_error_handlers(app)
 
@@ -34,7 +34,7 @@ def create_witness_app(
         # a body trickled slower than the settings allow is a 408 (RequestTimeout)
         body = bytearray()
         try:
-            async for chunk in body_chunks(request, MAX_BODY_BYTES):
+            async for chunk in body_chunks(request, MAX_BODY_BYTES, settings=limits):
                 body += chunk
         except PayloadTooLarge:
             return _too_large()  # tlog-witness answers in text

@@ -25,7 +25,7 @@ from ledger.model.events import (
     StandingChecked,
     WorkObserved,
 )
-from ledger.model.instants import FUTURE_SLACK_US, now_us, parse_near
+from ledger.model.instants import FUTURE_SLACK_US, parse_near
 
 _ENCODER = msgspec.json.Encoder(order="sorted")
 _EVENT_DECODER = msgspec.json.Decoder(Event)
@@ -112,7 +112,7 @@ def to_event(value: Any, where: str) -> Event:
     except msgspec.ValidationError as e:
         w, reason = msgspec_where(e, where)
         raise InvalidEvent(w, reason) from None
-    check_rules(event, where)
+    check_rules(event, where, None)
     return event
 
 
@@ -141,7 +141,7 @@ def decode_event(raw: bytes | str, where: str = "event") -> Event:
     if isinstance(raw, bytes):
         fast = quick_event(raw)
         if fast is not None:
-            check_rules(fast, where)
+            check_rules(fast, where, None)
             return fast
     return to_event(decode_json(raw, where), where)
 
@@ -271,11 +271,12 @@ def check_ijson_data(data: bytes, where: str) -> None:
         raise InvalidEvent(place, ijson.NUL)
 
 
-def check_rules(event: Event, where: str, now: int | None = None) -> None:
-    """The rules beyond types (ledger-v1.md "Appending") that need no ledger state."""
+def check_rules(event: Event, where: str, now: int | None) -> None:
+    """The rules beyond types (ledger-v1.md "Appending") that need no ledger state; "not in the
+    future" against `now` (the ledger's clock), or not at all when None (a decoder, whose events the
+    append checks against the clock it records them with)."""
     observed = check_instant(event.observed_at, f"{where}.observed_at")
-    limit = (now_us() if now is None else now) + FUTURE_SLACK_US
-    if observed > limit:
+    if now is not None and observed > now + FUTURE_SLACK_US:
         raise InvalidEvent(f"{where}.observed_at", "more than 5 minutes in the future")
     if event.event_id is not None:
         _uuid(event.event_id, f"{where}.event_id")

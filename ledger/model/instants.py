@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from itertools import repeat
 from operator import floordiv, sub
+from typing import Final, Protocol
 
 from ledger.model.errors import InvalidEvent
 
@@ -96,17 +97,16 @@ def parse_as_of(text: str) -> int:
     return parse_ts(text)
 
 
-def read_instant(value: str, where: str, now: int | None = None, *, future: bool = False) -> int:
+def read_instant(value: str, where: str, now: int, *, future: bool = False) -> int:
     """A query's instant (as_of, known_at, from, to) in UTC microseconds; InvalidEvent naming `where`
-    when it is no instant (with the forms accepted) or, unless `future`, lies past `now` (default the
-    clock) by more than the clock skew appends allow: the ledger cannot know what it will hold then."""
+    when it is no instant (with the forms accepted) or, unless `future`, lies past `now` by more than
+    the clock skew appends allow: the ledger cannot know what it will hold then."""
     try:
         us = parse_as_of(value)
     except ValueError as e:
         raise InvalidEvent(where, f"{e}; {INSTANT_FORMS}") from None
     if future:
         return us
-    now = now_us() if now is None else now
     if us > now + FUTURE_SLACK_US:
         shown = format_as_of(now - now % 1_000_000)  # to the second: what a reader compares
         reason = (
@@ -134,9 +134,25 @@ def format_recorded(us: int) -> str:
     return to_datetime(us).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def now_us() -> int:
-    """The server clock in UTC microseconds."""
-    return time.time_ns() // 1000
+class Clock(Protocol):
+    """What "now" is, in UTC microseconds: one object, made where a program starts and passed to
+    everything that records or compares an instant, so a test that fixes it fixes it everywhere."""
+
+    def now_us(self) -> int:
+        """Now, in UTC microseconds."""
+        ...
+
+
+class SystemClock:
+    """The system's clock: the only reader of the time of day in the product."""
+
+    def now_us(self) -> int:
+        """Now, in UTC microseconds."""
+        return time.time_ns() // 1000
+
+
+# The process's clock: a Ledger opened without one takes it, as does a command's reading of an instant.
+SYSTEM_CLOCK: Final[Clock] = SystemClock()
 
 
 def max_ts(values: Iterable[str]) -> str | None:

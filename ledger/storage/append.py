@@ -10,7 +10,7 @@ inbound spans) is written by the projector (ledger/storage/projector.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, cast
 
 import msgspec
@@ -31,7 +31,7 @@ from ledger.model.events import (
     WorkObserved,
 )
 from ledger.model.facts import CheckWorkRow, Head
-from ledger.model.instants import format_recorded, now_us, parse_near
+from ledger.model.instants import Clock, format_recorded, parse_near
 from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys
 from ledger.storage.derived.spans import CITATION, RESOLUTION, Step, link_step
 
@@ -139,9 +139,10 @@ def append_batch(
     events: Sequence[Event],
     expected_versions: Mapping[str, int] | None = None,
     places: Sequence[str] | None = None,
-    clock: Callable[[], int] | None = None,
+    *,
+    clock: Clock,
 ) -> AppendResult:
-    """Append `events` atomically inside `tx`, recorded at `clock()` (default now_us; UTC microseconds,
+    """Append `events` atomically inside `tx`, recorded at `clock.now_us()` (UTC microseconds,
     never before the last recorded instant); raise (and write nothing) on any refusal."""
     encode = _CANONICAL.encode
     # the tags as the interned constants of this module, so the loops below compare them by identity
@@ -198,7 +199,7 @@ def append_batch(
                     details={"stream": stream, "expected": expected, "current": current},
                 )
 
-    recorded_us = max((clock or now_us)(), last_recorded)
+    recorded_us = max(clock.now_us(), last_recorded)
     recorded_at = format_recorded(recorded_us)
     rows = Rows([], [], [])
     events_, keys, steps = rows.events, rows.keys, rows.steps

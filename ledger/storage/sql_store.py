@@ -33,7 +33,7 @@ from ledger.model.facts import (
     SourceHead,
     VerifiedPoint,
 )
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import format_recorded
 from ledger.storage.append import Rows, stored_checks
 from ledger.storage.catalogue_store import SqlCatalogue
 from ledger.storage.conns import ThreadConnections
@@ -1201,14 +1201,14 @@ class SqlTables:
             return None
         return VerifiedPoint(row[0], row[1], decode_peaks(row[2]), row[3])
 
-    def save_verified_point(self, seq: int, hash_: str, peaks: Sequence[bytes]) -> None:
-        """Remember that seq 1..seq were verified (best effort: a read-only ledger is skipped)."""
+    def save_verified_point(self, seq: int, hash_: str, peaks: Sequence[bytes], at_us: int) -> None:
+        """Remember that seq 1..seq were verified at `at_us` (best effort: a read-only ledger is skipped)."""
         with contextlib.suppress(*self.readonly_errors):
             self._q(
                 "INSERT INTO verified_point (id, seq, hash, peaks, verified_at) VALUES (1, ?, ?, ?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, "
                 "peaks = excluded.peaks, verified_at = excluded.verified_at",
-                (seq, hash_, encode_peaks(peaks), format_recorded(now_us())),
+                (seq, hash_, encode_peaks(peaks), format_recorded(at_us)),
             )
 
     def recorded_us_at(self, seq: int) -> int:

@@ -23,7 +23,7 @@ from blake3 import blake3
 from ledger.model.codec import decode_data
 from ledger.model.events import ChainLink, StandingChecked, StoredEvent
 from ledger.model.facts import Head, VerifiedPoint
-from ledger.model.instants import parse_instants
+from ledger.model.instants import Clock, parse_instants
 from ledger.storage.append import check_rows, link_checks
 from ledger.storage.derived.keys import (
     CHECK_WORKS,
@@ -142,7 +142,7 @@ def verify_store(
     progress: Callable[[int], None] | None = None,
     *,
     resume: bool = False,
-    remember: bool = False,
+    remember: Clock | None = None,
     every: int = 10000,
 ) -> VerifyReport:
     """Walk the events in seq order: sequence, stream versions, derived columns, hashes, Merkle nodes;
@@ -176,7 +176,7 @@ def walk_paced(
     *,
     batch: int,
     between: Callable[[], bool],
-    remember: bool = False,
+    remember: Clock | None = None,
     progress: Callable[[int], None] | None = None,
     every: int = 10000,
 ) -> VerifyReport | None:
@@ -275,16 +275,16 @@ def _report(
     head: Head,
     resumed: int | None,
     point: VerifiedPoint | None,
-    remember: bool,
+    remember: Clock | None,
 ) -> VerifyReport:
     steps = walk.steps()
     if bad is not None:
         # a check after the walk (a repeated event id) can name a seq the walk passed: count up to it
         checked = min(walk.checked, bad[0] - 1 - walk.start.seq)
         return VerifyReport(False, checked, head, bad[0], bad[1], resumed, walk.nodes_checked, point, steps)
-    if remember and walk.last_seq:
+    if remember is not None and walk.last_seq:
         # best effort: a read-only ledger still verifies, it just cannot be resumed from later
-        tables.save_verified_point(walk.last_seq, walk.prev, walk.tree.peaks)
+        tables.save_verified_point(walk.last_seq, walk.prev, walk.tree.peaks, remember.now_us())
     return VerifyReport(True, walk.checked, head, None, None, resumed, walk.nodes_checked, point, steps)
 
 

@@ -29,7 +29,7 @@ from ledger.model.errors import Conflict, InvalidEvent, NotFound
 from ledger.model.events import CitedWork, CollectionData, Notice, StoredEvent
 from ledger.model.facts import Fact
 from ledger.model.ids import normalise_arxiv
-from ledger.model.instants import format_recorded, now_us, parse_ts
+from ledger.model.instants import Clock, format_recorded, parse_ts
 from ledger.storage.derived.keys import work_index_key
 from ledger.storage.derived.spans import ObservationRefs
 from ledger.storage.state.alerts import Alert, Watch
@@ -151,6 +151,7 @@ class Rotated(NamedTuple):
 
 def rotate_secret(
     store: Store,
+    clock: Clock,
     watch_id: str,
     secret: str,
     made: bool,
@@ -168,7 +169,7 @@ def rotate_secret(
             f"watch {watch.id} has no callback_url: it signs nothing, so there is no secret to rotate",
             details={"watch_id": watch.id},
         )
-    until = (now_us() if at_us is None else at_us) + int(grace_s * 1e6)
+    until = (clock.now_us() if at_us is None else at_us) + int(grace_s * 1e6)
     tables = store.alerts
     with tables.updating():
         # removed since it was read: as for no watch
@@ -336,12 +337,12 @@ class TooManyWatches(Conflict):
 
 
 def add_watch(
-    store: Store, spec: WatchSpec, owner: str | None = None, most: int | None = None
+    store: Store, clock: Clock, spec: WatchSpec, owner: str | None = None, most: int | None = None
 ) -> tuple[Watch, list[str]]:
     """Store a watch made by `owner` (a token's sha256; None: the operator's), cover the works it finds
     now and raise alerts for the notices they hold already (marked held); returns the watch and the
     work_ids it covers. TooManyWatches when `owner` already holds `most` watches."""
-    store = store
+    now = clock.now_us()
     tables = store.alerts
     with tables.raising():
         # counted under the append lock, so two requests at once cannot both take the last place
@@ -362,14 +363,16 @@ def add_watch(
             members = _members_at(store, spec.target, tables.cursor())
             keys += [f"p:{m}" for m in members]
         watch = Watch(str(uuid.uuid4()), spec.kind, spec.target, spec.callback_url, spec.secret,
-                      format_recorded(now_us()), head.seq, None, owner)  # fmt: skip
+                      format_recorded(now), head.seq, None, owner)  # fmt: skip
         tables.add_watch(watch, keys)
         covers = (
-            _covering_now(store, watch, spec) if members is None else _papers_covers(store, watch.id, members)
+            _covering_now(store, watch, spec, now)
+            if members is None
+            else _papers_covers(store, watch.id, members)
         )
         tables.cover(covers)
         held = _held_notices(store, {c.work_id for c in covers})
-        _record([c._replace(watch_id=watch.id) for c in held], store, {watch.id: watch})
+        _record([c._replace(watch_id=watch.id) for c in held], store, now, {watch.id: watch})
     return watch, sorted({c.work_id for c in covers})
 
 
@@ -397,7 +400,7 @@ def _papers_covers(store: Store, watch_id: str, papers: Sequence[str]) -> list[_
     return covers
 
 
-def _collection_changed(store: Store, e: StoredEvent) -> int:
+def _collection_changed(store: Store, e: StoredEvent, now: int) -> int:
     """Apply a collection's change to the watches on it (inside `raising`): a paper added is found by
     its key and covers its works, whose notices held already are raised now; a paper removed is
     neither. Returns how many alerts were raised."""
@@ -418,18 +421,18 @@ def _collection_changed(store: Store, e: StoredEvent) -> int:
         tables.uncover(watch_id, gone)
     covers = [c for w in watch_ids for c in _papers_covers(store, w, data.add)]
     tables.cover(covers)
-    return _record(_held_notices(store, {c.work_id for c in covers}, covers), store)
+    return _record(_held_notices(store, {c.work_id for c in covers}, covers), store, now)
 
 
-def _covering_now(store: Store, watch: Watch, spec: WatchSpec) -> list[_Cover]:
-    """The works a new watch covers as the ledger stands."""
+def _covering_now(store: Store, watch: Watch, spec: WatchSpec, now: int) -> list[_Cover]:
+    """The works a new watch covers as the ledger stands at `now`."""
     if spec.kind == PAPER:
         covers = []
         for e in store.read_log(stream=f"paper:{spec.target}"):
             covers += _event_covers(e, [watch.id], [])
         return covers
     # the observations the works index names under the watch's keys, each by the work it displays now
-    facts = store.tables.work_facts(spec.keys, now_us())
+    facts = store.tables.work_facts(spec.keys, now)
     by_observation: dict[str, list[Any]] = {}
     for f in facts:
         by_observation.setdefault(f.data.observation_id, []).append(f)
@@ -454,7 +457,7 @@ def _event_covers(e: StoredEvent, paper_watches: Sequence[str], by_key: Sequence
     return [_Cover(w.work_id, watch_id, refs.observation_id) for watch_id in [*paper_watches, *by_key]]
 
 
-def raise_new(store: Store) -> int:
+def raise_new(store: Store, clock: Clock) -> int:
     """Raise the alerts of every event appended after the cursor, a page per transaction; returns
     how many alerts were raised. With no watch in force it only reads (the cursor stays; the next
     first watch moves it to the head)."""
@@ -463,14 +466,13 @@ def raise_new(store: Store) -> int:
         return 0
     raised = 0
     while True:
-        n, more = _raise_page(store)
+        n, more = _raise_page(store, clock.now_us())
         raised += n
         if not more:
             return raised
 
 
-def _raise_page(store: Store) -> tuple[int, bool]:
-    store = store
+def _raise_page(store: Store, now: int) -> tuple[int, bool]:
     tables = store.alerts
     with tables.raising():
         cursor, head = tables.cursor(), store.head().seq
@@ -481,7 +483,7 @@ def _raise_page(store: Store) -> tuple[int, bool]:
         # the members before it, those after for the members after
         change = next((i for i, e in enumerate(events) if e.type == COLLECTION_TYPE), None)
         if change == 0:
-            raised = _collection_changed(store, events[0])
+            raised = _collection_changed(store, events[0], now)
             tables.advance(events[0].seq)
             return raised, events[0].seq < head
         events = events if change is None else events[:change]
@@ -518,7 +520,7 @@ def _raise_page(store: Store) -> tuple[int, bool]:
             for c in _held_notices(store, {c.work_id for c in covers}, covers)
         ]
         candidates += _check_notices(store, checks)
-        raised = _record(candidates, store)
+        raised = _record(candidates, store, now)
         tables.advance(events[-1].seq)
         return raised, events[-1].seq < head
 
@@ -571,7 +573,9 @@ def _check_notices(store: Store, checks: Sequence[StoredEvent]) -> list[_Candida
     return out
 
 
-def _record(candidates: Sequence[_Candidate], store: Store, watches: dict[str, Watch] | None = None) -> int:
+def _record(
+    candidates: Sequence[_Candidate], store: Store, now: int, watches: dict[str, Watch] | None = None
+) -> int:
     """Number and store the candidates not raised before (the first seq that held each), with the
     outbox entries of those whose watch has a callback; returns how many."""
     tables = store.alerts
@@ -588,7 +592,6 @@ def _record(candidates: Sequence[_Candidate], store: Store, watches: dict[str, W
         if w is not None:
             watches[watch_id] = w
     n = tables.last_n()
-    now = now_us()
     raised_at = format_recorded(now)
     citing, works = _citing(store, fresh)
     alerts, outbox = [], []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import Clock, format_recorded
 from ledger.storage.interface import Store
 from ledger.storage.state.alerts import Alert, Delivery, Watch
 from service.alerts import alerts as al
@@ -15,15 +15,17 @@ from service.alerts.webhooks import DEADLINE_S, Deliverer, Send
 class Alerts:
     """The watches and alerts of one ledger."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, clock: Clock) -> None:
         self._store = store
+        # when a watch is made, stopped or rotated, an alert raised and a delivery tried
+        self._clock = clock
 
     def add_watch(
         self, spec: al.WatchSpec, owner: str | None = None, most: int | None = None
     ) -> tuple[Watch, list[str]]:
         """Store a watch made by `owner` (None: the operator) and cover the works it finds now
         (service/alerts/alerts.py `add_watch`); TooManyWatches past `most`."""
-        return al.add_watch(self._store, spec, owner, most)
+        return al.add_watch(self._store, self._clock, spec, owner, most)
 
     def watch_of(self, watch_id: str, owner: str | None = None) -> Watch:
         """The watch in force with this id that `owner` may see (None: any); NotFound otherwise."""
@@ -42,14 +44,14 @@ class Alerts:
         watch = al.watch_of(self._store, watch_id, owner)
         tables = self._store.alerts
         with tables.updating():
-            tables.remove_watch(watch.id, format_recorded(now_us()))
+            tables.remove_watch(watch.id, format_recorded(self._clock.now_us()))
         return watch
 
     def rotate_secret(
         self, watch_id: str, secret: str, made: bool, grace_s: float, owner: str | None = None
     ) -> al.Rotated:
         """Give a watch a new webhook secret, the old one signing beside it for `grace_s`."""
-        return al.rotate_secret(self._store, watch_id, secret, made, grace_s, owner)
+        return al.rotate_secret(self._store, self._clock, watch_id, secret, made, grace_s, owner)
 
     def alerts(
         self, watch_id: str | None, after: int = 0, limit: int = 100, since_us: int | None = None
@@ -67,7 +69,7 @@ class Alerts:
 
     def raise_new(self) -> int:
         """Raise the alerts the events appended since the last round imply; how many were raised."""
-        return al.raise_new(self._store)
+        return al.raise_new(self._store, self._clock)
 
     def deliverer(
         self,
@@ -77,4 +79,4 @@ class Alerts:
         on_result: Callable[[str], None] | None = None,
     ) -> Deliverer:
         """A deliverer of this ledger's webhook outbox, posting through `send`."""
-        return Deliverer(self._store, send, base, deadline_s, on_result=on_result)
+        return Deliverer(self._store, self._clock, send, base, deadline_s, on_result=on_result)

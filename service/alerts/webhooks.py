@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from standardwebhooks import Webhook
 
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import Clock, format_recorded
 from ledger.storage.state.alerts import DELIVERED, GAVE_UP, PENDING, Delivery, Due
 from service.alerts.secrets import secret_key
 
@@ -83,10 +83,9 @@ def standard_signature(secret: str, msg_id: str, timestamp_s: int, body: bytes) 
     return Webhook(secret_key(secret)).sign(msg_id, at, body.decode())
 
 
-def headers_for(due: Due, body: bytes, at_us: int | None = None) -> dict[str, str]:
-    """The headers an attempt is POSTed with, signed at `at_us` (now by default: each retry gets a
+def headers_for(due: Due, body: bytes, at_us: int) -> dict[str, str]:
+    """The headers an attempt is POSTed with, signed at `at_us` (the attempt's now: each retry gets a
     fresh timestamp), under the old secret too while a rotation's grace lasts."""
-    at_us = now_us() if at_us is None else at_us
     stamp = at_us // 1_000_000
     out = {
         "Content-Type": "application/json",
@@ -110,12 +109,13 @@ def delay_s(attempt: int, base: float, rng: random.Random | None = None) -> floa
     return plain * (rng or random).uniform(*JITTER)
 
 
-async def attempt(due: Due, send: Send, deadline_s: float = DEADLINE_S) -> Sent:
-    """POST one entry within `deadline_s` of wall-clock time; whatever happens is a Sent, never a raise."""
+async def attempt(due: Due, send: Send, clock: Clock, deadline_s: float = DEADLINE_S) -> Sent:
+    """POST one entry, signed at `clock`'s now, within `deadline_s` of wall-clock time; whatever
+    happens is a Sent, never a raise."""
     body = due.body.encode()
 
     async def post() -> Sent:
-        sent = send(due.callback_url, body, headers_for(due, body))
+        sent = send(due.callback_url, body, headers_for(due, body, clock.now_us()))
         return await sent if inspect.isawaitable(sent) else sent
 
     try:
@@ -130,13 +130,14 @@ async def attempt(due: Due, send: Send, deadline_s: float = DEADLINE_S) -> Sent:
 
 def settle(
     store: Store,
+    clock: Clock,
     due: Due,
     sent: Sent,
     base: float = DEFAULT_BACKOFF_S,
     rng: random.Random | None = None,
 ) -> str:
     """Record an attempt and what follows it; returns delivered, failed (tried again later) or gave_up."""
-    now = now_us()
+    now = clock.now_us()
     tries = due.attempts + 1
     if sent.status is not None and 200 <= sent.status < 300:
         state, next_us = DELIVERED, now
@@ -159,6 +160,7 @@ class Deliverer:
     at most `cap` at once, each abandoned at its deadline and settled whatever happened."""
 
     store: Store
+    clock: Clock
     send: Send
     base: float = DEFAULT_BACKOFF_S
     deadline_s: float = DEADLINE_S
@@ -178,15 +180,15 @@ class Deliverer:
             return 0
         tables = self.store.alerts
         with tables.updating():
-            due = tables.take_due(now_us(), self.lease_us, room, busy=sorted(self.in_flight))
+            due = tables.take_due(self.clock.now_us(), self.lease_us, room, busy=sorted(self.in_flight))
         for d in due:
             self.in_flight[d.watch_id] = asyncio.get_running_loop().create_task(self._deliver(d))
         return len(due)
 
     async def _deliver(self, due: Due) -> str:
         try:
-            sent = await attempt(due, self.send, self.deadline_s)
-            result = settle(self.store, due, sent, self.base, self.rng)
+            sent = await attempt(due, self.send, self.clock, self.deadline_s)
+            result = settle(self.store, self.clock, due, sent, self.base, self.rng)
         except Exception:  # not settled (the database failed): its lease ends and it is taken again
             log.exception("settling a webhook attempt failed")
             return FAILED
@@ -211,8 +213,8 @@ class Deliverer:
                 due = self.store.alerts.next_due_us()
             except Exception:  # the database went away for a moment: look again shortly
                 log.exception("delivering webhooks failed")
-                due = now_us() + int(RECHECK_S * 1e6)
-            wait = IDLE_S if due is None else min(IDLE_S, max(RECHECK_S, (due - now_us()) / 1e6))
+                due = self.clock.now_us() + int(RECHECK_S * 1e6)
+            wait = IDLE_S if due is None else min(IDLE_S, max(RECHECK_S, (due - self.clock.now_us()) / 1e6))
             woken = asyncio.get_running_loop().create_task(wake.wait())
             await asyncio.wait({woken, *self.in_flight.values()}, timeout=wait,
                                return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
@@ -226,6 +228,7 @@ class Deliverer:
 
 def deliver_due(
     store: Store,
+    clock: Clock,
     send: Send,
     base: float = DEFAULT_BACKOFF_S,
     rng: random.Random | None = None,
@@ -238,5 +241,5 @@ def deliver_due(
     `on_result` hears each attempt's outcome once it is settled: delivered, failed (tried again
     later) or gave_up.
     """
-    deliverer = Deliverer(store, send, base, deadline_s, MAX_IN_FLIGHT, on_result, rng)
+    deliverer = Deliverer(store, clock, send, base, deadline_s, MAX_IN_FLIGHT, on_result, rng)
     return asyncio.run(deliverer.once())

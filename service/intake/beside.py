@@ -21,7 +21,6 @@ import os
 import signal
 from multiprocessing.connection import Connection
 
-from ledger.model.instants import now_us
 from ledger.storage.interface import Store
 from ledger.storage.verify import VerifyReport, verify_store
 from service.children import start_context
@@ -42,12 +41,13 @@ class WalkerGone(Exception):
 def walk_once(store: Store, passes: PassLog) -> VerifyReport:
     """Walk from the last verified point to the head, re-reading what was stored, and move the point
     there; with no full walk recorded yet, walk from seq 1 and record the walk as one."""
-    started = now_us()
+    clock = passes.clock
+    started = clock.now_us()
     if passes.last() is None:
-        report = verify_store(store, remember=True)
-        passes.record(pass_of(VERIFY, report, started, now_us()))
+        report = verify_store(store, remember=clock)
+        passes.record(pass_of(VERIFY, report, started, clock.now_us()))
         return report
-    return verify_store(store, resume=True, remember=True)
+    return verify_store(store, resume=True, remember=clock)
 
 
 def _die_with_parent() -> None:
@@ -70,7 +70,7 @@ def _serve(conn: Connection, url: str, parent: int) -> None:
         with contextlib.suppress(OSError):
             conn.send(f"it could not open the ledger: {type(e).__name__}: {e}")
         return
-    passes = PassLog(ledger.store)
+    passes = PassLog(ledger.store, ledger.clock)
     try:
         while True:
             if not conn.poll(PARENT_CHECK_S):

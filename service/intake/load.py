@@ -44,7 +44,7 @@ from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.events import Event
 from ledger.model.facts import Head, ImportProgress
 from ledger.model.importer import parse_input
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import format_recorded
 from service.intake.beside import WalkerGone, WalkerProcess, walk_once
 from service.intake.check import FileCheck
 from service.intake.inflate import CHUNK, LOCAL, Inflation
@@ -234,7 +234,7 @@ class _Walker:
     def __init__(self, ledger: Ledger) -> None:
         self.store = ledger.store
         self.url = ledger.url
-        self.passes = PassLog(ledger.store)
+        self.passes = PassLog(ledger.store, ledger.clock)
         self.report: VerifyReport | None = None  # the last walk's, here or beside
         self.due = False  # a walk was asked for and not started yet
         self.here = not BESIDE  # every walk in this process: one core, or the walker process stopped
@@ -417,7 +417,7 @@ class _Lines:
                     self.found = sha.hexdigest()
                     return start, []
                 start = self.start = _Start(prior.bytes_done, prior.lines_done, sha.hexdigest(), prior)
-            self.checked_at = self.ledger.now()
+            self.checked_at = self.ledger.clock.now_us()
             check = FileCheck(self.ledger.store.tables, self.checked_at, self.scratch_dir, spill)
             check.keep_resolver_events = self.keep_resolver_events
             ends: list[_End] = []
@@ -470,7 +470,7 @@ class _Lines:
     def _commit(self, run: _Run, end: _End) -> None:
         """Append the batch in hand, with how far the file is committed (`end`), in one transaction."""
         run.line = end.line
-        at = now_us()
+        at = self.ledger.clock.now_us()
         prior = run.start.prior
         before = (prior.appended, prior.duplicates) if prior is not None else (0, 0)
 

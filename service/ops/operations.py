@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ledger.model.facts import Head, ScrubPass
+from ledger.model.instants import Clock
 from ledger.storage.backend import copy_ledger
 from ledger.storage.interface import Store
 from ledger.storage.projector import PROJECTIONS, Projection, catch_up
@@ -22,14 +23,16 @@ from service.ops.status import Status, read_status
 class Operations:
     """The running of one ledger."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, clock: Clock) -> None:
         self._store = store
+        # when a walk starts and ends, a status is read and the projector's lease runs out
+        self._clock = clock
 
     def passes(
         self, *, writable: bool = True, on_record: Callable[[ScrubPass], None] | None = None
     ) -> PassLog:
         """A log of full walks (kept in this process's memory when it may not write)."""
-        return PassLog(self._store, writable=writable, on_record=on_record)
+        return PassLog(self._store, self._clock, writable=writable, on_record=on_record)
 
     def chain_status(
         self,
@@ -63,11 +66,11 @@ class Operations:
 
     def run_projector(self, stop: threading.Event) -> None:
         """Until `stop`: follow the log with every projection while this process holds the lease."""
-        run_projector(self._store, stop)
+        run_projector(self._store, stop, clock=self._clock)
 
     def status(self, passes: PassLog | None = None) -> Status:
         """The ledger's status read from its database; `passes` adds a server's in-memory walks."""
-        return read_status(self._store, passes)
+        return read_status(self._store, self._clock, passes)
 
     def stats(self) -> dict[str, int]:
         """Rows in each table."""

@@ -13,10 +13,10 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ledger.model.errors import LedgerError
-from ledger.model.instants import now_us
+from ledger.model.instants import Clock
 from ledger.storage.interface import Store
 from ledger.storage.projector import BATCH, PROJECTIONS, Projection, release_lease, take_lease
 
@@ -69,7 +69,7 @@ def run_projector(
     holder: str | None = None,
     poll_s: float = POLL_S,
     lease_s: float = LEASE_S,
-    clock: Callable[[], int] = now_us,
+    clock: Clock,
     projections: Sequence[Projection] = PROJECTIONS,
 ) -> None:
     """Until `stop` is set: while this process holds the lease, follow the log with every projection.
@@ -80,7 +80,7 @@ def run_projector(
         while not stop.is_set():
             behind = False
             try:
-                while take_lease(store, me, clock(), lease_us) and not stop.is_set():
+                while take_lease(store, me, clock.now_us(), lease_us) and not stop.is_set():
                     behind = project_step(store, projections)
                     if not behind:
                         break

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ledger.model.facts import ScrubPass
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import Clock, format_recorded
 from ledger.storage.verify import VerifyReport, verify_store, walk_paced
 
 if TYPE_CHECKING:
@@ -39,9 +39,16 @@ class PassLog:
     """Where full walks are recorded: the database, or this process's memory when it cannot write."""
 
     def __init__(
-        self, store: Store, *, writable: bool = True, on_record: Callable[[ScrubPass], None] | None = None
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        writable: bool = True,
+        on_record: Callable[[ScrubPass], None] | None = None,
     ) -> None:
         self.store = store
+        # when a pass starts and ends, and when a pass is due
+        self.clock = clock
         self.writable = writable
         # told of every pass recorded, wherever it went (e.g. the API's metrics)
         self.on_record = on_record
@@ -117,25 +124,25 @@ def scrub_pass(
         mark = time.monotonic()
         return not stop.is_set()
 
-    started = now_us()
+    clock = passes.clock
+    started = clock.now_us()
+    remember = clock if passes.writable else None
     report = walk_paced(
-        store, batch=batch, between=between, remember=passes.writable, progress=progress, every=every
+        store, batch=batch, between=between, remember=remember, progress=progress, every=every
     )
     if report is None:
         return None
-    p = pass_of(SCRUB, report, started, now_us())
+    p = pass_of(SCRUB, report, started, clock.now_us())
     passes.record(p)
     return p
 
 
-def due_in(
-    last: ScrubPass | None, interval_s: float, now: int | None = None, since_us: int | None = None
-) -> float:
+def due_in(last: ScrubPass | None, interval_s: float, now: int, since_us: int | None = None) -> float:
     """Seconds until the next pass is due (0 or less: now); with `since_us` (a server's start), a pass
     that began before it does not count: an edit made while no server ran is found at start-up."""
     if last is None or (since_us is not None and last.started_us < since_us):
         return 0.0
-    return interval_s - ((now_us() if now is None else now) - last.finished_us) / 1e6
+    return interval_s - (now - last.finished_us) / 1e6
 
 
 def run_scrubber(
@@ -173,7 +180,7 @@ def _scrub_if_due(
     since_us: int | None = None,
 ) -> float:
     """One look: scrub if due and no other process is at it; the seconds to wait before the next look."""
-    wait = due_in(passes.last(), interval_s, since_us=since_us)
+    wait = due_in(passes.last(), interval_s, passes.clock.now_us(), since_us=since_us)
     if wait > 0:
         return min(wait, MAX_WAIT_S)
     if not passes.writable:
@@ -183,7 +190,7 @@ def _scrub_if_due(
     else:
         with store.tables.exclusive("scrub", create=True) as mine:
             # re-read under the lock: another process may have recorded a pass since the look above
-            if not mine or due_in(passes.last(), interval_s, since_us=since_us) > 0:
+            if not mine or due_in(passes.last(), interval_s, passes.clock.now_us(), since_us=since_us) > 0:
                 return min(interval_s, MAX_WAIT_S)
             p = scrub_pass(store, passes, batch=batch, pace=pace, stop=stop)
     if p is not None and not p.ok:
@@ -208,14 +215,15 @@ def chain_status(
     records that, as `kind`). `ok` is this walk's result and the last full walk's: a break either found
     is named.
     """
+    at = passes.clock if remember else None
     last = passes.last()
     if last is None:
-        started = now_us()
-        report = verify_store(store, progress, remember=remember, every=every)
-        last = pass_of(kind, report, started, now_us())
+        started = passes.clock.now_us()
+        report = verify_store(store, progress, remember=at, every=every)
+        last = pass_of(kind, report, started, passes.clock.now_us())
         passes.record(last)
     else:
-        report = verify_store(store, progress, resume=True, remember=remember, every=every)
+        report = verify_store(store, progress, resume=True, remember=at, every=every)
     out = report.to_dict()
     out["last_full_walk"] = last.to_dict()
     if not last.ok and last.first_bad_seq is not None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ledger.model.facts import Head, ScrubPass
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import Clock, format_recorded
 from ledger.tlog.checkpoint_notes import Checkpoint, NoteError, unsigned_checkpoint
 
 if TYPE_CHECKING:
@@ -107,14 +107,14 @@ class Status:
         return f"{self.outbox_depth} deliveries pending"
 
 
-def read_status(store: Store, passes: PassLog | None = None) -> Status:
-    """Read a ledger's status; `passes` adds a server's in-memory walks."""
+def read_status(store: Store, clock: Clock, passes: PassLog | None = None) -> Status:
+    """Read a ledger's status at `clock`'s now; `passes` adds a server's in-memory walks."""
     tables = store.tables
     with tables.consistent_read():  # the numbers of one state of the database
-        return _read(store, passes)
+        return _read(store, clock, passes)
 
 
-def _read(store: Store, passes: PassLog | None) -> Status:
+def _read(store: Store, clock: Clock, passes: PassLog | None) -> Status:
     tables = store.tables
     head = store.head()
     checkpoint, problem = _checkpoint(tables.last_checkpoint())
@@ -123,7 +123,7 @@ def _read(store: Store, passes: PassLog | None) -> Status:
     return Status(
         db=store.db,
         kind=store.kind,
-        read_us=now_us(),
+        read_us=clock.now_us(),
         head=head,
         head_recorded_us=_recorded(store, head.seq),
         disk_bytes=store.disk_bytes(),

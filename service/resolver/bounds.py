@@ -104,7 +104,7 @@ class Gate:
                 if self.lease is not None:
                     self.lease.resume(self.cancel)
             cost = _cost_us(references, self.per_minute)
-            self.ledger.store.jobs.spend(self.owner, cost, self.ledger.now())
+            self.ledger.store.jobs.spend(self.owner, cost, self.ledger.clock.now_us())
         self.examined += references
 
 
@@ -113,7 +113,7 @@ def over_budget(ledger: Ledger, owner: str, per_minute: int) -> float:
     if not per_minute:
         return 0.0
     paid = ledger.store.jobs.paid_by(owner)
-    return 0.0 if paid is None else max(0.0, (paid - ledger.now()) / 1e6 - WINDOW_S)
+    return 0.0 if paid is None else max(0.0, (paid - ledger.clock.now_us()) / 1e6 - WINDOW_S)
 
 
 def admit(ledger: Ledger, owner: str, limits: Limits) -> None:
@@ -141,7 +141,7 @@ class Lease:
             raise Busy(most, BUSY_RETRY_S)
 
     def _take(self) -> bool:
-        now = self._ledger.now()
+        now = self._ledger.clock.now_us()
         jobs = self._ledger.store.jobs
         return (
             jobs.take_slot(self._most, self.holder, self._owner, now, now - round(STALE_S * 1e6)) is not None
@@ -153,7 +153,7 @@ class Lease:
 
         def beat() -> None:
             while not stop.wait(BEAT_S):
-                self._ledger.store.jobs.beat_slot(self.holder, self._ledger.now(), self._progress())
+                self._ledger.store.jobs.beat_slot(self.holder, self._ledger.clock.now_us(), self._progress())
 
         self._beating = threading.Thread(target=beat, name="resolve-slot-beat", daemon=True)
         self._beating.start()

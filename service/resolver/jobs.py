@@ -93,10 +93,10 @@ class Jobs:
         kind = kind_of(params)
         store = self._ledger.store
         same = store.jobs.running(owner, kind)
-        if same is not None and same.beat_us >= self._ledger.now() - round(STALE_S * 1e6):
+        if same is not None and same.beat_us >= self._ledger.clock.now_us() - round(STALE_S * 1e6):
             return Job.of(same), "running"
         held = None if lease is None else lease()
-        now = self._ledger.now()
+        now = self._ledger.clock.now_us()
         row = StoredJob(str(uuid.uuid4()), RUNNING, format_recorded(now), now, None, now, None, None,
                         owner, kind)  # fmt: skip
         try:
@@ -132,11 +132,11 @@ class Jobs:
             beating.join()
             if lease is not None:
                 lease.free()
-            store.jobs.finish_job(job_id, state, format_recorded(self._ledger.now()), summary, error)
+            store.jobs.finish_job(job_id, state, format_recorded(self._ledger.clock.now_us()), summary, error)
 
     def _beat(self, job_id: str, stop: threading.Event) -> None:
         while not stop.wait(self._beat_s):
-            self._ledger.store.jobs.beat_job(job_id, self._ledger.now())
+            self._ledger.store.jobs.beat_job(job_id, self._ledger.clock.now_us())
 
     def get(self, job_id: str, owner: str) -> Job | None:
         """The job of this id, if it is still kept and `owner`'s (another's is as if there were none)."""

@@ -73,7 +73,7 @@ def person_resolution(
     verified_exact naming the catalogue's work when the catalogue knows the work; verified_fuzzy naming
     only the identifier (and the title the reference displays) when it does not; unresolved, with the
     displayed work's identifiers taken off, when the person clears the match."""
-    now = ledger.now()
+    now = ledger.clock.now_us()
     facts = ledger.store.tables.observation_facts([observation_id], -FAR_FUTURE, now)
     obs = observations(facts).get(observation_id)
     if obs is None:

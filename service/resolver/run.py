@@ -152,7 +152,7 @@ def reopened(data: ResolutionData | None, source: str) -> bool:
 
 def unknown_papers(ledger: Ledger, papers: Sequence[str]) -> list[str]:
     """Those of `papers` with no snapshot as of now, in the order given."""
-    known = set(ledger.store.tables.papers_among(sorted(set(papers)), ledger.now()))
+    known = set(ledger.store.tables.papers_among(sorted(set(papers)), ledger.clock.now_us()))
     return [p for p in papers if p not in known]
 
 
@@ -331,7 +331,7 @@ def resolve(
                 f"no paper {missing[0]!r} in this ledger",
                 details={"where": "papers", "reason": "unknown papers", "unknown": missing},
             )
-    now = ledger.now()
+    now = ledger.clock.now_us()
     ids = all_papers(ledger) if papers is None else sorted(set(papers))
     summary = Summary(dry_run=dry_run)
     source = RESOLVER_PREFIX + method
@@ -345,7 +345,7 @@ def resolve(
             # a matcher answering for fewer references than asked is broken for the whole batch
             raise ValueError(f"the matcher answered {len(decisions)} of {len(done)} references")
         held = work_ids(ledger, [d.work for d in decisions if d.work is not None], now)
-        at = format_recorded(ledger.now())
+        at = format_recorded(ledger.clock.now_us())
         events = []
         for p, d in zip(done, decisions, strict=True):
             summary.examined += 1

@@ -31,7 +31,7 @@ def resolution_view(
 ) -> dict[str, Any]:
     """The latest resolution (as of T, default now) of one of this paper's outbound observations, with
     its evidence and catalogue event; NotFound when the paper has no such observation."""
-    t = ledger.now() if as_of_us is None else as_of_us
+    t = ledger.clock.now_us() if as_of_us is None else as_of_us
     with ledger.store.snapshot(t) as reader:
         obs = observations(reader.paper_stream(arxiv_id)).get(observation_id)
     if obs is None or obs.citing != arxiv_id:

@@ -70,11 +70,11 @@ class SourceFile(NamedTuple):
     caps: Inflation = SERVED
 
 
-def _check_args(file: SourceFile) -> int:
+def _check_args(file: SourceFile, now: int) -> int:
     source, _, observed_at, paper_id, _ = file
     if source not in SOURCES:
         raise InvalidEvent("source", f"unknown source {source!r}; one of {', '.join(SOURCES)}")
-    t = check_observed_at(observed_at)
+    t = check_observed_at(observed_at, now)
     if source == "opencitations" and not paper_id:
         raise InvalidEvent(
             "id", "opencitations needs --id naming the paper, e.g. doi:10.48550/arXiv.2310.04610"
@@ -89,7 +89,7 @@ def parse_source(
 ) -> Parsed:
     """Read a file as its source publishes it into the events of one batch (nothing is written);
     `digest` takes the file's bytes."""
-    t = _check_args(file)
+    t = _check_args(file, ledger.clock.now_us())
     source, data, observed_at, paper_id, caps = file
     summary = Summary(source, SOURCES[source], observed_at)
     # the Retraction Watch export is known to carry stray non-UTF-8 bytes in names: they are replaced
@@ -133,7 +133,16 @@ def ingest(
             raise Refused(UNDER_HALF, _under_half(summary.read, last), forceable=True)
         seq = result.items[-1].seq if result.items else None
         tx.save_receipt(
-            new_receipt(source, observed_at, digest, summary.read, summary.matched, result.appended, seq)
+            new_receipt(
+                source,
+                observed_at,
+                digest,
+                summary.read,
+                summary.matched,
+                result.appended,
+                seq,
+                ledger.clock.now_us(),
+            )  # fmt: skip
         )
 
     began = time.perf_counter()

@@ -13,7 +13,7 @@ from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, Notice, StandingChecked, StandingData
 from ledger.model.facts import Head, IngestReceipt
 from ledger.model.importer import notice_sort_key
-from ledger.model.instants import format_recorded, now_us, parse_ts
+from ledger.model.instants import format_recorded, parse_ts
 from ledger.storage.interface import Store
 from ledger.storage.works_store import checkable_works, papers_matching, works_matching
 from service.sources.reader import Digest
@@ -29,19 +29,19 @@ def new_receipt(
     matched: int,
     appended: int,
     seq: int | None,
+    at: int,
 ) -> IngestReceipt:
-    """The receipt of a file accepted now: what it was (sha256 and size as given), the rows read and
-    matched, the events new to the ledger and the last seq the ingest appended."""
-    at = now_us()
+    """The receipt of a file accepted at `at` (the ledger's clock): what it was (sha256 and size as
+    given), the rows read and matched, the events new to the ledger and the last seq the ingest appended."""
     return IngestReceipt(
         source, observed_at, parse_ts(observed_at), format_recorded(at), at, file.sha256, file.size, read,
         matched, appended, seq,
     )  # fmt: skip
 
 
-def check_observed_at(observed_at: str) -> int:
+def check_observed_at(observed_at: str, now: int) -> int:
     """When the file was fetched, in UTC microseconds; InvalidEvent naming observed_at when it is not
-    an instant or is more than 5 minutes ahead."""
+    an instant or is more than 5 minutes ahead of `now` (the clock the append records with)."""
     try:
         t = parse_ts(observed_at)
     except (ValueError, TypeError) as e:
@@ -49,7 +49,7 @@ def check_observed_at(observed_at: str) -> int:
             "observed_at", f"{e}; give when the file was fetched, e.g. 2026-09-01T12:00:00Z"
         ) from None
     # refused again by the append, but checked here so a 60 MB file is not read for nothing
-    if t > now_us() + FUTURE_SLACK_US:
+    if t > now + FUTURE_SLACK_US:
         raise InvalidEvent("observed_at", "more than 5 minutes in the future")
     return t
 

@@ -175,7 +175,7 @@ def works_of(
             continue
         event = WorkObserved(observed_at=summary.observed_at, data=got)
         try:
-            check_rules(event, f"item {n}")
+            check_rules(event, f"item {n}", None)  # observed_at checked once for the file (check_observed_at)
             check_ijson_data(canonical(got), f"item {n}")
         except InvalidEvent as e:
             summary.skip(f"unreadable {e.where.removeprefix(f'item {n}.data.')}", f"item {n}: {e.reason}")
@@ -199,7 +199,7 @@ def ingest_works(
     DOI's latest `work.observed` already carries the same data is counted unchanged, not appended; a
     work past `limits` (defaults: WorkLimits()) is skipped and counted."""
     observed_at = file.observed_at
-    check_observed_at(observed_at)
+    check_observed_at(observed_at, ledger.clock.now_us())
     digest = Digest()
     with _rereadable(file.data, file.caps) as source:
         # pass 1: refuse a file that is not a works file, before anything is written
@@ -219,7 +219,8 @@ def ingest_works(
             # with the last batch: the receipt says the whole file was taken
             seq = result.items[-1].seq if result.items else summary.last_seq
             new = summary.appended + result.appended
-            tx.save_receipt(new_receipt(NAME, observed_at, digest, summary.read, summary.works, new, seq))
+            at = ledger.clock.now_us()
+            tx.save_receipt(new_receipt(NAME, observed_at, digest, summary.read, summary.works, new, seq, at))
 
         _append(ledger, batch, summary, appended, receipt)
     if summary.head is None:

@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 
-from api.app import create_app
+from api.app import build_state, create_app, install_state
 from api.errors import install_error_handlers
 from api.intake import sources
 from api.settings import Settings
@@ -31,7 +31,7 @@ def sources_app(ledger: Ledger, token: str, **options: object) -> TestClient:
     """An app of the sources router alone over `ledger`, with one write token and the settings given."""
     app = FastAPI()
     install_error_handlers(app)
-    app.state.settings = Settings(db=ledger.url, tokens=(token,), **options)  # type: ignore[arg-type]
-    app.state.ledger = ledger
+    settings = Settings(db=ledger.url, tokens=(token,), **options)  # type: ignore[arg-type]
+    install_state(app, build_state(settings, ledger))
     app.include_router(sources.router)
     return TestClient(app)

@@ -18,9 +18,10 @@ from blake3 import blake3
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
+from api.state import state_of
 from ledger.model.codec import canonical, digest
 from ledger.model.facts import Head
-from ledger.model.instants import format_as_of, now_us
+from ledger.model.instants import SYSTEM_CLOCK, format_as_of
 from ledger.storage.backend import side_path
 from service.ledger import Ledger
 from tests import raw
@@ -67,7 +68,7 @@ def loaded(client: TestClient, fixture_bytes: bytes) -> TestClient:
 
 
 def ledger_of(client: TestClient) -> Ledger:
-    ledger: Ledger = client.app.state.ledger  # type: ignore[attr-defined]
+    ledger: Ledger = state_of(client.app).ledger
     return ledger
 
 
@@ -124,7 +125,7 @@ def test_record_json_defaults_to_now_and_honours_known_at(loaded: TestClient):
     r = loaded.get(f"/paper/{PAPER}/citation-record.json", params={"as_of": AS_OF, "known_at": "2026-01-01"})
     assert assert_error(r, 404, "not_found")
     # as known now (a later instant the ledger cannot know: test_future_instants.py)
-    now = format_as_of(now_us())
+    now = format_as_of(SYSTEM_CLOCK.now_us())
     r = loaded.get(f"/paper/{PAPER}/citation-record.json", params={"as_of": AS_OF, "known_at": now})
     assert r.status_code == 200 and r.json()["as_of"] == AS_OF
 
@@ -756,7 +757,7 @@ def test_record_cache_never_serves_bytes_of_an_older_head(loaded: TestClient):
     later = {"as_of": "2026-11-02"}
     first = loaded.get(url, params=later)
     again = loaded.get(url, params=later)
-    assert first.content == again.content and len(loaded.app.state.record_cache._items) == 1  # type: ignore[attr-defined]
+    assert first.content == again.content and len(state_of(loaded.app).record_cache._items) == 1
     r = loaded.post(
         "/events", json={"events": [measurement(observed_at="2026-11-01T00:00:00Z")]}, headers=AUTH
     )
@@ -767,7 +768,7 @@ def test_record_cache_never_serves_bytes_of_an_older_head(loaded: TestClient):
     assert first.json()["external_citation_measurements"] == []
     # "as of now" moves with every call, so it is never cached
     loaded.get(url)
-    assert len(loaded.app.state.record_cache._items) == 2  # type: ignore[attr-defined]
+    assert len(state_of(loaded.app).record_cache._items) == 2
 
 
 def test_an_evidence_page_of_large_events_ends_early(

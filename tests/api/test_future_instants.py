@@ -16,7 +16,7 @@ from api.app import create_app
 from api.settings import Settings
 from cli.main import main
 from ledger.model.errors import InvalidEvent
-from ledger.model.instants import FUTURE_SLACK_US, format_as_of, now_us, read_instant
+from ledger.model.instants import FUTURE_SLACK_US, SYSTEM_CLOCK, format_as_of, read_instant
 from service.ledger import Ledger
 from tests.paths import DATA
 
@@ -49,7 +49,7 @@ def client(imported_ledger: Ledger) -> TestClient:
     ],
 )
 def test_an_instant_in_the_future_is_422_naming_now(client: TestClient, route: str, param: str) -> None:
-    before = now_us()
+    before = SYSTEM_CLOCK.now_us()
     r = client.get(route, params={"from": "2026-08-01", param: FUTURE})
     assert r.status_code == 422, r.text
     error = r.json()["error"]
@@ -74,7 +74,7 @@ def test_a_page_as_of_the_future_is_a_422_page(client: TestClient, route: str) -
 
 
 def test_an_instant_within_the_clock_skew_is_taken(client: TestClient) -> None:
-    soon = format_as_of(now_us() + FUTURE_SLACK_US - 60_000_000)
+    soon = format_as_of(SYSTEM_CLOCK.now_us() + FUTURE_SLACK_US - 60_000_000)
     r = client.get(f"/paper/{PAPER}/citation-record.json", params={"as_of": soon})
     assert r.status_code == 200, r.text
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
+from api.state import state_of
 from cli.main import main
 from service.ledger import Ledger
 from tests.conftest import examples
@@ -100,7 +101,7 @@ def _error_shape(response: Any) -> None:
 
 
 def _check_http(client: TestClient, path: str, raw: bytes) -> int:
-    ledger: Ledger = client.app.state.ledger  # type: ignore[attr-defined]
+    ledger: Ledger = state_of(client.app).ledger
     before = ledger.head()
     r = client.post(path, content=raw, headers={**AUTH, "content-type": "application/json"})
     assert r.status_code in (200, 201, 409, 413, 422), (r.status_code, r.text[:500])

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
-from api.limits import RateLimiter, long_string, short_strings
+from api.limits import long_string, short_strings
 from api.settings import Settings
+from api.state import state_of
 from tests.api_fixtures import running_server
 from tests.paths import DATA
 from tests.waiting import wait_until
@@ -60,7 +61,7 @@ def _refused(r: httpx.Response, status: int, code: str) -> dict[str, Any]:
 
 
 def _head(client: TestClient) -> Any:
-    return client.app.state.ledger.head()  # type: ignore[attr-defined]
+    return state_of(client.app).ledger.head()
 
 
 # -- batch size -----------------------------------------------------------------------------------
@@ -167,7 +168,8 @@ def test_long_string_names_the_first_offender_in_document_order() -> None:
 
 def test_rate_limit_per_token_is_429_with_retry_after(new_db: NewDb) -> None:
     client = _client(new_db, rate_limit=10.0, rate_burst=10)
-    limiter: RateLimiter = client.app.state.rate_limiter  # type: ignore[attr-defined]
+    limiter = state_of(client.app).rate_limiter
+    assert limiter is not None
     now = [1000.0]
     limiter.clock = lambda: now[0]
     assert client.post("/events", json={"events": _measurements(6)}, headers=AUTH).status_code == 201

@@ -7,6 +7,7 @@ schemathesis CLI against a real `ledger serve`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -16,8 +17,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from api.app import create_app
+from api.app import create_app, install_state
 from api.settings import Settings
+from api.state import state_of
 from service.resolver.jobs import Jobs
 from tests.conftest import examples
 from tests.paths import ROOT
@@ -64,23 +66,24 @@ def app(db_factory: Callable[[Path, str], str], tmp_path_factory: pytest.TempPat
     with pytest.MonkeyPatch.context() as env:
         env.setenv("LEDGER_STATE_DIR", str(state))  # a PostgreSQL ledger's key file goes here
         app = create_app(Settings(db=db_factory(state, "ledger.db"), tokens=(TOKEN,)))
-        app.state.ledger.import_bytes((ROOT / "tests" / "data" / "2509.02480.record.json").read_bytes())
+        state_of(app).ledger.import_bytes((ROOT / "tests" / "data" / "2509.02480.record.json").read_bytes())
         # a whole-ledger resolve runs before its 202 is sent, so no job appends while a later case
         # checks that a refused request left the head where it was
-        app.state.resolve_jobs = Jobs(app.state.ledger, spawn=lambda run: run())
+        jobs = Jobs(state_of(app).ledger, spawn=lambda run: run())
+        install_state(app, dataclasses.replace(state_of(app), resolve_jobs=jobs))
         TARGET.app = app
         try:
             yield app
         finally:
             TARGET.app = schema_app
-            app.state.ledger.close()
+            state_of(app).ledger.close()
 
 
 @SCHEMA.parametrize()
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 def test_every_operation_answers_within_its_contract(case, app) -> None:
     assert TARGET.app is app  # the case goes to the ledger under test
-    ledger = app.state.ledger
+    ledger = state_of(app).ledger
     before = ledger.head()
     # not_a_server_error, status code and response schema conformance, positive/negative data...
     response = case.call_and_validate(headers=AUTH)

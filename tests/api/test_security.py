@@ -20,6 +20,7 @@ from api import auth
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
 from api.settings import Settings
+from api.state import state_of
 from ledger.storage.backend import is_pg_url
 from ledger.tlog.checkpoint import Checkpointer
 from service.ledger import Ledger
@@ -41,7 +42,7 @@ def _client(db: str, **overrides: Any) -> TestClient:
 
 
 def _ledger(client: TestClient) -> Ledger:
-    ledger: Ledger = client.app.state.ledger  # type: ignore[attr-defined]
+    ledger: Ledger = state_of(client.app).ledger
     return ledger
 
 

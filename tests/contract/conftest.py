@@ -9,7 +9,7 @@ import pytest
 
 from tests.pg_harness import PgCluster
 
-BASE_US = 1_786_000_000_000_000  # 2026-08-06: after every fixture event, before "now" checks matter
+BASE_US = 1_788_220_800_000_000  # 2026-09-01: after every fixture event (the ledgers' clock: their "now")
 
 
 @pytest.fixture
@@ -37,13 +37,13 @@ class FixedClock:
         """Start again from BASE_US."""
         self.ticks = itertools.count()
 
-    def __call__(self) -> int:
+    def now_us(self) -> int:
+        """The next tick."""
         return BASE_US + 1000 * next(self.ticks)
 
 
 @pytest.fixture
-def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> FixedClock:
-    """Replace the append's clock, so hashes (which cover recorded_at) can be compared across backends."""
-    clock = FixedClock()
-    monkeypatch.setattr("ledger.storage.append.now_us", clock)
-    return clock
+def fixed_clock() -> FixedClock:
+    """A clock for the ledgers compared, so hashes (which cover recorded_at) can be compared across
+    backends."""
+    return FixedClock()

@@ -15,7 +15,7 @@ from ledger.storage.backend import is_pg_url
 from ledger.storage.sql_store import SqlStore
 from projections.memory import MemoryReader
 from service.ledger import Ledger
-from tests.contract.conftest import FixedClock
+from tests.contract.conftest import BASE_US, FixedClock
 from tests.contract.scenario import PID, replay
 from tests.factories import citation, measurement, oid_of, paper, resolution, run_threads, ts
 
@@ -35,10 +35,10 @@ def pair(
     store_url: str, tmp_path: Path, fixed_clock: FixedClock, fixture_bytes: bytes
 ) -> tuple[Ledger, Ledger]:
     """(the backend under test, a SQLite reference), both holding the scenario with the same clock."""
-    ledger = Ledger(store_url)
+    ledger = Ledger(store_url, clock=fixed_clock)
     replay(ledger, fixture_bytes)
     fixed_clock.restart()
-    reference = Ledger(tmp_path / "reference.db")
+    reference = Ledger(tmp_path / "reference.db", clock=fixed_clock)
     replay(reference, fixture_bytes)
     return ledger, reference
 
@@ -237,7 +237,7 @@ def test_tables_identical_across_backends(
         assert [list(store.tables.check_works_after(after, upto)) for after, upto in ranges] == want
     peaks = [bytes([1]) * 32, bytes([2]) * 32]
     for store in (a, b):
-        store.tables.save_verified_point(size, "h", peaks)
+        store.tables.save_verified_point(size, "h", peaks, BASE_US)
         point = store.tables.verified_point()
         assert point is not None and (point.seq, point.hash, point.peaks) == (size, "h", peaks)
         # the space-separated hex that PostgreSQL ledgers hold still reads

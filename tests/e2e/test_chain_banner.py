@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from api.records.render import render_error_page, render_index_page, render_paper_page, render_record_page
 from cli.main import main
 from ledger.model.facts import ScrubPass
-from ledger.model.instants import now_us
+from ledger.model.instants import SYSTEM_CLOCK
 from ledger.model.record_types import Record
 from ledger.storage.backend import is_pg_url, side_path
 from service.ledger import Ledger
@@ -176,18 +176,19 @@ def test_a_break_found_by_ledger_verify_is_shown_from_the_first_page(new_db: New
 def test_a_pass_that_began_before_the_server_started_does_not_count(new_db: NewDb) -> None:
     db = new_db()
     _verified_ledger(db)  # a good pass, a moment ago: not due again for a day
-    store = Ledger(db).store
-    passes = PassLog(store)
+    ledger = Ledger(db)
+    store = ledger.store
+    passes = PassLog(store, ledger.clock)
     assert scrub._scrub_if_due(store, passes, 86_400.0, threading.Event(), 1.0, scrub.BATCH) > 0
     assert [kind for kind, _, _ in _passes(db)] == ["verify"]
-    started = now_us()
+    started = SYSTEM_CLOCK.now_us()
     scrub._scrub_if_due(store, passes, 86_400.0, threading.Event(), 1.0, scrub.BATCH, since_us=started)
     walked = passes.last()
     assert walked is not None and walked.kind == "scrub" and walked.started_us >= started
     # the pass since the start counts: another worker's look, with the same start, walks nothing
     other = Ledger(db).store
     scrub._scrub_if_due(
-        other, PassLog(other), 86_400.0, threading.Event(), 1.0, scrub.BATCH, since_us=started
+        other, PassLog(other, ledger.clock), 86_400.0, threading.Event(), 1.0, scrub.BATCH, since_us=started
     )
     assert [kind for kind, _, _ in _passes(db)] == ["verify", "scrub"]
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from ledger.model.codec import event_to_dict
-from ledger.model.instants import now_us
+from ledger.model.instants import SYSTEM_CLOCK
 from ledger.storage.derived.spans import NAME
 from ledger.storage.projector import lease_holder
 from service.ledger import Ledger
@@ -86,7 +86,7 @@ def test_workers_never_run_two_projector_steps_at_once_even_across_a_killed_hold
 
             started = lambda: f"a projector started:\n{server.log()}"  # noqa: E731
             wait_until(lambda: position() > 0, started, 60.0, every=0.01)
-            holder = lease_holder(reader.store, now_us())
+            holder = lease_holder(reader.store, SYSTEM_CLOCK.now_us())
             assert holder is not None
             killed = int(holder.split("-")[0])
             os.kill(killed, signal.SIGKILL)  # the holder, in the middle of the projection
@@ -103,7 +103,7 @@ def test_workers_never_run_two_projector_steps_at_once_even_across_a_killed_hold
 
             wait_until(done, lambda: f"projected to {head} after the kill:\n{server.log()}", 90.0)
             assert at_kill < head
-            assert lease_holder(reader.store, now_us()) != holder
+            assert lease_holder(reader.store, SYSTEM_CLOCK.now_us()) != holder
         finally:
             reader.close()
     steps = _steps(watch, killed, killed_at)

@@ -8,13 +8,20 @@ import pytest
 
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import Event
+from ledger.model.facts import Head
 from ledger.model.instants import parse_ts
-from projections.diff import MISSING, Json, diff_records, field_changes, json_diff, record_changes
+from projections.diff import MISSING, Changes, Json, diff_records, field_changes, json_diff
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import check, citation, measurement, notice, oid_of, paper, resolution, ts, work
 
 P, Q, R = "2101.00001", "2101.00002", "2101.00003"
+
+
+def _changes(ledger: Ledger, arxiv_id: str, from_us: int, to_us: int) -> tuple[Changes, Head]:
+    """The diff from FROM to TO and the head it was read at (one read of the ledger)."""
+    d, head, _ = ledger.records.changes(arxiv_id, from_us, to_us)
+    return d, head
 
 
 def _at(step: int) -> int:
@@ -63,7 +70,7 @@ def _seqs(items: list[dict[str, Any]]) -> list[int]:
 
 
 def test_resolution_rebinding_and_a_notice_appearing(ledger: Ledger) -> None:
-    d, head = record_changes(ledger, P, _at(5), _at(13))
+    d, head = _changes(ledger, P, _at(5), _at(13))
     assert head.seq == 14 and d["changed"]
     o = _obs(d, oid_of(0))
     assert o["change"] == "changed" and o["lane"] == "outbound" and o["status"] == "verified_exact"
@@ -94,7 +101,7 @@ def test_resolution_rebinding_and_a_notice_appearing(ledger: Ledger) -> None:
 
 
 def test_a_notice_going_away_names_the_newer_check(ledger: Ledger) -> None:
-    d, _ = record_changes(ledger, P, _at(13), _at(22))
+    d, _ = _changes(ledger, P, _at(13), _at(22))
     o = _obs(d, oid_of(0))
     assert _kinds(o) == ["receipt_moved", "notice_gone"]
     assert _seqs(o["events"]) == [9]
@@ -103,7 +110,7 @@ def test_a_notice_going_away_names_the_newer_check(ledger: Ledger) -> None:
 
 
 def test_added_and_removed_observations(ledger: Ledger) -> None:
-    d, _ = record_changes(ledger, P, _at(5), _at(22))
+    d, _ = _changes(ledger, P, _at(5), _at(22))
     added = _obs(d, oid_of(2))
     assert (added["change"], added["changes"], _seqs(added["events"])) == ("added", [], [14])
     removed = _obs(d, oid_of(1))  # R's citation was re-resolved to Q: it left P's inbound list
@@ -118,16 +125,16 @@ def test_added_and_removed_observations(ledger: Ledger) -> None:
 
 
 def test_no_change_and_bad_ranges(ledger: Ledger) -> None:
-    d, _ = record_changes(ledger, P, _at(22), _at(30))
+    d, _ = _changes(ledger, P, _at(22), _at(30))
     assert not d["changed"] and d["observations"] == [] and d["events"] == []
     with pytest.raises(InvalidEvent, match="after"):
-        record_changes(ledger, P, _at(30), _at(22))
+        _changes(ledger, P, _at(30), _at(22))
     with pytest.raises(NotFound):
-        record_changes(ledger, "2101.09999", _at(0), _at(30))
+        _changes(ledger, "2101.09999", _at(0), _at(30))
 
 
 def test_from_before_the_paper_was_observed(ledger: Ledger) -> None:
-    d, _ = record_changes(ledger, P, parse_ts("2025-12-31T00:00:00Z"), _at(3))
+    d, _ = _changes(ledger, P, parse_ts("2025-12-31T00:00:00Z"), _at(3))
     assert d["from"] is None
     assert [o["change"] for o in d["observations"]] == ["added", "added"]
     assert d["paper"]["changes"] and _seqs(d["paper"]["events"]) == [1]
@@ -211,7 +218,7 @@ def test_a_long_lane_is_counted_before_it_is_listed(new_db: NewDb, monkeypatch: 
                 resolution(oid_of(n), ts(3, n), cited_arxiv="2101.00001"),
             ]
         )
-    d, _ = record_changes(ledger, "2101.00001", _at(0), _at(10))
+    d, _ = _changes(ledger, "2101.00001", _at(0), _at(10))
     assert d["counts"] == {
         "inbound": {"from": 0, "shown_from": 0, "shown_to": 4, "to": 10},
         "outbound": {"from": 0, "shown_from": 0, "shown_to": 0, "to": 0},

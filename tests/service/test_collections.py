@@ -30,7 +30,7 @@ class Clock:
     def __init__(self, us: int) -> None:
         self.us = us
 
-    def __call__(self) -> int:
+    def now_us(self) -> int:
         self.us += 1_000_000
         return self.us
 

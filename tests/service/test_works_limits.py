@@ -148,7 +148,7 @@ def test_a_limit_that_is_not_a_positive_integer_is_refused_by_name(name: str, va
 def test_a_work_observed_posted_as_an_event_is_held_to_the_doi_syntax() -> None:
     data = WorkData("10.1000/a\u202eb", "crossref", "t", [], None, None, None, None, None, None, None)
     with pytest.raises(InvalidEvent, match="U\\+202E") as e:
-        check_rules(WorkObserved(observed_at=T, data=data), "events[0]")
+        check_rules(WorkObserved(observed_at=T, data=data), "events[0]", None)
     assert e.value.where == "events[0].data.doi"
 
 

@@ -37,7 +37,7 @@ def _watch(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
 
 def _raise(client: TestClient) -> None:
     """What the server's alerting thread does after a commit (a TestClient runs no lifespan)."""
-    al.raise_new(ledger_of(client).store)
+    al.raise_new(ledger_of(client).store, ledger_of(client).clock)
 
 
 def test_a_watch_is_made_listed_read_and_removed(sampled: TestClient) -> None:
@@ -173,7 +173,7 @@ def test_deliveries_are_listed_per_watch(sampled: TestClient) -> None:
     ingest(ledger_of(sampled), SourceFile("retraction-watch", RW, T_INGEST))
     _raise(sampled)
     refused = wh.Sent(None, None, "connection refused")
-    wh.deliver_due(ledger_of(sampled).store, lambda url, body, headers: refused)
+    wh.deliver_due(ledger_of(sampled).store, ledger_of(sampled).clock, lambda url, body, headers: refused)
     got = sampled.get(f"/watches/{made['id']}/deliveries", headers=AUTH).json()["deliveries"]
     assert [(d["attempt"], d["status"], d["error"]) for d in got] == [(1, None, "connection refused")]
     assert got[0]["next_at"] is not None

@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 
 from api.app import create_app
 from api.settings import Settings
+from api.state import state_of
 from cli.main import main
 from ledger.storage.backend import is_pg_url
 from service.ledger import Ledger
@@ -158,4 +159,4 @@ def test_the_migration_gives_the_watches_made_before_it_to_the_operator(new_db: 
     assert api.delete("/watches/old-watch", headers=_auth(A)).status_code == 404
     (line,) = _cli(old, "watch", "list").stdout.splitlines()
     assert line.startswith("old-watch  paper 2101.00001") and line.endswith("owner operator)")
-    api.app.state.ledger.close()  # type: ignore[attr-defined]
+    state_of(api.app).ledger.close()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 from fastapi.testclient import TestClient
 
+from api.app import install_state
+from api.state import state_of
 from service.ledger import Ledger
 from tests.api.app_support import sources_app
 from tests.service.sources.test_sources_support import SOURCES_DIR, T_INGEST
@@ -143,7 +146,7 @@ def test_ingest_is_charged_to_the_tokens_rate(imported_ledger: Ledger) -> None:
     client = _client(imported_ledger)
     now = [1000.0]
     limiter = RateLimiter(1.0, 2.0, clock=lambda: now[0])
-    client.app.state.rate_limiter = limiter  # type: ignore[attr-defined]
+    install_state(client.app, dataclasses.replace(state_of(client.app), rate_limiter=limiter))
     bad = client.post("/ingest/crossref", params={"observed_at": T_INGEST}, content=b"not json", headers=AUTH)
     assert bad.status_code == 422
     assert limiter.wait(key) == 0  # charged 1 of its 2

@@ -10,8 +10,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from api.app import build_state, install_state
 from api.errors import install_error_handlers
 from api.log import bundles
+from api.settings import Settings
 from ledger.model.events import Event
 from ledger.model.instants import parse_as_of
 from ledger.tlog.checkpoint import Checkpointer
@@ -42,9 +44,9 @@ def ledger(new_db: Callable[[str], str], tmp_path: Path, monkeypatch: pytest.Mon
     return ledger
 
 
-def _client(ledger: Ledger) -> TestClient:
+def _client(ledger: Ledger, read_only: bool = False) -> TestClient:
     app = FastAPI()
-    app.state.ledger = ledger
+    install_state(app, build_state(Settings(db=ledger.url, read_only=read_only), ledger))
     install_error_handlers(app)
     app.include_router(bundles.router)
     return TestClient(app)
@@ -114,8 +116,7 @@ def test_a_slot_is_given_back_when_the_client_goes_away(client: TestClient) -> N
 
 
 def test_a_read_only_server_signs_nothing(ledger: Ledger) -> None:
-    client = _client(ledger)
-    client.app.state.settings = type("S", (), {"read_only": True})()  # type: ignore[attr-defined]
+    client = _client(ledger, read_only=True)
     answer = client.get(f"/paper/{CITED}/bundle")
     assert answer.status_code == 409 and answer.json()["error"]["code"] == "not_signed"
     Checkpointer.for_db(ledger.store).latest()  # a writer signs the head

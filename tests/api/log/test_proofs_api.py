@@ -10,8 +10,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from api.app import build_state, install_state
 from api.errors import install_error_handlers
 from api.log.proofs import router
+from api.settings import Settings
 from ledger.storage.backend import side_path
 from ledger.tlog.chain import envelope_body
 from ledger.tlog.checkpoint import open_checkpoint, parse_vkey
@@ -36,7 +38,7 @@ def ledger(new_db: Callable[[str], str], monkeypatch: pytest.MonkeyPatch) -> Led
 @pytest.fixture
 def client(ledger: Ledger) -> TestClient:
     app = FastAPI()
-    app.state.ledger = ledger
+    install_state(app, build_state(Settings(db=ledger.url), ledger))
     install_error_handlers(app)
     app.include_router(router)
     return TestClient(app)

@@ -29,6 +29,7 @@ from api.docs import EVENT_EXAMPLES
 from api.log import live
 from api.log.live import Notifier, live_of
 from api.settings import Settings
+from api.state import state_of
 from ledger.model.codec import canonical
 from ledger.storage.backend import is_pg_url
 from service.ledger import Ledger
@@ -65,13 +66,13 @@ def make_app(new_db: NewDb) -> Iterator[Callable[..., Any]]:
 
     def make(**overrides: Any) -> Any:
         app = create_app(Settings(**{"db": new_db(f"sse{len(made)}.db"), **overrides}))
-        app.state.ledger.import_bytes(FIXTURE_PATH.read_bytes())
+        state_of(app).ledger.import_bytes(FIXTURE_PATH.read_bytes())
         made.append(app)
         return app
 
     yield make
     for app in made:
-        app.state.ledger.close()
+        state_of(app).ledger.close()
 
 
 class Subscriber:
@@ -201,7 +202,7 @@ def test_one_database_read_per_new_head_whatever_the_number_of_subscribers(
 ) -> None:
     n, heads = 25, 6
     app = make_app(sse_poll=0.05, sse_heartbeat=IDLE)
-    ledger: Ledger = app.state.ledger
+    ledger: Ledger = state_of(app).ledger
     store = ledger.store
     elsewhere = Ledger(ledger.url)  # another process's writer: no wake-up, found by the poll
     found: list[int] = []  # rows returned by each read that found any
@@ -262,7 +263,7 @@ def test_a_subscriber_that_stops_reading_is_dropped_and_resumes_with_last_event_
     make_app: Callable[..., Any],
 ) -> None:
     app = make_app(sse_buffer=2048, sse_poll=IDLE, sse_heartbeat=IDLE)
-    ledger: Ledger = app.state.ledger
+    ledger: Ledger = state_of(app).ledger
 
     async def main() -> None:
         # caught up to the head, then never reads again; another client reads everything
@@ -303,7 +304,7 @@ def race_app(make_app, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, d
     """An app whose every read is followed by appends from this process (budget["left"] of them,
     budget["per_read"] at a time): commits land in each window of the hand-over."""
     app = make_app(sse_poll=IDLE, sse_heartbeat=IDLE)
-    ledger: Ledger = app.state.ledger
+    ledger: Ledger = state_of(app).ledger
     store = ledger.store
     budget = {"left": 0, "per_read": 1, "done": 0}
     lock = threading.Lock()
@@ -342,7 +343,7 @@ def test_catch_up_hands_over_to_live_without_losing_or_repeating_an_event(
     race_app, monkeypatch: pytest.MonkeyPatch, back: int, batch: int, appends: int, per_read: int, where
 ):
     app, budget = race_app
-    ledger: Ledger = app.state.ledger
+    ledger: Ledger = state_of(app).ledger
     monkeypatch.setattr(live, "STREAM_BATCH", batch)  # many catch-up reads, many windows
     after = max(0, ledger.head().seq - back)
 
@@ -367,7 +368,7 @@ def test_a_client_gone_as_an_event_is_queued_ends_its_response(make_app: Callabl
     the stream of a client that left ends, and frees its place (asyncio.wait_for on Python 3.11 drops
     such a cancellation, so the response waited for the next heartbeat, for good here)."""
     app = make_app(sse_poll=IDLE, sse_heartbeat=IDLE)
-    head = app.state.ledger.head().seq
+    head = state_of(app).ledger.head().seq
 
     async def main() -> None:
         notifier = notifier_of(app)

@@ -15,6 +15,7 @@ import pytest
 from api.app import create_app
 from api.ops import logs
 from api.settings import Settings
+from api.state import state_of
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import measurement_json
 from tests.service.sources.test_sources_support import SOURCES_DIR, T_INGEST, sample_events
@@ -84,7 +85,7 @@ def test_every_request_and_append_is_one_json_line_with_its_request_id(
 
 def test_an_ingest_logs_its_append_with_its_source(new_db: NewDb, lines: io.StringIO) -> None:
     client = _client(new_db())
-    client.app.state.ledger.append(sample_events())  # type: ignore[attr-defined]
+    state_of(client.app).ledger.append(sample_events())
     r = client.post(
         "/ingest/retraction-watch",
         params={"observed_at": T_INGEST},

@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 
 from api.app import create_app
-from api.log.witnesses import cosigner_of
 from api.ops import metrics
 from api.ops.scrub import passes_of
 from api.settings import Settings
+from api.state import state_of
+from ledger.model.instants import SYSTEM_CLOCK
 from ledger.tlog.checkpoint import Checkpointer
 from service.ledger import Ledger
 from service.ops.operations import Operations
@@ -64,7 +65,7 @@ def _events(n: int, start: int = 0) -> dict[str, Any]:
 def client(new_db: NewDb) -> Iterator[TestClient]:
     c = _client(new_db())
     yield c
-    c.app.state.ledger.close()  # type: ignore[attr-defined]
+    state_of(c.app).ledger.close()
 
 
 def test_appends_move_the_counters_by_type_and_route(client: TestClient) -> None:
@@ -121,7 +122,7 @@ def test_records_served_are_counted_by_format_and_cache(client: TestClient) -> N
 def test_ingests_count_rows_by_source_and_outcome(client: TestClient) -> None:
     from tests.service.sources.test_sources_support import sample_events
 
-    client.app.state.ledger.append(sample_events())  # type: ignore[attr-defined]
+    state_of(client.app).ledger.append(sample_events())
     rw = (SOURCES_DIR / "retraction_watch.csv").read_bytes()
     url = "/ingest/retraction-watch"
     before = _scrape(client)
@@ -184,7 +185,7 @@ def test_cosignatures_are_counted_by_witness_and_result(new_db: NewDb, tmp_path:
     witnesses_file = tmp_path / "witnesses"
     witnesses_file.write_text("".join(f"{w.url} {w.verifier.vkey}\n" for w in ws.list))
     client = _client(db, witnesses_file=str(witnesses_file))
-    cosigner = cosigner_of(client.app)  # type: ignore[arg-type]
+    cosigner = state_of(client.app).cosigner
     assert cosigner is not None and cosigner.on_answer is metrics.witness_answered
     cosigner.post = ws.post  # the in-process witnesses, as the HTTP client would reach them
     up, down = (w.url for w in ws.list)
@@ -231,7 +232,7 @@ def test_webhook_deliveries_and_the_outbox_depth(client: TestClient) -> None:
         moved = value(after, "ledger_webhook_deliveries_total", result=result)
         assert moved - value(before, "ledger_webhook_deliveries_total", result=result) == n
 
-    outbox_entries(client.app.state.ledger.store, ["pending", "delivered", "pending", "gave_up"])  # type: ignore[attr-defined]
+    outbox_entries(state_of(client.app).ledger.store, ["pending", "delivered", "pending", "gave_up"])
     assert value(_scrape(client), "ledger_webhook_outbox_depth") == 2  # the outbox's pending entries
 
 
@@ -264,7 +265,7 @@ def test_metrics_token_needs_a_configured_bearer_token(new_db: NewDb) -> None:
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert value(_scrape(client, **AUTH), "ledger_up") == 1
-    bare = create_app(Settings(db=client.app.state.settings.db, metrics="token"))  # type: ignore[attr-defined]
+    bare = create_app(Settings(db=state_of(client.app).settings.db, metrics="token"))
     refused = TestClient(bare).get("/metrics", headers=AUTH)
     assert refused.status_code == 401 and "none is configured" in refused.json()["error"]["message"]
 
@@ -299,12 +300,12 @@ def test_a_database_that_cannot_be_read_is_a_gauge_not_a_failed_scrape() -> None
         def tables(self) -> Any:
             raise ConnectionError("the database is down")
 
-    samples = parse(metrics.exposition(Operations(Down()), None).decode())  # type: ignore[arg-type]
+    samples = parse(metrics.exposition(Operations(Down(), SYSTEM_CLOCK), None).decode())  # type: ignore[arg-type]
     assert value(samples, "ledger_up") == 0 and "ledger_head_seq" not in names(samples)
 
 
 def _statements(client: TestClient, body: dict[str, Any]) -> list[str]:
-    store: Any = client.app.state.ledger.store  # type: ignore[attr-defined]
+    store: Any = state_of(client.app).ledger.store
     statements: list[str] = []
     store.trace = statements
     try:
@@ -326,7 +327,7 @@ def test_an_append_runs_the_same_statements_with_metrics_on_and_off(new_db: NewD
 def test_group_sizes_count_the_appends_sharing_a_transaction(new_db: NewDb) -> None:
     client = _client(new_db())
     before = _scrape(client)
-    ledger: Ledger = client.app.state.ledger  # type: ignore[attr-defined]
+    ledger: Ledger = state_of(client.app).ledger
     from tests.factories import measurement
 
     threads = [

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
+from api.state import state_of
 from service.ledger import Ledger
 from tests.conftest import NewDb
 from tests.factories import citation, oid_of, paper, resolution, ts
@@ -80,7 +81,7 @@ def test_a_bad_page_is_refused(cited: TestClient, page: str) -> None:
 def test_a_forged_count_shows_on_the_page_that_lists_it(cited: TestClient) -> None:
     """A span made for the unresolved observation: the ledger now counts 11, and the page listing it
     recomputes it from its events as not inbound."""
-    ledger: Ledger = cited.app.state.ledger  # type: ignore[attr-defined]
+    ledger: Ledger = state_of(cited.app).ledger
     edit(
         ledger.url,
         "INSERT INTO inbound_spans SELECT cited, '2201.00099', reference_index, ?, t_from, t_to, "

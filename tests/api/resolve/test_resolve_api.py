@@ -3,14 +3,16 @@ evidence of one resolution, and the record page and integrity report that link t
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
 import httpx
 import pytest
 
-from api.app import create_app
+from api.app import create_app, install_state
 from api.settings import Settings
+from api.state import state_of
 from service.resolver.jobs import Jobs
 from tests.api.test_api import AUTH, TOKEN, TestClient, ledger_of
 from tests.api_fixtures import running_server
@@ -40,9 +42,11 @@ class Api:
         # the DOI's work stands at its own work.observed, an event no record of CITING uses
         work = known_work_event(ledger)
         self.work_seq = work.seq
-        self.app.state.resolver = live_resolver(work)
         self.started: list[Any] = []
-        self.app.state.resolve_jobs = Jobs(ledger, spawn=self.started.append)
+        jobs = Jobs(ledger, spawn=self.started.append)
+        install_state(
+            self.app, dataclasses.replace(state_of(self.app), resolver=live_resolver(work), resolve_jobs=jobs)
+        )
 
     def head(self) -> int:
         return ledger_of(self.client).head().seq

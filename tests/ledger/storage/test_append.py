@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ledger.model.errors import Conflict, InvalidEvent, LedgerError
 from ledger.model.events import MeasurementData, MeasurementObserved, PaperData, PaperObserved
-from ledger.storage import append as append_module
+from ledger.model.instants import SYSTEM_CLOCK
 from ledger.storage.append import AppendResult
 from ledger.tlog.chain import body_bytes, link_hash
 from service.ledger import Ledger
@@ -305,10 +305,9 @@ def test_recorded_at_format_and_never_decreasing(fresh_ledger: Ledger, monkeypat
     start = datetime.now(UTC) - timedelta(seconds=1)
     send(fresh_ledger, [paper(P1), paper(P2)])
     # the server clock steps back an hour: recorded_at must not go backwards along seq
-    real = append_module.now_us
-    monkeypatch.setattr(append_module, "now_us", lambda: real() - 3_600_000_000)
+    monkeypatch.setattr(fresh_ledger, "clock", fx.Clock(SYSTEM_CLOCK.now_us() - 3_600_000_000))
     send(fresh_ledger, [paper(P3)])
-    monkeypatch.setattr(append_module, "now_us", real)
+    monkeypatch.setattr(fresh_ledger, "clock", SYSTEM_CLOCK)
     send(fresh_ledger, [measurement()])
     recorded = [r[5] for r in rows(fresh_ledger)]
     assert all(RECORDED_RE.fullmatch(r) for r in recorded), recorded

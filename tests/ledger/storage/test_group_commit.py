@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ledger.model.errors import Conflict, InvalidEvent
+from ledger.model.instants import SYSTEM_CLOCK
 from service.ledger import Ledger
 from tests.factories import measurement, paper, run_threads, ts
 
@@ -92,7 +93,7 @@ def test_a_batch_failing_after_its_inserts_is_rolled_back_alone(new_db: NewDb) -
     outcome: dict[str, object] = {}
 
     def failing_job(tx):  # type: ignore[no-untyped-def]
-        append_batch(tx, [paper("2101.00009", ts(9))])
+        append_batch(tx, [paper("2101.00009", ts(9))], clock=SYSTEM_CLOCK)
         raise RuntimeError("disk said no")
 
     def run_failing() -> None:
@@ -104,7 +105,9 @@ def test_a_batch_failing_after_its_inserts_is_rolled_back_alone(new_db: NewDb) -
 
     def run_good() -> None:
         barrier.wait()
-        outcome["good"] = committer.submit(lambda tx: append_batch(tx, [paper("2101.00001", ts(0))]))
+        outcome["good"] = committer.submit(
+            lambda tx: append_batch(tx, [paper("2101.00001", ts(0))], clock=SYSTEM_CLOCK)
+        )
 
     run_threads(run_failing, run_good)
     committer.close()
@@ -148,7 +151,7 @@ def test_a_group_looks_up_every_batchs_ids_observations_and_streams_at_once(new_
         counting = _CountingTx(tx)
         with group(counting) as gtx:  # type: ignore[arg-type]
             gtx.prefetch([needs_of(b) for b in batches])
-            results = [gtx.run(lambda t, b=b: append_batch(t, b)) for b in batches]
+            results = [gtx.run(lambda t, b=b: append_batch(t, b, clock=SYSTEM_CLOCK)) for b in batches]
     assert counting.calls == {"existing": 1, "citing_papers": 1, "stream_versions": 1, "head": 1, "insert": 1}
     assert [r.appended for r in results] == [1, 2, 0, 1] and results[2].items[0].seq == 1
     assert ledger.verify().ok

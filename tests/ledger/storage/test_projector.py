@@ -17,7 +17,7 @@ import msgspec
 import pytest
 
 from ledger.model.events import Event
-from ledger.model.instants import parse_ts
+from ledger.model.instants import SYSTEM_CLOCK, parse_ts
 from ledger.storage.projector import (
     READ_BY_RECORDS,
     SPAN_PROJECTION,
@@ -62,7 +62,7 @@ class _Clock:
     def __init__(self) -> None:
         self.now = 1_796_000_000_000_000
 
-    def __call__(self) -> int:
+    def now_us(self) -> int:
         self.now += 1_000
         return self.now
 
@@ -263,7 +263,9 @@ def test_the_servers_projector_loop_follows_the_log_while_it_holds_the_lease(new
         assert take_lease(ledger.store, "another worker", 0, 10**18)  # held for good by someone else
         stop = threading.Event()
         blocked = threading.Thread(
-            target=run_projector, args=(Ledger(db).store, stop), kwargs={"holder": "me", "poll_s": 0.01}
+            target=run_projector,
+            args=(Ledger(db).store, stop),
+            kwargs={"holder": "me", "poll_s": 0.01, "clock": SYSTEM_CLOCK},
         )
         blocked.start()
         stop.wait(0.3)
@@ -273,7 +275,9 @@ def test_the_servers_projector_loop_follows_the_log_while_it_holds_the_lease(new
         release_lease(ledger.store, "another worker")
         stop = threading.Event()
         runner = threading.Thread(
-            target=run_projector, args=(Ledger(db).store, stop), kwargs={"holder": "me", "poll_s": 0.01}
+            target=run_projector,
+            args=(Ledger(db).store, stop),
+            kwargs={"holder": "me", "poll_s": 0.01, "clock": SYSTEM_CLOCK},
         )
         runner.start()
         try:

@@ -53,7 +53,7 @@ class _Clock:
     def __init__(self) -> None:
         self.us = parse_ts("2026-11-18T00:00:00Z")
 
-    def __call__(self) -> int:
+    def now_us(self) -> int:
         return self.us
 
     def step(self) -> None:

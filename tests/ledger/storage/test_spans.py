@@ -117,7 +117,7 @@ class _Clock:
         self.now = 1_786_000_000_000_000
         self.stills = iter(stills)
 
-    def __call__(self) -> int:
+    def now_us(self) -> int:
         if not next(self.stills, False):
             self.now += 1000
         return self.now
@@ -134,10 +134,9 @@ def test_appended_spans_equal_the_events_and_give_the_record_of_every_event(
     stills: list[bool],
     data: st.DataObject,
 ) -> None:
-    monkeypatch.setattr("ledger.storage.append.now_us", _Clock(stills))
     # buckets of 7 minutes: counts as of T sum some buckets and count inside T's own
     monkeypatch.setattr("ledger.storage.derived.spans.BUCKET_US", 7 * 60 * 1_000_000)
-    ledger = Ledger(new_db(f"h{next(_names)}.db"))
+    ledger = Ledger(new_db(f"h{next(_names)}.db"), clock=_Clock(stills))
     try:
         for batch in batches:
             ledger.append(batch)
@@ -200,7 +199,7 @@ def test_a_resumed_verify_checks_the_spans_and_ids_of_what_it_walks(new_db: NewD
 
     ledger = Ledger(new_db())
     ledger.append([paper(P, ts(0)), citation(oid_of(1), "2201.00001", ts(1), 0)])
-    assert verify_store(ledger.store, remember=True).ok
+    assert verify_store(ledger.store, remember=ledger.clock).ok
     ledger.append([resolution(oid_of(1), ts(2), cited_arxiv=P)])
     ledger.ops.project(READ_BY_RECORDS)
     assert verify_store(ledger.store, resume=True).ok

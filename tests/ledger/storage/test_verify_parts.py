@@ -23,7 +23,7 @@ def resumed(new_db: NewDb, monkeypatch: pytest.MonkeyPatch) -> Ledger:
     # on either backend (PostgreSQL reads the whole list in one statement by default)
     monkeypatch.setattr(type(ledger.store.tables), "list_part", 2)
     ledger.append([paper(P, ts(0))])
-    assert verify_store(ledger.store, remember=True).ok
+    assert verify_store(ledger.store, remember=ledger.clock).ok
     ledger.append(
         [citation(oid_of(i), f"2201.0000{i}", ts(1), 0) for i in range(OBSERVATIONS)]
         + [resolution(oid_of(i), ts(2), cited_arxiv=P) for i in range(OBSERVATIONS)]

@@ -67,7 +67,7 @@ class _Clock:
     def __init__(self) -> None:
         self.now = 1_796_000_000_000_000
 
-    def __call__(self) -> int:
+    def now_us(self) -> int:
         self.now += 1_000
         return self.now
 

@@ -49,7 +49,7 @@ RW_NOTICES = [
 
 
 def test_a_paper_watch_is_told_of_each_notice_its_references_get_once(sample: Ledger) -> None:
-    watch, covered = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
+    watch, covered = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
     assert {"w-cell", "w-plos", "w-arxiv", "w-old"} <= set(covered)
     assert _alerts(sample, watch.id) == []  # no notice held yet
     ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
@@ -73,10 +73,10 @@ def test_a_paper_watch_is_told_of_each_notice_its_references_get_once(sample: Le
 
 def test_a_watch_made_later_gets_the_notices_already_held_marked_as_such(sample: Ledger) -> None:
     ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
-    watch, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
+    watch, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
     got = _alerts(sample, watch.id)
     assert _kinds(got) == RW_NOTICES and all(a["held_before_watch"] for a in got)
-    assert al.raise_new(sample.store) == 0  # nothing new since
+    assert al.raise_new(sample.store, sample.clock) == 0  # nothing new since
 
 
 @pytest.mark.parametrize(
@@ -91,15 +91,15 @@ def test_a_watch_made_later_gets_the_notices_already_held_marked_as_such(sample:
 def test_a_works_watch_is_told_of_the_works_its_keys_match(
     sample: Ledger, works: list[str], want: list[tuple[str, str]]
 ) -> None:
-    watch, _ = al.add_watch(sample.store, al.parse_watch({"works": works}))
+    watch, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"works": works}))
     ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
     assert _kinds(_alerts(sample, watch.id)) == want
 
 
 def test_each_watch_gets_its_own_alerts_and_a_removed_one_gets_none(sample: Ledger) -> None:
-    a, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
-    b, _ = al.add_watch(sample.store, al.parse_watch({"works": ["arxiv:2310.04610"]}))
-    gone, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
+    a, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
+    b, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"works": ["arxiv:2310.04610"]}))
+    gone, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
     tables = sample.store.alerts
     with tables.updating():
         assert tables.remove_watch(gone.id, "2026-09-01T00:00:00Z")
@@ -113,7 +113,7 @@ def test_each_watch_gets_its_own_alerts_and_a_removed_one_gets_none(sample: Ledg
 
 
 def test_a_work_cited_later_brings_the_notice_it_already_holds(sample: Ledger) -> None:
-    watch, covered = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
+    watch, covered = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
     assert "w-new" not in covered
     sample.append([check("crossref", ts(20), ["w-new"], [notice("w-new", "correction")])])
     assert _alerts(sample, watch.id) == []  # not cited yet
@@ -133,7 +133,9 @@ def test_a_work_cited_later_brings_the_notice_it_already_holds(sample: Ledger) -
 
 def test_alerts_are_raised_whatever_appended_the_events(sample: Ledger) -> None:
     """A library append, an NDJSON import and a source ingest all go through Ledger.append: each raises."""
-    watch, _ = al.add_watch(sample.store, al.parse_watch({"works": ["doi:10.5555/j.cell.2019.05.031"]}))
+    watch, _ = al.add_watch(
+        sample.store, sample.clock, al.parse_watch({"works": ["doi:10.5555/j.cell.2019.05.031"]})
+    )
     sample.append([check("crossref", ts(30), ["w-cell"], [notice("w-cell", "correction")])])
     n: dict[str, Any] = {"work_id": "w-cell", "kind": "withdrawal", "notice_doi": None, "record_id": None,
                          "raw_type": None, "reasons": [], "notice_date": None, "url": None}  # fmt: skip
@@ -152,7 +154,7 @@ def test_with_no_watch_raising_reads_only_and_the_first_watch_starts_at_the_head
     before = tables.cursor()
     ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
     assert tables.cursor() == before  # nothing written while nobody watches
-    al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
+    al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
     assert tables.cursor() == sample.head().seq
 
 
@@ -232,7 +234,7 @@ def test_an_alert_names_the_work_as_its_observation_displays_it(sample: Ledger) 
     known = CitedWork("2310.04610", None, "arxiv", None, ts(23), "A titled work", None, "w-titled", 2023)
     sample.append([citation(oid_of(50), CITING, ts(22), 50, raw)])
     sample.append([resolution(oid_of(50), ts(23), cited=known)])
-    watch, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
+    watch, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
     sample.append([check("crossref", ts(24), ["w-titled"], [notice("w-titled", "correction")])])
     (got,) = _alerts(sample, watch.id)
     assert got["work"] == {
@@ -258,10 +260,10 @@ def test_an_alerts_changes_link_runs_forward_and_keeps_the_offset(sample: Ledger
     survives the query string (a bare `+` would be read as a space)."""
     at = "2026-09-01T14:00:00+02:00"
     if not made_later:
-        watch, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
+        watch, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
     ingest(sample, SourceFile("retraction-watch", RW, at))
     if made_later:
-        watch, _ = al.add_watch(sample.store, al.parse_watch({"arxiv_id": CITING}))
+        watch, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
     alerts = _alerts(sample, watch.id)
     assert len(alerts) == len(RW_NOTICES)
     for a in alerts:

@@ -45,7 +45,7 @@ def _change(ledger: Ledger, add: list[str], remove: list[str]) -> None:
 
 
 def test_a_collection_watch_is_told_of_notices_on_works_its_members_cite(papers: Ledger) -> None:
-    watch, covered = al.add_watch(papers.store, al.parse_watch({"collection": "office"}))
+    watch, covered = al.add_watch(papers.store, papers.clock, al.parse_watch({"collection": "office"}))
     assert covered == ["w-1"] and watch.kind == "collection" and watch.target == "office"
     papers.append([check("crossref", ts(10), None, [notice("w-1"), notice("w-2", "correction")])])
     got = _alerts(papers, watch.id)
@@ -58,7 +58,7 @@ def test_a_collection_watch_is_told_of_notices_on_works_its_members_cite(papers:
 
 
 def test_a_paper_joining_brings_the_notices_its_works_hold_and_one_leaving_takes_them(papers: Ledger) -> None:
-    watch, _ = al.add_watch(papers.store, al.parse_watch({"collection": "office"}))
+    watch, _ = al.add_watch(papers.store, papers.clock, al.parse_watch({"collection": "office"}))
     papers.append([check("crossref", ts(10), None, [notice("w-2", "correction")])])
     assert _seen(papers, watch.id) == []
     _change(papers, [P2], [])
@@ -75,12 +75,12 @@ def test_a_paper_joining_brings_the_notices_its_works_hold_and_one_leaving_takes
 
 
 def test_a_change_and_a_notice_in_one_page_are_raised_in_log_order(papers: Ledger) -> None:
-    watch, _ = al.add_watch(papers.store, al.parse_watch({"collection": "office"}))
+    watch, _ = al.add_watch(papers.store, papers.clock, al.parse_watch({"collection": "office"}))
     quiet = Ledger(papers.url, raise_alerts=False)  # appends whose alerts are raised later, in one pass
     quiet.append([check("crossref", ts(10), None, [notice("w-3", "correction")])])  # P3 not a member yet
     quiet.intake.change_collection(change_data("office", [P3], [P1], LIMITS))
     quiet.append([check("crossref", ts(11), None, [notice("w-1"), notice("w-3", "correction")])])
-    al.raise_new(papers.store)
+    al.raise_new(papers.store, papers.clock)
     # w-3's notice was held when P3 joined (raised then); w-1's came after P1 left (none)
     assert _seen(papers, watch.id) == [("w-3", "correction")]
     quiet.close()
@@ -88,7 +88,7 @@ def test_a_change_and_a_notice_in_one_page_are_raised_in_log_order(papers: Ledge
 
 def test_a_watch_on_a_collection_never_made_or_badly_named_is_refused(papers: Ledger) -> None:
     with pytest.raises(NotFound, match="no collection 'nobody'"):
-        al.add_watch(papers.store, al.parse_watch({"collection": "nobody"}))
+        al.add_watch(papers.store, papers.clock, al.parse_watch({"collection": "nobody"}))
     assert papers.store.alerts.watches() == []
     with pytest.raises(InvalidEvent, match="bad collection name") as bad:
         al.parse_watch({"collection": "a b"})
@@ -101,13 +101,15 @@ def test_a_watch_on_a_collection_never_made_or_badly_named_is_refused(papers: Le
 
 
 def test_a_watch_made_while_the_raiser_lags_takes_the_changes_it_has_not_raised_yet(papers: Ledger) -> None:
-    other, _ = al.add_watch(papers.store, al.parse_watch({"arxiv_id": P3}))  # the raiser runs for it
+    other, _ = al.add_watch(
+        papers.store, papers.clock, al.parse_watch({"arxiv_id": P3})
+    )  # the raiser runs for it
     quiet = Ledger(papers.url, raise_alerts=False)
     quiet.append([check("crossref", ts(10), None, [notice("w-2", "correction")])])
     quiet.intake.change_collection(change_data("later", [P2], [], LIMITS))  # made after the raiser's cursor
-    watch, covered = al.add_watch(papers.store, al.parse_watch({"collection": "later"}))
+    watch, covered = al.add_watch(papers.store, papers.clock, al.parse_watch({"collection": "later"}))
     assert covered == []  # its member joins when the raiser reaches the change
-    al.raise_new(papers.store)
+    al.raise_new(papers.store, papers.clock)
     assert _seen(papers, watch.id) == [("w-2", "correction")]
     assert _seen(papers, other.id) == []
     quiet.close()

@@ -19,7 +19,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 from api.alerts.webhooks import sender
 from cli.main import main
 from ledger.model.errors import Conflict, InvalidEvent, NotFound
-from ledger.model.instants import format_recorded, now_us
+from ledger.model.instants import SYSTEM_CLOCK, format_recorded
 from ledger.storage.backend import is_pg_url
 from service.alerts import alerts as al
 from service.alerts import webhooks as wh
@@ -48,12 +48,12 @@ def _held(new_db: NewDb, url: str, secret: str, db: str | None = None) -> tuple[
     ledger = sample_ledger(db or new_db("r.db"))
     ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))
     spec = al.parse_watch({"arxiv_id": CITING, "callback_url": url, "secret": secret}, ALLOW)
-    watch, _ = al.add_watch(ledger.store, spec, OWNER)
+    watch, _ = al.add_watch(ledger.store, ledger.clock, spec, OWNER)
     return ledger, watch
 
 
 def _deliver(ledger: Ledger) -> int:
-    return wh.deliver_due(ledger.store, sender(al.AddressPolicy(ALLOW)))
+    return wh.deliver_due(ledger.store, ledger.clock, sender(al.AddressPolicy(ALLOW)))
 
 
 def _verifies(secret: str, headers: dict[str, str], body: bytes) -> bool:
@@ -82,7 +82,7 @@ def test_a_held_alert_keeps_its_webhook_id_and_verifies_under_both_secrets_in_th
     depth = ledger.store.alerts.outbox_depth()
 
     secret, made = al.parse_rotation({})
-    rotated = al.rotate_secret(ledger.store, watch.id, secret, made, SECRET_GRACE_S, OWNER)
+    rotated = al.rotate_secret(ledger.store, ledger.clock, watch.id, secret, made, SECRET_GRACE_S, OWNER)
 
     assert made and secret.startswith("whsec_") and secret != old
     assert rotated.watch.id == watch.id and rotated.watch.secret == secret
@@ -114,9 +114,11 @@ def test_after_the_grace_the_old_secret_no_longer_verifies(new_db: NewDb, receiv
     ledger, watch = _held(new_db, receiver.url, old)
     secret = new_secret()
     # rotated a grace and a microsecond ago: the injected clock, not a wait
-    at = now_us() - int(SECRET_GRACE_S * 1e6) - 1
-    rotated = al.rotate_secret(ledger.store, watch.id, secret, False, SECRET_GRACE_S, OWNER, at_us=at)
-    assert rotated.old_until_us < now_us()
+    at = SYSTEM_CLOCK.now_us() - int(SECRET_GRACE_S * 1e6) - 1
+    rotated = al.rotate_secret(
+        ledger.store, ledger.clock, watch.id, secret, False, SECRET_GRACE_S, OWNER, at_us=at
+    )
+    assert rotated.old_until_us < SYSTEM_CLOCK.now_us()
     assert _deliver(ledger) == 1
     ((headers, body),) = receiver.got
     assert len(_signatures(headers)) == 1
@@ -138,10 +140,10 @@ def test_the_old_secret_signs_exactly_until_the_grace_ends(new_db: NewDb, offset
     old, secret = new_secret(), new_secret()
     ledger, watch = _held(new_db, "https://hooks.example/h", old)
     grace = 60.0  # short enough that a signature at its end is within a receiver's 5 minutes of now
-    rotated = al.rotate_secret(ledger.store, watch.id, secret, False, grace, OWNER)
+    rotated = al.rotate_secret(ledger.store, ledger.clock, watch.id, secret, False, grace, OWNER)
     tables = ledger.store.alerts
     with tables.updating():
-        (due,) = tables.take_due(now_us(), 1_000_000, 1)
+        (due,) = tables.take_due(SYSTEM_CLOCK.now_us(), 1_000_000, 1)
     assert (due.old_secret, due.old_until_us) == (old, rotated.old_until_us)
     body = due.body.encode()
     headers = wh.headers_for(due, body, rotated.old_until_us + offset_us)
@@ -157,9 +159,11 @@ def test_a_watch_stored_unsigned_gets_its_first_secret_by_a_rotation(
     ledger = sample_ledger(new_db("u.db"))
     ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))
     spec = al.parse_watch({"arxiv_id": CITING, "callback_url": receiver.url}, ALLOW)
-    watch, _ = al.add_watch(ledger.store, spec._replace(secret=None))  # as before every webhook was signed
+    watch, _ = al.add_watch(
+        ledger.store, ledger.clock, spec._replace(secret=None)
+    )  # as before every webhook was signed
     secret = new_secret()
-    rotated = al.rotate_secret(ledger.store, watch.id, secret, False, SECRET_GRACE_S)
+    rotated = al.rotate_secret(ledger.store, ledger.clock, watch.id, secret, False, SECRET_GRACE_S)
     assert (rotated.watch.secret, rotated.watch.old_secret) == (secret, None)
     assert _deliver(ledger) == 1
     ((headers, body),) = receiver.got
@@ -170,14 +174,14 @@ def test_a_watch_stored_unsigned_gets_its_first_secret_by_a_rotation(
 def test_of_two_rotations_the_later_keeps_the_earlier_secret_as_its_old_one(new_db: NewDb) -> None:
     first, second, third = new_secret(), new_secret(), new_secret()
     ledger, watch = _held(new_db, "https://hooks.example/h", first)
-    al.rotate_secret(ledger.store, watch.id, second, False, SECRET_GRACE_S, OWNER)
-    now = al.rotate_secret(ledger.store, watch.id, third, False, SECRET_GRACE_S, OWNER).watch
+    al.rotate_secret(ledger.store, ledger.clock, watch.id, second, False, SECRET_GRACE_S, OWNER)
+    now = al.rotate_secret(ledger.store, ledger.clock, watch.id, third, False, SECRET_GRACE_S, OWNER).watch
     assert (now.secret, now.old_secret) == (third, second)
     tables = ledger.store.alerts
     with tables.updating():
-        (due,) = tables.take_due(now_us(), 1_000_000, 1)
+        (due,) = tables.take_due(SYSTEM_CLOCK.now_us(), 1_000_000, 1)
     body = due.body.encode()
-    headers = wh.headers_for(due, body)
+    headers = wh.headers_for(due, body, ledger.clock.now_us())
     assert [_verifies(s, headers, body) for s in (first, second, third)] == [False, True, True]
     ledger.close()
 
@@ -186,15 +190,15 @@ def test_only_the_owner_rotates_and_a_watch_signing_nothing_has_no_secret_to_rot
     old = new_secret()
     ledger, watch = _held(new_db, "https://hooks.example/h", old)
     with pytest.raises(NotFound, match="no watch"):
-        al.rotate_secret(ledger.store, watch.id, new_secret(), True, SECRET_GRACE_S, "b" * 64)
+        al.rotate_secret(ledger.store, ledger.clock, watch.id, new_secret(), True, SECRET_GRACE_S, "b" * 64)
     assert ledger.store.alerts.watch(watch.id) == watch  # untouched
-    quiet, _ = al.add_watch(ledger.store, al.parse_watch({"arxiv_id": CITING}), OWNER)
+    quiet, _ = al.add_watch(ledger.store, ledger.clock, al.parse_watch({"arxiv_id": CITING}), OWNER)
     with pytest.raises(Conflict, match="no callback_url"):
-        al.rotate_secret(ledger.store, quiet.id, new_secret(), True, SECRET_GRACE_S, OWNER)
+        al.rotate_secret(ledger.store, ledger.clock, quiet.id, new_secret(), True, SECRET_GRACE_S, OWNER)
     with ledger.store.alerts.updating():
-        ledger.store.alerts.remove_watch(watch.id, format_recorded(now_us()))
+        ledger.store.alerts.remove_watch(watch.id, format_recorded(SYSTEM_CLOCK.now_us()))
     with pytest.raises(NotFound, match="no watch"):
-        al.rotate_secret(ledger.store, watch.id, new_secret(), True, SECRET_GRACE_S, OWNER)
+        al.rotate_secret(ledger.store, ledger.clock, watch.id, new_secret(), True, SECRET_GRACE_S, OWNER)
     ledger.close()
 
 
@@ -284,7 +288,7 @@ def test_a_ledger_from_before_rotations_keeps_its_watches_secrets_and_rotates_th
             None,
         )
         secret = new_secret()
-        rotated = al.rotate_secret(upgraded.store, "old-watch", secret, True, SECRET_GRACE_S)
+        rotated = al.rotate_secret(upgraded.store, upgraded.clock, "old-watch", secret, True, SECRET_GRACE_S)
         assert (rotated.watch.secret, rotated.watch.old_secret) == (secret, "s3cret")
     finally:
         upgraded.close()

@@ -27,7 +27,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 from api.alerts.webhooks import sender
 from ledger.model.errors import InvalidEvent
-from ledger.model.instants import now_us
+from ledger.model.instants import SYSTEM_CLOCK
 from ledger.storage.state.alerts import DELIVERED, GAVE_UP, PENDING
 from service.alerts import alerts as al
 from service.alerts import webhooks as wh
@@ -35,6 +35,7 @@ from service.alerts.secrets import new_secret
 from service.ledger import Ledger
 from service.sources import SourceFile, ingest
 from tests.conftest import NewDb
+from tests.factories import Clock
 from tests.service.alerts.test_alerts import RW
 from tests.service.sources.test_sources_support import CITING, T_INGEST, sample_ledger
 
@@ -206,7 +207,7 @@ def _watched(new_db: NewDb, secret: str | None = "s3cret") -> tuple[Ledger, al.W
     spec = al.parse_watch(body)
     if secret is None:  # as a watch stored before every webhook was signed
         spec = spec._replace(secret=None)
-    watch, _ = al.add_watch(ledger.store, spec)
+    watch, _ = al.add_watch(ledger.store, ledger.clock, spec)
     ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))
     return ledger, watch
 
@@ -222,7 +223,7 @@ def test_an_alert_is_retried_until_delivered_with_the_same_id_and_a_valid_signat
     script = _Script([500, None, 503])
     results: list[str] = []
     for _ in range(4):
-        wh.deliver_due(ledger.store, script, 10.0, random.Random(1), on_result=results.append)
+        wh.deliver_due(ledger.store, ledger.clock, script, 10.0, random.Random(1), on_result=results.append)
         _due_now(ledger)
     assert len(script.calls) == 4  # three failures, then delivered; nothing after
     assert results == [wh.FAILED, wh.FAILED, wh.FAILED, DELIVERED]
@@ -234,13 +235,13 @@ def test_an_alert_is_retried_until_delivered_with_the_same_id_and_a_valid_signat
     assert [(d.attempt, d.status) for d in tries] == [(1, 500), (2, None), (3, 503), (4, 200)]
     assert tries[1].error == "timed out" and tries[-1].next_at is None and tries[0].next_at is not None
     assert ledger.store.alerts.outbox_depth() == 0
-    assert wh.deliver_due(ledger.store, script, 10.0) == 0
+    assert wh.deliver_due(ledger.store, ledger.clock, script, 10.0) == 0
 
 
 def test_a_watch_stored_without_a_secret_sends_no_signature(new_db: NewDb) -> None:
     ledger, _ = _watched(new_db, secret=None)
     script = _Script([])
-    wh.deliver_due(ledger.store, script)
+    wh.deliver_due(ledger.store, ledger.clock, script)
     assert (
         script.calls
         and wh.SIGNATURE not in script.calls[0][2]
@@ -252,14 +253,13 @@ def test_delivery_gives_up_24_hours_after_the_first_attempt(
     new_db: NewDb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ledger, watch = _watched(new_db)
-    clock = [now_us()]
-    monkeypatch.setattr("service.alerts.webhooks.now_us", lambda: clock[0])
+    clock = Clock(SYSTEM_CLOCK.now_us())
     script = _Script([500] * 100)
     attempts = 0
     results: list[str] = []
     while ledger.store.alerts.outbox_depth():
-        clock[0] += 2 * 3_600 * 10**6  # two hours later each time, past any delay (at most 1.2 h)
-        assert wh.deliver_due(ledger.store, script, 10.0, random.Random(2), results.append) == 1
+        clock.advance(2 * 3_600 * 10**6)  # two hours later each time, past any delay (at most 1.2 h)
+        assert wh.deliver_due(ledger.store, clock, script, 10.0, random.Random(2), results.append) == 1
         attempts += 1
     assert results == [wh.FAILED] * (attempts - 1) + [GAVE_UP]
     states = ledger.store.alerts._q("SELECT state FROM outbox").fetchall()
@@ -281,7 +281,7 @@ def test_a_deliverer_takes_an_entry_another_holds_only_after_its_lease(new_db: N
 
 def test_delivered_and_pending_states_are_what_the_outbox_says(new_db: NewDb) -> None:
     ledger, _ = _watched(new_db)
-    wh.deliver_due(ledger.store, _Script([]))
+    wh.deliver_due(ledger.store, ledger.clock, _Script([]))
     assert [s[0] for s in ledger.store.alerts._q("SELECT state FROM outbox").fetchall()] == [DELIVERED]
     assert CITING  # the sample's citing paper is what the watch's work is cited by
 
@@ -296,7 +296,7 @@ def _two_watches(new_db: NewDb, bad_url: str, good_url: str) -> tuple[Ledger, al
     made = []
     for url in (bad_url, good_url):
         body = {"works": ["arxiv:2310.04610"], "callback_url": url}
-        made.append(al.add_watch(ledger.store, al.parse_watch(body, ["127.0.0.1"]))[0])
+        made.append(al.add_watch(ledger.store, ledger.clock, al.parse_watch(body, ["127.0.0.1"]))[0])
     ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))
     return ledger, made[0], made[1]
 
@@ -315,7 +315,7 @@ def test_a_name_whose_resolution_hangs_is_abandoned_at_the_deadline(
 
     send = sender(al.AddressPolicy(["127.0.0.1"]), 0.5, resolve)
     try:
-        assert wh.deliver_due(ledger.store, send, deadline_s=0.5) == 2
+        assert wh.deliver_due(ledger.store, ledger.clock, send, deadline_s=0.5) == 2
     finally:
         release.set()
     (stuck,) = ledger.store.alerts.deliveries(hung.id)
@@ -340,11 +340,13 @@ def test_whatever_a_send_raises_the_attempt_is_settled_as_failed(new_db: NewDb, 
         raise error
 
     results: list[str] = []
-    assert wh.deliver_due(ledger.store, send, on_result=results.append) == 1
+    assert wh.deliver_due(ledger.store, ledger.clock, send, on_result=results.append) == 1
     (tried,) = ledger.store.alerts.deliveries(watch.id)
     assert results == [wh.FAILED] and tried.status is None and tried.next_at is not None
     assert tried.error == f"{type(error).__name__}: {error}"
-    assert wh.deliver_due(ledger.store, send) == 0  # settled: not leased again before its retry is due
+    assert (
+        wh.deliver_due(ledger.store, ledger.clock, send) == 0
+    )  # settled: not leased again before its retry is due
 
 
 def test_one_watch_in_flight_does_not_hold_another_watchs_backlog(new_db: NewDb) -> None:
@@ -352,10 +354,10 @@ def test_one_watch_in_flight_does_not_hold_another_watchs_backlog(new_db: NewDb)
     ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))  # nothing new: still one alert each
     tables = ledger.store.alerts
     with tables.updating():
-        taken = tables.take_due(now_us(), 10**6, 16)
+        taken = tables.take_due(SYSTEM_CLOCK.now_us(), 10**6, 16)
     assert sorted(d.watch_id for d in taken) == sorted([slow.id, fast.id])  # one entry per watch
     with tables.updating():
-        assert tables.take_due(now_us(), 10**6, 16, busy=[slow.id, fast.id]) == []
+        assert tables.take_due(SYSTEM_CLOCK.now_us(), 10**6, 16, busy=[slow.id, fast.id]) == []
 
 
 # -- Standard Webhooks ---------------------------------------------------------------------------
@@ -380,14 +382,15 @@ def test_a_delivery_verifies_with_standard_webhooks_a_retry_is_signed_afresh_and
         assert len(base64.b64decode(secret.removeprefix("whsec_"))) == 24
     assert receiver_key is not None
     ledger, _ = _watched(new_db, secret)
-    clock = [now_us() - 120 * 10**6]  # the first attempt two minutes ago, within the 5 minutes allowed
-    monkeypatch.setattr("service.alerts.webhooks.now_us", lambda: clock[0])
+    clock = Clock(
+        SYSTEM_CLOCK.now_us() - 120 * 10**6
+    )  # the first attempt two minutes ago, within the 5 allowed
     script = _Script([500, 200])
     _due_now(ledger)
-    wh.deliver_due(ledger.store, script, 10.0, random.Random(3))
+    wh.deliver_due(ledger.store, clock, script, 10.0, random.Random(3))
     _due_now(ledger)
-    clock[0] = now_us()
-    wh.deliver_due(ledger.store, script, 10.0, random.Random(3))
+    clock.us = SYSTEM_CLOCK.now_us()
+    wh.deliver_due(ledger.store, clock, script, 10.0, random.Random(3))
     (_, first_body, first), (_, body, retry) = script.calls
     receiver = Webhook(receiver_key)
     alert = receiver.verify(first_body, dict(first))

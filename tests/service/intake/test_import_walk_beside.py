@@ -65,7 +65,7 @@ def _same(report: VerifyReport | None) -> Any:
 def _state(ledger: Ledger) -> tuple[Any, Any]:
     """The verified point less its instant, and the last pass less its instants."""
     point = ledger.store.tables.verified_point()
-    p = PassLog(ledger.store).last()
+    p = PassLog(ledger.store, ledger.clock).last()
     return (
         None if point is None else point._replace(verified_at=""),
         None if p is None else (p.kind, p.events, p.head_seq, p.ok, p.first_bad_seq, p.reason),
@@ -103,7 +103,7 @@ def test_a_walk_beside_reports_what_a_walk_here_reports(new_db: NewDb, tmp_path:
         there = walker.done(wait=True)
     finally:
         walker.close()
-    here = walk_once(twins[1].store, PassLog(twins[1].store))
+    here = walk_once(twins[1].store, PassLog(twins[1].store, twins[1].clock))
     assert _same(there) == _same(here)
     assert here.ok is (case != "broken") and here.head.seq == 34
     assert here.resumed_from == (10 if case == "resumed" else None)
@@ -142,7 +142,7 @@ def test_an_import_walked_beside_ends_as_one_walked_here(
     # the first whole walk is recorded either way; beside it may reach further than at its ask
     assert first is not None and first[0] == "verify" and first[3] is True and first[1] >= every
     for ledger in twins.values():
-        chain = chain_status(ledger.store, PassLog(ledger.store))
+        chain = chain_status(ledger.store, PassLog(ledger.store, ledger.clock))
         assert chain["ok"] and chain["events_checked"] == 0 and chain["trusted"]["to"] == 88
         ledger.close()
 
@@ -184,7 +184,7 @@ def test_a_walker_killed_mid_import_is_walked_here_once_warned(
     point = fresh_ledger.store.tables.verified_point()
     assert point is not None and (point.seq, point.hash) == (88, got.head.hash)
     assert multiprocessing.active_children() == []
-    chain = chain_status(fresh_ledger.store, PassLog(fresh_ledger.store))
+    chain = chain_status(fresh_ledger.store, PassLog(fresh_ledger.store, fresh_ledger.clock))
     assert chain["ok"] and chain["events_checked"] == 0 and chain["last_full_walk"]["by"] == "verify"
     assert fresh_ledger.verify().ok
 
@@ -210,7 +210,7 @@ def test_a_walker_whose_walk_fails_is_walked_here_once_warned(
     assert got.walk is not None and got.walk.ok and got.walk.head.seq == 88
     point = fresh_ledger.store.tables.verified_point()
     assert point is not None and point.seq == 88
-    assert PassLog(fresh_ledger.store).last() is not None
+    assert PassLog(fresh_ledger.store, fresh_ledger.clock).last() is not None
     assert multiprocessing.active_children() == []
 
 

@@ -299,7 +299,7 @@ def test_the_first_integrity_report_after_an_import_walks_nothing(
     assert got.walk is not None and got.walk.ok
     point = fresh_ledger.store.tables.verified_point()
     assert point is not None and point.seq == fresh_ledger.head().seq == 34
-    chain = chain_status(fresh_ledger.store, PassLog(fresh_ledger.store))
+    chain = chain_status(fresh_ledger.store, PassLog(fresh_ledger.store, fresh_ledger.clock))
     assert chain["ok"] and chain["events_checked"] == 0 and chain["walked"] is None
     assert chain["trusted"]["to"] == 34 and chain["last_full_walk"]["by"] == "verify"
 

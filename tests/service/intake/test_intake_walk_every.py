@@ -40,7 +40,7 @@ def test_the_chain_is_walked_every_so_many_events_and_at_the_end(
     walks = _walks(monkeypatch, fresh_ledger)
     got = import_file(fresh_ledger, write(tmp_path / "f.ndjson", history(12)), batch_size=10)  # 34 events
     assert walks == heads and got.walk is not None and got.walk.ok
-    chain = chain_status(fresh_ledger.store, PassLog(fresh_ledger.store))
+    chain = chain_status(fresh_ledger.store, PassLog(fresh_ledger.store, fresh_ledger.clock))
     assert chain["ok"] and chain["events_checked"] == 0 and chain["trusted"]["to"] == 34
 
 

@@ -24,6 +24,7 @@ from api.app import create_app
 from api.ops.scrub import passes_of
 from api.settings import Settings
 from cli.main import main
+from ledger.model.instants import SYSTEM_CLOCK
 from ledger.storage.backend import side_path
 from ledger.storage.verify import verify_store, walk_paced
 from ledger.tlog.chain import envelope_body, link_hash
@@ -269,8 +270,9 @@ def test_a_paced_walk_finds_what_a_full_verify_finds(
 
 
 def test_a_pass_is_recorded_stops_promptly_and_moves_the_resume_point(db: str) -> None:
-    store = Ledger(db).store
-    passes = PassLog(store)
+    ledger = Ledger(db)
+    store = ledger.store
+    passes = PassLog(store, ledger.clock)
     stop = threading.Event()
     stop.set()
     assert scrub_pass(store, passes, batch=10, stop=stop) is None  # stopped after one batch
@@ -283,7 +285,7 @@ def test_a_pass_is_recorded_stops_promptly_and_moves_the_resume_point(db: str) -
 
 def test_only_one_process_scrubs_at_a_time(db: str) -> None:
     mine, other = Ledger(db).store, Ledger(db).store  # two connections, as two server processes have
-    passes = PassLog(mine)
+    passes = PassLog(mine, SYSTEM_CLOCK)
     with other.tables.exclusive("scrub", create=True) as got:
         assert got
         wait = scrub._scrub_if_due(mine, passes, 3600.0, threading.Event(), 1.0, scrub.BATCH)
@@ -324,7 +326,7 @@ def test_the_scrub_passes_step_upgrades_an_existing_ledger(db: str, new_db: NewD
     build_old_ledger(old, version_before(old, "scrub_passes"), Ledger(db))
     ledger = Ledger(old)  # migrates the older schema
     assert ledger.store.tables.last_pass() is None and ledger.head().seq == N
-    done = scrub_pass(ledger.store, PassLog(ledger.store))
+    done = scrub_pass(ledger.store, PassLog(ledger.store, ledger.clock))
     assert done is not None and done.ok and ledger.store.tables.last_pass() == done
 
 

@@ -84,4 +84,4 @@ def test_the_outbox_line_counts_pending_deliveries(new_db: NewDb) -> None:
     assert _line(_status(db), "outbox") == "outbox      0 deliveries pending"
     outbox_entries(ledger.store, ["pending", "pending", "delivered", "gave_up"])
     assert _line(_status(db), "outbox") == "outbox      2 deliveries pending"
-    assert read_status(ledger.store).outbox_depth == 2
+    assert read_status(ledger.store, ledger.clock).outbox_depth == 2

@@ -54,7 +54,7 @@ def test_a_beaten_slot_is_kept_past_the_stale_limit(new_db: NewDb) -> None:
     ledger = Ledger(db, clock=clock)
     held = Lease(ledger, A, 1, lambda: 42)
     clock.advance(round(bounds.STALE_S * 1e6) * 2)
-    ledger.store.jobs.beat_slot(held.holder, clock(), 42)
+    ledger.store.jobs.beat_slot(held.holder, clock.now_us(), 42)
     with pytest.raises(Busy):
         Lease(Ledger(db, clock=clock), B, 1)
     assert ledger.store.jobs.slots()[0][4] == 42  # how far its run went

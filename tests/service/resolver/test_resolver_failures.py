@@ -186,7 +186,7 @@ def test_a_run_examines_its_own_older_answers_never_another_sources(
         else:
             events.append(resolution(oid, ts(4), status, resolver=source, cited=cited("A line")))
     ledger.append(events, resolver_events=True)  # as the resolver or a person's route appends them
-    chosen = {p.observation_id for p in pending(ledger, [CITING], ledger.now(), SOURCE)}
+    chosen = {p.observation_id for p in pending(ledger, [CITING], ledger.clock.now_us(), SOURCE)}
     assert (oid in chosen) == examined
 
 

@@ -197,7 +197,7 @@ def test_an_arxiv_id_in_the_text_is_verified_exact_not_fuzzy(world: World) -> No
 
 
 def test_the_record_before_the_resolution_is_byte_identical_and_now_shows_the_match(world: World) -> None:
-    instant = world.ledger.now()
+    instant = world.ledger.clock.now_us()
     before = {p: world.ledger.record_bytes(p, instant)[0] for p in (FIXTURE_ID, LIKE)}
     summary = world.resolve()
     assert summary.appended > 0
@@ -239,7 +239,7 @@ def test_the_cited_arxiv_paper_lists_the_citing_paper_as_inbound(world: World) -
 def test_a_watch_on_the_citing_paper_is_alerted_when_the_resolved_work_is_retracted(
     world: World, citing: str, observation: str | None, record_id: str
 ) -> None:
-    watch, _ = al.add_watch(world.ledger.store, al.parse_watch({"arxiv_id": citing}))
+    watch, _ = al.add_watch(world.ledger.store, world.ledger.clock, al.parse_watch({"arxiv_id": citing}))
     oid = observation or world.outbound(FIXTURE_ID)[9].observation_id
     world.resolve()
     seq, d = world.latest()[oid]

@@ -99,7 +99,7 @@ def test_a_run_resolves_what_the_catalogue_knows_and_says_how(world: World) -> N
     assert got[OIDS[2]].status == "unresolved" and got[OIDS[2]].cited_work is None
     assert got[OIDS[3]].resolver_source == "no resolver link"  # unresolved before, unresolved now: kept
     e = world.ledger.store.read_log(type="resolution.observed")[-1]
-    assert read_instant(e.observed_at, "observed_at") == world.clock.us
+    assert read_instant(e.observed_at, "observed_at", world.clock.us) == world.clock.us
 
 
 def test_a_rerun_appends_nothing(world: World) -> None:
@@ -119,7 +119,11 @@ def test_a_dry_run_writes_nothing_and_says_what_would_change(world: World) -> No
 
 
 def test_the_record_before_a_resolution_is_byte_identical_after_it(world: World) -> None:
-    instants = [read_instant(ts(1), "t"), read_instant(ts(2), "t"), world.clock.us]
+    instants = [
+        read_instant(ts(1), "t", world.clock.us),
+        read_instant(ts(2), "t", world.clock.us),
+        world.clock.us,
+    ]
     before = [world.ledger.record_bytes(CITING, t)[0] for t in instants]
     world.resolve()
     assert [world.ledger.record_bytes(CITING, t)[0] for t in instants] == before
@@ -188,9 +192,9 @@ def test_the_cited_arxiv_paper_lists_the_citing_paper_as_inbound(world: World) -
 
 
 def test_standing_checks_cover_the_newly_resolved_doi(world: World) -> None:
-    before = works_matching(world.ledger.store, [DOI], world.ledger.now())
+    before = works_matching(world.ledger.store, [DOI], world.ledger.clock.now_us())
     world.resolve()
-    after = works_matching(world.ledger.store, [DOI], world.ledger.now())
+    after = works_matching(world.ledger.store, [DOI], world.ledger.clock.now_us())
     assert before == {DOI: []} and after == {
         DOI: [str(uuid.uuid5(uuid.NAMESPACE_URL, f"https://doi.org/{DOI}"))]
     }
@@ -210,7 +214,9 @@ def test_a_watch_on_the_citing_paper_is_alerted_for_a_notice_the_resolved_work_h
         citation(str(uuid.UUID(int=50)), OTHER, ts(3), 0, cited("A known work", DOI, "w-held")),
         check("retraction_watch", ts(4), ["w-held"], [notice("w-held")]),
     ])  # fmt: skip
-    watch, covered = al.add_watch(world.ledger.store, al.parse_watch({"arxiv_id": CITING}))
+    watch, covered = al.add_watch(
+        world.ledger.store, world.ledger.clock, al.parse_watch({"arxiv_id": CITING})
+    )
     assert "w-held" not in covered
     assert world.ledger.store.alerts.alerts(watch.id, 0, 100) == []
     world.resolve()
@@ -438,7 +444,7 @@ def test_a_source_checked_after_the_resolution_covers_the_resolved_doi(world: Wo
     world.catalogue.works.append(
         doi_work(first.seq, first.observed_at, rw_doi, "Spatial transcriptomic atlas of an invented organ")
     )
-    watch, _ = al.add_watch(world.ledger.store, al.parse_watch({"arxiv_id": CITING}))
+    watch, _ = al.add_watch(world.ledger.store, world.ledger.clock, al.parse_watch({"arxiv_id": CITING}))
     world.resolve()
     work_id = world.resolutions()[oid].cited_work.work_id  # type: ignore[union-attr]
     csv = (FIXTURE.parent / "sources" / "retraction_watch.csv").read_bytes()
