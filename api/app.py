@@ -26,7 +26,7 @@ from api.records.record_cache import RecordCache
 from api.records.timeline_cache import TimelineCache
 from api.resolve import routes as resolve_routes
 from api.settings import Settings
-from api.state import AppState
+from api.state import AppState, state_of
 from ledger.model.instants import SYSTEM_CLOCK
 from service.ledger import Ledger
 from service.resolver.defaults import default_resolver
@@ -56,13 +56,27 @@ async def _metrics_start(app: FastAPI) -> Stop:
     return ended
 
 
+async def _live_start(app: FastAPI) -> Stop:
+    return await live.start(state_of(app).live)
+
+
+async def _witnesses_start(app: FastAPI) -> Stop:
+    state = state_of(app)
+    return await witnesses.start(state.settings, state.cosigner, state.witness_clients)
+
+
+async def _alerting_start(app: FastAPI) -> Stop:
+    return await alerting.start(state_of(app).alerting)
+
+
+# each takes what it starts from the app's state, so the modules it starts need not know the state
 BACKGROUND: list[Callable[[FastAPI], Awaitable[Stop]]] = [
     _metrics_start,
     scrub.start,
     projector.start,
-    live.start,
-    witnesses.start,
-    alerting.start,
+    _live_start,
+    _witnesses_start,
+    _alerting_start,
 ]
 
 

@@ -12,10 +12,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable
 
-from starlette.applications import Starlette
-
 from api.alerts.webhooks import sender
-from api.state import state_of
 from service.alerts.alerts import AddressPolicy
 from service.alerts.webhooks import DEADLINE_S
 from service.ledger import Ledger
@@ -100,9 +97,8 @@ class Alerting:
         await deliverer.run(wake, self.stop.is_set)
 
 
-async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
+async def start(alerting: Alerting | None) -> Callable[[], Awaitable[None]]:
     """Start this process's alerting threads (none on a read-only server); returns its stop()."""
-    alerting = state_of(app).alerting
     if alerting is None:
 
         async def nothing() -> None:

@@ -14,9 +14,10 @@ from starlette.types import Receive, Scope, Send
 
 from api import docs
 from api.common import after_query, counter_header, head_headers, head_json, ledger_of
-from api.log.live import Subscription, follow, live_of
+from api.log.live import Subscription, follow
 from api.records import negotiated
 from api.records.render import ENV
+from api.state import state_of
 from ledger.model.codec import envelope_json
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import DATA_TYPES, StoredEvent
@@ -172,6 +173,6 @@ async def evidence_stream(
     if resume:
         after = counter_header(resume, "Last-Event-ID", "the seq of the last event received")
     # past the cap this raises 503 too_many_subscribers, before any byte of the stream
-    subscription = live_of(request.app).notifier().subscribe(stream, type)
+    subscription = state_of(request.app).live.notifier().subscribe(stream, type)
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return SSEResponse(follow(subscription, after), headers=headers, subscription=subscription)

@@ -18,14 +18,12 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
 from api.errors import TooManySubscribers
 from api.ops import metrics
 from api.settings import Settings
-from api.state import state_of
 from ledger.model.codec import canonical, envelope_json
 from ledger.model.events import StoredEvent
 from service.ledger import Ledger
@@ -367,13 +365,7 @@ class Live:
             await self._notifier.stop()
 
 
-def live_of(app: Any) -> Live:
-    """The app's Live (made with the app: TestClient apps run no lifespan)."""
-    return state_of(app).live
-
-
-async def start(app: Any) -> Stop:
+async def start(live: Live) -> Stop:
     """Lifespan starter (app.BACKGROUND): the app's Live from startup, and its stop() for shutdown."""
-    live = live_of(app)
     live.notifier()
     return live.stop

@@ -9,12 +9,10 @@ from functools import partial
 from pathlib import Path
 
 import httpx
-from starlette.applications import Starlette
 
 from api.ops import metrics
 from api.ops.background import start_thread
 from api.settings import Settings
-from api.state import state_of
 from service.ledger import Ledger
 from service.ops.witnessing import Cosigner, read_witnesses, run_cosigner
 
@@ -32,10 +30,10 @@ def cosigner_for(ledger: Ledger, settings: Settings) -> tuple[Cosigner | None, W
     return ledger.log.cosigner(witnesses, clients.post, answered), clients
 
 
-async def start(app: Starlette) -> Callable[[], Awaitable[None]]:
+async def start(
+    settings: Settings, cosigner: Cosigner | None, clients: WitnessClients | None
+) -> Callable[[], Awaitable[None]]:
     """Start this process's cosigner thread (a writable server with witnesses); returns its stop()."""
-    state = state_of(app)
-    settings, cosigner, clients = state.settings, state.cosigner, state.witness_clients
     if cosigner is None or clients is None or settings.read_only:
 
         async def nothing() -> None:

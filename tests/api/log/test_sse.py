@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES
 from api.log import live
-from api.log.live import Notifier, live_of
+from api.log.live import Notifier
 from api.settings import Settings
 from api.state import state_of
 from ledger.model.codec import canonical
@@ -156,7 +156,7 @@ class Subscriber:
 
 def notifier_of(app: Any) -> Notifier:
     """The app's notifier for the running event loop."""
-    return live_of(app).notifier()
+    return state_of(app).live.notifier()
 
 
 # -- the cap -----------------------------------------------------------------------------------------
