@@ -26,7 +26,8 @@ def imported_fixture_db(db_factory: Callable[[Path, str], str], directory: Path)
     return db
 
 
-LEVEL_SUFFIXES = ("", "_deep", "_middle", "_recent")  # the derived tables' levels (ledger/keys.py)
+# the derived tables' levels (ledger/storage/derived/keys.py)
+LEVEL_SUFFIXES = ("", "_deep", "_middle", "_recent")
 
 
 def cut_sql(keep: int) -> list[str]:

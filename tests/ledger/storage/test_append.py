@@ -1,4 +1,4 @@
-"""Appending (ledger/append.py via Ledger): every rule of ledger-v1.md "Appending", atomically."""
+"""Appending (ledger/storage/append.py via Ledger): every rule of ledger-v1.md "Appending", atomically."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The lookup keys (ledger/keys.py): what each event implies, the two levels, and the layout upgrade."""
+"""The lookup keys (ledger/storage/derived/keys.py): what each event implies, the two levels, and the
+layout upgrade."""
 
 from __future__ import annotations
 

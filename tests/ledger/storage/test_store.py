@@ -82,7 +82,8 @@ if on_postgresql():  # statements only PostgreSQL has
 
 @pytest.fixture
 def merged_ledger(fresh_ledger: Ledger, fixture_bytes: bytes, monkeypatch: pytest.MonkeyPatch) -> Ledger:
-    """The real record's events with every derived row merged (ledger/keys.py): the guarded level."""
+    """The real record's events with every derived row merged (ledger/storage/derived/keys.py): the guarded
+    level."""
     monkeypatch.setattr("ledger.storage.sql_store.MOVES", (1, 1, 1))
     fresh_ledger.import_bytes(fixture_bytes)
     # the standing checks' rows are a projection, written to the recent level on SQLite: one more
@@ -203,7 +204,7 @@ def _copy_of_row(db: str, seq: int) -> dict[str, Any]:
     ],
 )  # fmt: skip
 # (event ids are unique by the append under its lock and by verify, not by an index: see
-# ledger/keys.py and the repeated-event-id vector of tests/ledger/storage/test_verify.py)
+# ledger/storage/derived/keys.py and the repeated-event-id vector of tests/ledger/storage/test_verify.py)
 def test_the_database_enforces_uniqueness(
     imported_ledger: Ledger, change: dict[str, Any], sqlite_message: str, pg_message: str
 ) -> None:
