@@ -7,7 +7,7 @@ after FROM); it never reaches back up to the service that opened it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import msgspec
@@ -16,14 +16,13 @@ from ledger.model.codec import canonical, decode_data
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.facts import Fact
 from ledger.model.instants import format_as_of, parse_ts
+from ledger.model.jsonvalue import JsonIn as Json
 from ledger.model.record_types import Measurement, NoticeEvent, Observation, Record, StandingNotice
 from ledger.storage.interface import Store
 from ledger.storage.works_store import observation_events
 from projections.record import RecordSource, build_record
 
 SCHEMA = "citation-ledger.record-changes.v1"
-# a JSON value (as decoded, or ready to encode); Mapping and Sequence so that a dict of lists is one
-Json = None | bool | int | str | Sequence["Json"] | Mapping[str, "Json"]
 Change = dict[str, Json]
 Changes = dict[str, Any]  # the diff document (as served): the API and the CLI read its keys
 
