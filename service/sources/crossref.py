@@ -152,7 +152,7 @@ def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
                 for kind, value in items_or_object(js, "items"):
                     if kind == "item":
                         handle(value)
-                    elif kind == "object" and isinstance(value, dict):  # `/works/{doi}`: the message
+                    elif kind == "object" and isinstance(value, dict):  # `/works/{doi}`: one work
                         if "DOI" not in value:
                             raise NotThatFormat(
                                 NAME, "its message is neither a work (DOI) nor a list of items"

@@ -127,7 +127,7 @@ def read_items(text: IO[str]) -> Iterator[tuple[str, Json]]:
                 for kind, value in items_or_object(js, "items"):
                     if kind == "item":
                         yield CROSSREF, value
-                    elif kind == "object" and isinstance(value, dict):  # `/works/{doi}`: the message
+                    elif kind == "object" and isinstance(value, dict):  # `/works/{doi}`: one work
                         if "DOI" not in value:
                             raise NotThatFormat(
                                 NAME, "a message that is neither a work (DOI) nor a list of items"
