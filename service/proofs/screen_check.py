@@ -53,7 +53,7 @@ def finish_screen(opener: Opener, seen: _Pass1) -> BundleReport:
     works = {c.work_id for _, c in _claims(opener, offset)}
     facts = _proven_facts(opener, seen, works)
     named: set[int] = set()
-    keys: set[tuple[object, ...]] = set()
+    keys: set[tuple[str, int, str, int]] = set()
     found: list[str] = []
     rows = 0
     for i, c in _claims(opener, offset):
