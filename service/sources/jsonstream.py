@@ -129,12 +129,14 @@ def items_or_object(js: JsonStream, list_key: str) -> Iterator[tuple[str, Json]]
     The other keys are small (paging metadata); with no list the object is one item (one work).
     """
     rest: JsonObject = {}
-    streamed = False
+    streamed = False  # whether the list key's last value was an array, handed out item by item
     for key in js.members():
         if key == list_key and js.peek() == "[":
             for _ in js.elements():
                 yield "item", js.value()
             streamed = True
+            rest.pop(key, None)
         else:
             rest[key] = js.value()
+            streamed = streamed and key != list_key
     yield ("rest" if streamed else "object"), rest

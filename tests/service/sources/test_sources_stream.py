@@ -77,6 +77,13 @@ def test_items_or_object_gives_an_object_with_no_list_whole(text: str) -> None:
     assert list(items_or_object(js, "items")) == [("object", json.loads(text))]
 
 
+def test_items_or_object_goes_by_the_last_value_of_a_repeated_list_key() -> None:
+    # as json.loads reads a repeated key: the last value is the object's
+    text = '{"items": [1], "items": {"DOI": "10.1/x"}}'
+    got = list(items_or_object(JsonStream(io.StringIO(text), chunk=4), "items"))
+    assert got == [("item", 1), ("object", {"items": {"DOI": "10.1/x"}})]
+
+
 @pytest.mark.parametrize("bad", ['{"a": 1,}', '{"a" 1}', "[1 2]", '{"a": [1, 2}', '{"a": tru}', "{} []"])
 def test_pull_parser_refuses_broken_json(bad: str) -> None:
     js = JsonStream(io.StringIO(bad), chunk=2)
