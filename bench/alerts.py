@@ -21,6 +21,7 @@ from pathlib import Path
 from bench.util import DATA, PYTHON, copy_db, remove_db, vm_hwm_kb
 from ledger.model.events import CitationData, CitationObserved, CitedWork, Event, PaperData, PaperObserved
 from service.alerts import alerts as al
+from service.alerts.watch_spec import parse_watch
 from service.ledger import Ledger
 from service.sources import SourceFile, ingest
 
@@ -113,7 +114,7 @@ def main() -> None:
         ledger = Ledger(watched, synchronous="OFF")
         start = time.perf_counter()
         for i in range(PAPERS):
-            al.add_watch(ledger.store, ledger.clock, al.parse_watch({"arxiv_id": _paper(i)}))
+            al.add_watch(ledger.store, ledger.clock, parse_watch({"arxiv_id": _paper(i)}))
         print(f"{PAPERS:,} watches made in {time.perf_counter() - start:.1f} s", flush=True)
         ledger.close()
     runs: dict[str, list[dict[str, object]]] = {"no watch": [], "10,000 watches": []}

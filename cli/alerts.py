@@ -15,8 +15,11 @@ import msgspec
 from cli.common import db_option, instant, read_db_option
 from ledger.model.codec import canonical
 from ledger.model.instants import format_recorded
-from service.alerts import alerts as al
+from ledger.model.jsonvalue import JsonObject
+from service.alerts.paper_notices import work_name
 from service.alerts.secrets import SECRET_GRACE_S
+from service.alerts.watch_spec import WORKS, parse_rotation, parse_watch
+from service.alerts.watches import Watch, rotation_json, watch_json
 from service.ledger import Ledger
 
 _ALLOW = "LEDGER_WEBHOOK_ALLOW"
@@ -60,7 +63,7 @@ def watch_add(
     db: str,
 ) -> None:
     """Make a watch; alerts for the notices its works hold already are raised now (marked held)."""
-    body: dict[str, object] = {"arxiv_id": arxiv_id} if arxiv_id else {}
+    body: JsonObject = {"arxiv_id": arxiv_id} if arxiv_id else {}
     if collection is not None:
         body["collection"] = collection
     if works:
@@ -70,10 +73,10 @@ def watch_add(
             body[key] = value
     allow = os.environ.get(_ALLOW, "").replace(",", " ").split()
     ledger = Ledger(db)
-    spec = al.parse_watch(body, allow)
+    spec = parse_watch(body, allow)
     made, covered = ledger.alerts.add_watch(spec)
     if as_json:
-        click.echo(canonical(al.watch_json(made, covered, spec.secret_made)).decode())
+        click.echo(canonical(watch_json(made, covered, spec.secret_made)).decode())
         return
     raised = len(ledger.alerts.alerts(made.id, 0, 10_000))
     click.echo(
@@ -83,8 +86,8 @@ def watch_add(
         click.echo(f"webhook secret (shown this once): {made.secret}")
 
 
-def _target(w: al.Watch) -> str:
-    return ", ".join(msgspec.json.decode(w.target)) if w.kind == al.WORKS else w.target
+def _target(w: Watch) -> str:
+    return ", ".join(msgspec.json.decode(w.target)) if w.kind == WORKS else w.target
 
 
 @watch.command("list")
@@ -103,7 +106,7 @@ def watch_list(db: str) -> None:
         after = page[-1].id
 
 
-def _owner(w: al.Watch) -> str:
+def _owner(w: Watch) -> str:
     # the start of the token's sha256, as the token file holds it; the operator's have none
     return "operator" if w.owner is None else f"token sha256:{w.owner[:16]}"
 
@@ -134,10 +137,10 @@ def watch_rotate_secret(watch_id: str, secret: str | None, grace: float, as_json
     """Give a watch a new webhook secret, keeping the watch, its alerts and their webhook-ids; the
     old secret signs beside the new one for the grace."""
     ledger = Ledger(db)
-    new, made = al.parse_rotation({} if secret is None else {"secret": secret})
+    new, made = parse_rotation({} if secret is None else {"secret": secret})
     rotated = ledger.alerts.rotate_secret(watch_id, new, made, grace)
     if as_json:
-        click.echo(canonical(al.rotation_json(rotated)).decode())
+        click.echo(canonical(rotation_json(rotated)).decode())
         return
     until = format_recorded(rotated.old_until_us)
     click.echo(f"watch {rotated.watch.id}: secret rotated; the old one signs beside it until {until}")
@@ -170,7 +173,7 @@ def alerts_command(watch_id: str | None, since: str | None, as_json: bool, db: s
             held = " (held before the watch)" if b["held_before_watch"] else ""
             whose = f"; watch {a.watch_id}" if only is None else ""
             click.echo(
-                f"{a.raised_at}  {kind} of {al.work_name(_work(b))}{cited} by {n['source']}, "
+                f"{a.raised_at}  {kind} of {work_name(_work(b))}{cited} by {n['source']}, "
                 f"notice {n.get('notice_doi') or 'without DOI'}; event seq {b['event']['seq']}{held}{whose}"
             )
         if len(page) < 100:

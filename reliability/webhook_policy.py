@@ -20,7 +20,10 @@ from pathlib import Path
 from ledger.model.instants import SYSTEM_CLOCK, format_recorded
 from service.alerts import alerts as al
 from service.alerts import webhooks as wh
+from service.alerts.address_policy import AddressPolicy
 from service.alerts.secrets import new_secret
+from service.alerts.watch_spec import parse_rotation, parse_watch
+from service.alerts.watches import rotate_secret
 from service.sources import SourceFile, ingest
 from tests.service.alerts.test_alerts import RW
 from tests.service.sources.test_sources_support import CITING, T_INGEST, sample_ledger
@@ -45,7 +48,7 @@ class _Script:
 
 def allow_list() -> None:
     """Print how many of the never-by-name addresses, and of the private ones, a listed name reaches."""
-    policy = al.AddressPolicy(["hooks.internal"])
+    policy = AddressPolicy(["hooks.internal"])
     opened = [a for a in NEVER if policy.refused("hooks.internal", ipaddress.ip_address(a)) is None]
     private = sum(policy.refused("hooks.internal", ipaddress.ip_address(a)) is None for a in PRIVATE)
     print(
@@ -58,7 +61,7 @@ def rotation(directory: Path) -> None:
     """Print the deliveries a rotation causes, and how many carry a webhook-id never given before."""
     ledger = sample_ledger(directory / "rotation.db")
     ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))
-    spec = al.parse_watch(
+    spec = parse_watch(
         {"arxiv_id": CITING, "callback_url": "https://hooks.example/h", "secret": new_secret()}
     )
     watch, _ = al.add_watch(ledger.store, ledger.clock, spec)
@@ -68,8 +71,8 @@ def rotation(directory: Path) -> None:
     send.ok = True
     if hasattr(al, "rotate_secret"):
         how = "rotated in place"
-        secret, made = al.parse_rotation({})
-        al.rotate_secret(ledger.store, ledger.clock, watch.id, secret, made, 86_400.0)
+        secret, made = parse_rotation({})
+        rotate_secret(ledger.store, ledger.clock, watch.id, secret, made, 86_400.0)
     else:
         how = "deleted and made again"
         with ledger.store.alerts.updating():

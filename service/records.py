@@ -18,7 +18,7 @@ from projections.diff import Changes, record_changes
 from projections.readings import Sides, resolution_sides
 from projections.record import Built, build_record
 from projections.timeline import Timeline, build_timeline
-from service.alerts.alerts import PaperNotice, alerts_in
+from service.alerts.paper_notices import PaperNotice, alerts_in
 from service.collections import Collections
 from service.screen import Page, Query, screen, screen_changes
 
@@ -165,8 +165,8 @@ class Records:
         chain: Chain | None = None,
     ) -> PaperView:
         """The timeline and the record as of T (default now), in one consistent read, and its head;
-        with `alerts`, the notices in force as of T (service.alerts.alerts.paper_alerts). Before the paper's
-        first snapshot the record is None, or (`strict`) the record's NotFound is raised.
+        with `alerts`, the notices in force as of T (service.alerts.paper_notices.paper_alerts). Before
+        the paper's first snapshot the record is None, or (`strict`) the record's NotFound is raised.
         `cached(head)` may give the timeline already read at that head; `chain()` (the last full walk,
         when broken) is read in the same read, so the page's head and its chain banner agree."""
         self._fresh()

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Awaitable, Callable
 
 from api.alerts.webhooks import sender
-from service.alerts.alerts import AddressPolicy
+from service.alerts.address_policy import AddressPolicy
 from service.alerts.webhooks import DEADLINE_S
 from service.ledger import Ledger
 

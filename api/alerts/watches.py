@@ -36,7 +36,9 @@ from api.limits import RateLimiter
 from api.state import state_of
 from ledger.model.codec import canonical, decode_json
 from ledger.model.instants import format_recorded
-from service.alerts import alerts as al
+from service.alerts.paper_notices import PaperNotice, work_name
+from service.alerts.watch_spec import parse_rotation, parse_watch
+from service.alerts.watches import rotation_json, watch_json
 from service.ledger import Alert, Ledger
 
 router = APIRouter(tags=["alerts"])
@@ -87,7 +89,7 @@ async def post_watch(request: Request) -> Response:
     limiter: RateLimiter | None = state_of(request.app).rate_limiter
     try:
         raw = await read_body(request, MAX_WATCH_BODY)
-        spec = al.parse_watch(decode_json(raw), settings.webhook_allow)
+        spec = parse_watch(decode_json(raw), settings.webhook_allow)
         ledger = ledger_of(request)
         most = settings.max_watches
         watch, covered = await run_in_threadpool(ledger.alerts.add_watch, spec, owner, most)
@@ -97,7 +99,7 @@ async def post_watch(request: Request) -> Response:
     alerting = state_of(request.app).alerting
     if alerting is not None:
         alerting.deliver_wake.set()  # its held alerts are due now
-    return _json(al.watch_json(watch, covered, spec.secret_made), 201)
+    return _json(watch_json(watch, covered, spec.secret_made), 201)
 
 
 @router.get("/watches", summary="The watches in force", responses=docs.responses(200, *_ERRORS))
@@ -108,7 +110,7 @@ def list_watches(
     """This token's watches in force by id, a page at a time (`next` names the next page's `after`)."""
     owner = _reader(request)
     page = ledger_of(request).alerts.watches(after, PAGE, owner)
-    body = {"watches": [al.watch_json(w) for w in page], "next": page[-1].id if len(page) == PAGE else None}
+    body = {"watches": [watch_json(w) for w in page], "next": page[-1].id if len(page) == PAGE else None}
     return _json(body)
 
 
@@ -123,7 +125,7 @@ def get_watch(request: Request, watch_id: WatchId) -> Response:
     ledger = ledger_of(request)
     watch = ledger.alerts.watch_of(watch_id, owner)
     covered = ledger.alerts.covered(watch.id)
-    return _json(al.watch_json(watch, covered))
+    return _json(watch_json(watch, covered))
 
 
 @router.delete("/watches/{watch_id}", summary="Stop a watch", responses=docs.responses(200, *_ERRORS))
@@ -148,14 +150,14 @@ async def rotate_secret(request: Request, watch_id: WatchId) -> Response:
     limiter: RateLimiter | None = state_of(request.app).rate_limiter
     try:
         raw = await read_body(request, MAX_WATCH_BODY)
-        secret, made = al.parse_rotation(decode_json(raw) if raw.strip() else {})
+        secret, made = parse_rotation(decode_json(raw) if raw.strip() else {})
         ledger = ledger_of(request)
         grace = settings.webhook_secret_grace
         rotated = await run_in_threadpool(ledger.alerts.rotate_secret, watch_id, secret, made, grace, owner)
     finally:
         if limiter is not None:
             limiter.charge(owner, 1)  # a write, as making a watch is
-    return _json(al.rotation_json(rotated))
+    return _json(rotation_json(rotated))
 
 
 def _alerts_json(alerts: list[Alert]) -> list[Any]:
@@ -276,7 +278,7 @@ def _attr(value: str) -> str:
     return _text(value).replace('"', "&quot;")
 
 
-def atom(arxiv_id: str, found: list[al.PaperNotice], now_us: int, public_url: str | None = None) -> bytes:
+def atom(arxiv_id: str, found: list[PaperNotice], now_us: int, public_url: str | None = None) -> bytes:
     """The Atom 1.0 document of a paper's notices (RFC 4287), read at `now_us` (its `updated` when it
     has none); ids and links never come from a request.
 
@@ -292,8 +294,8 @@ def atom(arxiv_id: str, found: list[al.PaperNotice], now_us: int, public_url: st
     updated = max((n.observed_at for n in found), default=format_recorded(now_us))
     entries = []
     for n in sorted(found, key=lambda n: (n.observed_at, n.seq), reverse=True):
-        kind = n.notice.get("kind", "notice").replace("_", " ")
-        work = al.work_name(n.work())
+        kind = str(n.notice.get("kind", "notice")).replace("_", " ")
+        work = work_name(n.work())
         title = f"{kind} of {work} (reported by {n.source})"
         link = f"{here}citation-record?as_of={n.observed_at}"
         summary = (

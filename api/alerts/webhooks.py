@@ -1,7 +1,7 @@
 """The server's HTTP POST of an alert to a watch's callback, guarded against server-side request forgery.
 
 A callback URL is a request the server makes on someone's behalf. The name is resolved at each
-delivery (DNS can change), every address it gives is held to the policy (service/alerts/alerts.py
+delivery (DNS can change), every address it gives is held to the policy (service/alerts/address_policy.py
 AddressPolicy: no loopback, private, link-local or metadata address unless LEDGER_WEBHOOK_ALLOW opens
 it: an address or CIDR listed, or a private one of a host listed by name), and the request goes to
 an allowed address itself (the URL names the checked IP; the Host header and TLS's SNI and
@@ -27,7 +27,7 @@ from urllib.parse import SplitResult, urlsplit
 
 import httpx
 
-from service.alerts.alerts import AddressPolicy
+from service.alerts.address_policy import AddressPolicy
 from service.alerts.webhooks import DEADLINE_S, Sent
 
 MAX_ANSWER = 64 * 1024  # bytes of an answer read (the status is what counts)

@@ -20,7 +20,7 @@ from ledger.model.events import STATUSES, CitedWork
 from ledger.model.facts import ScrubPass
 from ledger.model.record_types import Record, SnapshotBlock, StandingNotice, StateCounts
 from projections.readings import Sides
-from service.alerts.alerts import work_name
+from service.alerts.paper_notices import work_name
 
 __all__ = [
     "render_record_page",
@@ -156,9 +156,10 @@ def render_record_page(
 ) -> str:
     """Render a Paper Citation Record (record-v1) as a standalone HTML page, with the paper's
     timeline at the top when one is given; `alerts` are the notices in force for the works it cites and
-    the sources that had checked (service.alerts.alerts.paper_alerts); `broken`, the last full walk of the
-    chain when it found a break, is said above everything; `sides`, each reference's latest resolution
-    from a source and from the ledger (projections.readings), for the notes beside each reference."""
+    the sources that had checked (service.alerts.paper_notices.paper_alerts); `broken`, the last full
+    walk of the chain when it found a break, is said above everything; `sides`, each reference's latest
+    resolution from a source and from the ledger (projections.readings), for the notes beside each
+    reference."""
     return ENV.get_template("record.html").render(
         record=record,
         paper=record.paper,

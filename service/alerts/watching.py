@@ -9,6 +9,9 @@ from ledger.model.instants import Clock, format_recorded
 from ledger.storage.interface import Store
 from ledger.storage.state.alerts import Alert, Delivery, Watch
 from service.alerts import alerts as al
+from service.alerts.paper_notices import PaperNotice, paper_notices
+from service.alerts.watch_spec import WatchSpec
+from service.alerts.watches import Rotated, rotate_secret, watch_of
 from service.alerts.webhooks import DEADLINE_S, Deliverer, Send
 
 
@@ -21,7 +24,7 @@ class Alerts:
         self._clock = clock
 
     def add_watch(
-        self, spec: al.WatchSpec, owner: str | None = None, most: int | None = None
+        self, spec: WatchSpec, owner: str | None = None, most: int | None = None
     ) -> tuple[Watch, list[str]]:
         """Store a watch made by `owner` (None: the operator) and cover the works it finds now
         (service/alerts/alerts.py `add_watch`); TooManyWatches past `most`."""
@@ -29,7 +32,7 @@ class Alerts:
 
     def watch_of(self, watch_id: str, owner: str | None = None) -> Watch:
         """The watch in force with this id that `owner` may see (None: any); NotFound otherwise."""
-        return al.watch_of(self._store, watch_id, owner)
+        return watch_of(self._store, watch_id, owner)
 
     def watches(self, after: str = "", limit: int = 100, owner: str | None = None) -> list[Watch]:
         """The watches in force by id after `after`: only `owner`'s, or every one for None."""
@@ -41,7 +44,7 @@ class Alerts:
 
     def remove_watch(self, watch_id: str, owner: str | None = None) -> Watch:
         """Stop the watch `owner` may see (its pending deliveries dropped); NotFound when none."""
-        watch = al.watch_of(self._store, watch_id, owner)
+        watch = watch_of(self._store, watch_id, owner)
         tables = self._store.alerts
         with tables.updating():
             tables.remove_watch(watch.id, format_recorded(self._clock.now_us()))
@@ -49,9 +52,9 @@ class Alerts:
 
     def rotate_secret(
         self, watch_id: str, secret: str, made: bool, grace_s: float, owner: str | None = None
-    ) -> al.Rotated:
+    ) -> Rotated:
         """Give a watch a new webhook secret, the old one signing beside it for `grace_s`."""
-        return al.rotate_secret(self._store, self._clock, watch_id, secret, made, grace_s, owner)
+        return rotate_secret(self._store, self._clock, watch_id, secret, made, grace_s, owner)
 
     def alerts(
         self, watch_id: str | None, after: int = 0, limit: int = 100, since_us: int | None = None
@@ -63,9 +66,9 @@ class Alerts:
         """A watch's webhook delivery attempts after id `after`, in order."""
         return self._store.alerts.deliveries(watch_id, after, limit)
 
-    def paper_notices(self, arxiv_id: str, as_of_us: int) -> list[al.PaperNotice]:
+    def paper_notices(self, arxiv_id: str, as_of_us: int) -> list[PaperNotice]:
         """The notices held as of T for the works the paper's outbound references cite."""
-        return al.paper_notices(self._store, arxiv_id, as_of_us)
+        return paper_notices(self._store, arxiv_id, as_of_us)
 
     def raise_new(self) -> int:
         """Raise the alerts the events appended since the last round imply; how many were raised."""

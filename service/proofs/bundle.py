@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from ledger.model.codec import canonical, envelope_json
 from ledger.model.instants import format_as_of
+from ledger.model.jsonvalue import JsonInObject
 from ledger.model.record_types import Record
 from ledger.tlog.chain import envelope_body
 from ledger.tlog.checkpoint import Checkpointer
@@ -27,7 +27,7 @@ SCHEMA = "citation-ledger.evidence-bundle.v1"
 CHUNK = 1000  # seqs per read of envelopes and per chunk of proofs
 
 
-def encode_bundle(bundle: dict[str, Any]) -> bytes:
+def encode_bundle(bundle: JsonInObject) -> bytes:
     """The bundle as one line of canonical JSON (event data embedded verbatim)."""
     return canonical(bundle) + b"\n"
 

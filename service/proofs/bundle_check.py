@@ -20,7 +20,7 @@ import heapq
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, TypeAlias
 
 import msgspec
 
@@ -28,6 +28,7 @@ from ledger.model.codec import canonical, context_digest, decode_data, observati
 from ledger.model.errors import NotFound
 from ledger.model.events import Glance, StoredEvent
 from ledger.model.instants import parse_ts
+from ledger.model.jsonvalue import Json, JsonObject
 from ledger.model.record_types import Record
 from ledger.tlog import merkle_store
 from ledger.tlog.chain import envelope_body, link_hash
@@ -35,7 +36,7 @@ from ledger.tlog.checkpoint import Checkpoint, NoteError, Verifier, open_checkpo
 from ledger.tlog.cosign import Quorum
 from ledger.tlog.merkle import ProofError, leaf_hash, node_hash, verify_inclusion
 from projections import record as projection
-from projections.diff import MISSING, as_json, json_diff
+from projections.diff import MISSING, Side, as_json, json_diff
 from projections.memory import MemoryReader
 from service.proofs.bundle import SCHEMA
 from service.proofs.bundle_json import JsonReader, Malformed
@@ -55,28 +56,37 @@ class _Proof(msgspec.Struct, forbid_unknown_fields=True):
 
 _EVENT = msgspec.json.Decoder(StoredEvent[msgspec.Raw])
 _PROOF = msgspec.json.Decoder(_Proof)
-# the members of a bundle, in the order msgspec names a missing one; events and proofs are streamed
-_FIELDS: dict[str, Any] = {
-    "schema": str,
-    "record": dict[str, Any],
-    "known_at": str | None,
+# what a bundle's members other than its arrays decode to
+_Value: TypeAlias = str | JsonObject | ScreenHead | None
+_Member: TypeAlias = msgspec.json.Decoder[_Value]
+_STR: _Member = msgspec.json.Decoder(str)
+_STR_OR_NULL: _Member = msgspec.json.Decoder(str | None)
+_OBJECT: _Member = msgspec.json.Decoder(dict)
+# an array checked element by element as it streams, only where it starts kept
+_ARRAYS = {"claims": msgspec.json.Decoder(Claim)}
+# the members of a bundle, in the order msgspec names a missing one; None: streamed (events and proofs,
+# and a screen's claims, whose offset is kept)
+_FIELDS: dict[str, _Member | None] = {
+    "schema": _STR,
+    "record": _OBJECT,
+    "known_at": _STR_OR_NULL,
     "events": None,
     "proofs": None,
-    "checkpoint": str,
-    "key": str,
+    "checkpoint": _STR,
+    "key": _STR,
 }
-# a screen's bundle (service/proofs/screen_bundle.py): its claims are streamed, their offset kept
-SCREEN_FIELDS: dict[str, Any] = {
-    "schema": str,
-    "screen": ScreenHead,
-    "claims": msgspec.json.Decoder(Claim),
+# a screen's bundle (service/proofs/screen_bundle.py)
+SCREEN_FIELDS: dict[str, _Member | None] = {
+    "schema": _STR,
+    "screen": msgspec.json.Decoder(ScreenHead),
+    "claims": None,
     "events": None,
     "proofs": None,
-    "checkpoint": str,
-    "key": str | None,
+    "checkpoint": _STR,
+    "key": _STR_OR_NULL,
 }
 # the first pass reads any member of either kind; the schema then says which set it must be
-_ANY_FIELDS: dict[str, Any] = {**_FIELDS, **SCREEN_FIELDS}
+_ANY_FIELDS: dict[str, _Member | None] = {**_FIELDS, **SCREEN_FIELDS}
 
 
 class BundleReport(NamedTuple):
@@ -105,26 +115,26 @@ def first_pass(opener: Opener, pinned: Verifier, quorum: Quorum) -> tuple[_Pass1
 
 def finish_record(opener: Opener, seen: _Pass1, pinned: Verifier) -> BundleReport:
     """The report on a record's bundle whose first pass has read it: passes 2 and 3."""
-    v = seen.values
-    if v["key"] is None:
+    key, schema, known_at = seen.text("key"), seen.text("schema"), seen.text("known_at")
+    if key is None:
         return BundleReport(
             False, ["not an evidence bundle: Expected `str`, got `null` - at `$.key`"], "", []
         )
     problems: list[str] = []
-    notes = key_notes(v["key"], pinned)
-    if v["schema"] != SCHEMA:
-        problems.append(f"bundle schema is {v['schema']!r}, expected {SCHEMA!r}")
+    notes = key_notes(key, pinned)
+    if schema != SCHEMA:
+        problems.append(f"bundle schema is {schema!r}, expected {SCHEMA!r}")
     problems += seen.checkpoint_problems + seen.events.problems + seen.proofs.problems()
     seen.events.release_hashes()
-    digests = _rebuild(opener, seen.events, v["record"], v["known_at"], problems)
+    record = seen.record()
+    digests = _rebuild(opener, seen.events, record, known_at, problems)
     if problems:
         return BundleReport(False, problems, "", notes)
     cp = seen.checkpoint
     assert cp is not None
-    record = v["record"]
-    known = f" known at {v['known_at']}" if v["known_at"] else ""
+    known = f" known at {known_at}" if known_at else ""
     summary = (
-        f"OK: arXiv:{record['paper']['arxiv_id']} as of {record['as_of']}{known}: the record was rebuilt "
+        f"OK: arXiv:{_arxiv_id(record)} as of {record['as_of']}{known}: the record was rebuilt "
         f"byte for byte from its {seen.events.valid_count} events; each event's hash was recomputed and its "
         f"inclusion proof leads to checkpoint {cp.origin} of size {cp.size} (root "
         f"{merkle_store.b64(cp.root)}), signed by {pinned.name}+{pinned.hash.hex()}"
@@ -137,13 +147,13 @@ def finish_record(opener: Opener, seen: _Pass1, pinned: Verifier) -> BundleRepor
 class _Pass1:
     """The first read of the whole file: every member, events and proofs checked as they stream."""
 
-    def __init__(self, pinned: Verifier, quorum: Quorum, fields: dict[str, Any] = _FIELDS) -> None:
+    def __init__(self, pinned: Verifier, quorum: Quorum, fields: dict[str, _Member | None] = _FIELDS) -> None:
         self.pinned = pinned
         self.quorum = quorum
         self.fields = fields
         self.arrays: dict[str, int] = {}  # a streamed member -> where its array starts
         self.cosigned: dict[str, int] = {}
-        self.values: dict[str, Any] = {}
+        self.values: dict[str, _Value] = {}
         self.checkpoint: Checkpoint | None = None
         self.checkpoint_problems: list[str] = []
         self.events = _Events()
@@ -168,15 +178,15 @@ class _Pass1:
                     for _, _, p in reader.elements(_PROOF, "$.proofs"):
                         if ready:
                             self.proofs.add(p)
-                elif isinstance(self.fields[key], msgspec.json.Decoder):
+                elif key in _ARRAYS:
                     # each element's shape checked now, kept only as where the array starts
                     self.arrays[key] = reader.offset()
-                    for _ in reader.elements(self.fields[key], f"$.{key}"):
+                    for _ in reader.elements(_ARRAYS[key], f"$.{key}"):
                         pass
-                else:
-                    self.values[key] = reader.value(self.fields[key], f"$.{key}")
-                    if key == "checkpoint":
-                        self.checkpoint = self._checkpoint(self.values[key])
+                elif (member := self.fields[key]) is not None:
+                    value = self.values[key] = reader.value(member, f"$.{key}")
+                    if key == "checkpoint" and isinstance(value, str):
+                        self.checkpoint = self._checkpoint(value)
                         self.proofs.checkpoint = self.checkpoint
                 self.values.setdefault(key, None)
             reader.end()
@@ -186,7 +196,24 @@ class _Pass1:
                 for _, _, p in JsonReader(f).elements(_PROOF, "$.proofs"):
                     self.proofs.add(p)
 
-    def require(self, fields: dict[str, Any]) -> None:
+    def text(self, name: str) -> str | None:
+        """A member read as a string; None when it is null or was not read."""
+        value = self.values.get(name)
+        return value if isinstance(value, str) else None
+
+    def record(self) -> JsonObject:
+        """The record member (an object, as pass 1 checked)."""
+        value = self.values.get("record")
+        return value if isinstance(value, dict) else {}
+
+    def screen(self) -> ScreenHead:
+        """The screen member (a ScreenHead, as pass 1 checked)."""
+        value = self.values.get("screen")
+        if not isinstance(value, ScreenHead):
+            raise Malformed("Object missing required field `screen`")
+        return value
+
+    def require(self, fields: dict[str, _Member | None]) -> None:
         """Malformed unless the members read are exactly `fields` (a missing one named first)."""
         missing = [name for name in fields if name not in self.values]
         if missing:
@@ -344,7 +371,7 @@ class _Events:
                 yield i, window[off - start : off - start + n]
 
 
-def _typed(type_: str, raw: bytes) -> Any:
+def _typed(type_: str, raw: bytes) -> msgspec.Struct | None:
     """The data decoded to its type when its bytes are already canonical (as a bundle writes them:
     the stored bytes), so the hash and the type check need no other decoding; else None."""
     try:
@@ -559,12 +586,15 @@ class _Observations:
 
 
 def _rebuild(
-    opener: Opener, events: _Events, record: dict[str, Any], known_at: str | None, problems: list[str]
+    opener: Opener, events: _Events, record: JsonObject, known_at: str | None, problems: list[str]
 ) -> int:
     """Rebuild the record from the bundled events and compare; recompute its digests. Returns #digests."""
+    # indexed as Python indexes any value: a record of another shape fails with Python's own error,
+    # word for word what the in-memory check (tests/bundle_oracle.py) says
+    shown: Any = record
     try:
-        arxiv_id = str(record["paper"]["arxiv_id"])
-        as_of_us = parse_ts(record["as_of"])
+        arxiv_id = str(_arxiv_id(record))
+        as_of_us = parse_ts(shown["as_of"])
         known_us = None if known_at is None else parse_ts(known_at)
     except (KeyError, TypeError, ValueError) as e:
         problems.append(f"record: no readable paper.arxiv_id, as_of or known_at ({e!r})")
@@ -579,7 +609,14 @@ def _rebuild(
     return digests
 
 
-def compare_record(record: dict[str, Any], rebuilt: Record, problems: list[str]) -> None:
+def _arxiv_id(record: JsonObject) -> Json:
+    """The record's paper.arxiv_id; KeyError or TypeError, as indexing gives them, when it has none."""
+    shown: Any = record  # indexed as Python indexes any value, so the errors are Python's own
+    arxiv_id: Json = shown["paper"]["arxiv_id"]
+    return arxiv_id
+
+
+def compare_record(record: JsonObject, rebuilt: Record, problems: list[str]) -> None:
     """Name where the bundle's record differs from the one its events give (at most _MAX_DIFFS)."""
     if canonical(rebuilt) == canonical(record):
         return
@@ -650,11 +687,12 @@ def _instant(e: _Light, text: str) -> int:
         raise NotFound(f"event seq {e.seq} has an unreadable instant ({err})") from None
 
 
-def _digests(record: dict[str, Any], problems: list[str]) -> int:
+def _digests(record: JsonObject, problems: list[str]) -> int:
     """Each observation_digest and the context_digest recomputed from the record's own content."""
     n = 0
+    shown: Any = record  # indexed as Python indexes any value, as the in-memory check does
     for lane in ("outbound", "inbound"):
-        for i, o in enumerate(record.get(lane) or []):
+        for i, o in enumerate(shown.get(lane) or []):
             n += 1
             if o.get("observation_digest") != observation_digest(o):
                 problems.append(f"record: {lane}[{i}].observation_digest does not match its content")
@@ -663,7 +701,7 @@ def _digests(record: dict[str, Any], problems: list[str]) -> int:
     return n
 
 
-def _short(value: Any) -> str:
+def _short(value: Side) -> str:
     if value is MISSING:
         return "nothing"
     text = canonical(value).decode()

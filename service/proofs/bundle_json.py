@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, TypeVar
 
 import msgspec
 
@@ -25,7 +25,8 @@ _TRIES = 16  # candidate ends tried before the exact scan (a check with many not
 # Only delimits a value (msgspec decodes it, refusing what does not fit): numbers are not read, so a
 # long one cannot make int() raise (past 4,300 digits) or spend time quadratic in its length.
 _SCANNER = json.JSONDecoder(parse_int=lambda _: None, parse_float=lambda _: None)
-_NONE = object()
+_KEY = msgspec.json.Decoder(str)
+T = TypeVar("T")
 CHUNK = 1 << 20
 MAX_VALUE = 64 << 20  # one event or proof is kilobytes: a bigger value is a bomb, not evidence
 
@@ -70,7 +71,7 @@ class JsonReader(PullBuffer[bytes]):
         while (m := _STRING.match(self._buf, self._pos)) is None:
             if not self._more():
                 raise Malformed(f"JSON is malformed: an unterminated key (byte {self.offset()})")
-        key = self._decode(m.group(), str, "a key")
+        key = self._decode(m.group(), _KEY, "a key")
         self._pos = m.end()
         self._expect(b":")
         return key
@@ -91,11 +92,11 @@ class JsonReader(PullBuffer[bytes]):
         if self.peek() >= 0:
             raise Malformed(f"JSON is malformed: trailing characters (byte {self.offset()})")
 
-    def value(self, type_: Any, where: str) -> Any:
-        """The next value, decoded to `type_` (msgspec's rules; the error names `where`)."""
-        return self._decode(self._span(), type_, where)
+    def value(self, decoder: msgspec.json.Decoder[T], where: str) -> T:
+        """The next value, decoded by `decoder` (msgspec's rules; the error names `where`)."""
+        return self._decode(self._span(), decoder, where)
 
-    def elements(self, decoder: msgspec.json.Decoder[Any], where: str) -> Iterator[tuple[int, bytes, Any]]:
+    def elements(self, decoder: msgspec.json.Decoder[T], where: str) -> Iterator[tuple[int, bytes, T]]:
         """(file offset, bytes, decoded value) of each element of the array here."""
         self._expect(b"[")
         if self.peek() == ord("]"):
@@ -106,14 +107,16 @@ class JsonReader(PullBuffer[bytes]):
             buf, pos = self._buf, self._pos
             # the common case (a bundle as written): an object right here, ending at the first candidate
             m = _OBJECT_END.search(buf, pos + 1) if pos < len(buf) and buf[pos] == 0x7B else None
-            try:
-                value = decoder.decode(buf[pos : m.end()]) if m is not None else _NONE
-            except msgspec.DecodeError:
-                value = _NONE  # the general path below says why, or finds the end further on
-            if value is not _NONE:
+            found: tuple[T] | None = None  # the element, when decoded on the fast path
+            if m is not None:
+                try:
+                    found = (decoder.decode(buf[pos : m.end()]),)
+                except msgspec.DecodeError:
+                    found = None  # the general path below says why, or finds the end further on
+            if found is not None:
                 assert m is not None
                 self._pos = end = m.end()
-                yield self._base + pos, buf[pos:end], value
+                yield self._base + pos, buf[pos:end], found[0]
                 sep = buf[end]  # the lookahead saw it
                 if sep == 0x2C:  # ','
                     self._pos = end + 1
@@ -131,7 +134,7 @@ class JsonReader(PullBuffer[bytes]):
             if not self._after(b"]"):
                 return
 
-    def _element(self, decoder: msgspec.json.Decoder[Any], where: str) -> tuple[bytes, Any]:
+    def _element(self, decoder: msgspec.json.Decoder[T], where: str) -> tuple[bytes, T]:
         if self.peek() == ord("{"):
             after, tries = 1, 0  # where to look for the next candidate end, from the cursor
             while tries < _TRIES:
@@ -178,11 +181,9 @@ class JsonReader(PullBuffer[bytes]):
             return raw
 
     @staticmethod
-    def _decode(raw: bytes, type_: Any, where: str) -> Any:
+    def _decode(raw: bytes, decoder: msgspec.json.Decoder[T], where: str) -> T:
         try:
-            if isinstance(type_, msgspec.json.Decoder):
-                return type_.decode(raw)
-            return msgspec.json.decode(raw, type=type_)
+            return decoder.decode(raw)
         except msgspec.DecodeError as e:
             raise Malformed(_at(e, where)) from None
 

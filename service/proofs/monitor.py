@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ledger.model.events import StoredEvent
+from ledger.model.jsonvalue import Json
 from ledger.tlog.chain import GENESIS, envelope_body, link_hash
 from ledger.tlog.checkpoint import SignedCheckpoint, Verifier, open_checkpoint
 from ledger.tlog.checkpoint_notes import Checkpoint, NoteError
@@ -313,15 +314,16 @@ def page_from_json(raw: bytes) -> Page:
     return Page(events, head_seq)  # type: ignore[arg-type]
 
 
-def proof_from_json(body: Any, old_size: int, new_size: int) -> list[bytes]:
+def proof_from_json(body: Json, old_size: int, new_size: int) -> list[bytes]:
     """The consistency_path of a GET /checkpoint/consistency answer, checked to be for these sizes."""
     if not isinstance(body, dict) or body.get("from") != old_size or body.get("to") != new_size:
         raise ProofError(f"the server answered a proof for other sizes than {old_size} -> {new_size}")
     path = body.get("consistency_path")
     if not isinstance(path, list) or not all(isinstance(h, str) for h in path):
         raise ProofError("the server's consistency_path is not a list of base64 hashes")
+    hashes = [h for h in path if isinstance(h, str)]  # every one of them, as checked
     try:
-        return [base64.b64decode(h, validate=True) for h in path]
+        return [base64.b64decode(h, validate=True) for h in hashes]
     except (binascii.Error, ValueError):
         raise ProofError("the server's consistency_path holds a hash that is not base64") from None
 

@@ -99,7 +99,7 @@ def open_screen_bundle(
         )
     facts = _facts(ledger, seqs, {c.work_id for c in rows})
     problems: list[str] = []
-    keys: set[tuple[object, ...]] = set()
+    keys: set[tuple[str, int, str, int]] = set()
     for i, c in enumerate(rows):
         if claim_key(c) in keys:
             problems.append(f"claims[{i}]: the same row twice")

@@ -21,7 +21,6 @@ from service.proofs.screen_claims import (
     SCREEN_SCHEMA,
     Claim,
     Facts,
-    ScreenHead,
     claim_key,
     claim_problems,
     facts_of,
@@ -38,12 +37,11 @@ _MAX_CLAIM_PROBLEMS = 50  # a bundle of forged rows names the first ones and cou
 
 def finish_screen(opener: Opener, seen: _Pass1) -> BundleReport:
     """The report on a screen's bundle whose first pass (bundle_check._Pass1) has read it."""
-    v = seen.values
-    head: ScreenHead = v["screen"]
-    notes = key_notes(v["key"], seen.pinned)
+    head, schema = seen.screen(), seen.text("schema")
+    notes = key_notes(seen.text("key"), seen.pinned)
     problems: list[str] = []
-    if v["schema"] != SCREEN_SCHEMA:
-        problems.append(f"bundle schema is {v['schema']!r}, expected {SCREEN_SCHEMA!r}")
+    if schema != SCREEN_SCHEMA:
+        problems.append(f"bundle schema is {schema!r}, expected {SCREEN_SCHEMA!r}")
     problems += seen.checkpoint_problems + seen.events.problems + seen.proofs.problems()
     cp = seen.checkpoint
     if cp is not None and cp.size != head.tree_size:
@@ -55,7 +53,7 @@ def finish_screen(opener: Opener, seen: _Pass1) -> BundleReport:
     works = {c.work_id for _, c in _claims(opener, offset)}
     facts = _proven_facts(opener, seen, works)
     named: set[int] = set()
-    keys: set[tuple[object, ...]] = set()
+    keys: set[tuple[str, int, str, int]] = set()
     found: list[str] = []
     rows = 0
     for i, c in _claims(opener, offset):

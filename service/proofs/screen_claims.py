@@ -18,6 +18,7 @@ import msgspec
 from ledger.model.codec import canonical
 from ledger.model.events import NoticeKind
 from ledger.model.instants import parse_ts
+from ledger.model.jsonvalue import JsonInObject
 
 SCREEN_SCHEMA = "citation-ledger.screen-bundle.v1"
 CITATION = "citation.observed"
@@ -80,7 +81,7 @@ class Claim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return notice_text({"work_id": self.work_id, **{k: getattr(self.notice, k) for k in NOTICE_FIELDS}})
 
 
-def notice_text(notice: Mapping[str, Any]) -> str:
+def notice_text(notice: JsonInObject) -> str:
     """A notice object (work_id and NOTICE_FIELDS) as canonical JSON."""
     return canonical({k: notice.get(k) for k in ("work_id", *NOTICE_FIELDS)}).decode()
 

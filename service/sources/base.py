@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ledger.model.codec import FUTURE_SLACK_US, canonical
 from ledger.model.doi import arxiv_key, doi_key
@@ -14,6 +13,7 @@ from ledger.model.events import Event, Notice, StandingChecked, StandingData
 from ledger.model.facts import Head, IngestReceipt
 from ledger.model.importer import notice_sort_key
 from ledger.model.instants import format_recorded, parse_ts
+from ledger.model.jsonvalue import Json, JsonInObject
 from ledger.storage.interface import Store
 from ledger.storage.works_store import checkable_works, papers_matching, works_matching
 from service.sources.reader import Digest
@@ -93,7 +93,7 @@ class Tally:
         if len(kept) < EXAMPLES_PER_REASON:
             kept.append(example)
 
-    def tally_dict(self) -> dict[str, Any]:
+    def tally_dict(self) -> JsonInObject:
         """The tally as the JSON answers give it (their keys are sorted when written)."""
         return {
             "skipped": dict(sorted(self.skipped.items())),
@@ -128,7 +128,7 @@ class Summary(Tally):
         """Count something the spec says is not a notice at all (not a skip)."""
         self.ignored[what] += 1
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonInObject:
         """The JSON answer of POST /ingest and `ledger ingest --json`."""
         return {
             "source": self.source,
@@ -182,14 +182,14 @@ class WorkIndex:
         self._loaded: dict[str, list[str]] = {}
         self._keys: dict[str, str | None] = {}  # the loaded DOIs as read -> their keys
 
-    def load(self, dois: Iterable[Any]) -> None:
+    def load(self, dois: Iterable[Json]) -> None:
         """Look up the keys of these DOIs read from a file (one statement per CHUNK keys); the keys of
         the previous load are forgotten, so memory follows the chunk, not the file."""
         self._keys = {d: doi_key(d) for d in dois if isinstance(d, str)}
         keys = {k for k in self._keys.values() if k}
         self._loaded = works_matching(self._store, keys, self._t)
 
-    def match(self, doi: Any) -> list[str]:
+    def match(self, doi: Json) -> list[str]:
         """The work_ids a DOI read from a file matches (sorted; [] when none or not a string)."""
         if not isinstance(doi, str):
             return []
@@ -215,17 +215,17 @@ class PaperIndex:
         self._t = as_of_us
         self._loaded: dict[str, str | None] = {}
 
-    def load(self, dois: Iterable[Any] = (), arxiv_ids: Iterable[Any] = ()) -> None:
+    def load(self, dois: Iterable[Json] = (), arxiv_ids: Iterable[Json] = ()) -> None:
         """Look up the papers these DOIs and arXiv ids read from a file name (the previous load is
         forgotten)."""
         keys = _keys(dois, doi_key) | _keys(arxiv_ids, arxiv_key)
         self._loaded = papers_matching(self._store, keys, self._t)
 
-    def by_doi(self, doi: Any) -> str | None:
+    def by_doi(self, doi: Json) -> str | None:
         """The paper whose arXiv DOI this DOI is (version suffix ignored), else None."""
         return self._get(doi_key(doi) if isinstance(doi, str) else None)
 
-    def by_arxiv(self, arxiv_id: Any) -> str | None:
+    def by_arxiv(self, arxiv_id: Json) -> str | None:
         """The paper with this arXiv id (version suffix ignored), else None."""
         return self._get(arxiv_key(arxiv_id) if isinstance(arxiv_id, str) else None)
 
@@ -237,7 +237,7 @@ class PaperIndex:
         return self._loaded[key]
 
 
-def _keys(values: Iterable[Any], key: Callable[[str], str | None]) -> set[str]:
+def _keys(values: Iterable[Json], key: Callable[[str], str | None]) -> set[str]:
     """The matching keys of the strings among `values` (none for an empty one)."""
     return {k for v in values if isinstance(v, str) and (k := key(v))}
 

@@ -6,11 +6,12 @@ One measurement per matched paper, at T, named by its source; never combined acr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import IO, Any, NamedTuple
+from typing import IO, NamedTuple
 
 from ledger.model.events import Event, MeasurementData, MeasurementObserved
+from ledger.model.jsonvalue import Json, JsonObject
 from service.sources.base import NotThatFormat, PaperIndex, Parsed, Summary
-from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
+from service.sources.jsonstream import JsonStream, JsonSyntaxError, items_or_object
 
 S2_PAPER_URL = "https://api.semanticscholar.org/graph/v1/paper/"
 CHUNK = 500  # items whose papers are looked up together
@@ -21,9 +22,9 @@ class Reading(NamedTuple):
     one given), the count, release and URL."""
 
     arxiv_id: str | None
-    doi: Any
+    doi: Json
     key: str
-    value: Any
+    value: Json
     source_release: str | None
     query_url: str | None
 
@@ -32,11 +33,11 @@ class Reading(NamedTuple):
         return papers.by_arxiv(self.arxiv_id) if self.arxiv_id is not None else papers.by_doi(self.doi)
 
 
-def _str(value: Any) -> str | None:
+def _str(value: Json) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _count(value: Any, digits_ok: bool) -> int | None:
+def _count(value: Json, digits_ok: bool) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -52,8 +53,8 @@ def _json_items(
     name: str,
     list_key: str | None,
     bare_list: bool,
-    is_one: Callable[[dict[str, Any]], bool] | None,
-) -> Iterator[Any]:
+    is_one: Callable[[JsonObject], bool] | None,
+) -> Iterator[Json]:
     """Items of `{list_key: [...]}`, of a bare list, or the one object that `is_one` accepts."""
     js = JsonStream(text)
     try:
@@ -65,7 +66,7 @@ def _json_items(
             for kind, value in items_or_object(js, list_key):
                 if kind == "item":
                     yield value
-                elif value.get(list_key) is not STREAMED:
+                elif kind == "object" and isinstance(value, dict):
                     if is_one is None or not is_one(value):
                         raise NotThatFormat(
                             name, f"an object that is neither one item nor {{{list_key!r}: [...]}}"
@@ -82,7 +83,7 @@ def _json_items(
         raise NotThatFormat(name, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
-def _openalex(item: dict[str, Any]) -> Reading:
+def _openalex(item: JsonObject) -> Reading:
     doi = item.get("doi")
     if doi is None:
         ids = item.get("ids")
@@ -97,7 +98,7 @@ def _openalex(item: dict[str, Any]) -> Reading:
     )
 
 
-def _semantic_scholar(item: dict[str, Any]) -> Reading:
+def _semantic_scholar(item: JsonObject) -> Reading:
     ext = item.get("externalIds")
     ext = ext if isinstance(ext, dict) else {}
     arxiv = ext.get("ArXiv")
@@ -115,7 +116,7 @@ class _Spec(NamedTuple):
     metric: str
     list_key: str | None
     bare_list: bool
-    is_one: Callable[[dict[str, Any]], bool] | None
+    is_one: Callable[[JsonObject], bool] | None
 
 
 SPECS = {
@@ -147,17 +148,18 @@ def parse(
     """One measurement.observed per matched paper; the first item of a paper counts, later ones skip."""
     spec = SPECS[source]
     out = _Out(source, spec, papers, summary)
-    chunk: list[tuple[int, Any]] = []  # (item number, its Reading, or the item when it is not an object)
+    chunk: list[tuple[int, Reading | Json]] = []  # (item number, its Reading, or the item when not an object)
     for n, item in enumerate(_json_items(text, spec.name, spec.list_key, spec.bare_list, spec.is_one), 1):
         summary.read += 1
         if isinstance(item, dict):
             if source == "openalex":
-                item = _openalex(item)
+                chunk.append((n, _openalex(item)))
             elif source == "semantic-scholar":
-                item = _semantic_scholar(item)
+                chunk.append((n, _semantic_scholar(item)))
             else:
-                item = Reading(None, paper_id, str(paper_id), item.get("count"), None, None)
-        chunk.append((n, item))
+                chunk.append((n, Reading(None, paper_id, str(paper_id), item.get("count"), None, None)))
+        else:
+            chunk.append((n, item))
         if len(chunk) == CHUNK:
             out.add(chunk)
             chunk = []
@@ -175,7 +177,7 @@ class _Out:
         self.places: list[str] = []
         self.seen: set[str] = set()
 
-    def add(self, chunk: list[tuple[int, Any]]) -> None:
+    def add(self, chunk: list[tuple[int, Reading | Json]]) -> None:
         """Match a chunk of items in order, the papers they name looked up together."""
         readings = [r for _, r in chunk if isinstance(r, Reading)]
         self.papers.load(

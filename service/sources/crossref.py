@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import IO, Any
+from typing import IO
 
 from ledger.model.doi import normalize_doi
 from ledger.model.events import Notice, NoticeKind
+from ledger.model.jsonvalue import Json, JsonObject
 from service.sources.base import NotThatFormat, Parsed, Summary, WorkIndex, standing_batch
-from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
+from service.sources.jsonstream import JsonStream, JsonSyntaxError, items_or_object
 
 EVENT_SOURCE = "crossref"
 NAME = "Crossref REST works JSON"
@@ -36,7 +37,7 @@ def kind_of(raw_type: str) -> str:
     return re.sub(r"[- ]", "_", raw_type.strip().lower())
 
 
-def notice_date(updated: Any) -> tuple[str | None, str | None]:
+def notice_date(updated: Json) -> tuple[str | None, str | None]:
     """(the entry's date as YYYY-MM-DD or None, a note when a date was given but not usable)."""
     if not isinstance(updated, dict):
         return None, None
@@ -51,8 +52,9 @@ def notice_date(updated: Any) -> tuple[str | None, str | None]:
     parts = updated.get("date-parts")
     if isinstance(parts, list) and parts and isinstance(parts[0], list):
         first = parts[0]
-        if len(first) == 3 and all(type(p) is int for p in first):
-            day = _day(*first)
+        ints = [p for p in first if type(p) is int]  # a bool is not a year, month or day
+        if len(first) == 3 and len(ints) == 3:
+            day = _day(*ints)
             return day, None if day is not None else "unparsable_date"
         return None, "partial_date"
     return None, note
@@ -65,7 +67,7 @@ def _day(y: int, m: int, d: int) -> str | None:
         return None
 
 
-def _record_id(value: Any) -> str | None:
+def _record_id(value: Json) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -74,7 +76,7 @@ def _record_id(value: Any) -> str | None:
 
 
 def _item(
-    item: Any, n: int, index: WorkIndex, summary: Summary, checked: set[str], out: list[Notice]
+    item: Json, n: int, index: WorkIndex, summary: Summary, checked: set[str], out: list[Notice]
 ) -> None:
     summary.read += 1
     if not isinstance(item, dict):
@@ -121,7 +123,7 @@ def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
     js = JsonStream(text)
     checked: set[str] = set()
     notices: list[Notice] = []
-    chunk: list[tuple[int, Any]] = []  # (item number, item)
+    chunk: list[tuple[int, Json]] = []  # (item number, item)
     count = 0
 
     def flush() -> None:
@@ -131,7 +133,7 @@ def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
             _item(item, n, index, summary, checked, notices)
         chunk.clear()
 
-    def handle(item: Any) -> None:
+    def handle(item: Json) -> None:
         nonlocal count
         count += 1
         # only what _item reads is kept while the chunk waits: an item's other fields can be large
@@ -139,7 +141,7 @@ def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
         if len(chunk) == CHUNK:
             flush()
 
-    top: dict[str, Any] = {}
+    top: JsonObject = {}
     found = False
     try:
         if js.peek() != "{":
@@ -150,7 +152,7 @@ def parse(text: IO[str], index: WorkIndex, summary: Summary) -> Parsed:
                 for kind, value in items_or_object(js, "items"):
                     if kind == "item":
                         handle(value)
-                    elif value.get("items") is not STREAMED:  # `/works/{doi}`: the message is the work
+                    elif kind == "object" and isinstance(value, dict):  # `/works/{doi}`: one work
                         if "DOI" not in value:
                             raise NotThatFormat(
                                 NAME, "its message is neither a work (DOI) nor a list of items"

@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, cast
 
 from ledger.model.jsonpull import PullBuffer
+from ledger.model.jsonvalue import Json, JsonObject
 
 _NUMBER = re.compile(r"[-+0-9.eE]*")
 _CHUNK = 1 << 16
 # One item of a dump (a work, a page's metadata) is kilobytes; a bigger one is a bomb, not data.
 MAX_VALUE_CHARS = 32 * 1024 * 1024
-STREAMED = object()  # stands for a list that was handed out item by item
 
 
 class JsonSyntaxError(ValueError):
@@ -52,7 +52,7 @@ class JsonStream(PullBuffer[str]):
             raise JsonSyntaxError(f"expected {ch!r} at character {self.offset()}, found {got or 'the end'!r}")
         self._pos += 1
 
-    def value(self) -> Any:
+    def value(self) -> Json:
         """Decode the next complete value."""
         first = self.peek()
         if first == "":
@@ -64,6 +64,7 @@ class JsonStream(PullBuffer[str]):
                 pass
         while True:
             try:
+                value: Json
                 value, end = self._decoder.raw_decode(self._buf, self._pos)
             except json.JSONDecodeError as e:
                 # an incomplete string, object, array or literal fails: read on and retry
@@ -83,7 +84,8 @@ class JsonStream(PullBuffer[str]):
         while more:
             if self.peek() != '"':
                 raise JsonSyntaxError(f"expected a key at character {self.offset()}")
-            key = self.value()
+            # a value that starts with a quote decodes to a str
+            key = cast(str, self.value())
             self._expect(":")
             yield key
             more = self._after_item("}")
@@ -120,18 +122,21 @@ class JsonStream(PullBuffer[str]):
             raise JsonSyntaxError(f"unexpected data after the JSON value at character {self.offset()}")
 
 
-def items_or_object(js: JsonStream, list_key: str) -> Iterator[tuple[str, Any]]:
-    """At an object: ("item", x) for each element of its `list_key` array, then ("rest", the other keys).
+def items_or_object(js: JsonStream, list_key: str) -> Iterator[tuple[str, Json]]:
+    """At an object: ("item", x) for each element of its `list_key` array, then ("rest", the other
+    keys) when that array was streamed, or ("object", the object itself) when it held none.
 
-    The other keys are small (paging metadata) or, with no list, the object itself (one work);
-    a list that was streamed stands in `rest` as STREAMED.
+    The other keys are small (paging metadata); with no list the object is one item (one work).
     """
-    rest: dict[str, Any] = {}
+    rest: JsonObject = {}
+    streamed = False  # whether the list key's last value was an array, handed out item by item
     for key in js.members():
         if key == list_key and js.peek() == "[":
             for _ in js.elements():
                 yield "item", js.value()
-            rest[key] = STREAMED
+            streamed = True
+            rest.pop(key, None)
         else:
             rest[key] = js.value()
-    yield "rest", rest
+            streamed = streamed and key != list_key
+    yield ("rest" if streamed else "object"), rest

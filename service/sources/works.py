@@ -16,13 +16,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO
 
 import msgspec
 
 from ledger.model.codec import canonical, check_ijson_data, check_rules
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import Event, WorkObserved
+from ledger.model.jsonvalue import Json, JsonInObject, JsonObject
 from ledger.model.works import WorkData
 from ledger.storage.append import AppendResult
 from ledger.storage.interface import WriteTx
@@ -30,7 +31,7 @@ from service.intake.inflate import Inflation
 from service.ledger import Ledger
 from service.sources import Appended, SourceFile
 from service.sources.base import NotThatFormat, Tally, check_observed_at, new_receipt
-from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
+from service.sources.jsonstream import JsonStream, JsonSyntaxError, items_or_object
 from service.sources.reader import Digest, Input, Progress, open_text
 from service.sources.work_limits import Refusal, WorkLimits, check_work
 from service.sources.works_map import (
@@ -66,7 +67,7 @@ class WorksSummary(Tally):
     # works appended over a DOI the ledger held with another title or first author: a works file can
     # re-observe any DOI, so its writer is shown what it changed (a count, and the first few named)
     changed: int = 0
-    changed_listed: list[dict[str, Any]] = field(default_factory=list)
+    changed_listed: list[dict[str, str | list[str]]] = field(default_factory=list)
 
     def note_changed(self, doi: str, fields_: list[str]) -> None:
         """Count a work that changed its DOI's title or first author, naming the first few."""
@@ -74,7 +75,7 @@ class WorksSummary(Tally):
         if len(self.changed_listed) < CHANGED_LISTED:
             self.changed_listed.append({"doi": doi, "fields": fields_})
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonInObject:
         """The JSON answer of POST /ingest/works and `ledger ingest works --json`."""
         return {
             "source": NAME,
@@ -109,7 +110,7 @@ class WorksSummary(Tally):
         return out
 
 
-def read_items(text: IO[str]) -> Iterator[tuple[str, Any]]:
+def read_items(text: IO[str]) -> Iterator[tuple[str, Json]]:
     """(source, item) for every work item of a works file, in order, read as a stream; NotThatFormat
     as soon as it shows it is not one of the formats."""
     js = JsonStream(text)
@@ -118,7 +119,7 @@ def read_items(text: IO[str]) -> Iterator[tuple[str, Any]]:
         objects += 1
         if js.peek() != "{":
             raise NotThatFormat(NAME, f"value {objects} is not a JSON object; expected {FORMATS}")
-        top: dict[str, Any] = {}
+        top: JsonObject = {}
         listed = False
         for key in js.members():
             if key == "message" and js.peek() == "{":
@@ -126,7 +127,7 @@ def read_items(text: IO[str]) -> Iterator[tuple[str, Any]]:
                 for kind, value in items_or_object(js, "items"):
                     if kind == "item":
                         yield CROSSREF, value
-                    elif value.get("items") is not STREAMED:  # `/works/{doi}`: the message is the work
+                    elif kind == "object" and isinstance(value, dict):  # `/works/{doi}`: one work
                         if "DOI" not in value:
                             raise NotThatFormat(
                                 NAME, "a message that is neither a work (DOI) nor a list of items"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from ledger.model.codec import ARXIV_RE
 from ledger.model.doi import ARXIV_DOI_PREFIX, normalize_doi
+from ledger.model.jsonvalue import Json, JsonObject
 from ledger.model.works import Author, WorkData
 
 CROSSREF, OPENALEX = "crossref", "openalex"
@@ -24,42 +24,42 @@ _ARXIV_IN = re.compile(
 _SUBJECT_CLASS = re.compile(r"\.([a-z]{2})/")
 
 
-def _str(value: Any) -> str | None:
+def _str(value: Json) -> str | None:
     """A non-empty string, trimmed; None for anything else."""
     if isinstance(value, str) and value.strip():
         return value.strip()
     return None
 
 
-def _dict(value: Any) -> dict[str, Any]:
+def _dict(value: Json) -> JsonObject:
     return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def _list(value: Json) -> list[Json]:
     return value if isinstance(value, list) else []
 
 
-def _first(value: Any) -> str | None:
+def _first(value: Json) -> str | None:
     """The first non-empty string of a list (Crossref's title, container-title), or the string itself."""
     if isinstance(value, list):
         return next((s for s in map(_str, value) if s is not None), None)
     return _str(value)
 
 
-def _doi(value: Any) -> str | None:
+def _doi(value: Json) -> str | None:
     """A DOI as the ledger keeps it (normalised), or None when none is given; its syntax is checked
     with the work's other limits (work_limits.py), so a malformed one is named as such."""
     text = _str(value)
     return None if text is None else normalize_doi(text) or None
 
 
-def _year(value: Any) -> int | None:
+def _year(value: Json) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 10_000:
         return None
     return value
 
 
-def arxiv_in(values: Iterable[Any]) -> str | None:
+def arxiv_in(values: Iterable[Json]) -> str | None:
     """The first arXiv id named by any of these strings, without its version."""
     for value in values:
         if not isinstance(value, str):
@@ -76,7 +76,7 @@ def arxiv_in(values: Iterable[Any]) -> str | None:
     return None
 
 
-def _date_year(value: Any) -> int | None:
+def _date_year(value: Json) -> int | None:
     """The year of a Crossref date object ({"date-parts": [[2020, 5, 1]]})."""
     if not isinstance(value, dict):
         return None
@@ -86,9 +86,9 @@ def _date_year(value: Any) -> int | None:
     return None
 
 
-def _relation_ids(relation: Any) -> list[Any]:
+def _relation_ids(relation: Json) -> list[Json]:
     """Every id a Crossref `relation` object names ({"has-preprint": [{"id": ..., "id-type": ...}]})."""
-    out: list[Any] = []
+    out: list[Json] = []
     if isinstance(relation, dict):
         for links in relation.values():
             for link in links if isinstance(links, list) else []:
@@ -98,7 +98,7 @@ def _relation_ids(relation: Any) -> list[Any]:
     return out
 
 
-def crossref_work(item: Any) -> WorkData | str:
+def crossref_work(item: Json) -> WorkData | str:
     """A Crossref work item (an element of `/works` items, or the message of `/works/{doi}`)."""
     if not isinstance(item, dict):
         return "not an object"
@@ -137,7 +137,7 @@ def crossref_work(item: Any) -> WorkData | str:
     )
 
 
-def _arxiv_doi(values: list[Any]) -> list[Any]:
+def _arxiv_doi(values: list[Json]) -> list[Json]:
     """The strings as given, an arXiv DataCite DOI spelled so `arxiv_in` reads it."""
     return [
         f"arXiv:{v[len(ARXIV_DOI_PREFIX) :]}"
@@ -155,7 +155,7 @@ def split_name(name: str) -> Author:
     return Author(words[-1], " ".join(words[:-1]))
 
 
-def openalex_work(item: Any) -> WorkData | str:
+def openalex_work(item: Json) -> WorkData | str:
     """An OpenAlex Work object."""
     if not isinstance(item, dict):
         return "not an object"
@@ -194,12 +194,12 @@ def openalex_work(item: Any) -> WorkData | str:
     )
 
 
-def is_crossref(obj: dict[str, Any]) -> bool:
+def is_crossref(obj: JsonObject) -> bool:
     """Whether a top-level object reads as a Crossref work item (its DOI key is upper-case)."""
     return "DOI" in obj or ("title" in obj and isinstance(obj.get("title"), list))
 
 
-def is_openalex(obj: dict[str, Any]) -> bool:
+def is_openalex(obj: JsonObject) -> bool:
     """Whether a top-level object reads as an OpenAlex Work (an openalex.org id, or its own keys)."""
     ident = obj.get("id")
     return (

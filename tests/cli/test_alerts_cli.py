@@ -129,6 +129,6 @@ def test_watch_add_prints_the_secret_it_made_once(db: str) -> None:
 )
 def test_an_alert_names_its_work_whenever_it_was_raised(body: dict, named: str) -> None:
     from cli.alerts import _work
-    from service.alerts.alerts import work_name
+    from service.alerts.paper_notices import work_name
 
     assert work_name(_work(body)) == named

@@ -12,6 +12,9 @@ from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import CitedWork
 from ledger.model.instants import format_recorded, parse_ts
 from service.alerts import alerts as al
+from service.alerts.paper_notices import work_name
+from service.alerts.watch_spec import parse_watch
+from service.alerts.watches import watch_of
 from service.ledger import Ledger
 from service.sources import SourceFile, ingest
 from tests.conftest import NewDb
@@ -49,7 +52,7 @@ RW_NOTICES = [
 
 
 def test_a_paper_watch_is_told_of_each_notice_its_references_get_once(sample: Ledger) -> None:
-    watch, covered = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
+    watch, covered = al.add_watch(sample.store, sample.clock, parse_watch({"arxiv_id": CITING}))
     assert {"w-cell", "w-plos", "w-arxiv", "w-old"} <= set(covered)
     assert _alerts(sample, watch.id) == []  # no notice held yet
     ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
@@ -73,7 +76,7 @@ def test_a_paper_watch_is_told_of_each_notice_its_references_get_once(sample: Le
 
 def test_a_watch_made_later_gets_the_notices_already_held_marked_as_such(sample: Ledger) -> None:
     ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
-    watch, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
+    watch, _ = al.add_watch(sample.store, sample.clock, parse_watch({"arxiv_id": CITING}))
     got = _alerts(sample, watch.id)
     assert _kinds(got) == RW_NOTICES and all(a["held_before_watch"] for a in got)
     assert al.raise_new(sample.store, sample.clock) == 0  # nothing new since
@@ -91,15 +94,15 @@ def test_a_watch_made_later_gets_the_notices_already_held_marked_as_such(sample:
 def test_a_works_watch_is_told_of_the_works_its_keys_match(
     sample: Ledger, works: list[str], want: list[tuple[str, str]]
 ) -> None:
-    watch, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"works": works}))
+    watch, _ = al.add_watch(sample.store, sample.clock, parse_watch({"works": works}))
     ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
     assert _kinds(_alerts(sample, watch.id)) == want
 
 
 def test_each_watch_gets_its_own_alerts_and_a_removed_one_gets_none(sample: Ledger) -> None:
-    a, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
-    b, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"works": ["arxiv:2310.04610"]}))
-    gone, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
+    a, _ = al.add_watch(sample.store, sample.clock, parse_watch({"arxiv_id": CITING}))
+    b, _ = al.add_watch(sample.store, sample.clock, parse_watch({"works": ["arxiv:2310.04610"]}))
+    gone, _ = al.add_watch(sample.store, sample.clock, parse_watch({"arxiv_id": CITING}))
     tables = sample.store.alerts
     with tables.updating():
         assert tables.remove_watch(gone.id, "2026-09-01T00:00:00Z")
@@ -107,13 +110,13 @@ def test_each_watch_gets_its_own_alerts_and_a_removed_one_gets_none(sample: Ledg
     assert len(_alerts(sample, a.id)) == 7 and len(_alerts(sample, b.id)) == 1
     assert _alerts(sample, gone.id) == []
     with pytest.raises(NotFound, match="no watch"):
-        al.watch_of(sample.store, gone.id)
+        watch_of(sample.store, gone.id)
     ids = [json.loads(x.body)["id"] for w in (a, b) for x in tables.alerts(w.id)]
     assert len(set(ids)) == len(ids) == 8
 
 
 def test_a_work_cited_later_brings_the_notice_it_already_holds(sample: Ledger) -> None:
-    watch, covered = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
+    watch, covered = al.add_watch(sample.store, sample.clock, parse_watch({"arxiv_id": CITING}))
     assert "w-new" not in covered
     sample.append([check("crossref", ts(20), ["w-new"], [notice("w-new", "correction")])])
     assert _alerts(sample, watch.id) == []  # not cited yet
@@ -134,7 +137,7 @@ def test_a_work_cited_later_brings_the_notice_it_already_holds(sample: Ledger) -
 def test_alerts_are_raised_whatever_appended_the_events(sample: Ledger) -> None:
     """A library append, an NDJSON import and a source ingest all go through Ledger.append: each raises."""
     watch, _ = al.add_watch(
-        sample.store, sample.clock, al.parse_watch({"works": ["doi:10.5555/j.cell.2019.05.031"]})
+        sample.store, sample.clock, parse_watch({"works": ["doi:10.5555/j.cell.2019.05.031"]})
     )
     sample.append([check("crossref", ts(30), ["w-cell"], [notice("w-cell", "correction")])])
     n: dict[str, Any] = {"work_id": "w-cell", "kind": "withdrawal", "notice_doi": None, "record_id": None,
@@ -154,7 +157,7 @@ def test_with_no_watch_raising_reads_only_and_the_first_watch_starts_at_the_head
     before = tables.cursor()
     ingest(sample, SourceFile("retraction-watch", RW, T_INGEST))
     assert tables.cursor() == before  # nothing written while nobody watches
-    al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
+    al.add_watch(sample.store, sample.clock, parse_watch({"arxiv_id": CITING}))
     assert tables.cursor() == sample.head().seq
 
 
@@ -162,13 +165,13 @@ def test_with_no_watch_raising_reads_only_and_the_first_watch_starts_at_the_head
     "pasted", [CITING, f"arXiv:{CITING}", f"{CITING}v2", f"https://arxiv.org/abs/{CITING}v1"]
 )
 def test_a_watched_paper_is_read_as_pasted(pasted: str) -> None:
-    spec = al.parse_watch({"arxiv_id": pasted})
-    assert spec == al.parse_watch({"arxiv_id": CITING})
+    spec = parse_watch({"arxiv_id": pasted})
+    assert spec == parse_watch({"arxiv_id": CITING})
 
 
 @pytest.mark.parametrize("pasted", ["arxiv:2310.04610", "arXiv:2310.04610v3", "ARXIV:2310.04610"])
 def test_a_watched_work_is_read_as_pasted(pasted: str) -> None:
-    assert al.parse_watch({"works": [pasted]}).keys == al.parse_watch({"works": ["arxiv:2310.04610"]}).keys
+    assert parse_watch({"works": [pasted]}).keys == parse_watch({"works": ["arxiv:2310.04610"]}).keys
 
 
 @pytest.mark.parametrize(
@@ -203,7 +206,7 @@ def test_a_watched_work_is_read_as_pasted(pasted: str) -> None:
 )  # fmt: skip
 def test_a_bad_watch_is_refused_naming_the_field(body: Any, where: str, why: str) -> None:
     with pytest.raises(InvalidEvent, match=why) as info:
-        al.parse_watch(body)
+        parse_watch(body)
     assert info.value.where == where
 
 
@@ -216,7 +219,7 @@ def test_a_bad_watch_is_refused_naming_the_field(body: Any, where: str, why: str
     ],
 )
 def test_the_operator_opens_exactly_what_it_names(allow: list[str], url: str) -> None:
-    spec = al.parse_watch({"arxiv_id": CITING, "callback_url": url}, allow)
+    spec = parse_watch({"arxiv_id": CITING, "callback_url": url}, allow)
     assert spec.callback_url == url
 
 
@@ -234,7 +237,7 @@ def test_an_alert_names_the_work_as_its_observation_displays_it(sample: Ledger) 
     known = CitedWork("2310.04610", None, "arxiv", None, ts(23), "A titled work", None, "w-titled", 2023)
     sample.append([citation(oid_of(50), CITING, ts(22), 50, raw)])
     sample.append([resolution(oid_of(50), ts(23), cited=known)])
-    watch, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
+    watch, _ = al.add_watch(sample.store, sample.clock, parse_watch({"arxiv_id": CITING}))
     sample.append([check("crossref", ts(24), ["w-titled"], [notice("w-titled", "correction")])])
     (got,) = _alerts(sample, watch.id)
     assert got["work"] == {
@@ -245,7 +248,7 @@ def test_an_alert_names_the_work_as_its_observation_displays_it(sample: Ledger) 
     }
     assert got["citing"] == [{"arxiv_id": CITING, "observation_id": oid_of(50), "reference_index": 50}]
     assert "work_id" not in got
-    assert al.work_name(got["work"]) == "arXiv:2310.04610 “A titled work”"
+    assert work_name(got["work"]) == "arXiv:2310.04610 “A titled work”"
 
 
 def _query(link: str) -> dict[str, str]:
@@ -260,10 +263,10 @@ def test_an_alerts_changes_link_runs_forward_and_keeps_the_offset(sample: Ledger
     survives the query string (a bare `+` would be read as a space)."""
     at = "2026-09-01T14:00:00+02:00"
     if not made_later:
-        watch, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
+        watch, _ = al.add_watch(sample.store, sample.clock, parse_watch({"arxiv_id": CITING}))
     ingest(sample, SourceFile("retraction-watch", RW, at))
     if made_later:
-        watch, _ = al.add_watch(sample.store, sample.clock, al.parse_watch({"arxiv_id": CITING}))
+        watch, _ = al.add_watch(sample.store, sample.clock, parse_watch({"arxiv_id": CITING}))
     alerts = _alerts(sample, watch.id)
     assert len(alerts) == len(RW_NOTICES)
     for a in alerts:

@@ -11,6 +11,8 @@ import pytest
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import Event
 from service.alerts import alerts as al
+from service.alerts.watch_spec import parse_watch
+from service.alerts.watches import watch_json
 from service.collections import CollectionLimits, change_data
 from service.ledger import Ledger
 from tests.conftest import NewDb
@@ -45,7 +47,7 @@ def _change(ledger: Ledger, add: list[str], remove: list[str]) -> None:
 
 
 def test_a_collection_watch_is_told_of_notices_on_works_its_members_cite(papers: Ledger) -> None:
-    watch, covered = al.add_watch(papers.store, papers.clock, al.parse_watch({"collection": "office"}))
+    watch, covered = al.add_watch(papers.store, papers.clock, parse_watch({"collection": "office"}))
     assert covered == ["w-1"] and watch.kind == "collection" and watch.target == "office"
     papers.append([check("crossref", ts(10), None, [notice("w-1"), notice("w-2", "correction")])])
     got = _alerts(papers, watch.id)
@@ -54,11 +56,11 @@ def test_a_collection_watch_is_told_of_notices_on_works_its_members_cite(papers:
     assert got[0]["watch"] == {"id": watch.id, "kind": "collection", "target": "office"}
     assert got[0]["citing"][0]["arxiv_id"] == P1
     assert got[0]["links"]["record"].startswith(f"/paper/{P1}/citation-record?")
-    assert al.watch_json(watch)["collection"] == "office"
+    assert watch_json(watch)["collection"] == "office"
 
 
 def test_a_paper_joining_brings_the_notices_its_works_hold_and_one_leaving_takes_them(papers: Ledger) -> None:
-    watch, _ = al.add_watch(papers.store, papers.clock, al.parse_watch({"collection": "office"}))
+    watch, _ = al.add_watch(papers.store, papers.clock, parse_watch({"collection": "office"}))
     papers.append([check("crossref", ts(10), None, [notice("w-2", "correction")])])
     assert _seen(papers, watch.id) == []
     _change(papers, [P2], [])
@@ -75,7 +77,7 @@ def test_a_paper_joining_brings_the_notices_its_works_hold_and_one_leaving_takes
 
 
 def test_a_change_and_a_notice_in_one_page_are_raised_in_log_order(papers: Ledger) -> None:
-    watch, _ = al.add_watch(papers.store, papers.clock, al.parse_watch({"collection": "office"}))
+    watch, _ = al.add_watch(papers.store, papers.clock, parse_watch({"collection": "office"}))
     quiet = Ledger(papers.url, raise_alerts=False)  # appends whose alerts are raised later, in one pass
     quiet.append([check("crossref", ts(10), None, [notice("w-3", "correction")])])  # P3 not a member yet
     quiet.intake.change_collection(change_data("office", [P3], [P1], LIMITS))
@@ -88,26 +90,26 @@ def test_a_change_and_a_notice_in_one_page_are_raised_in_log_order(papers: Ledge
 
 def test_a_watch_on_a_collection_never_made_or_badly_named_is_refused(papers: Ledger) -> None:
     with pytest.raises(NotFound, match="no collection 'nobody'"):
-        al.add_watch(papers.store, papers.clock, al.parse_watch({"collection": "nobody"}))
+        al.add_watch(papers.store, papers.clock, parse_watch({"collection": "nobody"}))
     assert papers.store.alerts.watches() == []
     with pytest.raises(InvalidEvent, match="bad collection name") as bad:
-        al.parse_watch({"collection": "a b"})
+        parse_watch({"collection": "a b"})
     assert bad.value.where == "collection"
     with pytest.raises(InvalidEvent, match="exactly one of"):
-        al.parse_watch({"collection": "office", "arxiv_id": P1})
+        parse_watch({"collection": "office", "arxiv_id": P1})
     with pytest.raises(InvalidEvent, match="a string") as typed:
-        al.parse_watch({"collection": 3})
+        parse_watch({"collection": 3})
     assert typed.value.where == "collection"
 
 
 def test_a_watch_made_while_the_raiser_lags_takes_the_changes_it_has_not_raised_yet(papers: Ledger) -> None:
     other, _ = al.add_watch(
-        papers.store, papers.clock, al.parse_watch({"arxiv_id": P3})
+        papers.store, papers.clock, parse_watch({"arxiv_id": P3})
     )  # the raiser runs for it
     quiet = Ledger(papers.url, raise_alerts=False)
     quiet.append([check("crossref", ts(10), None, [notice("w-2", "correction")])])
     quiet.intake.change_collection(change_data("later", [P2], [], LIMITS))  # made after the raiser's cursor
-    watch, covered = al.add_watch(papers.store, papers.clock, al.parse_watch({"collection": "later"}))
+    watch, covered = al.add_watch(papers.store, papers.clock, parse_watch({"collection": "later"}))
     assert covered == []  # its member joins when the raiser reaches the change
     al.raise_new(papers.store, papers.clock)
     assert _seen(papers, watch.id) == [("w-2", "correction")]

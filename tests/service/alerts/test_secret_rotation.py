@@ -21,9 +21,13 @@ from cli.main import main
 from ledger.model.errors import Conflict, InvalidEvent, NotFound
 from ledger.model.instants import SYSTEM_CLOCK, format_recorded
 from ledger.storage.backend import is_pg_url
+from ledger.storage.state.alerts import Watch
 from service.alerts import alerts as al
 from service.alerts import webhooks as wh
+from service.alerts.address_policy import AddressPolicy
 from service.alerts.secrets import SECRET_GRACE_S, new_secret
+from service.alerts.watch_spec import parse_rotation, parse_watch
+from service.alerts.watches import rotate_secret
 from service.ledger import Ledger
 from service.sources import SourceFile, ingest
 from tests.conftest import NewDb
@@ -43,17 +47,17 @@ def receiver() -> Iterator[_Receiver]:
     r.close()
 
 
-def _held(new_db: NewDb, url: str, secret: str, db: str | None = None) -> tuple[Ledger, al.Watch]:
+def _held(new_db: NewDb, url: str, secret: str, db: str | None = None) -> tuple[Ledger, Watch]:
     """A ledger whose notices were held before the watch was made: its alerts are held, due now."""
     ledger = sample_ledger(db or new_db("r.db"))
     ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))
-    spec = al.parse_watch({"arxiv_id": CITING, "callback_url": url, "secret": secret}, ALLOW)
+    spec = parse_watch({"arxiv_id": CITING, "callback_url": url, "secret": secret}, ALLOW)
     watch, _ = al.add_watch(ledger.store, ledger.clock, spec, OWNER)
     return ledger, watch
 
 
 def _deliver(ledger: Ledger) -> int:
-    return wh.deliver_due(ledger.store, ledger.clock, sender(al.AddressPolicy(ALLOW)))
+    return wh.deliver_due(ledger.store, ledger.clock, sender(AddressPolicy(ALLOW)))
 
 
 def _verifies(secret: str, headers: dict[str, str], body: bytes) -> bool:
@@ -81,8 +85,8 @@ def test_a_held_alert_keeps_its_webhook_id_and_verifies_under_both_secrets_in_th
     alerts_before = ledger.store.alerts.alerts(watch.id)
     depth = ledger.store.alerts.outbox_depth()
 
-    secret, made = al.parse_rotation({})
-    rotated = al.rotate_secret(ledger.store, ledger.clock, watch.id, secret, made, SECRET_GRACE_S, OWNER)
+    secret, made = parse_rotation({})
+    rotated = rotate_secret(ledger.store, ledger.clock, watch.id, secret, made, SECRET_GRACE_S, OWNER)
 
     assert made and secret.startswith("whsec_") and secret != old
     assert rotated.watch.id == watch.id and rotated.watch.secret == secret
@@ -115,7 +119,7 @@ def test_after_the_grace_the_old_secret_no_longer_verifies(new_db: NewDb, receiv
     secret = new_secret()
     # rotated a grace and a microsecond ago: the injected clock, not a wait
     at = SYSTEM_CLOCK.now_us() - int(SECRET_GRACE_S * 1e6) - 1
-    rotated = al.rotate_secret(
+    rotated = rotate_secret(
         ledger.store, ledger.clock, watch.id, secret, False, SECRET_GRACE_S, OWNER, at_us=at
     )
     assert rotated.old_until_us < SYSTEM_CLOCK.now_us()
@@ -140,7 +144,7 @@ def test_the_old_secret_signs_exactly_until_the_grace_ends(new_db: NewDb, offset
     old, secret = new_secret(), new_secret()
     ledger, watch = _held(new_db, "https://hooks.example/h", old)
     grace = 60.0  # short enough that a signature at its end is within a receiver's 5 minutes of now
-    rotated = al.rotate_secret(ledger.store, ledger.clock, watch.id, secret, False, grace, OWNER)
+    rotated = rotate_secret(ledger.store, ledger.clock, watch.id, secret, False, grace, OWNER)
     tables = ledger.store.alerts
     with tables.updating():
         (due,) = tables.take_due(SYSTEM_CLOCK.now_us(), 1_000_000, 1)
@@ -158,12 +162,12 @@ def test_a_watch_stored_unsigned_gets_its_first_secret_by_a_rotation(
 ) -> None:
     ledger = sample_ledger(new_db("u.db"))
     ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))
-    spec = al.parse_watch({"arxiv_id": CITING, "callback_url": receiver.url}, ALLOW)
+    spec = parse_watch({"arxiv_id": CITING, "callback_url": receiver.url}, ALLOW)
     watch, _ = al.add_watch(
         ledger.store, ledger.clock, spec._replace(secret=None)
     )  # as before every webhook was signed
     secret = new_secret()
-    rotated = al.rotate_secret(ledger.store, ledger.clock, watch.id, secret, False, SECRET_GRACE_S)
+    rotated = rotate_secret(ledger.store, ledger.clock, watch.id, secret, False, SECRET_GRACE_S)
     assert (rotated.watch.secret, rotated.watch.old_secret) == (secret, None)
     assert _deliver(ledger) == 1
     ((headers, body),) = receiver.got
@@ -174,8 +178,8 @@ def test_a_watch_stored_unsigned_gets_its_first_secret_by_a_rotation(
 def test_of_two_rotations_the_later_keeps_the_earlier_secret_as_its_old_one(new_db: NewDb) -> None:
     first, second, third = new_secret(), new_secret(), new_secret()
     ledger, watch = _held(new_db, "https://hooks.example/h", first)
-    al.rotate_secret(ledger.store, ledger.clock, watch.id, second, False, SECRET_GRACE_S, OWNER)
-    now = al.rotate_secret(ledger.store, ledger.clock, watch.id, third, False, SECRET_GRACE_S, OWNER).watch
+    rotate_secret(ledger.store, ledger.clock, watch.id, second, False, SECRET_GRACE_S, OWNER)
+    now = rotate_secret(ledger.store, ledger.clock, watch.id, third, False, SECRET_GRACE_S, OWNER).watch
     assert (now.secret, now.old_secret) == (third, second)
     tables = ledger.store.alerts
     with tables.updating():
@@ -190,15 +194,15 @@ def test_only_the_owner_rotates_and_a_watch_signing_nothing_has_no_secret_to_rot
     old = new_secret()
     ledger, watch = _held(new_db, "https://hooks.example/h", old)
     with pytest.raises(NotFound, match="no watch"):
-        al.rotate_secret(ledger.store, ledger.clock, watch.id, new_secret(), True, SECRET_GRACE_S, "b" * 64)
+        rotate_secret(ledger.store, ledger.clock, watch.id, new_secret(), True, SECRET_GRACE_S, "b" * 64)
     assert ledger.store.alerts.watch(watch.id) == watch  # untouched
-    quiet, _ = al.add_watch(ledger.store, ledger.clock, al.parse_watch({"arxiv_id": CITING}), OWNER)
+    quiet, _ = al.add_watch(ledger.store, ledger.clock, parse_watch({"arxiv_id": CITING}), OWNER)
     with pytest.raises(Conflict, match="no callback_url"):
-        al.rotate_secret(ledger.store, ledger.clock, quiet.id, new_secret(), True, SECRET_GRACE_S, OWNER)
+        rotate_secret(ledger.store, ledger.clock, quiet.id, new_secret(), True, SECRET_GRACE_S, OWNER)
     with ledger.store.alerts.updating():
         ledger.store.alerts.remove_watch(watch.id, format_recorded(SYSTEM_CLOCK.now_us()))
     with pytest.raises(NotFound, match="no watch"):
-        al.rotate_secret(ledger.store, ledger.clock, watch.id, new_secret(), True, SECRET_GRACE_S, OWNER)
+        rotate_secret(ledger.store, ledger.clock, watch.id, new_secret(), True, SECRET_GRACE_S, OWNER)
     ledger.close()
 
 
@@ -215,13 +219,13 @@ def test_only_the_owner_rotates_and_a_watch_signing_nothing_has_no_secret_to_rot
 )
 def test_a_bad_rotation_is_refused_naming_the_field(body: Any, where: str, why: str) -> None:
     with pytest.raises(InvalidEvent, match=why) as info:
-        al.parse_rotation(body)
+        parse_rotation(body)
     assert info.value.where == where
 
 
 def test_a_rotation_given_a_secret_keeps_it_and_one_given_none_makes_one() -> None:
-    assert al.parse_rotation({"secret": "s3cret"}) == ("s3cret", False)
-    made, was_made = al.parse_rotation({"secret": None})
+    assert parse_rotation({"secret": "s3cret"}) == ("s3cret", False)
+    made, was_made = parse_rotation({"secret": None})
     assert was_made and made.startswith("whsec_")
 
 
@@ -288,7 +292,7 @@ def test_a_ledger_from_before_rotations_keeps_its_watches_secrets_and_rotates_th
             None,
         )
         secret = new_secret()
-        rotated = al.rotate_secret(upgraded.store, upgraded.clock, "old-watch", secret, True, SECRET_GRACE_S)
+        rotated = rotate_secret(upgraded.store, upgraded.clock, "old-watch", secret, True, SECRET_GRACE_S)
         assert (rotated.watch.secret, rotated.watch.old_secret) == (secret, "s3cret")
     finally:
         upgraded.close()

@@ -15,7 +15,7 @@ import pytest
 
 from api.alerts.webhooks import sender
 from service.alerts import address_table as t
-from service.alerts.alerts import AddressPolicy
+from service.alerts.address_policy import AddressPolicy
 from service.alerts.webhooks import Sent
 from tests.api_fixtures import running_server
 

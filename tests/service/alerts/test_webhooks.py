@@ -28,10 +28,12 @@ from standardwebhooks.webhooks import WebhookVerificationError
 from api.alerts.webhooks import sender
 from ledger.model.errors import InvalidEvent
 from ledger.model.instants import SYSTEM_CLOCK
-from ledger.storage.state.alerts import DELIVERED, GAVE_UP, PENDING
+from ledger.storage.state.alerts import DELIVERED, GAVE_UP, PENDING, Watch
 from service.alerts import alerts as al
 from service.alerts import webhooks as wh
+from service.alerts.address_policy import AddressPolicy
 from service.alerts.secrets import new_secret
+from service.alerts.watch_spec import parse_watch
 from service.ledger import Ledger
 from service.sources import SourceFile, ingest
 from tests.conftest import NewDb
@@ -76,14 +78,14 @@ def test_retries_back_off_exponentially_with_jitter_up_to_an_hour(attempt: int, 
     ],
 )
 def test_the_policy_refuses_every_non_public_address_by_default(address: str, refused: bool) -> None:
-    why = al.AddressPolicy().refused("hook.example", ipaddress.ip_address(address))
+    why = AddressPolicy().refused("hook.example", ipaddress.ip_address(address))
     assert (why is not None) == refused
     if refused:
         assert "server-side request forgery" in why and "LEDGER_WEBHOOK_ALLOW" in why  # type: ignore[operator]
 
 
 def test_the_policy_opens_exactly_the_hosts_and_networks_named() -> None:
-    policy = al.AddressPolicy(["127.0.0.0/8", "hooks.internal", ""])
+    policy = AddressPolicy(["127.0.0.0/8", "hooks.internal", ""])
     assert policy.refused("x", ipaddress.ip_address("127.0.0.2")) is None
     assert policy.refused("hooks.internal", ipaddress.ip_address("10.0.0.1")) is None
     assert policy.refused("hooks.internal", ipaddress.ip_address("169.254.169.254")) is not None
@@ -146,13 +148,13 @@ def receiver() -> Iterator[_Receiver]:
 
 
 def test_the_sender_refuses_loopback_unless_allowed_and_then_posts(receiver: _Receiver) -> None:
-    refused = _post(sender(al.AddressPolicy()), receiver.url.replace("http:", "https:"))
+    refused = _post(sender(AddressPolicy()), receiver.url.replace("http:", "https:"))
     assert refused.status is None and "loopback" in (refused.error or "") and receiver.got == []
     by_name = _post(
-        sender(al.AddressPolicy()), receiver.url.replace("127.0.0.1", "localhost").replace("http:", "https:")
+        sender(AddressPolicy()), receiver.url.replace("127.0.0.1", "localhost").replace("http:", "https:")
     )
     assert by_name.status is None and "loopback" in (by_name.error or "")  # the name resolves to it
-    ok = _post(sender(al.AddressPolicy(["127.0.0.1"])), receiver.url, b'{"a":1}', {"X-Test": "1"})
+    ok = _post(sender(AddressPolicy(["127.0.0.1"])), receiver.url, b'{"a":1}', {"X-Test": "1"})
     assert ok == wh.Sent(200, "127.0.0.1", None)
     headers, body = receiver.got[0]
     assert body == b'{"a":1}' and headers["x-test"] == "1" and headers["host"].startswith("127.0.0.1:")
@@ -166,23 +168,23 @@ def test_a_name_allowed_reaches_a_loopback_receiver_only_once_its_address_is_lis
     def resolve(host: str, _port: int) -> list[str]:
         return ["127.0.0.1"] if host == "hooks.test" else []
 
-    by_name = _post(sender(al.AddressPolicy(["hooks.test"]), 5.0, resolve), url)
+    by_name = _post(sender(AddressPolicy(["hooks.test"]), 5.0, resolve), url)
     assert by_name.status is None and by_name.address is None and receiver.got == []
     assert "hooks.test is 127.0.0.1, in 127.0.0.0/8 (loopback" in (by_name.error or "")
     for listed in ("127.0.0.1", "127.0.0.0/8"):
-        ok = _post(sender(al.AddressPolicy(["hooks.test", listed]), 5.0, resolve), url)
+        ok = _post(sender(AddressPolicy(["hooks.test", listed]), 5.0, resolve), url)
         assert ok == wh.Sent(200, "127.0.0.1", None)
     assert [h["host"] for h, _ in receiver.got] == [url.split("/")[2]] * 2
 
 
 def test_http_is_refused_for_a_host_not_named(receiver: _Receiver) -> None:
-    sent = _post(sender(al.AddressPolicy(["10.0.0.0/8"])), receiver.url)
+    sent = _post(sender(AddressPolicy(["10.0.0.0/8"])), receiver.url)
     assert sent.status is None and "http only" in (sent.error or "") and receiver.got == []
 
 
 def test_a_redirect_is_not_followed(receiver: _Receiver) -> None:
     receiver.statuses = [302]
-    sent = _post(sender(al.AddressPolicy(["127.0.0.1"])), receiver.url)
+    sent = _post(sender(AddressPolicy(["127.0.0.1"])), receiver.url)
     assert sent.status == 302 and len(receiver.got) == 1
 
 
@@ -199,12 +201,12 @@ class _Script:
         return wh.Sent(status, "203.0.113.7", None if status else "timed out")
 
 
-def _watched(new_db: NewDb, secret: str | None = "s3cret") -> tuple[Ledger, al.Watch]:
+def _watched(new_db: NewDb, secret: str | None = "s3cret") -> tuple[Ledger, Watch]:
     ledger = sample_ledger(new_db("w.db"))
     body: dict[str, Any] = {"works": ["arxiv:2310.04610"], "callback_url": "https://hooks.example/alerts"}
     if secret:
         body["secret"] = secret
-    spec = al.parse_watch(body)
+    spec = parse_watch(body)
     if secret is None:  # as a watch stored before every webhook was signed
         spec = spec._replace(secret=None)
     watch, _ = al.add_watch(ledger.store, ledger.clock, spec)
@@ -289,14 +291,14 @@ def test_delivered_and_pending_states_are_what_the_outbox_says(new_db: NewDb) ->
 # -- one watch does not stall the others ------------------------------------------------------------
 
 
-def _two_watches(new_db: NewDb, bad_url: str, good_url: str) -> tuple[Ledger, al.Watch, al.Watch]:
+def _two_watches(new_db: NewDb, bad_url: str, good_url: str) -> tuple[Ledger, Watch, Watch]:
     """The sample ledger with a watch on a bad callback made first (its alert is due first) and one on
     a good callback, both told of the same notice."""
     ledger = sample_ledger(new_db("w.db"))
     made = []
     for url in (bad_url, good_url):
         body = {"works": ["arxiv:2310.04610"], "callback_url": url}
-        made.append(al.add_watch(ledger.store, ledger.clock, al.parse_watch(body, ["127.0.0.1"]))[0])
+        made.append(al.add_watch(ledger.store, ledger.clock, parse_watch(body, ["127.0.0.1"]))[0])
     ingest(ledger, SourceFile("retraction-watch", RW, T_INGEST))
     return ledger, made[0], made[1]
 
@@ -313,7 +315,7 @@ def test_a_name_whose_resolution_hangs_is_abandoned_at_the_deadline(
             raise OSError("released by the test")
         return [host]
 
-    send = sender(al.AddressPolicy(["127.0.0.1"]), 0.5, resolve)
+    send = sender(AddressPolicy(["127.0.0.1"]), 0.5, resolve)
     try:
         assert wh.deliver_due(ledger.store, ledger.clock, send, deadline_s=0.5) == 2
     finally:
@@ -429,9 +431,9 @@ def test_a_whsec_secret_given_must_be_base64(secret: str, refused: bool) -> None
     body = {"works": ["arxiv:2310.04610"], "callback_url": "https://hooks.example/a", "secret": secret}
     if refused:
         with pytest.raises(InvalidEvent, match="whsec_ and the base64"):
-            al.parse_watch(body)
+            parse_watch(body)
     else:
-        assert al.parse_watch(body).secret == secret
+        assert parse_watch(body).secret == secret
 
 
 def _certificate(tmp_path: Path, name: str) -> tuple[Path, Path]:
@@ -477,7 +479,7 @@ def test_https_goes_to_the_checked_address_with_the_names_host_sni_and_certifica
     port = r.server.server_address[1]
     try:
         send = sender(
-            al.AddressPolicy(["127.0.0.1"]),  # loopback is opened by its address, never by a name
+            AddressPolicy(["127.0.0.1"]),  # loopback is opened by its address, never by a name
             5.0,
             lambda host, _: ["127.0.0.1"] if host == "hooks.test" else [],
         )

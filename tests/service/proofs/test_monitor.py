@@ -14,6 +14,7 @@ import pytest
 
 from ledger.model.codec import canonical, envelope_json
 from ledger.model.events import StoredEvent
+from ledger.model.jsonvalue import Json
 from ledger.tlog.chain import GENESIS, body_bytes, envelope_body, link_hash
 from ledger.tlog.checkpoint import SignedCheckpoint, Signer
 from ledger.tlog.checkpoint_notes import Checkpoint
@@ -137,7 +138,7 @@ def test_a_bad_signature_is_caught(damage: Callable[[str], str]) -> None:
         pytest.param([], "other sizes", id="not-an-object"),
     ],
 )
-def test_a_malformed_proof_answer_is_refused(body: object, why: str) -> None:
+def test_a_malformed_proof_answer_is_refused(body: Json, why: str) -> None:
     from ledger.tlog.merkle import ProofError
 
     with pytest.raises(ProofError, match=why):

@@ -19,6 +19,7 @@ from ledger.model.events import CitationData, CitationObserved, ResolutionData
 from ledger.model.instants import format_recorded
 from ledger.model.works import Reference
 from service.alerts import alerts as al
+from service.alerts.watch_spec import parse_watch
 from service.ledger import Ledger
 from service.resolver.defaults import default_resolver
 from service.resolver.run import Summary, resolve
@@ -239,7 +240,7 @@ def test_the_cited_arxiv_paper_lists_the_citing_paper_as_inbound(world: World) -
 def test_a_watch_on_the_citing_paper_is_alerted_when_the_resolved_work_is_retracted(
     world: World, citing: str, observation: str | None, record_id: str
 ) -> None:
-    watch, _ = al.add_watch(world.ledger.store, world.ledger.clock, al.parse_watch({"arxiv_id": citing}))
+    watch, _ = al.add_watch(world.ledger.store, world.ledger.clock, parse_watch({"arxiv_id": citing}))
     oid = observation or world.outbound(FIXTURE_ID)[9].observation_id
     world.resolve()
     seq, d = world.latest()[oid]

@@ -20,6 +20,7 @@ from ledger.model.resolving import Decision
 from ledger.model.works import Evidence
 from ledger.storage.works_store import works_matching
 from service.alerts import alerts as al
+from service.alerts.watch_spec import parse_watch
 from service.ledger import Ledger
 from service.resolver import jobs
 from service.resolver.person import choice, resolve_by_person
@@ -215,7 +216,7 @@ def test_a_watch_on_the_citing_paper_is_alerted_for_a_notice_the_resolved_work_h
         check("retraction_watch", ts(4), ["w-held"], [notice("w-held")]),
     ])  # fmt: skip
     watch, covered = al.add_watch(
-        world.ledger.store, world.ledger.clock, al.parse_watch({"arxiv_id": CITING})
+        world.ledger.store, world.ledger.clock, parse_watch({"arxiv_id": CITING})
     )
     assert "w-held" not in covered
     assert world.ledger.store.alerts.alerts(watch.id, 0, 100) == []
@@ -444,7 +445,7 @@ def test_a_source_checked_after_the_resolution_covers_the_resolved_doi(world: Wo
     world.catalogue.works.append(
         doi_work(first.seq, first.observed_at, rw_doi, "Spatial transcriptomic atlas of an invented organ")
     )
-    watch, _ = al.add_watch(world.ledger.store, world.ledger.clock, al.parse_watch({"arxiv_id": CITING}))
+    watch, _ = al.add_watch(world.ledger.store, world.ledger.clock, parse_watch({"arxiv_id": CITING}))
     world.resolve()
     work_id = world.resolutions()[oid].cited_work.work_id  # type: ignore[union-attr]
     csv = (FIXTURE.parent / "sources" / "retraction_watch.csv").read_bytes()

@@ -15,6 +15,7 @@ import service.sources as sources
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.events import Event, StandingChecked
 from ledger.model.instants import parse_ts
+from ledger.model.jsonvalue import JsonInObject
 from ledger.storage.interface import Store
 from service.ledger import Ledger
 from service.sources import SourceFile, base, counts, crossref, parse_source, retraction_watch
@@ -124,7 +125,7 @@ CHUNKS = [(retraction_watch, "CHUNK"), (crossref, "CHUNK"), (counts, "CHUNK")]
 
 def _parsed(
     ledger: Ledger, source: str, body: bytes, at: str
-) -> tuple[list[Event], list[str], dict[str, Any]]:
+) -> tuple[list[Event], list[str], JsonInObject]:
     p: Parsed = parse_source(ledger, SourceFile(source, body, at))
     return p.events, p.places, p.summary.to_dict()
 

@@ -14,7 +14,7 @@ import pytest
 
 from service.ledger import Ledger
 from service.sources import SourceFile, ingest
-from service.sources.jsonstream import STREAMED, JsonStream, JsonSyntaxError, items_or_object
+from service.sources.jsonstream import JsonStream, JsonSyntaxError, items_or_object
 from service.sources.retraction_watch import REQUIRED
 from tests.conftest import NewDb
 from tests.service.sources.test_sources_support import SOURCES_DIR, T_INGEST, sample_ledger
@@ -67,7 +67,21 @@ def test_items_or_object_streams_the_list_and_keeps_the_rest() -> None:
     got = list(items_or_object(js, "items"))
     assert [v for k, v in got if k == "item"] == DOC["message"]["items"]  # type: ignore[index]
     kind, rest = got[-1]
-    assert kind == "rest" and rest["items"] is STREAMED and rest["query"] == {"start-index": 0}
+    assert kind == "rest" and isinstance(rest, dict) and "items" not in rest
+    assert rest["query"] == {"start-index": 0}
+
+
+@pytest.mark.parametrize("text", ['{"DOI": "10.1/x"}', '{"DOI": "10.1/x", "items": null}'])
+def test_items_or_object_gives_an_object_with_no_list_whole(text: str) -> None:
+    js = JsonStream(io.StringIO(text), chunk=3)
+    assert list(items_or_object(js, "items")) == [("object", json.loads(text))]
+
+
+def test_items_or_object_goes_by_the_last_value_of_a_repeated_list_key() -> None:
+    # as json.loads reads a repeated key: the last value is the object's
+    text = '{"items": [1], "items": {"DOI": "10.1/x"}}'
+    got = list(items_or_object(JsonStream(io.StringIO(text), chunk=4), "items"))
+    assert got == [("item", 1), ("object", {"items": {"DOI": "10.1/x"}})]
 
 
 @pytest.mark.parametrize("bad", ['{"a": 1,}', '{"a" 1}', "[1 2]", '{"a": [1, 2}', '{"a": tru}', "{} []"])
@@ -84,7 +98,7 @@ def test_crossref_answer_read_in_tiny_pieces_gives_the_same_check(new_db: NewDb)
     pieces = sample_ledger(new_db("b.db"))
     s1 = ingest(whole, SourceFile("crossref", body.encode(), T_INGEST))
     s2 = ingest(pieces, SourceFile("crossref", io.BytesIO(body.encode()), T_INGEST))
-    assert s1.to_dict() | {"head": None} == s2.to_dict() | {"head": None}
+    assert {**s1.to_dict(), "head": None} == {**s2.to_dict(), "head": None}
     [a] = whole.store.read_log(type="standing.checked")
     [b] = pieces.store.read_log(type="standing.checked")
     assert (a.event_id, a.data) == (b.event_id, b.data)
