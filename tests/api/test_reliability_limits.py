@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from api.app import create_app
-from api.docs import EVENT_EXAMPLES
+from api.docs import EVENT_EXAMPLES, ExampleEvent
 from api.limits import long_string, short_strings
 from api.settings import Settings
 from api.state import state_of
@@ -42,7 +42,7 @@ def _client(new_db: NewDb, **overrides: Any) -> TestClient:
     return TestClient(create_app(Settings(**{**options, **overrides})))
 
 
-def _measurements(n: int, start: int = 0) -> list[dict[str, Any]]:
+def _measurements(n: int, start: int = 0) -> list[ExampleEvent]:
     out = []
     for i in range(start, start + n):
         e = copy.deepcopy(EVENT_EXAMPLES["measurement.observed"])
