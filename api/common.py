@@ -18,6 +18,7 @@ from ledger.model.errors import InvalidEvent
 from ledger.model.facts import Head
 from ledger.model.ids import normalise_arxiv
 from ledger.model.instants import Clock, read_instant
+from ledger.model.jsonvalue import Json, JsonObject
 from service.ledger import Ledger
 
 HEAD_HEADER = "Ledger-Head"
@@ -100,7 +101,14 @@ def head_headers(head: Head) -> dict[str, str]:
     return {HEAD_HEADER: head.header()}
 
 
-def head_json(head: Head) -> dict[str, int | str]:
+def json_object(value: Json) -> JsonObject:
+    """`value`, a JSON object this server built (a service's answer read back); TypeError if not one."""
+    if not isinstance(value, dict):
+        raise TypeError(f"a JSON object was expected, not {type(value).__name__}")
+    return value
+
+
+def head_json(head: Head) -> JsonObject:
     """The head as JSON."""
     return {"seq": head.seq, "hash": head.hash}
 

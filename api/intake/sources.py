@@ -227,4 +227,6 @@ def changes(
         }
         return render_changes_page(d, head=head.header(), links=links, broken=broken)
 
-    return negotiated.answer(request, d, {**head_headers(head), **chain_headers(broken)}, page)
+    return negotiated.answer(
+        request, lambda: canonical(d), {**head_headers(head), **chain_headers(broken)}, page
+    )
