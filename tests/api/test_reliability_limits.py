@@ -21,6 +21,7 @@ from api.docs import EVENT_EXAMPLES, ExampleEvent
 from api.limits import long_string, short_strings
 from api.settings import Settings
 from api.state import state_of
+from ledger.model.jsonvalue import JsonIn
 from tests.api_fixtures import running_server
 from tests.paths import DATA
 from tests.waiting import wait_until
@@ -156,7 +157,7 @@ def test_short_strings_cases(raw: bytes, limit: int, proven: bool) -> None:
 
 
 def test_long_string_names_the_first_offender_in_document_order() -> None:
-    value = {"a": ["ok", "x" * 5], "b": {"c": "y" * 9}}
+    value: JsonIn = {"a": ["ok", "x" * 5], "b": {"c": "y" * 9}}
     assert long_string(value, 4) == ("a[1]", 5)
     assert long_string(value, 5) == ("b.c", 9)
     assert long_string(value, 9) is None
