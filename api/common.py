@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import Path, Query, Request
+from fastapi import Path, Query, Request, params
 
 from api import docs
 from api.errors import Moved, PayloadTooLarge, RequestTimeout
@@ -28,7 +28,7 @@ JSON = "application/json"
 MAX_SQL_INT = 2**63 - 1
 
 
-def after_query(description: str) -> Any:
+def after_query(description: str) -> params.Query:
     """A `Query` for a non-negative number that reaches SQL (a seq, an alert number, an attempt id)."""
     return Query(ge=0, le=MAX_SQL_INT, description=description)
 
