@@ -5,13 +5,14 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 from fastapi_offline import FastAPIOffline
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp
 
 from api import docs
 from api.alerts import alerting, watches
@@ -28,6 +29,7 @@ from api.resolve import routes as resolve_routes
 from api.settings import Settings
 from api.state import AppState, state_of
 from ledger.model.instants import SYSTEM_CLOCK
+from ledger.model.jsonvalue import JsonObject
 from service.ledger import Ledger
 from service.resolver.defaults import default_resolver
 from service.resolver.jobs import Jobs
@@ -138,8 +140,10 @@ def build_state(settings: Settings, ledger: Ledger) -> AppState:
     )
 
 
-def install_state(app: Any, state: AppState) -> None:
+def install_state(app: ASGIApp, state: AppState) -> None:
     """Give `app` its state (api/state.py's `state_of` reads it)."""
+    if not isinstance(app, Starlette):
+        raise TypeError(f"an app with a state was expected, not {type(app).__name__}")
     app.state.typed = state
 
 
@@ -203,7 +207,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(writes.router)
     app.include_router(collection_routes.router)
 
-    def openapi() -> dict[str, Any]:
+    def openapi() -> JsonObject:
         if app.openapi_schema is None:
             schema = get_openapi(
                 title=app.title,

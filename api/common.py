@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import Path, Query, Request
+from fastapi import Path, Query, Request, params
 
 from api import docs
 from api.errors import Moved, PayloadTooLarge, RequestTimeout
@@ -18,6 +18,7 @@ from ledger.model.errors import InvalidEvent
 from ledger.model.facts import Head
 from ledger.model.ids import normalise_arxiv
 from ledger.model.instants import Clock, read_instant
+from ledger.model.jsonvalue import Json, JsonObject
 from service.ledger import Ledger
 
 HEAD_HEADER = "Ledger-Head"
@@ -27,7 +28,7 @@ JSON = "application/json"
 MAX_SQL_INT = 2**63 - 1
 
 
-def after_query(description: str) -> Any:
+def after_query(description: str) -> params.Query:
     """A `Query` for a non-negative number that reaches SQL (a seq, an alert number, an attempt id)."""
     return Query(ge=0, le=MAX_SQL_INT, description=description)
 
@@ -100,7 +101,14 @@ def head_headers(head: Head) -> dict[str, str]:
     return {HEAD_HEADER: head.header()}
 
 
-def head_json(head: Head) -> dict[str, int | str]:
+def json_object(value: Json) -> JsonObject:
+    """`value`, a JSON object this server built (a service's answer read back); TypeError if not one."""
+    if not isinstance(value, dict):
+        raise TypeError(f"a JSON object was expected, not {type(value).__name__}")
+    return value
+
+
+def head_json(head: Head) -> JsonObject:
     """The head as JSON."""
     return {"seq": head.seq, "hash": head.hash}
 

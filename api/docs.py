@@ -5,15 +5,18 @@ Nothing here parses a request: bodies are read raw and decoded by msgspec in the
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from enum import Enum
+from typing import Annotated, TypedDict
 
 import msgspec
-from fastapi.responses import HTMLResponse
-from pydantic import BaseModel, Field, WithJsonSchema
+from fastapi.responses import HTMLResponse, Response
+from pydantic import BaseModel, Field, GetPydanticSchema, WithJsonSchema
 from pydantic.json_schema import models_json_schema
+from pydantic_core import core_schema
 
 from ledger.model.codec import ARXIV_RE, UUID_RE
 from ledger.model.events import EVENT_TYPES, Event, NonNegInt, StoredEvent
+from ledger.model.jsonvalue import Json, JsonObject
 from ledger.model.record_types import Record
 
 # Documented constraints the ledger checks in code (the msgspec types alone say "string").
@@ -39,16 +42,16 @@ class EventBatch(msgspec.Struct, forbid_unknown_fields=True):
     expected_versions: dict[str, NonNegInt] | None = None
 
 
-_TS_RULE = {"pattern": TIMESTAMP_PATTERN}
-_ARXIV_RULE = {"pattern": ARXIV_PATTERN}
-_UUID_RULE = {"pattern": UUID_PATTERN}
-_BLOCK = {
+_TS_RULE: JsonObject = {"pattern": TIMESTAMP_PATTERN}
+_ARXIV_RULE: JsonObject = {"pattern": ARXIV_PATTERN}
+_UUID_RULE: JsonObject = {"pattern": UUID_PATTERN}
+_BLOCK: dict[str, JsonObject] = {
     "arxiv_id": _ARXIV_RULE,
     "last_updated": _TS_RULE,
     "snapshot_observed_at": _TS_RULE,
     "submitted_at": _TS_RULE,
 }
-_RULES: dict[str, dict[str, dict[str, Any]]] = {
+_RULES: dict[str, dict[str, JsonObject]] = {
     **{t.__name__: {"observed_at": _TS_RULE, "event_id": _UUID_RULE} for t in EVENT_TYPES.values()},
     "PaperData": {"arxiv_id": _ARXIV_RULE, "submitted_at": _TS_RULE, "last_updated": _TS_RULE},
     "CitationData": {"observation_id": _UUID_RULE, "citing_arxiv_id": _ARXIV_RULE},
@@ -77,27 +80,36 @@ _RULES: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
-def schema_components() -> dict[str, Any]:
+def schema_components() -> dict[str, JsonObject]:
     """JSON Schema components of the request bodies, the record and the envelope, named as the ledger's
     own types, with its rules on ids and timestamps written in (so a generated body is more often valid)."""
-    _, components = msgspec.json.schema_components(
+    _, found = msgspec.json.schema_components(
         [EventBatch, Record, StoredEvent], ref_template="#/components/schemas/{name}"
     )
+    components = {name: _object(schema) for name, schema in found.items()}
     components["Envelope"] = _envelope(components.pop("StoredEvent"))
     for name, rules in _RULES.items():
-        properties = components[name]["properties"]
+        properties = _object(components[name]["properties"])
         for field_name, rule in rules.items():
-            prop = properties[field_name]
+            prop = _object(properties[field_name])
             # a nullable field is anyOf [T, null]: the rule belongs to the non-null branch
-            branches = [b for b in prop.get("anyOf", [prop]) if b.get("type") != "null"]
-            for branch in branches:
-                branch.update(rule)
+            any_of = prop.get("anyOf")
+            for branch in map(_object, any_of if isinstance(any_of, list) else [prop]):
+                if branch.get("type") != "null":
+                    branch.update(rule)
     return components
 
 
-def _envelope(stored: dict[str, Any]) -> dict[str, Any]:
+def _object(value: Json) -> JsonObject:
+    """value, a JSON Schema object (a component, its properties, one property)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"a JSON Schema object was expected, not {type(value).__name__}")
+    return value
+
+
+def _envelope(stored: JsonObject) -> JsonObject:
     """The served envelope: StoredEvent's fields, with `data` embedded as the JSON object it encodes."""
-    stored["properties"]["data"] = {"type": "object", "additionalProperties": True}
+    _object(stored["properties"])["data"] = {"type": "object", "additionalProperties": True}
     # an answer's schema: a client should accept an envelope that grows a field
     del stored["additionalProperties"]
     return {
@@ -107,12 +119,12 @@ def _envelope(stored: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _ref(name: str) -> dict[str, str]:
+def _ref(name: str) -> JsonObject:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
 _PAPER = "2509.02480"
-_WORK = {
+_WORK: JsonObject = {
     "arxiv_id": "2310.04610",
     "doi": None,
     "metadata_source": "pith",
@@ -124,8 +136,18 @@ _WORK = {
     "work_id": "42ed2db3-bd24-44d5-b099-4e813676067d",
     "year": 2023,
 }
+
+
+class ExampleEvent(TypedDict):
+    """An event as a client sends it."""
+
+    type: str
+    observed_at: str
+    data: JsonObject
+
+
 # One event of each type, with values taken from the real record of arXiv:2509.02480.
-EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
+EVENT_EXAMPLES: dict[str, ExampleEvent] = {
     "paper.observed": {
         "type": "paper.observed",
         "observed_at": "2026-08-07T16:39:03.985890Z",
@@ -208,9 +230,9 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 
-def _with_reference(event: dict[str, Any]) -> dict[str, Any]:
+def _with_reference(event: ExampleEvent) -> ExampleEvent:
     """The example citation with an optional `reference` (resolver-v1.md), on another observation."""
-    data = {
+    data: JsonObject = {
         **event["data"],
         "observation_id": "5a3b6a2e-9d1c-4c7e-8f00-2b1d3c4e5f60",
         "reference_index": 35,
@@ -225,20 +247,28 @@ def _with_reference(event: dict[str, Any]) -> dict[str, Any]:
     return {**event, "data": data}
 
 
-def events_body() -> dict[str, Any]:
+def _sent(event: ExampleEvent) -> JsonObject:
+    """The example as the JSON object it is."""
+    return {"type": event["type"], "observed_at": event["observed_at"], "data": event["data"]}
+
+
+def events_body() -> JsonObject:
     """openapi_extra for POST /events: the batch schema and one example per event type."""
-    examples = {
-        name.replace(".", "_"): {"summary": f"one {name} event", "value": {"events": [event]}}
+    examples: JsonObject = {
+        name.replace(".", "_"): {"summary": f"one {name} event", "value": {"events": [_sent(event)]}}
         for name, event in EVENT_EXAMPLES.items()
     }
     examples["citation_with_reference"] = {
         "summary": "a citation carrying its reference as the source gave it (Crossref's reference keys)",
-        "value": {"events": [_with_reference(EVENT_EXAMPLES["citation.observed"])]},
+        "value": {"events": [_sent(_with_reference(EVENT_EXAMPLES["citation.observed"]))]},
     }
     examples["citation_and_resolution"] = {
         "summary": "a citation and its resolution, only if the paper's stream is at version 0",
         "value": {
-            "events": [EVENT_EXAMPLES["citation.observed"], EVENT_EXAMPLES["resolution.observed"]],
+            "events": [
+                _sent(EVENT_EXAMPLES["citation.observed"]),
+                _sent(EVENT_EXAMPLES["resolution.observed"]),
+            ],
             "expected_versions": {f"paper:{_PAPER}": 0},
         },
     }
@@ -249,33 +279,41 @@ def events_body() -> dict[str, Any]:
     )
 
 
-def record_body(description: str) -> dict[str, Any]:
+def record_body(description: str) -> JsonObject:
     """openapi_extra for a body that is a Paper Citation Record."""
     return request_body({"application/json": {"schema": _ref("Record")}}, description)
 
 
-def request_body(content: dict[str, Any], description: str | None = None) -> dict[str, Any]:
+def request_body(content: JsonObject, description: str | None = None) -> JsonObject:
     """openapi_extra for a required body of the media types in content."""
-    described = {} if description is None else {"description": description}
+    described: JsonObject = {} if description is None else {"description": description}
     return {"requestBody": {"required": True, **described, "content": content}}
 
 
-def object_body(
-    properties: dict[str, Any], required: list[str] | None = None, **media: Any
-) -> dict[str, Any]:
+def object_body(properties: JsonObject, required: list[Json] | None = None, **media: Json) -> JsonObject:
     """openapi_extra for a JSON object body that refuses keys not in properties; media adds examples."""
-    needed = {} if required is None else {"required": required}
-    schema = {"type": "object", "additionalProperties": False, **needed, "properties": properties}
+    needed: JsonObject = {} if required is None else {"required": required}
+    schema: JsonObject = {"type": "object", "additionalProperties": False, **needed, "properties": properties}
     return request_body({"application/json": {"schema": schema, **media}})
 
 
 # -- answers (pydantic models used for documentation only) ----------------------------------
 
+# The answers' open parts, typed as the JSON they hold and documented as any value or any object: these
+# models never validate, and pydantic cannot build a schema from the recursive Json alias.
+JsonDoc = Annotated[Json, GetPydanticSchema(lambda _type, _handler: core_schema.any_schema())]
+ObjectDoc = Annotated[
+    JsonObject,
+    GetPydanticSchema(
+        lambda _type, _handler: core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema())
+    ),
+]
+
 
 class ErrorDetail(BaseModel):
     code: str = Field(examples=["invalid"])
     message: str = Field(examples=["events[0].data.arxiv_id: bad arXiv id '2509.2480'"])
-    details: Any = None
+    details: JsonDoc = None
 
 
 class ErrorBody(BaseModel):
@@ -309,7 +347,7 @@ class AppendAnswer(BaseModel):
 class EvidencePage(BaseModel):
     """One page of the log; `next_after` is null when there is no further page."""
 
-    events: list[Annotated[dict[str, Any], WithJsonSchema(_ref("Envelope"))]]
+    events: list[Annotated[ObjectDoc, WithJsonSchema(_ref("Envelope"))]]
     head: HeadModel
     next_after: int | None
     next: str | None
@@ -323,14 +361,14 @@ class Health(BaseModel):
     head: HeadModel
     read_only: bool
     writes_enabled: bool
-    last_full_walk: dict[str, Any] | None
+    last_full_walk: ObjectDoc | None
 
 
 class PaperAnswer(BaseModel):
     """A paper's snapshots over time (JSON form of GET /paper/{id})."""
 
     arxiv_id: str
-    snapshots: list[dict[str, Any]]
+    snapshots: list[ObjectDoc]
     links: dict[str, str]
 
 
@@ -358,8 +396,8 @@ class SearchAnswer(BaseModel):
     )
     words: list[str]
     hits: list[SearchHit]
-    page: dict[str, Any]
-    index: dict[str, Any]
+    page: ObjectDoc
+    index: ObjectDoc
 
 
 class IntegrityReport(BaseModel):
@@ -374,15 +412,15 @@ class IntegrityReport(BaseModel):
     known_at: str | None
     ok: bool
     first_bad_seq: int | None
-    chain: dict[str, Any]
-    record: dict[str, Any]
-    page: dict[str, Any]
-    counts: dict[str, Any]
-    events: list[dict[str, Any]]
-    catalogue_events: list[dict[str, Any]] = Field(
+    chain: ObjectDoc
+    record: ObjectDoc
+    page: ObjectDoc
+    counts: ObjectDoc
+    events: list[ObjectDoc]
+    catalogue_events: list[ObjectDoc] = Field(
         [], description="the catalogue events the record's resolutions matched (their evidence), proven too"
     )
-    recomputed: dict[str, Any]
+    recomputed: ObjectDoc
     method: str
 
 
@@ -392,8 +430,8 @@ class VerifyAnswer(BaseModel):
     arxiv_id: str
     as_of: str
     ok: bool
-    digests: dict[str, Any]
-    ledger: dict[str, Any]
+    digests: ObjectDoc
+    ledger: ObjectDoc
 
 
 DOC_MODELS: tuple[type[BaseModel], ...] = (
@@ -408,12 +446,12 @@ DOC_MODELS: tuple[type[BaseModel], ...] = (
 )
 
 
-def pydantic_components() -> dict[str, Any]:
+def pydantic_components() -> dict[str, JsonObject]:
     """JSON Schema components of the answer models (referenced by name from `responses`)."""
     _, schema = models_json_schema(
         [(m, "serialization") for m in DOC_MODELS], ref_template="#/components/schemas/{model}"
     )
-    defs: dict[str, Any] = schema.get("$defs", {})
+    defs: dict[str, JsonObject] = schema.get("$defs", {})
     return defs
 
 
@@ -433,53 +471,62 @@ _DESCRIPTIONS = {
     503: "Unavailable; for /healthz: the last full walk of the chain found it broken (`chain_broken`, "
     "naming the first broken seq and the head)",
 }
-_HEAD_DOC = {
+_HEAD_DOC: JsonObject = {
     "Ledger-Head": {
         "description": "`<seq> <hash>` of the ledger head the answer was computed from",
         "schema": {"type": "string"},
     }
 }
-_LOCATION_DOC = {
+_LOCATION_DOC: JsonObject = {
     "Location": {"description": "the canonical path of the same answer", "schema": {"type": "string"}}
 }
 
 
 def responses(
     *codes: int, ok: str | None = None, html: bool = False, json: bool = True
-) -> dict[int | str, dict[str, Any]]:
+) -> dict[int | str, JsonObject]:
     """Documented responses: successes answer the component `ok`, errors the error shape; an
     HTML route documents text/html (and JSON too when it also negotiates JSON)."""
-    out: dict[int | str, dict[str, Any]] = {}
+    out: dict[int | str, JsonObject] = {}
     for code in codes:
         if code == 308:
             out[code] = {"description": _DESCRIPTIONS[code], "headers": _LOCATION_DOC}
             continue
         schema = _ref("ErrorBody") if code >= 400 else _ref(ok) if ok else None
-        content: dict[str, Any] = {}
+        content: JsonObject = {}
         if json and schema is not None:
             content["application/json"] = {"schema": schema}
         if html:
             content["text/html"] = {"schema": {"type": "string"}}
-        entry: dict[str, Any] = {"description": _DESCRIPTIONS[code], "content": content}
+        entry: JsonObject = {"description": _DESCRIPTIONS[code], "content": content}
         if code < 300:
             entry["headers"] = _HEAD_DOC
         out[code] = entry
     return out
 
 
-def records_page(summary: str, answers: dict[int | str, dict[str, Any]]) -> dict[str, Any]:
+class PageRoute(TypedDict):
+    """The route arguments an HTML page of the records family shares."""
+
+    tags: list[str | Enum]
+    summary: str
+    response_class: type[Response]
+    responses: dict[int | str, JsonObject]
+
+
+def records_page(summary: str, answers: dict[int | str, JsonObject]) -> PageRoute:
     """The route arguments of an HTML page of the records family: its summary and documented answers."""
-    return {"tags": ["records"], "summary": summary, "response_class": HTMLResponse, "responses": answers}
+    return PageRoute(tags=["records"], summary=summary, response_class=HTMLResponse, responses=answers)
 
 
-def stream_response() -> dict[int | str, dict[str, Any]]:
+def stream_response() -> dict[int | str, JsonObject]:
     """The SSE route's answers; the schema describes one event (as OpenAPI 3.2's itemSchema)."""
-    event = {
+    event: JsonObject = {
         "type": "object",
         "required": ["id", "event", "data"],
         "properties": {
             "id": {"type": "string", "pattern": "^[0-9]+$", "description": "the event's seq"},
-            "event": {"type": "string", "enum": sorted(EVENT_TYPES)},
+            "event": {"type": "string", "enum": [*sorted(EVENT_TYPES)]},
             "data": {
                 "type": "string",
                 "contentMediaType": "application/json",

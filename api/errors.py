@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from http import HTTPStatus
-from typing import Any
+from typing import TypedDict
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from ledger.model.errors import LedgerError
+from ledger.model.jsonvalue import JsonIn, JsonInObject
 
 log = logging.getLogger("api")
 
@@ -40,9 +41,9 @@ class ApiError(LedgerError):
     http_status = 500
     headers: dict[str, str] | None = None
 
-    def __init_subclass__(cls, *, code: str | None = None, status: int | None = None, **kw: Any) -> None:
+    def __init_subclass__(cls, *, code: str | None = None, status: int | None = None) -> None:
         # `class X(ApiError, code=..., status=...)`: a refusal's code and status stand on its first line
-        super().__init_subclass__(**kw)
+        super().__init_subclass__()
         if code is not None:
             cls.code = code
         if status is not None:
@@ -56,7 +57,19 @@ def status_of(err: LedgerError) -> int:
     return STATUS_OF_CODE.get(err.code, 500)
 
 
-def error_answer(err: LedgerError) -> dict[str, Any]:
+class ErrorDetail(TypedDict):
+    code: str
+    message: str
+    details: JsonIn
+
+
+class ErrorAnswer(TypedDict):
+    """The one error shape (docs.py's ErrorBody documents it)."""
+
+    error: ErrorDetail
+
+
+def error_answer(err: LedgerError) -> ErrorAnswer:
     """The JSON body that answers `err`."""
     return error_body(err.code, err.message, err.details)
 
@@ -89,7 +102,7 @@ class BatchTooLarge(ApiError, code="batch_too_large", status=413):
 class RetryLater(ApiError):
     """A refusal that passes with time: it says when to come back (Retry-After, in seconds)."""
 
-    def __init__(self, message: str, *, retry_after: str, details: Any = None) -> None:
+    def __init__(self, message: str, *, retry_after: str, details: JsonInObject | None = None) -> None:
         super().__init__(message, details=details)
         self.headers = {"Retry-After": retry_after}
 
@@ -101,13 +114,13 @@ class RateLimited(RetryLater, code="rate_limited", status=429):
 class RequestTimeout(ApiError, code="request_timeout", status=408):
     """The client did not send its whole body in time (a slow or stalled client)."""
 
-    def __init__(self, message: str, *, details: Any = None) -> None:
+    def __init__(self, message: str, *, details: JsonInObject | None = None) -> None:
         super().__init__(message, details=details)
         # the rest of the body may still arrive: the connection cannot be reused
         self.headers = {"Connection": "close"}
 
 
-def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+def error_body(code: str, message: str, details: JsonIn = None) -> ErrorAnswer:
     """The one error shape: {"error": {code, message, details}}."""
     return {"error": {"code": code, "message": message, "details": details}}
 

@@ -6,16 +6,17 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+
+from ledger.model.jsonvalue import JsonIn
 
 
-def long_string(value: Any, limit: int, where: str = "") -> tuple[str, int] | None:
+def long_string(value: JsonIn, limit: int, where: str = "") -> tuple[str, int] | None:
     """The place and length of the first string (or object key) longer than `limit` characters, if any.
 
     `where` is the prefix of the places named, e.g. "" for a record (`outbound[3].cited_work.title`)
     or the body's own paths for a batch (`events[2].data.title`).
     """
-    stack: list[tuple[str, Any]] = [(where, value)]
+    stack: list[tuple[str, JsonIn]] = [(where, value)]
     while stack:
         place, v = stack.pop()
         if isinstance(v, str):

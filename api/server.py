@@ -13,7 +13,7 @@ import re
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from http import HTTPStatus
 from pathlib import Path
@@ -23,12 +23,16 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import h11
 import uvicorn
 import uvicorn.config
+from starlette.types import ASGIApp
+from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import ServerState
 
 from api.errors import error_body
 from api.ops import logs
 from api.ops.serve_start import mark_server_start
 from api.settings import ENV_DB, ENV_READ_ONLY, Settings
+from ledger.model.jsonvalue import JsonObject
 from service.ledger import Ledger, is_pg_url
 from service.ops.projector import max_lag
 from service.resolver.match import max_text
@@ -136,9 +140,15 @@ class GuardedH11Protocol(H11Protocol):
     _linger_started = 0.0
     _raw: asyncio.Transport  # the transport itself; self.transport is it with close() through _close
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],  # uvicorn's own type: the lifespan's state, passed on
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         """uvicorn's protocol over an h11 connection that refuses heads above MAX_HEAD_BYTES."""
-        super().__init__(*args, **kwargs)
+        super().__init__(config, server_state, app_state, _loop)
         self.conn = _H11Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -303,7 +313,7 @@ _ANSWERED = (h11.DONE, h11.MUST_CLOSE, h11.CLOSED)
 class _ClosedThrough:
     """A transport whose close() is the protocol's choice (close, or linger); the rest is the transport's."""
 
-    def __init__(self, transport: asyncio.Transport, close: Any) -> None:
+    def __init__(self, transport: asyncio.Transport, close: Callable[[], None]) -> None:
         self._transport = transport
         self.close = close
 
@@ -440,16 +450,32 @@ def run(
         )
 
 
-def run_guarded(app: Any, **options: Any) -> None:
+def run_guarded(
+    app: ASGIApp | str,
+    *,
+    host: str,
+    port: int,
+    log_level: str,
+    factory: bool = False,
+    workers: int | None = None,
+    log_config: JsonObject = uvicorn.config.LOGGING_CONFIG,
+    access_log: bool = True,
+) -> None:
     """uvicorn.run with the guards every server of this project needs against hostile clients."""
     uvicorn.run(
         app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        factory=factory,
+        workers=workers,
+        log_config=log_config,
+        access_log=access_log,
         # by name, so each worker process imports it: head deadline and size, lingering close
         http="api.server:GuardedH11Protocol",
         timeout_keep_alive=KEEP_ALIVE_S,
         # An SSE subscription never ends by itself: without a bound, shutdown waits for clients.
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-        **options,
     )
 
 

@@ -7,8 +7,10 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeAlias
 from urllib.parse import urlsplit
 
+from ledger.model.jsonvalue import Json
 from service.alerts.secrets import SECRET_GRACE_S
 from service.collections import ENVIRONMENT as COLLECTION_ENVIRONMENT
 from service.collections import CollectionLimits, limits_from_env
@@ -315,7 +317,11 @@ OTHER_ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def _shown(value: object) -> str:
+# a setting's value, as `environment_help` shows its default
+SettingValue: TypeAlias = str | int | float | tuple[str, ...] | tuple[tuple[str, str], ...] | None
+
+
+def _shown(value: SettingValue) -> str:
     if value in (None, ()):
         return "unset"
     if isinstance(value, bool):
@@ -323,10 +329,10 @@ def _shown(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _attr(settings: Settings, dotted: str) -> object:
-    value: object = settings
-    for part in dotted.split("."):
-        value = getattr(value, part)
+def _attr(settings: Settings, dotted: str) -> SettingValue:
+    """A setting by its name in Settings, or the holder's and its own (`work_limits.max_lines`)."""
+    holder, _, name = dotted.rpartition(".")
+    value: SettingValue = getattr(getattr(settings, holder) if holder else settings, name)
     return value
 
 
@@ -364,7 +370,7 @@ def person_names(text: str | None) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _name(value: object) -> bool:
+def _name(value: Json) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 if TYPE_CHECKING:
     from api.alerts.alerting import Alerting
@@ -41,7 +44,9 @@ class AppState:
     witness_clients: WitnessClients | None
 
 
-def state_of(app: Any) -> AppState:
-    """The typed state of `app` (a Starlette app, or a request's `app`)."""
+def state_of(app: ASGIApp) -> AppState:
+    """The typed state of `app` (a Starlette app: a request's `app`, or a test client's)."""
+    if not isinstance(app, Starlette):
+        raise TypeError(f"an app with a state was expected, not {type(app).__name__}")
     state: AppState = app.state.typed
     return state

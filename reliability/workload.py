@@ -237,7 +237,7 @@ def direct_post(db: str) -> Callable[[Body], Answer]:
         try:
             result = ledger.append_batch(parse_batch(json.loads(json.dumps(body))))
         except LedgerError as e:
-            return status_of(e), error_answer(e)
+            return status_of(e), dict(error_answer(e))
         return (201 if result.appended else 200), append_answer(result)
 
     return post

@@ -11,7 +11,7 @@ import asyncio
 import re
 import threading
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 from xml.sax.saxutils import escape
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
@@ -36,6 +36,7 @@ from api.limits import RateLimiter
 from api.state import state_of
 from ledger.model.codec import canonical, decode_json
 from ledger.model.instants import format_recorded
+from ledger.model.jsonvalue import JsonObject
 from service.alerts.paper_notices import PaperNotice, work_name
 from service.alerts.watch_spec import parse_rotation, parse_watch
 from service.alerts.watches import rotation_json, watch_json
@@ -53,7 +54,7 @@ WatchId = Annotated[
     str, Path(description="The watch's id (from POST /watches)", max_length=64, pattern=NO_NUL)
 ]
 _ERRORS = (401, 403, 404, 422, 429)
-_OVER_QUOTA: dict[int | str, dict[str, Any]] = {
+_OVER_QUOTA: dict[int | str, JsonObject] = {
     409: {**docs.responses(409)[409], "description": "The token holds LEDGER_MAX_WATCHES watches"}
 }
 _streams = threading.Semaphore(100)  # open alert streams per process (past it: 503 with Retry-After)
@@ -70,8 +71,8 @@ def _reader(request: Request) -> str:
     return require_token(request, settings_of(request), "reading a watch")
 
 
-def _json(value: Any, status: int = 200) -> Response:
-    return Response(canonical(value), status_code=status, media_type=JSON)
+def _json(body: bytes, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type=JSON)
 
 
 @router.post(
@@ -99,7 +100,7 @@ async def post_watch(request: Request) -> Response:
     alerting = state_of(request.app).alerting
     if alerting is not None:
         alerting.deliver_wake.set()  # its held alerts are due now
-    return _json(watch_json(watch, covered, spec.secret_made), 201)
+    return _json(canonical(watch_json(watch, covered, spec.secret_made)), 201)
 
 
 @router.get("/watches", summary="The watches in force", responses=docs.responses(200, *_ERRORS))
@@ -111,7 +112,7 @@ def list_watches(
     owner = _reader(request)
     page = ledger_of(request).alerts.watches(after, PAGE, owner)
     body = {"watches": [watch_json(w) for w in page], "next": page[-1].id if len(page) == PAGE else None}
-    return _json(body)
+    return _json(canonical(body))
 
 
 @router.get(
@@ -125,7 +126,7 @@ def get_watch(request: Request, watch_id: WatchId) -> Response:
     ledger = ledger_of(request)
     watch = ledger.alerts.watch_of(watch_id, owner)
     covered = ledger.alerts.covered(watch.id)
-    return _json(watch_json(watch, covered))
+    return _json(canonical(watch_json(watch, covered)))
 
 
 @router.delete("/watches/{watch_id}", summary="Stop a watch", responses=docs.responses(200, *_ERRORS))
@@ -133,7 +134,7 @@ def delete_watch(request: Request, watch_id: WatchId) -> Response:
     """The watch stops: no alert is raised for it any more, its pending deliveries are dropped."""
     owner = _auth(request)
     watch = ledger_of(request).alerts.remove_watch(watch_id, owner)
-    return _json({"id": watch.id, "removed": True})
+    return _json(canonical({"id": watch.id, "removed": True}))
 
 
 @router.post(
@@ -157,10 +158,10 @@ async def rotate_secret(request: Request, watch_id: WatchId) -> Response:
     finally:
         if limiter is not None:
             limiter.charge(owner, 1)  # a write, as making a watch is
-    return _json(rotation_json(rotated))
+    return _json(canonical(rotation_json(rotated)))
 
 
-def _alerts_json(alerts: list[Alert]) -> list[Any]:
+def _alerts_json(alerts: list[Alert]) -> list[JsonObject]:
     return [{"n": a.n, **decode_json(a.body)} for a in alerts]
 
 
@@ -178,7 +179,7 @@ def watch_alerts(
     ledger = ledger_of(request)
     watch = ledger.alerts.watch_of(watch_id, owner)
     page = ledger.alerts.alerts(watch.id, after, PAGE, instant(request, since, "since", future=True))
-    return _json({"alerts": _alerts_json(page), "next": page[-1].n if len(page) == PAGE else None})
+    return _json(canonical({"alerts": _alerts_json(page), "next": page[-1].n if len(page) == PAGE else None}))
 
 
 @router.get(
@@ -197,7 +198,7 @@ def watch_deliveries(
     watch = ledger.alerts.watch_of(watch_id, owner)
     page = ledger.alerts.deliveries(watch.id, after, PAGE)
     body = {"deliveries": [d._asdict() for d in page], "next": page[-1].id if len(page) == PAGE else None}
-    return _json(body)
+    return _json(canonical(body))
 
 
 @router.get(

@@ -4,7 +4,7 @@ the ledger knew at `known_at` (default now)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, TypedDict
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -17,6 +17,7 @@ from api.state import state_of
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.instants import format_recorded
+from ledger.model.jsonvalue import Json, JsonObject
 from service.collections import Changed, change_data, check_name
 from service.ledger import Ledger, as_writer, by_token
 
@@ -33,11 +34,11 @@ _KNOWN_AT = Query(
 )
 
 
-def _json(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(canonical(value), status_code=status, media_type=JSON, headers=headers)
+def _json(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(body, status_code=status, media_type=JSON, headers=headers)
 
 
-def _body(raw: bytes) -> tuple[Any, Any]:
+def _body(raw: bytes) -> tuple[Json, Json]:
     """The change asked: `{"add": [...], "remove": [...]}`, either list left out for none."""
     value = decode_json(raw)
     if not isinstance(value, dict):
@@ -48,14 +49,32 @@ def _body(raw: bytes) -> tuple[Any, Any]:
     return value.get("add", []), value.get("remove", [])
 
 
-def _changed_json(done: Changed) -> dict[str, Any]:
+class _Appended(TypedDict):
+    seq: int
+    event_id: str
+    hash: str
+    duplicate: bool
+
+
+class _ChangedAnswer(TypedDict):
+    """The answer of a change: what it asked, the collection's size after it, and its event."""
+
+    name: str
+    add: list[str]
+    remove: list[str]
+    members: int
+    event: _Appended
+    head: JsonObject
+
+
+def _changed_json(done: Changed) -> _ChangedAnswer:
     item = done.result.items[0]
     return {
         "name": done.data.name,
         "add": done.data.add,
         "remove": done.data.remove,
         "members": done.members,
-        "event": {"seq": item.seq, "event_id": item.event_id, "hash": item.hash, "duplicate": item.duplicate},
+        "event": _Appended(seq=item.seq, event_id=item.event_id, hash=item.hash, duplicate=item.duplicate),
         "head": head_json(done.result.head),
     }
 
@@ -92,7 +111,7 @@ async def post_collection(request: Request, name: Annotated[str, _NAME]) -> Resp
         if limiter is not None:
             limiter.charge(token, 1)  # one event; a refused change costs the attempt too
     status = 201 if not done.result.items[0].duplicate else 200
-    return _json(_changed_json(done), status, head_headers(done.result.head))
+    return _json(canonical(_changed_json(done)), status, head_headers(done.result.head))
 
 
 @router.get(
@@ -107,7 +126,7 @@ def list_collections(request: Request, known_at: Annotated[str | None, _KNOWN_AT
     head = ledger.head()  # the answer is the ledger's at this head, which its header names
     sizes = ledger.collections.sizes(known_us, upto_seq=head.seq)
     listed = [{"name": n, "members": k} for n, k in sizes.items()]
-    return _json({"collections": listed, "known_at": _at(known_us)}, headers=head_headers(head))
+    return _json(canonical({"collections": listed, "known_at": _at(known_us)}), headers=head_headers(head))
 
 
 @router.get(
@@ -142,7 +161,7 @@ def get_collection(
         "next": page[-1] if more else None,
         "known_at": _at(known_us),
     }
-    return _json(body, headers=head_headers(head))
+    return _json(canonical(body), headers=head_headers(head))
 
 
 def _at(known_us: int | None) -> str | None:

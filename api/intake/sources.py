@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Sequence
-from typing import IO, Annotated, Any, TypeVar
+from enum import Enum
+from typing import IO, Annotated, TypedDict, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -25,6 +26,7 @@ from api.state import state_of
 from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.events import Event
+from ledger.model.jsonvalue import JsonObject
 from service.ledger import AppendResult, as_writer, by_token
 from service.sources import SOURCES, Appended, SourceFile, Summary, ingest
 from service.sources.works import NAME, WorksSummary, ingest_works
@@ -47,7 +49,7 @@ async def _spool(request: Request, limit: int) -> IO[bytes]:
     return spool  # type: ignore[return-value]
 
 
-_BINARY = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+_BINARY: JsonObject = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
 _WORKS_BODY = docs.request_body(
     {"application/json": {"schema": {}}, "application/x-ndjson": {"schema": {"type": "string"}}, **_BINARY},
     "A Crossref or OpenAlex works file exactly as published (gzip accepted): a /works/{doi} or /works "
@@ -84,7 +86,13 @@ async def _ingest_charged(
 
 
 # what both ingest routes document alike: their tag, answers and query parameter
-_INGEST_ROUTE: dict[str, Any] = {
+class _IngestRoute(TypedDict):
+    tags: list[str | Enum]
+    status_code: int
+    responses: dict[int | str, JsonObject]
+
+
+_INGEST_ROUTE: _IngestRoute = {
     "tags": ["sources"],
     "status_code": 201,
     "responses": docs.responses(201, 200, 401, 403, 413, 422),
@@ -219,4 +227,6 @@ def changes(
         }
         return render_changes_page(d, head=head.header(), links=links, broken=broken)
 
-    return negotiated.answer(request, d, {**head_headers(head), **chain_headers(broken)}, page)
+    return negotiated.answer(
+        request, lambda: canonical(d), {**head_headers(head), **chain_headers(broken)}, page
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -19,6 +19,7 @@ from api.state import state_of
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent
 from ledger.model.importer import SCHEMA, Batch, parse_batch, quick_batch, record_to_batch
+from ledger.model.jsonvalue import JsonIn, JsonObject
 from service.ledger import AppendResult, Ledger, as_writer, by_token
 
 router = APIRouter(tags=["writes"])
@@ -26,7 +27,7 @@ router = APIRouter(tags=["writes"])
 _WRITE_ERRORS = (401, 403, 409, 413, 422)
 
 
-def _write_responses() -> dict[int | str, dict[str, Any]]:
+def _write_responses() -> dict[int | str, JsonObject]:
     """The documented answers of a write, with the limits' own (docs.py knows the common ones)."""
     out = docs.responses(201, 200, *_WRITE_ERRORS, ok="AppendAnswer")
     refusal = out[413]  # the error shape, as every refusal
@@ -51,7 +52,7 @@ class _Writer:
         self.token = token
         self.limiter: RateLimiter | None = state_of(request.app).rate_limiter
 
-    def check_strings(self, raw: bytes, value: Any, where: str) -> None:
+    def check_strings(self, raw: bytes, value: JsonIn, where: str) -> None:
         """422 naming the first string (or key) longer than the limit."""
         limit = self.settings.max_string
         if short_strings(raw, limit):
@@ -88,7 +89,7 @@ async def _authorized_body(request: Request) -> tuple[_Writer, bytes]:
 # -- end of write limits -------------------------------------------------------------------------
 
 
-def append_answer(result: AppendResult) -> dict[str, Any]:
+def append_answer(result: AppendResult) -> JsonObject:
     """The JSON answer of a write: counts, the head, and each event's seq, id, hash and duplicate flag."""
     return {
         "appended": result.appended,

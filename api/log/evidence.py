@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Header, Query, Request, Response
@@ -18,9 +18,10 @@ from api.log.live import Subscription, follow
 from api.records import negotiated
 from api.records.render import ENV
 from api.state import state_of
-from ledger.model.codec import envelope_json
+from ledger.model.codec import canonical, envelope_json
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import DATA_TYPES, StoredEvent
+from ledger.model.facts import Head
 
 router = APIRouter(tags=["evidence"])
 DEFAULT_LIMIT = 100
@@ -67,25 +68,33 @@ def evidence(
     if next_after is not None:
         query = {"after": next_after, "limit": limit, "stream": stream, "type": type}
         next_url = "/evidence?" + urlencode({k: v for k, v in query.items() if v is not None})
-    body = {
-        "events": [envelope_json(e) for e in page],
-        "head": head_json(head),
-        "next_after": next_after,
-        "next": next_url,
-    }
-    shown = lambda: events_page(body, after, stream, type)  # noqa: E731
+
+    def body() -> bytes:
+        envelopes = [envelope_json(e) for e in page]
+        return canonical(
+            {"events": envelopes, "head": head_json(head), "next_after": next_after, "next": next_url}
+        )
+
+    shown = lambda: events_page(page, head, next_url, after, stream, type)  # noqa: E731
     return negotiated.answer(request, body, head_headers(head), shown)
 
 
-def events_page(body: dict[str, Any], after: int, stream: str | None, type_: str | None) -> str:
+def events_page(
+    page: list[StoredEvent],
+    head: Head,
+    next_url: str | None,
+    after: int,
+    stream: str | None,
+    type_: str | None,
+) -> str:
     """A page of the log for a browser: each event's envelope, its data indented, its proof linked."""
     events = []
-    for e in body["events"]:
+    for e in map(envelope_json, page):
         rest = [(k, v) for k, v in e.items() if k not in ("seq", "type", "stream", "observed_at", "data")]
         data = json.dumps(json.loads(bytes(e["data"])), indent=2, ensure_ascii=False, sort_keys=True)
         events.append({**e, "rest": rest, "data": data})
     return ENV.get_template("events.html").render(
-        events=events, head=body["head"], next=body["next"], after=after, stream=stream, type=type_
+        events=events, head=head_json(head), next=next_url, after=after, stream=stream, type=type_
     )
 
 
@@ -125,12 +134,12 @@ class SSEResponse(StreamingResponse):
         """Stream until the events end, the client disconnects or the subscriber is dropped."""
         watcher = asyncio.ensure_future(_disconnected(receive))
         streamer = asyncio.ensure_future(self.stream_response(send))
-        tasks: set[asyncio.Future[Any]] = {watcher, streamer}
+        tasks: set[asyncio.Future[None]] = {watcher, streamer}
         if self.subscription is not None:
             # A dropped subscriber's client is not reading: its stream may be stuck in send() for
             # good, so it is cancelled and the response left unfinished, which makes the server close
             # the connection (the client reconnects with Last-Event-ID).
-            tasks.add(asyncio.ensure_future(self.subscription.dropped.wait()))
+            tasks.add(asyncio.ensure_future(_dropped(self.subscription)))
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -141,6 +150,10 @@ class SSEResponse(StreamingResponse):
                 self.subscription.close()
         if streamer.done() and not streamer.cancelled() and streamer.exception() is not None:
             raise streamer.exception()  # type: ignore[misc]
+
+
+async def _dropped(subscription: Subscription) -> None:
+    await subscription.dropped.wait()
 
 
 async def _disconnected(receive: Receive) -> None:

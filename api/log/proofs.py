@@ -25,6 +25,7 @@ from ledger.model.facts import Head
 from ledger.tlog import merkle_store
 from ledger.tlog.checkpoint import Checkpointer, NoteError, NotSigned, SignedCheckpoint, open_checkpoint
 from ledger.tlog.checkpoint_notes import unsigned_checkpoint
+from ledger.tlog.held_checkpoint import HeldVerdict
 
 router = APIRouter(tags=["integrity"])
 _Route = TypeVar("_Route", bound=Callable[..., Response])
@@ -58,8 +59,8 @@ def _read_only(request: Request) -> bool:
     return settings_of(request).read_only
 
 
-def _json(body: object, head: Head) -> Response:
-    return Response(canonical(body), media_type=JSON, headers=head_headers(head))
+def _json(body: bytes, head: Head) -> Response:
+    return Response(body, media_type=JSON, headers=head_headers(head))
 
 
 @router.get(
@@ -82,7 +83,7 @@ def inclusion_proof(request: Request, seq: Seq, tree_size: TreeSize = None) -> R
         return negotiated.error(request, e, [("The event log", "/evidence")])
     body = proof.to_json()
     page = lambda: ENV.get_template("proof.html").render(p=body)  # noqa: E731
-    return negotiated.answer(request, body, head_headers(head), page)
+    return negotiated.answer(request, lambda: canonical(body), head_headers(head), page)
 
 
 @router.get(
@@ -145,7 +146,7 @@ def consistency_proof(request: Request, old_size: OldSize, new_size: NewSize = N
         "new_root_hash": merkle_store.b64(proof.new_root),
         "consistency_path": [merkle_store.b64(h) for h in proof.path],
     }
-    return _json(body, head)
+    return _json(canonical(body), head)
 
 
 @router.get(
@@ -198,10 +199,10 @@ async def check_checkpoint(request: Request) -> Response:
     note = (await read_body(request, MAX_NOTE_BYTES)).decode("utf-8", errors="replace")
     verdict, signature = await run_in_threadpool(_check_held, request, note)
     head = ledger_of(request).head()
-    return _json({**verdict, "signature": signature}, head)
+    return _json(canonical({**verdict.to_dict(), "signature": signature}), head)
 
 
-def _check_held(request: Request, note: str) -> tuple[dict[str, object], str]:
+def _check_held(request: Request, note: str) -> tuple[HeldVerdict, str]:
     checkpointer = _checkpointer(request)
     verifier = checkpointer.existing_verifier()
     try:
@@ -214,4 +215,4 @@ def _check_held(request: Request, note: str) -> tuple[dict[str, object], str]:
     except NoteError as e:
         raise InvalidEvent("note", e.message) from None
     verdict = ledger_of(request).log.hold_against(held, fill=not _read_only(request))
-    return verdict.to_dict(), signature
+    return verdict, signature

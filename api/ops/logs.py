@@ -13,7 +13,8 @@ import os
 import re
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Any
+
+from ledger.model.jsonvalue import JsonObject
 
 REQUEST_ID_HEADER = "X-Request-Id"
 # the id of the request being served (set by the telemetry middleware; None outside a request)
@@ -41,7 +42,7 @@ class JsonFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         """The record as one line of JSON (newlines in any value are escaped)."""
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "time": datetime.fromtimestamp(record.created, UTC)
             .isoformat(timespec="milliseconds")
             .replace("+00:00", "Z"),
@@ -61,7 +62,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, default=str, separators=(",", ":"))
 
 
-def log_config(json_format: bool) -> dict[str, Any] | None:
+def log_config(json_format: bool) -> JsonObject | None:
     """uvicorn's log_config: every logger (its own, the app's, the root) JSON on stderr; None keeps
     uvicorn's own text configuration."""
     if not json_format:
@@ -116,7 +117,7 @@ def log_append(
     source: str | None = None,
 ) -> None:
     """The line of one committed append."""
-    fields: dict[str, Any] = {
+    fields: JsonObject = {
         "route": route,
         "events": events,
         "appended": appended,

@@ -16,11 +16,13 @@ import re
 from collections import Counter as Tally
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import prometheus_client
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, multiprocess
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.registry import Collector
 
 from ledger.model.codec import type_of
 from ledger.model.events import Event
@@ -120,14 +122,17 @@ INGESTS = Counter(
 )
 
 
-class _Children:
+M = TypeVar("M", bound=MetricWrapperBase)
+
+
+class _Children(Generic[M]):
     """A metric's labelled children by label values, kept: `.labels()` validates and locks on every call."""
 
-    def __init__(self, metric: Any) -> None:
+    def __init__(self, metric: M) -> None:
         self.metric = metric
-        self._made: dict[tuple[str, ...], Any] = {}
+        self._made: dict[tuple[str, ...], M] = {}
 
-    def __call__(self, *labels: str) -> Any:
+    def __call__(self, *labels: str) -> M:
         child = self._made.get(labels)
         if child is None:
             child = self._made[labels] = self.metric.labels(*labels)
@@ -308,7 +313,7 @@ def _status_gauges(s: Status) -> Iterator[GaugeMetricFamily]:
 class _Together:
     """Several collectors as one, for generate_latest."""
 
-    def __init__(self, collectors: Iterable[Any]) -> None:
+    def __init__(self, collectors: Iterable[Collector]) -> None:
         self.collectors = list(collectors)
 
     def collect(self) -> Iterator[Metric]:
@@ -320,7 +325,7 @@ def exposition(ops: Operations, passes: PassLog | None) -> bytes:
     """The text GET /metrics answers: every process's counters, and the ledger's gauges read now."""
     if MULTIPROCESS:
         _forget_dead_workers(Path(os.environ[MULTIPROC_ENV]))
-        counted: Any = CollectorRegistry()
+        counted = CollectorRegistry()
         multiprocess.MultiProcessCollector(counted)
     else:
         counted = REGISTRY

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -19,13 +18,14 @@ from api.ops import logs, metrics
 from api.ops.scrub import passes_of
 from api.settings import Settings
 from ledger.model.events import Event
+from ledger.model.jsonvalue import JsonObject
 from service.ledger import AppendResult
 from service.sources import Summary
 
 router = APIRouter(tags=["service"])
 UNMATCHED = "unmatched"  # the route label of a request no route took (a 404): never the client's path
 
-_METRICS_DOC: dict[int | str, dict[str, Any]] = {
+_METRICS_DOC: dict[int | str, JsonObject] = {
     200: {
         "description": "Prometheus text exposition format",
         "content": {"text/plain": {"schema": {"type": "string"}}},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import NotRequired, TypedDict
 from urllib.parse import urlencode
 
 from api.common import head_json
@@ -12,6 +12,7 @@ from ledger.model.errors import ChainBroken, NotFound
 from ledger.model.events import StoredEvent
 from ledger.model.facts import Head, ScrubPass
 from ledger.model.instants import format_as_of
+from ledger.model.jsonvalue import Json, JsonIn, JsonObject
 from ledger.model.record_types import Record
 from ledger.tlog.chain import GENESIS, envelope_body, link_hash
 from ledger.tlog.checkpoint import CheckpointRefused, NotSigned, unsigned_checkpoint
@@ -30,6 +31,131 @@ from service.resolver.shown import WRITERS_NOTE, catalogue_seqs, writer_json
 PAGE_OBSERVATIONS = 1000
 
 
+class Problem(TypedDict):
+    """A break this answer found, at the seq a walk from seq 1 would name."""
+
+    seq: int
+    reason: str
+
+
+class ListedEvent(TypedDict):
+    """One event behind the record, re-hashed for this answer, and who wrote it."""
+
+    seq: int
+    type: str
+    stream: str
+    event_id: str
+    observed_at: str
+    recorded_at: str
+    prev_hash: str
+    hash: str
+    hash_ok: bool
+    linked: bool
+    proof_ok: bool | None  # None: no proof to check
+    writer: NotRequired[JsonObject | None]
+
+
+class Proof(TypedDict):
+    """An event's inclusion proof, as service.proofs gives it."""
+
+    seq: int
+    leaf_index: int
+    tree_size: int
+    inclusion_path: list[str]
+
+
+class Proven(TypedDict):
+    """The proofs of the listed events against one signed checkpoint (none: no checkpoint)."""
+
+    proofs: list[Proof]
+    checkpoint: str | None
+    key: str | None
+
+
+class Page(TypedDict):
+    page: int
+    pages: int
+    next: str | None
+    proves: str
+
+
+class DigestCheck(TypedDict):
+    ledger: str
+    recomputed: str
+    match: bool
+
+
+class ObservationCheck(TypedDict):
+    path: str
+    observation_id: str
+    ledger: str
+    recomputed: str | None
+    match: bool
+
+
+class Rebuilt(TypedDict):
+    """Page 1: the record rebuilt from the listed events, its digests compared with the ledger's."""
+
+    context_digest: DigestCheck
+    observations_checked: int
+    observations_matching: int
+    observations: list[ObservationCheck]
+    record_identical: bool
+
+
+class InboundCheck(TypedDict):
+    observation_id: str
+    inbound: bool
+
+
+class HiddenInbound(TypedDict):
+    """Pages 2..: each listed observation recomputed as inbound to the paper, or not."""
+
+    observations_expected: int
+    observations_inbound: int
+    observations: list[InboundCheck]
+
+
+class RecordPart(TypedDict):
+    """The record the report is about: the head it was read at, its digest, the events that built it."""
+
+    head: JsonObject
+    context_digest: str
+    events_used: int
+    links: JsonIn
+
+
+class Resolutions(TypedDict):
+    ok: bool
+    checked: list[JsonObject]
+    how: str
+
+
+class IntegrityAnswer(TypedDict):
+    """The integrity report of one record (docs.py's IntegrityReport documents it)."""
+
+    arxiv_id: str
+    as_of: str
+    known_at: str | None
+    ok: bool
+    first_bad_seq: int | None
+    problems: list[Problem]
+    chain: JsonObject
+    record: RecordPart
+    page: Page
+    counts: JsonObject
+    events: list[ListedEvent]
+    catalogue_events: list[ListedEvent]
+    recomputed: Rebuilt | HiddenInbound
+    resolutions: Resolutions
+    writers_note: str
+    checkpoint: str | None
+    key: str | None
+    proofs: list[Proof]
+    proofs_note: str | None
+    method: str
+
+
 def integrity_report(
     ledger: Ledger,
     arxiv_id: str,
@@ -40,7 +166,7 @@ def integrity_report(
     passes: PassLog,
     read_only: bool = False,
     banner: Chain | None = None,
-) -> tuple[dict[str, Any], Head, ScrubPass | None]:
+) -> tuple[IntegrityAnswer, Head, ScrubPass | None]:
     """The chain status, the events behind the record, and its digests rebuilt from those events.
 
     Page 1 proves what the record shows; pages 2.. prove the inbound observations it counts but does
@@ -73,16 +199,18 @@ def integrity_report(
         # anything not listed, or the projection disagreed with itself, a digest below would differ.
         # Only the count of inbound observations not shown is taken from the ledger (see "counts").
         reader = MemoryReader(envelopes, as_of_us, known_us, inbound_total=total if total > shown else None)
-        recomputed = _compare_digests(record, build_record(reader, arxiv_id, as_of_us).record)
+        rebuilt = _compare_digests(record, build_record(reader, arxiv_id, as_of_us).record)
         recomputed_ok = (
-            recomputed["context_digest"]["match"]
-            and recomputed["observations_matching"] == recomputed["observations_checked"]
-            and recomputed["record_identical"]
+            rebuilt["context_digest"]["match"]
+            and rebuilt["observations_matching"] == rebuilt["observations_checked"]
+            and rebuilt["record_identical"]
         )
+        recomputed: Rebuilt | HiddenInbound = rebuilt
     else:
         expected = min(PAGE_OBSERVATIONS, total - shown - offset)
-        recomputed = _hidden_inbound(envelopes, arxiv_id, as_of_us, known_us, expected)
-        recomputed_ok = recomputed["observations_inbound"] == recomputed["observations_expected"]
+        hidden = _hidden_inbound(envelopes, arxiv_id, as_of_us, known_us, expected)
+        recomputed_ok = hidden["observations_inbound"] == hidden["observations_expected"]
+        recomputed = hidden
     # Resume from the last verified point (a full re-walk per request would grow with the ledger);
     # what it does not re-hash is vouched for by the last recorded full walk, which it names.
     chain = ledger.ops.chain_status(passes, remember=not read_only)
@@ -101,15 +229,17 @@ def integrity_report(
     for c in checked:
         c["writer"] = writer_json(writers.get(c["seq"]))
     resolutions_ok = all(c["names_work"] for c in checked)
-    problems = [{"seq": e["seq"], "reason": _EVENT_BREAK} for e in listed if not e["hash_ok"]]
-    problems += [{"seq": e["seq"], "reason": _LINK_BREAK} for e in listed if e["hash_ok"] and not e["linked"]]
+    problems = [Problem(seq=e["seq"], reason=_EVENT_BREAK) for e in listed if not e["hash_ok"]]
+    problems += [
+        Problem(seq=e["seq"], reason=_LINK_BREAK) for e in listed if e["hash_ok"] and not e["linked"]
+    ]
     named = {p["seq"] for p in problems}
     located = _locate(ledger, [e["seq"] for e in listed if e["proof_ok"] is False], head)
     problems += [p for p in located if p["seq"] not in named]
     if proof_break is not None:  # the ledger refused to sign: it no longer extends its last checkpoint
-        problems.append({"seq": proof_break, "reason": proofs_note})
+        problems.append(Problem(seq=proof_break, reason=proofs_note or ""))
     bad = [p["seq"] for p in problems] + ([chain["first_bad_seq"]] if chain["first_bad_seq"] else [])
-    report = {
+    report: IntegrityAnswer = {
         "arxiv_id": arxiv_id,
         "as_of": record.as_of,
         "known_at": None if known_us is None else format_as_of(known_us),
@@ -118,12 +248,12 @@ def integrity_report(
         # what this answer found beyond the chain walk, each at the seq a walk from seq 1 would name
         "problems": sorted(problems, key=lambda p: (p["seq"], p["reason"])),
         "chain": chain,
-        "record": {
-            "head": head_json(head),
-            "context_digest": record.context_digest,
-            "events_used": len(envelopes),
-            "links": as_json(record.links),
-        },
+        "record": RecordPart(
+            head=head_json(head),
+            context_digest=record.context_digest,
+            events_used=len(envelopes),
+            links=as_json(record.links),
+        ),
         "page": _page(record, known_us, page, pages),
         "counts": _counts(total, shown, pages),
         "events": events,
@@ -141,7 +271,7 @@ def integrity_report(
     return report, head, broken
 
 
-def _page(record: Record, known_us: int | None, page: int, pages: int) -> dict[str, Any]:
+def _page(record: Record, known_us: int | None, page: int, pages: int) -> Page:
     """Which page this is, and the link to the next (same as_of and known_at: the same record)."""
     query = {"as_of": record.as_of} | ({} if known_us is None else {"known_at": format_as_of(known_us)})
     link = f"{record.links.integrity}?{urlencode(query)}&page="
@@ -155,7 +285,7 @@ def _page(record: Record, known_us: int | None, page: int, pages: int) -> dict[s
     }
 
 
-def _counts(total: int, shown: int, pages: int) -> dict[str, Any]:
+def _counts(total: int, shown: int, pages: int) -> JsonObject:
     """How the record's inbound count was obtained, and where the rest of its evidence is."""
     if total == shown:
         how = "every inbound observation is shown: the count is recomputed from the listed events"
@@ -172,7 +302,7 @@ def _counts(total: int, shown: int, pages: int) -> dict[str, Any]:
 
 def _hidden_inbound(
     envelopes: list[StoredEvent], arxiv_id: str, as_of_us: int, known_us: int | None, expected: int
-) -> dict[str, Any]:
+) -> HiddenInbound:
     """Each listed observation recomputed from its own events: inbound to the paper as of T and K."""
     reader = MemoryReader(envelopes, as_of_us, known_us)
     total, _ = reader.inbound(arxiv_id, 0)
@@ -182,22 +312,22 @@ def _hidden_inbound(
     return {
         "observations_expected": expected,
         "observations_inbound": total,
-        "observations": [{"observation_id": o, "inbound": o in found} for o in listed],
+        "observations": [InboundCheck(observation_id=o, inbound=o in found) for o in listed],
     }
 
 
-def _proofs(
-    ledger: Ledger, seqs: list[int], read_only: bool
-) -> tuple[dict[str, Any], str | None, int | None]:
+def _proofs(ledger: Ledger, seqs: list[int], read_only: bool) -> tuple[Proven, str | None, int | None]:
     """The proofs, why there are none (if so), and the seq a refusal to sign names (a broken ledger)."""
+    none = Proven(proofs=[], checkpoint=None, key=None)
     try:
-        return prove_seqs(ledger, seqs, sign=not read_only, stored_above=True), None, None
+        proven = prove_seqs(ledger, seqs, sign=not read_only, stored_above=True)
     except NotSigned as e:
-        return {"proofs": [], "checkpoint": None, "key": None}, e.message, None
+        return none, e.message, None
     except ChainBroken as e:
-        return {"proofs": [], "checkpoint": None, "key": None}, e.message, e.seq
+        return none, e.message, e.seq
     except CheckpointRefused as e:
-        return {"proofs": [], "checkpoint": None, "key": None}, e.message, None
+        return none, e.message, None
+    return Proven(proofs=proven["proofs"], checkpoint=proven["checkpoint"], key=proven["key"]), None, None
 
 
 _RECOMPUTED = (
@@ -225,7 +355,7 @@ def _hashes_before(ledger: Ledger, envelopes: list[StoredEvent]) -> dict[int, st
     return {s: GENESIS if s == 1 else (near[s - 1].hash if s - 1 in near else None) for s in mine}
 
 
-def _locate(ledger: Ledger, failed: list[int], head: Head) -> list[dict[str, Any]]:
+def _locate(ledger: Ledger, failed: list[int], head: Head) -> list[Problem]:
     """Where the chain breaks near events whose inclusion proof failed: the lower levels of a proof are
     recomputed from the other events of its 16-leaf block, so re-hash those (and the link into the next
     block) in seq order and name the first break, as a walk from seq 1 would."""
@@ -234,21 +364,21 @@ def _locate(ledger: Ledger, failed: list[int], head: Head) -> list[dict[str, Any
         first, last = (block << STORED_LEVEL) + 1, min(((block + 1) << STORED_LEVEL) + 1, head.seq)
         rows = {e.seq: e for e in ledger.records.envelopes(list(range(max(first - 1, 1), last + 1)))}
         prev = GENESIS if first == 1 else rows[first - 1].hash if first - 1 in rows else None
-        where: dict[str, Any] = {
-            "seq": first,
-            "reason": f"the events of seqs {first}..{min(last, first + BLOCK - 1)} no longer hash to the "
+        where = Problem(
+            seq=first,
+            reason=f"the events of seqs {first}..{min(last, first + BLOCK - 1)} no longer hash to the "
             "Merkle tree the checkpoint signed (a stored Merkle node or the whole block was rewritten)",
-        }
+        )
         for seq in range(first, last + 1):
             e = rows.get(seq)
             if e is None:
-                where = {"seq": seq, "reason": "the event is missing: the sequence has a gap"}
+                where = Problem(seq=seq, reason="the event is missing: the sequence has a gap")
                 break
             if prev is not None and e.prev_hash != prev:
-                where = {"seq": seq, "reason": _LINK_BREAK}
+                where = Problem(seq=seq, reason=_LINK_BREAK)
                 break
             if link_hash(e.prev_hash, envelope_body(e)) != e.hash:
-                where = {"seq": seq, "reason": _EVENT_BREAK}
+                where = Problem(seq=seq, reason=_EVENT_BREAK)
                 break
             prev = e.hash
         where["reason"] += " (found re-hashing the block of an event whose inclusion proof failed)"
@@ -256,7 +386,7 @@ def _locate(ledger: Ledger, failed: list[int], head: Head) -> list[dict[str, Any
     return found
 
 
-def _event(e: StoredEvent, before: dict[int, str | None], proven: dict[str, Any]) -> dict[str, Any]:
+def _event(e: StoredEvent, before: dict[int, str | None], proven: Proven) -> ListedEvent:
     # re-hashed from the envelope exactly as /evidence serves it, never taken from the stored hash
     body = envelope_body(e)
     return {
@@ -274,7 +404,7 @@ def _event(e: StoredEvent, before: dict[int, str | None], proven: dict[str, Any]
     }
 
 
-def _proof_ok(seq: int, leaf: bytes, proven: dict[str, Any]) -> bool | None:
+def _proof_ok(seq: int, leaf: bytes, proven: Proven) -> bool | None:
     """Whether the event's inclusion proof leads from its served bytes to the checkpoint root (None:
     no proof to check)."""
     if proven["checkpoint"] is None:
@@ -291,12 +421,12 @@ def _proof_ok(seq: int, leaf: bytes, proven: dict[str, Any]) -> bool | None:
     return True
 
 
-def _method(chain: dict[str, Any], proven: dict[str, Any], proofs_note: str | None, page: int) -> str:
+def _method(chain: JsonObject, proven: Proven, proofs_note: str | None, page: int) -> str:
     """What was done for this answer, in words: no more than what the fields above show."""
-    walked = chain["walked"]
+    walked = _part(chain["walked"])
     now = "no event" if walked is None else f"seqs {walked['from']}..{walked['to']}"
-    trusted = chain["trusted"]
-    last = chain["last_full_walk"]
+    trusted = _part(chain["trusted"])
+    last = _part(chain["last_full_walk"]) or {}
     prefix = (
         ""
         if trusted is None
@@ -323,20 +453,25 @@ def _method(chain: dict[str, Any], proven: dict[str, Any], proofs_note: str | No
     )
 
 
-def _compare_digests(ledger_record: Record, rebuilt: Record) -> dict[str, Any]:
+def _part(value: Json) -> JsonObject | None:
+    """A part of the chain status that is an object or null (a walk, the trusted prefix)."""
+    return value if isinstance(value, dict) else None
+
+
+def _compare_digests(ledger_record: Record, rebuilt: Record) -> Rebuilt:
     mine = {o.observation_id: o.observation_digest for o in (*rebuilt.outbound, *rebuilt.inbound)}
     observations = []
     for lane, items in (("outbound", ledger_record.outbound), ("inbound", ledger_record.inbound)):
         for i, o in enumerate(items):
             again = mine.get(o.observation_id)
             observations.append(
-                {
-                    "path": f"{lane}[{i}]",
-                    "observation_id": o.observation_id,
-                    "ledger": o.observation_digest,
-                    "recomputed": again,
-                    "match": again == o.observation_digest,
-                }
+                ObservationCheck(
+                    path=f"{lane}[{i}]",
+                    observation_id=o.observation_id,
+                    ledger=o.observation_digest,
+                    recomputed=again,
+                    match=again == o.observation_digest,
+                )
             )
     return {
         "context_digest": {

@@ -7,7 +7,6 @@ carry `Vary: Accept`, so a cache keys them apart.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import quote
 
 from fastapi import Request, Response
@@ -18,7 +17,6 @@ from api.common import JSON
 from api.errors import error_answer, http_error, status_of
 from api.negotiate import VARY, prefers_html
 from api.records.render import render_error_page
-from ledger.model.codec import canonical
 from ledger.model.errors import LedgerError
 
 # what to type where an instant goes, said on the page that refused one: the record page's boxes by name
@@ -39,11 +37,13 @@ def wants_html(request: Request) -> bool:
     return prefers_html(request.headers.get("accept"))
 
 
-def answer(request: Request, body: Any, headers: dict[str, str], page: Callable[[], str]) -> Response:
-    """The page `page()` renders for a browser, else `body` as canonical JSON; both Vary on Accept."""
+def answer(
+    request: Request, body: Callable[[], bytes], headers: dict[str, str], page: Callable[[], str]
+) -> Response:
+    """The page `page()` renders for a browser, else the JSON `body()` encodes; both Vary on Accept."""
     if wants_html(request):
         return HTMLResponse(page(), headers={**headers, **VARY})
-    return Response(canonical(body), media_type=JSON, headers={**headers, **VARY})
+    return Response(body(), media_type=JSON, headers={**headers, **VARY})
 
 
 def error_page(err: LedgerError, back: list[tuple[str, str]] | None = None) -> HTMLResponse:

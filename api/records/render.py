@@ -6,10 +6,11 @@ out. No I/O besides loading the Jinja2 templates next to this module.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jinja2
 
@@ -18,9 +19,15 @@ from api.records.timeline import GROUP_LABELS, Rendered
 from ledger.model.codec import canonical
 from ledger.model.events import STATUSES, CitedWork
 from ledger.model.facts import ScrubPass
+from ledger.model.jsonvalue import JsonIn
 from ledger.model.record_types import Record, SnapshotBlock, StandingNotice, StateCounts
+from projections.diff import Changes
 from projections.readings import Sides
 from service.alerts.paper_notices import work_name
+from service.search import Answer, Hit
+
+if TYPE_CHECKING:
+    from api.records.integrity import IntegrityAnswer
 
 __all__ = [
     "render_record_page",
@@ -41,12 +48,12 @@ STANDING_REASONS = {
 }
 
 
-def _words(value: Any) -> str:
+def _words(value: JsonIn) -> str:
     """Underscored identifiers as words: ``verified_fuzzy`` -> ``verified fuzzy``."""
     return str(value).replace("_", " ")
 
 
-def _safe_href(url: Any) -> str | None:
+def _safe_href(url: JsonIn) -> str | None:
     """The URL if it is safe to put in an href (http(s) or a site path), else None."""
     if not isinstance(url, str):
         return None
@@ -56,7 +63,7 @@ def _safe_href(url: Any) -> str | None:
     return None
 
 
-def _title_of(block: CitedWork | SnapshotBlock | dict[str, Any] | None) -> str | None:
+def _title_of(block: CitedWork | SnapshotBlock | JsonIn) -> str | None:
     """The non-blank ``title`` of a cited_work/paper block (or a paper snapshot's dict), else None."""
     if isinstance(block, dict):
         title = block.get("title")
@@ -74,7 +81,7 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "?", "!")) else text + "."
 
 
-def _id_from_link(link: Any) -> str:
+def _id_from_link(link: JsonIn) -> str:
     """The arXiv id at the end of a ``/paper/{id}`` link."""
     return str(link or "").rstrip("/").rsplit("/", 1)[-1]
 
@@ -121,7 +128,7 @@ def _standing_text(notice: StandingNotice) -> str:
     return f"Unavailable: {_words(reason or 'no reason given')}."
 
 
-def _instant(ts: Any) -> datetime | None:
+def _instant(ts: JsonIn) -> datetime | None:
     """A timestamp string as an aware datetime, None if unreadable."""
     try:
         parsed = datetime.fromisoformat(str(ts))
@@ -259,7 +266,7 @@ def render_index_page(
 
 
 def render_search_page(
-    answer: Any, hits: list[tuple[Any, str]], per_page: int, broken: ScrubPass | None = None
+    answer: Answer, hits: list[tuple[Hit, str]], per_page: int, broken: ScrubPass | None = None
 ) -> str:
     """Render a page of search hits (each with the href of its record), the search box holding the query,
     and links to the other pages (`answer`: a service.search.Answer); `broken` as for a record."""
@@ -268,11 +275,12 @@ def render_search_page(
     )
 
 
-def _change_text(change: dict[str, Any]) -> str:
+def _change_text(change: Mapping[str, JsonIn]) -> str:
     """One change of a record-changes document in words: what moved, from what to what."""
     kind = change.get("kind")
     if "notice" in change:
-        notice = change["notice"] or {}
+        notice = change["notice"]
+        notice = notice if isinstance(notice, Mapping) else {}  # null: a notice with nothing said
         what = "appeared" if kind == "notice_appeared" else "went away"
         return f"{_words(notice.get('kind') or 'notice')} notice from {notice.get('source')} {what}"
     if kind in ("receipt_appeared", "receipt_gone", "receipt_moved"):
@@ -281,7 +289,7 @@ def _change_text(change: dict[str, Any]) -> str:
     return f"{where}: {_shown(change.get('from'))} → {_shown(change.get('to'))}"
 
 
-def _shown(value: Any) -> str:
+def _shown(value: JsonIn) -> str:
     """A JSON value as a reader sees it: none for null, strings as they are, the rest as JSON."""
     if value is None:
         return "none"
@@ -294,7 +302,7 @@ ENV.filters.update({"change_text": _change_text, "shown": _shown, "work_name": w
 
 
 def render_changes_page(
-    changes: dict[str, Any], *, head: str, links: dict[str, str], broken: ScrubPass | None = None
+    changes: Changes, *, head: str, links: dict[str, str], broken: ScrubPass | None = None
 ) -> str:
     """Render what changed in a record between two instants (projections.diff's document), each change
     with the events responsible linked to their inclusion proofs; `links`: record, from_record, integrity;
@@ -303,7 +311,7 @@ def render_changes_page(
 
 
 def render_integrity_page(
-    report: dict[str, Any], *, links: dict[str, str], broken: ScrubPass | None = None
+    report: IntegrityAnswer, *, links: dict[str, str], broken: ScrubPass | None = None
 ) -> str:
     """Render an integrity report (api.records.integrity) for people: the verdict, what was checked and
     how, each event's checks, its inclusion proof and the signed checkpoint a click away; `broken` as

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request, Response
@@ -30,7 +30,7 @@ from api.negotiate import VARY, prefers_json
 from api.ops import telemetry
 from api.ops.scrub import broken_walk, chain_headers, passes_of
 from api.records import negotiated
-from api.records.held import verify_held
+from api.records.held import HeldAnswer, verify_held
 from api.records.integrity import integrity_report
 from api.records.negotiated import error_page
 from api.records.record_cache import RecordCache
@@ -215,7 +215,7 @@ def integrity(
     record = f"/paper/{arxiv_id}/citation-record?as_of={quote(report['as_of'], safe=':')}"
     return negotiated.answer(
         request,
-        report,
+        lambda: canonical(report),
         _headers(head, broken),
         lambda: render_integrity_page(report, links={"record": record}, broken=broken),
     )
@@ -296,7 +296,7 @@ async def verify(request: Request, known_at: KnownAt = None) -> Response:
     return Response(canonical(answer), media_type=JSON, headers=head_headers(head))
 
 
-def _verify(request: Request, raw: bytes, known_us: int | None) -> tuple[dict[str, Any], Any]:
+def _verify(request: Request, raw: bytes, known_us: int | None) -> tuple[HeldAnswer, Head]:
     return verify_held(ledger_of(request), decode_json(raw), known_us)
 
 

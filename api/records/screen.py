@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request, Response
@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from api import docs
-from api.common import JSON, head_headers, instant, ledger_of, settings_of
+from api.common import JSON, head_headers, instant, json_object, ledger_of, settings_of
 from api.log.bundles import bundle_response
 from api.negotiate import VARY, prefers_html, quality
 from api.records import negotiated
@@ -22,6 +22,7 @@ from api.records.render import ENV
 from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.ids import normalise_arxiv
+from ledger.model.jsonvalue import Json, JsonObject
 from service.proofs.screen_bundle import bundle_of_page, screen_checkpoint
 from service.screen import (
     CSV_COLUMNS,
@@ -122,19 +123,21 @@ def _href(request: Request, **override: str) -> str:
     return request.url.path + ("?" + urlencode(params) if params else "")
 
 
-def _render(request: Request, page: Page, body: dict[str, Any], changes: bool) -> str:
-    groups: list[tuple[str, str | None, list[dict[str, Any]]]] = []
-    for line in body["items"]:
-        citing = line["citing"]["arxiv_id"]
-        if not groups or groups[-1][0] != citing:
-            groups.append((citing, line["citing"]["title"], []))
+def _render(request: Request, page: Page, body: JsonObject, changes: bool) -> str:
+    items = body["items"]
+    assert isinstance(items, list)
+    groups: list[tuple[Json, Json, list[JsonObject]]] = []
+    for line in map(json_object, items):
+        citing = json_object(line["citing"])
+        if not groups or groups[-1][0] != citing["arxiv_id"]:
+            groups.append((citing["arxiv_id"], citing["title"], []))
         groups[-1][2].append(line)
+    filters = json_object(body["filters"])
+    papers = filters["papers"]
     who = (
-        f"collection {body['filters']['collection']}"
-        if body["filters"]["collection"]
-        else (
-            f"{len(body['filters']['papers'])} named papers" if body["filters"]["papers"] else "every paper"
-        )
+        f"collection {filters['collection']}"
+        if filters["collection"]
+        else (f"{len(papers)} named papers" if isinstance(papers, list) and papers else "every paper")
     )
     if changes:
         heading = f"What changed from {body['from']} to {body['to']}"
@@ -148,7 +151,7 @@ def _render(request: Request, page: Page, body: dict[str, Any], changes: bool) -
     return ENV.get_template("screen.html").render(
         body=body,
         groups=groups,
-        count=len(body["items"]),
+        count=len(items),
         heading=heading,
         lead=lead,
         changes=changes,

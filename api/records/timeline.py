@@ -10,9 +10,10 @@ events draws a few hundred elements.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from html import escape
+from typing import TypedDict
 from urllib.parse import quote
 
 from markupsafe import Markup
@@ -55,6 +56,17 @@ class Row:
     strong: bool = False
 
 
+class Now(TypedDict):
+    """The instant shown: what changed there and the events behind it."""
+
+    at: str
+    changes: tuple[str, ...]
+    seqs: list[tuple[int, str]]  # (seq, the href of its event)
+    more: int  # events behind it not listed
+    changes_href: str
+    exact: bool  # the page's instant is this one (else the last change before it)
+
+
 @dataclass
 class Rendered:
     """The charts and everything the page shows around them."""
@@ -71,7 +83,7 @@ class Rendered:
     base: str  # the page the slider and the marks load (the record page, or the paper page)
     prev_href: str | None = None
     next_href: str | None = None
-    now: dict[str, object] = field(default_factory=dict)
+    now: Now | None = None  # None: no instant at or before the page's
 
     @property
     def event_groups(self) -> list[tuple[str, list[Row]]]:
@@ -463,14 +475,14 @@ def render_timeline(timeline: Timeline, as_of_us: int | None, *, paper_page: boo
     )
     if index is not None:
         now = instants[index]
-        rendered.now = {
-            "at": links.at(index),
-            "changes": now.changes,
-            "seqs": [(s, f"/evidence?after={s - 1}&limit=1") for s in now.seqs[:12]],
-            "more": max(0, len(now.seqs) - 12),
-            "changes_href": links.changes(index, index),
-            "exact": as_of_us is None or as_of_us == now.at_us,
-        }
+        rendered.now = Now(
+            at=links.at(index),
+            changes=now.changes,
+            seqs=[(s, f"/evidence?after={s - 1}&limit=1") for s in now.seqs[:12]],
+            more=max(0, len(now.seqs) - 12),
+            changes_href=links.changes(index, index),
+            exact=as_of_us is None or as_of_us == now.at_us,
+        )
         if index > 0:
             rendered.prev_href = f"?as_of={links.at(index - 1)}"
         if index + 1 < len(instants):

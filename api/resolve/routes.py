@@ -11,7 +11,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -28,7 +28,8 @@ from api.state import state_of
 from ledger.model.codec import canonical, decode_json
 from ledger.model.errors import InvalidEvent, LedgerError, NotFound
 from ledger.model.ids import normalise_arxiv
-from service.ledger import Ledger, WriteBy, as_writer, by_token
+from ledger.model.jsonvalue import Json
+from service.ledger import AppendResult, Ledger, WriteBy, as_writer, by_token
 from service.resolver.bounds import Busy, Cancelled, Gate, Lease, Limits, OverBudget, admit
 from service.resolver.defaults import Resolver, catalogue_for
 from service.resolver.explain import explanation
@@ -94,7 +95,10 @@ def _over_budget(e: OverBudget) -> RateLimited:
     )  # fmt: skip
 
 
-async def while_connected(request: Request, work: Callable[[], Any], cancel: threading.Event) -> Any:
+T = TypeVar("T")
+
+
+async def while_connected(request: Request, work: Callable[[], T], cancel: threading.Event) -> T:
     """Run `work` in a thread; if the client goes away first, set `cancel` (the work stops at its next
     look, raising Cancelled) and wait for the work to end."""
     task = asyncio.ensure_future(run_in_threadpool(work))
@@ -121,11 +125,11 @@ def _charge(request: Request, token: str) -> None:
         limiter.charge(token, 1)
 
 
-def _json(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(canonical(value), status_code=status, media_type=JSON, headers=headers)
+def _json(body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(body, status_code=status, media_type=JSON, headers=headers)
 
 
-def parse_resolve(body: Any) -> tuple[list[str] | None, bool]:
+def parse_resolve(body: Json) -> tuple[list[str] | None, bool]:
     """A POST /resolve body -> (the papers, None for all; dry_run), or InvalidEvent naming the field."""
     if not isinstance(body, dict):
         raise InvalidEvent("$", 'a JSON object: {"papers": [...]} or {"all": true}')
@@ -221,7 +225,7 @@ async def post_resolve(request: Request) -> Response:
     except OverBudget as e:
         raise _over_budget(e) from None
     assert summary.head is not None
-    return _json(summary.to_dict(), 200, head_headers(summary.head))
+    return _json(canonical(summary.to_dict()), 200, head_headers(summary.head))
 
 
 def _lease_of(gate: Gate, lease: Lease) -> Lease:
@@ -256,7 +260,7 @@ def _start_all(
             retry_after=str(EXCLUSIVE_RETRY_S),
             details={"retry_after_s": EXCLUSIVE_RETRY_S},
         )
-    return _json(job.to_dict(), 202, {"Location": f"/resolve/jobs/{job.id}"})
+    return _json(canonical(job.to_dict()), 202, {"Location": f"/resolve/jobs/{job.id}"})
 
 
 @router.get(
@@ -277,10 +281,10 @@ def get_job(
             f"no resolve job {job_id!r} of this token (the ledger keeps each token's last 16)",
             details={"job_id": job_id},
         )
-    return _json(job.to_dict())
+    return _json(canonical(job.to_dict()))
 
 
-def parse_person(body: Any) -> tuple[str, Any]:
+def parse_person(body: Json) -> tuple[str, PersonChoice]:
     """A POST /resolve/person body -> (the observation id, the person's choice)."""
     if not isinstance(body, dict):
         raise InvalidEvent(
@@ -341,14 +345,14 @@ async def post_person(request: Request) -> Response:
     check_name_of(asked, token, bindings)
     ledger = ledger_of(request)
 
-    def run() -> Any:
+    def run() -> AppendResult:
         return resolve_by_person(ledger, oid, asked, catalogue_for(resolver_of(request), ledger))
 
     result = await run_in_threadpool(as_writer(by_token(token, "POST /resolve/person"), run))
     item = result.items[0]
     body = {"observation_id": oid, "seq": item.seq, "hash": item.hash, "duplicate": item.duplicate,
             "resolver_source": "person:" + asked.by}  # fmt: skip
-    return _json(body, 200 if item.duplicate else 201, head_headers(result.head))
+    return _json(canonical(body), 200 if item.duplicate else 201, head_headers(result.head))
 
 
 @router.get(
@@ -380,4 +384,4 @@ def get_resolution(
     def page() -> str:
         return ENV.get_template("resolution.html").render(v=view, x=explanation(ledger, view))
 
-    return negotiated.answer(request, view, head_headers(ledger.head()), page)
+    return negotiated.answer(request, lambda: canonical(view), head_headers(ledger.head()), page)

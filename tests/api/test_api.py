@@ -16,7 +16,7 @@ import pytest
 from blake3 import blake3
 
 from api.app import create_app
-from api.docs import EVENT_EXAMPLES
+from api.docs import EVENT_EXAMPLES, ExampleEvent
 from api.settings import Settings
 from api.state import state_of
 from ledger.model.codec import canonical, digest
@@ -99,7 +99,7 @@ def unchanged(client: TestClient) -> Iterator[None]:
     assert head_of(client) == before
 
 
-def measurement(observed_at: str = "2026-08-09T10:00:00Z", value: int = 4) -> dict[str, Any]:
+def measurement(observed_at: str = "2026-08-09T10:00:00Z", value: int = 4) -> ExampleEvent:
     """A measurement.observed event for the fixture paper."""
     event = copy.deepcopy(EVENT_EXAMPLES["measurement.observed"])
     event["observed_at"] = observed_at

@@ -17,10 +17,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from api.app import create_app
-from api.docs import EVENT_EXAMPLES
+from api.docs import EVENT_EXAMPLES, ExampleEvent
 from api.limits import long_string, short_strings
 from api.settings import Settings
 from api.state import state_of
+from ledger.model.jsonvalue import JsonIn
 from tests.api_fixtures import running_server
 from tests.paths import DATA
 from tests.waiting import wait_until
@@ -42,7 +43,7 @@ def _client(new_db: NewDb, **overrides: Any) -> TestClient:
     return TestClient(create_app(Settings(**{**options, **overrides})))
 
 
-def _measurements(n: int, start: int = 0) -> list[dict[str, Any]]:
+def _measurements(n: int, start: int = 0) -> list[ExampleEvent]:
     out = []
     for i in range(start, start + n):
         e = copy.deepcopy(EVENT_EXAMPLES["measurement.observed"])
@@ -156,7 +157,7 @@ def test_short_strings_cases(raw: bytes, limit: int, proven: bool) -> None:
 
 
 def test_long_string_names_the_first_offender_in_document_order() -> None:
-    value = {"a": ["ok", "x" * 5], "b": {"c": "y" * 9}}
+    value: JsonIn = {"a": ["ok", "x" * 5], "b": {"c": "y" * 9}}
     assert long_string(value, 4) == ("a[1]", 5)
     assert long_string(value, 5) == ("b.c", 9)
     assert long_string(value, 9) is None

@@ -12,6 +12,7 @@ import pytest
 from api.app import create_app
 from api.docs import EVENT_EXAMPLES, events_body
 from api.settings import Settings
+from ledger.model.jsonvalue import Json
 from tests.conftest import NewDb
 
 with warnings.catch_warnings():
@@ -28,8 +29,12 @@ def client(new_db: NewDb) -> TestClient:
 
 
 def _example(name: str) -> dict[str, Any]:
-    examples = events_body()["requestBody"]["content"]["application/json"]["examples"]
-    return copy.deepcopy(examples[name]["value"])
+    node: Json = events_body()
+    for key in ("requestBody", "content", "application/json", "examples", name, "value"):
+        assert isinstance(node, dict), key
+        node = node[key]
+    assert isinstance(node, dict)
+    return copy.deepcopy(node)
 
 
 def test_a_work_observed_is_stored_on_its_doi_stream(client: TestClient) -> None:

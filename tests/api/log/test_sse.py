@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from api.app import create_app
-from api.docs import EVENT_EXAMPLES
+from api.docs import EVENT_EXAMPLES, ExampleEvent
 from api.log import live
 from api.log.live import Notifier
 from api.settings import Settings
@@ -42,7 +42,7 @@ FIXTURE_HEAD = 132
 _values = itertools.count(1)
 
 
-def measurement() -> dict[str, Any]:
+def measurement() -> ExampleEvent:
     """A measurement.observed of the fixture paper, new each time (its value differs)."""
     event = copy.deepcopy(EVENT_EXAMPLES["measurement.observed"])
     event["data"]["value"] = next(_values)

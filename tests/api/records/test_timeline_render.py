@@ -170,7 +170,7 @@ def test_the_sample_record_page_keeps_its_layout(imported_ledger: Ledger) -> Non
         timeline_lines
     )
     # the cursor is on the last change at or before as_of, and nothing comes from another host
-    assert rendered.index == 2 and rendered.now["exact"] is False
+    assert rendered.index == 2 and rendered.now is not None and rendered.now["exact"] is False
     assert not re.search(r"<(script|link|img|iframe)[^>]*\bsrc=", page)
     assert not re.search(r'\b(href|src)="(https?:)?//', page.replace('href="https://doi.org/', ""))
 
