@@ -8,6 +8,7 @@ server (`ledger serve`) over the same database, which finds the outbox this leav
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
 import msgspec
@@ -18,6 +19,9 @@ from ledger.model.instants import format_recorded
 from service.alerts import alerts as al
 from service.alerts.secrets import SECRET_GRACE_S
 from service.ledger import Ledger
+
+if TYPE_CHECKING:
+    from ledger.model.jsonvalue import JsonObject
 
 _ALLOW = "LEDGER_WEBHOOK_ALLOW"
 _GRACE = "LEDGER_WEBHOOK_SECRET_GRACE"
@@ -60,11 +64,11 @@ def watch_add(
     db: str,
 ) -> None:
     """Make a watch; alerts for the notices its works hold already are raised now (marked held)."""
-    body: dict[str, object] = {"arxiv_id": arxiv_id} if arxiv_id else {}
+    body: JsonObject = {"arxiv_id": arxiv_id} if arxiv_id else {}
     if collection is not None:
         body["collection"] = collection
     if works:
-        body["works"] = list(works)
+        body["works"] = [*works]
     for key, value in (("callback_url", callback_url), ("secret", secret)):
         if value is not None:
             body[key] = value
