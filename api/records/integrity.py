@@ -97,9 +97,10 @@ def integrity_report(
         e["writer"] = writer_json(writers.get(e["seq"]))
     # each resolution's evidence names the work it resolved to (page 1: the catalogue events are read)
     by_seq = {e.seq: e for e in (*envelopes, *catalogue)}
-    checked = [c.to_dict() for c in check_resolutions(envelopes, by_seq)] if page == 1 else []
-    for c in checked:
-        c["writer"] = writer_json(writers.get(c["seq"]))
+    checks = check_resolutions(envelopes, by_seq) if page == 1 else []
+    checked = [c.to_dict() for c in checks]
+    for c, check in zip(checked, checks, strict=True):
+        c["writer"] = writer_json(writers.get(check.seq))
     resolutions_ok = all(c["names_work"] for c in checked)
     problems = [{"seq": e["seq"], "reason": _EVENT_BREAK} for e in listed if not e["hash_ok"]]
     problems += [{"seq": e["seq"], "reason": _LINK_BREAK} for e in listed if e["hash_ok"] and not e["linked"]]

@@ -6,7 +6,7 @@ unrelated event passes the chain's checks (its bytes are what was appended) and 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
@@ -14,6 +14,7 @@ from ledger.model.claims import RESOLVER_PREFIX
 from ledger.model.codec import decode_data
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.events import StoredEvent
+from ledger.model.jsonvalue import JsonObject
 
 RESOLUTION = "resolution.observed"
 _CATALOGUE = ("work.observed", "paper.observed")
@@ -30,7 +31,7 @@ class EvidenceCheck(NamedTuple):
     catalogue_seq: int | None
     mismatch: str | None  # None: the evidence names the resolved work (or names no event, rightly)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """As the integrity report and the resolution view give it."""
         return {**self._asdict(), "names_work": self.mismatch is None}
 
