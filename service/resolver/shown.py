@@ -4,7 +4,6 @@ evidence it carries, and the catalogue event it used, each with the links that p
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
 
@@ -12,6 +11,7 @@ from ledger.model.codec import decode_data
 from ledger.model.errors import NotFound
 from ledger.model.events import StoredEvent
 from ledger.model.instants import format_as_of
+from ledger.model.jsonvalue import JsonObject
 from projections.record import observations
 from service.ledger import Ledger, WriterRow
 from service.resolver.evidence_check import check_resolution
@@ -28,7 +28,7 @@ WRITERS_NOTE = (
 
 def resolution_view(
     ledger: Ledger, arxiv_id: str, observation_id: str, as_of_us: int | None = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """The latest resolution (as of T, default now) of one of this paper's outbound observations, with
     its evidence and catalogue event; NotFound when the paper has no such observation."""
     t = ledger.clock.now_us() if as_of_us is None else as_of_us
@@ -39,7 +39,7 @@ def resolution_view(
             f"paper {arxiv_id} has no outbound observation {observation_id!r} as of {format_as_of(t)}",
             details={"arxiv_id": arxiv_id, "observation_id": observation_id},
         )
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "arxiv_id": arxiv_id,
         "observation_id": observation_id,
         "reference_index": obs.cit.data.reference_index,
@@ -73,7 +73,7 @@ def resolution_view(
         "by_person": source.removeprefix(PERSON_PREFIX) if source.startswith(PERSON_PREFIX) else None,
         "cited_work": msgspec.to_builtins(data.cited_work),
         "cited_arxiv_id": data.cited_arxiv_id,
-        "links": event_links(res.seq),
+        "links": {**event_links(res.seq)},
     }
     if evidence is not msgspec.UNSET:
         out["evidence"] = msgspec.to_builtins(evidence)
@@ -89,13 +89,13 @@ def resolution_view(
             "stream": used.stream,
             "observed_at": used.observed_at,
             "hash": used.hash,
-            "links": event_links(used.seq),
+            "links": {**event_links(used.seq)},
             "writer": writer_json(writers.get(used.seq)),
         }
     return out
 
 
-def writer_json(row: WriterRow | None) -> dict[str, Any] | None:
+def writer_json(row: WriterRow | None) -> JsonObject | None:
     """Who made the write that appended an event, as recorded outside the chain (None: not recorded)."""
     if row is None:
         return None
