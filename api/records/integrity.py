@@ -23,8 +23,7 @@ from projections.record import build_record, inbound_observations
 from service.ledger import Chain, Ledger
 from service.ops.scrub import PassLog
 from service.proofs.bundle import prove_seqs
-from service.resolver.evidence_check import check_resolutions
-from service.resolver.shown import WRITERS_NOTE, catalogue_seqs, writer_json
+from service.resolver.shown import WRITERS_NOTE, catalogue_seqs, check_resolutions, writer_json
 
 # hidden inbound observations proven per page past the first (2 events each: a page stays near 3 MB)
 PAGE_OBSERVATIONS = 1000
