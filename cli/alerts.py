@@ -8,6 +8,7 @@ server (`ledger serve`) over the same database, which finds the outbox this leav
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
 import msgspec
@@ -21,6 +22,9 @@ from service.alerts.secrets import SECRET_GRACE_S
 from service.alerts.watch_spec import WORKS, parse_rotation, parse_watch
 from service.alerts.watches import Watch, rotation_json, watch_json
 from service.ledger import Ledger
+
+if TYPE_CHECKING:
+    from ledger.model.jsonvalue import JsonObject
 
 _ALLOW = "LEDGER_WEBHOOK_ALLOW"
 _GRACE = "LEDGER_WEBHOOK_SECRET_GRACE"
@@ -67,7 +71,7 @@ def watch_add(
     if collection is not None:
         body["collection"] = collection
     if works:
-        body["works"] = list(works)
+        body["works"] = [*works]
     for key, value in (("callback_url", callback_url), ("secret", secret)):
         if value is not None:
             body[key] = value

@@ -6,7 +6,7 @@ import functools
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn, ParamSpec, TypeVar
 
 import click
 
@@ -15,7 +15,12 @@ from ledger.model.ids import normalise_arxiv
 from ledger.model.instants import SYSTEM_CLOCK, read_instant
 
 if TYPE_CHECKING:
+    from ledger.model.jsonvalue import Json, JsonObject
     from ledger.tlog.cosign import Quorum
+    from service.intake.inflate import Inflation
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 EXIT_CAUGHT = 2  # the ledger was caught: truncated, rewritten, badly signed or not cosigned
 # a count or a seq that reaches SQL: SQLite INTEGER and PostgreSQL bigint hold no more
@@ -37,7 +42,7 @@ LOCAL_MAX_DECOMPRESSED = 64 << 30
 LOCAL_MAX_EXPANSION = 100.0
 
 
-def caps_options(f: Callable[..., Any]) -> Callable[..., Any]:
+def caps_options(f: Callable[P, R]) -> Callable[P, R]:
     """--max-decompressed and --max-expansion: how far a gzip or zstd file named on the command line may
     decompress (a plain file is read as it is)."""
     f = click.option(
@@ -60,7 +65,7 @@ def caps_options(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def local_caps(max_decompressed: int, max_expansion: float) -> Any:
+def local_caps(max_decompressed: int, max_expansion: float) -> Inflation:
     """The caps of --max-decompressed and --max-expansion (a service.intake.inflate.Inflation)."""
     from dataclasses import replace
 
@@ -81,13 +86,15 @@ def must_exist(db: str) -> None:
         )
 
 
-def read_db_option(f: Callable[..., Any]) -> Callable[..., Any]:
+def read_db_option(f: Callable[P, R]) -> Callable[P, R]:
     """--db for a command that only reads: checked once every option is read, so a bad option is still
     named first, and before the command opens anything."""
 
     @functools.wraps(f)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        must_exist(kwargs["db"])
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        db = kwargs["db"]
+        assert isinstance(db, str)  # the --db option below: click gives its text
+        must_exist(db)
         return f(*args, **kwargs)
 
     return click.option(
@@ -134,7 +141,7 @@ def fail(err: LedgerError, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
-def quorum_options(f: Callable[..., Any]) -> Callable[..., Any]:
+def quorum_options(f: Callable[P, R]) -> Callable[P, R]:
     """--witness VKEY (repeatable) and --quorum K: the cosignatures a checkpoint must carry."""
     f = click.option(
         "--quorum",
@@ -174,3 +181,24 @@ def quorum_of(witness_keys: Sequence[str], quorum: int | None) -> Quorum:
             param_hint="--quorum",
         )
     return Quorum(tuple(witnesses), len(witnesses) if quorum is None else quorum)
+
+
+def as_object(value: Json, what: str = "the answer") -> JsonObject:
+    """A part of an answer's JSON that is an object by its schema (`what` names the answer)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} holds {type(value).__name__} where an object belongs")
+    return value
+
+
+def as_objects(value: Json, what: str = "the answer") -> list[JsonObject]:
+    """A part of an answer's JSON that is a list of objects by its schema."""
+    if not isinstance(value, list):
+        raise TypeError(f"{what} holds {type(value).__name__} where a list belongs")
+    return [as_object(v, what) for v in value]
+
+
+def as_int(value: Json, what: str = "the answer") -> int:
+    """A count or a seq of an answer's JSON."""
+    if not isinstance(value, int):
+        raise TypeError(f"{what} holds {type(value).__name__} where a number belongs")
+    return value

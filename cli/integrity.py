@@ -6,13 +6,15 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, ParamSpec, TextIO, TypeVar
 
 import click
 
 from cli.common import (
     EXIT_CAUGHT,
     arxiv_arg,
+    as_object,
+    as_objects,
     db_option,
     fail,
     instant,
@@ -23,6 +25,16 @@ from cli.common import (
 from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent, LedgerError, NotFound
 from ledger.tlog.cosign import Quorum
+
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar
+
+    from ledger.model.jsonvalue import Json, JsonIn, JsonObject
+    from ledger.tlog.checkpoint import Checkpointer, SignedCheckpoint
+    from service.ledger import Ledger
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # Above this many events to walk, `ledger verify` shows a progress bar instead of counting lines.
 BAR_THRESHOLD = 100_000
@@ -37,7 +49,7 @@ class _Held(NamedTuple):
     quorum: Quorum
 
 
-def _origin(f: Callable[..., Any]) -> Callable[..., Any]:
+def _origin(f: Callable[P, R]) -> Callable[P, R]:
     return click.option(
         "--origin",
         envvar="LEDGER_ORIGIN",
@@ -47,7 +59,7 @@ def _origin(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def _checkpointer(db: str, origin: str | None):  # type: ignore[no-untyped-def]
+def _checkpointer(db: str, origin: str | None) -> tuple[Ledger, Checkpointer]:
     from service.ledger import Ledger
 
     ledger = Ledger(db)
@@ -55,7 +67,7 @@ def _checkpointer(db: str, origin: str | None):  # type: ignore[no-untyped-def]
 
 
 def _checkpointer_command(
-    main: click.Group, name: str, doc: str, text: Callable[[Any], str], nl: bool = True
+    main: click.Group, name: str, doc: str, text: Callable[[Checkpointer], str], nl: bool = True
 ) -> None:
     """Add `ledger NAME`, which prints text(the ledger's Checkpointer)."""
 
@@ -70,7 +82,7 @@ def _checkpointer_command(
             fail(e)
 
 
-def _json(value: Any) -> None:
+def _json(value: JsonIn) -> None:
     click.echo(canonical(value).decode())
 
 
@@ -218,7 +230,7 @@ def register(main: click.Group) -> None:
     def verify(
         as_json: bool,
         resume: bool,
-        held: Any,
+        held: TextIO | None,
         key_arg: str | None,
         witness_keys: tuple[str, ...],
         quorum: int | None,
@@ -247,10 +259,10 @@ def register(main: click.Group) -> None:
         _scrub(db, as_json, pace)
 
 
-def _note_text(held: Any) -> str:
+def _note_text(held: TextIO) -> str:
     """A held checkpoint file's text; exit 1 naming --checkpoint when it is not UTF-8."""
     try:
-        text: str = held.read()
+        text = held.read()
     except UnicodeDecodeError as e:
         fail(InvalidEvent("--checkpoint", f"the file is not UTF-8 ({e.reason} at byte {e.start})"))
     return text
@@ -276,7 +288,7 @@ def _write_whole(path: Path, chunks: Iterable[bytes]) -> None:
         part.unlink(missing_ok=True)
 
 
-def _progress(total: int) -> tuple[Callable[[int], None], int, Any]:
+def _progress(total: int) -> tuple[Callable[[int], None], int, ProgressBar[int] | None]:
     """A progress callback on stderr (a bar above BAR_THRESHOLD events), its step, and the bar to close."""
     if total > BAR_THRESHOLD:
         bar = click.progressbar(length=total, label="walking", file=sys.stderr)
@@ -289,11 +301,14 @@ def _progress(total: int) -> tuple[Callable[[int], None], int, Any]:
     return progress, 10000, None
 
 
-def _walked(span: dict[str, int] | None) -> str:
-    return "no event" if span is None else f"seqs {span['from']}..{span['to']}"
+def _walked(span: Json) -> str:
+    if span is None:
+        return "no event"
+    seqs = as_object(span, "the walk")
+    return f"seqs {seqs['from']}..{seqs['to']}"
 
 
-def _last_walk(p: dict[str, Any]) -> str:
+def _last_walk(p: JsonObject) -> str:
     result = "ok" if p["ok"] else f"BROKEN at seq {p['first_bad_seq']}"
     return f"{p['by']} from {p['started_at']} to {p['finished_at']}, {_walked(p['walked'])}, {result}"
 
@@ -368,16 +383,16 @@ def _verify(db: str, as_json: bool, resume: bool, given: _Held | None) -> None:
 _STEP_NAMES = {"chain": "chain", "derived": "derived rows"}
 
 
-def _steps(status: dict[str, Any]) -> str:
+def _steps(status: JsonObject) -> str:
     """The walk's steps in one line: each OK or BROKEN, with its time."""
     parts = [
-        f"{_STEP_NAMES.get(s['name'], s['name'])} {'OK' if s['ok'] else 'BROKEN'} ({s['seconds']:.2f} s)"
-        for s in status.get("steps", ())
+        f"{_STEP_NAMES.get(str(s['name']), s['name'])} {'OK' if s['ok'] else 'BROKEN'} ({s['seconds']:.2f} s)"
+        for s in as_objects(status.get("steps", []), "the walk")
     ]
     return "Steps: " + ("; ".join(parts) or "none")
 
 
-def _open_held(ledger: Any, given: _Held) -> Any:
+def _open_held(ledger: Ledger, given: _Held) -> SignedCheckpoint:
     """The held checkpoint, its signature verified with --key or the ledger's key file (exit 1 if not)."""
     from ledger.tlog.checkpoint import NoteError, open_checkpoint, read_vkey_arg
 

@@ -6,7 +6,7 @@ import functools
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,6 +15,8 @@ from ledger.model.errors import LedgerError
 from ledger.tlog.checkpoint_notes import NoteError
 
 if TYPE_CHECKING:
+    import httpx
+
     from service.proofs.monitor import Page
 
 TIMEOUT = 30.0
@@ -134,7 +136,7 @@ class _Refused(Exception):
     """The server answered, but not with what was asked for."""
 
 
-def _get(client: Any, url: str, limit: int) -> bytes:
+def _get(client: httpx.Client, url: str, limit: int) -> bytes:
     """The body of a 200 answer, at most `limit` bytes (a server cannot make the monitor hold more)."""
     with client.stream("GET", url) as response:
         if response.status_code != 200:
@@ -147,7 +149,7 @@ def _get(client: Any, url: str, limit: int) -> bytes:
         return bytes(body)
 
 
-def _proof(client: Any, base: str, old: int, new: int) -> list[bytes]:
+def _proof(client: httpx.Client, base: str, old: int, new: int) -> list[bytes]:
     import msgspec
 
     from service.proofs.monitor import Gone, proof_from_json
@@ -165,13 +167,13 @@ def _proof(client: Any, base: str, old: int, new: int) -> list[bytes]:
     return proof_from_json(body, old, new)
 
 
-def _page(client: Any, base: str, after: int, limit: int) -> Page:
+def _page(client: httpx.Client, base: str, after: int, limit: int) -> Page:
     from service.proofs.monitor import page_from_json
 
     return page_from_json(_get(client, f"{base}/evidence?after={after}&limit={limit}", MAX_PAGE))
 
 
-def _error_message(response: Any) -> str:
+def _error_message(response: httpx.Response) -> str:
     try:
         return str(response.json()["error"]["message"])
     except Exception:  # any body at all: the status says enough

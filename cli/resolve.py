@@ -4,7 +4,8 @@ person's resolution (resolver-v1.md)."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -178,7 +179,9 @@ def register(main: click.Group) -> None:
             report(once())
             return
         stop = threading.Event()
-        every: Any = (ctx.obj or {}).get("watch_wait") if isinstance(ctx.obj, dict) else None
+        every: Callable[[], bool] | None = (
+            (ctx.obj or {}).get("watch_wait") if isinstance(ctx.obj, dict) else None
+        )
         try:
             jobs.watch(ledger, once, report, every or (lambda: stop.wait(WATCH_EVERY_S)))
         except KeyboardInterrupt:

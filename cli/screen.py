@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import csv
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from cli.common import instant, read_db_option
 
 if TYPE_CHECKING:
+    from _csv import Writer
+
+    from ledger.model.jsonvalue import JsonObject
     from service.ledger import Ledger
     from service.screen import Page
 
@@ -112,7 +115,7 @@ def screen_command(
             else:
                 answer = ledger.records.screen_changes(query, start, page, limit)
             if bundle_to is not None:
-                _bundle(ledger, page_json(answer, collection), bundle_to)
+                _bundle(ledger, answer, page_json(answer, collection), bundle_to)
                 return
             if fmt == "json":
                 body = page_json(answer, collection)
@@ -137,7 +140,7 @@ def screen_command(
         ledger.close()
 
 
-def _bundle(ledger: Ledger, body: dict[str, Any], out: str) -> None:
+def _bundle(ledger: Ledger, answer: Page, body: JsonObject, out: str) -> None:
     """Write one page's offline bundle to `out` (- for stdout) and say what it holds on stderr."""
     from cli.integrity import write_bundle
     from service.proofs.screen_bundle import bundle_of_page
@@ -147,13 +150,13 @@ def _bundle(ledger: Ledger, body: dict[str, Any], out: str) -> None:
     more = f"; more lines: add --page {body['next_page']}" if body["next_page"] else ""
     where = "" if out == "-" else f", written to {out}"
     click.echo(
-        f"bundle: {len(body['items'])} line(s) of the screen as of {body['as_of']}, "
-        f"{len(bundle.seqs)} events, checkpoint size {body['head']['tree_size']}{where}{more}",
+        f"bundle: {len(answer.items)} line(s) of the screen as of {body['as_of']}, "
+        f"{len(bundle.seqs)} events, checkpoint size {answer.head.seq}{where}{more}",
         err=True,
     )
 
 
-def _csv(answer: Page, writer: Any, header: bool) -> None:
+def _csv(answer: Page, writer: Writer, header: bool) -> None:
     from service.screen import CSV_COLUMNS, item_row
 
     if header:
@@ -165,7 +168,7 @@ def _csv(answer: Page, writer: Any, header: bool) -> None:
 def _table(page: Page, first: bool) -> None:
     """Lines grouped by citing paper, in words."""
     from ledger.model.instants import format_as_of
-    from service.screen import item_json
+    from service.screen import item_json, json_part
 
     q = page.query
     if first:
@@ -183,20 +186,22 @@ def _table(page: Page, first: bool) -> None:
     citing = None
     for item in page.items:
         line = item_json(page, item)
-        if line["citing"]["arxiv_id"] != citing:
-            citing = line["citing"]["arxiv_id"]
+        who, w, r, n = (json_part(line[k]) for k in ("citing", "work", "resolution", "notice"))
+        if who["arxiv_id"] != citing:
+            citing = who["arxiv_id"]
             click.echo("")
-            click.echo(f"arXiv:{citing}  {line['citing']['title'] or '(no title)'}")
-        w, r, n = line["work"], line["resolution"], line["notice"]
-        change = f"{line['change']} by #{', #'.join(map(str, line['events']))}: " if "change" in line else ""
+            click.echo(f"arXiv:{citing}  {who['title'] or '(no title)'}")
+        change = f"{item.change} by #{', #'.join(map(str, item.events))}: " if "change" in line else ""
         named = w["doi"] or w["arxiv_id"] or w["work_id"]
         click.echo(f"  {change}reference {line['reference_index']}: {w['title'] or '(no title)'} [{named}]")
         date = n["notice_date"] or "an unknown date"
         click.echo(
-            f"    {n['kind'].replace('_', ' ')} reported by {n['source']} on {date}, "
+            f"    {str(n['kind']).replace('_', ' ')} reported by {n['source']} on {date}, "
             f"notice {n['notice_doi'] or 'without DOI'}"
         )
         learned = f"learned {n['learned_at']} (#{n['learned_seq']})"
         click.echo(f"    checked {n['observed_at']} (#{n['check_seq']}); {learned}")
         by = r["resolver_source"] or "an unnamed resolver"
-        click.echo(f"    resolved {r['status'].replace('_', ' ')} by {by} (#{r['seq']}): {r['evidence']}")
+        click.echo(
+            f"    resolved {str(r['status']).replace('_', ' ')} by {by} (#{r['seq']}): {r['evidence']}"
+        )

@@ -7,15 +7,41 @@ import stat
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 import click
 
-from cli.common import arxiv_arg, caps_options, db_option, local_caps, read_db_option, required_instant
+from cli.common import (
+    arxiv_arg,
+    as_int,
+    as_object,
+    as_objects,
+    caps_options,
+    db_option,
+    local_caps,
+    read_db_option,
+    required_instant,
+)
 from ledger.model.codec import canonical
 from ledger.model.errors import LedgerError
 
+if TYPE_CHECKING:
+    from ledger.model.jsonvalue import Json, JsonInObject, JsonObject
+    from service.intake.inflate import Inflation
+    from service.sources.reader import Input, Progress
+
 PROGRESS_BYTES = 4 * 1024 * 1024
+
+
+class _Summary(Protocol):
+    """What an ingest answers: its summary as JSON and as lines."""
+
+    def to_dict(self) -> JsonInObject: ...
+    def lines(self) -> list[str]: ...
+
+
+# an ingest of one input, with a bar to move (None: no bar)
+_Run = Callable[["Input", "Progress | None"], _Summary]
 _SOURCES = ("retraction-watch", "crossref", "openalex", "semantic-scholar", "opencitations", "works")
 
 
@@ -27,20 +53,20 @@ def _ingest(
     as_json: bool,
     db: str,
     force: bool,
-    caps: Any,
+    caps: Inflation,
 ) -> None:
     from service.ledger import Ledger
     from service.sources import SourceFile, ingest
 
     ledger = Ledger(db)
 
-    def run(data: Any, progress: Callable[[int], None] | None) -> Any:
+    def run(data: Input, progress: Progress | None) -> _Summary:
         return ingest(ledger, SourceFile(source, data, observed_at, paper_id, caps), progress, force=force)
 
     _run(file, as_json, "reading", run)
 
 
-def _ingest_works(file: str, observed_at: str, as_json: bool, db: str, caps: Any) -> None:
+def _ingest_works(file: str, observed_at: str, as_json: bool, db: str, caps: Inflation) -> None:
     from service.ledger import Ledger
     from service.sources import SourceFile
     from service.sources.work_limits import from_env
@@ -62,15 +88,13 @@ def _ingest_works(file: str, observed_at: str, as_json: bool, db: str, caps: Any
     )
 
 
-def _run(
-    file: str, as_json: bool, reading: str, run: Callable[[Any, Callable[[int], None] | None], Any]
-) -> None:
+def _run(file: str, as_json: bool, reading: str, run: _Run) -> None:
     """Run an ingest of FILE (- for stdin), with a bar on stderr for a big file, and print its summary;
     exit 1 naming the refusal (nothing written)."""
     from service.sources import input_size
 
     with ExitStack() as stack:
-        data: Any = sys.stdin.buffer if file == "-" else file
+        data: Input = sys.stdin.buffer if file == "-" else file
         if file != "-" and not stat.S_ISREG(os.stat(file).st_mode):
             # a pipe, a FIFO, <(...): read once, as a stream (a works file is copied aside for its
             # second pass), never opened again by its name
@@ -83,8 +107,8 @@ def _summarise(
     file: str,
     as_json: bool,
     reading: str,
-    run: Callable[[Any, Callable[[int], None] | None], Any],
-    data: Any,
+    run: _Run,
+    data: Input,
     size: int | None,
 ) -> None:
     try:
@@ -104,59 +128,59 @@ def _summarise(
             click.echo(line)
 
 
-def diff_lines(d: dict[str, Any]) -> list[str]:
+def diff_lines(d: JsonObject) -> list[str]:
     """A record diff as human lines."""
-    before = d["from"]["as_of"] if d["from"] else "(no record yet)"
-    out = [f"arXiv:{d['arxiv_id']}: {before} -> {d['to']['as_of']}"]
-    out += [
-        f"  {lane} {c['from']:,} -> {c['to']:,} ({c['shown_to']:,} shown)"
-        for lane, c in d["counts"].items()
-        if c["from"] != c["to"] or c["shown_to"] < c["to"]
-    ]
+    before = as_object(d["from"])["as_of"] if d["from"] else "(no record yet)"
+    out = [f"arXiv:{d['arxiv_id']}: {before} -> {as_object(d['to'])['as_of']}"]
+    for lane, counted in as_object(d["counts"]).items():
+        c = as_object(counted)
+        was, now, shown = as_int(c["from"]), as_int(c["to"]), as_int(c["shown_to"])
+        if was != now or shown < now:
+            out.append(f"  {lane} {was:,} -> {now:,} ({shown:,} shown)")
     if not d["changed"]:
         return [*out, "  no change"]
-    for c in d["paper"]["changes"]:
+    for c in as_objects(as_object(d["paper"])["changes"]):
         out.append(f"  paper {c['path']}: {c['from']!r} -> {c['to']!r}")
-    for s in d["standing_sources"]:
+    for s in as_objects(d["standing_sources"]):
         out.append(f"  source {s['source']} checked: {s['from']} -> {s['to']}{_seqs(s['events'])}")
-    for o in d["observations"]:
-        work = (o["cited_work"] or {}).get("title") or "(no title)"
+    for o in as_objects(d["observations"]):
+        work = as_object(o["cited_work"] or {}).get("title") or "(no title)"
         out.append(
             f"  {o['lane']} ref {o['reference_index']} [{o['observation_id']}] {o['change']}: {work}"
             f"{_seqs(o['events'])}"
         )
-        for c in o["changes"]:
+        for c in as_objects(o["changes"]):
             out.append("    " + _change_text(c))
-    for m in d["external_citation_measurements"]:
-        a = m["from"]["value"] if m["from"] else None
-        b = m["to"]["value"] if m["to"] else None
+    for m in as_objects(d["external_citation_measurements"]):
+        a = as_object(m["from"])["value"] if m["from"] else None
+        b = as_object(m["to"])["value"] if m["to"] else None
         out.append(f"  {m['source']} {m['metric']}: {a} -> {b} ({m['change']}){_seqs(m['events'])}")
-    for lane in d["coverage"]:
-        for c in lane["changes"]:
-            out.append(f"  coverage {lane['lane']} {c['path']}: {c['from']!r} -> {c['to']!r}")
+    for cov in as_objects(d["coverage"]):
+        for c in as_objects(cov["changes"]):
+            out.append(f"  coverage {cov['lane']} {c['path']}: {c['from']!r} -> {c['to']!r}")
     return out
 
 
-def _seqs(events: list[dict[str, Any]]) -> str:
+def _seqs(events: Json) -> str:
     if not events:
         return ""
-    named = ", ".join("#{} {}".format(e["seq"], e["type"]) for e in events)
+    named = ", ".join("#{} {}".format(e["seq"], e["type"]) for e in as_objects(events))
     return f"  (events: {named})"
 
 
-def _change_text(c: dict[str, Any]) -> str:
-    kind = c["kind"]
+def _change_text(c: JsonObject) -> str:
+    kind = str(c["kind"])
     if kind in ("notice_appeared", "notice_gone"):
-        n = c["notice"]
+        n = as_object(c["notice"])
         verb = "appeared" if kind == "notice_appeared" else "went away"
         return (
-            f"{n['kind'].replace('_', ' ')} notice {verb}: reported by {n['source']} "
+            f"{str(n['kind']).replace('_', ' ')} notice {verb}: reported by {n['source']} "
             f"on {n['notice_date'] or 'an unknown date'}, notice {n['notice_doi'] or 'without DOI'}"
         )
     if kind.startswith("receipt_"):
         return f"{c['source']} receipt {kind.removeprefix('receipt_')}: {c['from']} -> {c['to']}"
     if kind == "cited_work_rebound":
-        a, b = (c["from"] or {}).get("work_id"), (c["to"] or {}).get("work_id")
+        a, b = as_object(c["from"] or {}).get("work_id"), as_object(c["to"] or {}).get("work_id")
         return f"cited work re-bound: {a} -> {b}"
     return f"{c['path']}: {c['from']!r} -> {c['to']!r}"
 

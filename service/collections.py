@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
@@ -19,6 +19,7 @@ from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import CollectionChanged, CollectionData, StoredEvent
 from ledger.model.ids import normalise_arxiv
 from ledger.model.instants import Clock, format_recorded, parse_instant
+from ledger.model.jsonvalue import JsonIn
 
 if TYPE_CHECKING:
     from ledger.storage.append import AppendResult
@@ -65,7 +66,7 @@ def limits_from_env(env: Mapping[str, str]) -> CollectionLimits:
     return CollectionLimits(**given)
 
 
-def check_name(name: Any, where: str, limits: CollectionLimits) -> str:
+def check_name(name: JsonIn, where: str, limits: CollectionLimits) -> str:
     """`name` if it may name a collection, else InvalidEvent naming `where` (and the setting when it is
     too long)."""
     if not isinstance(name, str):
@@ -86,7 +87,7 @@ def check_name(name: Any, where: str, limits: CollectionLimits) -> str:
     return name
 
 
-def _ids(values: Any, where: str) -> list[str]:
+def _ids(values: JsonIn, where: str) -> list[str]:
     """A list of paper ids as pasted -> their canonical ids, each once, in order; InvalidEvent naming
     the first that names no arXiv paper."""
     if not isinstance(values, list):
@@ -99,7 +100,7 @@ def _ids(values: Any, where: str) -> list[str]:
     return sorted(out)
 
 
-def change_data(name: Any, add: Any, remove: Any, limits: CollectionLimits) -> CollectionData:
+def change_data(name: JsonIn, add: JsonIn, remove: JsonIn, limits: CollectionLimits) -> CollectionData:
     """A change as asked (ids in any form the routes take) -> the event's data, checked: names the field
     of the first refusal (`name`, `add[3]`, `remove`) and the setting of a cap passed."""
     name = check_name(name, "name", limits)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ledger.model.claims import refuse_claims
 from ledger.model.codec import canonical, check_rules, check_types
@@ -82,10 +82,13 @@ def writing_as(by: WriteBy) -> Iterator[None]:
         _WRITING.reset(token)
 
 
-def as_writer(by: WriteBy, work: Callable[[], Any]) -> Callable[[], Any]:
+T = TypeVar("T")
+
+
+def as_writer(by: WriteBy, work: Callable[[], T]) -> Callable[[], T]:
     """`work` run with `by` as the writer of its appends, in whatever thread calls it."""
 
-    def run() -> Any:
+    def run() -> T:
         with writing_as(by):
             return work()
 
@@ -214,6 +217,8 @@ class Ledger:
                     check_types(e, where)
                 check_rules(e, where, now)
 
+        # the group's transaction is a whole write transaction (save_writers below), but
+        # GroupCommitter.submit names only its append protocol
         def batch(tx: Any) -> AppendResult:
             # the writer goes in the batch's own transaction: committed with its events or not at all
             got = append_batch(tx, events, expected_versions, places, clock=self.clock)

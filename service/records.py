@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from ledger.model.errors import NotFound
 from ledger.model.events import StoredEvent
@@ -23,10 +23,18 @@ from service.collections import Collections
 from service.screen import Page, Query, screen, screen_changes
 
 
+class InboundPages(Protocol):
+    """What an Evidence reads past the record: the seqs of its hidden inbound observations."""
+
+    def inbound_seqs(self, arxiv_id: str, offset: int, limit: int) -> list[tuple[int, int]]: ...
+
+
 class Evidence:
     """A record, the head it was read at, and its inbound observations past the cap, page by page."""
 
-    def __init__(self, built: Built, head: Head, reader: Any, broken: ScrubPass | None = None) -> None:
+    def __init__(
+        self, built: Built, head: Head, reader: InboundPages, broken: ScrubPass | None = None
+    ) -> None:
         self.built = built
         self.head = head
         self._reader = reader

@@ -14,15 +14,16 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple, Protocol
 
 import msgspec
 
 from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent
 from ledger.model.events import NOTICE_KINDS, Notice
-from ledger.model.facts import Head
+from ledger.model.facts import Fact, Head
 from ledger.model.instants import format_as_of, format_recorded
+from ledger.model.jsonvalue import Json, JsonObject
 from ledger.model.record_types import NoticeEvent
 from ledger.storage.interface import Store
 from projections import screen as proj
@@ -48,6 +49,14 @@ class Query(NamedTuple):
 
 
 Key = tuple[str, int, str, int]  # citing paper, reference index, observation id, place in the reference
+
+
+class ScreenReader(Protocol):
+    """What a screen reads from a snapshot as of T and K (ledger/storage/sql_store.py `SqlReader`)."""
+
+    def snapshots(self, arxiv_ids: Sequence[str]) -> list[Fact]: ...
+    def screen_citing(self, papers: Sequence[str] | None, after: str | None, limit: int) -> list[str]: ...
+    def notices_learned(self, work_ids: Sequence[str]) -> dict[tuple[str, str, str], tuple[int, int]]: ...
 
 
 class Item(NamedTuple):
@@ -162,11 +171,15 @@ def screen_changes(store: Store, query: Query, from_us: int, page: str | None, l
             # a work with a notice as of `from` has it as of the later T too: the later T's
             # observations are every one either instant may show
             oids = reader.screen_observations(_with_record(reader, citing, titles))
-            opts: dict[str, Any] = {"kinds": query.kinds, "exact_only": query.exact_only}
-            was = proj.states(before.screen_facts(oids), before.work_checks, **opts)
+            kinds, exact_only = query.kinds, query.exact_only
+            was = proj.states(
+                before.screen_facts(oids), before.work_checks, kinds=kinds, exact_only=exact_only
+            )
             had = set(_with_record(before, citing, {}))  # a paper with no record then showed nothing
             was = {o: st._replace(flags=[f for f in st.flags if f.citing in had]) for o, st in was.items()}
-            now = proj.states(reader.screen_facts(oids), reader.work_checks, **opts)
+            now = proj.states(
+                reader.screen_facts(oids), reader.work_checks, kinds=kinds, exact_only=exact_only
+            )
             changed = proj.changes(was, now)
             return _numbered([c.flag for c in changed], changed)
 
@@ -174,7 +187,7 @@ def screen_changes(store: Store, query: Query, from_us: int, page: str | None, l
         return _page(reader, query, head, items, next_key, titles)._replace(from_us=from_us)
 
 
-def _with_record(reader: Any, citing: Sequence[str], titles: dict[str, str]) -> list[str]:
+def _with_record(reader: ScreenReader, citing: Sequence[str], titles: dict[str, str]) -> list[str]:
     """Those of these papers that have a record as of T (a snapshot): the screen shows what records
     show, and a paper with no snapshot has none. Each one's latest title goes into `titles`."""
     latest: dict[str, tuple[int, int]] = {}
@@ -198,7 +211,7 @@ def _numbered(flags: Sequence[proj.Flag], changes: Sequence[proj.Change] | None)
 
 
 def _fill(
-    reader: Any,
+    reader: ScreenReader,
     papers: frozenset[str] | None,
     after: Key | None,
     limit: int,
@@ -208,6 +221,8 @@ def _fill(
     reading the citing papers a chunk at a time: the page costs what it shows, not the ledger."""
     items: list[Item] = []
     last: str | None = None
+    # the store binds the papers as a sorted list
+    some = None if papers is None else sorted(papers)
     if after is not None:
         # the paper the last page ended in, read alone; then the papers after it
         if papers is None or after[0] in papers:
@@ -215,7 +230,7 @@ def _fill(
         last = after[0]
     while len(items) <= limit:
         # at least a paper a line still wanted: most flagged papers show one line or more
-        citing = reader.screen_citing(papers, last, max(MIN_CHUNK, limit + 1 - len(items)))
+        citing = reader.screen_citing(some, last, max(MIN_CHUNK, limit + 1 - len(items)))
         if not citing:
             break
         items += items_of(citing)
@@ -226,7 +241,12 @@ def _fill(
 
 
 def _page(
-    reader: Any, query: Query, head: Head, items: list[Item], next_key: Key | None, titles: dict[str, str]
+    reader: ScreenReader,
+    query: Query,
+    head: Head,
+    items: list[Item],
+    next_key: Key | None,
+    titles: dict[str, str],
 ) -> Page:
     shown = {i.flag.citing: titles[i.flag.citing] for i in items}
     learned = reader.notices_learned(sorted({str(i.flag.work.work_id) for i in items}))
@@ -244,7 +264,7 @@ def learned_of(page: Page, f: proj.Flag) -> tuple[int, int] | None:
     return page.learned.get((str(f.work.work_id), f.notice.source, notice_text(f.notice)))
 
 
-def item_json(page: Page, item: Item) -> dict[str, Any]:
+def item_json(page: Page, item: Item) -> JsonObject:
     """One line of a page as JSON: the citing paper, the reference, its resolution (with its evidence
     link), the notice, when the ledger learned it, and the seq of every event shown."""
     f = item.flag
@@ -253,8 +273,10 @@ def item_json(page: Page, item: Item) -> dict[str, Any]:
     # a cleared line shows the earlier state: its evidence is as of then
     shown_at = page.from_us if item.change == "cleared" and page.from_us is not None else page.query.as_of_us
     as_of = format_as_of(shown_at)
-    seqs = sorted({f.citation_seq, f.resolution_seq, f.check_seq, *([learned[1]] if learned else [])})
-    out: dict[str, Any] = {
+    seqs: list[Json] = [
+        *sorted({f.citation_seq, f.resolution_seq, f.check_seq, *([learned[1]] if learned else [])})
+    ]
+    out: JsonObject = {
         "citing": {"arxiv_id": f.citing, "title": page.titles.get(f.citing), "link": f"/paper/{f.citing}"},
         "reference_index": f.reference_index,
         "observation_id": f.observation_id,
@@ -283,19 +305,19 @@ def item_json(page: Page, item: Item) -> dict[str, Any]:
     return out
 
 
-def page_json(page: Page, collection: str | None = None) -> dict[str, Any]:
+def page_json(page: Page, collection: str | None = None) -> JsonObject:
     """A page as JSON: what was asked, the head it was computed at (tree size and hash), the lines and
     the next page's token."""
     q = page.query
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "schema": SCHEMA if page.from_us is None else CHANGES_SCHEMA,
         "as_of": format_as_of(q.as_of_us),
         "known_at": None if q.known_us is None else format_as_of(q.known_us),
         "head": {"tree_size": page.head.seq, "hash": page.head.hash},
         "filters": {
-            "papers": None if q.papers is None or collection is not None else sorted(q.papers),
+            "papers": None if q.papers is None or collection is not None else _sorted(q.papers),
             "collection": collection,
-            "kinds": None if q.kinds is None else sorted(q.kinds),
+            "kinds": None if q.kinds is None else _sorted(q.kinds),
             "exact_only": q.exact_only,
         },
         "items": [item_json(page, i) for i in page.items],
@@ -335,11 +357,11 @@ CSV_COLUMNS = (
 def item_row(page: Page, item: Item) -> list[str]:
     """One line as CSV cells, in CSV_COLUMNS order."""
     j = item_json(page, item)
-    w, r, n = j["work"], j["resolution"], j["notice"]
-    cells = [
+    who, w, r, n = (json_part(j[k]) for k in ("citing", "work", "resolution", "notice"))
+    cells: list[Json] = [
         item.change,
-        j["citing"]["arxiv_id"],
-        j["citing"]["title"],
+        who["arxiv_id"],
+        who["title"],
         j["reference_index"],
         j["observation_id"],
         w["work_id"],
@@ -361,3 +383,15 @@ def item_row(page: Page, item: Item) -> list[str]:
         r["evidence"],
     ]
     return ["" if c is None else str(c) for c in cells]
+
+
+def _sorted(names: frozenset[str]) -> list[Json]:
+    """Names in code-point order, as a JSON list."""
+    return [*sorted(names)]
+
+
+def json_part(value: Json) -> JsonObject:
+    """A part of an item's JSON that item_json builds as an object (citing, work, resolution, notice)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"an object was expected, not {type(value).__name__}")
+    return value

@@ -4,11 +4,11 @@ page of hits, each with the path of the record that shows it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote, urlencode
 
 from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.ids import normalise_arxiv
+from ledger.model.jsonvalue import JsonObject
 from ledger.storage.derived.search import Hit, query_words
 from service.ledger import Ledger
 
@@ -39,13 +39,11 @@ class Answer:
         """The path of another page of the same query."""
         return "/search?" + urlencode({"q": self.q, "page": page})
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON answer of GET /search."""
-        named = {} if self.arxiv_id is None else {"arxiv_id": self.arxiv_id}
-        return {
+        out: JsonObject = {
             "q": self.q,
-            **named,
-            "words": self.words,
+            "words": [*self.words],
             "hits": [hit_json(h) for h in self.hits],
             "page": {
                 "number": self.page,
@@ -61,6 +59,9 @@ class Answer:
                 "complete": self.indexed_through >= self.head_seq,
             },
         }
+        if self.arxiv_id is not None:
+            out["arxiv_id"] = self.arxiv_id
+        return out
 
 
 def record_href(hit: Hit) -> str:
@@ -69,13 +70,18 @@ def record_href(hit: Hit) -> str:
     return f"{path}#{quote(hit.observation_id)}" if hit.observation_id else path
 
 
-def hit_json(hit: Hit) -> dict[str, Any]:
+def hit_json(hit: Hit) -> JsonObject:
     """One hit as JSON."""
-    out: dict[str, Any] = {"kind": hit.kind, "arxiv_id": hit.arxiv_id, "title": hit.title, "seq": hit.seq}
+    out: JsonObject = {
+        "kind": hit.kind,
+        "arxiv_id": hit.arxiv_id,
+        "title": hit.title,
+        "seq": hit.seq,
+        "href": record_href(hit),
+    }
     if hit.observation_id:
         out["observation_id"] = hit.observation_id
         out["reference_index"] = hit.reference_index
-    out["href"] = record_href(hit)
     return out
 
 

@@ -24,8 +24,7 @@ from projections.record import build_record, inbound_observations
 from service.ledger import Chain, Ledger
 from service.ops.scrub import PassLog
 from service.proofs.bundle import prove_seqs
-from service.resolver.evidence_check import check_resolutions
-from service.resolver.shown import WRITERS_NOTE, catalogue_seqs, writer_json
+from service.resolver.shown import WRITERS_NOTE, catalogue_seqs, check_resolutions, writer_json
 
 # hidden inbound observations proven per page past the first (2 events each: a page stays near 3 MB)
 PAGE_OBSERVATIONS = 1000
@@ -225,9 +224,10 @@ def integrity_report(
         e["writer"] = writer_json(writers.get(e["seq"]))
     # each resolution's evidence names the work it resolved to (page 1: the catalogue events are read)
     by_seq = {e.seq: e for e in (*envelopes, *catalogue)}
-    checked = [c.to_dict() for c in check_resolutions(envelopes, by_seq)] if page == 1 else []
-    for c in checked:
-        c["writer"] = writer_json(writers.get(c["seq"]))
+    checks = check_resolutions(envelopes, by_seq) if page == 1 else []
+    checked = [c.to_dict() for c in checks]
+    for c, check in zip(checked, checks, strict=True):
+        c["writer"] = writer_json(writers.get(check.seq))
     resolutions_ok = all(c["names_work"] for c in checked)
     problems = [Problem(seq=e["seq"], reason=_EVENT_BREAK) for e in listed if not e["hash_ok"]]
     problems += [

@@ -17,10 +17,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import tempfile
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from operator import itemgetter
-from typing import Any
+from typing import NamedTuple, TypeVar
 
 import msgspec
 from blake3 import blake3
@@ -37,7 +37,7 @@ from ledger.model.codec import (
     uuid_text,
 )
 from ledger.model.errors import Conflict, InvalidEvent
-from ledger.model.events import Event, ResolutionObserved
+from ledger.model.events import CitationObserved, Event, ResolutionObserved
 from ledger.storage.interface import Tables
 from service.intake.spill import Spill
 
@@ -191,7 +191,7 @@ class FileCheck:
 
     def _owners(self, scratch: _Remembered, new: list[_Line]) -> None:
         """Each new citation's observation belongs to its paper; each new resolution's has a citation."""
-        oids = sorted({x.event.data.observation_id for x in new if x.type in _OBSERVED})  # type: ignore[union-attr]
+        oids = sorted({e.data.observation_id for x in new if isinstance(e := x.event, _OBSERVED)})
         if not oids:
             return
         keys = list(map(_key, oids))
@@ -202,8 +202,9 @@ class FileCheck:
             known.update(self._tables.citing_papers(missing))
         added: dict[str, str] = {}
         for x in new:
-            d: Any = x.event.data
-            if x.type == "citation.observed":
+            e = x.event
+            if isinstance(e, CitationObserved):
+                d = e.data
                 owner = known.get(d.observation_id)
                 if owner is None:
                     known[d.observation_id] = added[d.observation_id] = d.citing_arxiv_id
@@ -212,17 +213,33 @@ class FileCheck:
                         f"{x.where}.data.citing_arxiv_id",
                         f"observation {d.observation_id} belongs to paper {owner}, not {d.citing_arxiv_id}",
                     )
-            elif x.type == "resolution.observed" and d.observation_id not in known:
+            elif isinstance(e, ResolutionObserved) and e.data.observation_id not in known:
                 raise InvalidEvent(
                     f"{x.where}.data.observation_id",
-                    f"no citation.observed for observation {d.observation_id} in the ledger or earlier in "
-                    "the file",
+                    f"no citation.observed for observation {e.data.observation_id} in the ledger or earlier "
+                    "in the file",
                 )
         key_of = dict(zip(oids, keys, strict=True))
         scratch.add_owners([(key_of[o], p) for o, p in added.items()])
 
 
-_OBSERVED = ("citation.observed", "resolution.observed")
+_OBSERVED = (CitationObserved, ResolutionObserved)
+R = TypeVar("R")
+
+
+class _IdRow(NamedTuple):
+    """An id remembered in the scratch file: its key, its fingerprint and the line that carried it."""
+
+    id: bytes
+    fingerprint: bytes
+    line: int
+
+
+class _OwnerRow(NamedTuple):
+    """An observation remembered in the scratch file: its key and the paper it belongs to."""
+
+    oid: bytes
+    paper: str
 
 
 class _Filter:
@@ -275,7 +292,7 @@ class _Remembered:
         out = {k: ids[k][1:] for k in ids.keys() & keys}
         if self._filter is not None:
             rest = sorted(self._filter.maybe(set(keys).difference(out)))
-            rows = _select(self._conn, "SELECT id, fingerprint, line FROM ids WHERE id IN ", rest)
+            rows = _select(self._conn, "SELECT id, fingerprint, line FROM ids WHERE id IN ", rest, _IdRow)
             out.update((row[0], (row[1], row[2])) for row in rows)
         return out
 
@@ -285,7 +302,7 @@ class _Remembered:
         out = {k: owners[k] for k in owners.keys() & keys}
         if self._filter is not None:
             rest = sorted(self._filter.maybe(set(keys).difference(out)))
-            out.update(_select(self._conn, "SELECT oid, paper FROM owners WHERE oid IN ", rest))
+            out.update(_select(self._conn, "SELECT oid, paper FROM owners WHERE oid IN ", rest, _OwnerRow))
         return out
 
     def add_ids(self, rows: list[tuple[bytes, bytes, int]]) -> None:
@@ -315,11 +332,12 @@ class _Remembered:
         self._conn.executemany("INSERT INTO owners (oid, paper) VALUES (?, ?)", sorted(owners.items()))
 
 
-def _select(conn: sqlite3.Connection, sql: str, keys: Iterable[bytes]) -> list[Any]:
-    """Rows of `sql` + "(?, ?, ...)" over the keys, 500 a statement (SQLite's bound on parameters)."""
-    out: list[Any] = []
+def _select(conn: sqlite3.Connection, sql: str, keys: Iterable[bytes], row: Callable[..., R]) -> list[R]:
+    """Rows of `sql` + "(?, ?, ...)" over the keys, 500 a statement (SQLite's bound on parameters),
+    each made by `row` from its columns."""
+    out: list[R] = []
     keys = list(keys)
     for i in range(0, len(keys), 500):
         part = keys[i : i + 500]
-        out += conn.execute(sql + "(" + ", ".join("?" * len(part)) + ")", part).fetchall()
+        out += [row(*r) for r in conn.execute(sql + "(" + ", ".join("?" * len(part)) + ")", part)]
     return out

@@ -37,7 +37,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import IO, NamedTuple, Protocol
 
 from ledger.model.codec import decode_json
 from ledger.model.errors import InvalidEvent, LedgerError
@@ -45,12 +45,13 @@ from ledger.model.events import Event
 from ledger.model.facts import Head, ImportProgress
 from ledger.model.importer import parse_input
 from ledger.model.instants import format_recorded
+from ledger.storage.interface import WriteTx
 from service.intake.beside import WalkerGone, WalkerProcess, walk_once
 from service.intake.check import FileCheck
 from service.intake.inflate import CHUNK, LOCAL, Inflation
 from service.intake.spill import Spill
 from service.intake.stream import MAX_LINE, iter_lines, open_stream, read_exactly
-from service.ledger import Ledger, VerifyReport
+from service.ledger import AppendResult, Ledger, VerifyReport
 from service.ops.scrub import PassLog
 
 # events a batch: its decoded events and the rows its append builds take about 3.5 kB an event, so a
@@ -78,6 +79,13 @@ CHECKING, APPENDING, WALKING = "checking", "appending", "walking"
 _log = logging.getLogger("ledger.import")
 # told (phase, non-empty lines so far, bytes of the file read so far, the file's size)
 Progress = Callable[[str, int, int, int], None]
+
+
+class _Digest(Protocol):
+    """A running hash of the file's bytes (hashlib's sha256)."""
+
+    def update(self, data: bytes, /) -> None: ...
+    def hexdigest(self) -> str: ...
 
 
 class Stopped(LedgerError):
@@ -382,7 +390,9 @@ class _Lines:
             "appends it from its first line (events already stored count as duplicates)"
         )
 
-    def _numbered(self, s: Any, sha: Any, first: int, ends: list[_End]) -> Iterator[tuple[int, bytes]]:
+    def _numbered(
+        self, s: IO[bytes], sha: _Digest, first: int, ends: list[_End]
+    ) -> Iterator[tuple[int, bytes]]:
         """The lines after the start, each taken into the running hash; where each batch of the append
         will end (after every `batch_size` non-empty lines, and at the end): its offset, line, hash."""
         count = since = 0
@@ -474,7 +484,7 @@ class _Lines:
         prior = run.start.prior
         before = (prior.appended, prior.duplicates) if prior is not None else (0, 0)
 
-        def save(tx: Any, result: Any) -> None:
+        def save(tx: WriteTx, result: AppendResult) -> None:
             tx.save_import_progress(
                 ImportProgress(self.key, self.name, end.offset, end.line, end.sha256,
                                before[0] + run.appended + result.appended,

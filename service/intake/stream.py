@@ -78,7 +78,7 @@ def open_stream(
         yield stream
 
 
-def read_exactly(stream: IO[bytes], n: int, take: Callable[[bytes], object]) -> int:
+def read_exactly(stream: IO[bytes], n: int, take: Callable[[bytes], None]) -> int:
     """Read the next `n` bytes of `stream` a chunk at a time, each handed to `take`; how many there were
     (fewer at the end of the stream)."""
     done = 0

@@ -5,10 +5,11 @@ of the chain, the last signed checkpoint and the webhook outbox (`ledger status`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ledger.model.facts import Head, ScrubPass
 from ledger.model.instants import Clock, format_recorded
+from ledger.model.jsonvalue import JsonObject
 from ledger.tlog.checkpoint_notes import Checkpoint, NoteError, unsigned_checkpoint
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class Status:
         """Seconds from `us` to this reading (None stays None)."""
         return None if us is None else max(0.0, (self.read_us - us) / 1e6)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON shape of `ledger status --json`."""
         cp = self.checkpoint
         return {

@@ -5,7 +5,7 @@ prints it. It reads the same evidence as `shown.resolution_view` and adds nothin
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import msgspec
 
@@ -13,6 +13,7 @@ from ledger.model.claims import PERSON_PREFIX, RESOLVER_PREFIX, claimed
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.errors import NotFound
 from ledger.model.events import CitationData
+from ledger.model.jsonvalue import Json, JsonObject
 from ledger.model.works import CatalogueWork
 from ledger.storage.derived.catalogue import Row, event_row
 from ledger.storage.sql import FAR_FUTURE
@@ -21,6 +22,7 @@ from service.ledger import Ledger
 from service.resolver import match, sbmv, score
 from service.resolver.run import ref_input
 from service.resolver.score import identity
+from service.screen import json_part
 
 # the most a reference showing every field of a work earns (title whole and long, every author, ...)
 SCALE = (
@@ -61,6 +63,54 @@ _NOTES = {
     "year_near": "one year apart, as a preprint and its journal version often are",
     "preprint": "both are preprints",
 }
+
+
+# the reference as its source gave it: where it comes from, its text, its (field, value) pairs
+Given = TypedDict("Given", {"from": str | None, "text": str | None, "fields": list[list[str]]})
+
+
+class Person(TypedDict):
+    """The person who decided, and when."""
+
+    name: str
+    date: str
+    at: str
+
+
+class FieldMark(TypedDict):
+    """One field of the matched work beside the reference's."""
+
+    field: str
+    reference: str | None
+    work: str | None
+    mark: str  # agreed, disagreed or absent
+    note: str | None
+
+
+class RunnerUp(TypedDict):
+    """The runner-up, named, its score and why it lost."""
+
+    work: str
+    score: Json
+    why: str
+    other: list[str]
+
+
+class Explanation(TypedDict):
+    """A resolution explained: what the resolution page and `ledger resolve --explain` show."""
+
+    reference: Given
+    resolved_by: str | None
+    person: Person | None
+    method: str | None
+    score: str | None
+    scale: str | None
+    fields: list[FieldMark]
+    matched: str | None
+    runner_up: RunnerUp | None
+    other: list[str]
+
+
 _NOTHING = "nothing: its source gave no text and no fields for this reference"
 _READ = {"doi": "the DOI in the reference", "arxiv": "the arXiv id in the reference"}
 
@@ -74,10 +124,10 @@ def paper_of(ledger: Ledger, observation_id: str) -> str:
     return obs.citing
 
 
-def _citation(ledger: Ledger, view: dict[str, Any]) -> CitationData | None:
+def _citation(ledger: Ledger, view: JsonObject) -> CitationData | None:
     """The observation's latest citation, its cited work the one the record displayed before the ledger's
     resolver or a person answered (a record's references arrive with another source's resolution)."""
-    oid = view["observation_id"]
+    oid = str(view["observation_id"])
     facts = ledger.store.tables.observation_facts([oid], -FAR_FUTURE, ledger.clock.now_us())
     obs = observations(facts).get(oid)
     if obs is None:
@@ -110,7 +160,7 @@ def _named(row: Row | None, seq: int, doi: str | None, arxiv_id: str | None) -> 
     return f"“{row.title}”{year}, {ident}"
 
 
-def reference_as_given(citation: CitationData | None) -> dict[str, Any]:
+def reference_as_given(citation: CitationData | None) -> Given:
     """The reference as its source gave it: its text and structured fields, or the cited work the
     record displays when that is all there is."""
     if citation is None:
@@ -180,10 +230,10 @@ def _identifier(citation: CitationData | None, row: Row) -> str | None:
 
 def field_marks(
     citation: CitationData | None, row: Row, agreed: list[str], disagreed: list[str], by_id: str | None
-) -> list[dict[str, Any]]:
+) -> list[FieldMark]:
     """The matched work's fields beside the reference's, each marked agreed, disagreed or absent (the
     reference does not show it, or the work has none)."""
-    out = []
+    out: list[FieldMark] = []
     for name in _REF_FIELDS:
         mine, theirs = _ref_value(citation, name), _work_value(row, name)
         mark, note = "absent", None
@@ -272,14 +322,14 @@ def scale_words(method: str) -> str | None:
     return f"a field of the reference that agrees adds points ({gains}); one that disagrees costs ({costs})"
 
 
-def runner_up_words(ledger: Ledger, evidence: dict[str, Any], chosen: bool) -> dict[str, Any] | None:
+def runner_up_words(ledger: Ledger, evidence: JsonObject, chosen: bool) -> RunnerUp | None:
     """The runner-up, named, and why it lost (or, when nothing was chosen, why neither was taken)."""
     ru = evidence.get("runner_up")
     if not isinstance(ru, dict):
         return None
     seq = ru.get("catalogue_seq")
     row = _work(ledger, seq if isinstance(seq, int) else None)
-    gap = int(evidence.get("score", 0)) - int(ru.get("score", 0))
+    gap = _int(evidence.get("score", 0)) - _int(ru.get("score", 0))
     if chosen and gap == 0:
         why = ("it agreed with the reference as fully as the chosen work (the same points); of two "
                "works that agree equally, the one the catalogue held first is taken: this one came "
@@ -289,13 +339,13 @@ def runner_up_words(ledger: Ledger, evidence: dict[str, Any], chosen: bool) -> d
     elif chosen:
         why = (f"it scored within {match.MARGIN} points of the chosen work ({gap} below), and a field the "
                "chosen work agreed on and it did not told them apart")  # fmt: skip
-    elif gap < match.MARGIN and evidence.get("score", 0) >= match.NUMBERS_THRESHOLD:
+    elif gap < match.MARGIN and _int(evidence.get("score", 0)) >= match.NUMBERS_THRESHOLD:
         why = (f"neither was taken: the best and the runner-up were within {match.MARGIN} points and no "
                "field told them apart")  # fmt: skip
     else:
         why = "neither was taken: no candidate reached what a match needs"
     other = [f"{k.replace('_', ' ')}: {v}" for k, v in ru.items() if k not in _KNOWN_RUNNER]
-    named = _named(row, seq if isinstance(seq, int) else 0, ru.get("doi"), ru.get("arxiv_id"))
+    named = _named(row, seq if isinstance(seq, int) else 0, _text(ru.get("doi")), _text(ru.get("arxiv_id")))
     return {"work": named, "score": ru.get("score"), "why": why, "other": other}
 
 
@@ -312,18 +362,20 @@ def resolved_by(source: str | None, observed_at: str) -> str:
     return f"another source, {source}"
 
 
-def explanation(ledger: Ledger, view: dict[str, Any]) -> dict[str, Any]:
+def explanation(ledger: Ledger, view: JsonObject) -> Explanation:
     """The resolution of `view` (shown.resolution_view) explained for a person."""
     citation = _citation(ledger, view)
-    out: dict[str, Any] = {"reference": reference_as_given(citation), "resolved_by": None, "person": None,
+    out: Explanation = {"reference": reference_as_given(citation), "resolved_by": None, "person": None,
                            "method": None, "score": None, "scale": None, "fields": [], "matched": None,
                            "runner_up": None, "other": []}  # fmt: skip
-    res = view.get("resolution")
-    if res is None:
+    shown = view.get("resolution")
+    if shown is None:
         return out
-    out["resolved_by"] = resolved_by(res["resolver_source"], res["observed_at"])
+    res = json_part(shown)
+    at, status = str(res["observed_at"]), str(res["status"])
+    out["resolved_by"] = resolved_by(_text(res["resolver_source"]), at)
     if res.get("by_person"):
-        out["person"] = {"name": res["by_person"], "date": res["observed_at"][:10], "at": res["observed_at"]}
+        out["person"] = {"name": str(res["by_person"]), "date": at[:10], "at": at}
     evidence = view.get("evidence")
     if not isinstance(evidence, dict):
         return out
@@ -331,21 +383,21 @@ def explanation(ledger: Ledger, view: dict[str, Any]) -> dict[str, Any]:
     seq = evidence.get("catalogue_seq")
     row = _work(ledger, seq if isinstance(seq, int) else None)
     by_identifier = None if row is None or method != "identifier" else _identifier(citation, row)
-    out["method"] = method_words(method, res["status"], by_identifier)
-    chosen = row is not None and res["status"].startswith("verified")
-    out["score"] = score_words(method, int(evidence.get("score", 0)), chosen or method == "identifier")
+    out["method"] = method_words(method, status, by_identifier)
+    chosen = row is not None and status.startswith("verified")
+    out["score"] = score_words(method, _int(evidence.get("score", 0)), chosen or method == "identifier")
     out["scale"] = scale_words(method)
     if row is not None:
         out["matched"] = _named(row, row.seq, row.doi, row.arxiv_id)
     if row is not None and method in _OWN_METHODS:  # only the resolver's own scorer records fields
-        agreed, disagreed = list(evidence.get("agreed", [])), list(evidence.get("disagreed", []))
+        agreed, disagreed = _texts(evidence.get("agreed", [])), _texts(evidence.get("disagreed", []))
         out["fields"] = field_marks(citation, row, agreed, disagreed, by_identifier)
     out["runner_up"] = runner_up_words(ledger, evidence, chosen)
     out["other"] = [f"{k.replace('_', ' ')}: {v}" for k, v in evidence.items() if k not in _KNOWN_EVIDENCE]
     return out
 
 
-def explain_lines(view: dict[str, Any], x: dict[str, Any]) -> list[str]:
+def explain_lines(view: JsonObject, x: Explanation) -> list[str]:
     """The explanation as `ledger resolve --explain` prints it."""
     lines = [f"Reference {view['reference_index']} of arXiv:{view['arxiv_id']} "
              f"(observation {view['observation_id']}), as of {view['as_of']}"]  # fmt: skip
@@ -358,7 +410,7 @@ def explain_lines(view: dict[str, Any], x: dict[str, Any]) -> list[str]:
     if res is None:
         lines.append("Resolution: pending (not yet resolved)")
         return lines
-    lines.append(f"Status: {res['status'].replace('_', ' ')}")
+    lines.append(f"Status: {str(json_part(res)['status']).replace('_', ' ')}")
     lines.append(f"Resolved by: {x['resolved_by']}")
     if x["method"] is None:
         lines.append("Evidence: none recorded (not an answer of this ledger's resolver)")
@@ -384,3 +436,22 @@ def explain_lines(view: dict[str, Any], x: dict[str, Any]) -> list[str]:
         lines += [f"  {o}" for o in ru["other"]]
     lines += [f"Also recorded: {o}" for o in x["other"]]
     return lines
+
+
+def _int(value: Json) -> int:
+    """A score of the evidence (a number by its schema) as an int."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"the evidence holds {type(value).__name__} where a score belongs")
+
+
+def _text(value: Json) -> str | None:
+    """An identifier or a name of the evidence (a string or null by its schema)."""
+    return value if isinstance(value, str) else None
+
+
+def _texts(value: Json) -> list[str]:
+    """The evidence's field names (a list of strings by its schema)."""
+    if not isinstance(value, list):
+        raise TypeError(f"the evidence holds {type(value).__name__} where a list belongs")
+    return [str(v) for v in value]

@@ -12,11 +12,11 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from ledger.model.codec import canonical
 from ledger.model.errors import LedgerError
 from ledger.model.instants import format_recorded
+from ledger.model.jsonvalue import JsonInObject, JsonObject
 from ledger.storage.state.jobs import DONE, FAILED, RUNNING
 from ledger.storage.state.jobs import Job as StoredJob
 from service.ledger import Ledger
@@ -37,8 +37,8 @@ class Job:
     state: str
     started_at: str
     finished_at: str | None = None
-    summary: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    summary: JsonObject | None = None
+    error: JsonObject | None = None
     dry_run: bool = False
 
     @classmethod
@@ -49,12 +49,12 @@ class Job:
         dry_run = bool(json.loads(row.kind or "{}").get("dry_run", False))
         return cls(row.id, row.state, row.started_at, row.finished_at, summary, error, dry_run)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The job as `GET /resolve/jobs/{id}` answers it."""
         return {**asdict(self), "links": {"self": f"/resolve/jobs/{self.id}"}}
 
 
-def kind_of(params: dict[str, Any]) -> str:
+def kind_of(params: JsonInObject) -> str:
     """What a job does, as it is keyed: the canonical JSON of its parameters."""
     return canonical(params).decode()
 
@@ -81,7 +81,7 @@ class Jobs:
         self,
         run: Callable[[], Summary],
         owner: str,
-        params: dict[str, Any],
+        params: JsonInObject,
         *,
         appends: bool = True,
         lease: Callable[[], Lease] | None = None,

@@ -158,7 +158,9 @@ def _order(s: Scored) -> tuple[int, int, int]:
     return (-s.total, held_since(s.cand.work), s.cand.work.seq)
 
 
-def _described(w: CatalogueWork) -> tuple[object, ...]:
+def _described(
+    w: CatalogueWork,
+) -> tuple[str | None, tuple[str, ...], str | None, int | None, str | None, str | None, str | None]:
     """What a reference could tell a work by: two works alike in all of it are one to any reference."""
     return (w.title, w.authors, w.container, w.year, w.volume, w.issue, w.first_page)
 

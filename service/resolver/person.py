@@ -11,6 +11,7 @@ from ledger.model.errors import InvalidEvent, NotFound
 from ledger.model.events import CitedWork, ResolutionData, ResolutionObserved
 from ledger.model.ids import normalise_arxiv
 from ledger.model.instants import format_recorded
+from ledger.model.jsonvalue import JsonIn
 from ledger.model.works import CatalogueWork, Evidence
 from ledger.storage.interface import CatalogueTables
 from ledger.storage.sql import FAR_FUTURE
@@ -30,7 +31,7 @@ class PersonChoice(NamedTuple):
     arxiv_id: str | None = None
 
 
-def check_name(name: object, where: str = "by") -> str:
+def check_name(name: JsonIn, where: str = "by") -> str:
     """A person's name as given: 1 to MAX_NAME printable characters, no control characters."""
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME:
         raise InvalidEvent(where, f"a person's name, 1 to {MAX_NAME} characters")
@@ -39,7 +40,7 @@ def check_name(name: object, where: str = "by") -> str:
     return name.strip()
 
 
-def choice(by: object, doi: object = None, arxiv_id: object = None, clear: bool = False) -> PersonChoice:
+def choice(by: JsonIn, doi: JsonIn = None, arxiv_id: JsonIn = None, clear: bool = False) -> PersonChoice:
     """A person's choice, checked: a name in one script, not the resolver's (names.py), and exactly
     one of a DOI, an arXiv id and clearing."""
     name = check_name(by)

@@ -14,30 +14,43 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, NamedTuple
 
 from ledger.model.resolving import Decision, RefInput
+from ledger.storage.interface import CatalogueTables
 from service.children import start_context
 from service.ledger import Ledger
 from service.resolver.bounds import CHUNK, Cancelled, Gate
 from service.resolver.defaults import Resolver, default_resolver
 from service.resolver.run import Decide, Decided, Summary, resolve
 
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Event as ProcessEvent
+
 _log = logging.getLogger("ledger.resolve")
 WORKERS = min(2, os.cpu_count() or 1)  # two at most: each opens its own connection and catalogue
 LOOK_S = 0.2  # how often a parent waiting on a worker looks whether its run was stopped
 GRACE_S = 2.0  # how long stopped workers have to end by themselves before they are terminated
 
-_worker: dict[str, Any] = {}
+
+class _Worker(NamedTuple):
+    """What a worker process decides with: the matcher, the run's stop flag and its own catalogue."""
+
+    decide: Decide
+    stop: ProcessEvent
+    catalogue: CatalogueTables
 
 
-def _start(url: str, resolver: Resolver, stop: Any) -> None:
+# the worker process's own, set once as it starts
+_worker: list[_Worker] = []
+
+
+def _start(url: str, resolver: Resolver, stop: ProcessEvent) -> None:
     # a worker only searches the catalogue, then exits: it reads a SQLite file through a memory map
     ledger = Ledger(url, raise_alerts=False, mapped=True)
-    _worker["decide"] = resolver.decide
-    _worker["stop"] = stop
     # the parent brought the catalogue up to the head before the run: this reads it as it stands
-    _worker["catalogue"] = resolver.catalogue(ledger)
+    _worker.append(_Worker(resolver.decide, stop, resolver.catalogue(ledger)))
 
 
 @contextlib.contextmanager
@@ -57,11 +70,12 @@ def collector_paused() -> Iterator[None]:
 def _decide(refs: Sequence[RefInput]) -> list[Decision]:
     # in parts, looking between two whether the run was stopped: a stopped run's worker ends soon
     out: list[Decision] = []
+    worker = _worker[0]
     with collector_paused():
         for i in range(0, len(refs), CHUNK):
-            if _worker["stop"].is_set():
+            if worker.stop.is_set():
                 raise Cancelled("the run was stopped")
-            out.extend(_worker["decide"](refs[i : i + CHUNK], _worker["catalogue"]))
+            out.extend(worker.decide(refs[i : i + CHUNK], worker.catalogue))
     return out
 
 
@@ -71,7 +85,7 @@ def gated(decide: Decide, gate: Gate | None) -> Decide:
     if gate is None:
         return decide
 
-    def parts(refs: Sequence[RefInput], catalogue: Any) -> list[Decision]:
+    def parts(refs: Sequence[RefInput], catalogue: CatalogueTables) -> list[Decision]:
         out: list[Decision] = []
         for i in range(0, len(refs), CHUNK):
             part = refs[i : i + CHUNK]
@@ -184,7 +198,9 @@ class DecidePool:
     def __enter__(self) -> DecidePool:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if kind is None:
             self.close()
         else:

@@ -12,7 +12,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from msgspec import UNSET
 
@@ -23,6 +23,7 @@ from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.events import CitationData, CitedWork, ResolutionData, ResolutionObserved
 from ledger.model.facts import Fact, Head
 from ledger.model.instants import format_recorded
+from ledger.model.jsonvalue import JsonObject
 from ledger.model.resolving import Decision, RefInput
 from ledger.model.works import CatalogueWork, Evidence
 from ledger.storage.interface import CatalogueTables
@@ -99,11 +100,11 @@ class Summary:
             out[c.after] = out.get(c.after, 0) + 1
         return dict(sorted(out.items()))
 
-    def to_dict(self, *, listed: int = 100) -> dict[str, Any]:
+    def to_dict(self, *, listed: int = 100) -> JsonObject:
         """The summary as JSON values: counts, and the first `listed` changes."""
         return {
             "examined": self.examined,
-            "changed": self.changed(),
+            "changed": {**self.changed()},
             "unchanged": self.unchanged,
             "appended": self.appended,
             "dry_run": self.dry_run,

@@ -4,6 +4,7 @@ pages, `ledger search`; on the backend under test."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import warnings
 from typing import Any
@@ -16,10 +17,11 @@ from hypothesis import strategies as st
 from api.app import create_app
 from api.settings import Settings
 from cli.main import main
+from ledger.model.codec import canonical
 from ledger.model.errors import InvalidEvent
 from ledger.storage.derived.search import MAX_QUERY, MAX_WORDS, query_words
 from service.ledger import Ledger
-from service.search import PER_PAGE, search
+from service.search import PER_PAGE, Answer, search
 from tests.conftest import FIXTURE_PATH, NewDb
 from tests.factories import citation, oid_of, paper, resolution, ts, work
 from tests.old_layout import build_old_ledger, version_before
@@ -84,6 +86,11 @@ def imported(fresh_ledger: Ledger) -> Ledger:
     return fresh_ledger
 
 
+def served(answer: Answer) -> Any:
+    """The answer as a client decodes it from GET /search."""
+    return json.loads(canonical(answer.to_dict()))
+
+
 def _found(ledger: Ledger, q: str) -> list[tuple[str, str, int | None, str]]:
     return [(h.kind, h.arxiv_id, h.reference_index, h.title) for h in search(ledger, q).hits]
 
@@ -110,7 +117,7 @@ def test_each_word_matches_the_start_of_a_word_and_all_must_match(imported: Ledg
 
 
 def test_each_hit_links_to_the_record_that_shows_it(imported: Ledger):
-    hits = search(imported, "offload").to_dict()["hits"]
+    hits = served(search(imported, "offload"))["hits"]
     assert hits[0]["href"] == "/paper/2411.01142/citation-record"
     ref = hits[2]
     assert ref["href"] == f"/paper/2509.02480/citation-record#{ref['observation_id']}"
@@ -177,8 +184,8 @@ def test_search_pages(fresh_ledger: Ledger):
     one, two = search(fresh_ledger, "alpha"), search(fresh_ledger, "alpha", 2)
     assert (one.total, len(one.hits), len(two.hits), one.pages) == (PER_PAGE + 5, PER_PAGE, 5, 2)
     assert {h.arxiv_id for h in one.hits}.isdisjoint(h.arxiv_id for h in two.hits)
-    assert one.to_dict()["page"]["next"] == "/search?q=alpha&page=2"
-    assert two.to_dict()["page"] == {"number": 2, "per_page": PER_PAGE, "total_hits": PER_PAGE + 5,
+    assert served(one)["page"]["next"] == "/search?q=alpha&page=2"
+    assert served(two)["page"] == {"number": 2, "per_page": PER_PAGE, "total_hits": PER_PAGE + 5,
                                      "pages": 2, "next": None, "prev": "/search?q=alpha&page=1"}  # fmt: skip
     assert search(fresh_ledger, "alpha", 9).hits == []
     with pytest.raises(InvalidEvent, match="^page: 0: a page is 1"):

@@ -3,11 +3,13 @@ the resolver's worker processes ask; every other process keeps file pages out of
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 from pathlib import Path
 
 import pytest
 
+from ledger.storage.catalogue_store import SqlCatalogue
 from ledger.storage.sqlite.store import MMAP_BYTES, SQLiteStore
 from service.resolver import pool
 
@@ -36,9 +38,11 @@ def test_a_store_not_asked_reads_without_a_map(tmp_path: Path) -> None:
 def test_a_resolver_worker_reads_its_ledger_through_a_map(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pool, "_worker", {})
+    monkeypatch.setattr(pool, "_worker", [])
     db = str(tmp_path / "a.db")
     SQLiteStore(db).close()
-    pool._start(db, pool.default_resolver(), None)
-    store = pool._worker["catalogue"].store
+    pool._start(db, pool.default_resolver(), multiprocessing.Event())
+    catalogue = pool._worker[0].catalogue
+    assert isinstance(catalogue, SqlCatalogue)
+    store = catalogue.store
     assert store.connection().execute("PRAGMA mmap_size").fetchone()[0] > 0
