@@ -1,8 +1,10 @@
 """Who runs the projector (ledger/storage/projector.py), and how far behind it may fall.
 
 A server's workers share one projector: each tries the lease row every `poll` seconds, and the one
-holding it advances every projection a bounded step at a time, renewing the lease between steps, so a
-worker that dies hands over after one lease's length. The process that appended projects too (the CLI
+holding it advances every projection a bounded step at a time. Each batch of a step checks and renews
+the lease in its own transaction, so a long healthy step keeps it, a worker that dies hands over after
+one lease's length, and a step that lost it (it outlasted the lease and another worker took over)
+stops before its next write and says so in the log. The process that appended projects too (the CLI
 before it exits; any appender once the projector is more than LEDGER_PROJECTOR_MAX_LAG events behind),
 so a ledger with no server never waits on one.
 """
@@ -18,7 +20,15 @@ from collections.abc import Sequence
 from ledger.model.errors import LedgerError
 from ledger.model.instants import Clock
 from ledger.storage.interface import Store
-from ledger.storage.projector import BATCH, PROJECTIONS, Projection, release_lease, take_lease
+from ledger.storage.projector import (
+    BATCH,
+    PROJECTIONS,
+    Lease,
+    LeaseLost,
+    Projection,
+    release_lease,
+    take_lease,
+)
 
 log = logging.getLogger("ledger.projector")
 
@@ -50,14 +60,17 @@ def max_lag(raw: str | None = None) -> int:
     return value
 
 
-def project_step(store: Store, projections: Sequence[Projection] = PROJECTIONS) -> bool:
-    """Advance each projection at most STEP events toward the head; whether any is still behind."""
+def project_step(
+    store: Store, projections: Sequence[Projection] = PROJECTIONS, lease: Lease | None = None
+) -> bool:
+    """Advance each projection at most STEP events toward the head, each batch under `lease` if given
+    (LeaseLost once it is not held); whether any is still behind."""
     head = store.head().seq
     behind = False
     for p in projections:
         at = p.position(store)
         if at < head:
-            reached = p.advance(store, min(head, at + STEP))
+            reached = p.advance(store, min(head, at + STEP), lease=lease)
             behind = behind or reached < head
     return behind
 
@@ -75,15 +88,18 @@ def run_projector(
     """Until `stop` is set: while this process holds the lease, follow the log with every projection.
     Meant for its own thread; gives the lease up and closes that thread's connection at the end."""
     me = holder or f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    lease_us = int(lease_s * 1_000_000)
+    lease = Lease(me, int(lease_s * 1_000_000), clock)
     try:
         while not stop.is_set():
             behind = False
             try:
-                while take_lease(store, me, clock.now_us(), lease_us) and not stop.is_set():
-                    behind = project_step(store, projections)
+                while take_lease(store, me, clock.now_us(), lease.ttl_us) and not stop.is_set():
+                    behind = project_step(store, projections, lease)
                     if not behind:
                         break
+            except LeaseLost as lost:  # another worker follows the log now, or this one will again
+                log.warning("%s", lost, extra={"fields": {"projector": "lease_lost", **lost.details}})
+                behind = False
             except Exception:  # the database may be back later: keep the thread, say why, retry
                 log.exception("projector failed; retrying later")
             stop.wait(0 if behind else poll_s)
