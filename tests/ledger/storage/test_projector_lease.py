@@ -32,25 +32,11 @@ from service.ledger import Ledger
 from service.ops.projector import project_step, run_projector
 from tests.conftest import NewDb
 from tests.factories import Clock
-from tests.raw import rows
+from tests.raw import PROJECTED_TABLES, projected, rows
 from tests.screen_scenario import seeded_ledger
 
 TTL = 30_000_000  # the lease's length, in the test clock's microseconds
-# every table a projection of the projector's writes, in a stable order (the keys' and checks'
-# levels read through their views)
-TABLES = {
-    "spans": "SELECT * FROM inbound_spans ORDER BY cited, citing, reference_index, observation_id, t_from",
-    "counts": "SELECT * FROM inbound_counts WHERE starts <> 0 OR ends <> 0 ORDER BY cited, bucket",
-    "keys": "SELECT key, seq FROM event_keys_all ORDER BY key, seq",
-    "checks": "SELECT * FROM check_works_all ORDER BY 1, 2, 3, 4, 5",
-    "screen_refs": "SELECT * FROM screen_refs ORDER BY 1, 2, 3, 4",
-    "screen_notices": "SELECT * FROM screen_notices ORDER BY 1, 2, 3",
-}
 LOGGED = (SPAN_PROJECTION, WORK_KEYS_PROJECTION, CHECK_WORKS_PROJECTION, SCREEN)
-
-
-def _tables(db: str) -> dict[str, list[tuple[object, ...]]]:
-    return {name: rows(db, sql) for name, sql in TABLES.items()}
 
 
 @pytest.fixture
@@ -59,7 +45,7 @@ def one_projector(new_db: NewDb) -> dict[str, list[tuple[object, ...]]]:
     ref, _ = seeded_ledger(new_db("one.db"))
     try:
         ref.ops.project(PROJECTIONS)
-        return _tables(ref.url)
+        return projected(ref.url)
     finally:
         ref.close()
 
@@ -127,7 +113,7 @@ def test_a_step_that_lost_its_lease_writes_no_batch_after_and_the_next_holder_en
                             CHECK_WORKS_PROJECTION.name: 0, SCREEN.name: 0}  # fmt: skip
         # nothing written by A once B held the lease
         assert _positions(ledger.store) == taken.at
-        assert rows(ledger.url, TABLES["screen_refs"]) == []
+        assert rows(ledger.url, PROJECTED_TABLES["screen_refs"]) == []
         assert lease_holder(ledger.store, clock.now_us()) == "worker-b"
         lost = [r for r in caplog.records if "lease" in r.getMessage()]
         assert [r.levelno for r in lost] == [logging.WARNING], caplog.text
@@ -137,7 +123,7 @@ def test_a_step_that_lost_its_lease_writes_no_batch_after_and_the_next_holder_en
         while project_step(rival, PROJECTIONS, b):
             pass
         assert _positions(ledger.store, PROJECTIONS) == {p.name: head for p in PROJECTIONS}
-        assert _tables(ledger.url) == one_projector
+        assert projected(ledger.url) == one_projector
         assert verify_store(ledger.store).ok
     finally:
         rival.close()
@@ -164,7 +150,7 @@ def test_a_batch_after_the_lease_ran_out_is_not_written(
     assert take_lease(store, "worker-a", clock.now_us(), TTL)
     for p in LOGGED:
         assert p.advance(store, head, batch=3, lease=Lease("worker-a", TTL, clock)) == head
-    assert _tables(ledger.url) == one_projector
+    assert projected(ledger.url) == one_projector
     assert verify_store(store).ok
 
 
