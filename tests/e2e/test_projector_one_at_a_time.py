@@ -181,7 +181,9 @@ def test_a_step_that_outlasts_its_lease_hands_it_over_and_writes_no_batch_after(
     batches = _batches(watch)
     stalled = batches[0][0]
     lost = [x for x in lines if x.get("projector") == "lease_lost"]
+    outside = [b for b in batches if b[1].split("-")[0] != str(b[0]) or b[2] < b[3]]
     print({"batches": len(batches), "workers": sorted({b[0] for b in batches}), "stalled": stalled,
+           "outside_its_lease": [(b[0], b[4], b[3] - b[2]) for b in outside],
            "lost": [(x["pid"], x["why"], x["projection"]) for x in lost]})  # fmt: skip
     _under_its_lease(batches)
     assert lost and lost[0]["pid"] == stalled, lost
