@@ -4,9 +4,12 @@ A server's workers share one projector: each tries the lease row every `poll` se
 holding it advances every projection a bounded step at a time. Each batch of a step checks and renews
 the lease in its own transaction, so a long healthy step keeps it, a worker that dies hands over after
 one lease's length, and a step that lost it (it outlasted the lease and another worker took over)
-stops before its next write and says so in the log. The process that appended projects too (the CLI
-before it exits; any appender once the projector is more than LEDGER_PROJECTOR_MAX_LAG events behind),
-so a ledger with no server never waits on one.
+stops before its next write and says so in the log. A holder with nothing left to do gives the lease
+up, so a worker's request that must project (`project_leased`: an append past the allowed lag, a read
+that projects first) takes it at once; while another holder works, the request waits for it instead,
+so the server never runs two projectors at once. Outside a server the process that appended projects
+itself (the CLI before it exits; any appender once the projector is more than
+LEDGER_PROJECTOR_MAX_LAG events behind), so a ledger with no server never waits on one.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 
@@ -25,7 +29,10 @@ from ledger.storage.projector import (
     PROJECTIONS,
     Lease,
     LeaseLost,
+    Logged,
     Projection,
+    lease_holder,
+    lowest_position,
     release_lease,
     take_lease,
 )
@@ -38,6 +45,7 @@ MAX_MAX_LAG = 1_000_000  # a record read folds at most this many events: past it
 LEASE_S = 30.0  # a holder that stops renewing is replaced after this long
 POLL_S = 0.5  # how often a worker looks for new events (or for a lease to take)
 STEP = 4 * BATCH  # events a holder applies to one projection between two renewals
+WAIT_POLL_S = 0.02  # how often a request waiting on the holder looks at the positions again
 
 
 class SettingError(LedgerError, ValueError):
@@ -96,6 +104,8 @@ def run_projector(
                 while take_lease(store, me, clock.now_us(), lease.ttl_us) and not stop.is_set():
                     behind = project_step(store, projections, lease)
                     if not behind:
+                        # caught up: a request that must project takes the lease without waiting
+                        release_lease(store, me)
                         break
             except LeaseLost as lost:  # another worker follows the log now, or this one will again
                 log.warning("%s", lost, extra={"fields": {"projector": "lease_lost", **lost.details}})
@@ -109,3 +119,44 @@ def run_projector(
         except Exception:  # the lease then expires on its own
             log.exception("projector lease not released")
         store.close()
+
+
+def project_leased(
+    store: Store,
+    projections: Sequence[Logged],
+    head: int,
+    within: int,
+    *,
+    clock: Clock,
+    lease_s: float = LEASE_S,
+    poll_s: float = WAIT_POLL_S,
+) -> bool:
+    """A server worker's request that must project (back-pressure, a read that projects first): until
+    these projections are within `within` events of `head`, either take the lease when it is free or run
+    out and project them to `head` under it (each batch checking it, as the runner's do), or wait for
+    its holder. Whether they got there: False once no position moved for two lease lengths (a holder
+    alive but failing; a dead one's lease runs out first and is taken)."""
+    # a name of its own: releasing it never drops the lease of this worker's runner
+    me = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    lease = Lease(me, int(lease_s * 1_000_000), clock)
+    seen, since = -1, time.monotonic()
+    while (at := lowest_position(store, projections)) < head - within:
+        if at != seen:
+            seen, since = at, time.monotonic()
+        elif time.monotonic() - since > 2 * lease_s:
+            log.warning("projections stuck at %d (head %d): the request goes on without them", at, head)
+            return False
+        free = lease_holder(store, clock.now_us()) is None  # a read first: a take is a write transaction
+        if free and take_lease(store, me, clock.now_us(), lease.ttl_us):
+            try:
+                for p in projections:
+                    p.advance(store, head, lease=lease)
+            except LeaseLost as lost:  # outlasted its lease: the new holder goes on
+                log.warning("%s", lost, extra={"fields": {"projector": "lease_lost", **lost.details}})
+                continue
+            finally:
+                release_lease(store, me)
+            # a ledger that cannot be written stops short: it is not waited on again
+            return lowest_position(store, projections) >= head - within
+        time.sleep(poll_s)
+    return True
