@@ -397,6 +397,17 @@ def release_lease(store: Store, holder: str) -> None:
         sql.query(conn, "DELETE FROM projector_lease WHERE id = 1 AND holder = ?", (holder,))
 
 
+_LAPSE = "UPDATE projector_lease SET expires_us = ? WHERE id = 1 AND holder = ?"
+
+
+def lapse_lease(store: Store, holder: str, now_us: int) -> None:
+    """Let `holder`'s lease run out now (if it has it): anyone may take it at once, and the row still
+    names who held it last."""
+    sql = _sql(store)
+    with sql.transaction(_begin(sql)) as conn:
+        sql.query(conn, _LAPSE, (now_us - 1, holder))
+
+
 def lease_holder(store: Store, now_us: int) -> str | None:
     """Who holds an unexpired lease now."""
     sql = _sql(store)

@@ -4,8 +4,8 @@ A server's workers share one projector: each tries the lease row every `poll` se
 holding it advances every projection a bounded step at a time. Each batch of a step checks and renews
 the lease in its own transaction, so a long healthy step keeps it, a worker that dies hands over after
 one lease's length, and a step that lost it (it outlasted the lease and another worker took over)
-stops before its next write and says so in the log. A holder with nothing left to do gives the lease
-up, so a worker's request that must project (`project_leased`: an append past the allowed lag, a read
+stops before its next write and says so in the log. A holder with nothing left to do lets its lease
+run out, so a worker's request that must project (`project_leased`: an append past the allowed lag, a read
 that projects first) takes it at once; while another holder works, the request waits for it instead,
 so the server never runs two projectors at once. Outside a server the process that appended projects
 itself (the CLI before it exits; any appender once the projector is more than
@@ -31,6 +31,7 @@ from ledger.storage.projector import (
     LeaseLost,
     Logged,
     Projection,
+    lapse_lease,
     lease_holder,
     lowest_position,
     release_lease,
@@ -105,7 +106,7 @@ def run_projector(
                     behind = project_step(store, projections, lease)
                     if not behind:
                         # caught up: a request that must project takes the lease without waiting
-                        release_lease(store, me)
+                        lapse_lease(store, me, clock.now_us())
                         break
             except LeaseLost as lost:  # another worker follows the log now, or this one will again
                 log.warning("%s", lost, extra={"fields": {"projector": "lease_lost", **lost.details}})
@@ -155,7 +156,7 @@ def project_leased(
                 log.warning("%s", lost, extra={"fields": {"projector": "lease_lost", **lost.details}})
                 continue
             finally:
-                release_lease(store, me)
+                lapse_lease(store, me, clock.now_us())
             # a ledger that cannot be written stops short: it is not waited on again
             return lowest_position(store, projections) >= head - within
         time.sleep(poll_s)

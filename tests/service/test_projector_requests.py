@@ -73,13 +73,13 @@ def test_an_append_past_the_lag_waits_while_another_worker_holds_the_lease_and_t
         appended.join(30)
     assert not appended.is_alive()
     assert _projected(worker) == worker.head().seq
-    assert lease_holder(worker.store, clock.now_us()) is None  # given back
+    assert lease_holder(worker.store, clock.now_us()) is None  # run out: the next one takes it at once
 
 
-def test_a_read_that_projects_first_takes_a_free_lease_and_gives_it_back(
+def test_a_read_that_projects_first_takes_a_free_lease_and_lets_it_run_out(
     worker: Ledger, clock: Clock
 ) -> None:
-    """No worker holds the lease: the page's request takes it, projects to the head, releases it."""
+    """No worker holds the lease: the page's request takes it, projects to the head, lets it run out."""
     quiet = Ledger(worker.url, projector_max_lag=1_000_000)
     try:
         quiet.append(_events(0, 4))
@@ -121,9 +121,9 @@ def test_the_cli_never_waits_on_the_lease(new_db: NewDb, clock: Clock) -> None:
         cli.close()
 
 
-def test_the_servers_projector_gives_the_lease_up_once_caught_up(new_db: NewDb) -> None:
-    """The runner that brought every projection to the head gives the lease up until its next look, so
-    a request that must project takes it at once rather than wait for that look."""
+def test_the_servers_projector_lets_its_lease_run_out_once_caught_up(new_db: NewDb) -> None:
+    """The runner that brought every projection to the head lets its lease run out until its next look
+    (the row still names it), so a request that must project takes it at once rather than wait."""
     clock = Clock()
     led = Ledger(new_db(), projector_max_lag=1_000_000, clock=clock)
     led.append(_events(0, 10))
@@ -136,8 +136,10 @@ def test_the_servers_projector_gives_the_lease_up_once_caught_up(new_db: NewDb) 
     runner.start()
     try:
         wait_until(lambda: _projected(led) == led.head().seq, "the runner caught up", 30.0, every=0.01)
-        wait_until(lambda: lease_holder(led.store, clock.now_us()) is None, "the lease given up", 5.0)
+        wait_until(lambda: lease_holder(led.store, clock.now_us()) is None, "the lease run out", 5.0)
+        assert lease_holder(led.store, 0) == "runner"  # the last holder, named
         assert runner.is_alive()  # still running, waiting for its next look
+        assert take_lease(led.store, "a-request", clock.now_us(), TTL)
     finally:
         stop.set()
         runner.join(30)
