@@ -170,6 +170,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         group_commit=True,
         raise_alerts=False,
         project_on_read=not settings.read_only,
+        projector_lease=True,
         clock=SYSTEM_CLOCK,
     )
     if settings.counting:

@@ -45,7 +45,7 @@ from service.catalogue import Catalogue
 from service.collections import Collections
 from service.log import Log
 from service.ops.operations import Operations
-from service.ops.projector import max_lag
+from service.ops.projector import max_lag, project_leased
 from service.records import Chain as Chain
 from service.records import Evidence as Evidence
 from service.records import PaperView as PaperView
@@ -114,6 +114,7 @@ class Ledger:
         mapped: bool = False,
         projector_max_lag: int | None = None,
         project_on_read: bool = True,
+        projector_lease: bool = False,
     ) -> None:
         db = path or default_db()
         # how far the projections a record reads may fall behind before an append projects the lag
@@ -121,6 +122,8 @@ class Ledger:
         # reads that take the spans as stored (a timeline, a record's pages past the cap) bring them to
         # the head first, as a search does its index; a read-only server writes nothing
         self._project_on_read = project_on_read
+        # a server's worker projects only under the projector's lease, or waits for its holder
+        self._projector_lease = projector_lease
         # what "now" is, in UTC microseconds: when an append is recorded, a record's default as_of, and
         # every instant the services of this ledger compare or record (tests pass one they advance)
         self.clock: Clock = clock or SYSTEM_CLOCK
@@ -252,12 +255,23 @@ class Ledger:
         """Back-pressure: an appender that finds the record's projections more than the allowed lag
         behind projects the lag itself (a reader folds at most that many events)."""
         if head - lowest_position(self.store, READ_BY_RECORDS) > self._max_lag:
-            catch_up(self.store, READ_BY_RECORDS)
+            self._project(head, self._max_lag)
 
     def _fresh(self) -> None:
         """Bring the record's projections to the head before a read that does not fold the events past
         them (left as they are on a ledger that cannot be written, or opened not to write)."""
-        if self._project_on_read and lowest_position(self.store, READ_BY_RECORDS) < self.store.head().seq:
+        if not self._project_on_read:
+            return
+        head = self.store.head().seq
+        if lowest_position(self.store, READ_BY_RECORDS) < head:
+            self._project(head, 0)
+
+    def _project(self, head: int, within: int) -> None:
+        """Bring the record's projections within `within` events of `head`: a server's worker under the
+        lease (or by waiting for its holder), any other process itself."""
+        if self._projector_lease:
+            project_leased(self.store, READ_BY_RECORDS, head, within, clock=self.clock)
+        else:
             catch_up(self.store, READ_BY_RECORDS)
 
     def append_batch(self, batch: Batch, *, resolver_events: bool = False) -> AppendResult:

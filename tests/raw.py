@@ -131,3 +131,20 @@ def replace_checkpoint(db: str, note: str) -> None:
     else:
         Path(db + ".checkpoint").write_text(note)
     assert stored_checkpoint(db) == note
+
+
+# every table the projector writes, each in a stable order (the keys' and checks' levels read through
+# their views): two ledgers of the same events hold the same rows once projected
+PROJECTED_TABLES = {
+    "spans": "SELECT * FROM inbound_spans ORDER BY cited, citing, reference_index, observation_id, t_from",
+    "counts": "SELECT * FROM inbound_counts WHERE starts <> 0 OR ends <> 0 ORDER BY cited, bucket",
+    "keys": "SELECT key, seq FROM event_keys_all ORDER BY key, seq",
+    "checks": "SELECT * FROM check_works_all ORDER BY 1, 2, 3, 4, 5",
+    "screen_refs": "SELECT * FROM screen_refs ORDER BY 1, 2, 3, 4",
+    "screen_notices": "SELECT * FROM screen_notices ORDER BY 1, 2, 3",
+}
+
+
+def projected(db: str) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of every table the projector writes."""
+    return {name: rows(db, sql) for name, sql in PROJECTED_TABLES.items()}

@@ -9,7 +9,10 @@ batch re-reads the position under a lock only projectors take, so a batch is nev
 
 Who runs it: the process that appended (a CLI import projects what it wrote before it exits, and an
 append that finds the projector too far behind projects the lag itself), and the server, whose
-workers elect one of them by a lease row (`take_lease`) so one projector follows the log for all.
+workers elect one of them by a lease row (`take_lease`) so one projector follows the log for all. The
+server's projector passes its `Lease` down: each batch checks and renews it inside its own transaction,
+under the lock that taking the lease also needs, and a step whose lease was taken or ran out stops
+before writing (`LeaseLost`), so two holders never write at once however long a step takes.
 
 A projection is added by one line in `PROJECTIONS`: a `Logged` one (its rows are a function of the
 events past its position, written in the projector's transaction, e.g. `Logged.pure(...)` for a table
@@ -24,7 +27,9 @@ from typing import Any, Protocol, cast
 
 import msgspec
 
+from ledger.model.errors import LedgerError
 from ledger.model.events import ChainLink, GlanceWork
+from ledger.model.instants import Clock
 from ledger.storage.append import stored_checks
 from ledger.storage.derived import screen
 from ledger.storage.derived.keys import CHECK_WORKS, WORK_KEYS, cited_keys
@@ -76,6 +81,22 @@ _CLOSE_SPAN = f"UPDATE inbound_spans SET k_to = ? WHERE {_SPAN_KEY} AND k_to = {
 Apply = Callable[[SqlStore, Any, int, int], None]
 
 
+@dataclass(frozen=True)
+class Lease:
+    """What a projector writes under: `holder`'s lease in `projector_lease`, renewed by each batch to
+    the clock's now + `ttl_us`."""
+
+    holder: str
+    ttl_us: int
+    clock: Clock
+
+
+class LeaseLost(LedgerError):
+    """A projector step found its lease taken by another holder or run out: it wrote nothing more."""
+
+    code = "lease_lost"
+
+
 class Projection(Protocol):
     """A derived table kept by following the log."""
 
@@ -88,9 +109,9 @@ class Projection(Protocol):
         """The last seq whose events the projection holds."""
         ...
 
-    def advance(self, store: Store, upto: int, batch: int = BATCH) -> int:
+    def advance(self, store: Store, upto: int, batch: int = BATCH, lease: Lease | None = None) -> int:
         """Apply the events up to seq `upto` (a committed head); the seq reached (less on a ledger that
-        cannot be written)."""
+        cannot be written). Under a `lease`, raises LeaseLost before any write once it is not held."""
         ...
 
 
@@ -139,13 +160,16 @@ class Logged:
         """The last seq applied."""
         return position_of(_sql(store), self.name)
 
-    def advance(self, store: Store, upto: int, batch: int = BATCH) -> int:
-        """Apply the events after the position up to `upto`, `batch` per transaction."""
+    def advance(self, store: Store, upto: int, batch: int = BATCH, lease: Lease | None = None) -> int:
+        """Apply the events after the position up to `upto`, `batch` per transaction (each one first
+        checking and renewing `lease`, if given)."""
         sql = _sql(store)
         done = self.position(store)
         while done < upto:
             try:
                 with sql.transaction(_begin(sql)) as conn:
+                    if lease is not None:
+                        hold(sql, conn, lease, self.name)
                     start = position_of(sql, self.name, conn)  # another projector may have gone on
                     end = min(upto, start + batch)
                     if start < end:
@@ -172,8 +196,13 @@ class Cursor:
         """The table's own cursor."""
         return self.indexed(store)
 
-    def advance(self, store: Store, upto: int, batch: int = BATCH) -> int:
-        """Extend the table to `upto` (its own chunks and transactions)."""
+    def advance(self, store: Store, upto: int, batch: int = BATCH, lease: Lease | None = None) -> int:
+        """Extend the table to `upto` (its own chunks and transactions), once `lease` (if given) is
+        checked and renewed: any reader extends these tables too, so their chunks do not check it."""
+        if lease is not None:
+            sql = _sql(store)
+            with sql.transaction(_begin(sql)) as conn:
+                hold(sql, conn, lease, self.name)
         return self.extend(store, upto)
 
 
@@ -329,6 +358,29 @@ _TAKE = (
 )
 
 
+_RENEW = "UPDATE projector_lease SET expires_us = ? WHERE id = 1 AND holder = ? AND expires_us >= ?"
+
+
+def hold(store: SqlStore, conn: Any, lease: Lease, name: str) -> None:
+    """In a transaction begun by `_begin` (the lock `take_lease` also takes, so no other holder can take
+    the lease until it ends): renew `lease` if its holder still holds it unexpired, else raise LeaseLost
+    before anything of `name`'s batch is written."""
+    now = lease.clock.now_us()
+    if store.query(conn, _RENEW, (now + lease.ttl_us, lease.holder, now)).rowcount == 1:
+        return
+    row = store.query(conn, "SELECT holder, expires_us FROM projector_lease WHERE id = 1").fetchone()
+    if row is None:
+        why = "released"
+    elif row[0] != lease.holder:
+        why = f"taken by {row[0]}"
+    else:
+        why = f"expired {now - int(row[1]):,} us ago"
+    raise LeaseLost(
+        f"projector {lease.holder}: lease {why}; the step stopped before writing {name}'s next batch",
+        details={"holder": lease.holder, "why": why, "projection": name},
+    )
+
+
 def take_lease(store: Store, holder: str, now_us: int, ttl_us: int) -> bool:
     """Take (or renew) the projector's lease for `holder` until now + ttl, if it is free, expired or
     already `holder`'s: one compare-and-set, so two holders never both succeed."""
@@ -343,6 +395,17 @@ def release_lease(store: Store, holder: str) -> None:
     sql = _sql(store)
     with sql.transaction(_begin(sql)) as conn:
         sql.query(conn, "DELETE FROM projector_lease WHERE id = 1 AND holder = ?", (holder,))
+
+
+_LAPSE = "UPDATE projector_lease SET expires_us = ? WHERE id = 1 AND holder = ?"
+
+
+def lapse_lease(store: Store, holder: str, now_us: int) -> None:
+    """Let `holder`'s lease run out now (if it has it): anyone may take it at once, and the row still
+    names who held it last."""
+    sql = _sql(store)
+    with sql.transaction(_begin(sql)) as conn:
+        sql.query(conn, _LAPSE, (now_us - 1, holder))
 
 
 def lease_holder(store: Store, now_us: int) -> str | None:
