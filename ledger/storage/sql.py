@@ -59,6 +59,10 @@ SOURCE_HEADS_SQL = (
 )
 
 
+# a text array bound as one parameter, which the planner sees as a value it does not know (Dialect.keyed)
+_PG_LIST = "CAST((SELECT ?::text[]) AS text[])"
+
+
 @dataclass(frozen=True)
 class Dialect:
     """How one backend spells what the shared statements leave open."""
@@ -77,8 +81,8 @@ class Dialect:
     direct_moves: bool = False
     # ids or observations a resumed walk looks up in one statement (None: all of them in one). SQLite
     # reads a part in proportion to it, and its grouping of a long list is held in memory whole (16 MB
-    # at 26,000 ids); PostgreSQL's plan scans some levels whole for a list of any length (about 100 ms
-    # at 400k events), so each part would pay that scan again
+    # at 26,000 ids); PostgreSQL probes each key in turn however long the list, so parts would only add
+    # statements
     list_part: int | None = None
 
     def sql(self, text: str) -> str:
@@ -95,11 +99,20 @@ class Dialect:
         """A condition: the row's seq is that of a key of `view` (key, seq) in a list bound with
         `bind_list`. SQLite reads the list once per level of the view and probes each level's tree
         (a condition on the view instead ran the list as a subquery in every level: 3 us a key, not
-        0.8); PostgreSQL pushes `= ANY` into each level as an index condition (a join to unnest() was
-        planned as scans of every level while the statistics lagged: 0.5 s a lookup)."""
+        0.8). PostgreSQL gets the list through a one-row subquery: the planner sees one value whose
+        elements it does not know, so it puts `= ANY` into each level's key index as the probes' keys.
+        Given the list itself, it estimated the keys one by one (as long as reading them, for 13,000)
+        and read the two small levels whole, hashing the list."""
         if self.json_lists:
             return f"seq IN (SELECT k.seq FROM json_each(?) AS j JOIN {view} AS k ON k.key = j.value)"
-        return f"seq IN (SELECT seq FROM {view} WHERE key = ANY(?))"
+        return f"seq IN (SELECT seq FROM {view} WHERE key = ANY({_PG_LIST}))"
+
+    def repeated_key(self, view: str) -> str | None:
+        """A SELECT of a key of a list bound with `bind_list` that `view` (key, seq) holds under more
+        than one seq, probing each level by key (as `keyed`); None: the backend groups its own probes."""
+        if self.json_lists:
+            return None
+        return f"SELECT key FROM {view} WHERE key = ANY({_PG_LIST}) GROUP BY key HAVING count(*) > 1 LIMIT 1"
 
     def bind_list(self, values: Sequence[Any]) -> Any:
         """The parameter for `any_of`."""
