@@ -122,3 +122,20 @@ def test_key_lookups_probe_the_small_levels_by_key(fresh_ledger: Ledger, lookup:
             assert list(store.tables.observation_steps(wanted)) == []
     assert _small_level_scans(store, seen) == []
 
+
+def test_a_walk_reads_the_small_levels_after_its_point_by_index(fresh_ledger: Ledger) -> None:
+    store = _store(fresh_ledger)
+    fresh_ledger.append([paper("2101.00001", ts(0))])
+    _small_levels_full(store)
+    conn = store.connection()
+    for level, first in {"middle": 1_000, "recent": 200_000}.items():
+        conn.execute(
+            f"INSERT INTO check_works_{level} (work_id, source, observed_us, seq, recorded_us, notices) "
+            f"SELECT 'w' || i, 'crossref', i, i, i, '[]' FROM generate_series({first}, {first + 29_999}) AS i"
+        )
+        conn.execute(f"ANALYZE check_works_{level}")
+    # the walk's point a little before the head: the last rows of each level are what it reads
+    with recording() as seen:
+        assert sum(1 for _ in store.tables.index_after(205_000)) == 4_999 + 24_999
+        assert sum(1 for _ in store.tables.index_after(25_000)) > 60_000
+    assert _small_level_scans(store, seen) == []
