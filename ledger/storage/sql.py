@@ -81,8 +81,8 @@ class Dialect:
     direct_moves: bool = False
     # ids or observations a resumed walk looks up in one statement (None: all of them in one). SQLite
     # reads a part in proportion to it, and its grouping of a long list is held in memory whole (16 MB
-    # at 26,000 ids); PostgreSQL probes each key in turn however long the list, so parts would only add
-    # statements
+    # at 26,000 ids); PostgreSQL's plan scans the small levels whole for a list of any length, so each
+    # part would pay that scan again
     list_part: int | None = None
 
     def sql(self, text: str) -> str:
