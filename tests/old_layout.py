@@ -98,6 +98,8 @@ def layout_at(backend: str, version: int) -> Layout:
         if table.name == "inbound_spans" and not has(backend, version, "spans_by_observation"):
             kept = tuple(i for i in table.indexes if i.name != "inbound_spans_by_observation")
             table = dataclasses.replace(table, indexes=kept)
+        if table.name.endswith(("_middle", "_recent")) and not has(backend, version, "small_levels_by_seq"):
+            table = dataclasses.replace(table, indexes=())
         if not has(backend, version, "four_levels"):
             table = _before_four_levels(table)
         if table.name == "events" and not has(backend, version, "event_keys"):

@@ -45,11 +45,12 @@ class Column:
 
 @dataclass(frozen=True)
 class Index:
-    """A secondary index; `where` makes it partial."""
+    """A secondary index; `where` makes it partial; `on` the backends that keep it."""
 
     name: str
     columns: tuple[str, ...]
     where: str | None = None
+    on: tuple[str, ...] = BOTH
 
 
 @dataclass(frozen=True)
@@ -139,13 +140,17 @@ _LEVELS = ("", "_deep", "_middle", "_recent")
 
 def _smaller_levels(base: str, columns: tuple[Column, ...], key: tuple[str, ...]) -> tuple[Table, ...]:
     """The deep, middle and recent levels under `base`: their rows are never changed, only moved by a
-    merge (which deletes them); only the deep one is large enough to be worth an index by seq."""
+    merge (which deletes them). Each keeps an index by seq for the walk, which reads a level's rows
+    after its point; on SQLite only the deep one, since a commit there writes every page it dirties
+    and the small levels' index would be rewritten by every append; PostgreSQL adds each entry past
+    those the index holds (an append's and a move's seqs come after them), and without the index a
+    walk read a small level whole."""
     return tuple(
         Table(
             f"{base}{level}",
             columns,
             key,
-            indexes=(Index(f"{base}{level}_seq", ("seq",)),) if level == "_deep" else (),
+            indexes=(Index(f"{base}{level}_seq", ("seq",), on=BOTH if level == "_deep" else (POSTGRESQL,)),),
             guard=Guard("no_update"),
             clustered=True,
         )
@@ -625,6 +630,8 @@ def _indexes(table: Table, dialect: str) -> list[str]:
         if table.search is not None:
             out.append(f"CREATE INDEX {table.name}_words ON {table.name} USING GIN (words)")
     for index in table.indexes:
+        if dialect not in index.on:
+            continue
         where = f" WHERE {index.where}" if index.where else ""
         out.append(f"CREATE INDEX {index.name} ON {table.name} ({', '.join(index.columns)}){where}")
     return out

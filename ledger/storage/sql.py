@@ -59,6 +59,10 @@ SOURCE_HEADS_SQL = (
 )
 
 
+# a text array bound as one parameter, which the planner sees as a value it does not know
+_PG_LIST = "CAST((SELECT ?::text[]) AS text[])"
+
+
 @dataclass(frozen=True)
 class Dialect:
     """How one backend spells what the shared statements leave open."""
@@ -77,8 +81,8 @@ class Dialect:
     direct_moves: bool = False
     # ids or observations a resumed walk looks up in one statement (None: all of them in one). SQLite
     # reads a part in proportion to it, and its grouping of a long list is held in memory whole (16 MB
-    # at 26,000 ids); PostgreSQL's plan scans some levels whole for a list of any length (about 100 ms
-    # at 400k events), so each part would pay that scan again
+    # at 26,000 ids); PostgreSQL's plan scans the small levels whole for a list of any length, so each
+    # part would pay that scan again
     list_part: int | None = None
 
     def sql(self, text: str) -> str:
@@ -95,11 +99,24 @@ class Dialect:
         """A condition: the row's seq is that of a key of `view` (key, seq) in a list bound with
         `bind_list`. SQLite reads the list once per level of the view and probes each level's tree
         (a condition on the view instead ran the list as a subquery in every level: 3 us a key, not
-        0.8); PostgreSQL pushes `= ANY` into each level as an index condition (a join to unnest() was
-        planned as scans of every level while the statistics lagged: 0.5 s a lookup)."""
+        0.8); PostgreSQL pushes `= ANY` into each level, where it hashes the list for a small level
+        (reading it whole is cheaper than probing it thousands of times) and probes the big ones' key
+        index. Given the list as one value it cannot look into (as `repeated_key`), no level was
+        read whole, but an import's lookups of events and of observations took 7.8 and 2.8 times
+        the server's time (bench/pg_cost.py)."""
         if self.json_lists:
             return f"seq IN (SELECT k.seq FROM json_each(?) AS j JOIN {view} AS k ON k.key = j.value)"
         return f"seq IN (SELECT seq FROM {view} WHERE key = ANY(?))"
+
+    def repeated_key(self, view: str) -> str | None:
+        """A SELECT of a key of a list bound with `bind_list` that `view` (key, seq) holds under more
+        than one seq; None: the backend groups its own probes per level. PostgreSQL gets the list as
+        one value it cannot look into, through a one-row subquery: given the list itself (13,000
+        ids a walk) it estimated the ids one by one in each level, as long as the reading took, and
+        sent the list to parallel workers; as one value each level's key index takes it whole."""
+        if self.json_lists:
+            return None
+        return f"SELECT key FROM {view} WHERE key = ANY({_PG_LIST}) GROUP BY key HAVING count(*) > 1 LIMIT 1"
 
     def bind_list(self, values: Sequence[Any]) -> Any:
         """The parameter for `any_of`."""

@@ -1314,13 +1314,17 @@ class SqlTables:
             if not event_ids:
                 return None
             probes = _each_level("event_keys", "key", d.any_of("key"))
+            repeated = d.repeated_key("event_keys_all")
             part = self.list_part or len(event_ids)
             for i in range(0, len(event_ids), part):
                 keys = d.bind_list([EVENT + e for e in event_ids[i : i + part]])
-                row = self._q(
-                    f"SELECT key FROM ({probes}) AS k GROUP BY key HAVING count(*) > 1 LIMIT 1",
-                    (keys,) * len(LEVELS),
-                ).fetchone()
+                if repeated is not None:
+                    row = self._q(repeated, (keys,)).fetchone()
+                else:
+                    row = self._q(
+                        f"SELECT key FROM ({probes}) AS k GROUP BY key HAVING count(*) > 1 LIMIT 1",
+                        (keys,) * len(LEVELS),
+                    ).fetchone()
                 if row is not None:
                     return self._seqs_of(row[0])
             return None

@@ -38,7 +38,7 @@ _CHANGES = ("events", "no_replace", "merkle", "scrub_passes", "event_keys", "inb
             "import_progress", "resolve_jobs", "catalogue_by_seq", "secret_rotation",
             "event_writers", "catalogue_first_seq", "resolve_bounds", "collection_watches",
             "screen", "projector", "screen_projection", "work_projections",
-            "spans_by_observation")  # fmt: skip
+            "spans_by_observation", "small_levels_by_seq")  # fmt: skip
 STEP: dict[str, dict[str, int]] = {
     SQLITE: {name: n for n, name in enumerate(_CHANGES, start=1)},
     POSTGRESQL: {name: max(n - 1, 1) for n, name in enumerate(_CHANGES, start=1)},

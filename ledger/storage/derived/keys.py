@@ -12,8 +12,9 @@ it into the next, so where the levels stand follows from the seqs alone). A move
 goes to once, so each key is written about five times per level over its life (a levelled LSM tree
 with fan-out 10) and no append rewrites the big level more than once every `MOVES[-1]` events. Lookups
 read every level (the `event_keys_all` and `check_works_all` views); `ledger verify` checks every row
-against the events. Only the two big levels keep an index by seq (for verify's walk): a move appends
-to it a range of seqs, where the small levels' would be rewritten by every commit.
+against the events. On SQLite only the two big levels keep an index by seq (for verify's walk): a move
+appends to it a range of seqs, where the small levels' would be rewritten by every commit. PostgreSQL,
+whose commit writes no such pages, keeps one on every level (ledger/storage/schema.py).
 """
 
 from __future__ import annotations

@@ -68,3 +68,65 @@ def test_an_append_finds_stored_event_ids_by_index(fresh_ledger: Ledger) -> None
     with recording() as seen:
         assert fresh_ledger.store.tables.stored_events(wanted) == {}  # keys of no stored event
     assert _scans(store, seen, "event_keys") == []
+
+
+def _small_levels_full(store: SqlStore) -> None:
+    """The two small key levels as full as they get (derived/keys.py: about the keys of 5,000 and
+    45,000 events), with their statistics renewed as a move renews them."""
+    conn = store.connection()
+    for level, (first, count) in {"middle": (1_000, 90_000), "recent": (200_000, 10_000)}.items():
+        conn.execute(
+            f"INSERT INTO event_keys_{level} (key, seq) SELECT (CASE WHEN i % 2 = 0 THEN 'e:' ELSE 'o:' END) "
+            f"|| md5(i::text), i FROM generate_series({first}, {first + count - 1}) AS i"
+        )
+        conn.execute(f"ANALYZE event_keys_{level}")
+
+
+def _small_level_scans(store: SqlStore, seen: dict[str, Any]) -> list[str]:
+    """The plans of the statements seen that read a small key level whole (either way they may run)."""
+    conn = store.connection()
+    sizes = table_sizes(conn)
+    found = []
+    for s in seen.values():
+        for mode in modes(s.params):
+            plan = plan_of(conn, s.sql, s.params, mode)
+            small = [t for t in seq_scans(plan, sizes, 1000) if t.endswith(("_recent", "_middle"))]
+            found += [f"{mode}: {s.sql}\n{plan}"] if small else []
+    assert any("event_keys" in s.sql for s in seen.values()), "no statement read the key levels"
+    return found
+
+
+def _some(prefix: str, first: int, last: int, step: int) -> list[str]:
+    return [f"{prefix}{i}" for i in range(first, last, step)]
+
+
+def test_a_walk_checks_its_ids_by_probing_every_level(fresh_ledger: Ledger) -> None:
+    store = _store(fresh_ledger)
+    fresh_ledger.append([paper("2101.00001", ts(0))])
+    _small_levels_full(store)
+    conn = store.connection()
+    # 6,400 ids, half of them stored (in either small level), as a walk's list
+    stored = conn.execute("SELECT key FROM event_keys_all WHERE mod(seq, 7) = 0 AND key LIKE 'e:%%'")
+    wanted = [k[2:] for (k,) in stored][:3_200] + _some("missing-", 0, 3_200, 1)
+    assert len(wanted) == 6_400
+    with recording() as seen:
+        assert store.tables.repeated_event_id(wanted) is None
+    assert _small_level_scans(store, seen) == []
+
+
+def test_a_walk_reads_the_small_levels_after_its_point_by_index(fresh_ledger: Ledger) -> None:
+    store = _store(fresh_ledger)
+    fresh_ledger.append([paper("2101.00001", ts(0))])
+    _small_levels_full(store)
+    conn = store.connection()
+    for level, first in {"middle": 1_000, "recent": 200_000}.items():
+        conn.execute(
+            f"INSERT INTO check_works_{level} (work_id, source, observed_us, seq, recorded_us, notices) "
+            f"SELECT 'w' || i, 'crossref', i, i, i, '[]' FROM generate_series({first}, {first + 29_999}) AS i"
+        )
+        conn.execute(f"ANALYZE check_works_{level}")
+    # the walk's point a little before the head: the last rows of each level are what it reads
+    with recording() as seen:
+        assert sum(1 for _ in store.tables.index_after(205_000)) == 4_999 + 24_999
+        assert sum(1 for _ in store.tables.index_after(25_000)) > 60_000
+    assert _small_level_scans(store, seen) == []
