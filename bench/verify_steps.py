@@ -57,7 +57,7 @@ def chain_step(db: str, pages: list[list[tuple[Any, ...]]]) -> float:
 
     store = open_store(db)
     try:
-        walk = verify._Walk(store.tables, verify._Start(0, GENESIS, -1, []), None, 10_000, exact=False)
+        walk = verify._Walk(store, verify._Start(0, GENESIS, -1, []), None, 10_000, exact=False)
         walk.begin(iter(()))
 
         def run() -> None:

@@ -23,7 +23,7 @@ from ledger.storage.derived.spans import Bucket, Row, Step
 from ledger.storage.state.alerts import AlertTables
 from ledger.storage.state.jobs import JobTables
 from ledger.storage.writers import WriterRow, WriterTables
-from ledger.tlog.stored import LogStore, TreeTables
+from ledger.tlog.stored import LogStore
 
 PG_SCHEMES = ("postgresql://", "postgres://")
 
@@ -131,21 +131,6 @@ class ImportTables(Protocol):
     def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]: ...
 
 
-class Tables(
-    TreeTables,
-    VerifyTables,
-    KeyTables,
-    SpanTables,
-    ScreenTables,
-    SearchTables,
-    ScrubTables,
-    WorkTables,
-    ImportTables,
-    Protocol,
-):
-    """Every table other than the events, one small interface per concern; a backend offers them all."""
-
-
 class EventReads(Protocol):
     """The events beyond the log's own reads: by seq, by a prefix of their streams, by streams and types,
     and as rows for verify's and migrate's walks."""
@@ -176,7 +161,8 @@ class WriteTx(AppendTx, Protocol):
 
 
 class Store(LogStore, EventReads, RecordReads, Protocol):
-    """A backend: the log, its reads, one write transaction at a time, and the other tables."""
+    """A backend: the log, its reads, one write transaction at a time, and one small object per
+    capability of the other tables (`tree` is the log's, in LogStore)."""
 
     kind: str
     local: bool  # reads are a local file's (microseconds): the event loop may do a small one itself
@@ -187,7 +173,21 @@ class Store(LogStore, EventReads, RecordReads, Protocol):
         ...
 
     @property
-    def tables(self) -> Tables: ...
+    def verifying(self) -> VerifyTables: ...
+    @property
+    def keys(self) -> KeyTables: ...
+    @property
+    def screen(self) -> ScreenTables: ...
+    @property
+    def spans(self) -> SpanTables: ...
+    @property
+    def search(self) -> SearchTables: ...
+    @property
+    def scrub(self) -> ScrubTables: ...
+    @property
+    def works(self) -> WorkTables: ...
+    @property
+    def imports(self) -> ImportTables: ...
 
     @property
     def alerts(self) -> AlertTables: ...

@@ -432,7 +432,7 @@ def _covering_now(store: Store, watch: Watch, spec: WatchSpec, now: int) -> list
             covers += _event_covers(e, [watch.id], [])
         return covers
     # the observations the works index names under the watch's keys, each by the work it displays now
-    facts = store.tables.work_facts(spec.keys, now)
+    facts = store.works.work_facts(spec.keys, now)
     by_observation: dict[str, list[Any]] = {}
     for f in facts:
         by_observation.setdefault(f.data.observation_id, []).append(f)
@@ -535,7 +535,7 @@ def _held_notices(store: Store, work_ids: set[str], covers: Sequence[_Cover] = (
     one candidate per covering watch (or, with no covers, with an empty watch id to fill in)."""
     if not work_ids:
         return []
-    rows: list[CheckRow] = store.tables.current_checks(sorted(work_ids))
+    rows: list[CheckRow] = store.works.current_checks(sorted(work_ids))
     watches_of: dict[str, set[str]] = {}
     for c in covers:
         watches_of.setdefault(c.work_id, set()).add(c.watch_id)
@@ -623,7 +623,7 @@ def _citing(
     tables = store.alerts
     covers = tables.covering(sorted({c.work_id for c in fresh}))
     oids = sorted({oid for _, _, oid in covers if oid})
-    facts = store.tables.observation_facts(oids, -(2**62), 2**62) if oids else []
+    facts = store.works.observation_facts(oids, -(2**62), 2**62) if oids else []
     cited: dict[str, dict[str, Any]] = {}
     works: dict[str, dict[str, Any]] = {}
     for oid, o in sorted(observations(facts).items()):

@@ -13,7 +13,7 @@ from ledger.model.errors import LedgerError
 from ledger.storage.conns import ThreadConnections
 from ledger.storage.derived.keys import LEVELS, level_table
 from ledger.storage.postgresql.migrations import migrate
-from ledger.storage.postgresql.tables import PgTables
+from ledger.storage.postgresql.tables import PgScrub, PgTree
 from ledger.storage.sql import POSTGRESQL
 from ledger.storage.sql_store import SqlStore
 
@@ -51,6 +51,12 @@ class PostgresStore(SqlStore):
     read_begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
     # a broken connection cannot roll back; the server ends its transaction anyway
     rollback_errors = (psycopg.Error,)
+    # one filler at a time across every node; appends take another lock, so they are not held up
+    fill_begin = ("BEGIN", "LOCK TABLE merkle_fill IN EXCLUSIVE MODE")
+    # one indexer at a time; readers of the index and appends are not held up
+    search_begin = ("BEGIN", "LOCK TABLE search_cursor IN EXCLUSIVE MODE")
+    # a read-only role or a hot standby; any other error is a real failure
+    readonly_errors = (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction)
 
     def __init__(self, url: str, *, serialize: bool = True) -> None:
         self.url = self.db = url
@@ -64,7 +70,7 @@ class PostgresStore(SqlStore):
         if encoding is None or encoding[0] != "UTF8":
             raise LedgerError(f"the PostgreSQL database must use UTF8 encoding, not {encoding}")
         migrate(conn)
-        self.tables.fill_spans()
+        self.spans.fill_spans()
 
     def write_begin(self) -> tuple[str, ...]:
         """BEGIN, then the append lock unless a test dropped it."""
@@ -106,8 +112,11 @@ class PostgresStore(SqlStore):
         """Whether `conn` is inside a transaction already."""
         return conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
 
-    def _new_tables(self) -> PgTables:
-        return PgTables(self)
+    def _new_tree(self) -> PgTree:
+        return PgTree(self)
+
+    def _new_scrub(self) -> PgScrub:
+        return PgScrub(self)
 
     def stats(self) -> dict[str, int]:
         """Rows per table of the ledger's schema, by name."""

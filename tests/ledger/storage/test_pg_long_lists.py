@@ -31,7 +31,7 @@ def test_a_lookup_is_prepared_only_while_its_list_is_short(
     if not is_pg_url(fresh_ledger.url):
         pytest.skip("SQLite prepares every statement and binds lists as JSON text")
     fresh_ledger.append([paper("2101.00001", ts(0))])
-    lookup = fresh_ledger.store.tables.stored_events
+    lookup = fresh_ledger.store.imports.stored_events
     known = fresh_ledger.store.read_log()[0].event_id
     wanted = [known] + [str(uuid.uuid4()) for _ in range(ids - 1)]
     for _ in range(8):  # psycopg prepares a statement on its fifth run

@@ -50,8 +50,8 @@ def test_a_walk_finds_the_spans_of_its_observations_by_index(fresh_ledger: Ledge
     )
     oids = [r[0] for r in conn.execute("SELECT md5(i::text) FROM generate_series(1, 3000, 3) AS i")]
     with recording() as seen:
-        assert len(list(store.tables.span_rows(oids, ordered=False))) == len(oids)
-        assert len(list(store.tables.span_rows(oids))) == len(oids)
+        assert len(list(store.spans.span_rows(oids, ordered=False))) == len(oids)
+        assert len(list(store.spans.span_rows(oids))) == len(oids)
     assert _scans(store, seen, "inbound_spans") == []
 
 
@@ -66,5 +66,5 @@ def test_an_append_finds_stored_event_ids_by_index(fresh_ledger: Ledger) -> None
     )
     wanted = [r[0] for r in conn.execute("SELECT md5(i::text) FROM generate_series(1, 300000, 100) AS i")]
     with recording() as seen:
-        assert fresh_ledger.store.tables.stored_events(wanted) == {}  # keys of no stored event
+        assert fresh_ledger.store.imports.stored_events(wanted) == {}  # keys of no stored event
     assert _scans(store, seen, "event_keys") == []

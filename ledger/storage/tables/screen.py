@@ -1,0 +1,58 @@
+"""The screen's index (ledger/storage/derived/screen.py), read back with the events it comes from."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from typing import Any
+
+from ledger.storage.derived import screen
+from ledger.storage.tables.shared import (
+    TableBase,
+)
+
+_SCREEN_TYPES = "('citation.observed', 'resolution.observed', 'standing.checked')"
+_SCREEN_RANGE = 50_000  # seqs whose screen rows verify reads per statement
+
+
+class SqlScreenIndex(TableBase):
+    """The screen's stored rows and the events they come from, for verify."""
+
+    def screen_events(self, after: int = 0) -> Iterator[tuple[Any, ...]]:
+        """(seq, type, stream, observed_us, recorded_us, data) of the events the screen's rows come
+        from, after `after`, in seq order, a part at a time."""
+        while True:
+            rows = self._q(
+                "SELECT seq, type, stream, observed_us, recorded_us, data FROM events WHERE seq > ? AND "
+                f"type IN {_SCREEN_TYPES} ORDER BY seq LIMIT 5000",
+                (after,),
+            ).fetchall()
+            if not rows:
+                return
+            yield from rows
+            after = rows[-1][0]
+
+    def screen_rows(self, after: int = 0) -> Iterator[tuple[Any, ...]]:
+        """The screen's stored rows of events after `after`: ("ref", *RefRow) and ("notice", *NoticeRow),
+        by seq, a range of seqs at a time."""
+        last = self._q("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+        for low in range(after, last, _SCREEN_RANGE):
+            where = "WHERE seq > ? AND seq <= ? ORDER BY seq"
+            span = (low, low + _SCREEN_RANGE)
+            refs = self._q(f"SELECT 'ref', {screen.REF_COLUMNS} FROM screen_refs {where}", span).fetchall()
+            notices = self._q(f"SELECT 'notice', {screen.NOTICE_COLUMNS} FROM screen_notices {where}", span)
+            yield from heapq.merge(map(tuple, refs), map(tuple, notices.fetchall()), key=lambda r: r[2])
+        # rows past the last event (none belong there) are named by the caller as rows of no event
+        yield from map(
+            tuple,
+            self._q(
+                f"SELECT 'ref', {screen.REF_COLUMNS} FROM screen_refs WHERE seq > ?", (max(last, after),)
+            ),
+        )
+        yield from map(
+            tuple,
+            self._q(
+                f"SELECT 'notice', {screen.NOTICE_COLUMNS} FROM screen_notices WHERE seq > ?",
+                (max(last, after),),
+            ),
+        )
