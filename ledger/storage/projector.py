@@ -187,7 +187,8 @@ def apply_spans(store: SqlStore, conn: Any, after: int, upto: int) -> None:
     ]
     if not oids:
         return
-    closed: list[tuple[Any, ...]] = []
+    # each closed span's key (cited .. t_from) and the recorded_us that closed it
+    closed: list[tuple[str, str, int, str, int, int]] = []
     gone: list[Span] = []
     opened: list[Row] = []
     for mine in steps_of(store, conn, oids).values():

@@ -12,7 +12,7 @@ import functools
 import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ledger.model.events import ChainLink, StoredEvent
 from ledger.model.facts import (
@@ -23,7 +23,6 @@ from ledger.model.facts import (
 )
 from ledger.storage.append import Rows
 from ledger.storage.catalogue_store import SqlCatalogue
-from ledger.storage.conns import ThreadConnections
 from ledger.storage.derived.keys import (
     LEVELS,
     MOVES,
@@ -40,7 +39,12 @@ from ledger.storage.sql import (
     INSERT_RECEIPT,
     LAST_RECEIPT,
     SAVE_PROGRESS,
+    ChainRow,
+    Connection,
+    Cursor,
     Dialect,
+    Param,
+    Params,
     envelope_row,
     fact_row,
     link_row,
@@ -48,7 +52,7 @@ from ledger.storage.sql import (
 from ledger.storage.state.alerts import AlertTables
 from ledger.storage.state.jobs import JobTables
 from ledger.storage.tables.imports import SqlImports
-from ledger.storage.tables.keys import SqlKeys
+from ledger.storage.tables.keys import SeqCheckRow, SqlKeys
 from ledger.storage.tables.screen import SqlScreenIndex
 from ledger.storage.tables.scrub import SqlScrub
 from ledger.storage.tables.search import SqlSearch
@@ -125,7 +129,6 @@ class SqlStore:
     # when a list, every statement this store runs is appended to it (the statement-budget test)
     trace: list[str] | None = None
     db: str  # the path or URL it was opened with
-    _conns: ThreadConnections[Any]
 
     @functools.cached_property
     def tree(self) -> SqlTree:
@@ -205,37 +208,37 @@ class SqlStore:
 
     def close(self) -> None:
         """Close this thread's connection."""
-        self._conns.close()
+        raise NotImplementedError
 
-    def _conn(self) -> Any:
+    def _conn(self) -> Connection:
         raise NotImplementedError
 
     def write_begin(self) -> tuple[str, ...]:
         """The statements that open a write transaction holding the append lock."""
         raise NotImplementedError
 
-    def _execute(self, conn: Any, sql: str, params: Sequence[Any]) -> Any:
+    def _execute(self, conn: Connection, sql: str, params: Params) -> Cursor:
         raise NotImplementedError
 
-    def _execute_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def _execute_many(self, conn: Connection, sql: str, rows: Sequence[Params]) -> None:
         raise NotImplementedError
 
-    def in_transaction(self, conn: Any) -> bool:
+    def in_transaction(self, conn: Connection) -> bool:
         """Whether `conn` is inside a transaction already."""
         raise NotImplementedError
 
-    def connection(self) -> Any:
+    def connection(self) -> Connection:
         """This thread's connection (opened on first use)."""
         return self._conn()
 
-    def query(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+    def query(self, conn: Connection, sql: str, params: Params = ()) -> Cursor:
         """One statement (written with `?` placeholders) on `conn`; traced when tracing."""
         sql = self.dialect.sql(sql)
         if self.trace is not None:
             self.trace.append(sql)
         return self._execute(conn, sql, params)
 
-    def query_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def query_many(self, conn: Connection, sql: str, rows: Sequence[Params]) -> None:
         """One statement run for many rows; traced once per row, as sent."""
         sql = self.dialect.sql(sql)
         if self.trace is not None:
@@ -243,7 +246,7 @@ class SqlStore:
         self._execute_many(conn, sql, rows)
 
     @contextmanager
-    def transaction(self, begin: Sequence[str]) -> Iterator[Any]:
+    def transaction(self, begin: Sequence[str]) -> Iterator[Connection]:
         """Run `begin`, yield the connection, COMMIT; ROLLBACK if the block (or a later `begin`) fails."""
         conn = self._conn()
         self.query(conn, begin[0])
@@ -258,7 +261,7 @@ class SqlStore:
         self.query(conn, "COMMIT")
 
     @contextmanager
-    def reading(self) -> Iterator[Any]:
+    def reading(self) -> Iterator[Connection]:
         """A read transaction that sees one state throughout, ended whatever happens in it."""
         conn = self._conn()
         self.query(conn, self.read_begin)
@@ -293,7 +296,7 @@ class SqlStore:
     ) -> list[StoredEvent]:
         """Stored envelopes in seq order after `after`, optionally one stream or type."""
         sql = f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE seq > ?"
-        params: list[Any] = [after]
+        params: list[Param] = [after]
         if stream is not None:
             sql += " AND stream = ?"
             params.append(stream)
@@ -310,7 +313,7 @@ class SqlStore:
         """The stored envelopes of every stream whose name starts with `prefix` (e.g. `collection:`), in
         seq order, up to seq `upto`: a range of the (stream, ...) index, text compared byte-wise."""
         sql = f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE stream >= ? AND stream < ?"
-        params: list[Any] = [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)]
+        params: list[Param] = [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)]
         if upto is not None:
             sql += " AND seq <= ?"
             params.append(upto)
@@ -332,12 +335,12 @@ class SqlStore:
         """Every stored event in seq order, with the index columns verify rechecks."""
         return map(link_row, self.iter_rows(after, batch))
 
-    def iter_rows(self, after: int = 0, batch: int = 5000) -> Iterator[tuple[Any, ...]]:
+    def iter_rows(self, after: int = 0, batch: int = 5000) -> Iterator[ChainRow]:
         """iter_chain's rows as read: ENVELOPE_COLUMNS, observed_us, recorded_us (data as text)."""
         for rows in self.iter_pages(after, batch):
             yield from rows
 
-    def iter_pages(self, after: int = 0, batch: int = 5000) -> Iterator[list[tuple[Any, ...]]]:
+    def iter_pages(self, after: int = 0, batch: int = 5000) -> Iterator[list[ChainRow]]:
         """iter_rows' rows, `batch` at a time, each part as one list (one part in memory at a time)."""
         conn = self._conn()
         while True:
@@ -350,15 +353,16 @@ class SqlStore:
             if not rows:
                 return
             after = rows[-1][0]
-            yield rows
+            yield list(map(ChainRow._make, rows))
             del rows  # not held while the next part is read
 
-    def iter_check_works(self) -> Iterator[tuple[Any, ...]]:
+    def iter_check_works(self) -> Iterator[SeqCheckRow]:
         """Every check_works row at either level, ordered by seq (verify compares them with the data)."""
-        yield from self.query(
+        rows = self.query(
             self._conn(),
             f"SELECT {CHECK_WORKS_COLUMNS} FROM check_works_all ORDER BY seq, work_id, source, observed_us",
         )
+        return map(SeqCheckRow._make, rows)
 
     def envelopes(self, seqs: Sequence[int]) -> list[StoredEvent]:
         """The stored envelopes of the given seqs, in seq order."""
@@ -393,11 +397,11 @@ class SqlStore:
 class SqlWriteTx:
     """The reads and writes an append needs, inside one write transaction."""
 
-    def __init__(self, store: SqlStore, conn: Any) -> None:
+    def __init__(self, store: SqlStore, conn: Connection) -> None:
         self.store = store
         self.conn = conn
 
-    def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _q(self, sql: str, params: Params = ()) -> Cursor:
         return self.store.query(self.conn, sql, params)
 
     def head(self) -> tuple[Head, int]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import islice
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from blake3 import blake3
 
@@ -24,6 +24,7 @@ from ledger.model.codec import decode_data
 from ledger.model.events import ChainLink, StandingChecked, StoredEvent
 from ledger.model.facts import Head, VerifiedPoint
 from ledger.model.instants import Clock, parse_instants
+from ledger.model.jsonvalue import JsonObject
 from ledger.storage.append import check_rows, link_checks
 from ledger.storage.derived.keys import (
     CHECK_WORKS,
@@ -36,6 +37,9 @@ from ledger.storage.derived.screen import NAME as SCREEN
 from ledger.storage.derived.screen import event_rows as screen_event_rows
 from ledger.storage.derived.spans import NAME as SPANS
 from ledger.storage.derived.spans import Row, Step, history
+from ledger.storage.sql import ChainRow
+from ledger.storage.tables.keys import IndexedCheck, IndexedKey, IndexRow, StoredRow
+from ledger.storage.tables.screen import ScreenEvent, ScreenRow, StoredNotice, StoredRef
 from ledger.tlog import merkle_store as ms
 from ledger.tlog.chain import GENESIS, Follower, envelope_body
 from ledger.tlog.checkpoint_notes import Checkpoint, NoteError, unsigned_checkpoint
@@ -53,7 +57,7 @@ class VerifyStep(NamedTuple):
     seconds: float
     checks: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON shape of a step in the report."""
         return {"name": self.name, "ok": self.ok, "seconds": round(self.seconds, 3), "checks": self.checks}
 
@@ -92,7 +96,7 @@ class VerifyReport(NamedTuple):
         first = (self.resumed_from or 0) + 1
         return (first, first + self.events_checked - 1) if self.events_checked else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON shape for the API and `ledger verify --json`."""
         walked = self.walked
         point = self.point if self.resumed_from else None
@@ -309,8 +313,8 @@ class _Walk:
         self.chain = Follower(start.hash, start.seq, start.recorded_us, before)
         self.tree = CompactRange(start.seq, start.peaks)
         self.filled = 0
-        self.index_rows: Iterator[tuple[Any, ...]] = iter(())
-        self.index_next: tuple[Any, ...] | None = None
+        self.index_rows: Iterator[IndexRow] = iter(())
+        self.index_next: IndexRow | None = None
         # the positions of the works-index keys' and standing checks' projections, as the read sees
         # them: the events up to each have its rows, the events past it none
         self.work_keys_at = self.check_works_at = 0
@@ -356,7 +360,7 @@ class _Walk:
         """The chain hash at `last_seq`."""
         return self.chain.prev
 
-    def begin(self, index_rows: Iterator[tuple[Any, ...]]) -> None:
+    def begin(self, index_rows: Iterator[IndexRow]) -> None:
         """Start a read: the derived rows of the events it walks, and the Merkle fill as of now."""
         # derived rows are compared per event as the walk passes it, so memory stays flat
         self.index_rows = index_rows
@@ -388,11 +392,14 @@ class _Walk:
             if seq <= self.work_keys_at:
                 keys += work_keys
             checks = link_checks(link) if seq <= self.check_works_at else []
-            expected = sorted(
-                [(seq, "key", k) for k in keys]
-                + [(c.seq, "check", c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
-                   for c in checks]
-            )  # fmt: skip
+            expected: list[IndexRow] = [IndexedKey(seq, "key", k) for k in keys]
+            expected += [
+                IndexedCheck(
+                    c.seq, "check", c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode()
+                )
+                for c in checks
+            ]
+            expected.sort()
             index_bad = self._index_upto(seq, expected)
             derived += perf_counter() - t
             if index_bad is not None:
@@ -418,7 +425,7 @@ class _Walk:
         self.broke(bad, step)
         return bad
 
-    def run_pages(self, pages: Iterable[list[tuple[Any, ...]]]) -> bool:
+    def run_pages(self, pages: Iterable[list[ChainRow]]) -> bool:
         """A whole walk's pass over raw rows (ENVELOPE_COLUMNS, observed_us, recorded_us), a page at a
         time: the chain step over the page, then the derived step (the rows its events imply, summed
         into `derived` to be held to the stored ones after the walk). False at the first event any
@@ -437,7 +444,7 @@ class _Walk:
         with self.timed(CHAIN):
             return self._flush() is None
 
-    def _chain_page(self, rows: list[tuple[Any, ...]]) -> bool:
+    def _chain_page(self, rows: list[ChainRow]) -> bool:
         """The chain step over one page of rows: each check a comparison of whole columns or a
         comprehension of compiled calls (blake3, SHA-256), rather than a loop of Python a row. The
         hashes are recomputed down the page from the hash the chain had before it and held to the
@@ -522,7 +529,7 @@ class _Walk:
             return False
         return tuple(map(parsed, recorded)) == rec_us and tuple(map(parsed, observed)) == obs_us
 
-    def _derived_page(self, rows: list[tuple[Any, ...]]) -> None:
+    def _derived_page(self, rows: list[ChainRow]) -> None:
         """The derived step over one page: the rows its events imply (keys, standing checks' works),
         counted and summed as a multiset into `derived`."""
         touched = self.touched
@@ -546,11 +553,11 @@ class _Walk:
                     total += hash(("check", *c[:5], c.notices.decode()))
         self.derived = (count, total & _MASK)
 
-    def _index_upto(self, seq: int, expected: list[tuple[Any, ...]]) -> tuple[int, str] | None:
+    def _index_upto(self, seq: int, expected: list[IndexRow]) -> tuple[int, str] | None:
         """Consume the derived rows up to `seq`; they must be exactly `expected` (the event's)."""
-        found: list[tuple[Any, ...]] = []
+        found: list[IndexRow] = []
         while self.index_next is not None and self.index_next[0] <= seq:
-            row, self.index_next = tuple(self.index_next), next(self.index_rows, None)
+            row, self.index_next = self.index_next, next(self.index_rows, None)
             if row[0] < seq:
                 return row[0], _INDEX_MISMATCH  # a row for an event that is not a standing check
             found.append(row)
@@ -641,13 +648,13 @@ def _check_spans_of(store: Store, oids: list[str] | None) -> tuple[int, str] | N
     return None
 
 
-def _same_rows(a: Iterable[tuple[Any, ...]], b: Iterable[tuple[Any, ...]]) -> bool:
+def _same_rows(a: Iterable[Row], b: Iterable[Row]) -> bool:
     """Whether two streams hold the same rows as multisets: their counts and the sums of their rows'
     hashes (this process's own, keyed by its random hash seed) modulo 2**64 agree."""
     return _digest(a) == _digest(b)
 
 
-def _digest(rows: Iterable[tuple[Any, ...]]) -> tuple[int, int]:
+def _digest(rows: Iterable[Row] | Iterable[StoredRow]) -> tuple[int, int]:
     count, total = 0, 0
     for row in rows:
         count += 1
@@ -728,11 +735,11 @@ def _check_screen(store: Store, after: int) -> tuple[int, str] | None:
 _SCREEN_MISMATCH = "the screen's index rows (screen_refs, screen_notices) do not match the event's data"
 
 
-def _screen_rows(events: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+def _screen_rows(events: Iterable[ScreenEvent]) -> Iterator[ScreenRow]:
     for seq, type_, stream, observed_us, recorded_us, data in events:
         refs, notices = screen_event_rows(seq, type_, stream, observed_us, recorded_us, data)
-        yield from (("ref", *r) for r in refs)
-        yield from (("notice", *n) for n in notices)
+        yield from (StoredRef("ref", *r) for r in refs)
+        yield from (StoredNotice("notice", *n) for n in notices)
 
 
 def _span_break(oid: str, rows: list[Row], steps: list[Step]) -> tuple[int, str]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import NamedTuple
 
+from ledger.model.events import CitationData, ResolutionData
 from ledger.model.facts import (
     Fact,
 )
@@ -37,6 +38,14 @@ VISIBLE_NOW = f"cited = ? AND k_to = {OPEN} AND t_from <= ? AND +t_to > ?"
 INBOUND_ORDER = "citing, reference_index, observation_id"
 
 
+class TailRow(NamedTuple):
+    """The three columns of `tail_sql`: the spans' position, the head, and the rows past them."""
+
+    position: int | None
+    head: int | None
+    rows: str | None
+
+
 def tail_sql(d: Dialect) -> str:
     """Three columns: the spans' position, the head, and one row (derived/past.py) for each citation
     and resolution past the position and past a seq the reader holds already (params: the position
@@ -60,7 +69,8 @@ def tail_sql(d: Dialect) -> str:
 def record_order(facts: Sequence[Fact]) -> tuple[str, int, str]:
     """An inbound observation's place in the record's order (its citation's citing paper and reference
     index, then its id): that of the inbound spans' key."""
-    d: Any = next(f.data for f in facts if f.type == CITATION)
+    d = next(f.data for f in facts if f.type == CITATION)
+    assert isinstance(d, CitationData)  # a citation.observed decodes to its data
     return d.citing_arxiv_id, d.reference_index, d.observation_id
 
 
@@ -75,13 +85,16 @@ def fold(
     for f, recorded_us in tail:
         if recorded_us > k:
             continue
-        d: Any = f.data
-        citation = f.type == CITATION
-        by_oid.setdefault(d.observation_id, []).append(
-            Step(d.observation_id, f.seq, f.type, f.observed_us, recorded_us,
-                 d.citing_arxiv_id if citation else None, d.reference_index if citation else None,
-                 None if citation else d.cited_arxiv_id)
-        )  # fmt: skip
+        d = f.data
+        if isinstance(d, CitationData):
+            step = Step(d.observation_id, f.seq, f.type, f.observed_us, recorded_us,
+                        d.citing_arxiv_id, d.reference_index, None)  # fmt: skip
+        else:
+            assert isinstance(d, ResolutionData)  # the tail holds citations and resolutions only
+            step = Step(
+                d.observation_id, f.seq, f.type, f.observed_us, recorded_us, None, None, d.cited_arxiv_id
+            )
+        by_oid.setdefault(d.observation_id, []).append(step)
 
     def shown(steps: Sequence[Step]) -> Span | None:
         return next((s for s in spans.spans(steps) if s.cited == cited and s.t_from <= t < s.t_to), None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from typing import Any, Protocol
+from typing import NamedTuple, Protocol
 
 from ledger.model.facts import (
     Checked,
@@ -32,6 +32,7 @@ from ledger.storage.records.inbound import (
     INBOUND_ORDER,
     VISIBLE,
     VISIBLE_NOW,
+    TailRow,
     fold,
     record_order,
     tail_sql,
@@ -41,7 +42,10 @@ from ledger.storage.sql import (
     FAR_FUTURE,
     HEAD_SQL,
     SOURCE_HEADS_SQL,
+    Connection,
     DialectStore,
+    Param,
+    Params,
     fact_row,
 )
 from ledger.storage.tables.shared import (
@@ -51,6 +55,18 @@ from ledger.storage.tables.shared import (
     head_of,
     starts_ends,
 )
+
+
+class CheckHistoryRow(NamedTuple):
+    """A standing check covering a work as of T and K: its per-work row, or its every-work row ('*')."""
+
+    work_id: str
+    source: str
+    observed_at: str
+    observed_us: int
+    seq: int
+    hash: str
+    notices: str  # the notices JSON
 
 
 class ReaderStore(DialectStore, Protocol):
@@ -63,7 +79,7 @@ class ReaderStore(DialectStore, Protocol):
 class SqlReader:
     """The five queries one record needs, one statement each, filtered to observed <= T, recorded <= K."""
 
-    def __init__(self, store: ReaderStore, conn: Any, as_of_us: int, known_us: int) -> None:
+    def __init__(self, store: ReaderStore, conn: Connection, as_of_us: int, known_us: int) -> None:
         self.store = store
         self.conn = conn
         self.t = as_of_us
@@ -72,7 +88,7 @@ class SqlReader:
         self._screen_tail: screen.Tail | None = None
         self._tail_refs: list[screen.RefRow] | None = None
 
-    def _facts(self, sql: str, params: Sequence[Any]) -> list[Fact]:
+    def _facts(self, sql: str, params: Params) -> list[Fact]:
         return [fact_row(r) for r in self.store.query(self.conn, sql, params)]
 
     def head(self) -> Head:
@@ -99,7 +115,9 @@ class SqlReader:
         if self.k < FAR_FUTURE:  # known at an earlier K: every span of the paper is read, once
             tail = self.store.query(self.conn, f"SELECT {tail_sql(self.store.dialect)}", since).fetchone()
             count_all = f"SELECT (SELECT count(*) FROM inbound_spans WHERE {VISIBLE})"
-            return self._inbound(count_all, where, where, limit, past=self._past(held, tail, arxiv_id))
+            return self._inbound(
+                count_all, where, where, limit, past=self._past(held, TailRow._make(tail), arxiv_id)
+            )
         start = self.t - self.t % spans.BUCKET_US
         row = self.store.query(
             self.conn,
@@ -118,20 +136,19 @@ class SqlReader:
         order = "citing || '', reference_index, observation_id" if early else INBOUND_ORDER
         return self._inbound(
             f"SELECT {count}", (), (arxiv_id, self.t, self.t), limit, order, VISIBLE_NOW,
-            past=self._past(held, row[2:], arxiv_id),
+            past=self._past(held, TailRow._make(row[2:]), arxiv_id),
         )  # fmt: skip
 
-    def _past(self, held: Past | None, tail: Sequence[Any], cited: str) -> tuple[int, Touching]:
-        """The spans' position, and what of the events past it the paper folds in (`tail`: the
-        position, the head and the rows of `_tail`)."""
-        position, head, rows = int(tail[0] or 0), int(tail[1] or 0), tail[2]
-        return position, self.store.past.touching(held, position, head, rows, cited)
+    def _past(self, held: Past | None, tail: TailRow, cited: str) -> tuple[int, Touching]:
+        """The spans' position, and what of the events past it the paper folds in."""
+        position, head = int(tail.position or 0), int(tail.head or 0)
+        return position, self.store.past.touching(held, position, head, tail.rows, cited)
 
     def _inbound(
         self,
         count: str,
-        counted: Sequence[Any],
-        where: Sequence[Any],
+        counted: Params,
+        where: Params,
         limit: int,
         order: str = INBOUND_ORDER,
         visible: str = VISIBLE,
@@ -143,7 +160,7 @@ class SqlReader:
         d = self.store.dialect
         position, touching = past
         touched = skip = extra = ""
-        params: list[Any] = []
+        params: list[Param] = []
         if touching:
             listed = "SELECT value FROM json_each(?)" if d.json_lists else "SELECT unnest(CAST(? AS text[]))"
             touched = (
@@ -177,7 +194,7 @@ class SqlReader:
         if not touching:
             return total, facts
         folded_from = [(fact_row(r[3:]), int(r[2])) for r in rows if r[3] is not None and r[1]]
-        more, folded = fold(where[0], self.t, self.k, position, folded_from)
+        more, folded = fold(str(where[0]), self.t, self.k, position, folded_from)
         # the first `limit` observations in the record's order, of those read and those folded in
         by_oid: dict[str, list[Fact]] = {}
         for f in (*facts, *folded):
@@ -217,7 +234,7 @@ class SqlReader:
         rows = self.store.query(self.conn, SOURCE_HEADS_SQL, (self.t, self.k))
         return [SourceHead(*r) for r in rows]
 
-    def check_history(self, work_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+    def check_history(self, work_ids: Sequence[str]) -> list[CheckHistoryRow]:
         """Every standing check covering any of these works as of T and K (its per-work row, or its
         every-work row): (work_id, source, observed_at, observed_us, seq, hash, notices JSON), by seq.
         Not a record's statement: the alerts a page and a feed show."""
@@ -237,18 +254,18 @@ class SqlReader:
             (d.bind_list(noticed), self.t, self.k, self.t, self.k),
         )
         wanted = set(noticed)
-        out: list[tuple[Any, ...]] = []
+        out: list[CheckHistoryRow] = []
         for w, source, observed_at, observed_us, seq, hash_, notices, recorded_us in rows:
             if w is not None:
-                out.append((w, source, observed_at, observed_us, seq, hash_, notices))
+                out.append(CheckHistoryRow(w, source, observed_at, observed_us, seq, hash_, notices))
                 continue
             out += [
-                (c.work_id, c.source, observed_at, observed_us, seq, hash_, c.notices.decode())
+                CheckHistoryRow(c.work_id, c.source, observed_at, observed_us, seq, hash_, c.notices.decode())
                 for c in stored_checks(seq, observed_at, observed_us, recorded_us, notices)
                 if c.work_id in wanted
             ]
         # by seq, then work: the same order whichever rows were folded in
-        return sorted(out, key=lambda r: (r[4], r[0]))
+        return sorted(out, key=lambda r: (r.seq, r.work_id))
 
     def work_checks(self, works: Sequence[tuple[str, int]]) -> list[CheckRow]:
         """Statement 5: per (work_id, since) and source, the latest check covering the work. The
@@ -329,13 +346,13 @@ class SqlReader:
             self._tail_refs = screen.tail_refs(self.store, self.conn, self._tail(), self._noticed_works())
         return [r for r in self._tail_refs if papers is None or r.citing in papers]
 
-    def _flagged_refs(self, papers: Sequence[str] | None) -> tuple[str, list[Any]]:
+    def _flagged_refs(self, papers: Sequence[str] | None) -> tuple[str, list[Param]]:
         """The screen_refs rows of works some check as of T and K lists a notice for (of `papers`).
         The works are bound as a list: each is one seek of the table's key, whatever the planner
         knows of the table's size."""
         d = self.store.dialect
         where = d.any_of("r.work_id")
-        params: list[Any] = [d.bind_list(self._noticed_works())]
+        params: list[Param] = [d.bind_list(self._noticed_works())]
         if papers is not None:
             where += f" AND {d.any_of('r.citing')}"
             params.append(d.bind_list(sorted(papers)))

@@ -8,10 +8,10 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from ledger.storage.conns import ThreadConnections
-from ledger.storage.sql import SQLITE
+from ledger.storage.sql import SQLITE, Connection, Params
 from ledger.storage.sql_store import SqlStore
 from ledger.storage.sqlite.migrations import migrate
 from ledger.storage.sqlite.tables import SQLiteScrub, SQLiteTree
@@ -68,15 +68,23 @@ class SQLiteStore(SqlStore):
         """BEGIN IMMEDIATE: the file's write lock at once, so appends are serialised from their first read."""
         return ("BEGIN IMMEDIATE",)
 
-    def _execute(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
-        return conn.execute(sql, params)
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use)."""
+        return self._conn()
 
-    def _execute_many(self, conn: sqlite3.Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        conn.executemany(sql, rows)
+    def close(self) -> None:
+        """Close this thread's connection."""
+        self._conns.close()
 
-    def in_transaction(self, conn: sqlite3.Connection) -> bool:
+    def _execute(self, conn: Connection, sql: str, params: Params) -> sqlite3.Cursor:
+        return _sqlite(conn).execute(sql, params)
+
+    def _execute_many(self, conn: Connection, sql: str, rows: Sequence[Params]) -> None:
+        _sqlite(conn).executemany(sql, rows)
+
+    def in_transaction(self, conn: Connection) -> bool:
         """Whether `conn` is inside a transaction already."""
-        return conn.in_transaction
+        return _sqlite(conn).in_transaction
 
     def _new_tree(self) -> SQLiteTree:
         return SQLiteTree(self)
@@ -104,3 +112,8 @@ class SQLiteStore(SqlStore):
             with contextlib.suppress(FileNotFoundError):
                 total += os.stat(self.path + suffix).st_size
         return total
+
+
+def _sqlite(conn: Connection) -> sqlite3.Connection:
+    # every connection this store hands out is one `_conn` opened: sqlite3's
+    return cast(sqlite3.Connection, conn)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from typing import Any
+from typing import Literal, NamedTuple
 
 from ledger.storage.derived import screen
 from ledger.storage.tables.shared import (
@@ -15,10 +15,47 @@ _SCREEN_TYPES = "('citation.observed', 'resolution.observed', 'standing.checked'
 _SCREEN_RANGE = 50_000  # seqs whose screen rows verify reads per statement
 
 
+class ScreenEvent(NamedTuple):
+    """An event the screen's rows come from, as its rows are derived from it."""
+
+    seq: int
+    type: str
+    stream: str
+    observed_us: int
+    recorded_us: int
+    data: str
+
+
+class StoredRef(NamedTuple):
+    """A screen_refs row (derived/screen.RefRow), marked as one."""
+
+    kind: Literal["ref"]
+    work_id: str
+    seq: int
+    observation_id: str
+    citing: str
+
+
+class StoredNotice(NamedTuple):
+    """A screen_notices row (derived/screen.NoticeRow), marked as one."""
+
+    kind: Literal["notice"]
+    work_id: str
+    seq: int
+    ordinal: int
+    source: str
+    observed_us: int
+    recorded_us: int
+    notice: str
+
+
+ScreenRow = StoredRef | StoredNotice
+
+
 class SqlScreenIndex(TableBase):
     """The screen's stored rows and the events they come from, for verify."""
 
-    def screen_events(self, after: int = 0) -> Iterator[tuple[Any, ...]]:
+    def screen_events(self, after: int = 0) -> Iterator[ScreenEvent]:
         """(seq, type, stream, observed_us, recorded_us, data) of the events the screen's rows come
         from, after `after`, in seq order, a part at a time."""
         while True:
@@ -29,10 +66,10 @@ class SqlScreenIndex(TableBase):
             ).fetchall()
             if not rows:
                 return
-            yield from rows
+            yield from map(ScreenEvent._make, rows)
             after = rows[-1][0]
 
-    def screen_rows(self, after: int = 0) -> Iterator[tuple[Any, ...]]:
+    def screen_rows(self, after: int = 0) -> Iterator[ScreenRow]:
         """The screen's stored rows of events after `after`: ("ref", *RefRow) and ("notice", *NoticeRow),
         by seq, a range of seqs at a time."""
         last = self._q("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
@@ -41,16 +78,19 @@ class SqlScreenIndex(TableBase):
             span = (low, low + _SCREEN_RANGE)
             refs = self._q(f"SELECT 'ref', {screen.REF_COLUMNS} FROM screen_refs {where}", span).fetchall()
             notices = self._q(f"SELECT 'notice', {screen.NOTICE_COLUMNS} FROM screen_notices {where}", span)
-            yield from heapq.merge(map(tuple, refs), map(tuple, notices.fetchall()), key=lambda r: r[2])
+            merged: Iterator[ScreenRow] = heapq.merge(
+                map(StoredRef._make, refs), map(StoredNotice._make, notices.fetchall()), key=lambda r: r.seq
+            )
+            yield from merged
         # rows past the last event (none belong there) are named by the caller as rows of no event
         yield from map(
-            tuple,
+            StoredRef._make,
             self._q(
                 f"SELECT 'ref', {screen.REF_COLUMNS} FROM screen_refs WHERE seq > ?", (max(last, after),)
             ),
         )
         yield from map(
-            tuple,
+            StoredNotice._make,
             self._q(
                 f"SELECT 'notice', {screen.NOTICE_COLUMNS} FROM screen_notices WHERE seq > ?",
                 (max(last, after),),

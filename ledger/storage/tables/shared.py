@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from ledger.model.events import StoredEvent
 from ledger.model.facts import (
@@ -28,8 +28,12 @@ from ledger.storage.derived.spans import (
 from ledger.storage.derived.spans import COLUMNS as SPAN_COLUMNS
 from ledger.storage.sql import (
     ENVELOPE_COLUMNS,
+    Connection,
+    Cursor,
+    DbRow,
     Dialect,
     DialectStore,
+    Params,
     envelope_row,
 )
 from ledger.tlog.chain import GENESIS
@@ -97,12 +101,14 @@ def steps_sql(d: Dialect, where: str) -> str:
 AFTER_OBSERVATIONS = OBSERVATION[0] + ";"  # the first key past every observation key ("o:" < "o;")
 
 
-def head_of(row: Sequence[Any] | None) -> Head:
+def head_of(row: DbRow | None) -> Head:
     """The Head of a row of HEAD_SQL (the genesis when the ledger is empty)."""
     return Head(0, GENESIS) if row is None else Head(row[0], row[1])
 
 
-def existing_events(store: DialectStore, conn: Any, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
+def existing_events(
+    store: DialectStore, conn: Connection, event_ids: Sequence[str]
+) -> dict[str, StoredEvent]:
     """Events stored under any of these ids."""
     d = store.dialect
     rows = store.query(
@@ -113,7 +119,7 @@ def existing_events(store: DialectStore, conn: Any, event_ids: Sequence[str]) ->
     return {e.event_id: e for e in map(envelope_row, rows)}
 
 
-def steps_of(store: DialectStore, conn: Any, observation_ids: Sequence[str]) -> dict[str, list[Step]]:
+def steps_of(store: DialectStore, conn: Connection, observation_ids: Sequence[str]) -> dict[str, list[Step]]:
     """The stored citations and resolutions of each of these observations (an empty list: none)."""
     d = store.dialect
     rows = store.query(
@@ -147,7 +153,7 @@ class TableStore(DialectStore, Protocol):
     def search_begin(self) -> tuple[str, ...]: ...
     @property
     def readonly_errors(self) -> tuple[type[BaseException], ...]: ...
-    def in_transaction(self, conn: Any) -> bool: ...
+    def in_transaction(self, conn: Connection) -> bool: ...
 
 
 class TableBase:
@@ -156,10 +162,10 @@ class TableBase:
     def __init__(self, store: TableStore) -> None:
         self.store = store
 
-    def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _q(self, sql: str, params: Params = ()) -> Cursor:
         return self.store.query(self.store.connection(), sql, params)
 
-    def _by_seq(self, table: str, columns: str, seq: int, upto: int | None) -> Iterator[tuple[Any, ...]]:
+    def _by_seq(self, table: str, columns: str, seq: int, upto: int | None) -> Iterator[DbRow]:
         """The rows of `table` (whose `columns` start with seq and a second key) after seq, up to
         `upto`, in that order."""
         end = sys.maxsize if upto is None else upto
@@ -167,7 +173,7 @@ class TableBase:
             f"SELECT {columns} FROM {table} WHERE seq > ? AND seq <= ?", columns.split(", ")[:2], (seq, end)
         )
 
-    def _ordered(self, sql: str, order: Sequence[str], params: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+    def _ordered(self, sql: str, order: Sequence[str], params: Params) -> Iterator[DbRow]:
         """The rows of `sql` (a SELECT ... WHERE whose first columns are `order`, a unique key) in that
         order, read lazily: one statement, or one page per statement where the dialect says."""
         by = ", ".join(order)
@@ -176,9 +182,7 @@ class TableBase:
             return iter(self._q(f"{sql} ORDER BY {by}", params))
         return self._pages(sql, by, len(order), params, page)
 
-    def _pages(
-        self, sql: str, by: str, width: int, params: Sequence[Any], page: int
-    ) -> Iterator[tuple[Any, ...]]:
+    def _pages(self, sql: str, by: str, width: int, params: Params, page: int) -> Iterator[DbRow]:
         rows = self._q(f"{sql} ORDER BY {by} LIMIT ?", (*params, page)).fetchall()
         after = f" AND ({by}) > ({', '.join('?' * width)}) ORDER BY {by} LIMIT ?"
         while rows:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
 
 from ledger.storage.derived import spans
 from ledger.storage.derived.keys import (
@@ -16,6 +15,7 @@ from ledger.storage.derived.keys import (
 from ledger.storage.derived.spans import (
     CITATION,
     OPEN,
+    Bucket,
     Row,
     Step,
     bucket_deltas,
@@ -23,6 +23,7 @@ from ledger.storage.derived.spans import (
     step_row,
 )
 from ledger.storage.derived.spans import COLUMNS as SPAN_COLUMNS
+from ledger.storage.sql import Connection, DbRow
 from ledger.storage.tables.shared import (
     AFTER_OBSERVATIONS,
     COUNT_BUCKETS,
@@ -69,7 +70,7 @@ class SqlSpans(TableBase):
             )
             for lv in LEVELS
         ]
-        for key, group in itertools.groupby(heapq.merge(*levels), key=lambda r: r[0]):
+        for key, group in itertools.groupby(heapq.merge(*levels, key=_by_key), key=lambda r: r[0]):
             yield key.removeprefix(OBSERVATION), [step_row(r[2:]) for r in group]
 
     def span_rows(self, oids: Sequence[str] | None = None, *, ordered: bool = True) -> Iterator[Row]:
@@ -91,14 +92,12 @@ class SqlSpans(TableBase):
         )
         return (Row(*r[3:]) for r in rows)
 
-    def _fill(self, conn: Any, rows: list[Row]) -> None:
+    def _fill(self, conn: Connection, rows: list[Row]) -> None:
         if rows:
             self.store.query_many(conn, INSERT_SPANS, rows)
             self.store.query_many(conn, COUNT_BUCKETS, bucket_deltas(rows, []))
 
-    def count_rows(
-        self, cited: Sequence[str] | None = None
-    ) -> tuple[Iterator[tuple[Any, ...]], Iterator[tuple[Any, ...]]]:
+    def count_rows(self, cited: Sequence[str] | None = None) -> tuple[Iterator[Bucket], Iterator[Bucket]]:
         """(stored inbound_counts rows, the same counted by the database from the spans known now), of
         every paper or of these cited ones, each as (cited, bucket, starts, ends) by (cited, bucket),
         zeros left out, read lazily."""
@@ -115,8 +114,7 @@ class SqlSpans(TableBase):
             + ") AS c GROUP BY cited, bucket HAVING sum(s) <> 0 OR sum(e) <> 0 ORDER BY cited, bucket",
             params * 2,
         )
-        # int(): PostgreSQL sums bigints as numeric
-        return iter(stored), ((c, int(b), int(n), int(e)) for c, b, n, e in counted)
+        return _buckets(stored), _buckets(counted)
 
     def projection_position(self, name: str) -> int:
         """The last seq whose events the projection `name` holds (ledger/storage/projector.py)."""
@@ -148,3 +146,13 @@ class SqlSpans(TableBase):
             self._fill(conn, batch)
             self._q("DELETE FROM derived_pending WHERE name = 'inbound_spans'")
         return True
+
+
+def _by_key(row: DbRow) -> tuple[str, int]:
+    """A level's row by its key (an observation key and a seq: unique across the levels)."""
+    return row[0], row[1]
+
+
+def _buckets(rows: Iterable[DbRow]) -> Iterator[Bucket]:
+    """Rows of (cited, bucket, starts, ends) as Buckets (int(): PostgreSQL sums bigints as numeric)."""
+    return ((c, int(b), int(n), int(e)) for c, b, n, e in rows)

@@ -8,15 +8,14 @@ import uuid
 import pytest
 
 from ledger.storage.backend import is_pg_url
-from ledger.storage.postgresql.store import PLAN_FOR_LIST
-from ledger.storage.sql_store import SqlStore
+from ledger.storage.postgresql.store import PLAN_FOR_LIST, PostgresStore
 from service.ledger import Ledger
 from tests.factories import paper, ts
 
 
 def _prepared(ledger: Ledger) -> list[str]:
     store = ledger.store
-    assert isinstance(store, SqlStore)
+    assert isinstance(store, PostgresStore)
     conn = store.connection()
     return [r[0] for r in conn.execute("SELECT statement FROM pg_prepared_statements")]
 

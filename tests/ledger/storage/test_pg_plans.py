@@ -10,20 +10,20 @@ import pytest
 
 from bench.pg_plans import modes, plan_of, recording, seq_scans, table_sizes
 from ledger.storage.backend import is_pg_url
-from ledger.storage.sql_store import SqlStore
+from ledger.storage.postgresql.store import PostgresStore
 from service.ledger import Ledger
 from tests.factories import paper, ts
 
 
-def _store(ledger: Ledger) -> SqlStore:
+def _store(ledger: Ledger) -> PostgresStore:
     if not is_pg_url(ledger.url):
         pytest.skip("PostgreSQL's planner: SQLite plans by its own rules")
     store = ledger.store
-    assert isinstance(store, SqlStore)
+    assert isinstance(store, PostgresStore)
     return store
 
 
-def _scans(store: SqlStore, seen: dict[str, Any], table: str) -> list[str]:
+def _scans(store: PostgresStore, seen: dict[str, Any], table: str) -> list[str]:
     """The plans (each way PostgreSQL may plan it) of each statement seen that scan `table` whole,
     on the store's own connection, so its session's settings apply."""
     conn = store.connection()
