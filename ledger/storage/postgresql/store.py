@@ -1,5 +1,5 @@
-"""The PostgreSQL store (psycopg 3): connections and transactions; the statements are sql_store's,
-so it stores and reads byte for byte what the SQLite store does."""
+"""The PostgreSQL store (psycopg 3): connections and transactions; the statements are shared
+(sql_store.py, tables/), so it stores and reads byte for byte what the SQLite store does."""
 
 from __future__ import annotations
 
