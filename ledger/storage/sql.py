@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from ledger.model.codec import decode_data
 from ledger.model.events import ChainLink, StoredEvent
@@ -90,21 +90,10 @@ EventParams = tuple[int, str, str, int, str, str, int, str, int, str, str, str]
 DbRow = Sequence[Any]
 
 
-class ChainRow(NamedTuple):
-    """An event as verify's and migrate's walks read it: ENVELOPE_COLUMNS, observed_us, recorded_us."""
-
-    seq: int
-    event_id: str
-    stream: str
-    stream_version: int
-    type: str
-    observed_at: str
-    recorded_at: str
-    data: str
-    prev_hash: str
-    hash: str
-    observed_us: int
-    recorded_us: int
+# An event as verify's and migrate's walks read it: ENVELOPE_COLUMNS, observed_us, recorded_us (seq,
+# event_id, stream, stream_version, type, observed_at, recorded_at, data, prev_hash, hash,
+# observed_us, recorded_us). A plain tuple as the driver gives it: a walk reads every event.
+ChainRow = tuple[int, str, str, int, str, str, str, str, str, str, int, int]
 
 
 @dataclass(frozen=True)

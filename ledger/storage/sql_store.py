@@ -12,7 +12,7 @@ import functools
 import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from ledger.model.events import ChainLink, StoredEvent
 from ledger.model.facts import (
@@ -52,7 +52,7 @@ from ledger.storage.sql import (
 from ledger.storage.state.alerts import AlertTables
 from ledger.storage.state.jobs import JobTables
 from ledger.storage.tables.imports import SqlImports
-from ledger.storage.tables.keys import SeqCheckRow, SqlKeys
+from ledger.storage.tables.keys import SeqCheck, SqlKeys
 from ledger.storage.tables.screen import SqlScreenIndex
 from ledger.storage.tables.scrub import SqlScrub
 from ledger.storage.tables.search import SqlSearch
@@ -353,16 +353,18 @@ class SqlStore:
             if not rows:
                 return
             after = rows[-1][0]
-            yield list(map(ChainRow._make, rows))
+            # both drivers give a row as a tuple of its columns' values, and the events' are NOT NULL
+            yield cast(list[ChainRow], rows)
             del rows  # not held while the next part is read
 
-    def iter_check_works(self) -> Iterator[SeqCheckRow]:
+    def iter_check_works(self) -> Iterator[SeqCheck]:
         """Every check_works row at either level, ordered by seq (verify compares them with the data)."""
         rows = self.query(
             self._conn(),
             f"SELECT {CHECK_WORKS_COLUMNS} FROM check_works_all ORDER BY seq, work_id, source, observed_us",
         )
-        return map(SeqCheckRow._make, rows)
+        # both drivers give a row as a tuple of its columns' values, and these columns are NOT NULL
+        return cast(Iterator[SeqCheck], iter(rows))
 
     def envelopes(self, seqs: Sequence[int]) -> list[StoredEvent]:
         """The stored envelopes of the given seqs, in seq order."""

@@ -38,7 +38,7 @@ from ledger.storage.derived.screen import event_rows as screen_event_rows
 from ledger.storage.derived.spans import NAME as SPANS
 from ledger.storage.derived.spans import Row, Step, history
 from ledger.storage.sql import ChainRow
-from ledger.storage.tables.keys import IndexedCheck, IndexedKey, IndexRow, StoredRow
+from ledger.storage.tables.keys import IndexRow, StoredRow
 from ledger.storage.tables.screen import ScreenEvent, ScreenRow, StoredNotice, StoredRef
 from ledger.tlog import merkle_store as ms
 from ledger.tlog.chain import GENESIS, Follower, envelope_body
@@ -392,14 +392,11 @@ class _Walk:
             if seq <= self.work_keys_at:
                 keys += work_keys
             checks = link_checks(link) if seq <= self.check_works_at else []
-            expected: list[IndexRow] = [IndexedKey(seq, "key", k) for k in keys]
-            expected += [
-                IndexedCheck(
-                    c.seq, "check", c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode()
-                )
-                for c in checks
-            ]
-            expected.sort()
+            expected: list[IndexRow] = sorted(
+                [(seq, "key", k) for k in keys]
+                + [(c.seq, "check", c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
+                   for c in checks]
+            )  # fmt: skip
             index_bad = self._index_upto(seq, expected)
             derived += perf_counter() - t
             if index_bad is not None:
