@@ -39,7 +39,7 @@ from ledger.storage.derived.spans import NAME as SPANS
 from ledger.storage.derived.spans import Row, Step, history
 from ledger.storage.sql import ChainRow
 from ledger.storage.tables.keys import IndexRow, StoredRow
-from ledger.storage.tables.screen import ScreenEvent, ScreenRow, StoredNotice, StoredRef
+from ledger.storage.tables.screen import ScreenEvent, ScreenRow
 from ledger.tlog import merkle_store as ms
 from ledger.tlog.chain import GENESIS, Follower, envelope_body
 from ledger.tlog.checkpoint_notes import Checkpoint, NoteError, unsigned_checkpoint
@@ -735,8 +735,8 @@ _SCREEN_MISMATCH = "the screen's index rows (screen_refs, screen_notices) do not
 def _screen_rows(events: Iterable[ScreenEvent]) -> Iterator[ScreenRow]:
     for seq, type_, stream, observed_us, recorded_us, data in events:
         refs, notices = screen_event_rows(seq, type_, stream, observed_us, recorded_us, data)
-        yield from (StoredRef("ref", *r) for r in refs)
-        yield from (StoredNotice("notice", *n) for n in notices)
+        yield from (("ref", *r) for r in refs)
+        yield from (("notice", *n) for n in notices)
 
 
 def _span_break(oid: str, rows: list[Row], steps: list[Step]) -> tuple[int, str]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
-from typing import Literal, NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import cast
 
 from ledger.storage.derived import screen
 from ledger.storage.tables.shared import (
@@ -15,40 +15,13 @@ _SCREEN_TYPES = "('citation.observed', 'resolution.observed', 'standing.checked'
 _SCREEN_RANGE = 50_000  # seqs whose screen rows verify reads per statement
 
 
-class ScreenEvent(NamedTuple):
-    """An event the screen's rows come from, as its rows are derived from it."""
-
-    seq: int
-    type: str
-    stream: str
-    observed_us: int
-    recorded_us: int
-    data: str
-
-
-class StoredRef(NamedTuple):
-    """A screen_refs row (derived/screen.RefRow), marked as one."""
-
-    kind: Literal["ref"]
-    work_id: str
-    seq: int
-    observation_id: str
-    citing: str
-
-
-class StoredNotice(NamedTuple):
-    """A screen_notices row (derived/screen.NoticeRow), marked as one."""
-
-    kind: Literal["notice"]
-    work_id: str
-    seq: int
-    ordinal: int
-    source: str
-    observed_us: int
-    recorded_us: int
-    notice: str
-
-
+# What verify reads back of the screen, as plain tuples of their columns' values (a walk reads one for
+# every citation, resolution and check; both drivers give a row as a tuple, and these columns are NOT
+# NULL): an event the screen's rows come from (seq, type, stream, observed_us, recorded_us, data), and
+# the stored rows, ("ref", *derived/screen.RefRow) and ("notice", *derived/screen.NoticeRow)
+ScreenEvent = tuple[int, str, str, int, int, str]
+StoredRef = tuple[str, str, int, str, str]
+StoredNotice = tuple[str, str, int, int, str, int, int, str]
 ScreenRow = StoredRef | StoredNotice
 
 
@@ -66,7 +39,7 @@ class SqlScreenIndex(TableBase):
             ).fetchall()
             if not rows:
                 return
-            yield from map(ScreenEvent._make, rows)
+            yield from cast(list[ScreenEvent], rows)
             after = rows[-1][0]
 
     def screen_rows(self, after: int = 0) -> Iterator[ScreenRow]:
@@ -79,18 +52,18 @@ class SqlScreenIndex(TableBase):
             refs = self._q(f"SELECT 'ref', {screen.REF_COLUMNS} FROM screen_refs {where}", span).fetchall()
             notices = self._q(f"SELECT 'notice', {screen.NOTICE_COLUMNS} FROM screen_notices {where}", span)
             merged: Iterator[ScreenRow] = heapq.merge(
-                map(StoredRef._make, refs), map(StoredNotice._make, notices.fetchall()), key=lambda r: r.seq
+                cast(list[StoredRef], refs), cast(list[StoredNotice], notices.fetchall()), key=lambda r: r[2]
             )
             yield from merged
         # rows past the last event (none belong there) are named by the caller as rows of no event
-        yield from map(
-            StoredRef._make,
+        yield from cast(
+            Iterable[StoredRef],
             self._q(
                 f"SELECT 'ref', {screen.REF_COLUMNS} FROM screen_refs WHERE seq > ?", (max(last, after),)
             ),
         )
-        yield from map(
-            StoredNotice._make,
+        yield from cast(
+            Iterable[StoredNotice],
             self._q(
                 f"SELECT 'notice', {screen.NOTICE_COLUMNS} FROM screen_notices WHERE seq > ?",
                 (max(last, after),),
