@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import service.ledger as service_ledger
-from ledger.storage.sql_store import SqlStore
 from ledger.storage.sqlite import store as sqlite_store
+from ledger.storage.sqlite.store import SQLiteStore
 from service.intake.load import import_file
 
 _WRITES = ("INSERT", "DELETE", "UPDATE", "ANALYZE", "COMMIT")
@@ -108,7 +108,7 @@ def replay(recorded: list[tuple[str, list[tuple[Any, ...]] | None]], db: Path) -
     """Run the recorded statements into a fresh ledger at `db`: CPU seconds per statement kind."""
     ledger = service_ledger.Ledger(str(db))
     store = ledger.store
-    assert isinstance(store, SqlStore)
+    assert isinstance(store, SQLiteStore)
     conn = store.connection()
     spent: defaultdict[str, float] = defaultdict(float)
     conn.execute("BEGIN IMMEDIATE")

@@ -49,7 +49,7 @@ def main() -> None:
     plain = Ledger(_fresh_copy(base, "plain.db"))
     indexed = Ledger(_fresh_copy(base, "indexed.db"))
     start = time.perf_counter()
-    indexed.store.tables.index_titles(indexed.head().seq)
+    indexed.store.search.index_titles(indexed.head().seq)
     first_index = time.perf_counter() - start
 
     work = pools.batches(built["next_paper"], args.batches)
@@ -68,7 +68,7 @@ def main() -> None:
         trace.clear()
         head = indexed.append(batch).head.seq
         t = time.perf_counter()
-        indexed.store.tables.index_titles(head)
+        indexed.store.search.index_titles(head)
         indexing.append(time.perf_counter() - t)
     traced.trace = None
 

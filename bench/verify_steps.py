@@ -29,10 +29,12 @@ from typing import Any
 
 from blake3 import blake3
 
+from ledger.storage.sql import ChainRow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _pages(db: str) -> list[list[tuple[Any, ...]]]:
+def _pages(db: str) -> list[list[ChainRow]]:
     from ledger.storage import verify
     from ledger.storage.backend import open_store
 
@@ -49,7 +51,7 @@ def _cpu(work: Callable[[], object]) -> float:
     return time.process_time() - start
 
 
-def chain_step(db: str, pages: list[list[tuple[Any, ...]]]) -> float:
+def chain_step(db: str, pages: list[list[ChainRow]]) -> float:
     """CPU seconds of the chain step over `pages`, as a whole walk takes it."""
     from ledger.storage import verify
     from ledger.storage.backend import open_store
@@ -57,7 +59,7 @@ def chain_step(db: str, pages: list[list[tuple[Any, ...]]]) -> float:
 
     store = open_store(db)
     try:
-        walk = verify._Walk(store.tables, verify._Start(0, GENESIS, -1, []), None, 10_000, exact=False)
+        walk = verify._Walk(store, verify._Start(0, GENESIS, -1, []), None, 10_000, exact=False)
         walk.begin(iter(()))
 
         def run() -> None:
@@ -72,7 +74,7 @@ def chain_step(db: str, pages: list[list[tuple[Any, ...]]]) -> float:
         store.close()
 
 
-def bare(pages: list[list[tuple[Any, ...]]]) -> float:
+def bare(pages: list[list[ChainRow]]) -> float:
     """CPU seconds of the bare chain over the same rows in memory (bench/baselines.py's loop)."""
 
     def run() -> None:
@@ -85,7 +87,7 @@ def bare(pages: list[list[tuple[Any, ...]]]) -> float:
     return _cpu(run)
 
 
-def parts(pages: list[list[tuple[Any, ...]]]) -> dict[str, float] | None:
+def parts(pages: list[list[ChainRow]]) -> dict[str, float] | None:
     """CPU seconds of each part of this checkout's chain step alone, over `pages`; None where the
     module has not the functions they call."""
     from ledger.model import instants

@@ -43,7 +43,7 @@ class Log:
     def head_and_chain(self, chain: Chain) -> tuple[Head, ScrubPass | None]:
         """The head and what `chain()` says of the chain (the last full walk, when broken), in one
         consistent read: a banner that describes the head it is served with."""
-        with self._store.tables.consistent_read():
+        with self._store.verifying.consistent_read():
             return self._store.head(), chain()
 
     def read_log(
@@ -80,7 +80,7 @@ class Log:
 
     def verified_point(self) -> VerifiedPoint | None:
         """Where the last full walk left off (None: never walked)."""
-        return self._store.tables.verified_point()
+        return self._store.verifying.verified_point()
 
     def verify(
         self, progress: Callable[[int], None] | None = None, *, remember: bool = False, every: int = 10000

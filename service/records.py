@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from ledger.model.errors import NotFound
 from ledger.model.events import StoredEvent
-from ledger.model.facts import Fact, Head, ScrubPass, SourceHead
+from ledger.model.facts import CheckRow, Fact, Head, ScrubPass, SourceHead
 from ledger.model.instants import MAX_US, Clock, format_recorded
 from ledger.model.record_types import Record
-from ledger.storage.interface import Store
+from ledger.storage.interface import CheckHistoryRow, RecordReader, Store
 from ledger.storage.writers import WriterRow
 from projections.diff import Changes, record_changes
 from projections.readings import Sides, resolution_sides
@@ -77,10 +77,10 @@ class PaperView(NamedTuple):
 
 
 class _OwnStream:
-    """A record reader whose paper stream was read already, and whose sources' latest checks are read
-    once for the record and its notices (the rest of its reads go to `reader`)."""
+    """A record's reads as of T whose paper stream was read already, and whose sources' latest checks
+    are read once for the record and its notices; the rest are `reader`'s."""
 
-    def __init__(self, reader: Any, arxiv_id: str, own: list[Fact]) -> None:
+    def __init__(self, reader: RecordReader, arxiv_id: str, own: list[Fact]) -> None:
         self._reader = reader
         self._id = arxiv_id
         self._own = own
@@ -96,8 +96,21 @@ class _OwnStream:
         """The paper's own stream, as read (another paper's from the reader)."""
         return self._own if arxiv_id == self._id else self._reader.paper_stream(arxiv_id)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._reader, name)
+    def inbound(self, arxiv_id: str, limit: int) -> tuple[int, list[Fact]]:
+        """The reader's inbound observations of the paper (see RecordReader.inbound)."""
+        return self._reader.inbound(arxiv_id, limit)
+
+    def snapshots(self, arxiv_ids: Sequence[str]) -> list[Fact]:
+        """The reader's paper.observed events of these papers."""
+        return self._reader.snapshots(arxiv_ids)
+
+    def work_checks(self, works: Sequence[tuple[str, int]]) -> list[CheckRow]:
+        """The reader's latest checks covering these works."""
+        return self._reader.work_checks(works)
+
+    def check_history(self, work_ids: Sequence[str]) -> list[CheckHistoryRow]:
+        """The reader's standing checks covering these works."""
+        return self._reader.check_history(work_ids)
 
 
 # what a read asks of the chain alongside it: the last full walk, when it found the chain broken

@@ -114,7 +114,7 @@ def _paper_answer(ledger: Ledger, q: str, arxiv_id: str) -> Answer:
         seq = fact.seq
     hit = Hit(arxiv_id, "", None, title, seq)
     head = ledger.head()
-    indexed = ledger.store.tables.titles_indexed()
+    indexed = ledger.store.search.titles_indexed()
     return Answer(q, [], 1, 1, [hit], indexed, head.seq, arxiv_id)
 
 
@@ -129,9 +129,8 @@ def search(ledger: Ledger, q: str | None, page: int = 1, *, index: bool = True, 
     words = query_words(q, where)
     if not 1 <= page <= MAX_PAGE:
         raise InvalidEvent("page", f"{page}: a page is 1..{MAX_PAGE}")
-    tables = ledger.store.tables
     head = ledger.head()
-    if index and tables.titles_indexed() < head.seq:
-        tables.index_titles(head.seq)
-    found = tables.search_titles(words, PER_PAGE, (page - 1) * PER_PAGE)
+    if index and ledger.store.search.titles_indexed() < head.seq:
+        ledger.store.search.index_titles(head.seq)
+    found = ledger.store.search.search_titles(words, PER_PAGE, (page - 1) * PER_PAGE)
     return Answer(str(q), words, page, found.total, found.hits, found.indexed_through, head.seq)

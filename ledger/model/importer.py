@@ -286,7 +286,7 @@ def _notice(n: NoticeEvent) -> Notice:
     )
 
 
-def notice_sort_key(n: Notice) -> tuple[Any, ...]:
+def notice_sort_key(n: Notice) -> tuple[str, str, bool, str, bytes]:
     """(work_id, kind, notice_doi with null first, canonical JSON): the order of notices in a check."""
     return (n.work_id or "", n.kind, n.notice_doi is not None, n.notice_doi or "", canonical(n))
 

@@ -34,13 +34,14 @@ from ledger.model.facts import CheckWorkRow, Head
 from ledger.model.instants import Clock, format_recorded, parse_near
 from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys
 from ledger.storage.derived.spans import CITATION, RESOLUTION, Step, link_step
+from ledger.storage.sql import EventParams
 
 
 class Rows(NamedTuple):
     """What one insert writes: each new event's row (the parameters of the events INSERT, in seq
     order), its keys, and each citation's or resolution's step."""
 
-    events: list[tuple[Any, ...]]
+    events: list[EventParams]
     keys: list[tuple[str, int]]
     steps: list[Step]
 

@@ -10,7 +10,7 @@ from ledger.model.errors import ChainBroken, Conflict, LedgerError
 from ledger.model.events import ChainLink
 from ledger.model.facts import Head
 from ledger.storage.append import rows_of
-from ledger.storage.interface import Store, Tables, Unsupported, is_pg_url, side_path
+from ledger.storage.interface import Store, Unsupported, is_pg_url, side_path
 from ledger.storage.postgresql import require_driver
 from ledger.storage.projector import READ_BY_RECORDS, catch_up
 from ledger.storage.sqlite.store import SQLiteStore
@@ -20,7 +20,6 @@ from ledger.tlog.chain import Follower
 __all__ = [
     "ChainWalker",
     "Store",
-    "Tables",
     "Unstorable",
     "Unsupported",
     "copy_ledger",

@@ -7,8 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ledger.model.codec import ARXIV_RE
 from ledger.model.doi import arxiv_key, doi_key
@@ -33,7 +32,7 @@ from ledger.storage.derived.catalogue import (
     tiers,
     to_work,
 )
-from ledger.storage.sql import DialectStore
+from ledger.storage.sql import Connection, Cursor, DbRow, DialectStore, Params
 
 KEYS_PER_STATEMENT = 500
 
@@ -78,7 +77,7 @@ class SqlCatalogue:
             ("BEGIN IMMEDIATE",) if sqlite else ("BEGIN", "LOCK TABLE catalogue_cursor IN EXCLUSIVE MODE")
         )
 
-    def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _q(self, sql: str, params: Params = ()) -> Cursor:
         return self.store.query(self.store.connection(), sql, params)
 
     def catalogue_indexed(self) -> int:
@@ -108,7 +107,7 @@ class SqlCatalogue:
             done = max(start, end)
         return done
 
-    def _count_terms(self, conn: Any, latest: list[Row]) -> None:
+    def _count_terms(self, conn: Connection, latest: list[Row]) -> None:
         """Keep catalogue_terms (how many works hold each word a search may look for) in step with the
         rows about to be written: the words of a row replaced are taken off, those of its successor added."""
         d = self.store.dialect
@@ -161,8 +160,8 @@ class SqlCatalogue:
         return None
 
     def _pages(
-        self, conn: Any, sql: str, fixed: tuple[Any, ...], start: tuple[Any, ...], key: Any
-    ) -> Iterator[tuple[Any, ...]]:
+        self, conn: Connection, sql: str, fixed: Params, start: Params, key: Callable[[DbRow], Params]
+    ) -> Iterator[DbRow]:
         """The rows of `sql` a page at a time, each page after the `key` of the last row read."""
         after = start
         while True:
@@ -266,7 +265,7 @@ class SqlCatalogue:
             works = self._by_seqs(conn, sorted({s for p in picked for s in p}))
         return [[works[s] for s in p] for p in picked]
 
-    def _counts(self, conn: Any, words: list[str]) -> tuple[dict[str, int], int]:
+    def _counts(self, conn: Connection, words: list[str]) -> tuple[dict[str, int], int]:
         """How many works hold each of these words (those some work holds), and how many works there
         are, in one statement."""
         d = self.store.dialect
@@ -285,7 +284,7 @@ class SqlCatalogue:
         return docs, total
 
     def _holding(
-        self, conn: Any, asks: list[tuple[str, ...]], limit: int
+        self, conn: Connection, asks: list[tuple[str, ...]], limit: int
     ) -> dict[tuple[str, ...], frozenset[int]]:
         """For each ask, the seqs of the `limit` works of least seq that hold all its words, found by the
         index (which intersects the words), every ask in one statement."""
@@ -299,7 +298,7 @@ class SqlCatalogue:
                 "(SELECT rowid FROM catalogue_works_fts WHERE catalogue_works_fts MATCH q.value "
                 "ORDER BY rowid LIMIT ?)"
             )
-            params: tuple[Any, ...] = (json.dumps([" AND ".join(f'"{w}"' for w in a) for a in asks]), limit)
+            params: Params = (json.dumps([" AND ".join(f'"{w}"' for w in a) for a in asks]), limit)
         else:
             # each ask's works through the GIN index. `seq + 0`: ordered by the key's own index, the
             # planner would walk the works in seq order testing each one's words, which for a rare set
@@ -315,7 +314,7 @@ class SqlCatalogue:
             found[asks[int(n)]].add(int(s))
         return {a: frozenset(ids) for a, ids in found.items()}
 
-    def _by_seqs(self, conn: Any, seqs: list[int]) -> dict[int, CatalogueWork]:
+    def _by_seqs(self, conn: Connection, seqs: list[int]) -> dict[int, CatalogueWork]:
         """The works of these seqs, in one statement (a batch picks at most `limit` a text)."""
         d = self.store.dialect
         rows = self.store.query(
@@ -352,7 +351,7 @@ class SqlCatalogue:
         return [list(found.get((v, p), ())) if v is not None and p is not None else [] for v, p in asked]
 
 
-def _latest_by_stream(events: Iterable[Sequence[Any]]) -> Iterator[Row]:
+def _latest_by_stream(events: Iterable[DbRow]) -> Iterator[Row]:
     """The catalogue row of the last event of each stream, from events in _BY_STREAM's order."""
     last: Row | None = None
     first = 0

@@ -14,7 +14,7 @@ import itertools
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 C = TypeVar("C")
 
@@ -75,7 +75,9 @@ class ThreadConnections(Generic[C]):
                 self.discard(key)
 
 
-def _items(d: dict[int, tuple[weakref.ref[threading.Thread], C]]) -> list[tuple[int, tuple[Any, C]]]:
+def _items(
+    d: dict[int, tuple[weakref.ref[threading.Thread], C]],
+) -> list[tuple[int, tuple[weakref.ref[threading.Thread], C]]]:
     # a finalizer may pop an entry while the list is built: take the copy again
     while True:
         try:
@@ -84,7 +86,7 @@ def _items(d: dict[int, tuple[weakref.ref[threading.Thread], C]]) -> list[tuple[
             continue
 
 
-def _thread_ended(registry: weakref.ref[ThreadConnections[Any]], key: int) -> None:
+def _thread_ended(registry: weakref.ref[ThreadConnections[C]], key: int) -> None:
     conns = registry()
     if conns is not None:
         conns.discard(key)

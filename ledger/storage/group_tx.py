@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ledger.model.events import StoredEvent
 from ledger.model.facts import Head
 from ledger.storage.append import AppendTx, Needs, Rows
 from ledger.storage.derived.spans import CITATION
+from ledger.storage.sql import EventParams
 from ledger.storage.writers import WriterRow
 
 V = TypeVar("V")
@@ -35,7 +36,7 @@ class GroupTx:
         self._stored_versions: dict[str, int] = {}
         self._head: tuple[Head, int] | None = None
         self._rows = Rows([], [], [])
-        self._by_id: dict[str, tuple[Any, ...]] = {}  # event id -> its staged row
+        self._by_id: dict[str, EventParams] = {}  # event id -> its staged row
         self._citing: dict[str, str] = {}
         self._versions: dict[str, int] = {}
         self._job: Rows | None = None
@@ -88,7 +89,7 @@ class GroupTx:
 
     # -- the group -----------------------------------------------------------------------
 
-    def run(self, job: Any) -> Any:
+    def run(self, job: Callable[[GroupTx], V]) -> V:
         """Run one batch; keep what it staged only if it returned."""
         self._job, self._job_writers = None, []
         try:
@@ -145,7 +146,7 @@ def _overlay(
     return found
 
 
-def _stored(row: tuple[Any, ...]) -> StoredEvent:
+def _stored(row: EventParams) -> StoredEvent:
     """The envelope of a staged row (the parameters of the events INSERT)."""
     seq, event_id, stream, version, type_, observed_at, _, recorded_at, _, data, prev, h = row
     return StoredEvent(

@@ -48,14 +48,8 @@ from ledger.storage.derived.spans import (
 )
 from ledger.storage.interface import Store
 from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
-from ledger.storage.sql_store import (
-    COUNT_BUCKETS,
-    INSERT_SPANS,
-    SqlStore,
-    insert_check_works,
-    insert_keys,
-    steps_of,
-)
+from ledger.storage.sql_store import SqlStore, insert_check_works, insert_keys
+from ledger.storage.tables.shared import COUNT_BUCKETS, INSERT_SPANS, steps_of
 
 _CITED_WORK = msgspec.json.Decoder(GlanceWork)
 BATCH = 5_000  # events a projector transaction applies: a kill loses at most one batch's work
@@ -177,7 +171,7 @@ class Logged:
                         if self.fault is not None:
                             self.fault(end)
                         sql.query(conn, _SAVE, (self.name, end))
-            except getattr(sql.tables, "readonly_errors", ()):
+            except sql.readonly_errors:
                 return done
             done = max(start, end)
         return done
@@ -222,7 +216,8 @@ def apply_spans(store: SqlStore, conn: Any, after: int, upto: int) -> None:
     ]
     if not oids:
         return
-    closed: list[tuple[Any, ...]] = []
+    # each closed span's key (cited .. t_from) and the recorded_us that closed it
+    closed: list[tuple[str, str, int, str, int, int]] = []
     gone: list[Span] = []
     opened: list[Row] = []
     for mine in steps_of(store, conn, oids).values():
@@ -303,7 +298,7 @@ SPAN_PROJECTION = Logged(SPANS, apply_spans)
 WORK_KEYS_PROJECTION = Logged(WORK_KEYS, apply_work_keys)
 CHECK_WORKS_PROJECTION = Logged(CHECK_WORKS, apply_check_works)
 TITLES = Cursor(
-    "search_titles", lambda s: s.tables.titles_indexed(), lambda s, upto: s.tables.index_titles(upto)
+    "search_titles", lambda s: s.search.titles_indexed(), lambda s, upto: s.search.index_titles(upto)
 )
 CATALOGUE = Cursor(
     "catalogue", lambda s: s.catalogue.catalogue_indexed(), lambda s, upto: s.catalogue.index_catalogue(upto)

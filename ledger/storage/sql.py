@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -57,6 +57,43 @@ SOURCE_HEADS_SQL = (
     "  AND observed_us <= ? AND recorded_us <= ? ORDER BY observed_us DESC, seq DESC LIMIT 1) "
     "ORDER BY e.stream"
 )
+
+# A value bound to a statement, and a list bound whole (`Dialect.bind_list`: an array on PostgreSQL)
+Scalar = str | int | float | bytes | None
+Param = Scalar | Sequence[Scalar]
+Params = Sequence[Param]
+
+
+class Cursor(Protocol):
+    """What a statement returns, as both drivers' cursors offer it: rows of the database's values by
+    position, whose types the statement's columns decide (named row types are made from them)."""
+
+    def fetchone(self) -> Any: ...  # a row, or None: typed as the drivers' own stubs type it
+    def fetchall(self) -> Sequence[DbRow]: ...
+    def __iter__(self) -> Iterator[DbRow]: ...
+    @property
+    def rowcount(self) -> int: ...
+
+
+class Connection(Protocol):
+    """A backend's connection, opaque above it: handed back to the store's statements."""
+
+    def close(self) -> None: ...
+
+
+# One event as INSERT_EVENTS writes it (its parameters, in the events table's column order): seq,
+# event_id, stream, stream_version, type, observed_at, observed_us, recorded_at, recorded_us, data,
+# prev_hash, hash. A plain tuple: the append builds one per event on its hot path.
+EventParams = tuple[int, str, str, int, str, str, int, str, int, str, str, str]
+# A row as a driver returns it: its values by position, whose types the statement's columns decide
+# (the named row types below and beside each statement are made from these)
+DbRow = Sequence[Any]
+
+
+# An event as verify's and migrate's walks read it: ENVELOPE_COLUMNS, observed_us, recorded_us (seq,
+# event_id, stream, stream_version, type, observed_at, recorded_at, data, prev_hash, hash,
+# observed_us, recorded_us). A plain tuple as the driver gives it: a walk reads every event.
+ChainRow = tuple[int, str, str, int, str, str, str, str, str, str, int, int]
 
 
 # a text array bound as one parameter, which the planner sees as a value it does not know
@@ -118,7 +155,7 @@ class Dialect:
             return None
         return f"SELECT key FROM {view} WHERE key = ANY({_PG_LIST}) GROUP BY key HAVING count(*) > 1 LIMIT 1"
 
-    def bind_list(self, values: Sequence[Any]) -> Any:
+    def bind_list(self, values: Sequence[Scalar]) -> Param:
         """The parameter for `any_of`."""
         return json.dumps(list(values)) if self.json_lists else list(values)
 
@@ -128,7 +165,7 @@ class Dialect:
             return "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
         return f"SELECT * FROM unnest(?::{first_type}[], ?::{second_type}[])"
 
-    def bind_pairs(self, pairs: Sequence[tuple[Any, Any]]) -> list[Any]:
+    def bind_pairs(self, pairs: Sequence[tuple[Scalar, Scalar]]) -> list[Param]:
         """The parameters for `pairs`."""
         if self.json_lists:
             return [json.dumps([list(p) for p in pairs])]
@@ -200,13 +237,13 @@ def _percent(text: str) -> str:
     return text.replace("?", "%s")
 
 
-def fact_row(row: Sequence[Any]) -> Fact:
+def fact_row(row: DbRow) -> Fact:
     """A Fact from a row of FACT_COLUMNS."""
     seq, type_, observed_at, observed_us, data = row
     return Fact(seq, type_, observed_at, observed_us, decode_data(type_, data.encode()))
 
 
-def envelope_row(row: Sequence[Any]) -> StoredEvent:
+def envelope_row(row: DbRow) -> StoredEvent:
     """A StoredEvent from a row of ENVELOPE_COLUMNS."""
     seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev, h = row
     return StoredEvent(
@@ -214,12 +251,12 @@ def envelope_row(row: Sequence[Any]) -> StoredEvent:
     )
 
 
-def link_row(row: Sequence[Any]) -> ChainLink:
+def link_row(row: DbRow) -> ChainLink:
     """A ChainLink from a row of ENVELOPE_COLUMNS, observed_us, recorded_us."""
     return ChainLink(envelope_row(row[:10]), row[10], row[11])
 
 
-def link_params(link: ChainLink) -> tuple[Any, ...]:
+def link_params(link: ChainLink) -> EventParams:
     """The parameters of INSERT_EVENTS for one link."""
     e = link.event
     return (
@@ -256,9 +293,9 @@ class DialectStore(Protocol):
     @property
     def dialect(self) -> Dialect: ...
 
-    def connection(self) -> Any: ...
-    def query(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any: ...
-    def query_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    def connection(self) -> Connection: ...
+    def query(self, conn: Connection, sql: str, params: Params = ()) -> Cursor: ...
+    def query_many(self, conn: Connection, sql: str, rows: Sequence[Params]) -> None: ...
     def write_begin(self) -> tuple[str, ...]: ...
-    def transaction(self, begin: Sequence[str]) -> AbstractContextManager[Any]: ...
-    def reading(self) -> AbstractContextManager[Any]: ...
+    def transaction(self, begin: Sequence[str]) -> AbstractContextManager[Connection]: ...
+    def reading(self) -> AbstractContextManager[Connection]: ...

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import islice
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from blake3 import blake3
 
@@ -24,6 +24,7 @@ from ledger.model.codec import decode_data
 from ledger.model.events import ChainLink, StandingChecked, StoredEvent
 from ledger.model.facts import Head, VerifiedPoint
 from ledger.model.instants import Clock, parse_instants
+from ledger.model.jsonvalue import JsonObject
 from ledger.storage.append import check_rows, link_checks
 from ledger.storage.derived.keys import (
     CHECK_WORKS,
@@ -36,13 +37,16 @@ from ledger.storage.derived.screen import NAME as SCREEN
 from ledger.storage.derived.screen import event_rows as screen_event_rows
 from ledger.storage.derived.spans import NAME as SPANS
 from ledger.storage.derived.spans import Row, Step, history
+from ledger.storage.sql import ChainRow
+from ledger.storage.tables.keys import IndexRow, StoredRow
+from ledger.storage.tables.screen import ScreenEvent, ScreenRow
 from ledger.tlog import merkle_store as ms
 from ledger.tlog.chain import GENESIS, Follower, envelope_body
 from ledger.tlog.checkpoint_notes import Checkpoint, NoteError, unsigned_checkpoint
 from ledger.tlog.merkle import CompactRange, leaf_hash
 
 if TYPE_CHECKING:
-    from ledger.storage.interface import Store, Tables
+    from ledger.storage.interface import Store
 
 
 class VerifyStep(NamedTuple):
@@ -53,7 +57,7 @@ class VerifyStep(NamedTuple):
     seconds: float
     checks: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON shape of a step in the report."""
         return {"name": self.name, "ok": self.ok, "seconds": round(self.seconds, 3), "checks": self.checks}
 
@@ -92,7 +96,7 @@ class VerifyReport(NamedTuple):
         first = (self.resumed_from or 0) + 1
         return (first, first + self.events_checked - 1) if self.events_checked else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON shape for the API and `ledger verify --json`."""
         walked = self.walked
         point = self.point if self.resumed_from else None
@@ -147,13 +151,12 @@ def verify_store(
 ) -> VerifyReport:
     """Walk the events in seq order: sequence, stream versions, derived columns, hashes, Merkle nodes;
     a whole walk also checks the resolver's catalogue against its events."""
-    tables = store.tables
     start = _Start(0, GENESIS, -1, [])
     point: VerifiedPoint | None = None
     if resume:
-        point = tables.verified_point()
-        if point is not None and tables.event_hash(point.seq) == point.hash:
-            start = _Start(point.seq, point.hash, tables.recorded_us_at(point.seq), point.peaks)
+        point = store.verifying.verified_point()
+        if point is not None and store.tree.event_hash(point.seq) == point.hash:
+            start = _Start(point.seq, point.hash, store.verifying.recorded_us_at(point.seq), point.peaks)
         elif point is not None:
             # The remembered point moved: walk everything to name the first break, if there is one.
             full = verify_store(store, progress, every=every)
@@ -168,7 +171,7 @@ def verify_store(
     walked = _walk(store, start, progress, every)
     assert walked is not None  # only a paced walk stops early
     resumed = start.seq if resume and start.seq else None
-    return _report(tables, *walked, resumed, point if resumed else None, remember)
+    return _report(store, *walked, resumed, point if resumed else None, remember)
 
 
 def walk_paced(
@@ -183,7 +186,7 @@ def walk_paced(
     """A full walk from seq 1, `batch` events per short read (no read held for the whole walk);
     `between()` runs after each batch (to pause) and stops the walk, answering None, if it is False."""
     walked = _walk(store, _Start(0, GENESIS, -1, []), progress, every, batch, between)
-    return None if walked is None else _report(store.tables, *walked, None, None, remember)
+    return None if walked is None else _report(store, *walked, None, None, remember)
 
 
 def _walk(
@@ -203,18 +206,17 @@ def _walk(
     events it walks to those events as two multisets, the stored ones read in any order; a paced walk,
     or one whose multisets differ (walked again to name the seq), compares each event's rows as it
     passes it."""
-    tables = store.tables
     exact = exact or batch is not None
-    walk = _Walk(tables, start, progress, every, exact)
+    walk = _Walk(store, start, progress, every, exact)
     held: Checkpoint | str | None = None
     first = True
     while True:
         # one consistent read per batch (one for everything when unpaced): events appended meanwhile
         # are neither walked nor half-seen in the index
-        with tables.consistent_read():
+        with store.verifying.consistent_read():
             if first:
                 first = False
-                held = _held_checkpoint(tables)
+                held = _held_checkpoint(store)
                 if held is not None and not isinstance(held, str):
                     walk.root_sizes.add(held.size)
             rows: Iterable[ChainLink]
@@ -223,7 +225,7 @@ def _walk(
                 same = walk.run_pages(store.iter_pages(after=start.seq, batch=_PAGE))
                 if same:
                     with walk.timed(DERIVED):
-                        same = walk.derived == _digest(tables.index_rows(after=start.seq))
+                        same = walk.derived == _digest(store.keys.index_rows(after=start.seq))
                 if not same:
                     # a break, or rows that differ: walked again, each event's rows compared as it
                     # passes, to name whichever break comes first
@@ -231,28 +233,28 @@ def _walk(
                 rows, final = (), True
             elif batch is None:
                 rows, final = store.iter_chain(after=walk.last_seq), True
-                walk.begin(tables.index_after(walk.last_seq))
+                walk.begin(store.keys.index_after(walk.last_seq))
             else:
                 rows = list(islice(store.iter_chain(after=walk.last_seq, batch=batch), batch))
                 final = len(rows) < batch
                 # the last batch also reads the index rows past its events: rows for no event
                 upto = None if final else rows[-1].event.seq
-                walk.begin(tables.index_after(walk.last_seq, upto))
+                walk.begin(store.keys.index_after(walk.last_seq, upto))
             bad = walk.run(rows)
             leftover = walk.index_leftover()  # also closes the index cursor before anything writes
             if bad is None and final:
                 # a cut-off end is named as such first, then rows the events do not account for
                 with walk.timed(CHAIN):
-                    bad = _check_fill(tables, walk.last_seq) or _check_checkpoint(held, walk)
+                    bad = _check_fill(store, walk.last_seq) or _check_checkpoint(held, walk)
                 walk.broke(bad, CHAIN)
                 if bad is None:
                     with walk.timed(DERIVED):
                         bad = (
                             leftover
-                            or _check_event_ids(tables, walk.touched)
-                            or _check_spans(tables, walk.touched)
-                            or _check_counts(tables, walk.touched, walk.last_seq)
-                            or _check_screen(tables, walk.start.seq)
+                            or _check_event_ids(store, walk.touched)
+                            or _check_spans(store, walk.touched)
+                            or _check_counts(store, walk.touched, walk.last_seq)
+                            or _check_screen(store, walk.start.seq)
                         )
                     walk.broke(bad, DERIVED)
             head = store.head()
@@ -269,7 +271,7 @@ def _walk(
 
 
 def _report(
-    tables: Tables,
+    store: Store,
     walk: _Walk,
     bad: tuple[int, str] | None,
     head: Head,
@@ -284,7 +286,7 @@ def _report(
         return VerifyReport(False, checked, head, bad[0], bad[1], resumed, walk.nodes_checked, point, steps)
     if remember is not None and walk.last_seq:
         # best effort: a read-only ledger still verifies, it just cannot be resumed from later
-        tables.save_verified_point(walk.last_seq, walk.prev, walk.tree.peaks, remember.now_us())
+        store.verifying.save_verified_point(walk.last_seq, walk.prev, walk.tree.peaks, remember.now_us())
     return VerifyReport(True, walk.checked, head, None, None, resumed, walk.nodes_checked, point, steps)
 
 
@@ -293,13 +295,13 @@ class _Walk:
 
     def __init__(
         self,
-        tables: Tables,
+        store: Store,
         start: _Start,
         progress: Callable[[int], None] | None,
         every: int,
         exact: bool = True,
     ) -> None:
-        self.tables = tables
+        self.store = store
         self.start = start
         self.exact = exact
         # not exact: the count and hash sum of the derived rows the walked events imply (see _digest)
@@ -307,12 +309,12 @@ class _Walk:
         self.progress = progress
         self.every = every
         # after a resume, a stream may have events before the starting point
-        before = (lambda stream: tables.stream_version_at(stream, start.seq)) if start.seq else None
+        before = (lambda stream: store.verifying.stream_version_at(stream, start.seq)) if start.seq else None
         self.chain = Follower(start.hash, start.seq, start.recorded_us, before)
         self.tree = CompactRange(start.seq, start.peaks)
         self.filled = 0
-        self.index_rows: Iterator[tuple[Any, ...]] = iter(())
-        self.index_next: tuple[Any, ...] | None = None
+        self.index_rows: Iterator[IndexRow] = iter(())
+        self.index_next: IndexRow | None = None
         # the positions of the works-index keys' and standing checks' projections, as the read sees
         # them: the events up to each have its rows, the events past it none
         self.work_keys_at = self.check_works_at = 0
@@ -358,14 +360,14 @@ class _Walk:
         """The chain hash at `last_seq`."""
         return self.chain.prev
 
-    def begin(self, index_rows: Iterator[tuple[Any, ...]]) -> None:
+    def begin(self, index_rows: Iterator[IndexRow]) -> None:
         """Start a read: the derived rows of the events it walks, and the Merkle fill as of now."""
         # derived rows are compared per event as the walk passes it, so memory stays flat
         self.index_rows = index_rows
         self.index_next = next(self.index_rows, None)
-        self.filled = self.tables.fill_state()[0]
-        self.work_keys_at = self.tables.projection_position(WORK_KEYS)
-        self.check_works_at = self.tables.projection_position(CHECK_WORKS)
+        self.filled = self.store.tree.fill_state()[0]
+        self.work_keys_at = self.store.spans.projection_position(WORK_KEYS)
+        self.check_works_at = self.store.spans.projection_position(CHECK_WORKS)
 
     def run(self, links: Iterable[ChainLink]) -> tuple[int, str] | None:
         """Walk `links` to their end or the first break; the earliest of a chain break, a derived rows'
@@ -390,7 +392,7 @@ class _Walk:
             if seq <= self.work_keys_at:
                 keys += work_keys
             checks = link_checks(link) if seq <= self.check_works_at else []
-            expected = sorted(
+            expected: list[IndexRow] = sorted(
                 [(seq, "key", k) for k in keys]
                 + [(c.seq, "check", c.work_id, c.source, c.observed_us, c.recorded_us, c.notices.decode())
                    for c in checks]
@@ -420,7 +422,7 @@ class _Walk:
         self.broke(bad, step)
         return bad
 
-    def run_pages(self, pages: Iterable[list[tuple[Any, ...]]]) -> bool:
+    def run_pages(self, pages: Iterable[list[ChainRow]]) -> bool:
         """A whole walk's pass over raw rows (ENVELOPE_COLUMNS, observed_us, recorded_us), a page at a
         time: the chain step over the page, then the derived step (the rows its events imply, summed
         into `derived` to be held to the stored ones after the walk). False at the first event any
@@ -439,7 +441,7 @@ class _Walk:
         with self.timed(CHAIN):
             return self._flush() is None
 
-    def _chain_page(self, rows: list[tuple[Any, ...]]) -> bool:
+    def _chain_page(self, rows: list[ChainRow]) -> bool:
         """The chain step over one page of rows: each check a comparison of whole columns or a
         comprehension of compiled calls (blake3, SHA-256), rather than a loop of Python a row. The
         hashes are recomputed down the page from the hash the chain had before it and held to the
@@ -524,7 +526,7 @@ class _Walk:
             return False
         return tuple(map(parsed, recorded)) == rec_us and tuple(map(parsed, observed)) == obs_us
 
-    def _derived_page(self, rows: list[tuple[Any, ...]]) -> None:
+    def _derived_page(self, rows: list[ChainRow]) -> None:
         """The derived step over one page: the rows its events imply (keys, standing checks' works),
         counted and summed as a multiset into `derived`."""
         touched = self.touched
@@ -548,11 +550,11 @@ class _Walk:
                     total += hash(("check", *c[:5], c.notices.decode()))
         self.derived = (count, total & _MASK)
 
-    def _index_upto(self, seq: int, expected: list[tuple[Any, ...]]) -> tuple[int, str] | None:
+    def _index_upto(self, seq: int, expected: list[IndexRow]) -> tuple[int, str] | None:
         """Consume the derived rows up to `seq`; they must be exactly `expected` (the event's)."""
-        found: list[tuple[Any, ...]] = []
+        found: list[IndexRow] = []
         while self.index_next is not None and self.index_next[0] <= seq:
-            row, self.index_next = tuple(self.index_next), next(self.index_rows, None)
+            row, self.index_next = self.index_next, next(self.index_rows, None)
             if row[0] < seq:
                 return row[0], _INDEX_MISMATCH  # a row for an event that is not a standing check
             found.append(row)
@@ -572,7 +574,7 @@ class _Walk:
         """Compare the nodes the walk completed with the stored ones."""
         if not self.pending:
             return None
-        stored = self.tables.nodes([(lv, i) for lv, i, _ in self.pending])
+        stored = self.store.tree.nodes([(lv, i) for lv, i, _ in self.pending])
         self.nodes_checked += len(self.pending)
         pending, self.pending = self.pending, []
         for level, index, h in pending:
@@ -583,11 +585,11 @@ class _Walk:
         return None
 
 
-def _check_event_ids(tables: Tables, touched: set[str] | None) -> tuple[int, str] | None:
+def _check_event_ids(store: Store, touched: set[str] | None) -> tuple[int, str] | None:
     """No event id is stored twice (appends refuse it; only a write around them can do it): every id,
     or those of the events a resumed walk passed."""
     ids = None if touched is None else sorted(k[len(EVENT) :] for k in touched if k.startswith(EVENT))
-    repeated = tables.repeated_event_id(ids)
+    repeated = store.verifying.repeated_event_id(ids)
     if repeated is None:
         return None
     event_id, seqs = repeated
@@ -595,39 +597,39 @@ def _check_event_ids(tables: Tables, touched: set[str] | None) -> tuple[int, str
     return seqs[-1], f"event_id {event_id} is stored more than once (seq {shown})"
 
 
-def _check_spans(tables: Tables, only: set[str] | None) -> tuple[int, str] | None:
+def _check_spans(store: Store, only: set[str] | None) -> tuple[int, str] | None:
     """The inbound spans are the ones the events give (derived/spans.py), observation by observation:
     every one, or those whose keys are in `only` (a resumed walk: the walk it resumes checked the rest)."""
     if only is None:
-        return _check_spans_of(tables, None)
+        return _check_spans_of(store, None)
     oids = sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
     # a part at a time where the store reads a part in proportion to it, in order: a part's steps are
     # read whole and sorted in memory
-    part = tables.list_part or len(oids) or 1
+    part = store.verifying.list_part or len(oids) or 1
     for i in range(0, len(oids), part):
-        bad = _check_spans_of(tables, oids[i : i + part])
+        bad = _check_spans_of(store, oids[i : i + part])
         if bad is not None:
             return bad
     return None
 
 
-def _check_spans_of(tables: Tables, oids: list[str] | None) -> tuple[int, str] | None:
+def _check_spans_of(store: Store, oids: list[str] | None) -> tuple[int, str] | None:
     """_check_spans of these observations (sorted; None: every one), as far as their projection holds
     the events (the projector follows the log: ledger/storage/projector.py)."""
-    position = tables.projection_position(SPANS)
+    position = store.spans.projection_position(SPANS)
 
     def steps_of(oids: list[str] | None) -> Iterator[tuple[str, list[Step]]]:
-        for oid, mine in tables.observation_steps(oids):
+        for oid, mine in store.spans.observation_steps(oids):
             held = [s for s in mine if s.seq <= position]
             if held:
                 yield oid, held
 
     # an observation has spans only if a resolution of it names a paper
     cited = (mine for _, mine in steps_of(oids) if any(s.cited for s in mine))
-    if _same_rows((r for mine in cited for r in history(mine)), tables.span_rows(oids, ordered=False)):
+    if _same_rows((r for mine in cited for r in history(mine)), store.spans.span_rows(oids, ordered=False)):
         return None  # every span (of these observations): held equal as two multisets, read in any order
     # a mismatch (or a few observations): observation by observation, to name the first that breaks
-    stored = itertools.groupby(tables.span_rows(oids), key=lambda r: r.observation_id)
+    stored = itertools.groupby(store.spans.span_rows(oids), key=lambda r: r.observation_id)
     have = next(stored, None)
     for oid, steps in steps_of(oids):
         rows: list[Row] = []
@@ -643,13 +645,13 @@ def _check_spans_of(tables: Tables, oids: list[str] | None) -> tuple[int, str] |
     return None
 
 
-def _same_rows(a: Iterable[tuple[Any, ...]], b: Iterable[tuple[Any, ...]]) -> bool:
+def _same_rows(a: Iterable[Row], b: Iterable[Row]) -> bool:
     """Whether two streams hold the same rows as multisets: their counts and the sums of their rows'
     hashes (this process's own, keyed by its random hash seed) modulo 2**64 agree."""
     return _digest(a) == _digest(b)
 
 
-def _digest(rows: Iterable[tuple[Any, ...]]) -> tuple[int, int]:
+def _digest(rows: Iterable[Row] | Iterable[StoredRow]) -> tuple[int, int]:
     count, total = 0, 0
     for row in rows:
         count += 1
@@ -686,14 +688,14 @@ def _chained(prev: str, bodies: list[bytes], hashes: tuple[str, ...]) -> bool:
 _PAGE = 5_000
 
 
-def _check_counts(tables: Tables, only: set[str] | None, last_seq: int) -> tuple[int, str] | None:
+def _check_counts(store: Store, only: set[str] | None, last_seq: int) -> tuple[int, str] | None:
     """inbound_counts holds what the spans known now add up to: of every paper, or of those the
     observations whose keys are in `only` point at."""
     oids = None if only is None else sorted(k[len(OBSERVATION) :] for k in only if k.startswith(OBSERVATION))
-    cited = None if oids is None else sorted({r.cited for r in tables.span_rows(oids, ordered=False)})
+    cited = None if oids is None else sorted({r.cited for r in store.spans.span_rows(oids, ordered=False)})
     if cited == []:
         return None
-    stored, counted = tables.count_rows(cited)
+    stored, counted = store.spans.count_rows(cited)
     for a, b in itertools.zip_longest(stored, counted):
         if a != b:  # the first (cited, bucket) that differs, in their order
             wrong = min(x for x in (a, b) if x is not None)
@@ -706,13 +708,13 @@ def _check_counts(tables: Tables, only: set[str] | None, last_seq: int) -> tuple
     )
 
 
-def _check_screen(tables: Tables, after: int) -> tuple[int, str] | None:
+def _check_screen(store: Store, after: int) -> tuple[int, str] | None:
     """The screen's rows of the events after `after` are what those events give, as far as its
     projection holds them (a row of an event past the position is one too many): the first seq whose
     rows differ is named."""
-    position = tables.projection_position(SCREEN)
-    held = itertools.takewhile(lambda e: e[0] <= position, tables.screen_events(after))
-    stored = itertools.groupby(tables.screen_rows(after), key=lambda r: r[2])
+    position = store.spans.projection_position(SCREEN)
+    held = itertools.takewhile(lambda e: e[0] <= position, store.screen.screen_events(after))
+    stored = itertools.groupby(store.screen.screen_rows(after), key=lambda r: r[2])
     derived = itertools.groupby(_screen_rows(held), key=lambda r: r[2])
     a, b = next(stored, None), next(derived, None)
     while a is not None or b is not None:
@@ -730,7 +732,7 @@ def _check_screen(tables: Tables, after: int) -> tuple[int, str] | None:
 _SCREEN_MISMATCH = "the screen's index rows (screen_refs, screen_notices) do not match the event's data"
 
 
-def _screen_rows(events: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+def _screen_rows(events: Iterable[ScreenEvent]) -> Iterator[ScreenRow]:
     for seq, type_, stream, observed_us, recorded_us, data in events:
         refs, notices = screen_event_rows(seq, type_, stream, observed_us, recorded_us, data)
         yield from (("ref", *r) for r in refs)
@@ -745,22 +747,22 @@ def _span_break(oid: str, rows: list[Row], steps: list[Step]) -> tuple[int, str]
     )
 
 
-def _check_fill(tables: Tables, last_seq: int) -> tuple[int, str] | None:
+def _check_fill(store: Store, last_seq: int) -> tuple[int, str] | None:
     """The Merkle nodes must not cover events the ledger no longer holds."""
-    filled, chain_hash = tables.fill_state()
+    filled, chain_hash = store.tree.fill_state()
     if filled > last_seq:
         return last_seq + 1, (
             f"the Merkle tree was built over {filled} events but the ledger holds {last_seq}: "
             "events were cut off the end"
         )
-    if filled and tables.event_hash(filled) != chain_hash:
+    if filled and store.tree.event_hash(filled) != chain_hash:
         return filled, f"seq {filled} is not the event the Merkle tree was built over (rewritten)"
     return None
 
 
-def _held_checkpoint(tables: Tables) -> Checkpoint | str | None:
+def _held_checkpoint(store: Store) -> Checkpoint | str | None:
     """The last checkpoint this ledger signed, or why it does not parse."""
-    note = tables.last_checkpoint()
+    note = store.tree.last_checkpoint()
     if note is None:
         return None
     try:

@@ -1,6 +1,6 @@
 """Ledger-wide reads the source adapters and the diff need (works and papers known as of T).
 
-The record's own reads live in sql_store.py; these span every observation, so they are kept apart.
+The record's own reads live in records/reader.py; these span every observation, so they are kept apart.
 A source ingest looks up only the keys its file names, in the works index (derived/keys.py), a chunk
 of keys per statement; `works_known` and `papers_known` read every observation and every paper, and
 are the reference the lookups are tested against.
@@ -47,7 +47,7 @@ def displayed(from_citation: W | None, from_resolution: W | None) -> W | None:
 def works_known(store: Store, as_of_us: int) -> list[KnownWork]:
     """Distinct cited works with a work_id in the current state (as of T) of every observation."""
     # one pass: the latest citation and the latest resolution of each observation as of T
-    rows = store.tables.latest_cited_works(as_of_us)
+    rows = store.works.latest_cited_works(as_of_us)
     cited: dict[str, str | None] = {}
     resolved: dict[str, str | None] = {}
     for oid, type_, work in rows:
@@ -99,7 +99,7 @@ def works_matching(store: Store, match_keys: Iterable[str], as_of_us: int) -> di
     found: dict[str, set[str]] = {k: set() for k in match_keys}
     for chunk in _chunks(sorted(found)):
         wanted = set(chunk)
-        facts = store.tables.work_facts(sorted({work_index_key(k) for k in chunk}), as_of_us)
+        facts = store.works.work_facts(sorted({work_index_key(k) for k in chunk}), as_of_us)
         for w in current_works(facts):
             for k in _keys_of(w) & wanted:
                 found[k].add(w.work_id)
@@ -110,15 +110,15 @@ def checkable_works(store: Store, as_of_us: int) -> list[str]:
     """work_ids of the works known as of T that have a key to match on, sorted: the index's range of
     keyed works, each observation's current work confirmed from its events (not every observation)."""
     out: set[str] = set()
-    for chunk in _chunks(store.tables.work_observations(as_of_us)):
-        facts = store.tables.observation_facts(chunk, -FAR_FUTURE, as_of_us)
+    for chunk in _chunks(store.works.work_observations(as_of_us)):
+        facts = store.works.observation_facts(chunk, -FAR_FUTURE, as_of_us)
         out.update(w.work_id for w in current_works(facts) if _keys_of(w))
     return sorted(out)
 
 
 def papers_known(store: Store, as_of_us: int) -> list[str]:
     """arXiv ids of the papers with a paper.observed snapshot as of T, sorted."""
-    return store.tables.paper_ids(as_of_us)
+    return store.works.paper_ids(as_of_us)
 
 
 def papers_matching(store: Store, match_keys: Iterable[str], as_of_us: int) -> dict[str, str | None]:
@@ -128,7 +128,7 @@ def papers_matching(store: Store, match_keys: Iterable[str], as_of_us: int) -> d
     arxiv = sorted(k for k in found if k.startswith(ARXIV_DOI_PREFIX))
     for chunk in _chunks(arxiv):
         ids = {i for k in chunk for i in _ids_of(k)}
-        for paper in store.tables.papers_among(sorted(ids), as_of_us):
+        for paper in store.works.papers_among(sorted(ids), as_of_us):
             key = arxiv_key(paper)
             if key in found and found[key] is None:  # sorted: the least id, as papers_known's first
                 found[key] = paper
@@ -148,7 +148,7 @@ def observation_events(
     """Citations and resolutions of the given observations observed in (after, until], in seq order."""
     if not observation_ids:
         return []
-    return store.tables.observation_facts(observation_ids, after_us, until_us)
+    return store.works.observation_facts(observation_ids, after_us, until_us)
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:

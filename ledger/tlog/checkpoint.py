@@ -299,11 +299,11 @@ class Checkpointer:
     def for_db(cls, store: LogStore, origin: str | None = None) -> Checkpointer:
         """Key at $LEDGER_KEY_FILE or interface.side_path(db, ".key"); origin from arg or $LEDGER_ORIGIN.
 
-        The last signed checkpoint is kept by store.tables (<db>.checkpoint on SQLite, a table on
+        The last signed checkpoint is kept by store.tree (<db>.checkpoint on SQLite, a table on
         PostgreSQL, so every node signs after the same one).
         """
         key = os.environ.get(ENV_KEY_FILE)
-        return cls(store, Path(key) if key else store.tables.side_file(".key"), origin)
+        return cls(store, Path(key) if key else store.tree.side_file(".key"), origin)
 
     def signer(self) -> Signer:
         """The key, created on first use."""
@@ -322,7 +322,7 @@ class Checkpointer:
     def held(self) -> SignedCheckpoint:
         """The last signed checkpoint as kept, signing nothing and creating no key (a read-only server);
         checked against the key when its file is here. NotSigned when none was ever signed."""
-        note = self.store.tables.last_checkpoint()
+        note = self.store.tree.last_checkpoint()
         if note is None:
             raise NotSigned(
                 "no checkpoint has been signed for this ledger, and this server is read-only: it signs "
@@ -341,7 +341,7 @@ class Checkpointer:
 
     def last_signed(self) -> SignedCheckpoint | None:
         """The last checkpoint this ledger signed, checked against its own key."""
-        note = self.store.tables.last_checkpoint()
+        note = self.store.tree.last_checkpoint()
         if note is None:
             return None
         try:
@@ -356,7 +356,7 @@ class Checkpointer:
     def latest(self) -> SignedCheckpoint:
         """A checkpoint of the current head: the last one if the head has not moved, else a new one."""
         signer = self.signer()
-        with self.store.tables.signing():
+        with self.store.tree.signing():
             last = self.last_signed()
             size = self.store.head().seq
             root = merkle_store.tree_root(self.store, size)
@@ -365,7 +365,7 @@ class Checkpointer:
                 if last.checkpoint.size == size:
                     return last
             note = signer.sign_note(Checkpoint(signer.name, size, root).text())
-            self.store.tables.save_checkpoint(note)
+            self.store.tree.save_checkpoint(note)
             return open_checkpoint(note, signer.verifier)
 
     def at(self, size: int) -> SignedCheckpoint:
@@ -373,7 +373,7 @@ class Checkpointer:
         signed now. A larger one becomes the last signed; a smaller one is signed only once proven a
         prefix of the last, and is not kept (the last signed never goes back)."""
         signer = self.signer()
-        with self.store.tables.signing():
+        with self.store.tree.signing():
             last = self.last_signed()
             if last is not None and last.checkpoint.size == size:
                 return last
@@ -384,7 +384,7 @@ class Checkpointer:
                 self._check_consistent(last.checkpoint, size, root)
             note = signer.sign_note(Checkpoint(signer.name, size, root).text())
             if last is None or last.checkpoint.size < size:
-                self.store.tables.save_checkpoint(note)
+                self.store.tree.save_checkpoint(note)
             return open_checkpoint(note, signer.verifier)
 
     def _check_prefix(self, last: Checkpoint, size: int, root: bytes) -> None:

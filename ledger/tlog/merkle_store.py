@@ -1,4 +1,4 @@
-"""The Merkle tree over a store: stored complete-subtree hashes (via store.tables), proofs from them."""
+"""The Merkle tree over a store: stored complete-subtree hashes (via store.tree), proofs from them."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ class StoredTree:
         if level >= STORED_LEVEL:
             key = (level, index)
             if key not in self._nodes:
-                self._nodes[key] = _stored(self.store.tables, level, index)
+                self._nodes[key] = _stored(self.store.tree, level, index)
             return self._nodes[key]
         first = index << level
         block = self.leaves(first >> STORED_LEVEL)
@@ -114,7 +114,7 @@ def ensure(store: LogStore, size: int, *, fill: bool = True) -> StoredTree:
             f"tree size {size} is beyond the ledger's head (seq {head.seq})",
             details={"tree_size": size, "head_seq": head.seq},
         )
-    filled, _ = check_fill(store.tables)
+    filled, _ = check_fill(store.tree)
     target = size - size % BLOCK
     if not fill:
         tree = StoredTree(store)
@@ -129,7 +129,7 @@ def ensure(store: LogStore, size: int, *, fill: bool = True) -> StoredTree:
 
 def _fill_chunk(store: LogStore, upto: int) -> int:
     """LogStore the nodes of leaves [filled, upto) in one write transaction; returns the new fill."""
-    tables = store.tables
+    tables = store.tree
     with tables.filling():
         # Re-read under the fill lock: another process may have filled meanwhile.
         filled, _ = check_fill(tables)
@@ -142,7 +142,7 @@ def _fill_chunk(store: LogStore, upto: int) -> int:
 
 def _new_nodes(store: LogStore, filled: int, upto: int) -> tuple[list[tuple[int, int, bytes]], str]:
     """The stored-level nodes completed by leaves [filled, upto), and the chain hash of seq `upto`."""
-    tables = store.tables
+    tables = store.tree
     peaks, offset = [], 0
     for level in range(filled.bit_length() - 1, STORED_LEVEL - 1, -1):
         if filled >> level & 1:

@@ -224,7 +224,7 @@ def _held_notices(store: Store, work_ids: set[str], covers: Sequence[Cover] = ()
     one candidate per covering watch (or, with no covers, with an empty watch id to fill in)."""
     if not work_ids:
         return []
-    rows: list[CheckRow] = store.tables.current_checks(sorted(work_ids))
+    rows: list[CheckRow] = store.works.current_checks(sorted(work_ids))
     watches_of: dict[str, set[str]] = {}
     for c in covers:
         watches_of.setdefault(c.work_id, set()).add(c.watch_id)
@@ -310,7 +310,7 @@ def _citing(
     tables = store.alerts
     covers = tables.covering(sorted({c.work_id for c in fresh}))
     oids = sorted({oid for _, _, oid in covers if oid})
-    facts = store.tables.observation_facts(oids, -(2**62), 2**62) if oids else []
+    facts = store.works.observation_facts(oids, -(2**62), 2**62) if oids else []
     cited: dict[str, JsonObject] = {}
     works: dict[str, JsonObject] = {}
     for oid, o in sorted(observations(facts).items()):

@@ -75,7 +75,7 @@ def covering_now(store: Store, watch: Watch, spec: WatchSpec, now: int) -> list[
             covers += event_covers(e, [watch.id], [])
         return covers
     # the observations the works index names under the watch's keys, each by the work it displays now
-    facts = store.tables.work_facts(spec.keys, now)
+    facts = store.works.work_facts(spec.keys, now)
     by_observation: dict[str, list[Fact]] = {}
     for f in facts:
         by_observation.setdefault(f.data.observation_id, []).append(f)

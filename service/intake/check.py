@@ -38,7 +38,7 @@ from ledger.model.codec import (
 )
 from ledger.model.errors import Conflict, InvalidEvent
 from ledger.model.events import CitationObserved, Event, ResolutionObserved
-from ledger.storage.interface import Tables
+from ledger.storage.interface import ImportTables
 from service.intake.spill import Spill
 
 # Lines checked together: one set of lookups in the scratch file and the ledger per chunk
@@ -86,7 +86,7 @@ class FileCheck:
     """The first pass over one file's lines, against the ledger as it is now (`tables`)."""
 
     def __init__(
-        self, tables: Tables, now: int, scratch_dir: str | None = None, spill: Spill | None = None
+        self, tables: ImportTables, now: int, scratch_dir: str | None = None, spill: Spill | None = None
     ) -> None:
         self._tables = tables
         self._now = now

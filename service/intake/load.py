@@ -367,7 +367,7 @@ class _Lines:
         if self.walker is not None and self.size > EARLY_WALKER_BYTES:
             # a file of several batches: its walker starts before the check fills this process
             self.walker.start()
-        prior = self.ledger.store.tables.import_progress(self.key)
+        prior = self.ledger.store.imports.import_progress(self.key)
         with contextlib.ExitStack() as stack:
             spill = stack.enter_context(contextlib.closing(Spill(self.scratch_dir)))
             start, ends = self._check(prior, spill)
@@ -428,7 +428,7 @@ class _Lines:
                     return start, []
                 start = self.start = _Start(prior.bytes_done, prior.lines_done, sha.hexdigest(), prior)
             self.checked_at = self.ledger.clock.now_us()
-            check = FileCheck(self.ledger.store.tables, self.checked_at, self.scratch_dir, spill)
+            check = FileCheck(self.ledger.store.imports, self.checked_at, self.scratch_dir, spill)
             check.keep_resolver_events = self.keep_resolver_events
             ends: list[_End] = []
             check.run(self._numbered(s, sha, start.lines + 1, ends))

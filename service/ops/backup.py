@@ -120,10 +120,10 @@ def _backup_postgresql(url: str, dest_path: Path, verify: bool) -> BackupReport:
     copied = [
         s
         for s, origin in ((".key", Path(key) if key else None), (".tokens", None))
-        if copy_private(origin or source.tables.side_file(s), _side(dest_path, s))
+        if copy_private(origin or source.tree.side_file(s), _side(dest_path, s))
     ]
     # the checkpoint before the events, as above: it never names more events than the copy holds
-    note = source.tables.last_checkpoint()
+    note = source.tree.last_checkpoint()
     if note is not None:
         _create_private(_side(dest_path, ".checkpoint"))
         _side(dest_path, ".checkpoint").write_text(note)

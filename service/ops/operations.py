@@ -106,15 +106,15 @@ def carry_side_state(src: Store, dst: Store) -> list[str]:
     """`Operations.carry_side_state` between two stores."""
     carried: list[str] = []
     for suffix in (".key", ".tokens"):
-        origin, target = src.tables.side_file(suffix), dst.tables.side_file(suffix)
+        origin, target = src.tree.side_file(suffix), dst.tree.side_file(suffix)
         if not target.exists() and copy_private(origin, target):
             carried.append(str(target))
     src_key, dst_key = Checkpointer.for_db(src).key_path, Checkpointer.for_db(dst).key_path
     same_key = src_key.exists() and dst_key.exists() and src_key.read_bytes() == dst_key.read_bytes()
-    note = src.tables.last_checkpoint()
-    if note is not None and same_key and dst.tables.last_checkpoint() is None:
-        with dst.tables.signing():
-            dst.tables.save_checkpoint(note)
+    note = src.tree.last_checkpoint()
+    if note is not None and same_key and dst.tree.last_checkpoint() is None:
+        with dst.tree.signing():
+            dst.tree.save_checkpoint(note)
         Checkpointer.for_db(dst).latest()  # refuses (ChainBroken) if the copy does not extend it
         carried.append("the last signed checkpoint")
     return carried

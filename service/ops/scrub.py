@@ -57,7 +57,7 @@ class PassLog:
 
     def record(self, p: ScrubPass) -> bool:
         """Record a pass; True if it went to the database, False if it is kept in memory only."""
-        saved = self.writable and self.store.tables.save_pass(p)
+        saved = self.writable and self.store.scrub.save_pass(p)
         if not saved:
             with self._lock:
                 self._memory = p
@@ -72,7 +72,7 @@ class PassLog:
 
     def last(self) -> ScrubPass | None:
         """The pass that finished last: the database's or this process's own, whichever is later."""
-        recorded = self.store.tables.last_pass()
+        recorded = self.store.scrub.last_pass()
         with self._lock:
             mine = self._memory
         if recorded is None or (mine is not None and mine.finished_us > recorded.finished_us):
@@ -188,7 +188,7 @@ def _scrub_if_due(
         # itself, and takes no lock (that would leave the other processes of the server without a pass)
         p = scrub_pass(store, passes, batch=batch, pace=pace, stop=stop)
     else:
-        with store.tables.exclusive("scrub", create=True) as mine:
+        with store.scrub.exclusive("scrub", create=True) as mine:
             # re-read under the lock: another process may have recorded a pass since the look above
             if not mine or due_in(passes.last(), interval_s, passes.clock.now_us(), since_us=since_us) > 0:
                 return min(interval_s, MAX_WAIT_S)

@@ -110,15 +110,13 @@ class Status:
 
 def read_status(store: Store, clock: Clock, passes: PassLog | None = None) -> Status:
     """Read a ledger's status at `clock`'s now; `passes` adds a server's in-memory walks."""
-    tables = store.tables
-    with tables.consistent_read():  # the numbers of one state of the database
+    with store.verifying.consistent_read():  # the numbers of one state of the database
         return _read(store, clock, passes)
 
 
 def _read(store: Store, clock: Clock, passes: PassLog | None) -> Status:
-    tables = store.tables
     head = store.head()
-    checkpoint, problem = _checkpoint(tables.last_checkpoint())
+    checkpoint, problem = _checkpoint(store.tree.last_checkpoint())
     size = checkpoint.size if checkpoint is not None else 0
     unsigned = _recorded(store, size + 1) if size < head.seq else None
     return Status(
@@ -128,7 +126,7 @@ def _read(store: Store, clock: Clock, passes: PassLog | None) -> Status:
         head=head,
         head_recorded_us=_recorded(store, head.seq),
         disk_bytes=store.disk_bytes(),
-        last_pass=passes.last() if passes is not None else tables.last_pass(),
+        last_pass=passes.last() if passes is not None else store.scrub.last_pass(),
         checkpoint=checkpoint,
         checkpoint_problem=problem,
         checkpoint_recorded_us=_recorded(store, size) if checkpoint is not None else None,
@@ -149,7 +147,7 @@ def _checkpoint(note: str | None) -> tuple[Checkpoint | None, str | None]:
 def _recorded(store: Store, seq: int) -> int | None:
     if seq < 1:
         return None
-    us = store.tables.recorded_us_at(seq)
+    us = store.verifying.recorded_us_at(seq)
     return None if us < 0 else us
 
 

@@ -70,7 +70,7 @@ def read_witnesses(path: Path) -> list[Witness]:
 
 def cosigned_note(store: Store) -> str | None:
     """The newest checkpoint the ledger's witnesses cosigned (kept in <db>.cosigned), if any."""
-    return read_note_file(store.tables.side_file(COSIGNED_SUFFIX))
+    return read_note_file(store.tree.side_file(COSIGNED_SUFFIX))
 
 
 def request_body(old_size: int, proof: Sequence[bytes], note: str) -> bytes:
@@ -100,7 +100,7 @@ class Cosigner:
         self.post = post
         # each request's outcome (cosigned, refused, unreachable), e.g. for the API's metrics
         self.on_answer = on_answer
-        self.path = store.tables.side_file(COSIGNED_SUFFIX)
+        self.path = store.tree.side_file(COSIGNED_SUFFIX)
         self.sizes: dict[str, int] = {}  # witness url -> the size it last cosigned for this log
         # each witness has at most one request in flight, so a slow one never holds a worker another needs
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(self.witnesses)), thread_name_prefix="witness")
@@ -214,7 +214,7 @@ def run_cosigner(cosigner: Cosigner, interval_s: float, stop: threading.Event, w
     try:
         while not stop.is_set():
             try:
-                with cosigner.store.tables.exclusive("cosign", create=writable) as mine:
+                with cosigner.store.scrub.exclusive("cosign", create=writable) as mine:
                     if mine:
                         # a witness slower than a round is not waited for: its answer is taken later
                         done = cosigner.cosign(wait_s=interval_s)

@@ -117,7 +117,7 @@ _READ = {"doi": "the DOI in the reference", "arxiv": "the arXiv id in the refere
 
 def paper_of(ledger: Ledger, observation_id: str) -> str:
     """The arXiv id of the paper whose reference this observation is (NotFound naming --observation)."""
-    facts = ledger.store.tables.observation_facts([observation_id], -FAR_FUTURE, ledger.clock.now_us())
+    facts = ledger.store.works.observation_facts([observation_id], -FAR_FUTURE, ledger.clock.now_us())
     obs = observations(facts).get(observation_id)
     if obs is None:
         raise NotFound(f"no observation {observation_id!r}", details={"observation_id": observation_id})
@@ -128,7 +128,7 @@ def _citation(ledger: Ledger, view: JsonObject) -> CitationData | None:
     """The observation's latest citation, its cited work the one the record displayed before the ledger's
     resolver or a person answered (a record's references arrive with another source's resolution)."""
     oid = str(view["observation_id"])
-    facts = ledger.store.tables.observation_facts([oid], -FAR_FUTURE, ledger.clock.now_us())
+    facts = ledger.store.works.observation_facts([oid], -FAR_FUTURE, ledger.clock.now_us())
     obs = observations(facts).get(oid)
     if obs is None:
         return None

@@ -75,7 +75,7 @@ def person_resolution(
     only the identifier (and the title the reference displays) when it does not; unresolved, with the
     displayed work's identifiers taken off, when the person clears the match."""
     now = ledger.clock.now_us()
-    facts = ledger.store.tables.observation_facts([observation_id], -FAR_FUTURE, now)
+    facts = ledger.store.works.observation_facts([observation_id], -FAR_FUTURE, now)
     obs = observations(facts).get(observation_id)
     if obs is None:
         raise NotFound(f"no observation {observation_id!r}", details={"observation_id": observation_id})

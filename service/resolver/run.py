@@ -153,7 +153,7 @@ def reopened(data: ResolutionData | None, source: str) -> bool:
 
 def unknown_papers(ledger: Ledger, papers: Sequence[str]) -> list[str]:
     """Those of `papers` with no snapshot as of now, in the order given."""
-    known = set(ledger.store.tables.papers_among(sorted(set(papers)), ledger.clock.now_us()))
+    known = set(ledger.store.works.papers_among(sorted(set(papers)), ledger.clock.now_us()))
     return [p for p in papers if p not in known]
 
 

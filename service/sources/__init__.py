@@ -98,7 +98,7 @@ def parse_source(
     errors = "replace" if source == "retraction-watch" else "strict"
     # every chunk's lookups see one state of the ledger, as the one statement of the full scan they
     # replaced did: an append meanwhile cannot leave a notice for a work the check no longer covers
-    with ledger.store.tables.consistent_read(), open_text(data, progress, errors, digest, caps) as text:
+    with ledger.store.verifying.consistent_read(), open_text(data, progress, errors, digest, caps) as text:
         if source in STANDING:
             return STANDING[source](text, WorkIndex(ledger.store, t), summary)
         return counts.parse(source, text, PaperIndex(ledger.store, t), summary, paper_id)

@@ -281,11 +281,11 @@ def test_the_signing_key_is_private(new_db, tmp_path: Path) -> None:
     ledger = Ledger(db)
     ledger.import_bytes(SAMPLE.read_bytes())
     Checkpointer.for_db(ledger.store).latest()
-    key = ledger.store.tables.side_file(".key")
+    key = ledger.store.tree.side_file(".key")
     assert key.parent == tmp_path  # next to the SQLite file; in $LEDGER_STATE_DIR for PostgreSQL
     assert key.stat().st_mode & 0o777 == 0o600
     if not is_pg_url(db):  # PostgreSQL's files are the server's
         assert (tmp_path / "ledger.db").stat().st_mode & 0o777 == 0o600
     # the checkpoint is public by design (anyone may hold it); nothing else is left around
     public = [p.name for p in tmp_path.iterdir() if p.stat().st_mode & 0o077]
-    assert public == [ledger.store.tables.side_file(".checkpoint").name]
+    assert public == [ledger.store.tree.side_file(".checkpoint").name]

@@ -126,7 +126,7 @@ def test_a_replaced_file_is_refused_naming_both_hashes_then_restarted(
 
     with pytest.raises(Stop):
         import_file(ledger, path, batch_size=10, progress=stop)
-    progress = ledger.store.tables.import_progress(file_key(path))
+    progress = ledger.store.imports.import_progress(file_key(path))
     ledger.close()
     assert progress is not None and progress.lines_done == 10
     path.write_bytes(DATA.replace(b'"Paper 1"', b'"Paper Y"'))  # same size and first bytes
@@ -156,7 +156,7 @@ def test_a_file_replaced_after_a_kill_is_refused_then_restarted(new_db: NewDb, t
     )
     assert killed.returncode == -signal.SIGKILL
     ledger = Ledger(db)
-    progress = ledger.store.tables.import_progress(file_key(path))
+    progress = ledger.store.imports.import_progress(file_key(path))
     ledger.close()
     assert progress is not None and progress.lines_done == 5000
     at = data.find(b'"Paper 1500"')

@@ -101,13 +101,13 @@ def test_migrate_carries_key_tokens_and_last_checkpoint(
     monkeypatch.setenv("LEDGER_STATE_DIR", str(tmp_path / "state"))
     (tmp_path / "state").mkdir()
     signed = Checkpointer.for_db(source.store).latest()
-    source.store.tables.side_file(".tokens").write_text("ab" * 32 + "\n")
+    source.store.tree.side_file(".tokens").write_text("ab" * 32 + "\n")
     out = CliRunner().invoke(migrate, ["--from", str(source.path), "--to", store_url])
     assert out.exit_code == 0, out.output
     assert "carried over:" in out.output and "the last signed checkpoint" in out.output
     target = Ledger(store_url)
-    assert target.store.tables.last_checkpoint() == signed.note
-    assert target.store.tables.side_file(".tokens").read_text() == "ab" * 32 + "\n"
-    assert target.store.tables.side_file(".key").stat().st_mode & 0o777 == 0o600
+    assert target.store.tree.last_checkpoint() == signed.note
+    assert target.store.tree.side_file(".tokens").read_text() == "ab" * 32 + "\n"
+    assert target.store.tree.side_file(".key").stat().st_mode & 0o777 == 0o600
     assert Checkpointer.for_db(target.store).latest().note == signed.note  # same key, same tree
     assert target.verify().ok

@@ -202,7 +202,7 @@ def test_integrity_identical_across_backends(
     monkeypatch.setenv("LEDGER_KEY_FILE", str(tmp_path / "shared.key"))
     note = Checkpointer.for_db(a, "example.org/log").latest().note
     assert note == Checkpointer.for_db(b, "example.org/log").latest().note
-    assert a.tables.last_checkpoint() == note
+    assert a.tree.last_checkpoint() == note
     report, want = ledger.verify(), reference.verify()
     assert report.ok and report.merkle_nodes_checked == want.merkle_nodes_checked > 0
     keys = ["10.48550/arxiv.2310.04610", "10.48550/arxiv.2509.02480", "10.5555/nowhere"]
@@ -212,7 +212,7 @@ def test_integrity_identical_across_backends(
         assert works_store.works_matching(a, keys, t) == works_store.works_matching(b, keys, t)
         assert works_store.checkable_works(a, t) == works_store.checkable_works(b, t)
         assert works_store.papers_matching(a, keys, t) == works_store.papers_matching(b, keys, t)
-    oids = [o for o, *_ in b.tables.latest_cited_works(2**62)][:20]
+    oids = [o for o, *_ in b.works.latest_cited_works(2**62)][:20]
     assert works_store.observation_events(a, oids, 0, 2**62) == works_store.observation_events(
         b, oids, 0, 2**62
     )
@@ -229,21 +229,21 @@ def test_tables_identical_across_backends(
     a, b = ledger.store, reference.store
     size = a.head().seq
     ranges = [(0, None), (3, 40), (size - 2, None), (size, None)]
-    want = [list(b.tables.check_works_after(after, upto)) for after, upto in ranges]
-    assert [list(a.tables.check_works_after(after, upto)) for after, upto in ranges] == want
+    want = [list(b.keys.check_works_after(after, upto)) for after, upto in ranges]
+    assert [list(a.keys.check_works_after(after, upto)) for after, upto in ranges] == want
     for store in (a, b):  # pages of 2 rows: the continuation skips nothing, repeats nothing
         assert isinstance(store, SqlStore)
         monkeypatch.setattr(type(store), "dialect", dataclasses.replace(store.dialect, page=2))
-        assert [list(store.tables.check_works_after(after, upto)) for after, upto in ranges] == want
+        assert [list(store.keys.check_works_after(after, upto)) for after, upto in ranges] == want
     peaks = [bytes([1]) * 32, bytes([2]) * 32]
     for store in (a, b):
-        store.tables.save_verified_point(size, "h", peaks, BASE_US)
-        point = store.tables.verified_point()
+        store.verifying.save_verified_point(size, "h", peaks, BASE_US)
+        point = store.verifying.verified_point()
         assert point is not None and (point.seq, point.hash, point.peaks) == (size, "h", peaks)
         # the space-separated hex that PostgreSQL ledgers hold still reads
-        store.tables._q(  # type: ignore[attr-defined]
+        store.verifying._q(  # type: ignore[attr-defined]
             "UPDATE verified_point SET peaks = ? WHERE id = 1", (" ".join(p.hex() for p in peaks),)
         )
-        assert store.tables.verified_point().peaks == peaks  # type: ignore[union-attr]
+        assert store.verifying.verified_point().peaks == peaks  # type: ignore[union-attr]
     got, ref = a.stats(), b.stats()
     assert {k: got[k] for k in ref} == ref and ref["events"] == size

@@ -118,7 +118,7 @@ def test_workers_never_run_two_projector_steps_at_once_even_across_a_killed_hold
         try:
 
             def position() -> int:
-                return reader.store.tables.projection_position(NAME)
+                return reader.store.spans.projection_position(NAME)
 
             started = lambda: f"a projector started:\n{server.log()}"  # noqa: E731
             wait_until(lambda: position() > 0, started, 60.0, every=0.01)
@@ -134,7 +134,7 @@ def test_workers_never_run_two_projector_steps_at_once_even_across_a_killed_hold
             head = reader.head().seq
 
             def done() -> bool:
-                positions = [position(), reader.store.tables.titles_indexed()]
+                positions = [position(), reader.store.search.titles_indexed()]
                 return all(p == head for p in positions)
 
             wait_until(done, lambda: f"projected to {head} after the kill:\n{server.log()}", 90.0)

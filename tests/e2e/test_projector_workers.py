@@ -63,7 +63,7 @@ def test_one_worker_projects_what_is_appended_over_http_for_both(new_db: NewDb) 
             record = httpx.get(f"{server.base}/paper/{P}/citation-record.json", params=AS_OF, timeout=30)
 
             def projected() -> bool:
-                return reader.store.tables.projection_position(NAME) == head
+                return reader.store.spans.projection_position(NAME) == head
 
             wait_until(projected, lambda: f"the spans projected to {head}:\n{server.log()}", 60.0)
             holder = lease_holder(reader.store, 0)

@@ -117,7 +117,7 @@ def test_screen_is_what_the_records_say(new_db: Any, events: list[ev.Event], cut
     try:
         split = len(events) * cut // 100
         ledger.append(events[:split])
-        k1 = ledger.head().seq and ledger.store.tables.recorded_us_at(ledger.head().seq)
+        k1 = ledger.head().seq and ledger.store.verifying.recorded_us_at(ledger.head().seq)
         ledger.append(events[split:])
         kinds = data.draw(st.sampled_from([None, frozenset({"retraction"}), frozenset({"correction"})]))
         exact = data.draw(st.booleans())
@@ -186,7 +186,7 @@ def test_a_screen_shows_the_notice_when_it_was_learned_and_who_resolved(fresh_le
         resolution("00000000-0000-4000-8000-000000000002", ts(2), "unresolved"),
     ])  # fmt: skip
     before = fresh_ledger.head()
-    recorded_before = fresh_ledger.store.tables.recorded_us_at(before.seq)
+    recorded_before = fresh_ledger.store.verifying.recorded_us_at(before.seq)
     fresh_ledger.append([check("retraction_watch", ts(5), ["w-1"], [notice("w-1")])])
     page = screen(fresh_ledger.store, Query(None, parse_ts(ts(6))), None, 10)
     assert [(i.flag.citing, i.flag.reference_index, i.flag.status) for i in page.items] == [

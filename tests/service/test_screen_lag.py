@@ -60,7 +60,7 @@ def _bundle(ledger: Ledger) -> bytes:
 
 
 def _position(ledger: Ledger) -> int:
-    return ledger.store.tables.projection_position(NAME)
+    return ledger.store.spans.projection_position(NAME)
 
 
 @pytest.fixture

@@ -127,12 +127,11 @@ def test_each_hit_links_to_the_record_that_shows_it(imported: Ledger):
 
 def test_no_append_writes_the_index_and_a_search_extends_it_to_the_head(fresh_ledger: Ledger):
     fresh_ledger.append([paper("2101.00001", ts(0), title="Alpha beta")])
-    tables = fresh_ledger.store.tables
-    assert tables.titles_indexed() == 0 and search(fresh_ledger, "alpha").total == 1
-    assert tables.titles_indexed() == 1
+    assert fresh_ledger.store.search.titles_indexed() == 0 and search(fresh_ledger, "alpha").total == 1
+    assert fresh_ledger.store.search.titles_indexed() == 1
     fresh_ledger.append([paper("2101.00002", ts(1), title="Alpha gamma")])
     fresh_ledger.append([citation(oid_of(1), "2101.00002", ts(2), 3, work("w-1", ts(2), title="Alphabet"))])
-    assert tables.titles_indexed() == 1  # the appends left it
+    assert fresh_ledger.store.search.titles_indexed() == 1  # the appends left it
     answer = search(fresh_ledger, "alpha")
     assert answer.total == 3 and answer.indexed_through == answer.head_seq == 3
     assert answer.to_dict()["index"] == {"through_seq": 3, "head_seq": 3, "complete": True}
@@ -160,9 +159,9 @@ def test_a_work_without_a_title_is_not_indexed(fresh_ledger: Ledger, title: str 
 
 
 def test_the_index_is_built_a_chunk_at_a_time(fresh_ledger: Ledger, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr("ledger.storage.sql_store.INDEX_CHUNK", 2)
+    monkeypatch.setattr("ledger.storage.tables.search.INDEX_CHUNK", 2)
     fresh_ledger.append([paper(f"2101.0000{i}", ts(i), title=f"Alpha {i}") for i in range(1, 8)])
-    assert fresh_ledger.store.tables.index_titles(7) == 7
+    assert fresh_ledger.store.search.index_titles(7) == 7
     assert search(fresh_ledger, "alpha").total == 7
 
 
@@ -174,7 +173,7 @@ def test_two_indexers_at_once_index_each_title_once(new_db: NewDb):
 
     results: list[int] = []
     ledgers = [Ledger(db), Ledger(db)]
-    run_threads(*(lambda led=led: results.append(led.store.tables.index_titles(200)) for led in ledgers))
+    run_threads(*(lambda led=led: results.append(led.store.search.index_titles(200)) for led in ledgers))
     assert results == [200, 200]
     assert search(first, "alpha").total == 200
 
@@ -274,7 +273,7 @@ def test_a_read_only_server_searches_what_is_indexed_and_says_so(imported: Ledge
     body = client.get("/search", params={"q": "offload"}, headers=JSON).json()
     assert body["index"] == {"through_seq": 132, "head_seq": 133, "complete": False}
     assert "Offloading anew" not in {h["title"] for h in body["hits"]}
-    assert imported.store.tables.titles_indexed() == 132
+    assert imported.store.search.titles_indexed() == 132
     page = client.get("/search", params={"q": "offload"}).text
     assert "covers events 1..132 of 133" in page
 

@@ -1,7 +1,7 @@
 """Title search: the words of a query, and what a hit is. The index is derived from the events (papers'
 titles from paper.observed, references' from the cited_work.title of citations and resolutions), kept in
 search_titles past a cursor and extended when a search reads it (no append pays for it); its SQL is
-sql_store's, spelled per backend by the Dialect (SQLite FTS5, PostgreSQL text search)."""
+tables/search.py's, spelled per backend by the Dialect (SQLite FTS5, PostgreSQL text search)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,10 @@ matches SQLite's once the types are mapped back.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import LiteralString
+
+import psycopg
+from psycopg.rows import TupleRow
 
 from ledger.storage.schema import create_statements
 from ledger.storage.sql import POSTGRESQL
@@ -19,7 +22,7 @@ MIGRATE_LOCK = 0x6C6564676572  # "ledger"
 VERSION = LATEST[POSTGRESQL.name]
 
 
-def migrate(conn: Any) -> int:
+def migrate(conn: psycopg.Connection[TupleRow]) -> int:
     """Bring the schema up to date in one transaction; returns the schema version."""
     if _version(conn) >= VERSION:
         return VERSION  # the usual case: no DDL, no lock (a role without CREATE can open it)
@@ -27,7 +30,7 @@ def migrate(conn: Any) -> int:
     try:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
         conn.execute("CREATE TABLE IF NOT EXISTS ledger_schema (version integer NOT NULL)")
-        applied = conn.execute("SELECT max(version) FROM ledger_schema").fetchone()[0] or 0
+        applied = int(_scalar(conn, "SELECT max(version) FROM ledger_schema") or 0)
         if applied == 0:
             conn.execute(";\n".join(create_statements(POSTGRESQL)))
         elif applied < VERSION:
@@ -41,8 +44,15 @@ def migrate(conn: Any) -> int:
     return VERSION
 
 
-def _version(conn: Any) -> int:
+def _version(conn: psycopg.Connection[TupleRow]) -> int:
     """The applied version, 0 on an empty database."""
-    if conn.execute("SELECT to_regclass('ledger_schema')").fetchone()[0] is None:
+    if _scalar(conn, "SELECT to_regclass('ledger_schema')") is None:
         return 0
-    return int(conn.execute("SELECT coalesce(max(version), 0) FROM ledger_schema").fetchone()[0])
+    return int(_scalar(conn, "SELECT coalesce(max(version), 0) FROM ledger_schema") or 0)
+
+
+def _scalar(conn: psycopg.Connection[TupleRow], sql: LiteralString) -> int | str | None:
+    """The one value of a statement that returns one row (an aggregate's, a function's)."""
+    row = conn.execute(sql).fetchone()
+    assert row is not None  # such a statement always returns its row
+    return row[0]

@@ -1,20 +1,21 @@
-"""The PostgreSQL store (psycopg 3): connections and transactions; the statements are sql_store's,
-so it stores and reads byte for byte what the SQLite store does."""
+"""The PostgreSQL store (psycopg 3): connections and transactions; the statements are shared
+(sql_store.py, tables/), so it stores and reads byte for byte what the SQLite store does."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import cast
 
 import psycopg
+from psycopg.rows import TupleRow
 
 from ledger.model.errors import LedgerError
 from ledger.storage.conns import ThreadConnections
 from ledger.storage.derived.keys import LEVELS, level_table
 from ledger.storage.postgresql.migrations import migrate
-from ledger.storage.postgresql.tables import PgTables
-from ledger.storage.sql import POSTGRESQL
+from ledger.storage.postgresql.tables import PgScrub, PgTree
+from ledger.storage.sql import POSTGRESQL, Connection, Params
 from ledger.storage.sql_store import SqlStore
 
 # Appends are serialised by this lock, taken first in every write transaction and held until
@@ -51,6 +52,12 @@ class PostgresStore(SqlStore):
     read_begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
     # a broken connection cannot roll back; the server ends its transaction anyway
     rollback_errors = (psycopg.Error,)
+    # one filler at a time across every node; appends take another lock, so they are not held up
+    fill_begin = ("BEGIN", "LOCK TABLE merkle_fill IN EXCLUSIVE MODE")
+    # one indexer at a time; readers of the index and appends are not held up
+    search_begin = ("BEGIN", "LOCK TABLE search_cursor IN EXCLUSIVE MODE")
+    # a read-only role or a hot standby; any other error is a real failure
+    readonly_errors = (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction)
 
     def __init__(self, url: str, *, serialize: bool = True) -> None:
         self.url = self.db = url
@@ -58,19 +65,21 @@ class PostgresStore(SqlStore):
         self.serialize = serialize
         self.trace: list[str] | None = None
         # one connection per thread, closed when its thread ends (see conns.py)
-        self._conns: ThreadConnections[psycopg.Connection[Any]] = ThreadConnections(psycopg.Connection.close)
+        self._conns: ThreadConnections[psycopg.Connection[TupleRow]] = ThreadConnections(
+            psycopg.Connection.close
+        )
         conn = self._pg()
         encoding = conn.execute("SHOW server_encoding").fetchone()
         if encoding is None or encoding[0] != "UTF8":
             raise LedgerError(f"the PostgreSQL database must use UTF8 encoding, not {encoding}")
         migrate(conn)
-        self.tables.fill_spans()
+        self.spans.fill_spans()
 
     def write_begin(self) -> tuple[str, ...]:
         """BEGIN, then the append lock unless a test dropped it."""
         return ("BEGIN", _WRITE_LOCK_SQL) if self.serialize else ("BEGIN",)
 
-    def _pg(self) -> psycopg.Connection[Any]:
+    def _pg(self) -> psycopg.Connection[TupleRow]:
         conn = self._conns.get()
         if conn is None or conn.closed or conn.broken:
             try:
@@ -82,18 +91,26 @@ class PostgresStore(SqlStore):
             self._conns.put(conn)
         return conn
 
-    def _conn(self) -> psycopg.Connection[Any]:
+    def _conn(self) -> psycopg.Connection[TupleRow]:
         return self._pg()
 
-    def _execute(self, conn: psycopg.Connection[Any], sql: str, params: Sequence[Any]) -> Any:
+    def connection(self) -> psycopg.Connection[TupleRow]:
+        """This thread's connection (opened on first use)."""
+        return self._pg()
+
+    def close(self) -> None:
+        """Close this thread's connection."""
+        self._conns.close()
+
+    def _execute(self, conn: Connection, sql: str, params: Params) -> psycopg.Cursor[TupleRow]:
         # no parameters: None, so that psycopg leaves the text alone
         if any(isinstance(p, list) and len(p) >= PLAN_FOR_LIST for p in params):
-            return conn.execute(sql, params, prepare=False)
-        return conn.execute(sql, params or None)
+            return _pg(conn).execute(sql, params, prepare=False)
+        return _pg(conn).execute(sql, params or None)
 
-    def _execute_many(self, conn: psycopg.Connection[Any], sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def _execute_many(self, conn: Connection, sql: str, rows: Sequence[Params]) -> None:
         plain = _INSERT.fullmatch(sql) if len(rows) >= COPY_FROM else None
-        with conn.cursor() as cur:
+        with _pg(conn).cursor() as cur:
             if plain is not None and plain[1] in _COPY_TABLES:
                 with cur.copy(f"COPY {plain[1]} ({plain[2]}) FROM STDIN") as copy:
                     for row in rows:
@@ -102,12 +119,15 @@ class PostgresStore(SqlStore):
             # psycopg pipelines executemany
             cur.executemany(sql, rows)
 
-    def in_transaction(self, conn: psycopg.Connection[Any]) -> bool:
+    def in_transaction(self, conn: Connection) -> bool:
         """Whether `conn` is inside a transaction already."""
-        return conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        return _pg(conn).info.transaction_status != psycopg.pq.TransactionStatus.IDLE
 
-    def _new_tables(self) -> PgTables:
-        return PgTables(self)
+    def _new_tree(self) -> PgTree:
+        return PgTree(self)
+
+    def _new_scrub(self) -> PgScrub:
+        return PgScrub(self)
 
     def stats(self) -> dict[str, int]:
         """Rows per table of the ledger's schema, by name."""
@@ -132,3 +152,8 @@ class PostgresStore(SqlStore):
             "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'm')",
         ).fetchone()
         return int(row[0])
+
+
+def _pg(conn: Connection) -> psycopg.Connection[TupleRow]:
+    # every connection this store hands out is one `_pg` opened: psycopg's
+    return cast("psycopg.Connection[TupleRow]", conn)

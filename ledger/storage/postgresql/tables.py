@@ -1,5 +1,5 @@
 """PostgreSQL's side of the ledger's other tables: the signed checkpoint and the locks every node
-shares (advisory locks, a checkpoint row); the shared tables are sql_store's."""
+shares (advisory locks, a checkpoint row); the shared tables are in tables/."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import psycopg
-
-from ledger.storage.sql_store import SqlTables
+from ledger.storage.tables.scrub import SqlScrub
+from ledger.storage.tables.tree import SqlTree
 from ledger.tlog.checkpoint_notes import NoteError, read_note_file, unsigned_checkpoint, write_note_file
 
 # pg_advisory_lock key of the checkpoint signer (one signer at a time, across every node)
@@ -18,15 +17,8 @@ SIGN_LOCK = 0x6C6564676573  # "ledges"
 ROLE_LOCKS = {"scrub": 0x6C6564677363, "cosign": 0x6C6564676373}  # "ledgsc", "ledgcs"
 
 
-class PgTables(SqlTables):
-    """The ledger's other tables in the PostgreSQL database, over the store's per-thread connection."""
-
-    # one filler at a time across every node; appends take another lock, so they are not held up
-    fill_begin = ("BEGIN", "LOCK TABLE merkle_fill IN EXCLUSIVE MODE")
-    # one indexer at a time; readers of the index and appends are not held up
-    search_begin = ("BEGIN", "LOCK TABLE search_cursor IN EXCLUSIVE MODE")
-    # a read-only role or a hot standby; any other error is a real failure
-    readonly_errors = (psycopg.errors.InsufficientPrivilege, psycopg.errors.ReadOnlySqlTransaction)
+class PgTree(SqlTree):
+    """The tree's tables in the PostgreSQL database, and the signed checkpoint every node shares."""
 
     # -- the signed checkpoint: in the database, so every node signs after the same one; and a copy in
     # this node's state dir, so a database restored from an older backup cannot make it forget ------
@@ -57,7 +49,9 @@ class PgTables(SqlTables):
         finally:
             self._q("SELECT pg_advisory_unlock(?)", (SIGN_LOCK,))
 
-    # -- one process at a time: the scrubber, the cosigner ----------------------------
+
+class PgScrub(SqlScrub):
+    """The scrub passes in the PostgreSQL database, and the one-process roles' advisory locks."""
 
     @contextmanager
     def exclusive(self, role: str, create: bool) -> Iterator[bool]:

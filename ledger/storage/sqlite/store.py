@@ -1,4 +1,5 @@
-"""The SQLite store: connections and transactions of one SQLite file; the statements are sql_store's."""
+"""The SQLite store: connections and transactions of one SQLite file; the statements are shared
+(sql_store.py, tables/)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from ledger.storage.conns import ThreadConnections
-from ledger.storage.sql import SQLITE
+from ledger.storage.sql import SQLITE, Connection, Params
 from ledger.storage.sql_store import SqlStore
 from ledger.storage.sqlite.migrations import migrate
-from ledger.storage.sqlite.tables import SQLiteTables
+from ledger.storage.sqlite.tables import SQLiteScrub, SQLiteTree
 
 MMAP_BYTES = 1 << 31
 
@@ -26,6 +27,11 @@ class SQLiteStore(SqlStore):
     dialect = SQLITE
     # a WAL read transaction sees the state as of its first read until it ends
     read_begin = "BEGIN"
+    # one filler or indexer at a time: BEGIN IMMEDIATE takes the file's write lock
+    fill_begin = ("BEGIN IMMEDIATE",)
+    search_begin = ("BEGIN IMMEDIATE",)
+    # a read-only file or directory surfaces as any of several sqlite3 errors
+    readonly_errors = (sqlite3.Error,)
 
     def __init__(
         self, path: str | os.PathLike[str], *, synchronous: str = "FULL", mapped: bool = False
@@ -40,7 +46,7 @@ class SQLiteStore(SqlStore):
             with contextlib.suppress(FileExistsError):
                 os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         migrate(self._conn())
-        self.tables.fill_spans()
+        self.spans.fill_spans()
 
     def _conn(self) -> sqlite3.Connection:
         conn = self._conns.get()
@@ -62,18 +68,29 @@ class SQLiteStore(SqlStore):
         """BEGIN IMMEDIATE: the file's write lock at once, so appends are serialised from their first read."""
         return ("BEGIN IMMEDIATE",)
 
-    def _execute(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
-        return conn.execute(sql, params)
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use)."""
+        return self._conn()
 
-    def _execute_many(self, conn: sqlite3.Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        conn.executemany(sql, rows)
+    def close(self) -> None:
+        """Close this thread's connection."""
+        self._conns.close()
 
-    def in_transaction(self, conn: sqlite3.Connection) -> bool:
+    def _execute(self, conn: Connection, sql: str, params: Params) -> sqlite3.Cursor:
+        return _sqlite(conn).execute(sql, params)
+
+    def _execute_many(self, conn: Connection, sql: str, rows: Sequence[Params]) -> None:
+        _sqlite(conn).executemany(sql, rows)
+
+    def in_transaction(self, conn: Connection) -> bool:
         """Whether `conn` is inside a transaction already."""
-        return conn.in_transaction
+        return _sqlite(conn).in_transaction
 
-    def _new_tables(self) -> SQLiteTables:
-        return SQLiteTables(self)
+    def _new_tree(self) -> SQLiteTree:
+        return SQLiteTree(self)
+
+    def _new_scrub(self) -> SQLiteScrub:
+        return SQLiteScrub(self)
 
     def stats(self) -> dict[str, int]:
         """Rows per table, by name (sqlite-utils' introspection): the ledger's tables, not those SQLite
@@ -95,3 +112,8 @@ class SQLiteStore(SqlStore):
             with contextlib.suppress(FileNotFoundError):
                 total += os.stat(self.path + suffix).st_size
         return total
+
+
+def _sqlite(conn: Connection) -> sqlite3.Connection:
+    # every connection this store hands out is one `_conn` opened: sqlite3's
+    return cast(sqlite3.Connection, conn)

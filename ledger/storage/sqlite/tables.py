@@ -1,28 +1,22 @@
 """SQLite's side of the ledger's other tables: what a file-based ledger keeps beside the database
-(the signed checkpoint, the signer's and the scrubber's locks); the shared tables are sql_store's."""
+(the signed checkpoint, the signer's and the scrubber's locks); the shared
+tables are in ledger/storage/tables/."""
 
 from __future__ import annotations
 
 import fcntl
 import os
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ledger.storage.sql_store import SqlTables
+from ledger.storage.interface import side_path
+from ledger.storage.tables.scrub import SqlScrub
+from ledger.storage.tables.tree import SqlTree
 from ledger.tlog.checkpoint_notes import read_note_file, write_note_file
 
 
-class SQLiteTables(SqlTables):
-    """The ledger's other tables on SQLite, over the store's per-thread connection."""
-
-    # one filler at a time: BEGIN IMMEDIATE takes the file's write lock
-    fill_begin = ("BEGIN IMMEDIATE",)
-    search_begin = ("BEGIN IMMEDIATE",)
-    # a read-only file or directory surfaces as any of several sqlite3 errors
-    readonly_errors = (sqlite3.Error,)
-
-    # -- the signed checkpoint -------------------------------------------------------
+class SQLiteTree(SqlTree):
+    """The tree's tables on SQLite, and the signed checkpoint in a file beside the database."""
 
     def last_checkpoint(self) -> str | None:
         """The last signed checkpoint note (kept in <db>.checkpoint), if any."""
@@ -43,14 +37,16 @@ class SQLiteTables(SqlTables):
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
-    # -- one process at a time: the scrubber, the cosigner ----------------------------
+
+class SQLiteScrub(SqlScrub):
+    """The scrub passes on SQLite, and the one-process roles' locks on files beside the database."""
 
     @contextmanager
     def exclusive(self, role: str, create: bool) -> Iterator[bool]:
         """Try to become this ledger's one `role` process ("scrub", "cosign": a non-blocking lock on
         <db>.<role>.lock); yields whether it did. With create=False (a read-only server) no lock file
         is made: when there is none, it goes on unlocked rather than write a file."""
-        path = self.side_file(f".{role}.lock")
+        path = side_path(self.store.db, f".{role}.lock")
         try:
             fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o600)
         except FileNotFoundError:

@@ -151,7 +151,8 @@ def test_a_group_looks_up_every_batchs_ids_observations_and_streams_at_once(new_
         counting = _CountingTx(tx)
         with group(counting) as gtx:  # type: ignore[arg-type]
             gtx.prefetch([needs_of(b) for b in batches])
-            results = [gtx.run(lambda t, b=b: append_batch(t, b, clock=SYSTEM_CLOCK)) for b in batches]
+            jobs = [functools.partial(append_batch, events=b, clock=SYSTEM_CLOCK) for b in batches]
+            results = [gtx.run(job) for job in jobs]
     assert counting.calls == {"existing": 1, "citing_papers": 1, "stream_versions": 1, "head": 1, "insert": 1}
     assert [r.appended for r in results] == [1, 2, 0, 1] and results[2].items[0].seq == 1
     assert ledger.verify().ok

@@ -8,15 +8,14 @@ import uuid
 import pytest
 
 from ledger.storage.backend import is_pg_url
-from ledger.storage.postgresql.store import PLAN_FOR_LIST
-from ledger.storage.sql_store import SqlStore
+from ledger.storage.postgresql.store import PLAN_FOR_LIST, PostgresStore
 from service.ledger import Ledger
 from tests.factories import paper, ts
 
 
 def _prepared(ledger: Ledger) -> list[str]:
     store = ledger.store
-    assert isinstance(store, SqlStore)
+    assert isinstance(store, PostgresStore)
     conn = store.connection()
     return [r[0] for r in conn.execute("SELECT statement FROM pg_prepared_statements")]
 
@@ -31,7 +30,7 @@ def test_a_lookup_is_prepared_only_while_its_list_is_short(
     if not is_pg_url(fresh_ledger.url):
         pytest.skip("SQLite prepares every statement and binds lists as JSON text")
     fresh_ledger.append([paper("2101.00001", ts(0))])
-    lookup = fresh_ledger.store.tables.stored_events
+    lookup = fresh_ledger.store.imports.stored_events
     known = fresh_ledger.store.read_log()[0].event_id
     wanted = [known] + [str(uuid.uuid4()) for _ in range(ids - 1)]
     for _ in range(8):  # psycopg prepares a statement on its fifth run

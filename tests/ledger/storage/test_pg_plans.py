@@ -10,20 +10,20 @@ import pytest
 
 from bench.pg_plans import modes, plan_of, recording, seq_scans, table_sizes
 from ledger.storage.backend import is_pg_url
-from ledger.storage.sql_store import SqlStore
+from ledger.storage.postgresql.store import PostgresStore
 from service.ledger import Ledger
 from tests.factories import paper, ts
 
 
-def _store(ledger: Ledger) -> SqlStore:
+def _store(ledger: Ledger) -> PostgresStore:
     if not is_pg_url(ledger.url):
         pytest.skip("PostgreSQL's planner: SQLite plans by its own rules")
     store = ledger.store
-    assert isinstance(store, SqlStore)
+    assert isinstance(store, PostgresStore)
     return store
 
 
-def _scans(store: SqlStore, seen: dict[str, Any], table: str) -> list[str]:
+def _scans(store: PostgresStore, seen: dict[str, Any], table: str) -> list[str]:
     """The plans (each way PostgreSQL may plan it) of each statement seen that scan `table` whole,
     on the store's own connection, so its session's settings apply."""
     conn = store.connection()
@@ -50,8 +50,8 @@ def test_a_walk_finds_the_spans_of_its_observations_by_index(fresh_ledger: Ledge
     )
     oids = [r[0] for r in conn.execute("SELECT md5(i::text) FROM generate_series(1, 3000, 3) AS i")]
     with recording() as seen:
-        assert len(list(store.tables.span_rows(oids, ordered=False))) == len(oids)
-        assert len(list(store.tables.span_rows(oids))) == len(oids)
+        assert len(list(store.spans.span_rows(oids, ordered=False))) == len(oids)
+        assert len(list(store.spans.span_rows(oids))) == len(oids)
     assert _scans(store, seen, "inbound_spans") == []
 
 
@@ -66,11 +66,11 @@ def test_an_append_finds_stored_event_ids_by_index(fresh_ledger: Ledger) -> None
     )
     wanted = [r[0] for r in conn.execute("SELECT md5(i::text) FROM generate_series(1, 300000, 100) AS i")]
     with recording() as seen:
-        assert fresh_ledger.store.tables.stored_events(wanted) == {}  # keys of no stored event
+        assert fresh_ledger.store.imports.stored_events(wanted) == {}  # keys of no stored event
     assert _scans(store, seen, "event_keys") == []
 
 
-def _small_levels_full(store: SqlStore) -> None:
+def _small_levels_full(store: PostgresStore) -> None:
     """The two small key levels as full as they get (derived/keys.py: about the keys of 5,000 and
     45,000 events), with their statistics renewed as a move renews them."""
     conn = store.connection()
@@ -82,7 +82,7 @@ def _small_levels_full(store: SqlStore) -> None:
         conn.execute(f"ANALYZE event_keys_{level}")
 
 
-def _small_level_scans(store: SqlStore, seen: dict[str, Any]) -> list[str]:
+def _small_level_scans(store: PostgresStore, seen: dict[str, Any]) -> list[str]:
     """The plans of the statements seen that read a small key level whole (either way they may run)."""
     conn = store.connection()
     sizes = table_sizes(conn)
@@ -110,7 +110,7 @@ def test_a_walk_checks_its_ids_by_probing_every_level(fresh_ledger: Ledger) -> N
     wanted = [k[2:] for (k,) in stored][:3_200] + _some("missing-", 0, 3_200, 1)
     assert len(wanted) == 6_400
     with recording() as seen:
-        assert store.tables.repeated_event_id(wanted) is None
+        assert store.verifying.repeated_event_id(wanted) is None
     assert _small_level_scans(store, seen) == []
 
 
@@ -127,6 +127,6 @@ def test_a_walk_reads_the_small_levels_after_its_point_by_index(fresh_ledger: Le
         conn.execute(f"ANALYZE check_works_{level}")
     # the walk's point a little before the head: the last rows of each level are what it reads
     with recording() as seen:
-        assert sum(1 for _ in store.tables.index_after(205_000)) == 4_999 + 24_999
-        assert sum(1 for _ in store.tables.index_after(25_000)) > 60_000
+        assert sum(1 for _ in store.keys.index_after(205_000)) == 4_999 + 24_999
+        assert sum(1 for _ in store.keys.index_after(25_000)) > 60_000
     assert _small_level_scans(store, seen) == []

@@ -75,7 +75,7 @@ def _ledger(db: str, **kw: Any) -> Ledger:
 
 
 def _position(ledger: Ledger) -> int:
-    return ledger.store.tables.projection_position(SPANS)
+    return ledger.store.spans.projection_position(SPANS)
 
 
 def _caught_up_rows(new_db: NewDb) -> tuple[list[Any], list[Any]]:
@@ -289,7 +289,7 @@ def test_the_servers_projector_loop_follows_the_log_while_it_holds_the_lease(new
             stop.set()
             runner.join()
         assert _position(ledger) == ledger.head().seq
-        assert ledger.store.tables.titles_indexed() == ledger.head().seq
+        assert ledger.store.search.titles_indexed() == ledger.head().seq
         assert lease_holder(ledger.store, 0) is None  # given up when it stopped
     finally:
         ledger.close()
@@ -474,7 +474,7 @@ def test_a_pure_projection_is_one_line_a_table_kept_by_the_same_batches(new_db: 
         assert catch_up(ledger.store, [types]) == head
         want = [(e.seq, e.type) for e in ledger.store.read_log() if e.type != "paper.observed"]
         assert rows(ledger.url, "SELECT seq, type FROM scratch_types ORDER BY seq") == want
-        assert ledger.store.tables.projection_position("scratch_types") == head
+        assert ledger.store.spans.projection_position("scratch_types") == head
         assert _position(ledger) == 0  # each projection at its own position
     finally:
         ledger.close()

@@ -15,8 +15,8 @@ from bench.synth import BASE, PAPER_STEP, Synth, arxiv_id
 from ledger.model import events as ev
 from ledger.model.errors import NotFound
 from ledger.model.instants import format_recorded, parse_as_of, parse_ts
-from ledger.storage import sql_store
 from ledger.storage.projector import SPANS
+from ledger.storage.records import reader as sql_reader
 from service.ledger import Ledger
 from tests.conftest import FIXTURE_ID, NewDb
 from tests.service.resolver.test_resolver_fixture import LIKE, World
@@ -29,7 +29,7 @@ SYNTH_AS_OF = [
 
 
 def _position(ledger: Ledger) -> int:
-    return ledger.store.tables.projection_position(SPANS)
+    return ledger.store.spans.projection_position(SPANS)
 
 
 def _records(
@@ -145,13 +145,13 @@ def test_synthetic_records_read_while_the_log_grows_past_the_position(new_db: Ne
 def _decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """A counter of the events the store's reads decode."""
     count = [0]
-    real = sql_store.fact_row
+    real = sql_reader.fact_row
 
     def counted(row: Sequence[Any]) -> Any:
         count[0] += 1
         return real(row)
 
-    monkeypatch.setattr(sql_store, "fact_row", counted)
+    monkeypatch.setattr(sql_reader, "fact_row", counted)
     return count
 
 

@@ -217,7 +217,7 @@ def test_counts_of_spans_before_1970_are_bucketed_as_appends_bucket_them(new_db:
     ledger = Ledger(new_db("old.db"))
     ledger.append([paper(P, at), citation(oid_of(1), Q, at), resolution(oid_of(1), at, cited_arxiv=P)])
     ledger.ops.project(READ_BY_RECORDS)
-    stored, counted = ledger.store.tables.count_rows()
+    stored, counted = ledger.store.spans.count_rows()
     assert list(stored) == list(counted) != []
     assert ledger.verify().ok
     ledger.close()

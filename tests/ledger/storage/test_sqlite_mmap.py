@@ -45,4 +45,5 @@ def test_a_resolver_worker_reads_its_ledger_through_a_map(
     catalogue = pool._worker[0].catalogue
     assert isinstance(catalogue, SqlCatalogue)
     store = catalogue.store
+    assert isinstance(store, SQLiteStore)
     assert store.connection().execute("PRAGMA mmap_size").fetchone()[0] > 0

@@ -21,7 +21,7 @@ def resumed(new_db: NewDb, monkeypatch: pytest.MonkeyPatch) -> Ledger:
     """A ledger verified up to its first event, then 14 more: parts of 2 ids and 2 observations."""
     ledger = Ledger(new_db())
     # on either backend (PostgreSQL reads the whole list in one statement by default)
-    monkeypatch.setattr(type(ledger.store.tables), "list_part", 2)
+    monkeypatch.setattr(type(ledger.store.verifying), "list_part", 2)
     ledger.append([paper(P, ts(0))])
     assert verify_store(ledger.store, remember=ledger.clock).ok
     ledger.append(

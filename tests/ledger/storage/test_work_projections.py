@@ -103,17 +103,16 @@ def _answers(ledger: Ledger) -> list[Any]:
                 out.append(reader.notice_rows(["w-2"]))
                 out.append(reader.check_history(WORKS))
                 out.append(reader.check_history(["w-3"]))
-        tables = store.tables
         for keys in (_keys(W1), _keys(W2), _keys(W3), ["w:10.5555/nothing"], _keys(W1) + _keys(W2)):
-            out.append(tables.work_facts(keys, at))
-        out.append(tables.work_observations(at))
-    out.append(store.tables.current_checks(WORKS))
+            out.append(store.works.work_facts(keys, at))
+        out.append(store.works.work_observations(at))
+    out.append(store.works.current_checks(WORKS))
     return out
 
 
 def _positions(ledger: Ledger) -> tuple[int, int]:
-    tables = ledger.store.tables
-    return tables.projection_position(WORK_KEYS), tables.projection_position(CHECK_WORKS)
+    spans = ledger.store.spans
+    return spans.projection_position(WORK_KEYS), spans.projection_position(CHECK_WORKS)
 
 
 def test_the_append_writes_neither_and_the_projector_writes_both(new_db: NewDb) -> None:
@@ -177,7 +176,7 @@ def test_the_notices_a_lagging_read_folds_in_are_there(new_db: NewDb) -> None:
             got = {(r.work_id, r.source): (r.seq, r.notices) for r in reader.work_checks([("w-3", 0)])}
         assert sorted(got) == [("w-3", "crossref"), ("w-3", "retraction_watch")]
         assert [n["kind"] for n in got["w-3", "crossref"][1]] == ["correction"]
-        facts = ledger.store.tables.work_facts(_keys(W3), parse_ts(ts(20)))
+        facts = ledger.store.works.work_facts(_keys(W3), parse_ts(ts(20)))
         assert {f.data.observation_id for f in facts} == {oid_of(2), oid_of(9)}
     finally:
         ledger.close()

@@ -180,13 +180,13 @@ def test_one_statement_per_chunk_of_keys(new_db: NewDb, monkeypatch: pytest.Monk
     monkeypatch.setattr(works_store, "CHUNK", 2)
     store = ledger.store
     calls: list[int] = []
-    lookup = store.tables.work_facts
+    lookup = store.works.work_facts
 
     def counted(index_keys: Sequence[str], as_of_us: int) -> list[Fact]:
         calls.append(len(index_keys))
         return lookup(index_keys, as_of_us)
 
-    monkeypatch.setattr(store.tables, "work_facts", counted)
+    monkeypatch.setattr(store.works, "work_facts", counted)
     keys = [doi_key(f"10.5555/{c}") or "" for c in "ABCDE"]
     found = works_matching(store, keys, parse_ts(ts(2)))
     assert calls == [2, 2, 1]

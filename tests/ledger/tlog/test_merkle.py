@@ -257,7 +257,7 @@ def test_nodes_are_stored_from_level_4_and_filled_in_chunks(
     ledger.append([paper(f"2101.{i:05d}", ts(i)) for i in range(150)])
     bodies = [envelope_body(e) for e in ledger.store.read_log()]
     assert merkle_store.tree_root(ledger.store, 150) == naive_mth(bodies)
-    assert ledger.store.tables.fill_state()[0] == 144  # 150 rounded down to whole blocks of 16
+    assert ledger.store.tree.fill_state()[0] == 144  # 150 rounded down to whole blocks of 16
     assert rows(db, "SELECT leaves, chain_hash FROM merkle_fill") == [
         (144, one(db, "SELECT hash FROM events WHERE seq = 144"))
     ]

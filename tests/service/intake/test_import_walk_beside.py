@@ -64,7 +64,7 @@ def _same(report: VerifyReport | None) -> Any:
 
 def _state(ledger: Ledger) -> tuple[Any, Any]:
     """The verified point less its instant, and the last pass less its instants."""
-    point = ledger.store.tables.verified_point()
+    point = ledger.store.verifying.verified_point()
     p = PassLog(ledger.store, ledger.clock).last()
     return (
         None if point is None else point._replace(verified_at=""),
@@ -181,7 +181,7 @@ def test_a_walker_killed_mid_import_is_walked_here_once_warned(
         got = _import(fresh_ledger, path, monkeypatch, True, progress=_killer(at))
     assert len(_warned(caplog)) == 1 and "exit code -9" in _warned(caplog)[0]
     assert got.walk is not None and got.walk.ok and got.walk.head.seq == got.head.seq == 88
-    point = fresh_ledger.store.tables.verified_point()
+    point = fresh_ledger.store.verifying.verified_point()
     assert point is not None and (point.seq, point.hash) == (88, got.head.hash)
     assert multiprocessing.active_children() == []
     chain = chain_status(fresh_ledger.store, PassLog(fresh_ledger.store, fresh_ledger.clock))
@@ -208,7 +208,7 @@ def test_a_walker_whose_walk_fails_is_walked_here_once_warned(
         got = _import(fresh_ledger, path, monkeypatch, True)
     assert len(_warned(caplog)) == 1 and "RuntimeError: a disk error, say" in _warned(caplog)[0]
     assert got.walk is not None and got.walk.ok and got.walk.head.seq == 88
-    point = fresh_ledger.store.tables.verified_point()
+    point = fresh_ledger.store.verifying.verified_point()
     assert point is not None and point.seq == 88
     assert PassLog(fresh_ledger.store, fresh_ledger.clock).last() is not None
     assert multiprocessing.active_children() == []
@@ -310,7 +310,7 @@ def test_a_walker_that_cannot_start_is_walked_here_once_warned(
         got = _import(fresh_ledger, write(tmp_path / "f.ndjson", history(30)), monkeypatch, True)
     assert len(_warned(caplog)) == 1 and "could not start" in _warned(caplog)[0]
     assert got.walk is not None and got.walk.ok and got.walk.head.seq == 88
-    point = fresh_ledger.store.tables.verified_point()
+    point = fresh_ledger.store.verifying.verified_point()
     assert point is not None and point.seq == 88
 
 

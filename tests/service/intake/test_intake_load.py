@@ -55,14 +55,13 @@ def write(path: Path, events: Sequence[ev.Event | dict[str, Any]], blank: bool =
 
 def state(ledger: Ledger) -> dict[str, Any]:
     """Everything an append derives: the log, every key and check row, spans, counts, titles indexed."""
-    t = ledger.store.tables
-    stored, counted = t.count_rows()
+    stored, counted = ledger.store.spans.count_rows()
     return {
         "log": ledger.store.read_log(),
-        "index": sorted(t.index_rows()),
-        "spans": sorted(t.span_rows(ordered=False)),
+        "index": sorted(ledger.store.keys.index_rows()),
+        "spans": sorted(ledger.store.spans.span_rows(ordered=False)),
         "counts": (list(stored), list(counted)),
-        "titles": t.index_titles(ledger.head().seq),
+        "titles": ledger.store.search.index_titles(ledger.head().seq),
     }
 
 
@@ -128,7 +127,7 @@ def test_a_file_is_appended_a_batch_at_a_time_with_its_progress(
     fresh_ledger.intake.on_commit(lambda: commits.append(fresh_ledger.head().seq))
     got = import_file(fresh_ledger, path, batch_size=10)
     assert commits == [10, 20, 28] and (got.appended, got.duplicates, got.batches) == (28, 0, 3)
-    p = fresh_ledger.store.tables.import_progress(file_key(path))
+    p = fresh_ledger.store.imports.import_progress(file_key(path))
     assert p is not None and (p.lines_done, p.appended, p.head_seq) == (28, 28, 28)
 
 
@@ -176,7 +175,7 @@ def refused_whole(
     with pytest.raises(error, match=match):
         import_file(ledger, path, batch_size=10)
     assert ledger.head().seq == 0
-    assert ledger.store.tables.import_progress(file_key(path)) is None
+    assert ledger.store.imports.import_progress(file_key(path)) is None
 
 
 def test_an_id_stored_with_other_content_is_named(imported_ledger: Ledger, tmp_path: Path) -> None:
@@ -251,7 +250,7 @@ def test_a_file_that_no_longer_begins_with_the_committed_bytes_is_refused_naming
     with pytest.raises(_Stop):
         import_file(fresh_ledger, path, batch_size=10, progress=_stop_after(1))
     raw = path.read_bytes()
-    progress = fresh_ledger.store.tables.import_progress(file_key(path))
+    progress = fresh_ledger.store.imports.import_progress(file_key(path))
     assert progress is not None and progress.lines_done == 10
     path.write_bytes(raw.replace(b'"Paper 1"', b'"Paper X"'))  # same size, same first bytes
     assert file_key(path) == progress.file_key
@@ -283,7 +282,7 @@ def test_a_file_changed_between_its_check_and_its_append_is_never_read_again(
     assert (got.appended, got.batches) == (34, 4)
     titles = [msgspec.json.decode(e.data).get("title") for e in fresh_ledger.store.read_log()]
     assert "Paper 9" in titles and "Paper Z" not in titles
-    progress = fresh_ledger.store.tables.import_progress(
+    progress = fresh_ledger.store.imports.import_progress(
         f"{len(checked)}:{hashlib.sha256(checked).hexdigest()}"
     )
     assert progress is not None and progress.prefix_sha256 == hashlib.sha256(checked).hexdigest()
@@ -297,7 +296,7 @@ def test_the_first_integrity_report_after_an_import_walks_nothing(
 ) -> None:
     got = import_file(fresh_ledger, write(tmp_path / "f.ndjson", history(12)), batch_size=10)
     assert got.walk is not None and got.walk.ok
-    point = fresh_ledger.store.tables.verified_point()
+    point = fresh_ledger.store.verifying.verified_point()
     assert point is not None and point.seq == fresh_ledger.head().seq == 34
     chain = chain_status(fresh_ledger.store, PassLog(fresh_ledger.store, fresh_ledger.clock))
     assert chain["ok"] and chain["events_checked"] == 0 and chain["walked"] is None
@@ -320,7 +319,7 @@ def test_the_walk_reads_back_what_was_stored(
     monkeypatch.setattr(_write_tx_class(fresh_ledger), "insert", faulty)
     got = import_file(fresh_ledger, write(tmp_path / "f.ndjson", history(6)), batch_size=10)
     assert got.walk is not None and not got.walk.ok and got.walk.first_bad_seq == 1
-    assert fresh_ledger.store.tables.verified_point() is None
+    assert fresh_ledger.store.verifying.verified_point() is None
 
 
 def _write_tx_class(ledger: Ledger) -> type[Any]:

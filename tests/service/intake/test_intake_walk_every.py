@@ -60,5 +60,5 @@ def test_an_import_stopped_by_a_refused_batch_walks_what_it_committed(
     monkeypatch.setattr(Ledger, "append", refuse_third)
     with pytest.raises(Stopped, match=r"after 2 committed batch\(es\).*refused by the test"):
         import_file(fresh_ledger, path, batch_size=10)
-    point = fresh_ledger.store.tables.verified_point()
+    point = fresh_ledger.store.verifying.verified_point()
     assert walks == [20] and point is not None and point.seq == 20

@@ -276,17 +276,17 @@ def test_a_pass_is_recorded_stops_promptly_and_moves_the_resume_point(db: str) -
     stop = threading.Event()
     stop.set()
     assert scrub_pass(store, passes, batch=10, stop=stop) is None  # stopped after one batch
-    assert passes.last() is None and store.tables.verified_point() is None
+    assert passes.last() is None and store.verifying.verified_point() is None
     done = scrub_pass(store, passes, batch=10, pace=0.5)
     assert done is not None and (done.ok, done.events, done.head_seq, done.kind) == (True, N, N, "scrub")
-    assert store.tables.last_pass() == done and not passes.in_memory(done)
-    assert store.tables.verified_point() is not None and store.tables.verified_point().seq == N  # type: ignore[union-attr]
+    assert store.scrub.last_pass() == done and not passes.in_memory(done)
+    assert store.verifying.verified_point() is not None and store.verifying.verified_point().seq == N  # type: ignore[union-attr]
 
 
 def test_only_one_process_scrubs_at_a_time(db: str) -> None:
     mine, other = Ledger(db).store, Ledger(db).store  # two connections, as two server processes have
     passes = PassLog(mine, SYSTEM_CLOCK)
-    with other.tables.exclusive("scrub", create=True) as got:
+    with other.scrub.exclusive("scrub", create=True) as got:
         assert got
         wait = scrub._scrub_if_due(mine, passes, 3600.0, threading.Event(), 1.0, scrub.BATCH)
         assert wait > 0 and passes.last() is None  # the other one holds the lock: no pass here
@@ -325,9 +325,9 @@ def test_the_scrub_passes_step_upgrades_an_existing_ledger(db: str, new_db: NewD
     old = new_db("old.db")
     build_old_ledger(old, version_before(old, "scrub_passes"), Ledger(db))
     ledger = Ledger(old)  # migrates the older schema
-    assert ledger.store.tables.last_pass() is None and ledger.head().seq == N
+    assert ledger.store.scrub.last_pass() is None and ledger.head().seq == N
     done = scrub_pass(ledger.store, PassLog(ledger.store, ledger.clock))
-    assert done is not None and done.ok and ledger.store.tables.last_pass() == done
+    assert done is not None and done.ok and ledger.store.scrub.last_pass() == done
 
 
 # -- a read-only server writes nothing --------------------------------------------------------------

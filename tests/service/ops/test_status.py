@@ -67,12 +67,12 @@ def test_a_broken_walk_and_an_unreadable_checkpoint_are_said(new_db: NewDb) -> N
     db = new_db()
     ledger = Ledger(db)
     ledger.import_bytes(FIXTURE_PATH.read_bytes())
-    ledger.store.tables.save_pass(
+    ledger.store.scrub.save_pass(
         ScrubPass(
             "scrub", "2026-11-01T00:00:00Z", 1, "2026-11-01T00:00:01Z", 10**6, 40, 132, False, 41, "bad hash"
         )
     )
-    ledger.store.tables.side_file(".checkpoint").write_text("not a note\n")
+    ledger.store.tree.side_file(".checkpoint").write_text("not a note\n")
     out = _status(db)
     assert "BROKEN at seq 41: bad hash; 40 events walked (seqs 1..40)" in _line(out, "last walk")
     assert _line(out, "checkpoint").startswith("checkpoint  unreadable: ")

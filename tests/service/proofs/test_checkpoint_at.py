@@ -45,7 +45,7 @@ def test_a_newer_head_is_signed_then_and_kept(screened: Screened) -> None:
     screened.ledger.append([fx.paper(A, fx.ts(30), version=2)])
     signed = checkpoint_at(screened.ledger, screened.size + 1)
     assert unsigned_checkpoint(signed.note).size == screened.size + 1
-    assert screened.ledger.store.tables.last_checkpoint() == signed.note
+    assert screened.ledger.store.tree.last_checkpoint() == signed.note
 
 
 def test_an_older_head_is_signed_as_a_prefix_and_not_kept(screened: Screened) -> None:
@@ -55,7 +55,7 @@ def test_an_older_head_is_signed_as_a_prefix_and_not_kept(screened: Screened) ->
     signed = checkpoint_at(screened.ledger, screened.size)
     opened = open_checkpoint(signed.note, cp.verifier()).checkpoint
     assert opened.size == screened.size and opened.size < newest.checkpoint.size
-    assert screened.ledger.store.tables.last_checkpoint() == newest.note  # never goes back
+    assert screened.ledger.store.tree.last_checkpoint() == newest.note  # never goes back
     assert checkpoint_at(screened.ledger, screened.size).note == signed.note  # Ed25519 is deterministic
 
 
