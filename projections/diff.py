@@ -69,7 +69,7 @@ def _walk(a: Side, b: Side, path: str, lists: bool, missing: Side, out: list[tup
             x = a[i] if i < len(a) else missing
             y = b[i] if i < len(b) else missing
             _walk(x, y, f"{path}[{i}]", lists, missing, out)
-    elif a is MISSING or b is MISSING or canonical(a) != canonical(b):
+    elif isinstance(a, _Missing) or isinstance(b, _Missing) or canonical(a) != canonical(b):
         out.append((path, a, b))
 
 

@@ -11,7 +11,7 @@ import asyncio
 import re
 import threading
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 from xml.sax.saxutils import escape
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
@@ -36,6 +36,7 @@ from api.limits import RateLimiter
 from api.state import state_of
 from ledger.model.codec import canonical, decode_json
 from ledger.model.instants import format_recorded
+from ledger.model.jsonvalue import JsonObject
 from service.alerts import alerts as al
 from service.ledger import Alert, Ledger
 
@@ -159,7 +160,8 @@ async def rotate_secret(request: Request, watch_id: WatchId) -> Response:
 
 
 def _alerts_json(alerts: list[Alert]) -> list[Any]:
-    return [{"n": a.n, **decode_json(a.body)} for a in alerts]
+    # the ledger stores each alert's body as a JSON object
+    return [{"n": a.n, **cast("JsonObject", decode_json(a.body))} for a in alerts]
 
 
 @router.get("/watches/{watch_id}/alerts", summary="A watch's alerts", responses=docs.responses(200, *_ERRORS))

@@ -19,9 +19,10 @@ from api.common import JSON, head_headers, ledger_of, read_body, settings_of
 from api.records import negotiated
 from api.records.render import ENV
 from api.state import state_of
-from ledger.model.codec import canonical
+from ledger.model.codec import Encodable, canonical
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.facts import Head
+from ledger.model.jsonvalue import JsonObject
 from ledger.tlog import merkle_store
 from ledger.tlog.checkpoint import Checkpointer, NoteError, NotSigned, SignedCheckpoint, open_checkpoint
 from ledger.tlog.checkpoint_notes import unsigned_checkpoint
@@ -58,7 +59,7 @@ def _read_only(request: Request) -> bool:
     return settings_of(request).read_only
 
 
-def _json(body: object, head: Head) -> Response:
+def _json(body: Encodable, head: Head) -> Response:
     return Response(canonical(body), media_type=JSON, headers=head_headers(head))
 
 
@@ -138,7 +139,7 @@ def consistency_proof(request: Request, old_size: OldSize, new_size: NewSize = N
     head = log.head()
     new = head.seq if new_size is None else new_size
     proof = log.consistency(old_size, new, fill=not _read_only(request))
-    body = {
+    body: dict[str, Encodable] = {
         "from": old_size,
         "to": new,
         "old_root_hash": merkle_store.b64(proof.old_root),
@@ -201,7 +202,7 @@ async def check_checkpoint(request: Request) -> Response:
     return _json({**verdict, "signature": signature}, head)
 
 
-def _check_held(request: Request, note: str) -> tuple[dict[str, object], str]:
+def _check_held(request: Request, note: str) -> tuple[JsonObject, str]:
     checkpointer = _checkpointer(request)
     verifier = checkpointer.existing_verifier()
     try:
