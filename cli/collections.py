@@ -11,7 +11,7 @@ import os
 import click
 
 from cli.common import db_option, instant, read_db_option
-from ledger.model.codec import canonical
+from ledger.model.codec import Encodable, canonical
 from ledger.model.errors import NotFound
 from ledger.model.ids import normalise_arxiv
 from ledger.model.instants import format_recorded
@@ -41,7 +41,7 @@ def _change(db: str, name: str, add: list[str], remove: list[str], as_json: bool
     done = ledger.intake.change_collection(data)
     item = done.result.items[0]
     if as_json:
-        body = {
+        body: dict[str, Encodable] = {
             "name": data.name,
             "add": data.add,
             "remove": data.remove,
@@ -94,7 +94,7 @@ def collection_list(name: str | None, known_at: str | None, as_json: bool, db: s
     if name is None:
         sizes = collections.sizes(known_us)
         if as_json:
-            listed = [{"name": n, "members": k} for n, k in sizes.items()]
+            listed: list[Encodable] = [{"name": n, "members": k} for n, k in sizes.items()]
             click.echo(canonical({"collections": listed, "known_at": at}).decode())
             return
         for n, k in sizes.items():

@@ -32,15 +32,15 @@ def event_ref(f: Fact) -> dict[str, Json]:
     return {"observed_at": f.observed_at, "seq": f.seq, "type": f.type}
 
 
-class _Missing:
+class Missing:
     """The value on the side of a JSON diff where a key or list item is absent."""
 
     def __repr__(self) -> str:
         return "MISSING"
 
 
-MISSING = _Missing()
-Side = Json | _Missing  # one side of a JSON diff: a value, or MISSING
+MISSING = Missing()
+Side = Json | Missing  # one side of a JSON diff: a value, or MISSING
 
 
 def json_diff(
@@ -69,7 +69,7 @@ def _walk(a: Side, b: Side, path: str, lists: bool, missing: Side, out: list[tup
             x = a[i] if i < len(a) else missing
             y = b[i] if i < len(b) else missing
             _walk(x, y, f"{path}[{i}]", lists, missing, out)
-    elif a is MISSING or b is MISSING or canonical(a) != canonical(b):
+    elif isinstance(a, Missing) or isinstance(b, Missing) or canonical(a) != canonical(b):
         out.append((path, a, b))
 
 

@@ -138,7 +138,7 @@ def changes(before: dict[str, State], after: dict[str, State]) -> list[Change]:
     return sorted(out, key=lambda c: (*c.flag.key, c.change, _identity(c.flag)))
 
 
-def _identity(f: Flag) -> tuple[object, ...]:
+def _identity(f: Flag) -> tuple[str, str, str, str, str, tuple[str, ...], str, str, str]:
     """A notice as its source gave it: the same notice in a later check is not a new one."""
     n = f.notice
     return (n.source, n.kind, n.notice_doi or "", n.record_id or "", n.raw_type or "", tuple(n.reasons),

@@ -168,7 +168,7 @@ def build_old_ledger(db: str, steps: int, source: Ledger) -> None:
     pending = [("inbound_spans",)] if spanned and events else []
     insert_pending = "INSERT INTO derived_pending (name) VALUES (?)"
     # from the layout with the screen's index on, its rows were written with each event
-    refs, notices = batch_rows(events) if has(backend, steps, "screen") else ([], [])
+    refs, notices = batch_rows(links) if has(backend, steps, "screen") else ([], [])
     # from the layouts that project them, a ledger's projector had brought them to the head
     named = (
         ("screen", "screen_projection"),

@@ -43,6 +43,8 @@ def _annotations(tree: ast.AST) -> Iterator[ast.expr]:
                 yield node.returns
         elif isinstance(node, ast.AnnAssign):
             yield node.annotation
+            if _name_of(node.annotation) == "TypeAlias" and node.value is not None:
+                yield node.value
         elif isinstance(node, ast.Assign) and _is_alias(node):
             yield node.value
         elif isinstance(node, ast.Call) and _name_of(node.func) in {"cast", "TypeVar", "NewType"}:
@@ -93,6 +95,7 @@ def counts() -> dict[str, tuple[int, int, int, int]]:
         ("x: object = 1\n", 1),
         ("def f(a: dict[str, object]) -> object: ...\n", 2),
         ("Row = tuple[object, ...]\n", 1),
+        ("Row: TypeAlias = tuple[object, ...] | None\n", 1),
         ("y = cast('list[object]', z)\n", 1),
         ("def f(a: 'object') -> None: ...\n", 1),
         ("class A(object): ...\nisinstance(a, object)\n", 0),

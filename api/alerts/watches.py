@@ -11,7 +11,7 @@ import asyncio
 import re
 import threading
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, cast
 from xml.sax.saxutils import escape
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
@@ -162,7 +162,8 @@ async def rotate_secret(request: Request, watch_id: WatchId) -> Response:
 
 
 def _alerts_json(alerts: list[Alert]) -> list[JsonObject]:
-    return [{"n": a.n, **decode_json(a.body)} for a in alerts]
+    # the ledger stores each alert's body as a JSON object
+    return [{"n": a.n, **cast("JsonObject", decode_json(a.body))} for a in alerts]
 
 
 @router.get("/watches/{watch_id}/alerts", summary="A watch's alerts", responses=docs.responses(200, *_ERRORS))

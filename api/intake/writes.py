@@ -135,8 +135,9 @@ def _append_events(ledger: Ledger, writer: _Writer, raw: bytes) -> Timed:
         return _timed(ledger, quick)
     value = decode_json(raw)
     writer.check_strings(raw, value, "")
-    if isinstance(value, dict) and isinstance(value.get("events"), list):
-        writer.check_batch(len(value["events"]))  # counted before each event is decoded
+    events = value.get("events") if isinstance(value, dict) else None
+    if isinstance(events, list):
+        writer.check_batch(len(events))  # counted before each event is decoded
     return _timed(ledger, parse_batch(value))
 
 

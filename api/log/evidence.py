@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 from urllib.parse import urlencode
 
+import msgspec
 from fastapi import APIRouter, Header, Query, Request, Response
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -91,7 +92,9 @@ def events_page(
     events = []
     for e in map(envelope_json, page):
         rest = [(k, v) for k, v in e.items() if k not in ("seq", "type", "stream", "observed_at", "data")]
-        data = json.dumps(json.loads(bytes(e["data"])), indent=2, ensure_ascii=False, sort_keys=True)
+        raw = e["data"]
+        assert isinstance(raw, msgspec.Raw)  # envelope_json keeps the stored data as it was
+        data = json.dumps(json.loads(bytes(raw)), indent=2, ensure_ascii=False, sort_keys=True)
         events.append({**e, "rest": rest, "data": data})
     return ENV.get_template("events.html").render(
         events=events, head=head_json(head), next=next_url, after=after, stream=stream, type=type_

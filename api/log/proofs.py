@@ -19,7 +19,7 @@ from api.common import JSON, head_headers, ledger_of, read_body, settings_of
 from api.records import negotiated
 from api.records.render import ENV
 from api.state import state_of
-from ledger.model.codec import canonical
+from ledger.model.codec import Encodable, canonical
 from ledger.model.errors import InvalidEvent, LedgerError
 from ledger.model.facts import Head
 from ledger.tlog import merkle_store
@@ -139,7 +139,7 @@ def consistency_proof(request: Request, old_size: OldSize, new_size: NewSize = N
     head = log.head()
     new = head.seq if new_size is None else new_size
     proof = log.consistency(old_size, new, fill=not _read_only(request))
-    body = {
+    body: dict[str, Encodable] = {
         "from": old_size,
         "to": new,
         "old_root_hash": merkle_store.b64(proof.old_root),

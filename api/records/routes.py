@@ -42,7 +42,7 @@ from api.records.render import (
 )
 from api.records.timeline import render_timeline
 from api.state import state_of
-from ledger.model.codec import canonical, decode_json
+from ledger.model.codec import Encodable, canonical, decode_json
 from ledger.model.errors import LedgerError, NotFound
 from ledger.model.facts import Head, ScrubPass
 from ledger.model.instants import format_as_of
@@ -267,7 +267,7 @@ def paper(request: Request, arxiv_id: ArxivId, as_of: AsOf = None) -> Response:
         "evidence": "/evidence",
     }
     if as_json:
-        body = {"arxiv_id": arxiv_id, "snapshots": snapshots, "links": links}
+        body: dict[str, Encodable] = {"arxiv_id": arxiv_id, "snapshots": snapshots, "links": links}
         broken = broken_walk(request.app)
         return Response(canonical(body), media_type=JSON, headers={**_headers(ledger.head(), broken), **VARY})
     view = _timeline_and_record(request, arxiv_id, t)
@@ -324,7 +324,7 @@ def healthz(request: Request) -> Response:
         )
         error.headers = head_headers(head)
         raise error
-    body = {
+    body: dict[str, Encodable] = {
         "status": "ok",
         "head": head_json(head),
         "read_only": settings.read_only,

@@ -33,7 +33,7 @@ def _folded(source: str) -> str:
     return "".join(c for c in text if not (c.isspace() or unicodedata.category(c)[0] in "CZ"))
 
 
-def claimed(source: object) -> str | None:
+def claimed(source: str | None) -> str | None:
     """Whom a `resolver_source` claims to be (the ledger's resolver, a person), or None."""
     if not isinstance(source, str):  # None, or a value its type check refuses
         return None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from collections.abc import Mapping
-from typing import Annotated, Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, TypeAlias
 
 import msgspec
 
@@ -23,9 +23,27 @@ from ledger.model.events import (
     PaperObserved,
     ResolutionObserved,
     StandingChecked,
+    StoredEvent,
     WorkObserved,
 )
 from ledger.model.instants import FUTURE_SLACK_US, parse_near
+from ledger.model.jsonvalue import Json, JsonIn, JsonObject
+
+# what the canonical encoder takes: JSON values, with Structs (encoded by their fields) and Raw (its
+# bytes as they are) anywhere among them
+Encodable: TypeAlias = (
+    None
+    | bool
+    | int
+    | float
+    | str
+    | msgspec.Struct
+    | msgspec.Raw
+    | Sequence["Encodable"]
+    | Mapping[str, "Encodable"]
+    # a TypedDict: mypy sees its values only as object; msgspec checks each as it encodes
+    | Mapping[str, object]
+)
 
 _ENCODER = msgspec.json.Encoder(order="sorted")
 _EVENT_DECODER = msgspec.json.Decoder(Event)
@@ -40,27 +58,27 @@ MAX_COLLECTION_NAME = 128  # the event's own bound; a server may take a lower on
 _FIELD_RE = re.compile(r"Object (missing required|contains unknown) field `(.*)`")
 
 
-def canonical(value: Any) -> bytes:
+def canonical(value: Encodable) -> bytes:
     """Sorted keys, no whitespace, UTF-8 as itself: the one encoding that is hashed."""
     return _ENCODER.encode(value)
 
 
-def digest(value: Any) -> str:
+def digest(value: Encodable) -> str:
     """ "sha256:" + sha256(canonical(value)).hexdigest(): the digest rule of record-v1.md."""
     return "sha256:" + hashlib.sha256(canonical(value)).hexdigest()
 
 
-def observation_digest(observation: Mapping[str, Any] | msgspec.Struct) -> str:
+def observation_digest(observation: Mapping[str, Encodable] | msgspec.Struct) -> str:
     """The observation_digest of a record's observation (built or as read): its content without that key."""
     return digest(_without(observation, ("observation_digest",)))
 
 
-def context_digest(record: Mapping[str, Any] | msgspec.Struct) -> str:
+def context_digest(record: Mapping[str, Encodable] | msgspec.Struct) -> str:
     """The context_digest of a record (built or as read): its content without as_of and context_digest."""
     return digest(_without(record, ("as_of", "context_digest")))
 
 
-def _without(value: Mapping[str, Any] | msgspec.Struct, keys: tuple[str, ...]) -> dict[str, Any]:
+def _without(value: Mapping[str, Encodable] | msgspec.Struct, keys: tuple[str, ...]) -> dict[str, Encodable]:
     # one level shallow: the values below are encoded as they are (a Struct by its own fields); neither
     # an Observation nor a Record has a field that encoding leaves out, so asdict holds what is hashed
     if isinstance(value, msgspec.Struct):
@@ -71,7 +89,7 @@ def _without(value: Mapping[str, Any] | msgspec.Struct, keys: tuple[str, ...]) -
     return {k: v for k, v in value.items() if k not in keys}
 
 
-def decode_json(raw: bytes | str, where: str = "") -> Any:
+def decode_json(raw: bytes | str, where: str = "") -> Json:
     """A body or a line -> Python values, refused unless it is I-JSON with no floats (ijson.loads)."""
     return ijson.loads(raw, where)
 
@@ -96,7 +114,7 @@ def decode_data(type_name: str, raw: bytes) -> Any:
     return _DATA_DECODERS[type_name].decode(raw)
 
 
-def to_event(value: Any, where: str) -> Event:
+def to_event(value: JsonIn, where: str) -> Event:
     """A decoded JSON object -> a typed event, or InvalidEvent naming `where` and the field."""
     if not isinstance(value, dict):
         raise InvalidEvent(where, "an event must be a JSON object")
@@ -407,14 +425,14 @@ def type_of(event: Event) -> str:
     return type(event).__struct_config__.tag  # type: ignore[return-value]
 
 
-def envelope_json(e: Any) -> dict[str, Any]:
+def envelope_json(e: StoredEvent) -> dict[str, Encodable]:
     """A StoredEvent as a JSON-ready dict, its data embedded verbatim (msgspec.Raw)."""
-    d: dict[str, Any] = msgspec.structs.asdict(e)
+    d: dict[str, Encodable] = msgspec.structs.asdict(e)
     d["data"] = msgspec.Raw(e.data)
     return d
 
 
-def event_to_dict(event: Event) -> dict[str, Any]:
+def event_to_dict(event: Event) -> JsonObject:
     """The client envelope as plain values (for NDJSON export and tests)."""
-    out: dict[str, Any] = msgspec.to_builtins(event)
+    out: JsonObject = msgspec.to_builtins(event)
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from ledger.model.jsonvalue import JsonInObject
 
 
 class LedgerError(Exception):
@@ -10,7 +10,7 @@ class LedgerError(Exception):
 
     code = "ledger_error"
 
-    def __init__(self, message: str, *, details: Any = None) -> None:
+    def __init__(self, message: str, *, details: JsonInObject | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.details = details
@@ -21,7 +21,7 @@ class InvalidEvent(LedgerError):
 
     code = "invalid"
 
-    def __init__(self, where: str, reason: str, *, details: Any = None) -> None:
+    def __init__(self, where: str, reason: str, *, details: JsonInObject | None = None) -> None:
         super().__init__(f"{where}: {reason}" if where else reason, details=details)
         self.where = where
         self.reason = reason

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Annotated, Generic, Literal, NamedTuple, TypeVar
 
 from msgspec import UNSET, Meta, Struct, UnsetType, structs
 
@@ -166,7 +166,7 @@ Event = (
     | CollectionChanged
 )
 # the tables below are read off the union, so a new kind is added in one place
-EVENT_TYPES: dict[str, type[_Envelope[Any]]] = {
+EVENT_TYPES: dict[str, type[Event]] = {
     t.__struct_config__.tag: t
     for t in Event.__args__  # type: ignore[union-attr]
 }

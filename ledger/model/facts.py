@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from ledger.model.jsonvalue import JsonObject
+
 
 class Fact(NamedTuple):
     """One stored event as the projections see it (data decoded to its Struct)."""
@@ -81,7 +83,7 @@ class ScrubPass(NamedTuple):
     first_bad_seq: int | None
     reason: str | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON shape for /healthz, the integrity report and `ledger scrub --json`."""
         return {
             "by": self.kind,

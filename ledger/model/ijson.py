@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import NoReturn, TypeAlias
 
 from ledger.model.errors import InvalidEvent
+from ledger.model.jsonvalue import Json, JsonObject
 
 # RFC 7493 section 2.2: integers an IEEE 754 double holds exactly (what a JavaScript verifier can hold).
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -43,7 +44,7 @@ class _Refused(Exception):
     """Raised by the fast parse's hooks: the body is refused; the slow pass names where."""
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _pairs(pairs: list[tuple[str, Json]]) -> JsonObject:
     d = dict(pairs)
     if len(d) != len(pairs):
         raise _Refused
@@ -65,11 +66,11 @@ def _int(text: str) -> int:
     return value
 
 
-def _refuse(_: str) -> Any:
+def _refuse(_: str) -> NoReturn:
     raise _Refused
 
 
-def loads(raw: bytes | str, where: str = "") -> Any:
+def loads(raw: bytes | str, where: str = "") -> Json:
     """I-JSON text -> Python values; InvalidEvent names the first place (after `where`) that breaks a rule."""
     try:
         text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8")
@@ -113,7 +114,7 @@ def _too_deep(raw: bytes | str) -> bool:
 # -- the slow pass: parse again keeping everything, then walk in document order --------------------
 
 
-class _Pairs(list):  # type: ignore[type-arg]
+class _Pairs(list[tuple[str, "_Parsed"]]):
     """An object's members as parsed, duplicates kept."""
 
 
@@ -122,6 +123,13 @@ class _Number:
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
+
+
+# what either parse gives: JSON values, and (from the slow one) members with duplicates kept and numbers
+# kept to be named
+_Parsed: TypeAlias = (
+    None | bool | int | float | str | _Number | _Pairs | Sequence["_Parsed"] | Mapping[str, "_Parsed"]
+)
 
 
 def _slow_int(text: str) -> int | _Number:
@@ -148,7 +156,7 @@ def _raise_first(text: str, where: str) -> None:
         raise InvalidEvent(*found)
 
 
-def first_problem(value: Any, where: str = "") -> tuple[str, str] | None:
+def first_problem(value: _Parsed, where: str = "") -> tuple[str, str] | None:
     """(place, reason) of the first value, in document order, that I-JSON or the ledger refuses."""
     return next(_problems(value, where), None)
 
@@ -162,9 +170,9 @@ def nul_place(encoded: bytes | str, where: str = "") -> str | None:
     return next((place for place, reason in _problems(json.loads(encoded), where) if reason == NUL), None)
 
 
-def _problems(value: Any, where: str) -> Iterator[tuple[str, str]]:
+def _problems(value: _Parsed, where: str) -> Iterator[tuple[str, str]]:
     """Every (place, reason) I-JSON or the ledger refuses, in document order (not below a refused key)."""
-    stack: list[tuple[str, Any, int]] = [(where, value, 1)]
+    stack: list[tuple[str, _Parsed, int]] = [(where, value, 1)]
     while stack:
         place, v, depth = stack.pop()
         here = place or "$"
@@ -185,7 +193,7 @@ def _problems(value: Any, where: str) -> Iterator[tuple[str, str]]:
         elif isinstance(v, _Pairs | dict):
             members = list(v) if isinstance(v, _Pairs) else list(v.items())
             seen: set[str] = set()
-            children = []
+            children: list[tuple[str, _Parsed, int]] = []
             for k, child in members:
                 key_place = f"{place}.{k}" if place else str(k)
                 reason = DUPLICATE_KEY if k in seen else _string_problem(k)

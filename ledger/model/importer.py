@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple, cast
 
 import msgspec
 
@@ -36,6 +36,7 @@ from ledger.model.events import (
     StandingData,
 )
 from ledger.model.instants import parse_ts
+from ledger.model.jsonvalue import Json, JsonObject
 from ledger.model.record_types import NoticeEvent, Observation, Record, SnapshotBlock
 
 SCHEMA = "pith.paper-citation-record.v1"
@@ -50,10 +51,10 @@ class Batch(NamedTuple):
     kind: str = "events"
 
 
-def parse_input(raw: bytes, *, force: bool = False, progress: Callable[[int], Any] | None = None) -> Batch:
+def parse_input(raw: bytes, *, force: bool = False, progress: Callable[[int], None] | None = None) -> Batch:
     """A file's bytes -> a batch: a record (schema key), a batch object, a list, or NDJSON lines."""
     try:
-        value: Any = decode_json(raw)
+        value = decode_json(raw)
     except InvalidEvent as whole_error:
         if b"\n" not in raw.strip():
             raise whole_error from None
@@ -82,12 +83,12 @@ EXPECTED = (
 )
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def _short(value: Json, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _found(value: Any) -> str:
+def _found(value: Json) -> str:
     """What a file that is neither a record nor envelopes holds, in a few words."""
     if isinstance(value, dict):
         keys = sorted(value)
@@ -97,7 +98,7 @@ def _found(value: Any) -> str:
     return f"a JSON {kind} {_short(value)}"
 
 
-def parse_ndjson(raw: bytes, progress: Callable[[int], Any] | None = None) -> Batch:
+def parse_ndjson(raw: bytes, progress: Callable[[int], None] | None = None) -> Batch:
     """Each non-empty line is one envelope; places are "line N"."""
     events, places = [], []
     done = 0
@@ -114,7 +115,7 @@ def parse_ndjson(raw: bytes, progress: Callable[[int], Any] | None = None) -> Ba
     return Batch(events, places)
 
 
-def parse_batch(value: Any) -> Batch:
+def parse_batch(value: Json) -> Batch:
     """The POST /events body: {"events": [...], "expected_versions": {...}?}."""
     if not isinstance(value, dict):
         raise InvalidEvent("$", "the body must be a JSON object with an `events` list")
@@ -133,7 +134,7 @@ def parse_batch(value: Any) -> Batch:
     return Batch(
         [to_event(v, f"events[{i}]") for i, v in enumerate(events)],
         [f"events[{i}]" for i in range(len(events))],
-        expected,
+        cast("dict[str, int] | None", expected),  # checked just above: None or stream -> int >= 0
     )
 
 
@@ -147,7 +148,7 @@ def quick_batch(raw: bytes) -> Batch | None:
     return Batch(events, [f"events[{i}]" for i in range(len(events))], expected)
 
 
-def record_to_batch(raw: dict[str, Any], *, force: bool = False) -> Batch:
+def record_to_batch(raw: JsonObject, *, force: bool = False) -> Batch:
     """Check a record (types, digests, self-consistency) and decompose it into events."""
     try:
         rec = msgspec.convert(raw, Record, strict=True)
@@ -161,9 +162,10 @@ def record_to_batch(raw: dict[str, Any], *, force: bool = False) -> Batch:
     return _decompose(rec)
 
 
-def _check_digests(raw: dict[str, Any]) -> None:
+def _check_digests(raw: JsonObject) -> None:
     for lane in ("outbound", "inbound"):
-        for i, o in enumerate(raw[lane]):
+        # the record converted to a Record, so each lane is a list of objects
+        for i, o in enumerate(cast("list[JsonObject]", raw[lane])):
             if observation_digest(o) != o["observation_digest"]:
                 raise InvalidEvent(
                     f"{lane}[{i}].observation_digest",

@@ -6,9 +6,12 @@ that refuses to hold a value longer than a bound (a bomb, not data).
 from __future__ import annotations
 
 import re
-from typing import IO, Any, AnyStr, Generic, cast
+from typing import IO, AnyStr, Generic, cast
 
-_NON_WS: dict[type, re.Pattern[Any]] = {bytes: re.compile(rb"[^ \t\n\r]"), str: re.compile(r"[^ \t\n\r]")}
+_NON_WS: dict[type, re.Pattern[bytes] | re.Pattern[str]] = {
+    bytes: re.compile(rb"[^ \t\n\r]"),
+    str: re.compile(r"[^ \t\n\r]"),
+}
 
 
 class PullBuffer(Generic[AnyStr]):

@@ -11,7 +11,7 @@ inbound spans) is written by the projector (ledger/storage/projector.py).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, Protocol, cast
+from typing import NamedTuple, Protocol, cast
 
 import msgspec
 from blake3 import blake3
@@ -24,6 +24,7 @@ from ledger.model.events import (
     CollectionChanged,
     Event,
     MeasurementObserved,
+    Notice,
     PaperObserved,
     ResolutionObserved,
     StandingChecked,
@@ -62,13 +63,13 @@ def needs_of(events: Sequence[Event], expected_versions: Mapping[str, int] | Non
     for e in events:
         type_ = _TYPES[type(e)]
         ids.append(e.event_id or derived_id(encode(e.data), e.observed_at, type_))
-        d: Any = e.data
-        if type_ is CITATION or type_ is RESOLUTION:
-            oids.append(d.observation_id)
-        if type_ is CITATION:
-            streams.append(f"paper:{d.citing_arxiv_id}")
-        elif type_ is not RESOLUTION:  # a resolution's stream is its citation's: known after a lookup
-            streams.append(_stream(e, type_, {}, None, 0))
+        if isinstance(e, CitationObserved):
+            oids.append(e.data.observation_id)
+            streams.append(f"paper:{e.data.citing_arxiv_id}")
+        elif isinstance(e, ResolutionObserved):
+            oids.append(e.data.observation_id)  # its stream is its citation's: known after a lookup
+        else:
+            streams.append(_stream(e, {}, None, 0))
     return Needs(ids, oids, streams)
 
 
@@ -157,8 +158,7 @@ def append_batch(
         ids.append(e.event_id or derived_id(data, e.observed_at, types[i]))
     head, last_recorded = tx.head()
     stored = tx.existing(sorted(set(ids)))
-    observed: list[Any] = [e.data for e, t in zip(events, types, strict=True) if t in _OBSERVED]
-    oids = sorted({d.observation_id for d in observed})
+    oids = sorted({e.data.observation_id for e in events if isinstance(e, _OBSERVED)})
     citing = tx.citing_papers(oids) if oids else {}
 
     items: list[Appended | None] = [None] * len(events)
@@ -187,7 +187,7 @@ def append_batch(
                 )
             continue  # answered once the earlier one has its seq
         first_at[event_id] = i
-        new.append((i, _stream(e, types[i], citing, places, i)))
+        new.append((i, _stream(e, citing, places, i)))
 
     streams = sorted({s for _, s in new} | set(expected_versions or {}))
     versions = tx.stream_versions(streams) if streams else {}
@@ -238,16 +238,18 @@ def append_batch(
             (seq, event_id, stream, version, type_, observed_at, observed_us, recorded_at, recorded_us,
              data.decode(), prev, h)
         )  # fmt: skip
-        if type_ is CITATION or type_ is RESOLUTION:
-            d: Any = e.data
-            oid = d.observation_id
+        if isinstance(e, CitationObserved):
+            c = e.data
             keys.append((EVENT + event_id, seq))
-            keys.append((OBSERVATION + oid, seq))
-            if type_ is CITATION:
-                steps.append(Step(oid, seq, type_, observed_us, recorded_us, d.citing_arxiv_id,
-                                  d.reference_index, None))  # fmt: skip
-            else:
-                steps.append(Step(oid, seq, type_, observed_us, recorded_us, None, None, d.cited_arxiv_id))
+            keys.append((OBSERVATION + c.observation_id, seq))
+            steps.append(Step(c.observation_id, seq, type_, observed_us, recorded_us, c.citing_arxiv_id,
+                              c.reference_index, None))  # fmt: skip
+        elif isinstance(e, ResolutionObserved):
+            r = e.data
+            keys.append((EVENT + event_id, seq))
+            keys.append((OBSERVATION + r.observation_id, seq))
+            steps.append(Step(r.observation_id, seq, type_, observed_us, recorded_us, None, None,
+                              r.cited_arxiv_id))  # fmt: skip
         else:
             keys.append((EVENT + event_id, seq))
         items[i] = Appended(i, seq, event_id, h, False)
@@ -262,12 +264,12 @@ def append_batch(
     return AppendResult(cast(list[Appended], items), Head(seq, prev))
 
 
-_OBSERVED = (CITATION, RESOLUTION)
+_OBSERVED = (CitationObserved, ResolutionObserved)
 
 
-def _stream(event: Any, type_: str, citing: dict[str, str], places: Sequence[str] | None, i: int) -> str:
+def _stream(event: Event, citing: dict[str, str], places: Sequence[str] | None, i: int) -> str:
     """Derive the stream; records observation ownership as the batch goes."""
-    if type_ == CITATION:
+    if isinstance(event, CitationObserved):
         oid, paper = event.data.observation_id, event.data.citing_arxiv_id
         owner = citing.setdefault(oid, paper)
         if owner != paper:
@@ -276,7 +278,7 @@ def _stream(event: Any, type_: str, citing: dict[str, str], places: Sequence[str
                 f"observation {oid} belongs to paper {owner}, not {paper}",
             )
         return f"paper:{paper}"
-    if type_ == RESOLUTION:
+    if isinstance(event, ResolutionObserved):
         oid = event.data.observation_id
         if oid not in citing:
             raise InvalidEvent(
@@ -284,11 +286,11 @@ def _stream(event: Any, type_: str, citing: dict[str, str], places: Sequence[str
                 f"no citation.observed for observation {oid} in the ledger or earlier in the batch",
             )
         return f"paper:{citing[oid]}"
-    if type_ is _STANDING:
+    if isinstance(event, StandingChecked):
         return f"source:{event.data.source}"
-    if type_ is WORK:
+    if isinstance(event, WorkObserved):
         return f"work:{event.data.doi}"
-    if type_ is COLLECTION:
+    if isinstance(event, CollectionChanged):
         return f"collection:{event.data.name}"
     return f"paper:{event.data.arxiv_id}"
 
@@ -298,7 +300,7 @@ def check_rows(event: StandingChecked, seq: int, observed_us: int, recorded_us: 
     source = event.data.source
     if event.data.work_ids is None:
         return [CheckWorkRow("*", source, observed_us, seq, recorded_us, canonical(event.data.notices))]
-    by_work: dict[str, list[Any]] = {w: [] for w in event.data.work_ids}
+    by_work: dict[str, list[Notice]] = {w: [] for w in event.data.work_ids}
     for n in event.data.notices:
         by_work[n.work_id].append(n)  # type: ignore[index]
     return [

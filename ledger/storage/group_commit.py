@@ -8,16 +8,17 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ledger.storage.append import Needs
+from ledger.storage.append import AppendResult, Needs
 from ledger.storage.group_tx import group as staged
 
 if TYPE_CHECKING:
     from ledger.storage.append import AppendTx as WriteTx
     from ledger.storage.interface import Store
 
-Job = tuple[Callable[["WriteTx"], Any], "Future[Any]", Needs | None]
+# a batch's append, run in the group's transaction; its caller waits on the future for what it returned
+Job = tuple[Callable[["WriteTx"], AppendResult], "Future[AppendResult]", Needs | None]
 # (batches in the group, seconds from BEGIN to COMMIT): told after every committed group
 GroupObserver = Callable[[int, float], None]
 
@@ -39,10 +40,10 @@ class GroupCommitter:
         # called in the writer thread after each commit, its callers acknowledged (e.g. the API's metrics)
         self.observer: GroupObserver | None = None
 
-    def submit(self, job: Callable[[WriteTx], Any], needs: Needs | None = None) -> Any:
+    def submit(self, job: Callable[[WriteTx], AppendResult], needs: Needs | None = None) -> AppendResult:
         """Run `job(tx)` in the next group transaction; return its result once committed. `needs` names
         what it will look up, so the group looks up all of its jobs' at once."""
-        future: Future[Any] = Future()
+        future: Future[AppendResult] = Future()
         self._ensure_thread()
         self._queue.put((job, future, needs))
         return future.result()
@@ -106,27 +107,27 @@ class GroupCommitter:
         return group, False
 
     def _commit(self, group: list[Job]) -> None:
-        outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+        outcomes: list[tuple[Future[AppendResult], AppendResult | Exception]] = []
         began = time.perf_counter()
         try:
             with self.store.write() as tx, staged(tx) as gtx:
                 gtx.prefetch([needs for _, _, needs in group if needs is not None])
                 for job, future, _ in group:
                     try:
-                        outcomes.append((future, gtx.run(job), None))
+                        outcomes.append((future, gtx.run(job)))
                     except Exception as e:  # this batch alone is refused; the others go on
-                        outcomes.append((future, None, e))
+                        outcomes.append((future, e))
         except BaseException as e:  # the commit itself failed: nothing in the group is acknowledged
             for _, future, _ in group:
                 if not future.done():
                     future.set_exception(e)
             return
         # acknowledge only now, after COMMIT returned
-        for future, result, error in outcomes:
-            if error is not None:
-                future.set_exception(error)
+        for future, outcome in outcomes:
+            if isinstance(outcome, Exception):
+                future.set_exception(outcome)
             else:
-                future.set_result(result)
+                future.set_result(outcome)
         self._observe(len(group), time.perf_counter() - began)
 
     def _observe(self, batches: int, seconds: float) -> None:

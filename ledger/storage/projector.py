@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 import msgspec
 
@@ -31,6 +31,7 @@ from ledger.model.errors import LedgerError
 from ledger.model.events import ChainLink, GlanceWork
 from ledger.model.instants import Clock
 from ledger.storage.append import stored_checks
+from ledger.storage.dbapi import Connection, SqlParams
 from ledger.storage.derived import screen
 from ledger.storage.derived.keys import CHECK_WORKS, WORK_KEYS, cited_keys
 from ledger.storage.derived.spans import (
@@ -72,7 +73,7 @@ _CLOSE_SPAN = f"UPDATE inbound_spans SET k_to = ? WHERE {_SPAN_KEY} AND k_to = {
 
 # (store, its connection in the batch's transaction, the position before, the position after): the rule
 # reads what it needs of the events in (before, after] itself
-Apply = Callable[[SqlStore, Any, int, int], None]
+Apply = Callable[[SqlStore, Connection, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def _begin(store: SqlStore) -> tuple[str, ...]:
     return ("BEGIN", "LOCK TABLE projections IN EXCLUSIVE MODE")
 
 
-def position_of(store: SqlStore, name: str, conn: Any = None) -> int:
+def position_of(store: SqlStore, name: str, conn: Connection | None = None) -> int:
     """The position of the projection `name` (0 before its first batch), read on `conn` (else the
     thread's connection)."""
     row = store.query(conn or store.connection(), _POSITION, (name,)).fetchone()
@@ -139,10 +140,10 @@ class Logged:
     fault: Callable[[int], None] | None = None
 
     @staticmethod
-    def pure(name: str, insert: str, rows_of: Callable[[ChainLink], Iterable[Sequence[Any]]]) -> Logged:
+    def pure(name: str, insert: str, rows_of: Callable[[ChainLink], Iterable[SqlParams]]) -> Logged:
         """A projection whose rows are a pure function of each event, inserted by `insert`."""
 
-        def apply(store: SqlStore, conn: Any, after: int, upto: int) -> None:
+        def apply(store: SqlStore, conn: Connection, after: int, upto: int) -> None:
             links = map(link_row, store.query(conn, _EVENTS, (after, upto)).fetchall())
             rows = [r for link in links for r in rows_of(link)]
             if rows:
@@ -200,7 +201,7 @@ class Cursor:
         return self.extend(store, upto)
 
 
-def apply_spans(store: SqlStore, conn: Any, after: int, upto: int) -> None:
+def apply_spans(store: SqlStore, conn: Connection, after: int, upto: int) -> None:
     """Close and open the inbound spans (and their per-day counts) of the observations the events in
     (after, upto] change, from each one's events up to `after` (what the stored rows hold) and the new
     ones (read by the database from the events' data: no envelope is decoded here)."""
@@ -239,7 +240,7 @@ def apply_spans(store: SqlStore, conn: Any, after: int, upto: int) -> None:
         store.query_many(conn, COUNT_BUCKETS, counts)
 
 
-def apply_work_keys(store: SqlStore, conn: Any, after: int, upto: int) -> None:
+def apply_work_keys(store: SqlStore, conn: Connection, after: int, upto: int) -> None:
     """Write the works-index keys of the citations and resolutions in (after, upto] that cite a work
     with a work_id: the database picks those events and their cited work (no envelope is decoded
     here); the DOI rules (ledger/model/doi.py) that make the keys are Python's."""
@@ -280,7 +281,7 @@ def _level(store: SqlStore) -> str:
     return "recent" if store.dialect.name == "sqlite" else "merged"
 
 
-def apply_check_works(store: SqlStore, conn: Any, after: int, upto: int) -> None:
+def apply_check_works(store: SqlStore, conn: Connection, after: int, upto: int) -> None:
     """Write the per-work rows of the standing checks in (after, upto] (few events, each decoded: its
     notices are split per work into canonical JSON, byte for byte what a reader derives)."""
     rows = store.query(
@@ -356,7 +357,7 @@ _TAKE = (
 _RENEW = "UPDATE projector_lease SET expires_us = ? WHERE id = 1 AND holder = ? AND expires_us >= ?"
 
 
-def hold(store: SqlStore, conn: Any, lease: Lease, name: str) -> None:
+def hold(store: SqlStore, conn: Connection, lease: Lease, name: str) -> None:
     """In a transaction begun by `_begin` (the lock `take_lease` also takes, so no other holder can take
     the lease until it ends): renew `lease` if its holder still holds it unexpired, else raise LeaseLost
     before anything of `name`'s batch is written."""

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from ledger.model.codec import decode_data
 from ledger.model.events import ChainLink, StoredEvent
 from ledger.model.facts import Fact
+from ledger.storage.dbapi import Connection, Cursor, SqlParams, SqlRow, SqlValue
 
 FAR_FUTURE = 2**62
 
@@ -59,35 +60,18 @@ SOURCE_HEADS_SQL = (
 )
 
 # A value bound to a statement, and a list bound whole (`Dialect.bind_list`: an array on PostgreSQL)
-Scalar = str | int | float | bytes | None
-Param = Scalar | Sequence[Scalar]
-Params = Sequence[Param]
-
-
-class Cursor(Protocol):
-    """What a statement returns, as both drivers' cursors offer it: rows of the database's values by
-    position, whose types the statement's columns decide (named row types are made from them)."""
-
-    def fetchone(self) -> Any: ...  # a row, or None: typed as the drivers' own stubs type it
-    def fetchall(self) -> Sequence[DbRow]: ...
-    def __iter__(self) -> Iterator[DbRow]: ...
-    @property
-    def rowcount(self) -> int: ...
-
-
-class Connection(Protocol):
-    """A backend's connection, opaque above it: handed back to the store's statements."""
-
-    def close(self) -> None: ...
+Scalar = SqlValue
+Param = SqlValue | Sequence[SqlValue]
+Params = SqlParams
 
 
 # One event as INSERT_EVENTS writes it (its parameters, in the events table's column order): seq,
 # event_id, stream, stream_version, type, observed_at, observed_us, recorded_at, recorded_us, data,
 # prev_hash, hash. A plain tuple: the append builds one per event on its hot path.
 EventParams = tuple[int, str, str, int, str, str, int, str, int, str, str, str]
-# A row as a driver returns it: its values by position, whose types the statement's columns decide
-# (the named row types below and beside each statement are made from these)
-DbRow = Sequence[Any]
+# A row as a driver returns it: its values by position (the named row types below and beside each
+# statement are made from these)
+DbRow = SqlRow
 
 
 # An event as verify's and migrate's walks read it: ENVELOPE_COLUMNS, observed_us, recorded_us (seq,

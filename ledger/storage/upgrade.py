@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from typing import Any
+from collections.abc import Sequence
+from typing import Literal, TypedDict
 
+from ledger.storage.dbapi import Connection, SqlRow, SqlValue
 from ledger.storage.derived.backfill import fill_screen, fill_work_keys
 from ledger.storage.derived.keys import CHECK_WORKS, WORK_KEYS
 from ledger.storage.schema import (
@@ -45,11 +47,34 @@ STEP: dict[str, dict[str, int]] = {
 }
 LATEST = {backend: max(steps.values()) for backend, steps in STEP.items()}
 
+# a trigger as PostgreSQL's catalogue holds it: its definition and whether it fires always ("A")
+Definition = str | tuple[str, str]
+
+
+class Catalogue(TypedDict, total=False):
+    """What a backend's catalogue holds of the layout, by kind, as `_read` reads it."""
+
+    tables: dict[str, str | tuple[Sequence[SqlRow], list[tuple[str, str]]]]  # a table's whole shape
+    columns: dict[str, Sequence[SqlRow]]  # name, type, not null, generated, ... (the backend's columns)
+    indexes: dict[str, dict[str, Definition]]  # by table, by index
+    triggers: dict[str, dict[str, Definition]]  # by table, by trigger
+    views: dict[str, str]
+    sql: dict[str, str]  # SQLite: an index's or trigger's statement as written
+    constraints: dict[str, dict[str, str]]  # PostgreSQL: by table, by constraint
+
+
+def _one(conn: Connection, sql: str, params: tuple[SqlValue, ...] = ()) -> SqlValue:
+    """The one value a catalogue query gives."""
+    row = conn.execute(sql, params).fetchone()
+    assert row is not None  # an aggregate or a setting: always a row
+    return row[0]
+
+
 # the guard on the merged key level that refuses the delete a step of the four levels did
 _DELETE_GUARD = {SQLITE: "event_keys_no_delete", POSTGRESQL: "event_keys_append_only ON event_keys"}
 
 
-def upgrade(conn: Any, dialect: Dialect, version: int) -> None:
+def upgrade(conn: Connection, dialect: Dialect, version: int) -> None:
     """Bring a ledger stamped `version` to the described layout, inside the caller's transaction."""
     name = dialect.name
     want = _described(conn, dialect)
@@ -78,12 +103,12 @@ def _tables(name: str) -> list[Table]:
     return [t for t in LAYOUT.tables if name in t.on]
 
 
-def _run(conn: Any, statements: list[str]) -> None:
+def _run(conn: Connection, statements: list[str]) -> None:
     for statement in statements:
         conn.execute(statement)
 
 
-def _move_rows(conn: Any, dialect: Dialect, version: int) -> None:
+def _move_rows(conn: Connection, dialect: Dialect, version: int) -> None:
     """The rows an earlier layout kept otherwise, moved as the step that changed them did."""
     step = STEP[dialect.name]
     if version < step["event_keys"]:
@@ -143,7 +168,7 @@ def _move_rows(conn: Any, dialect: Dialect, version: int) -> None:
         conn.execute("UPDATE alert_cursor SET seq = (SELECT coalesce(max(seq), 0) FROM events)")
 
 
-def _reshape(conn: Any, name: str, table: Table, have: dict[str, Any], want: dict[str, Any]) -> None:
+def _reshape(conn: Connection, name: str, table: Table, have: Catalogue, want: Catalogue) -> None:
     """Give `table` the described columns and keys, keeping its rows."""
     t = table.name
     old, new = have["columns"][t], want["columns"][t]
@@ -160,7 +185,7 @@ def _reshape(conn: Any, name: str, table: Table, have: dict[str, Any], want: dic
         return
     # SQLite cannot drop a key or a generated column in place: the table is made anew, its rows
     # copied in key order, as sqlite-utils' transform does
-    kept = ", ".join(c[0] for c in new if not c[3] and c[0] in {o[0] for o in old if not o[3]})
+    kept = ", ".join(str(c[0]) for c in new if not c[3] and c[0] in {o[0] for o in old if not o[3]})
     create = table_statements(table, SQLITE)[0].replace(f"CREATE TABLE {t} (", f"CREATE TABLE {t}_new (", 1)
     conn.execute(create)
     order = f" ORDER BY {', '.join(table.primary_key)}" if table.primary_key else ""
@@ -171,13 +196,13 @@ def _reshape(conn: Any, name: str, table: Table, have: dict[str, Any], want: dic
         conn.execute(f"INSERT INTO {t}_fts ({t}_fts) VALUES ('rebuild')")
 
 
-def _pg_reshape(conn: Any, table: Table, have: dict[str, Any], want: dict[str, Any]) -> None:
+def _pg_reshape(conn: Connection, table: Table, have: Catalogue, want: Catalogue) -> None:
     """PostgreSQL drops a column or a constraint in place; the rows stay where they are."""
     t = table.name
     wanted = {c[0] for c in want["columns"][t]}
     for column in have["columns"][t]:
         if column[0] not in wanted:
-            conn.execute(f"ALTER TABLE {t} DROP COLUMN {column[0]}")
+            conn.execute(f"ALTER TABLE {t} DROP COLUMN {column[0]!s}")
     have_cons, want_cons = _read(conn, POSTGRESQL)["constraints"][t], want["constraints"][t]
     for con, definition in have_cons.items():
         if want_cons.get(con) != definition:
@@ -187,7 +212,13 @@ def _pg_reshape(conn: Any, table: Table, have: dict[str, Any], want: dict[str, A
             conn.execute(f"ALTER TABLE {t} ADD CONSTRAINT {con} {definition}")
 
 
-def _match(conn: Any, table: str, part: str, have: dict[str, Any], want: dict[str, Any]) -> None:
+def _match(
+    conn: Connection,
+    table: str,
+    part: Literal["indexes", "triggers"],
+    have: dict[str, Definition],
+    want: Catalogue,
+) -> None:
     """Drop the indexes (or triggers) of `table` that differ from the described ones, make the missing."""
     pg = "constraints" in want
     wanted = want[part].get(table, {})
@@ -200,7 +231,7 @@ def _match(conn: Any, table: str, part: str, have: dict[str, Any], want: dict[st
             continue
         if not pg:
             conn.execute(want["sql"][obj])
-        elif kind == "INDEX":
+        elif isinstance(definition, str):  # an index (a trigger is held with whether it fires always)
             conn.execute(definition)
         else:
             sql, enabled = definition
@@ -209,7 +240,7 @@ def _match(conn: Any, table: str, part: str, have: dict[str, Any], want: dict[st
                 conn.execute(f"ALTER TABLE {table} ENABLE ALWAYS TRIGGER {obj}")
 
 
-def _described(conn: Any, dialect: Dialect) -> dict[str, Any]:
+def _described(conn: Connection, dialect: Dialect) -> Catalogue:
     """The catalogue of the described layout, made where it disturbs nothing."""
     if dialect.name == SQLITE:
         scratch = sqlite3.connect(":memory:")
@@ -220,7 +251,7 @@ def _described(conn: Any, dialect: Dialect) -> dict[str, Any]:
             scratch.close()
     # the session's own temporary schema first: the tables are made there (no privilege beyond TEMP),
     # and the ledger's refusal function, which temporary schemas cannot hold, is found after it
-    path = conn.execute("SHOW search_path").fetchone()[0]
+    path = str(_one(conn, "SHOW search_path"))
     conn.execute("SELECT set_config('search_path', %s, true)", (f"pg_temp, {path}",))
     try:
         conn.execute(";\n".join(create_statements(dialect)[1:]))
@@ -239,17 +270,17 @@ def _squash(sql: str) -> str:
     return re.sub(r'^CREATE TABLE "(\w+)"', r"CREATE TABLE \1", text)
 
 
-def _read(conn: Any, name: str) -> dict[str, Any]:
+def _read(conn: Connection, name: str) -> Catalogue:
     """Tables, their columns, indexes and triggers, and views, as the backend's catalogue holds them."""
     return _read_sqlite(conn) if name == SQLITE else _read_pg(conn)
 
 
-def _read_sqlite(conn: sqlite3.Connection) -> dict[str, Any]:
-    out: dict[str, Any] = {"tables": {}, "columns": {}, "indexes": {}, "triggers": {}, "views": {}, "sql": {}}
+def _read_sqlite(conn: Connection) -> Catalogue:
+    out: Catalogue = {"tables": {}, "columns": {}, "indexes": {}, "triggers": {}, "views": {}, "sql": {}}
     rows = conn.execute(
         "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL"
     ).fetchall()
-    for kind, obj, table, sql in rows:
+    for kind, obj, table, sql in ((str(v) for v in row) for row in rows):  # all text
         if kind == "table":
             out["tables"][obj] = _squash(sql)
             # name, type, not null, hidden (generated)
@@ -258,16 +289,22 @@ def _read_sqlite(conn: sqlite3.Connection) -> dict[str, Any]:
         elif kind == "view":
             out["views"][obj] = _squash(sql)
         else:
-            part = "indexes" if kind == "index" else "triggers"
+            part: Literal["indexes", "triggers"] = "indexes" if kind == "index" else "triggers"
             out[part].setdefault(table, {})[obj] = _squash(sql)
             out["sql"][obj] = sql
     return out
 
 
-def _read_pg(conn: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"tables": {}, "columns": {}, "indexes": {}, "triggers": {}, "views": {}}
-    out["constraints"] = {}
-    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+def _read_pg(conn: Connection) -> Catalogue:
+    out: Catalogue = {
+        "tables": {},
+        "columns": {},
+        "indexes": {},
+        "triggers": {},
+        "views": {},
+        "constraints": {},
+    }
+    schema = str(_one(conn, "SELECT current_schema()"))
 
     def bare(text: str) -> str:
         # a temporary schema is also spelled by its alias
@@ -277,9 +314,10 @@ def _read_pg(conn: Any) -> dict[str, Any]:
         "SELECT c.oid, c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'v')"
     ).fetchall()
-    for oid, rel, kind in rels:
+    for oid, name, kind in rels:
+        rel = str(name)
         if kind == "v":
-            out["views"][rel] = conn.execute("SELECT pg_get_viewdef(%s)", (oid,)).fetchone()[0]
+            out["views"][rel] = str(_one(conn, "SELECT pg_get_viewdef(%s)", (oid,)))
             continue
         out["columns"][rel] = conn.execute(
             "SELECT attname, format_type(atttypid, atttypmod), attnotnull, attgenerated, attidentity, "
@@ -291,10 +329,10 @@ def _read_pg(conn: Any) -> dict[str, Any]:
             "SELECT conname, pg_get_constraintdef(oid), conindid FROM pg_constraint WHERE conrelid = %s",
             (oid,),
         ).fetchall()
-        out["constraints"][rel] = {c[0]: bare(c[1]) for c in cons}
+        out["constraints"][rel] = {str(c[0]): bare(str(c[1])) for c in cons}
         out["tables"][rel] = (out["columns"][rel], sorted(out["constraints"][rel].items()))
         out["indexes"][rel] = {
-            i: bare(d)
+            str(i): bare(str(d))
             for i, d in conn.execute(
                 "SELECT c.relname, pg_get_indexdef(x.indexrelid) FROM pg_index x "
                 "JOIN pg_class c ON c.oid = x.indexrelid WHERE x.indrelid = %s "
@@ -303,7 +341,7 @@ def _read_pg(conn: Any) -> dict[str, Any]:
             ).fetchall()
         }
         out["triggers"][rel] = {
-            g: (bare(d), e)
+            str(g): (bare(str(d)), str(e))
             for g, d, e in conn.execute(
                 "SELECT tgname, pg_get_triggerdef(oid), tgenabled FROM pg_trigger "
                 "WHERE tgrelid = %s AND NOT tgisinternal",

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
+from ledger.storage.dbapi import Connection, Cursor, SqlParams
 from ledger.storage.sql import DialectStore
 
 TOKEN = "token:"  # then the sha256 hex of the bearer token (what the token file holds), never the token
@@ -71,7 +72,7 @@ def writer_rows(seqs: Iterable[int], by: WriteBy) -> list[WriterRow]:
     return rows
 
 
-def save_writers(store: DialectStore, conn: Any, rows: Sequence[WriterRow]) -> None:
+def save_writers(store: DialectStore, conn: Connection, rows: Sequence[WriterRow]) -> None:
     """Insert writer rows on `conn`, inside the caller's write transaction."""
     if rows:
         store.query_many(conn, INSERT_WRITERS, [tuple(r) for r in rows])
@@ -83,16 +84,17 @@ class WriterTables:
     def __init__(self, store: DialectStore) -> None:
         self.store = store
 
-    def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _q(self, sql: str, params: SqlParams = ()) -> Cursor:
         return self.store.query(self.store.connection(), sql, params)
 
     def writer_of(self, seq: int) -> WriterRow | None:
         """Who wrote the event at `seq`, when recorded (events written before the record was kept, or
         by a program calling the library without saying who it is, have none)."""
         row = self._q(_HOLDING, (seq,)).fetchone()
-        if row is None or row[1] < seq:
+        if row is None:
             return None
-        return WriterRow(*row)
+        found = WriterRow._make(row)
+        return None if found.last_seq < seq else found
 
     def writers_of(self, seqs: Iterable[int]) -> dict[int, WriterRow]:
         """The recorded writer of each of these seqs that has one, in one statement per `_PART` seqs."""
@@ -111,7 +113,7 @@ class WriterTables:
         rows: list[WriterRow] = []
         for at in range(0, len(wanted), _PART):
             part = wanted[at : at + _PART]
-            rows.extend(WriterRow(*r) for r in self._q(sql, (d.bind_list(part),)).fetchall())
+            rows.extend(WriterRow._make(r) for r in self._q(sql, (d.bind_list(part),)).fetchall())
         rows.sort()
         starts = [r.first_seq for r in rows]
         out: dict[int, WriterRow] = {}
@@ -123,4 +125,4 @@ class WriterTables:
 
     def rows_between(self, first: int, last: int) -> list[WriterRow]:
         """The rows whose batch starts in first..last, in seq order (what a copy of the ledger carries)."""
-        return [WriterRow(*r) for r in self._q(_BETWEEN, (first, last)).fetchall()]
+        return [WriterRow._make(r) for r in self._q(_BETWEEN, (first, last)).fetchall()]

@@ -9,8 +9,9 @@ checkpoint tells them apart from an honest one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from ledger.model.jsonvalue import JsonObject
 from ledger.tlog import merkle_store
 from ledger.tlog.checkpoint import SignedCheckpoint
 from ledger.tlog.merkle import ProofError, verify_consistency
@@ -65,7 +66,7 @@ class HeldVerdict(NamedTuple):
             f"root {b64(self.root)}; consistency proof of {len(self.consistency_path)} hashes verified)"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The verdict as JSON (hashes in base64, as in the checkpoint)."""
         b64 = merkle_store.b64
         return {

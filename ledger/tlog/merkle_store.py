@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ledger.model.errors import ChainBroken, InvalidEvent, NotFound
+from ledger.model.jsonvalue import JsonObject
 from ledger.tlog.chain import envelope_body
 from ledger.tlog.merkle import (
     CompactRange,
@@ -41,7 +42,7 @@ class InclusionProof(NamedTuple):
     path: list[bytes]
     root: bytes
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """JSON shape (hashes in base64, as in the checkpoint)."""
         return {
             "seq": self.seq,

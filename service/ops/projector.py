@@ -109,7 +109,7 @@ def run_projector(
                         lapse_lease(store, me, clock.now_us())
                         break
             except LeaseLost as lost:  # another worker follows the log now, or this one will again
-                log.warning("%s", lost, extra={"fields": {"projector": "lease_lost", **lost.details}})
+                log.warning("%s", lost, extra={"fields": {"projector": "lease_lost", **(lost.details or {})}})
                 behind = False
             except Exception:  # the database may be back later: keep the thread, say why, retry
                 log.exception("projector failed; retrying later")
@@ -153,7 +153,7 @@ def project_leased(
                 for p in projections:
                     p.advance(store, head, lease=lease)
             except LeaseLost as lost:  # outlasted its lease: the new holder goes on
-                log.warning("%s", lost, extra={"fields": {"projector": "lease_lost", **lost.details}})
+                log.warning("%s", lost, extra={"fields": {"projector": "lease_lost", **(lost.details or {})}})
                 continue
             finally:
                 lapse_lease(store, me, clock.now_us())

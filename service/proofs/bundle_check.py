@@ -36,7 +36,7 @@ from ledger.tlog.checkpoint import Checkpoint, NoteError, Verifier, open_checkpo
 from ledger.tlog.cosign import Quorum
 from ledger.tlog.merkle import ProofError, leaf_hash, node_hash, verify_inclusion
 from projections import record as projection
-from projections.diff import MISSING, Side, as_json, json_diff
+from projections.diff import Missing, Side, as_json, json_diff
 from projections.memory import MemoryReader
 from service.proofs.bundle import SCHEMA
 from service.proofs.bundle_json import JsonReader, Malformed
@@ -702,7 +702,7 @@ def _digests(record: JsonObject, problems: list[str]) -> int:
 
 
 def _short(value: Side) -> str:
-    if value is MISSING:
+    if isinstance(value, Missing):
         return "nothing"
     text = canonical(value).decode()
     return text if len(text) <= 80 else text[:77] + "..."

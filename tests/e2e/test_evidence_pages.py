@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ledger.model.codec import canonical, envelope_json
+from ledger.model.codec import Encodable, canonical, envelope_json
 from ledger.model.instants import parse_as_of
 from ledger.tlog import merkle_store
 from service.ledger import Ledger
@@ -146,6 +146,7 @@ def test_json_clients_get_the_same_bytes_as_before(world: World) -> None:
             r = world.get(f"/evidence?after={seq - 1}&limit=1", headers)
             [e] = ledger.store.read_log(seq - 1, 1)
             nxt = None if seq == head.seq else f"/evidence?after={seq}&limit=1"
+            body: dict[str, Encodable]
             body = {"events": [envelope_json(e)], "head": {"seq": head.seq, "hash": head.hash},
                     "next_after": None if nxt is None else seq, "next": nxt}  # fmt: skip
             assert r.content == canonical(body)

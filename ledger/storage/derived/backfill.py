@@ -4,8 +4,9 @@ ledger/model/doi.py, nor write a notice's canonical JSON)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+from ledger.storage.dbapi import Connection, Cursor, SqlParams, first, integer
 from ledger.storage.derived.keys import link_work_keys
 from ledger.storage.derived.screen import apply
 from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
@@ -19,7 +20,7 @@ _READ = (
 )
 
 
-def fill_work_keys(conn: Any, dialect: Dialect) -> int:
+def fill_work_keys(conn: Connection, dialect: Dialect) -> int:
     """Add the `w:` keys of every stored citation and resolution to the merged level; returns how many.
 
     Read a page of events at a time, the keys staged unsorted, then moved in key order (each leaf of
@@ -46,10 +47,10 @@ def fill_work_keys(conn: Any, dialect: Dialect) -> int:
     return added
 
 
-def fill_screen(conn: Any, dialect: Dialect) -> None:
+def fill_screen(conn: Connection, dialect: Dialect) -> None:
     """Derive the screen's rows of every stored event, by the projector's rule a range of seqs at a
     time. Run inside the migration's transaction."""
-    head = int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+    head = integer(first(conn.execute("SELECT coalesce(max(seq), 0) FROM events"))[0])
     for after in range(0, head, _SCREEN_RANGE):
         apply(_Conn(dialect), conn, after, min(head, after + _SCREEN_RANGE))
 
@@ -63,8 +64,8 @@ class _Conn:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
 
-    def query(self, conn: Any, sql: str, params: Any = ()) -> Any:
+    def query(self, conn: Connection, sql: str, params: SqlParams = ()) -> Cursor:
         return conn.execute(self.dialect.sql(sql), params)
 
-    def query_many(self, conn: Any, sql: str, rows: Any) -> None:
+    def query_many(self, conn: Connection, sql: str, rows: Sequence[SqlParams]) -> None:
         conn.cursor().executemany(self.dialect.sql(sql), rows)

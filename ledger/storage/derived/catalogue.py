@@ -10,12 +10,13 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.works import CatalogueWork, WorkData
+from ledger.storage.dbapi import SqlRow
 
 WORK = "work.observed"
 PAPER = "paper.observed"
@@ -386,23 +387,41 @@ def index_terms(search_text: str) -> set[str]:
     }
 
 
-def to_work(row: Sequence[Any]) -> CatalogueWork:
+class _WorkColumns(NamedTuple):
+    """The columns WORK_COLUMNS selects, as stored: the authors a JSON list."""
+
+    seq: int
+    observed_at: str
+    source: str
+    type: str | None
+    doi: str | None
+    arxiv_id: str | None
+    title: str | None
+    authors: str
+    container: str | None
+    year: int | None
+    volume: str | None
+    issue: str | None
+    first_page: str | None
+    first_seq: int | None
+
+
+def to_work(row: SqlRow) -> CatalogueWork:
     """A CatalogueWork from the columns WORK_COLUMNS selects."""
-    (seq, observed_at, source, type_, doi, arxiv_id, title, authors, container, year, volume, issue, page,
-     first_seq) = row  # fmt: skip
+    c = _WorkColumns._make(row)
     return CatalogueWork(
-        int(seq),
-        observed_at,
-        source,
-        type_,
-        doi,
-        arxiv_id,
-        title,
-        tuple(json.loads(authors)),
-        container,
-        None if year is None else int(year),
-        volume,
-        issue,
-        page,
-        None if first_seq is None else int(first_seq),
+        int(c.seq),
+        c.observed_at,
+        c.source,
+        c.type,
+        c.doi,
+        c.arxiv_id,
+        c.title,
+        tuple(json.loads(c.authors)),
+        c.container,
+        None if c.year is None else int(c.year),
+        c.volume,
+        c.issue,
+        c.first_page,
+        None if c.first_seq is None else int(c.first_seq),
     )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Protocol
 
 import msgspec
 
@@ -91,11 +91,19 @@ def stored_both(event_id: str, type_: str, data: bytes) -> tuple[list[str], list
     return event_keys(event_id, refs), cited_keys(w.doi, w.arxiv_id, w.pith_arxiv_id)
 
 
-def event_keys(event_id: str, refs: Any = None) -> list[str]:
+class Observed(Protocol):
+    """A citation's or resolution's data, as far as its keys need it."""
+
+    @property
+    def observation_id(self) -> str | None: ...
+
+
+def event_keys(event_id: str, refs: Observed | None = None) -> list[str]:
     """The keys an append writes for an event with this id and, for a citation or resolution, its data
     (decoded: the typed Struct an append holds, or what `link_keys` reads back from stored bytes)."""
     if refs is None:
         return [EVENT + event_id]
+    assert refs.observation_id is not None  # a citation and a resolution name their observation
     return [EVENT + event_id, OBSERVATION + refs.observation_id]
 
 

@@ -11,11 +11,13 @@ named one of them: its cost follows the references it can show, not the size of 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple, Protocol
 
 import msgspec
 
 from ledger.model.codec import canonical
+from ledger.model.events import ChainLink, Notice
+from ledger.storage.dbapi import Connection, Cursor, SqlParams, first, integer
 from ledger.storage.sql import Dialect
 
 CITATION = "citation.observed"
@@ -61,7 +63,7 @@ class _Ref(msgspec.Struct):
 
 class _Check(msgspec.Struct):
     source: str
-    notices: list[dict[str, Any]]
+    notices: list[Notice]  # as stored: each encodes to the canonical JSON it was hashed as
 
 
 _REF = msgspec.json.Decoder(_Ref)
@@ -83,8 +85,8 @@ def event_rows(
     c = _CHECK.decode(data)
     by_work: dict[str, set[str]] = {}
     for n in c.notices:
-        if n.get("work_id") is not None:
-            by_work.setdefault(n["work_id"], set()).add(canonical(n).decode())
+        if n.work_id is not None:
+            by_work.setdefault(n.work_id, set()).add(canonical(n).decode())
     return [], [
         NoticeRow(w, seq, i, c.source, observed_us, recorded_us, text)
         for w in sorted(by_work)
@@ -92,16 +94,15 @@ def event_rows(
     ]
 
 
-def batch_rows(events: Iterable[Sequence[Any]]) -> tuple[list[RefRow], list[NoticeRow]]:
-    """The rows of a batch of events, each given as the events table's insert parameters (seq,
-    event_id, stream, stream_version, type, observed_at, observed_us, recorded_at, recorded_us, data,
-    ...)."""
+def batch_rows(links: Iterable[ChainLink]) -> tuple[list[RefRow], list[NoticeRow]]:
+    """The rows of a batch of stored events."""
     refs: list[RefRow] = []
     notices: list[NoticeRow] = []
-    for e in events:
-        if e[4] not in TYPES:
+    for link in links:
+        e = link.event
+        if e.type not in TYPES:
             continue
-        r, n = event_rows(e[0], e[4], e[2], e[6], e[8], e[9])
+        r, n = event_rows(e.seq, e.type, e.stream, link.observed_us, link.recorded_us, e.data)
         refs += r
         notices += n
     return refs, notices
@@ -115,6 +116,30 @@ BOUNDS = (
     f"SELECT coalesce((SELECT seq FROM projections WHERE name = '{NAME}'), 0), "
     "(SELECT coalesce(max(seq), 0) FROM events)"
 )
+
+
+class _StandingEvent(NamedTuple):
+    """The columns `_STANDING_EVENTS` selects, in order."""
+
+    seq: int
+    type: str
+    stream: str
+    observed_us: int
+    recorded_us: int
+    data: str
+
+
+class Queries(Protocol):
+    """What the screen's rule asks of a store: its dialect and statements on a connection."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def query(self, conn: Connection, sql: str, params: SqlParams = ...) -> Cursor: ...
+
+    def query_many(self, conn: Connection, sql: str, rows: Sequence[SqlParams]) -> None: ...
+
+
 _STANDING_EVENTS = (
     "SELECT seq, type, stream, observed_us, recorded_us, data FROM events "
     f"WHERE seq > ? AND seq <= ? AND type = '{STANDING}' ORDER BY seq"
@@ -136,14 +161,14 @@ def refs_select(d: Dialect, works: bool = False) -> str:
     return f"SELECT {REF_COLUMNS} FROM ({inner}) AS r WHERE work_id IS NOT NULL{only}"
 
 
-def notice_rows(store: Any, conn: Any, after: int, upto: int) -> list[NoticeRow]:
+def notice_rows(store: Queries, conn: Connection, after: int, upto: int) -> list[NoticeRow]:
     """The screen_notices rows of the standing checks seq > after and <= upto: a notice's key is its
     canonical JSON, which only Python's encoder writes (checks are few beside the references)."""
     rows = store.query(conn, _STANDING_EVENTS, (after, upto)).fetchall()
-    return [n for r in rows for n in event_rows(*r)[1]]
+    return [n for r in rows for n in event_rows(*_StandingEvent._make(r))[1]]
 
 
-def apply(store: Any, conn: Any, after: int, upto: int) -> None:
+def apply(store: Queries, conn: Connection, after: int, upto: int) -> None:
     """The projector's rule: the rows of the events in (after, upto], the references' by one
     INSERT ... SELECT the database derives, the notices' from Python (`store` a SqlStore)."""
     store.query(conn, f"INSERT INTO screen_refs ({REF_COLUMNS}) {refs_select(store.dialect)}", (after, upto))
@@ -179,16 +204,16 @@ class Tail(NamedTuple):
         return out
 
 
-def tail(store: Any, conn: Any) -> Tail:
+def tail(store: Queries, conn: Connection) -> Tail:
     """The events past the projection's position as `conn` sees them: one probe when there are none."""
-    after, upto = (int(v) for v in store.query(conn, BOUNDS).fetchone())
+    after, upto = (integer(v) for v in first(store.query(conn, BOUNDS)))
     return Tail(after, upto, notice_rows(store, conn, after, upto) if upto > after else [])
 
 
-def tail_refs(store: Any, conn: Any, past: Tail, works: Sequence[str]) -> list[RefRow]:
+def tail_refs(store: Queries, conn: Connection, past: Tail, works: Sequence[str]) -> list[RefRow]:
     """The references among the events of `past` that name one of `works` (the database derives them)."""
     if past.upto <= past.after or not works:
         return []
     d = store.dialect
     rows = store.query(conn, refs_select(d, works=True), (past.after, past.upto, d.bind_list(works)))
-    return [RefRow(*r) for r in rows]
+    return [RefRow._make(r) for r in rows]  # REF_COLUMNS, in order

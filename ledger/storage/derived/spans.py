@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import groupby
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
 from ledger.model.events import ChainLink
+from ledger.storage.dbapi import SqlRow
 
 # the open end of an interval: greater than any instant and than FAR_FUTURE, the "known now" of reads
 OPEN = 2**63 - 1
@@ -212,8 +213,21 @@ def link_step(link: ChainLink) -> Step | None:
     )
 
 
-def step_row(row: Sequence[Any]) -> Step:
-    """A Step from a row of (observation_id, seq, type, observed_us, recorded_us, citing, reference_index,
-    cited), whatever type the backend gave the index as."""
-    oid, seq, type_, observed, recorded, citing, index, cited = row
-    return Step(oid, seq, type_, observed, recorded, citing, None if index is None else int(index), cited)
+class _StepColumns(NamedTuple):
+    """A row of (observation_id, seq, type, observed_us, recorded_us, citing, reference_index, cited)."""
+
+    observation_id: str
+    seq: int
+    type: str
+    observed_us: int
+    recorded_us: int
+    citing: str | None
+    reference_index: int | str | None  # read out of the stored JSON: the backend gives text or a number
+    cited: str | None
+
+
+def step_row(row: SqlRow) -> Step:
+    """A Step from a row of `_StepColumns`, whatever type the backend gave the index as."""
+    c = _StepColumns._make(row)
+    index = None if c.reference_index is None else int(c.reference_index)
+    return Step(c.observation_id, c.seq, c.type, c.observed_us, c.recorded_us, c.citing, index, c.cited)

@@ -9,10 +9,11 @@ them resumed from a number misses none.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypeVar
 
+from ledger.storage.dbapi import Cursor, SqlParams, SqlRow, first, integer
 from ledger.storage.sql import DialectStore
 
 WATCH_COLUMNS = (
@@ -84,13 +85,38 @@ class Due(NamedTuple):
     old_until_us: int | None = None
 
 
+R = TypeVar("R")
+
+
+class _Watcher(NamedTuple):
+    key: str
+    watch_id: str
+
+
+class _WorkWatch(NamedTuple):
+    work_id: str
+    watch_id: str
+    observation_id: str
+
+
+class _Covered(NamedTuple):
+    work_id: str
+    observation_id: str
+
+
+class _Raised(NamedTuple):
+    watch_id: str
+    work_id: str
+    notice_key: str
+
+
 class AlertTables:
     """The alert tables over one store's per-thread connection."""
 
     def __init__(self, store: DialectStore) -> None:
         self.store = store
 
-    def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _q(self, sql: str, params: SqlParams = ()) -> Cursor:
         return self.store.query(self.store.connection(), sql, params)
 
     @contextmanager
@@ -147,7 +173,7 @@ class AlertTables:
     def watch(self, watch_id: str) -> Watch | None:
         """One watch (removed ones too), or None."""
         row = self._q(f"SELECT {WATCH_COLUMNS} FROM watches WHERE id = ?", (watch_id,)).fetchone()
-        return None if row is None else Watch(*row)
+        return None if row is None else Watch._make(row)
 
     def watches(self, after: str = "", limit: int = 100, owner: str | None = None) -> list[Watch]:
         """The watches not removed, by id, after `after`: only `owner`'s, or every one for None."""
@@ -157,12 +183,12 @@ class AlertTables:
             "ORDER BY id LIMIT ?",
             (*args, after, limit),
         )
-        return [Watch(*r) for r in rows]
+        return [Watch._make(r) for r in rows]
 
     def owned(self, owner: str) -> int:
         """How many watches in force `owner` made."""
         sql = "SELECT count(*) FROM watches WHERE owner = ? AND removed_at IS NULL"
-        return int(self._q(sql, (owner,)).fetchone()[0])
+        return integer(first(self._q(sql, (owner,)))[0])
 
     def any_watch(self) -> bool:
         """Whether any watch is in force (the raiser has nothing to do otherwise)."""
@@ -190,7 +216,9 @@ class AlertTables:
         )
         return bool(cur.rowcount)
 
-    def _in_force(self, columns: str, table: str, key: str, keys: Sequence[str]) -> list[Any]:
+    def _in_force(
+        self, make: Callable[[SqlRow], R], columns: str, table: str, key: str, keys: Sequence[str]
+    ) -> list[R]:
         """`columns` of the `table` rows (as t) whose `key` is one of `keys`, of watches in force."""
         if not keys:
             return []
@@ -200,11 +228,11 @@ class AlertTables:
             f"WHERE {d.any_of(key)} AND w.removed_at IS NULL",
             (d.bind_list(sorted(set(keys))),),
         )
-        return [tuple(r) for r in rows]
+        return [make(r) for r in rows]
 
     def watchers(self, keys: Sequence[str]) -> list[tuple[str, str]]:
         """(key, watch id) of the watches in force found by any of these keys."""
-        return self._in_force("t.key, t.watch_id", "watch_keys", "t.key", keys)
+        return self._in_force(_Watcher._make, "t.key, t.watch_id", "watch_keys", "t.key", keys)
 
     def cover(self, rows: Sequence[tuple[str, str, str]]) -> None:
         """(work_id, watch_id, observation_id): the watch covers the work, through that observation."""
@@ -219,7 +247,7 @@ class AlertTables:
     def covering(self, work_ids: Sequence[str]) -> list[tuple[str, str, str]]:
         """(work_id, watch_id, observation_id) of the watches in force covering any of these works."""
         columns = "t.work_id, t.watch_id, t.observation_id"
-        return self._in_force(columns, "watch_works", "t.work_id", work_ids)
+        return self._in_force(_WorkWatch._make, columns, "watch_works", "t.work_id", work_ids)
 
     def covered(self, watch_id: str) -> list[tuple[str, str]]:
         """(work_id, observation_id) a watch covers, by work."""
@@ -228,14 +256,14 @@ class AlertTables:
             "ORDER BY work_id, observation_id",
             (watch_id,),
         )
-        return [(r[0], r[1]) for r in rows]
+        return [_Covered._make(r) for r in rows]
 
     # -- the raiser's place in the log ---------------------------------------------------
 
     def cursor(self) -> int:
         """The last seq whose events have raised their alerts."""
         row = self._q("SELECT seq FROM alert_cursor WHERE id = 1").fetchone()
-        return 0 if row is None else int(row[0])
+        return 0 if row is None else integer(row[0])
 
     def advance(self, seq: int) -> None:
         """Move the cursor (inside `raising`)."""
@@ -253,7 +281,7 @@ class AlertTables:
             f"SELECT watch_id, work_id, notice_key FROM alerts WHERE {d.any_of('watch_id')}",
             (d.bind_list(ids),),
         )
-        found = {(r[0], r[1], r[2]) for r in rows}
+        found: set[tuple[str, str, str]] = {_Raised._make(r) for r in rows}
         return found & set(triples)
 
     def add_alerts(self, alerts: Sequence[Alert], outbox: Sequence[tuple[int, str, int]]) -> None:
@@ -276,8 +304,7 @@ class AlertTables:
 
     def last_n(self) -> int:
         """The number of the last alert raised (0 when none)."""
-        row = self._q("SELECT max(n) FROM alerts").fetchone()
-        return int(row[0] or 0)
+        return integer(first(self._q("SELECT max(n) FROM alerts"))[0] or 0)
 
     def alerts(
         self, watch_id: str | None, after: int = 0, limit: int = 100, since_us: int | None = None
@@ -330,7 +357,7 @@ class AlertTables:
                 "UPDATE outbox SET lease_us = ? WHERE alert_n = ?",
                 [(now_us + lease_us, r[0]) for r in rows],
             )
-        return [Due(*r) for r in rows]
+        return [Due._make(r) for r in rows]
 
     def settle(self, due: Due, state: str, next_us: int, d: Delivery) -> None:
         """Record an attempt and what follows it: delivered, given up, or due again at `next_us`."""
@@ -350,18 +377,18 @@ class AlertTables:
             f"SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE watch_id = ? AND id > ? ORDER BY id LIMIT ?",
             (watch_id, after, limit),
         )
-        return [Delivery(*r) for r in rows]
+        return [Delivery._make(r) for r in rows]
 
     def outbox_depth(self) -> int:
         """Entries still to deliver."""
-        return int(self._q(f"SELECT count(*) FROM outbox WHERE state = '{PENDING}'").fetchone()[0])
+        return integer(first(self._q(f"SELECT count(*) FROM outbox WHERE state = '{PENDING}'"))[0])
 
     def next_due_us(self) -> int | None:
         """When the earliest pending entry is due (None when none is pending)."""
         row = self._q(f"SELECT min(next_us) FROM outbox WHERE state = '{PENDING}'").fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+        return None if row is None or row[0] is None else integer(row[0])
 
 
-def _alert(row: Sequence[Any]) -> Alert:
-    n, id_, watch_id, work_id, key, seq, held, body, raised_at, raised_us = row
-    return Alert(n, id_, watch_id, work_id, key, seq, bool(held), body, raised_at, raised_us)
+def _alert(row: SqlRow) -> Alert:
+    a = Alert._make(row)
+    return a._replace(held=bool(a.held))  # SQLite keeps a boolean as 0 or 1

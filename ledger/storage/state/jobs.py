@@ -11,9 +11,9 @@ freed, so neither holds the next run back for ever.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from ledger.storage.dbapi import Cursor, SqlParams, integer
 from ledger.storage.sql import DialectStore
 
 JOB_COLUMNS = "id, state, started_at, started_us, finished_at, beat_us, summary, error, owner, kind"
@@ -64,13 +64,23 @@ _FINISH = (
 )
 
 
+class Slot(NamedTuple):
+    """A lease held now, as resolve_slots keeps it."""
+
+    slot: int
+    holder: str
+    owner: str
+    beat_us: int
+    examined: int
+
+
 class JobTables:
     """The resolve jobs of one store, over its per-thread connection."""
 
     def __init__(self, store: DialectStore) -> None:
         self.store = store
 
-    def _q(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def _q(self, sql: str, params: SqlParams = ()) -> Cursor:
         return self.store.query(self.store.connection(), sql, params)
 
     def start_job(self, job: Job, stale_us: int, keep: int, exclusive: bool = False) -> Started:
@@ -82,11 +92,11 @@ class JobTables:
             self._q(_FAIL_STALE, (FAILED, STOPPED, RUNNING, stale_us))
             row = self._q(_SAME, (RUNNING, job.owner, job.kind)).fetchone()
             if row is not None:
-                return Started(Job(*row), "running")
+                return Started(Job._make(row), "running")
             if exclusive:
                 row = self._q(_OF_KIND, (RUNNING, job.kind)).fetchone()
                 if row is not None:
-                    return Started(Job(*row), "busy")
+                    return Started(Job._make(row), "busy")
             self._q(_INSERT, tuple(job))
             self._q(_KEEP, (job.owner, job.owner, keep))
             self._q(_OWNERLESS, (RUNNING,))
@@ -95,13 +105,13 @@ class JobTables:
     def running(self, owner: str, kind: str) -> Job | None:
         """The job of this owner and kind running now, if any (it may have stopped unseen)."""
         row = self._q(_SAME, (RUNNING, owner, kind)).fetchone()
-        return None if row is None else Job(*row)
+        return None if row is None else Job._make(row)
 
     def job(self, job_id: str, owner: str) -> Job | None:
         """The job of this id if it is still kept and `owner`'s."""
         sql = f"SELECT {JOB_COLUMNS} FROM resolve_jobs WHERE id = ? AND owner = ?"
         row = self._q(sql, (job_id, owner)).fetchone()
-        return None if row is None else Job(*row)
+        return None if row is None else Job._make(row)
 
     def beat_job(self, job_id: str, beat_us: int) -> None:
         """Say the process running this job is alive."""
@@ -145,22 +155,22 @@ class JobTables:
 
     def slots(self) -> list[tuple[int, str, str, int, int]]:
         """The leases held now: (slot, holder, owner, beat_us, examined)."""
-        sql = "SELECT slot, holder, owner, beat_us, examined FROM resolve_slots ORDER BY slot"
-        return [tuple(r) for r in self._q(sql).fetchall()]
+        sql = f"SELECT {', '.join(Slot._fields)} FROM resolve_slots ORDER BY slot"
+        return [Slot._make(r) for r in self._q(sql).fetchall()]
 
     # -- each token's budget of references examined ----------------------------------------
 
     def paid_by(self, owner: str) -> int | None:
         """The instant (µs) by which `owner`'s spending so far is paid off, if it ever spent."""
         row = self._q("SELECT paid_us FROM resolve_budget WHERE owner = ?", (owner,)).fetchone()
-        return None if row is None else int(row[0])
+        return None if row is None else integer(row[0])
 
     def spend(self, owner: str, cost_us: int, now_us: int) -> int:
         """Add `cost_us` of spending to `owner`'s (paying off from now if it was paid off before);
         the new instant it is paid off by."""
         with self.store.transaction(self.store.write_begin()):
             row = self._q("SELECT paid_us FROM resolve_budget WHERE owner = ?", (owner,)).fetchone()
-            paid = max(now_us, now_us if row is None else int(row[0])) + cost_us
+            paid = max(now_us, now_us if row is None else integer(row[0])) + cost_us
             self._q(
                 "INSERT INTO resolve_budget (owner, paid_us) VALUES (?, ?) "
                 "ON CONFLICT (owner) DO UPDATE SET paid_us = excluded.paid_us",

@@ -128,4 +128,6 @@ def test_each_contradiction_of_the_source_is_said_beside_its_lines(
         ]
         shown = httpx.get(server.base + evidence, headers={"Accept": "application/json"})
         assert shown.status_code == 200
-        assert decode_json(shown.content)["resolution"]["resolver_source"] == "person:librarian"
+        body = decode_json(shown.content)
+        assert isinstance(body, dict) and isinstance(body["resolution"], dict)
+        assert body["resolution"]["resolver_source"] == "person:librarian"

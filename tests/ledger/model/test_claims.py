@@ -66,7 +66,9 @@ def test_the_first_claiming_resolution_of_a_batch_is_named_with_the_flag() -> No
         InvalidEvent, match=r"^events\[3\]\.data\.resolver_source: 'person:Mallory' claims a person"
     ) as e:
         refuse_claims(events)
-    assert e.value.details["flag"] == KEEP_FLAG and KEEP_FLAG in e.value.message
+    assert (
+        e.value.details is not None and e.value.details["flag"] == KEEP_FLAG and KEEP_FLAG in e.value.message
+    )
     places = ["paper", "outbound[0].citation", "outbound[0].resolution", "outbound[1].resolution"]
     with pytest.raises(InvalidEvent, match=r"^outbound\[1\]\.resolution\.resolver_source: "):
         refuse_claims(events, places, record=True)

@@ -140,7 +140,8 @@ def test_the_consistency_proof_given_verifies_from_the_held_root(new_db: NewDb) 
     assert verdict.root == merkle_store.tree_root(ledger.store, 65)
     verify_consistency(40, 65, held.checkpoint.root, verdict.root, verdict.consistency_path)
     json_path = verdict.to_dict()["consistency_path"]
-    assert [base64.b64decode(h) for h in json_path] == verdict.consistency_path
+    assert isinstance(json_path, list)
+    assert [base64.b64decode(str(h)) for h in json_path] == verdict.consistency_path
 
 
 def _altered_root(note: str) -> str:

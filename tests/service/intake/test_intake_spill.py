@@ -50,7 +50,9 @@ def test_lines_of_the_exact_path_are_appended_as_it_decodes_them(
         assert got.appended == len(events)
         assert state(batched) == state(single)
         stored = msgspec.json.decode(batched.store.read_log()[3].data)
-        assert stored == event_to_dict(events[3])["data"] | {"title": "A: paper \U0001f600"}
+        data = event_to_dict(events[3])["data"]
+        assert isinstance(data, dict)
+        assert stored == data | {"title": "A: paper \U0001f600"}
     finally:
         single.close()
         batched.close()
