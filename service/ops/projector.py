@@ -84,6 +84,12 @@ def project_step(
     return behind
 
 
+def _behind(store: Store, projections: Sequence[Projection]) -> bool:
+    """Whether any of these projections is behind the head (reads only)."""
+    head = store.head().seq
+    return any(p.position(store) < head for p in projections)
+
+
 def run_projector(
     store: Store,
     stop: threading.Event,
@@ -102,7 +108,13 @@ def run_projector(
         while not stop.is_set():
             behind = False
             try:
-                while take_lease(store, me, clock.now_us(), lease.ttl_us) and not stop.is_set():
+                # an idle ledger costs reads only: the lease is a write transaction, taken when there
+                # is something to project
+                while (
+                    _behind(store, projections)
+                    and take_lease(store, me, clock.now_us(), lease.ttl_us)
+                    and not stop.is_set()
+                ):
                     behind = project_step(store, projections, lease)
                     if not behind:
                         # caught up: a request that must project takes the lease without waiting

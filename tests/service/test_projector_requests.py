@@ -13,8 +13,17 @@ from collections.abc import Iterator
 import pytest
 
 from ledger.model.events import Event
-from ledger.storage.projector import READ_BY_RECORDS, lease_holder, lowest_position, take_lease
+from ledger.model.facts import Head
+from ledger.storage.interface import Store
+from ledger.storage.projector import (
+    PROJECTIONS,
+    READ_BY_RECORDS,
+    lease_holder,
+    lowest_position,
+    take_lease,
+)
 from service.ledger import Ledger
+from service.ops import projector as runner_module
 from service.ops.projector import project_leased, run_projector
 from tests.conftest import NewDb
 from tests.factories import Clock, citation, oid_of, paper, resolution, ts
@@ -140,6 +149,51 @@ def test_the_servers_projector_lets_its_lease_run_out_once_caught_up(new_db: New
         assert lease_holder(led.store, 0) == "runner"  # the last holder, named
         assert runner.is_alive()  # still running, waiting for its next look
         assert take_lease(led.store, "a-request", clock.now_us(), TTL)
+    finally:
+        stop.set()
+        runner.join(30)
+        led.close()
+
+
+def test_an_idle_servers_projector_takes_no_lease(new_db: NewDb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every projection at the head, the runner's looks are reads: taking the lease is a write
+    transaction (and on SQLite a sync), so an idle server would write twice a poll a worker."""
+    clock = Clock()
+    led = Ledger(new_db(), projector_max_lag=1_000_000, clock=clock)
+    led.append(_events(0, 3))
+    led.ops.project(PROJECTIONS)
+
+    taken: list[str] = []
+
+    def counting(store: Store, holder: str, now_us: int, ttl_us: int) -> bool:
+        taken.append(holder)
+        return take_lease(led.store, holder, now_us, ttl_us)
+
+    monkeypatch.setattr(runner_module, "take_lease", counting)
+    # each look at the log reads the head first: count the looks by that
+    runner_store = Ledger(led.url).store
+    looks = threading.Semaphore(0)
+    real_head = runner_store.head
+
+    def looking() -> Head:
+        looks.release()
+        return real_head()
+
+    monkeypatch.setattr(runner_store, "head", looking)
+    stop = threading.Event()
+    runner = threading.Thread(
+        target=run_projector,
+        args=(runner_store, stop),
+        kwargs={"holder": "runner", "poll_s": 0.01, "clock": clock},
+    )
+    runner.start()
+    try:
+        for _ in range(5):
+            assert looks.acquire(timeout=30)
+        assert taken == []
+        led.append(_events(3, 1))  # something to project: the next look takes the lease
+        wait_until(lambda: _projected(led) == led.head().seq, "the runner caught up", 30.0, every=0.01)
+        assert taken[:1] == ["runner"]
     finally:
         stop.set()
         runner.join(30)
