@@ -398,6 +398,17 @@ def first_page(ledger: Ledger, base: str, loaded: Sequence[tuple[str, str]] = ()
     return record_url(base, papers[0]) if papers else base + "/"
 
 
+def _check_state_dir(db: str) -> None:
+    """A PostgreSQL ledger keeps its signing key and token files in LEDGER_STATE_DIR: a directory that
+    is not there would fail the first request that signs, so the server refuses to start instead."""
+    state_dir = os.environ.get("LEDGER_STATE_DIR")
+    if is_pg_url(db) and state_dir and not os.path.isdir(state_dir):
+        raise ValueError(
+            f"LEDGER_STATE_DIR={state_dir!r} is not a directory: a PostgreSQL ledger's signing key "
+            "and token files live there"
+        )
+
+
 def run(
     *,
     db: str,
@@ -412,6 +423,7 @@ def run(
         settings = Settings.from_env()  # a bad LEDGER_* value fails here, once, not in every worker
         max_text()  # the resolver's own setting too
         max_lag()  # and the projector's
+        _check_state_dir(db)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
     check_can_listen(host, port)  # before the samples are written or `Serving` is said
