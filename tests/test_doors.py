@@ -22,6 +22,8 @@ STORE_NAMES = {"store", "_store", "tables"}
 STORAGE_VALUES = {
     "AppendResult",
     "Alert",
+    "Watch",
+    "Hit",
     "WriteBy",
     "WriterRow",
     "by_token",

@@ -30,6 +30,12 @@ from ledger.storage.derived.keys import (
 )
 from ledger.storage.derived.past import PastIndex
 from ledger.storage.records.reader import SqlReader
+from ledger.storage.shared import (
+    citing_of,
+    existing_events,
+    head_of,
+    steps_of,
+)
 from ledger.storage.sql import (
     CHECK_WORKS_COLUMNS,
     ENVELOPE_COLUMNS,
@@ -56,12 +62,6 @@ from ledger.storage.tables.keys import SeqCheck, SqlKeys
 from ledger.storage.tables.screen import SqlScreenIndex
 from ledger.storage.tables.scrub import SqlScrub
 from ledger.storage.tables.search import SqlSearch
-from ledger.storage.tables.shared import (
-    citing_of,
-    existing_events,
-    head_of,
-    steps_of,
-)
 from ledger.storage.tables.spans import SqlSpans
 from ledger.storage.tables.tree import SqlTree
 from ledger.storage.tables.verifying import SqlVerifying

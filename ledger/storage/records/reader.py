@@ -37,6 +37,13 @@ from ledger.storage.records.inbound import (
     record_order,
     tail_sql,
 )
+from ledger.storage.shared import (
+    CHECK_WINDOW,
+    CHECKS_TAIL,
+    each_level,
+    head_of,
+    starts_ends,
+)
 from ledger.storage.sql import (
     FACT_COLUMNS,
     FAR_FUTURE,
@@ -47,13 +54,6 @@ from ledger.storage.sql import (
     Param,
     Params,
     fact_row,
-)
-from ledger.storage.tables.shared import (
-    CHECK_WINDOW,
-    CHECKS_TAIL,
-    each_level,
-    head_of,
-    starts_ends,
 )
 
 

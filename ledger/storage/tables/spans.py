@@ -23,8 +23,7 @@ from ledger.storage.derived.spans import (
     step_row,
 )
 from ledger.storage.derived.spans import COLUMNS as SPAN_COLUMNS
-from ledger.storage.sql import Connection, DbRow
-from ledger.storage.tables.shared import (
+from ledger.storage.shared import (
     AFTER_OBSERVATIONS,
     COUNT_BUCKETS,
     INSERT_SPANS,
@@ -33,6 +32,7 @@ from ledger.storage.tables.shared import (
     step_columns,
     steps_sql,
 )
+from ledger.storage.sql import Connection, DbRow
 
 
 class SqlSpans(TableBase):
