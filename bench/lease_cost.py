@@ -15,25 +15,12 @@ import os
 import tempfile
 import time
 
-from ledger.model.events import Event
 from service.ledger import Ledger
-from tests.factories import citation, oid_of, paper, resolution, ts
+from tests.factories import cited_by_many
 
 P = "2101.00001"
 LAG = 20
 PER_APPEND = 10  # citing papers an append adds: 30 events, past the lag each time
-
-
-def _events(first: int, n: int) -> list[Event]:
-    events: list[Event] = [paper(P, ts(0))] if first == 0 else []
-    for i in range(first, first + n):
-        citing = f"2201.{i:05d}"
-        events += [
-            paper(citing, ts(1, i)),
-            citation(oid_of(i), citing, ts(2, i), 0),
-            resolution(oid_of(i), ts(3, i), cited_arxiv=P),
-        ]
-    return events
 
 
 def _ppid(pid: str) -> str | None:
@@ -66,10 +53,10 @@ def run(urls: dict[bool, str], rounds: int, data_dir: str | None) -> dict[bool, 
     leds = {k: Ledger(url, projector_max_lag=LAG, projector_lease=k) for k, url in urls.items()}
     try:
         for led in leds.values():
-            led.append(_events(0, 1))
+            led.append(cited_by_many(P, 0, 1))
         spent = {False: 0.0, True: 0.0}
         for r in range(rounds):
-            batch = _events(1 + PER_APPEND * r, PER_APPEND)
+            batch = cited_by_many(P, 1 + PER_APPEND * r, PER_APPEND)
             for leased in (False, True) if r % 2 == 0 else (True, False):
                 server = _server_cpu(data_dir)
                 began = time.process_time()

@@ -113,6 +113,20 @@ def oid_of(n: int) -> str:
     return str(uuid.UUID(int=n + 1, version=4))
 
 
+def cited_by_many(cited: str, first: int, n: int) -> list[ev.Event]:
+    """Papers 2201.{first}.. each citing `cited` once (paper, citation, resolution: 3 events a paper),
+    after `cited`'s own paper event when `first` is 0: a paper whose inbound spans grow as they come."""
+    events: list[ev.Event] = [paper(cited, ts(0))] if first == 0 else []
+    for i in range(first, first + n):
+        citing = f"2201.{i:05d}"
+        events += [
+            paper(citing, ts(1, i)),
+            citation(oid_of(i), citing, ts(2, i), 0),
+            resolution(oid_of(i), ts(3, i), cited_arxiv=cited),
+        ]
+    return events
+
+
 @st.composite
 def ledgers(draw: Any, max_obs: int = 8) -> list[ev.Event]:
     """Random but valid event histories with all-distinct instants (so order is never a tie-break)."""

@@ -14,7 +14,6 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -27,7 +26,7 @@ from ledger.storage.projector import PROJECTIONS, READ_BY_RECORDS, lease_holder,
 from service.ledger import Ledger
 from tests.api_fixtures import running_server
 from tests.conftest import NewDb
-from tests.factories import citation, oid_of, paper, resolution, ts
+from tests.factories import cited_by_many
 from tests.raw import projected
 from tests.waiting import wait_until
 
@@ -37,18 +36,6 @@ WATCH = Path(__file__).parent / "projector_watch"
 P = "2101.00001"
 LEASE_S = 2.0
 STALL_S = 3.0  # one batch holds its transaction this long: its step outlasts the lease
-
-
-def _events(first: int, n: int) -> list[Any]:
-    events: list[Any] = [paper(P, ts(0))] if first == 0 else []
-    for i in range(first, first + n):
-        citing = f"2201.{i:05d}"
-        events += [
-            paper(citing, ts(1, i)),
-            citation(oid_of(i), citing, ts(2, i), 0),
-            resolution(oid_of(i), ts(3, i), cited_arxiv=P),
-        ]
-    return events
 
 
 def _steps(watch: Path, killed: int, killed_at_ns: int) -> list[tuple[int, int, int]]:
@@ -109,7 +96,7 @@ def test_workers_never_run_two_projector_steps_at_once_even_across_a_killed_hold
 ) -> None:
     db = new_db()
     first = Ledger(db, projector_max_lag=1_000_000)
-    first.append(_events(0, 200))
+    first.append(cited_by_many(P, 0, 200))
     first.close()
     watch = tmp_path / "steps.log"
     env = _env(watch, PROJECTOR_WATCH_STEP="20", PROJECTOR_WATCH_PAUSE_S="0.05")
@@ -128,7 +115,7 @@ def test_workers_never_run_two_projector_steps_at_once_even_across_a_killed_hold
             os.kill(killed, signal.SIGKILL)  # the holder, in the middle of the projection
             killed_at = time.monotonic_ns()
             at_kill = position()
-            more = [event_to_dict(e) for e in _events(200, 40)]
+            more = [event_to_dict(e) for e in cited_by_many(P, 200, 40)]
             answer = httpx.post(f"{server.base}/events", json={"events": more}, headers=AUTH, timeout=60)
             assert answer.status_code == 201, answer.text
             head = reader.head().seq
@@ -166,7 +153,7 @@ def test_a_step_that_outlasts_its_lease_hands_it_over_and_writes_no_batch_after(
     written under its writer's unexpired lease, and the projections end as one projector's."""
     db = new_db()
     first = Ledger(db, projector_max_lag=1_000_000)
-    first.append(_events(0, 200))
+    first.append(cited_by_many(P, 0, 200))
     first.close()
     watch = tmp_path / "steps.log"
     env = _env(
@@ -218,7 +205,7 @@ def test_a_workers_back_pressure_and_a_page_that_projects_first_project_only_und
     and each append still returns with the projections within the lag."""
     db = new_db()
     first = Ledger(db, projector_max_lag=1_000_000)
-    first.append(_events(0, 100))
+    first.append(cited_by_many(P, 0, 100))
     first.close()
     watch = tmp_path / "steps.log"
     env = {
@@ -231,7 +218,7 @@ def test_a_workers_back_pressure_and_a_page_that_projects_first_project_only_und
         try:
             with httpx.Client(base_url=server.base, timeout=120) as client:
                 for i in range(8):
-                    more = [event_to_dict(e) for e in _events(100 + 20 * i, 20)]
+                    more = [event_to_dict(e) for e in cited_by_many(P, 100 + 20 * i, 20)]
                     answer = client.post("/events", json={"events": more}, headers=AUTH)
                     assert answer.status_code == 201, answer.text
                     lags.append(reader.head().seq - lowest_position(reader.store, READ_BY_RECORDS))

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from ledger.model.events import Event
 from ledger.model.facts import Head
 from ledger.storage.interface import Store
 from ledger.storage.projector import (
@@ -26,23 +25,11 @@ from service.ledger import Ledger
 from service.ops import projector as runner_module
 from service.ops.projector import project_leased, run_projector
 from tests.conftest import NewDb
-from tests.factories import Clock, citation, oid_of, paper, resolution, ts
+from tests.factories import Clock, cited_by_many
 from tests.waiting import pause, wait_until
 
 TTL = 30_000_000  # a lease's length, in the test clock's microseconds
 P = "2101.00001"
-
-
-def _events(first: int, n: int) -> list[Event]:
-    events: list[Event] = [paper(P, ts(0))] if first == 0 else []
-    for i in range(first, first + n):
-        citing = f"2201.{i:05d}"
-        events += [
-            paper(citing, ts(1, i)),
-            citation(oid_of(i), citing, ts(2, i), 0),
-            resolution(oid_of(i), ts(3, i), cited_arxiv=P),
-        ]
-    return events
 
 
 @pytest.fixture
@@ -70,7 +57,7 @@ def test_an_append_past_the_lag_waits_while_another_worker_holds_the_lease_and_t
     """Another worker holds the lease and died (it never renews): the append past the lag writes no
     batch while that lease lasts, then takes it once it has run out, projects, and gives it up."""
     assert take_lease(worker.store, "dead-worker", clock.now_us(), TTL)
-    appended = threading.Thread(target=worker.append, args=(_events(0, 10),))
+    appended = threading.Thread(target=worker.append, args=(cited_by_many(P, 0, 10),))
     appended.start()
     try:
         wait_until(lambda: worker.head().seq > 0, "the append committed", 10.0, every=0.01)
@@ -91,7 +78,7 @@ def test_a_read_that_projects_first_takes_a_free_lease_and_lets_it_run_out(
     """No worker holds the lease: the page's request takes it, projects to the head, lets it run out."""
     quiet = Ledger(worker.url, projector_max_lag=1_000_000)
     try:
-        quiet.append(_events(0, 4))
+        quiet.append(cited_by_many(P, 0, 4))
     finally:
         quiet.close()
     view = worker.records.timeline_and_record(P)
@@ -107,7 +94,7 @@ def test_a_request_stops_waiting_on_a_holder_that_makes_no_progress(
     lease lengths of the request's own (0.1 s here) it goes on without them and says so."""
     quiet = Ledger(worker.url, projector_max_lag=1_000_000)
     try:
-        quiet.append(_events(0, 4))
+        quiet.append(cited_by_many(P, 0, 4))
     finally:
         quiet.close()
     assert take_lease(worker.store, "stuck-worker", clock.now_us(), TTL)
@@ -124,7 +111,7 @@ def test_the_cli_never_waits_on_the_lease(new_db: NewDb, clock: Clock) -> None:
     cli = Ledger(new_db(), projector_max_lag=5, clock=clock)
     try:
         assert take_lease(cli.store, "a-server-worker", clock.now_us(), 10**15)
-        cli.append(_events(0, 10))
+        cli.append(cited_by_many(P, 0, 10))
         assert _projected(cli) == cli.head().seq
     finally:
         cli.close()
@@ -135,7 +122,7 @@ def test_the_servers_projector_lets_its_lease_run_out_once_caught_up(new_db: New
     (the row still names it), so a request that must project takes it at once rather than wait."""
     clock = Clock()
     led = Ledger(new_db(), projector_max_lag=1_000_000, clock=clock)
-    led.append(_events(0, 10))
+    led.append(cited_by_many(P, 0, 10))
     stop = threading.Event()
     runner = threading.Thread(
         target=run_projector,
@@ -160,7 +147,7 @@ def test_an_idle_servers_projector_takes_no_lease(new_db: NewDb, monkeypatch: py
     transaction (and on SQLite a sync), so an idle server would write twice a poll a worker."""
     clock = Clock()
     led = Ledger(new_db(), projector_max_lag=1_000_000, clock=clock)
-    led.append(_events(0, 3))
+    led.append(cited_by_many(P, 0, 3))
     led.ops.project(PROJECTIONS)
 
     taken: list[str] = []
@@ -191,7 +178,7 @@ def test_an_idle_servers_projector_takes_no_lease(new_db: NewDb, monkeypatch: py
         for _ in range(5):
             assert looks.acquire(timeout=30)
         assert taken == []
-        led.append(_events(3, 1))  # something to project: the next look takes the lease
+        led.append(cited_by_many(P, 3, 1))  # something to project: the next look takes the lease
         wait_until(lambda: _projected(led) == led.head().seq, "the runner caught up", 30.0, every=0.01)
         assert taken[:1] == ["runner"]
     finally:
