@@ -32,7 +32,7 @@ from ledger.storage.derived.catalogue import (
     tiers,
     to_work,
 )
-from ledger.storage.sql import Connection, Cursor, DbRow, DialectStore, Params
+from ledger.storage.sql import Connection, Cursor, DialectStore, SqlParams, SqlRow
 
 KEYS_PER_STATEMENT = 500
 
@@ -77,7 +77,7 @@ class SqlCatalogue:
             ("BEGIN IMMEDIATE",) if sqlite else ("BEGIN", "LOCK TABLE catalogue_cursor IN EXCLUSIVE MODE")
         )
 
-    def _q(self, sql: str, params: Params = ()) -> Cursor:
+    def _q(self, sql: str, params: SqlParams = ()) -> Cursor:
         return self.store.query(self.store.connection(), sql, params)
 
     def catalogue_indexed(self) -> int:
@@ -160,8 +160,13 @@ class SqlCatalogue:
         return None
 
     def _pages(
-        self, conn: Connection, sql: str, fixed: Params, start: Params, key: Callable[[DbRow], Params]
-    ) -> Iterator[DbRow]:
+        self,
+        conn: Connection,
+        sql: str,
+        fixed: SqlParams,
+        start: SqlParams,
+        key: Callable[[SqlRow], SqlParams],
+    ) -> Iterator[SqlRow]:
         """The rows of `sql` a page at a time, each page after the `key` of the last row read."""
         after = start
         while True:
@@ -298,7 +303,7 @@ class SqlCatalogue:
                 "(SELECT rowid FROM catalogue_works_fts WHERE catalogue_works_fts MATCH q.value "
                 "ORDER BY rowid LIMIT ?)"
             )
-            params: Params = (json.dumps([" AND ".join(f'"{w}"' for w in a) for a in asks]), limit)
+            params: SqlParams = (json.dumps([" AND ".join(f'"{w}"' for w in a) for a in asks]), limit)
         else:
             # each ask's works through the GIN index. `seq + 0`: ordered by the key's own index, the
             # planner would walk the works in seq order testing each one's words, which for a rare set
@@ -351,7 +356,7 @@ class SqlCatalogue:
         return [list(found.get((v, p), ())) if v is not None and p is not None else [] for v, p in asked]
 
 
-def _latest_by_stream(events: Iterable[DbRow]) -> Iterator[Row]:
+def _latest_by_stream(events: Iterable[SqlRow]) -> Iterator[Row]:
     """The catalogue row of the last event of each stream, from events in _BY_STREAM's order."""
     last: Row | None = None
     first = 0

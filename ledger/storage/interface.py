@@ -32,11 +32,11 @@ from ledger.model.works import CatalogueWork
 from ledger.storage.append import AppendTx
 from ledger.storage.derived.search import Found
 from ledger.storage.derived.spans import Bucket, Row, Span, Step
-from ledger.storage.records.reader import CheckHistoryRow
 from ledger.storage.sql import ChainRow
 from ledger.storage.state.alerts import AlertTables
 from ledger.storage.state.jobs import JobTables
 from ledger.storage.tables.keys import IndexRow, SeqCheck, StoredRow
+from ledger.storage.tables.reader import CheckHistoryRow
 from ledger.storage.tables.screen import ScreenEvent, ScreenRow
 from ledger.storage.writers import WriterRow, WriterTables
 from ledger.tlog.stored import LogStore
@@ -161,7 +161,7 @@ class EventReads(Protocol):
 
 class RecordReader(Protocol):
     """What the projections and a record's services read in one consistent snapshot, filtered to
-    observed <= T and recorded <= K (records/reader.SqlReader; a record's statements are numbered there)."""
+    observed <= T and recorded <= K (tables/reader.SqlReader; a record's statements are numbered there)."""
 
     def head(self) -> Head: ...
     def paper_stream(self, arxiv_id: str) -> list[Fact]: ...

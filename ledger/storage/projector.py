@@ -31,7 +31,6 @@ from ledger.model.errors import LedgerError
 from ledger.model.events import ChainLink, GlanceWork
 from ledger.model.instants import Clock
 from ledger.storage.append import stored_checks
-from ledger.storage.dbapi import Connection, SqlParams
 from ledger.storage.derived import screen
 from ledger.storage.derived.keys import CHECK_WORKS, WORK_KEYS, cited_keys
 from ledger.storage.derived.spans import (
@@ -48,9 +47,9 @@ from ledger.storage.derived.spans import (
     NAME as SPANS_NAME,
 )
 from ledger.storage.interface import Store
-from ledger.storage.shared import COUNT_BUCKETS, INSERT_SPANS, steps_of
-from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
+from ledger.storage.sql import ENVELOPE_COLUMNS, Connection, Dialect, SqlParams, link_row
 from ledger.storage.sql_store import SqlStore, insert_check_works, insert_keys
+from ledger.storage.tables.shared import COUNT_BUCKETS, INSERT_SPANS, steps_of
 
 _CITED_WORK = msgspec.json.Decoder(GlanceWork)
 BATCH = 5_000  # events a projector transaction applies: a kill loses at most one batch's work

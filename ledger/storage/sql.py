@@ -1,21 +1,24 @@
-"""The SQL both backends run, written once, and the small dialect that spells it for each.
+"""The SQL both backends run, written once, and the small dialect that spells it for each; and the
+DB-API connection and cursor the storage code receives: what sqlite3's and psycopg's both offer.
 
-Statements are written with `?` placeholders; the PostgreSQL dialect turns them into `%s`.
+Statements are written with `?` placeholders; the PostgreSQL dialect turns them into `%s`. Their
+parameters and rows' values are the column types the layout uses (schema.py): integers, text, bytes,
+booleans and NULL; floats and (PostgreSQL's sums) decimals for computed values.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from decimal import Decimal
+from typing import Any, Protocol, TypeAlias
 
 from ledger.model.codec import decode_data
 from ledger.model.events import ChainLink, StoredEvent
 from ledger.model.facts import Fact
-from ledger.storage.dbapi import Connection, Cursor, SqlParams, SqlRow, SqlValue
 
 FAR_FUTURE = 2**62
 
@@ -59,19 +62,59 @@ SOURCE_HEADS_SQL = (
     "ORDER BY e.stream"
 )
 
-# A value bound to a statement, and a list bound whole (`Dialect.bind_list`: an array on PostgreSQL)
-Scalar = SqlValue
-Param = SqlValue | Sequence[SqlValue]
-Params = SqlParams
+SqlValue: TypeAlias = None | bool | int | float | Decimal | str | bytes
+# a row as the drivers give it (sqlite3 and psycopg both: a tuple of the row's values), whose types
+# the statement's columns decide: each reader narrows or names what it selects
+SqlRow: TypeAlias = Sequence[Any]
+# a value bound to a statement, or a list bound whole (`Dialect.bind_list`: an array on PostgreSQL)
+SqlParam: TypeAlias = SqlValue | Sequence[SqlValue]
+SqlParams: TypeAlias = Sequence[SqlParam]
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor the storage code uses."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def __iter__(self) -> Iterator[SqlRow]: ...
+
+    # a row or None, as the drivers' own stubs type it: callers check None where a row may be missing
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> Sequence[SqlRow]: ...
+
+    # sqlite3 gives the cursor back, psycopg None
+    def executemany(self, sql: str, rows: Sequence[SqlParams], /) -> Cursor | None: ...
+
+
+class Connection(Protocol):
+    """The part of a DB-API connection the storage code uses (sqlite3.Connection, psycopg.Connection)."""
+
+    def execute(self, sql: str, params: SqlParams = ..., /) -> Cursor: ...
+
+    def cursor(self) -> Cursor: ...
+
+
+def first(cursor: Cursor) -> SqlRow:
+    """The row of a query that always gives one (an aggregate, a setting)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError("the query gave no row")
+    return row
+
+
+def integer(value: SqlValue) -> int:
+    """A value of an integer column, or an aggregate of one (PostgreSQL's sum is a numeric), as an int."""
+    if value is None:
+        raise TypeError("expected an integer from the database, found NULL")
+    return int(value)
 
 
 # One event as INSERT_EVENTS writes it (its parameters, in the events table's column order): seq,
 # event_id, stream, stream_version, type, observed_at, observed_us, recorded_at, recorded_us, data,
 # prev_hash, hash. A plain tuple: the append builds one per event on its hot path.
 EventParams = tuple[int, str, str, int, str, str, int, str, int, str, str, str]
-# A row as a driver returns it: its values by position (the named row types below and beside each
-# statement are made from these)
-DbRow = SqlRow
 
 
 # An event as verify's and migrate's walks read it: ENVELOPE_COLUMNS, observed_us, recorded_us (seq,
@@ -139,7 +182,7 @@ class Dialect:
             return None
         return f"SELECT key FROM {view} WHERE key = ANY({_PG_LIST}) GROUP BY key HAVING count(*) > 1 LIMIT 1"
 
-    def bind_list(self, values: Sequence[Scalar]) -> Param:
+    def bind_list(self, values: Sequence[SqlValue]) -> SqlParam:
         """The parameter for `any_of`."""
         return json.dumps(list(values)) if self.json_lists else list(values)
 
@@ -149,7 +192,7 @@ class Dialect:
             return "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
         return f"SELECT * FROM unnest(?::{first_type}[], ?::{second_type}[])"
 
-    def bind_pairs(self, pairs: Sequence[tuple[Scalar, Scalar]]) -> list[Param]:
+    def bind_pairs(self, pairs: Sequence[tuple[SqlValue, SqlValue]]) -> list[SqlParam]:
         """The parameters for `pairs`."""
         if self.json_lists:
             return [json.dumps([list(p) for p in pairs])]
@@ -221,13 +264,13 @@ def _percent(text: str) -> str:
     return text.replace("?", "%s")
 
 
-def fact_row(row: DbRow) -> Fact:
+def fact_row(row: SqlRow) -> Fact:
     """A Fact from a row of FACT_COLUMNS."""
     seq, type_, observed_at, observed_us, data = row
     return Fact(seq, type_, observed_at, observed_us, decode_data(type_, data.encode()))
 
 
-def envelope_row(row: DbRow) -> StoredEvent:
+def envelope_row(row: SqlRow) -> StoredEvent:
     """A StoredEvent from a row of ENVELOPE_COLUMNS."""
     seq, event_id, stream, version, type_, observed_at, recorded_at, data, prev, h = row
     return StoredEvent(
@@ -235,7 +278,7 @@ def envelope_row(row: DbRow) -> StoredEvent:
     )
 
 
-def link_row(row: DbRow) -> ChainLink:
+def link_row(row: SqlRow) -> ChainLink:
     """A ChainLink from a row of ENVELOPE_COLUMNS, observed_us, recorded_us."""
     return ChainLink(envelope_row(row[:10]), row[10], row[11])
 
@@ -278,8 +321,8 @@ class DialectStore(Protocol):
     def dialect(self) -> Dialect: ...
 
     def connection(self) -> Connection: ...
-    def query(self, conn: Connection, sql: str, params: Params = ()) -> Cursor: ...
-    def query_many(self, conn: Connection, sql: str, rows: Sequence[Params]) -> None: ...
+    def query(self, conn: Connection, sql: str, params: SqlParams = ()) -> Cursor: ...
+    def query_many(self, conn: Connection, sql: str, rows: Sequence[SqlParams]) -> None: ...
     def write_begin(self) -> tuple[str, ...]: ...
     def transaction(self, begin: Sequence[str]) -> AbstractContextManager[Connection]: ...
     def reading(self) -> AbstractContextManager[Connection]: ...

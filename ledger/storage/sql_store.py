@@ -29,13 +29,6 @@ from ledger.storage.derived.keys import (
     level_table,
 )
 from ledger.storage.derived.past import PastIndex
-from ledger.storage.records.reader import SqlReader
-from ledger.storage.shared import (
-    citing_of,
-    existing_events,
-    head_of,
-    steps_of,
-)
 from ledger.storage.sql import (
     CHECK_WORKS_COLUMNS,
     ENVELOPE_COLUMNS,
@@ -49,8 +42,8 @@ from ledger.storage.sql import (
     Connection,
     Cursor,
     Dialect,
-    Param,
-    Params,
+    SqlParam,
+    SqlParams,
     envelope_row,
     fact_row,
     link_row,
@@ -59,9 +52,16 @@ from ledger.storage.state.alerts import AlertTables
 from ledger.storage.state.jobs import JobTables
 from ledger.storage.tables.imports import SqlImports
 from ledger.storage.tables.keys import SeqCheck, SqlKeys
+from ledger.storage.tables.reader import SqlReader
 from ledger.storage.tables.screen import SqlScreenIndex
 from ledger.storage.tables.scrub import SqlScrub
 from ledger.storage.tables.search import SqlSearch
+from ledger.storage.tables.shared import (
+    citing_of,
+    existing_events,
+    head_of,
+    steps_of,
+)
 from ledger.storage.tables.spans import SqlSpans
 from ledger.storage.tables.tree import SqlTree
 from ledger.storage.tables.verifying import SqlVerifying
@@ -217,10 +217,10 @@ class SqlStore:
         """The statements that open a write transaction holding the append lock."""
         raise NotImplementedError
 
-    def _execute(self, conn: Connection, sql: str, params: Params) -> Cursor:
+    def _execute(self, conn: Connection, sql: str, params: SqlParams) -> Cursor:
         raise NotImplementedError
 
-    def _execute_many(self, conn: Connection, sql: str, rows: Sequence[Params]) -> None:
+    def _execute_many(self, conn: Connection, sql: str, rows: Sequence[SqlParams]) -> None:
         raise NotImplementedError
 
     def in_transaction(self, conn: Connection) -> bool:
@@ -231,14 +231,14 @@ class SqlStore:
         """This thread's connection (opened on first use)."""
         return self._conn()
 
-    def query(self, conn: Connection, sql: str, params: Params = ()) -> Cursor:
+    def query(self, conn: Connection, sql: str, params: SqlParams = ()) -> Cursor:
         """One statement (written with `?` placeholders) on `conn`; traced when tracing."""
         sql = self.dialect.sql(sql)
         if self.trace is not None:
             self.trace.append(sql)
         return self._execute(conn, sql, params)
 
-    def query_many(self, conn: Connection, sql: str, rows: Sequence[Params]) -> None:
+    def query_many(self, conn: Connection, sql: str, rows: Sequence[SqlParams]) -> None:
         """One statement run for many rows; traced once per row, as sent."""
         sql = self.dialect.sql(sql)
         if self.trace is not None:
@@ -296,7 +296,7 @@ class SqlStore:
     ) -> list[StoredEvent]:
         """Stored envelopes in seq order after `after`, optionally one stream or type."""
         sql = f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE seq > ?"
-        params: list[Param] = [after]
+        params: list[SqlParam] = [after]
         if stream is not None:
             sql += " AND stream = ?"
             params.append(stream)
@@ -313,7 +313,7 @@ class SqlStore:
         """The stored envelopes of every stream whose name starts with `prefix` (e.g. `collection:`), in
         seq order, up to seq `upto`: a range of the (stream, ...) index, text compared byte-wise."""
         sql = f"SELECT {ENVELOPE_COLUMNS} FROM events WHERE stream >= ? AND stream < ?"
-        params: list[Param] = [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)]
+        params: list[SqlParam] = [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)]
         if upto is not None:
             sql += " AND seq <= ?"
             params.append(upto)
@@ -403,7 +403,7 @@ class SqlWriteTx:
         self.store = store
         self.conn = conn
 
-    def _q(self, sql: str, params: Params = ()) -> Cursor:
+    def _q(self, sql: str, params: SqlParams = ()) -> Cursor:
         return self.store.query(self.conn, sql, params)
 
     def head(self) -> tuple[Head, int]:

@@ -16,7 +16,6 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Literal, TypedDict
 
-from ledger.storage.dbapi import Connection, SqlRow, SqlValue
 from ledger.storage.derived.backfill import fill_screen, fill_work_keys
 from ledger.storage.derived.keys import CHECK_WORKS, WORK_KEYS
 from ledger.storage.schema import (
@@ -29,7 +28,7 @@ from ledger.storage.schema import (
     table_statements,
     view_statement,
 )
-from ledger.storage.sql import Dialect
+from ledger.storage.sql import Connection, Dialect, SqlRow, SqlValue
 
 # Every change of the stored layout, in order: SQLite stamped the layout after the nth one version n.
 # PostgreSQL never had SQLite's second (its guard refuses a REPLACE's delete anyway), so from there on

@@ -1,6 +1,6 @@
 """Ledger-wide reads the source adapters and the diff need (works and papers known as of T).
 
-The record's own reads live in records/reader.py; these span every observation, so they are kept apart.
+The record's own reads live in tables/reader.py; these span every observation, so they are kept apart.
 A source ingest looks up only the keys its file names, in the works index (derived/keys.py), a chunk
 of keys per statement; `works_known` and `papers_known` read every observation and every paper, and
 are the reference the lookups are tested against.

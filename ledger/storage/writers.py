@@ -13,8 +13,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Protocol
 
-from ledger.storage.dbapi import Connection, Cursor, SqlParams
-from ledger.storage.sql import DialectStore
+from ledger.storage.sql import Connection, Cursor, DialectStore, SqlParams
 
 TOKEN = "token:"  # then the sha256 hex of the bearer token (what the token file holds), never the token
 CLI = "cli:"  # then the operating-system user who ran the `ledger` command

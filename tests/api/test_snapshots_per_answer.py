@@ -19,7 +19,7 @@ import uvicorn
 from api.app import create_app
 from api.settings import Settings
 from api.state import state_of
-from ledger.storage.records.reader import SqlReader
+from ledger.storage.tables.reader import SqlReader
 from service.ops.scrub import PassLog
 from tests.api_fixtures import free_port
 from tests.conftest import FIXTURE_ID, NewDb

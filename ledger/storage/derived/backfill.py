@@ -6,10 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ledger.storage.dbapi import Connection, Cursor, SqlParams, first, integer
 from ledger.storage.derived.keys import link_work_keys
 from ledger.storage.derived.screen import apply
-from ledger.storage.sql import ENVELOPE_COLUMNS, Dialect, link_row
+from ledger.storage.sql import (
+    ENVELOPE_COLUMNS,
+    Connection,
+    Cursor,
+    Dialect,
+    SqlParams,
+    first,
+    integer,
+    link_row,
+)
 
 PAGE = 10_000
 # where the keys are staged, unsorted, before they are moved in key order

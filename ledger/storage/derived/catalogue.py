@@ -16,7 +16,7 @@ import msgspec
 
 from ledger.model.doi import arxiv_key, doi_key
 from ledger.model.works import CatalogueWork, WorkData
-from ledger.storage.dbapi import SqlRow
+from ledger.storage.sql import SqlRow
 
 WORK = "work.observed"
 PAPER = "paper.observed"

@@ -17,8 +17,7 @@ import msgspec
 
 from ledger.model.codec import canonical
 from ledger.model.events import ChainLink, Notice
-from ledger.storage.dbapi import Connection, Cursor, SqlParams, first, integer
-from ledger.storage.sql import Dialect
+from ledger.storage.sql import Connection, Cursor, Dialect, SqlParams, first, integer
 
 CITATION = "citation.observed"
 RESOLUTION = "resolution.observed"

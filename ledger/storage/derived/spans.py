@@ -23,7 +23,7 @@ from typing import NamedTuple
 import msgspec
 
 from ledger.model.events import ChainLink
-from ledger.storage.dbapi import SqlRow
+from ledger.storage.sql import SqlRow
 
 # the open end of an interval: greater than any instant and than FAR_FUTURE, the "known now" of reads
 OPEN = 2**63 - 1

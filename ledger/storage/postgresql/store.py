@@ -15,7 +15,7 @@ from ledger.storage.conns import ThreadConnections
 from ledger.storage.derived.keys import LEVELS, level_table
 from ledger.storage.postgresql.migrations import migrate
 from ledger.storage.postgresql.tables import PgScrub, PgTree
-from ledger.storage.sql import POSTGRESQL, Connection, Params
+from ledger.storage.sql import POSTGRESQL, Connection, SqlParams
 from ledger.storage.sql_store import SqlStore
 
 # Appends are serialised by this lock, taken first in every write transaction and held until
@@ -102,13 +102,13 @@ class PostgresStore(SqlStore):
         """Close this thread's connection."""
         self._conns.close()
 
-    def _execute(self, conn: Connection, sql: str, params: Params) -> psycopg.Cursor[TupleRow]:
+    def _execute(self, conn: Connection, sql: str, params: SqlParams) -> psycopg.Cursor[TupleRow]:
         # no parameters: None, so that psycopg leaves the text alone
         if any(isinstance(p, list) and len(p) >= PLAN_FOR_LIST for p in params):
             return _pg(conn).execute(sql, params, prepare=False)
         return _pg(conn).execute(sql, params or None)
 
-    def _execute_many(self, conn: Connection, sql: str, rows: Sequence[Params]) -> None:
+    def _execute_many(self, conn: Connection, sql: str, rows: Sequence[SqlParams]) -> None:
         plain = _INSERT.fullmatch(sql) if len(rows) >= COPY_FROM else None
         with _pg(conn).cursor() as cur:
             if plain is not None and plain[1] in _COPY_TABLES:

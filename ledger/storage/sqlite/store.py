@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import cast
 
 from ledger.storage.conns import ThreadConnections
-from ledger.storage.sql import SQLITE, Connection, Params
+from ledger.storage.sql import SQLITE, Connection, SqlParams
 from ledger.storage.sql_store import SqlStore
 from ledger.storage.sqlite.migrations import migrate
 from ledger.storage.sqlite.tables import SQLiteScrub, SQLiteTree
@@ -76,10 +76,10 @@ class SQLiteStore(SqlStore):
         """Close this thread's connection."""
         self._conns.close()
 
-    def _execute(self, conn: Connection, sql: str, params: Params) -> sqlite3.Cursor:
+    def _execute(self, conn: Connection, sql: str, params: SqlParams) -> sqlite3.Cursor:
         return _sqlite(conn).execute(sql, params)
 
-    def _execute_many(self, conn: Connection, sql: str, rows: Sequence[Params]) -> None:
+    def _execute_many(self, conn: Connection, sql: str, rows: Sequence[SqlParams]) -> None:
         _sqlite(conn).executemany(sql, rows)
 
     def in_transaction(self, conn: Connection) -> bool:

@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple, TypeVar
 
-from ledger.storage.dbapi import Cursor, SqlParams, SqlRow, first, integer
-from ledger.storage.sql import DialectStore
+from ledger.storage.sql import Cursor, DialectStore, SqlParams, SqlRow, first, integer
 
 WATCH_COLUMNS = (
     "id, kind, target, callback_url, secret, created_at, created_seq, removed_at, owner, old_secret, "

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ledger.storage.dbapi import Cursor, SqlParams, integer
-from ledger.storage.sql import DialectStore
+from ledger.storage.sql import Cursor, DialectStore, SqlParams, integer
 
 JOB_COLUMNS = "id, state, started_at, started_us, finished_at, beat_us, summary, error, owner, kind"
 RUNNING, DONE, FAILED = "running", "done", "failed"

@@ -8,14 +8,14 @@ from ledger.model.events import StoredEvent
 from ledger.model.facts import (
     ImportProgress,
 )
-from ledger.storage.shared import (
+from ledger.storage.sql import (
+    LOAD_PROGRESS,
+)
+from ledger.storage.tables.shared import (
     TableBase,
     citing_of,
     existing_events,
     steps_of,
-)
-from ledger.storage.sql import (
-    LOAD_PROGRESS,
 )
 
 

@@ -10,11 +10,11 @@ from ledger.storage.derived.keys import (
     LEVELS,
     level_table,
 )
-from ledger.storage.shared import (
-    TableBase,
-)
 from ledger.storage.sql import (
     CHECK_WORKS_COLUMNS,
+)
+from ledger.storage.tables.shared import (
+    TableBase,
 )
 
 # The rows verify reads back, as plain tuples of their columns' values (verify hashes or compares

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from typing import cast
 
 from ledger.storage.derived import screen
-from ledger.storage.shared import (
+from ledger.storage.tables.shared import (
     TableBase,
 )
 

@@ -7,11 +7,11 @@ from contextlib import AbstractContextManager
 from ledger.model.facts import (
     ScrubPass,
 )
-from ledger.storage.shared import (
-    TableBase,
-)
 from ledger.storage.sql import (
     PASS_COLUMNS,
+)
+from ledger.storage.tables.shared import (
+    TableBase,
 )
 
 

@@ -9,11 +9,11 @@ from ledger.storage.derived.keys import (
     OBSERVATION,
 )
 from ledger.storage.derived.search import INDEX_CHUNK, Found, Hit
-from ledger.storage.shared import (
-    TableBase,
-)
 from ledger.storage.sql import (
     Dialect,
+)
+from ledger.storage.tables.shared import (
+    TableBase,
 )
 
 

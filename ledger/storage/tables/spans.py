@@ -23,7 +23,8 @@ from ledger.storage.derived.spans import (
     step_row,
 )
 from ledger.storage.derived.spans import COLUMNS as SPAN_COLUMNS
-from ledger.storage.shared import (
+from ledger.storage.sql import Connection, SqlRow
+from ledger.storage.tables.shared import (
     AFTER_OBSERVATIONS,
     COUNT_BUCKETS,
     INSERT_SPANS,
@@ -32,7 +33,6 @@ from ledger.storage.shared import (
     step_columns,
     steps_sql,
 )
-from ledger.storage.sql import Connection, DbRow
 
 
 class SqlSpans(TableBase):
@@ -148,11 +148,11 @@ class SqlSpans(TableBase):
         return True
 
 
-def _by_key(row: DbRow) -> tuple[str, int]:
+def _by_key(row: SqlRow) -> tuple[str, int]:
     """A level's row by its key (an observation key and a seq: unique across the levels)."""
     return row[0], row[1]
 
 
-def _buckets(rows: Iterable[DbRow]) -> Iterator[Bucket]:
+def _buckets(rows: Iterable[SqlRow]) -> Iterator[Bucket]:
     """Rows of (cited, bucket, starts, ends) as Buckets (int(): PostgreSQL sums bigints as numeric)."""
     return ((c, int(b), int(n), int(e)) for c, b, n, e in rows)

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from ledger.storage.interface import side_path
-from ledger.storage.shared import (
+from ledger.storage.tables.shared import (
     TableBase,
 )
 

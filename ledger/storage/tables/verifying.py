@@ -14,13 +14,13 @@ from ledger.storage.derived.keys import (
     EVENT,
     LEVELS,
 )
-from ledger.storage.shared import (
-    TableBase,
-    each_level,
-)
 from ledger.storage.sql import (
     decode_peaks,
     encode_peaks,
+)
+from ledger.storage.tables.shared import (
+    TableBase,
+    each_level,
 )
 
 

@@ -22,16 +22,16 @@ from ledger.storage.derived.keys import (
 from ledger.storage.derived.spans import (
     CITATION,
 )
-from ledger.storage.records.reader import ReaderStore, SqlReader
-from ledger.storage.shared import (
-    TableBase,
-    TableStore,
-)
 from ledger.storage.sql import (
     FACT_COLUMNS,
     FAR_FUTURE,
     Dialect,
     fact_row,
+)
+from ledger.storage.tables.reader import ReaderStore, SqlReader
+from ledger.storage.tables.shared import (
+    TableBase,
+    TableStore,
 )
 
 

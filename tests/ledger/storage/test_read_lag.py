@@ -16,7 +16,7 @@ from ledger.model import events as ev
 from ledger.model.errors import NotFound
 from ledger.model.instants import format_recorded, parse_as_of, parse_ts
 from ledger.storage.projector import SPANS
-from ledger.storage.records import reader as sql_reader
+from ledger.storage.tables import reader as sql_reader
 from service.ledger import Ledger
 from tests.conftest import FIXTURE_ID, NewDb
 from tests.service.resolver.test_resolver_fixture import LIKE, World

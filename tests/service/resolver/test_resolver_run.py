@@ -215,9 +215,7 @@ def test_a_watch_on_the_citing_paper_is_alerted_for_a_notice_the_resolved_work_h
         citation(str(uuid.UUID(int=50)), OTHER, ts(3), 0, cited("A known work", DOI, "w-held")),
         check("retraction_watch", ts(4), ["w-held"], [notice("w-held")]),
     ])  # fmt: skip
-    watch, covered = al.add_watch(
-        world.ledger.store, world.ledger.clock, parse_watch({"arxiv_id": CITING})
-    )
+    watch, covered = al.add_watch(world.ledger.store, world.ledger.clock, parse_watch({"arxiv_id": CITING}))
     assert "w-held" not in covered
     assert world.ledger.store.alerts.alerts(watch.id, 0, 100) == []
     world.resolve()

@@ -123,9 +123,7 @@ FILES: list[Any] = [
 CHUNKS = [(retraction_watch, "CHUNK"), (crossref, "CHUNK"), (counts, "CHUNK")]
 
 
-def _parsed(
-    ledger: Ledger, source: str, body: bytes, at: str
-) -> tuple[list[Event], list[str], JsonInObject]:
+def _parsed(ledger: Ledger, source: str, body: bytes, at: str) -> tuple[list[Event], list[str], JsonInObject]:
     p: Parsed = parse_source(ledger, SourceFile(source, body, at))
     return p.events, p.places, p.summary.to_dict()
 

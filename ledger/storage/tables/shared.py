@@ -30,10 +30,10 @@ from ledger.storage.sql import (
     ENVELOPE_COLUMNS,
     Connection,
     Cursor,
-    DbRow,
     Dialect,
     DialectStore,
-    Params,
+    SqlParams,
+    SqlRow,
     envelope_row,
 )
 from ledger.tlog.chain import GENESIS
@@ -101,7 +101,7 @@ def steps_sql(d: Dialect, where: str) -> str:
 AFTER_OBSERVATIONS = OBSERVATION[0] + ";"  # the first key past every observation key ("o:" < "o;")
 
 
-def head_of(row: DbRow | None) -> Head:
+def head_of(row: SqlRow | None) -> Head:
     """The Head of a row of HEAD_SQL (the genesis when the ledger is empty)."""
     return Head(0, GENESIS) if row is None else Head(row[0], row[1])
 
@@ -162,10 +162,10 @@ class TableBase:
     def __init__(self, store: TableStore) -> None:
         self.store = store
 
-    def _q(self, sql: str, params: Params = ()) -> Cursor:
+    def _q(self, sql: str, params: SqlParams = ()) -> Cursor:
         return self.store.query(self.store.connection(), sql, params)
 
-    def _by_seq(self, table: str, columns: str, seq: int, upto: int | None) -> Iterator[DbRow]:
+    def _by_seq(self, table: str, columns: str, seq: int, upto: int | None) -> Iterator[SqlRow]:
         """The rows of `table` (whose `columns` start with seq and a second key) after seq, up to
         `upto`, in that order."""
         end = sys.maxsize if upto is None else upto
@@ -173,7 +173,7 @@ class TableBase:
             f"SELECT {columns} FROM {table} WHERE seq > ? AND seq <= ?", columns.split(", ")[:2], (seq, end)
         )
 
-    def _ordered(self, sql: str, order: Sequence[str], params: Params) -> Iterator[DbRow]:
+    def _ordered(self, sql: str, order: Sequence[str], params: SqlParams) -> Iterator[SqlRow]:
         """The rows of `sql` (a SELECT ... WHERE whose first columns are `order`, a unique key) in that
         order, read lazily: one statement, or one page per statement where the dialect says."""
         by = ", ".join(order)
@@ -182,7 +182,7 @@ class TableBase:
             return iter(self._q(f"{sql} ORDER BY {by}", params))
         return self._pages(sql, by, len(order), params, page)
 
-    def _pages(self, sql: str, by: str, width: int, params: Params, page: int) -> Iterator[DbRow]:
+    def _pages(self, sql: str, by: str, width: int, params: SqlParams, page: int) -> Iterator[SqlRow]:
         rows = self._q(f"{sql} ORDER BY {by} LIMIT ?", (*params, page)).fetchall()
         after = f" AND ({by}) > ({', '.join('?' * width)}) ORDER BY {by} LIMIT ?"
         while rows:

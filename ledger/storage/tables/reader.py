@@ -27,7 +27,18 @@ from ledger.storage.derived.spans import (
     OPEN,
     Span,
 )
-from ledger.storage.records.inbound import (
+from ledger.storage.sql import (
+    FACT_COLUMNS,
+    FAR_FUTURE,
+    HEAD_SQL,
+    SOURCE_HEADS_SQL,
+    Connection,
+    DialectStore,
+    SqlParam,
+    SqlParams,
+    fact_row,
+)
+from ledger.storage.tables.inbound import (
     COUNT_NOW,
     INBOUND_ORDER,
     VISIBLE,
@@ -37,23 +48,12 @@ from ledger.storage.records.inbound import (
     record_order,
     tail_sql,
 )
-from ledger.storage.shared import (
+from ledger.storage.tables.shared import (
     CHECK_WINDOW,
     CHECKS_TAIL,
     each_level,
     head_of,
     starts_ends,
-)
-from ledger.storage.sql import (
-    FACT_COLUMNS,
-    FAR_FUTURE,
-    HEAD_SQL,
-    SOURCE_HEADS_SQL,
-    Connection,
-    DialectStore,
-    Param,
-    Params,
-    fact_row,
 )
 
 
@@ -88,7 +88,7 @@ class SqlReader:
         self._screen_tail: screen.Tail | None = None
         self._tail_refs: list[screen.RefRow] | None = None
 
-    def _facts(self, sql: str, params: Params) -> list[Fact]:
+    def _facts(self, sql: str, params: SqlParams) -> list[Fact]:
         return [fact_row(r) for r in self.store.query(self.conn, sql, params)]
 
     def head(self) -> Head:
@@ -147,8 +147,8 @@ class SqlReader:
     def _inbound(
         self,
         count: str,
-        counted: Params,
-        where: Params,
+        counted: SqlParams,
+        where: SqlParams,
         limit: int,
         order: str = INBOUND_ORDER,
         visible: str = VISIBLE,
@@ -160,7 +160,7 @@ class SqlReader:
         d = self.store.dialect
         position, touching = past
         touched = skip = extra = ""
-        params: list[Param] = []
+        params: list[SqlParam] = []
         if touching:
             listed = "SELECT value FROM json_each(?)" if d.json_lists else "SELECT unnest(CAST(? AS text[]))"
             touched = (
@@ -346,13 +346,13 @@ class SqlReader:
             self._tail_refs = screen.tail_refs(self.store, self.conn, self._tail(), self._noticed_works())
         return [r for r in self._tail_refs if papers is None or r.citing in papers]
 
-    def _flagged_refs(self, papers: Sequence[str] | None) -> tuple[str, list[Param]]:
+    def _flagged_refs(self, papers: Sequence[str] | None) -> tuple[str, list[SqlParam]]:
         """The screen_refs rows of works some check as of T and K lists a notice for (of `papers`).
         The works are bound as a list: each is one seek of the table's key, whatever the planner
         knows of the table's size."""
         d = self.store.dialect
         where = d.any_of("r.work_id")
-        params: list[Param] = [d.bind_list(self._noticed_works())]
+        params: list[SqlParam] = [d.bind_list(self._noticed_works())]
         if papers is not None:
             where += f" AND {d.any_of('r.citing')}"
             params.append(d.bind_list(sorted(papers)))

@@ -8,7 +8,7 @@ from decimal import Decimal
 import psycopg
 import pytest
 
-from ledger.storage.dbapi import Connection, SqlValue, first, integer
+from ledger.storage.sql import Connection, SqlValue, first, integer
 
 
 def _psycopg_connection_is_a_connection(conn: psycopg.Connection) -> Connection:
