@@ -262,6 +262,9 @@ class Killing:
         self.projector: subprocess.Popen[str] | None = None
         self.projector_started = 0.0
         self.dying = False  # the projector running is one that kills itself before a position
+        # the projector running was stopped (SIGTERM) so that a dying run starts while there is work:
+        # a run started before the kill was armed follows the import to its end
+        self.stopping = False
         self.armed: Kill | None = None  # a projector kill waiting for its run
         self.timed_from = 0.0
         self.checks: list[str] = []
@@ -288,6 +291,9 @@ class Killing:
                 elif self.armed is None:
                     self.pending.remove(k)
                     self.armed, self.timed_from = k, time.monotonic()
+                    if k.mode == "before-save" and self.projector is not None and not self.dying:
+                        self.stopping = True
+                        self.projector.terminate()
             if self.writer is None:
                 late = [k for k in self.pending if k.target == "writer"]
                 assert not late, f"the import ended before the kill at seq {late[0].seq}"
@@ -324,7 +330,10 @@ class Killing:
             out, err = p.communicate()
             if k is not None and self.dying and p.returncode == -signal.SIGKILL:
                 self._landed(k)
+            elif self.stopping and p.returncode == -signal.SIGTERM:
+                self.stopping = False  # stopped mid-run: what it committed stands, the rest rolls back
             else:
+                self.stopping = False
                 assert p.returncode == 0, f"ledger project exited {p.returncode}: {out}{err}"
                 if k is not None and self.dying:
                     # it had fewer batches than asked: the next run dies before its first position
