@@ -32,6 +32,7 @@ from ledger.model.works import CatalogueWork
 from ledger.storage.append import AppendTx
 from ledger.storage.derived.search import Found
 from ledger.storage.derived.spans import Bucket, Row, Span, Step
+from ledger.storage.derived.sums import Sums
 from ledger.storage.sql import ChainRow
 from ledger.storage.state.alerts import AlertTables
 from ledger.storage.state.jobs import JobTables
@@ -69,6 +70,7 @@ class KeyTables(Protocol):
     def check_works_after(self, seq: int, upto: int | None = None) -> Iterator[SeqCheck]: ...
     def index_after(self, seq: int, upto: int | None = None) -> Iterator[IndexRow]: ...
     def index_rows(self, after: int = 0) -> Iterator[StoredRow]: ...
+    def index_sums(self, after: int = 0) -> tuple[Sums, Sums]: ...
 
 
 class SpanTables(Protocol):
@@ -86,6 +88,7 @@ class ScreenTables(Protocol):
 
     def screen_events(self, after: int = 0) -> Iterator[ScreenEvent]: ...
     def screen_rows(self, after: int = 0) -> Iterator[ScreenRow]: ...
+    def screen_sums(self, after: int = 0) -> tuple[Sums, Sums]: ...
 
 
 class SearchTables(Protocol):

@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from blake3 import blake3
 
-from ledger.model.codec import decode_data
-from ledger.model.events import ChainLink, StandingChecked, StoredEvent
+from ledger.model.events import ChainLink, StoredEvent
 from ledger.model.facts import Head, VerifiedPoint
 from ledger.model.instants import Clock, parse_instants
 from ledger.model.jsonvalue import JsonObject
-from ledger.storage.append import check_rows, link_checks
+from ledger.storage.append import link_checks
 from ledger.storage.derived.keys import (
     CHECK_WORKS,
     EVENT,
@@ -37,6 +36,7 @@ from ledger.storage.derived.screen import NAME as SCREEN
 from ledger.storage.derived.screen import event_rows as screen_event_rows
 from ledger.storage.derived.spans import NAME as SPANS
 from ledger.storage.derived.spans import Row, Step, history
+from ledger.storage.derived.sums import Derived, Page, Positions, page_sums
 from ledger.storage.sql import ChainRow
 from ledger.storage.tables.keys import IndexRow, StoredRow
 from ledger.storage.tables.screen import ScreenEvent, ScreenRow
@@ -225,7 +225,7 @@ def _walk(
                 same = walk.run_pages(store.iter_pages(after=start.seq, batch=_PAGE))
                 if same:
                     with walk.timed(DERIVED):
-                        same = walk.derived == _digest(store.keys.index_rows(after=start.seq))
+                        same = walk.same_index()
                 if not same:
                     # a break, or rows that differ: walked again, each event's rows compared as it
                     # passes, to name whichever break comes first
@@ -254,7 +254,7 @@ def _walk(
                             or _check_event_ids(store, walk.touched)
                             or _check_spans(store, walk.touched)
                             or _check_counts(store, walk.touched, walk.last_seq)
-                            or _check_screen(store, walk.start.seq)
+                            or (None if walk.screen_same else _check_screen(store, walk.start.seq))
                         )
                     walk.broke(bad, DERIVED)
             head = store.head()
@@ -304,8 +304,12 @@ class _Walk:
         self.store = store
         self.start = start
         self.exact = exact
-        # not exact: the count and hash sum of the derived rows the walked events imply (see _digest)
-        self.derived = (0, 0)
+        # not exact: the derived rows the walked events imply, as multisets (derived/sums.py)
+        self.derived = Derived()
+        # whether the screen's stored rows are what the walked events give, held as multisets (a whole
+        # or resumed walk in one read; otherwise compared row by row after the walk)
+        self.screen_same = False
+        self.page: Page | None = None  # the columns of the page the chain step passed
         self.progress = progress
         self.every = every
         # after a resume, a stream may have events before the starting point
@@ -317,7 +321,7 @@ class _Walk:
         self.index_next: IndexRow | None = None
         # the positions of the works-index keys' and standing checks' projections, as the read sees
         # them: the events up to each have its rows, the events past it none
-        self.work_keys_at = self.check_works_at = 0
+        self.work_keys_at = self.check_works_at = self.screen_at = 0
         self.checked = 0
         self.nodes_checked = 0
         self.pending: list[tuple[int, int, bytes]] = []
@@ -368,6 +372,7 @@ class _Walk:
         self.filled = self.store.tree.fill_state()[0]
         self.work_keys_at = self.store.spans.projection_position(WORK_KEYS)
         self.check_works_at = self.store.spans.projection_position(CHECK_WORKS)
+        self.screen_at = self.store.spans.projection_position(SCREEN)
 
     def run(self, links: Iterable[ChainLink]) -> tuple[int, str] | None:
         """Walk `links` to their end or the first break; the earliest of a chain break, a derived rows'
@@ -433,7 +438,10 @@ class _Walk:
             if not same:
                 return False
             with self.timed(DERIVED):
-                self._derived_page(rows)
+                try:
+                    self._derived_page()
+                except (ValueError, TypeError, AttributeError):  # data that does not decode: walked exactly
+                    return False
             if self.progress is not None:
                 done = self.checked // self.every
                 if done > (self.checked - len(rows)) // self.every:
@@ -454,6 +462,7 @@ class _Walk:
             )
         except ValueError:
             return False
+        self.page = Page(seqs, ids, streams, types, observed, data, obs_us, rec_us)
         first = chain.last_seq + 1
         if seqs != tuple(range(first, first + n)) or prevs[0] != chain.prev or prevs[1:] != hashes[:-1]:
             return False
@@ -526,29 +535,26 @@ class _Walk:
             return False
         return tuple(map(parsed, recorded)) == rec_us and tuple(map(parsed, observed)) == obs_us
 
-    def _derived_page(self, rows: list[ChainRow]) -> None:
-        """The derived step over one page: the rows its events imply (keys, standing checks' works),
-        counted and summed as a multiset into `derived`."""
-        touched = self.touched
-        count, total = self.derived
-        for row in rows:
-            seq, event_id, type_, observed_at, data = row[0], row[1], row[4], row[5], row[7]
-            raw = data.encode()
-            keys, work_keys = stored_both(event_id, type_, raw)
-            if touched is not None:
-                touched.update(keys)
-                if len(touched) > _TOUCHED_MAX:
-                    touched = self.touched = None  # a long resumed walk: check everything
-            if seq <= self.work_keys_at:
-                keys += work_keys
-            count += len(keys)
-            total += sum(hash(("key", k, seq)) for k in keys)
-            if type_ == _STANDING and seq <= self.check_works_at:
-                event = StandingChecked(observed_at=observed_at, data=decode_data(type_, raw))
-                for c in check_rows(event, seq, row[10], row[11]):
-                    count += 1
-                    total += hash(("check", *c[:5], c.notices.decode()))
-        self.derived = (count, total & _MASK)
+    def _derived_page(self) -> None:
+        """The derived step over the page the chain step just passed: the rows its events imply (keys,
+        standing checks' works, the screen's rows), summed as multisets into `derived`."""
+        assert self.page is not None
+        at = Positions(self.work_keys_at, self.check_works_at, self.screen_at)
+        written = page_sums(self.page, at, self.derived)
+        if self.touched is not None:
+            self.touched.update(written)
+            if len(self.touched) > _TOUCHED_MAX:
+                self.touched = None  # a long resumed walk: check everything
+        self.page = None
+
+    def same_index(self) -> bool:
+        """Whether the stored keys and check_works rows of the events walked are the ones they imply;
+        if so, note whether the screen's are too."""
+        d = self.derived
+        if self.store.keys.index_sums(self.start.seq) != (d.keys, d.checks):
+            return False
+        self.screen_same = self.store.screen.screen_sums(self.start.seq) == (d.refs, d.notices)
+        return True
 
     def _index_upto(self, seq: int, expected: list[IndexRow]) -> tuple[int, str] | None:
         """Consume the derived rows up to `seq`; they must be exactly `expected` (the event's)."""

@@ -82,12 +82,19 @@ def event_rows(
     if type_ != STANDING:
         return [], []
     c = _CHECK.decode(data)
+    return [], notice_rows_of(seq, c.source, c.notices, observed_us, recorded_us)
+
+
+def notice_rows_of(
+    seq: int, source: str, notices: Iterable[Notice], observed_us: int, recorded_us: int
+) -> list[NoticeRow]:
+    """The notice rows of a standing check with this source and these notices (decoded)."""
     by_work: dict[str, set[str]] = {}
-    for n in c.notices:
+    for n in notices:
         if n.work_id is not None:
             by_work.setdefault(n.work_id, set()).add(canonical(n).decode())
-    return [], [
-        NoticeRow(w, seq, i, c.source, observed_us, recorded_us, text)
+    return [
+        NoticeRow(w, seq, i, source, observed_us, recorded_us, text)
         for w in sorted(by_work)
         for i, text in enumerate(sorted(by_work[w]))
     ]

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import cast
 
 from ledger.storage.derived.keys import (
     LEVELS,
     level_table,
 )
+from ledger.storage.derived.sums import Sums
 from ledger.storage.sql import (
     CHECK_WORKS_COLUMNS,
+    Cursor,
+    SqlParams,
 )
 from ledger.storage.tables.shared import (
     TableBase,
@@ -102,3 +106,57 @@ class SqlKeys(TableBase):
                 ),
             )
             yield from (("check", *r) for r in checks)
+
+    def index_sums(self, after: int = 0) -> tuple[Sums, Sums]:
+        """The stored keys, (key, seq), and check_works rows, (work_id, source, observed_us, seq,
+        recorded_us, notices), of the events after seq `after`, at every level, each summed as a
+        multiset (ledger/storage/derived/sums.py)."""
+        keys, checks = Sums(), Sums()
+        q, page = self._q, self.store.dialect.page
+        check_columns = "work_id, source, observed_us, seq, recorded_us, notices"
+        for lv in LEVELS:
+            # by seq where only some events are asked for (the big levels have an index by seq)
+            order = ["seq", "key"] if after else ["key", "seq"]
+            sum_rows(q, page, keys, "key, seq", level_table("event_keys", lv), order, after)
+            order = ["seq", "work_id"] if after else ["work_id", "source", "observed_us", "seq"]
+            sum_rows(q, page, checks, check_columns, level_table("check_works", lv), order, after)
+        return keys, checks
+
+
+Query = Callable[[str, SqlParams], Cursor]
+
+
+def sum_rows(
+    q: Query, page: int | None, into: Sums, columns: str, table: str, order: Sequence[str], after: int
+) -> None:
+    """Add the rows (`columns`) of `table` with seq > `after` to `into`, a batch of rows at a time
+    (hashed in C, no Python a row): one statement read lazily (`page` None), or pages of `page` rows
+    in the unique `order` (each a statement of its own)."""
+    sql, base = (
+        (f"SELECT {columns} FROM {table} WHERE seq > ?", (after,))
+        if after
+        else (
+            f"SELECT {columns} FROM {table} WHERE 1 = 1",
+            (),
+        )
+    )
+    if page is None:
+        rows = iter(q(sql, base))
+        while part := list(islice(rows, _CHUNK)):
+            into.add(part)
+        return
+    names = columns.split(", ")
+    at = [names.index(c) for c in order]
+    by = ", ".join(order)
+    params: SqlParams = (*base, page)
+    more = ""
+    while True:
+        chunk = q(f"{sql}{more} ORDER BY {by} LIMIT ?", params).fetchall()
+        into.add(chunk)
+        if len(chunk) < page:
+            return
+        more = f" AND ({by}) > ({', '.join('?' * len(order))})"
+        params = (*base, *(chunk[-1][i] for i in at), page)
+
+
+_CHUNK = 5_000  # rows hashed in one call (held as a list meanwhile)

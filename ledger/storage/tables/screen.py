@@ -7,6 +7,8 @@ from collections.abc import Iterable, Iterator
 from typing import cast
 
 from ledger.storage.derived import screen
+from ledger.storage.derived.sums import Sums
+from ledger.storage.tables.keys import sum_rows
 from ledger.storage.tables.shared import (
     TableBase,
 )
@@ -69,3 +71,13 @@ class SqlScreenIndex(TableBase):
                 (max(last, after),),
             ),
         )
+
+    def screen_sums(self, after: int = 0) -> tuple[Sums, Sums]:
+        """The screen's stored rows of the events after seq `after`, references (REF_COLUMNS) and
+        notices (NOTICE_COLUMNS), each summed as a multiset (ledger/storage/derived/sums.py)."""
+        refs, notices = Sums(), Sums()
+        page = self.store.dialect.page
+        sum_rows(self._q, page, refs, screen.REF_COLUMNS, "screen_refs", ["work_id", "seq"], after)
+        order = ["work_id", "seq", "ordinal"]
+        sum_rows(self._q, page, notices, screen.NOTICE_COLUMNS, "screen_notices", order, after)
+        return refs, notices
