@@ -36,9 +36,9 @@ from ledger.storage.derived.screen import NAME as SCREEN
 from ledger.storage.derived.screen import event_rows as screen_event_rows
 from ledger.storage.derived.spans import NAME as SPANS
 from ledger.storage.derived.spans import Row, Step, history
-from ledger.storage.derived.sums import Derived, Page, Positions, page_sums
+from ledger.storage.derived.sums import Derived, Page, Positions, Sums, page_sums
 from ledger.storage.sql import ChainRow
-from ledger.storage.tables.keys import IndexRow, StoredRow
+from ledger.storage.tables.keys import IndexRow
 from ledger.storage.tables.screen import ScreenEvent, ScreenRow
 from ledger.tlog import merkle_store as ms
 from ledger.tlog.chain import GENESIS, Follower, envelope_body
@@ -631,8 +631,15 @@ def _check_spans_of(store: Store, oids: list[str] | None) -> tuple[int, str] | N
                 yield oid, held
 
     # an observation has spans only if a resolution of it names a paper
-    cited = (mine for _, mine in steps_of(oids) if any(s.cited for s in mine))
-    if _same_rows((r for mine in cited for r in history(mine)), store.spans.span_rows(oids, ordered=False)):
+    derived, part = Sums(), list[Row]()
+    for _, mine in steps_of(oids):
+        if any(s.cited for s in mine):
+            part += history(mine)
+            if len(part) >= _PAGE:
+                derived.add(part)
+                part = []
+    derived.add(part)
+    if derived == store.spans.span_sums(oids):
         return None  # every span (of these observations): held equal as two multisets, read in any order
     # a mismatch (or a few observations): observation by observation, to name the first that breaks
     stored = itertools.groupby(store.spans.span_rows(oids), key=lambda r: r.observation_id)
@@ -651,22 +658,6 @@ def _check_spans_of(store: Store, oids: list[str] | None) -> tuple[int, str] | N
     return None
 
 
-def _same_rows(a: Iterable[Row], b: Iterable[Row]) -> bool:
-    """Whether two streams hold the same rows as multisets: their counts and the sums of their rows'
-    hashes (this process's own, keyed by its random hash seed) modulo 2**64 agree."""
-    return _digest(a) == _digest(b)
-
-
-def _digest(rows: Iterable[Row] | Iterable[StoredRow]) -> tuple[int, int]:
-    count, total = 0, 0
-    for row in rows:
-        count += 1
-        total += hash(tuple(row))
-    return count, total & _MASK
-
-
-_MASK = 0xFFFF_FFFF_FFFF_FFFF
-_STANDING = "standing.checked"
 # body(e), as chain.body_bytes encodes it when no string needs an escape: data, then the envelope's fields
 _BODY = (
     '{"data":%s,"event_id":"%s","observed_at":"%s","recorded_at":"%s","seq":%d,"stream":"%s",'

@@ -165,8 +165,18 @@ def bucket_deltas(opened: Iterable[Span], closed: Iterable[Span]) -> list[Bucket
     return sorted((c, b, n[0], n[1]) for (c, b), n in out.items() if n != [0, 0])
 
 
-def history(steps: Iterable[Step]) -> list[Row]:
+def history(steps: Sequence[Step]) -> list[Row]:
     """Every row one observation's events give, replayed one recorded_us at a time, by (t_from, k_from)."""
+    recorded = steps[0].recorded_us if steps else 0
+    if all(s.recorded_us == recorded for s in steps):
+        # the usual case, events all recorded at once: the spans they give, each known from then on
+        # (spans() gives them by t_from, each t_from once)
+        return [s._replace(k_from=recorded) for s in spans(steps)]
+    return replay(steps)
+
+
+def replay(steps: Iterable[Step]) -> list[Row]:
+    """`history` replayed one recorded_us at a time, whatever the steps (what its usual case equals)."""
     known: list[Step] = []
     current: dict[Span, int] = {}
     rows: list[Row] = []
@@ -228,6 +238,11 @@ class _StepColumns(NamedTuple):
 
 def step_row(row: SqlRow) -> Step:
     """A Step from a row of `_StepColumns`, whatever type the backend gave the index as."""
+    index = row[6]
+    if index is None or type(index) is int:
+        return _make_step(row)  # the columns as they are (SQLite gives the index as a number)
     c = _StepColumns._make(row)
-    index = None if c.reference_index is None else int(c.reference_index)
-    return Step(c.observation_id, c.seq, c.type, c.observed_us, c.recorded_us, c.citing, index, c.cited)
+    return Step(c.observation_id, c.seq, c.type, c.observed_us, c.recorded_us, c.citing, int(index), c.cited)
+
+
+_make_step = Step._make

@@ -117,9 +117,9 @@ class SqlKeys(TableBase):
         for lv in LEVELS:
             # by seq where only some events are asked for (the big levels have an index by seq)
             order = ["seq", "key"] if after else ["key", "seq"]
-            sum_rows(q, page, keys, "key, seq", level_table("event_keys", lv), order, after)
+            sum_rows(q, page, keys, "key, seq", level_table("event_keys", lv), order, after_seq(after))
             order = ["seq", "work_id"] if after else ["work_id", "source", "observed_us", "seq"]
-            sum_rows(q, page, checks, check_columns, level_table("check_works", lv), order, after)
+            sum_rows(q, page, checks, check_columns, level_table("check_works", lv), order, after_seq(after))
         return keys, checks
 
 
@@ -127,19 +127,18 @@ Query = Callable[[str, SqlParams], Cursor]
 
 
 def sum_rows(
-    q: Query, page: int | None, into: Sums, columns: str, table: str, order: Sequence[str], after: int
+    q: Query,
+    page: int | None,
+    into: Sums,
+    columns: str,
+    table: str,
+    order: Sequence[str],
+    where: tuple[str, SqlParams] = ("1 = 1", ()),
 ) -> None:
-    """Add the rows (`columns`) of `table` with seq > `after` to `into`, a batch of rows at a time
-    (hashed in C, no Python a row): one statement read lazily (`page` None), or pages of `page` rows
-    in the unique `order` (each a statement of its own)."""
-    sql, base = (
-        (f"SELECT {columns} FROM {table} WHERE seq > ?", (after,))
-        if after
-        else (
-            f"SELECT {columns} FROM {table} WHERE 1 = 1",
-            (),
-        )
-    )
+    """Add the rows (`columns`) of `table` where `where` (a condition and its parameters) holds to
+    `into`, a batch of rows at a time (hashed in C, no Python a row): one statement read lazily (`page`
+    None), or pages of `page` rows in the unique `order` (each a statement of its own)."""
+    sql, base = f"SELECT {columns} FROM {table} WHERE {where[0]}", where[1]
     if page is None:
         rows = iter(q(sql, base))
         while part := list(islice(rows, _CHUNK)):
@@ -157,6 +156,11 @@ def sum_rows(
             return
         more = f" AND ({by}) > ({', '.join('?' * len(order))})"
         params = (*base, *(chunk[-1][i] for i in at), page)
+
+
+def after_seq(after: int) -> tuple[str, SqlParams]:
+    """The rows of the events after seq `after` (every row for 0), as `sum_rows` takes a condition."""
+    return ("seq > ?", (after,)) if after else ("1 = 1", ())
 
 
 _CHUNK = 5_000  # rows hashed in one call (held as a list meanwhile)

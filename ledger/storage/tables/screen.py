@@ -8,7 +8,7 @@ from typing import cast
 
 from ledger.storage.derived import screen
 from ledger.storage.derived.sums import Sums
-from ledger.storage.tables.keys import sum_rows
+from ledger.storage.tables.keys import after_seq, sum_rows
 from ledger.storage.tables.shared import (
     TableBase,
 )
@@ -77,7 +77,8 @@ class SqlScreenIndex(TableBase):
         notices (NOTICE_COLUMNS), each summed as a multiset (ledger/storage/derived/sums.py)."""
         refs, notices = Sums(), Sums()
         page = self.store.dialect.page
-        sum_rows(self._q, page, refs, screen.REF_COLUMNS, "screen_refs", ["work_id", "seq"], after)
+        where = after_seq(after)
+        sum_rows(self._q, page, refs, screen.REF_COLUMNS, "screen_refs", ["work_id", "seq"], where)
         order = ["work_id", "seq", "ordinal"]
-        sum_rows(self._q, page, notices, screen.NOTICE_COLUMNS, "screen_notices", order, after)
+        sum_rows(self._q, page, notices, screen.NOTICE_COLUMNS, "screen_notices", order, where)
         return refs, notices

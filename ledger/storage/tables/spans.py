@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 
 from ledger.storage.derived import spans
@@ -23,7 +24,9 @@ from ledger.storage.derived.spans import (
     step_row,
 )
 from ledger.storage.derived.spans import COLUMNS as SPAN_COLUMNS
-from ledger.storage.sql import Connection, SqlRow
+from ledger.storage.derived.sums import Sums
+from ledger.storage.sql import Connection, SqlParams, SqlRow
+from ledger.storage.tables.keys import sum_rows
 from ledger.storage.tables.shared import (
     AFTER_OBSERVATIONS,
     COUNT_BUCKETS,
@@ -57,8 +60,8 @@ class SqlSpans(TableBase):
                 f"SELECT {step_columns(d)} FROM events "
                 f"WHERE type IN ('{CITATION}', '{spans.RESOLUTION}') ORDER BY 1, seq"
             )
-            by_oid = itertools.groupby(map(step_row, sorted_steps), key=lambda s: s.observation_id)
-            yield from ((oid, list(mine)) for oid, mine in by_oid)
+            by_oid = itertools.groupby(sorted_steps, key=_first)
+            yield from ((oid, list(map(step_row, mine))) for oid, mine in by_oid)
             return
         levels = [
             self._ordered(
@@ -91,6 +94,18 @@ class SqlSpans(TableBase):
             params,
         )
         return (Row(*r[3:]) for r in rows)
+
+    def span_sums(self, oids: Sequence[str] | None = None) -> Sums:
+        """Every stored inbound span (or only these observations'), as Rows' tuples, summed as a
+        multiset (ledger/storage/derived/sums.py)."""
+        d = self.store.dialect
+        where: tuple[str, SqlParams] = (
+            ("1 = 1", ()) if oids is None else (d.any_of("observation_id"), (d.bind_list(oids),))
+        )
+        into = Sums()
+        key = ["cited", "citing", "reference_index", "observation_id", "t_from", "k_from"]
+        sum_rows(self._q, d.page, into, SPAN_COLUMNS, "inbound_spans", key, where)
+        return into
 
     def _fill(self, conn: Connection, rows: list[Row]) -> None:
         if rows:
@@ -156,3 +171,6 @@ def _by_key(row: SqlRow) -> tuple[str, int]:
 def _buckets(rows: Iterable[SqlRow]) -> Iterator[Bucket]:
     """Rows of (cited, bucket, starts, ends) as Buckets (int(): PostgreSQL sums bigints as numeric)."""
     return ((c, int(b), int(n), int(e)) for c, b, n, e in rows)
+
+
+_first = operator.itemgetter(0)  # a step row's observation id

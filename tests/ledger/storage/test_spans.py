@@ -12,7 +12,18 @@ from hypothesis import strategies as st
 
 from ledger.model.events import Event
 from ledger.model.instants import parse_ts
-from ledger.storage.derived.spans import CITATION, OPEN, RESOLUTION, Row, Span, Step, delta, history, spans
+from ledger.storage.derived.spans import (
+    CITATION,
+    OPEN,
+    RESOLUTION,
+    Row,
+    Span,
+    Step,
+    delta,
+    history,
+    replay,
+    spans,
+)
 from ledger.storage.projector import READ_BY_RECORDS
 from projections.memory import MemoryReader
 from service.ledger import Ledger
@@ -81,6 +92,29 @@ def test_history_keeps_no_span_two_appends_of_one_instant_made_and_unmade() -> N
     first = delta([], steps[:2])
     assert first.opened == [Row(P, Q, 0, "o", 20, OPEN, 1, 2, 100, OPEN)]
     assert delta(steps[:2], steps[2:]).closed == [(Span(P, Q, 0, "o", 20, OPEN, 1, 2), 100)]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.booleans(), st.integers(0, 6), st.integers(0, 2), st.sampled_from([P, Q, "2101.00003", None])
+        ),
+        max_size=8,
+    ),
+    st.lists(st.integers(0, 2), min_size=8, max_size=8),
+)
+def test_history_of_one_recorded_instant_is_the_replay(
+    raw: list[tuple[bool, int, int, str | None]], recorded: list[int]
+) -> None:
+    """An observation's rows when its events share one recorded_us (history's short way) are what the
+    replay one recorded_us at a time gives, and so for events recorded at several."""
+    steps = [
+        cit(i + 1, 10 * at, index) if is_cit else res(i + 1, 10 * at, cited)
+        for i, (is_cit, at, index, cited) in enumerate(raw)
+    ]
+    assert history(steps) == replay(steps)
+    spread = [s._replace(recorded_us=100 * r) for s, r in zip(steps, recorded, strict=False)]
+    assert history(spread) == replay(spread)
 
 
 # -- appends keep what the events give, and the record reads it exactly --------------------------
