@@ -21,6 +21,7 @@ whose rows are a pure function of each event), or a `Cursor` over a table that k
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast
@@ -32,7 +33,7 @@ from ledger.model.events import ChainLink, GlanceWork
 from ledger.model.instants import Clock
 from ledger.storage.append import stored_checks
 from ledger.storage.derived import screen
-from ledger.storage.derived.keys import CHECK_WORKS, WORK_KEYS, cited_keys
+from ledger.storage.derived.keys import CHECK_WORKS, OBSERVATION, WORK_KEYS, cited_keys
 from ledger.storage.derived.spans import (
     CITATION,
     OPEN,
@@ -41,7 +42,9 @@ from ledger.storage.derived.spans import (
     Span,
     Step,
     bucket_deltas,
+    data_steps,
     delta,
+    step_row,
 )
 from ledger.storage.derived.spans import (
     NAME as SPANS_NAME,
@@ -49,7 +52,7 @@ from ledger.storage.derived.spans import (
 from ledger.storage.interface import Store
 from ledger.storage.sql import ENVELOPE_COLUMNS, Connection, Dialect, SqlParams, link_row
 from ledger.storage.sql_store import SqlStore, insert_check_works, insert_keys
-from ledger.storage.tables.shared import COUNT_BUCKETS, INSERT_SPANS, steps_of
+from ledger.storage.tables.shared import COUNT_BUCKETS, INSERT_SPANS, steps_sql
 
 _CITED_WORK = msgspec.json.Decoder(GlanceWork)
 BATCH = 5_000  # events a projector transaction applies: a kill loses at most one batch's work
@@ -203,29 +206,25 @@ class Cursor:
 def apply_spans(store: SqlStore, conn: Connection, after: int, upto: int) -> None:
     """Close and open the inbound spans (and their per-day counts) of the observations the events in
     (after, upto] change, from each one's events up to `after` (what the stored rows hold) and the new
-    ones (read by the database from the events' data: no envelope is decoded here)."""
+    ones. The new steps are read by seq range (each event's data decoded for its few fields), the earlier
+    ones only of the observations that have any (read by the database from the events' data)."""
     d = store.dialect
-    oids = [
-        r[0]
-        for r in store.query(
-            conn,
-            f"SELECT DISTINCT {d.json_text('observation_id')} FROM events "
-            f"WHERE seq > ? AND seq <= ? AND type IN ('{CITATION}', '{RESOLUTION}') ORDER BY 1",
-            (after, upto),
-        ).fetchall()
-    ]
-    if not oids:
+    new: dict[str, list[Step]] = {}
+    for step in data_steps(store.query(conn, _STEP_EVENTS, (after, upto)).fetchall()):
+        new.setdefault(step.observation_id, []).append(step)
+    if not new:
         return
+    keys = d.bind_list([OBSERVATION + o for o in new])
+    prior: dict[str, list[Step]] = {}
+    earlier = store.query(conn, steps_sql(d, f"{d.keyed('event_keys_all')} AND seq <= ?"), (keys, after))
+    for step in map(step_row, earlier.fetchall()):
+        prior.setdefault(step.observation_id, []).append(step)
     # each closed span's key (cited .. t_from) and the recorded_us that closed it
     closed: list[tuple[str, str, int, str, int, int]] = []
     gone: list[Span] = []
     opened: list[Row] = []
-    for mine in steps_of(store, conn, oids).values():
-        prior: list[Step] = [s for s in mine if s.seq <= after]
-        new = sorted((s for s in mine if after < s.seq <= upto), key=lambda s: s.seq)
-        if not new:
-            continue
-        change = delta(prior, new)
+    for oid in sorted(new):
+        change = delta(prior.get(oid, []), sorted(new[oid], key=_seq))
         closed += [(*s[:5], k) for s, k in change.closed]
         gone += [s for s, _ in change.closed]
         opened += change.opened
@@ -237,6 +236,13 @@ def apply_spans(store: SqlStore, conn: Connection, after: int, upto: int) -> Non
     counts = bucket_deltas(opened, gone)
     if counts:
         store.query_many(conn, COUNT_BUCKETS, counts)
+
+
+_seq = operator.attrgetter("seq")
+_STEP_EVENTS = (
+    "SELECT seq, type, observed_us, recorded_us, data FROM events WHERE seq > ? AND seq <= ? "
+    f"AND type IN ('{CITATION}', '{RESOLUTION}')"
+)
 
 
 def apply_work_keys(store: SqlStore, conn: Connection, after: int, upto: int) -> None:

@@ -223,6 +223,26 @@ def link_step(link: ChainLink) -> Step | None:
     )
 
 
+def data_steps(rows: Iterable[SqlRow]) -> list[Step]:
+    """The Steps of rows of (seq, type, observed_us, recorded_us, data) of citations and resolutions,
+    each event's data decoded for its few fields alone (the rest skipped)."""
+    decode = _REFS.decode
+    return [
+        Step(
+            r.observation_id,
+            seq,
+            type_,
+            observed,
+            recorded,
+            r.citing_arxiv_id,
+            r.reference_index,
+            r.cited_arxiv_id,
+        )
+        for seq, type_, observed, recorded, data in rows
+        for r in (decode(data),)
+    ]
+
+
 class _StepColumns(NamedTuple):
     """A row of (observation_id, seq, type, observed_us, recorded_us, citing, reference_index, cited)."""
 
