@@ -624,15 +624,15 @@ def _check_spans_of(store: Store, oids: list[str] | None) -> tuple[int, str] | N
     the events (the projector follows the log: ledger/storage/projector.py)."""
     position = store.spans.projection_position(SPANS)
 
-    def steps_of(oids: list[str] | None) -> Iterator[tuple[str, list[Step]]]:
-        for oid, mine in store.spans.observation_steps(oids):
+    def steps_of(oids: list[str] | None, cited_only: bool = False) -> Iterator[tuple[str, list[Step]]]:
+        for oid, mine in store.spans.observation_steps(oids, cited_only=cited_only):
             held = [s for s in mine if s.seq <= position]
             if held:
                 yield oid, held
 
     # an observation has spans only if a resolution of it names a paper
     derived, part = Sums(), list[Row]()
-    for _, mine in steps_of(oids):
+    for _, mine in steps_of(oids, cited_only=True):
         if any(s.cited for s in mine):
             part += history(mine)
             if len(part) >= _PAGE:

@@ -41,9 +41,12 @@ from ledger.storage.tables.shared import (
 class SqlSpans(TableBase):
     """The inbound spans and counts, their projection's position, and their first fill."""
 
-    def observation_steps(self, oids: Sequence[str] | None = None) -> Iterator[tuple[str, list[Step]]]:
+    def observation_steps(
+        self, oids: Sequence[str] | None = None, *, cited_only: bool = False
+    ) -> Iterator[tuple[str, list[Step]]]:
         """Every observation's citations and resolutions as Steps (or only these observations'), by
-        observation id, read lazily."""
+        observation id, read lazily. `cited_only` may leave out (where that is cheap: every observation
+        in one statement) the observations no resolution of which names a paper: they have no spans."""
         d = self.store.dialect
         if oids is not None:
             rows = self._q(
@@ -61,7 +64,13 @@ class SqlSpans(TableBase):
                 f"WHERE type IN ('{CITATION}', '{spans.RESOLUTION}') ORDER BY 1, seq"
             )
             by_oid = itertools.groupby(sorted_steps, key=_first)
-            yield from ((oid, list(map(step_row, mine))) for oid, mine in by_oid)
+            if not cited_only:
+                yield from ((oid, list(map(step_row, mine))) for oid, mine in by_oid)
+                return
+            for oid, mine in by_oid:
+                found = list(mine)
+                if any(r[7] for r in found):  # a resolution's cited paper
+                    yield oid, list(map(step_row, found))
             return
         levels = [
             self._ordered(
