@@ -78,7 +78,9 @@ class SqlScreenIndex(TableBase):
         refs, notices = Sums(), Sums()
         page = self.store.dialect.page
         where = after_seq(after)
-        sum_rows(self._q, page, refs, screen.REF_COLUMNS, "screen_refs", ["work_id", "seq"], where)
-        order = ["work_id", "seq", "ordinal"]
+        # pages by seq where only the events after one are asked for (both tables have an index by seq)
+        order = ["seq", "work_id"] if after else ["work_id", "seq"]
+        sum_rows(self._q, page, refs, screen.REF_COLUMNS, "screen_refs", order, where)
+        order = [*order, "ordinal"]
         sum_rows(self._q, page, notices, screen.NOTICE_COLUMNS, "screen_notices", order, where)
         return refs, notices
