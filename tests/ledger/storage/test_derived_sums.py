@@ -21,6 +21,8 @@ from ledger.storage.derived.spans import COLUMNS as SPAN_COLUMNS
 from ledger.storage.derived.sums import MASK, Derived, Page, Positions, Sums, page_sums
 from ledger.storage.interface import Store
 from ledger.storage.projector import READ_BY_RECORDS
+from ledger.storage.sql import Cursor, SqlParams
+from ledger.storage.sql_store import SqlStore
 from ledger.storage.tables.keys import after_seq, sum_rows
 from service.ledger import Ledger
 from tests.conftest import examples
@@ -158,7 +160,11 @@ def test_stored_sums_read_in_pages_are_the_sums_read_at_once(screened: Ledger, p
     order a dialect that pages uses), sums as it does read in one statement: no row skipped or twice."""
     store = screened.store
     after = store.head().seq // 2
-    q = store.keys._q  # noqa: SLF001 - the tables' own query, as their sums use it
+    assert isinstance(store, SqlStore)  # both backends
+
+    def q(sql: str, params: SqlParams) -> Cursor:
+        return store.query(store.connection(), sql, params)
+
     keyed = [level_table("event_keys", lv) for lv in LEVELS]
     checked = [level_table("check_works", lv) for lv in LEVELS]
     checks = "work_id, source, observed_us, seq, recorded_us, notices"
