@@ -41,6 +41,16 @@ def record(
 ) -> tuple[list[tuple[str, list[tuple[Any, ...]] | None]], int]:
     """The write statements (and their rows) the appends of an import of `path` run; events appended.
     With `projected`, the projector is then run to the head and its write statements go there."""
+    return capture(db, lambda ledger: import_file(ledger, path, walk=False).appended, projected)
+
+
+def capture(
+    db: Path,
+    go: Callable[[service_ledger.Ledger], int],
+    projected: list[tuple[str, list[tuple[Any, ...]] | None]] | None = None,
+) -> tuple[list[tuple[str, list[tuple[Any, ...]] | None]], int]:
+    """The write statements (and their rows) the appends `go(ledger)` makes run, and what it returns.
+    With `projected`, the projector is then run to the head and its write statements go there."""
     recorded: list[tuple[str, list[tuple[Any, ...]] | None]] = []
     inside = [False]
     into = [recorded]
@@ -88,7 +98,7 @@ def record(
         Logged.advance = advancing  # type: ignore[method-assign]
     try:
         ledger = service_ledger.Ledger(str(db))
-        got = import_file(ledger, path, walk=False)
+        got = go(ledger)
         if projected is not None:
             from ledger.storage.projector import READ_BY_RECORDS
 
@@ -101,7 +111,7 @@ def record(
             setattr(service_ledger.Ledger if name == "append" else sqlite_store.SQLiteStore, name, f)
         if projected is not None:
             Logged.advance = advance  # type: ignore[method-assign]
-    return recorded, got.appended
+    return recorded, got
 
 
 def replay(recorded: list[tuple[str, list[tuple[Any, ...]] | None]], db: Path) -> dict[str, float]:
