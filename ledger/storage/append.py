@@ -162,6 +162,8 @@ def append_batch(
     types = [_TYPES[type(e)] for e in events]
     observed: list[int] | None = None
     if encoded is not None:
+        if len(encoded) != len(events):
+            raise ValueError(f"{len(encoded)} encoded for {len(events)} events: one each")
         datas = [x.data for x in encoded]
         ids = [x.event_id for x in encoded]
         observed = [x.observed_us for x in encoded]

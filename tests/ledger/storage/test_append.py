@@ -423,3 +423,12 @@ def test_an_append_given_what_a_check_made_stores_the_same(new_db: Any, batches:
     finally:
         made.close()
         given_.close()
+
+
+def test_an_append_given_encoded_for_other_events_writes_nothing(fresh_ledger: Ledger) -> None:
+    """`encoded` is one per event: a list of another length is refused before anything is written."""
+    events = [fx.paper(P1, T), fx.paper(P2, T)]
+    one = Encoded(canonical(events[0].data), derived_event_id(events[0]), parse_near(T))
+    with pytest.raises(ValueError, match="1 encoded for 2 events"):
+        fresh_ledger.append(events, encoded=[one])
+    assert fresh_ledger.head().seq == 0
