@@ -9,16 +9,18 @@ makes on the same events.
 `_Line`), the spill's frames written and read back, and `append_batch`'s work over a transaction that
 stores nothing (bench/python_path.py). `calls`: only the compiled calls that work makes, on the same
 lines, each kind in one comprehension: the JSON decode into the typed event, the canonical encode of
-its data (twice: the check's and the append's), the two blake3 hashes (fingerprint and chain link),
-the body's formatting and the event id's JSON string, the instants' `fromisoformat`, the spill's
-msgpack and zstandard. `whole - calls` is the interpreter's own work around those calls: the most a
-per-event path compiled end to end could save, since it must still make the same calls (or their
-equivalents in its own language). Nothing here is a test; no time is asserted.
+its data (once: the append takes the check's from the spill), the SHA-1 of the derived id (the
+check's key and fingerprint) and the blake3 chain link, the body's formatting and the event id's JSON
+string, the instants' `fromisoformat`, the spill's msgpack and zstandard. `whole - calls` is the
+interpreter's own work around those calls: the most a per-event path compiled end to end could save,
+since it must still make the same calls (or their equivalents in its own language). Nothing here is a
+test; no time is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -74,15 +76,15 @@ def whole(lines: list[bytes]) -> None:
                 where = f"line {n}"
                 event = quick_event(raw)
                 assert event is not None
-                check_rules(event, where, now)
-                _Line(event, n, where)
-                numbered.append((n, event))
+                x = _Line(event, n, where, check_rules(event, where, now))
+                numbered.append((n, event, (x.data, x.id, x.observed_us)))
             spill.write(numbered)
         tx = _NoStore()
         for frame in spill.read():
             append_batch(
-                tx, [e for _, e in frame], places=[f"line {n}" for n, _ in frame], clock=SYSTEM_CLOCK
-            )
+                tx, [e for _, e, _ in frame], places=[f"line {n}" for n, _, _ in frame], clock=SYSTEM_CLOCK,
+                encoded=[x for _, _, x in frame],
+            )  # fmt: skip
     finally:
         spill.close()
 
@@ -93,11 +95,11 @@ def calls(lines: list[bytes]) -> None:
     string = msgspec.json.Encoder().encode
     events = [plain_event(raw) for raw in lines]
     datas = [encode(e.data) for e in events]
+    # the derived id (the check's key and fingerprint, which the append takes from the spill)
     [
-        blake3(b"%b\x00%b\x00%b" % (b"t", e.observed_at.encode(), d)).digest(16)
+        hashlib.sha1(b'{"data":' + d + b',"observed_at":' + string(e.observed_at) + b',"type":"t"}').digest()
         for e, d in zip(events, datas, strict=True)
     ]
-    datas = [encode(e.data) for e in events]  # the append's own encode
     stamp = string("2026-12-06T08:00:00.000000Z")
     prev = bytes(32)
     bodies = [
@@ -107,10 +109,9 @@ def calls(lines: list[bytes]) -> None:
     [blake3(prev + b).digest().hex() for b in bodies]
     [datetime.fromisoformat(e.observed_at.replace("Z", "+00:00")) for e in events]
     packed = msgspec.msgpack.Encoder().encode
-    frames = [
-        zstandard.compress(packed(list(enumerate(events[k : k + 1000])))) for k in range(0, len(events), 1000)
-    ]
-    decode = msgspec.msgpack.Decoder(list[tuple[int, Event]]).decode
+    spilled = [(i, e, (d, "", i)) for i, (e, d) in enumerate(zip(events, datas, strict=True))]
+    frames = [zstandard.compress(packed(spilled[k : k + 1000])) for k in range(0, len(events), 1000)]
+    decode = msgspec.msgpack.Decoder(list[tuple[int, Event, tuple[bytes, str, int]]]).decode
     [decode(zstandard.decompress(f)) for f in frames]
 
 

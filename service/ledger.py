@@ -22,6 +22,7 @@ from ledger.model.importer import Batch, parse_input
 from ledger.model.instants import SYSTEM_CLOCK, Clock
 from ledger.model.record_types import Record
 from ledger.storage.append import AppendResult as AppendResult
+from ledger.storage.append import Encoded as Encoded
 from ledger.storage.append import append_batch, needs_of
 from ledger.storage.backend import Store, Unsupported, open_store
 from ledger.storage.backend import is_pg_url as is_pg_url
@@ -194,6 +195,7 @@ class Ledger:
         checked_at: int | None = None,
         resolver_events: bool = False,
         by: WriteBy | None = None,
+        encoded: Sequence[Encoded] | None = None,
     ) -> AppendResult:
         """Validate every event, then append them as one atomic batch.
 
@@ -206,6 +208,8 @@ class Ledger:
         (ledger/model/claims.py), as the resolver's own appends and a ledger being moved do; otherwise
         those are refused. `by` (else the context's `writing_as`) is recorded as the batch's writer, in
         its transaction (ledger/storage/writers.py); with neither, no writer is recorded.
+        `encoded`, one per event: what the check that passed these events made of them (their data's
+        canonical bytes, ids and instants), appended as it is instead of made again.
         """
         if not resolver_events:
             refuse_claims(events, places)
@@ -224,7 +228,7 @@ class Ledger:
         # GroupCommitter.submit names only its append protocol
         def batch(tx: Any) -> AppendResult:
             # the writer goes in the batch's own transaction: committed with its events or not at all
-            got = append_batch(tx, events, expected_versions, places, clock=self.clock)
+            got = append_batch(tx, events, expected_versions, places, clock=self.clock, encoded=encoded)
             if by is not None and got.appended:
                 tx.save_writers(writer_rows((i.seq for i in got.items if not i.duplicate), by))
             return got

@@ -289,10 +289,11 @@ def check_ijson_data(data: bytes, where: str) -> None:
         raise InvalidEvent(place, ijson.NUL)
 
 
-def check_rules(event: Event, where: str, now: int | None) -> None:
+def check_rules(event: Event, where: str, now: int | None) -> int:
     """The rules beyond types (ledger-v1.md "Appending") that need no ledger state; "not in the
     future" against `now` (the ledger's clock), or not at all when None (a decoder, whose events the
-    append checks against the clock it records them with)."""
+    append checks against the clock it records them with). Returns the event's observed_at in UTC
+    microseconds (parsed for the rule, kept by a caller that stores it)."""
     observed = check_instant(event.observed_at, f"{where}.observed_at")
     if now is not None and observed > now + FUTURE_SLACK_US:
         raise InvalidEvent(f"{where}.observed_at", "more than 5 minutes in the future")
@@ -323,6 +324,7 @@ def check_rules(event: Event, where: str, now: int | None) -> None:
         _check_work(event, d)
     elif isinstance(event, CollectionChanged):
         _check_collection(event, d)
+    return observed
 
 
 def check_collection_name(name: str, where: str, most: int = MAX_COLLECTION_NAME) -> None:

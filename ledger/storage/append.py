@@ -47,6 +47,16 @@ class Rows(NamedTuple):
     steps: list[Step]
 
 
+class Encoded(NamedTuple):
+    """What a caller that checked an event already made of it (a file's check pass): its data's
+    canonical bytes (U+0000 refused), its event id (given or derived from those bytes) and its
+    observed_at in UTC microseconds. An append given them uses them instead of making them again."""
+
+    data: bytes
+    event_id: str
+    observed_us: int
+
+
 class Needs(NamedTuple):
     """What an append of a batch will look up, known before its transaction: a group commit looks up
     every batch's at once (ledger/storage/group_tx.py)."""
@@ -143,19 +153,29 @@ def append_batch(
     places: Sequence[str] | None = None,
     *,
     clock: Clock,
+    encoded: Sequence[Encoded] | None = None,
 ) -> AppendResult:
     """Append `events` atomically inside `tx`, recorded at `clock.now_us()` (UTC microseconds,
-    never before the last recorded instant); raise (and write nothing) on any refusal."""
-    encode = _CANONICAL.encode
+    never before the last recorded instant); raise (and write nothing) on any refusal. `encoded`, one
+    per event: what a check of these events already made of them (`Encoded`), taken as it is."""
     # the tags as the interned constants of this module, so the loops below compare them by identity
     types = [_TYPES[type(e)] for e in events]
-    datas = [encode(e.data) for e in events]
-    ids: list[str] = []
-    for i, e in enumerate(events):
-        data = datas[i]
-        if _NUL in data:  # the encoder escapes U+0000, so the escape's absence proves there is none
-            check_ijson_data(data, _place(places, i))
-        ids.append(e.event_id or derived_id(data, e.observed_at, types[i]))
+    observed: list[int] | None = None
+    if encoded is not None:
+        if len(encoded) != len(events):
+            raise ValueError(f"{len(encoded)} encoded for {len(events)} events: one each")
+        datas = [x.data for x in encoded]
+        ids = [x.event_id for x in encoded]
+        observed = [x.observed_us for x in encoded]
+    else:
+        encode = _CANONICAL.encode
+        datas = [encode(e.data) for e in events]
+        ids = []
+        for i, e in enumerate(events):
+            data = datas[i]
+            if _NUL in data:  # the encoder escapes U+0000, so the escape's absence proves there is none
+                check_ijson_data(data, _place(places, i))
+            ids.append(e.event_id or derived_id(data, e.observed_at, types[i]))
     head, last_recorded = tx.head()
     stored = tx.existing(sorted(set(ids)))
     oids = sorted({e.data.observation_id for e in events if isinstance(e, _OBSERVED)})
@@ -233,7 +253,7 @@ def append_batch(
         )
         digest = blake3(prev_digest + body).digest()
         h = digest.hex()
-        observed_us = parse_near(observed_at)
+        observed_us = parse_near(observed_at) if observed is None else observed[i]
         events_.append(
             (seq, event_id, stream, version, type_, observed_at, observed_us, recorded_at, recorded_us,
              data.decode(), prev, h)

@@ -140,8 +140,9 @@ class Dialect:
     analyze: bool = False
     # an append whose seqs pass a level's size writes its rows straight into the deepest level it moves,
     # after moving the levels above there: the same rows at the same levels as writing them to the
-    # recent level and moving it down, without writing each row twice more (the server's CPU and WAL,
-    # not a commit's pages, are what PostgreSQL pays per row)
+    # recent level and moving it down, without writing each row twice more (PostgreSQL pays the
+    # server's CPU and WAL per row; SQLite the inserts and the move's copy, for a batch as large as an
+    # import's, most of whose appends pass the recent level's size)
     direct_moves: bool = False
     # ids or observations a resumed walk looks up in one statement (None: all of them in one). SQLite
     # reads a part in proportion to it, and its grouping of a long list is held in memory whole (16 MB
@@ -253,7 +254,7 @@ class Dialect:
 
 
 # SQLite cursors of one connection interleave, so verify reads check_works in one lazy statement
-SQLITE = Dialect("sqlite", percent=False, json_lists=True, page=None, list_part=2000)
+SQLITE = Dialect("sqlite", percent=False, json_lists=True, page=None, list_part=2000, direct_moves=True)
 # psycopg's client-side cursor holds every row of a statement, and verify walks the chain on the same
 # connection meanwhile: PostgreSQL reads check_works a page at a time
 POSTGRESQL = Dialect("postgresql", percent=True, json_lists=False, page=5000, analyze=True, direct_moves=True)

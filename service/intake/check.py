@@ -23,7 +23,6 @@ from operator import itemgetter
 from typing import NamedTuple, TypeVar
 
 import msgspec
-from blake3 import blake3
 
 from ledger.model.claims import refuse_claims
 from ledger.model.codec import (
@@ -60,26 +59,27 @@ def _key(uuid_text: str) -> bytes:
 
 
 class _Line:
-    __slots__ = ("data", "event", "fingerprint", "id", "key", "n", "type", "where")
+    __slots__ = ("data", "event", "fingerprint", "id", "key", "n", "observed_us", "type", "where")
 
-    def __init__(self, event: Event, n: int, where: str) -> None:
+    def __init__(self, event: Event, n: int, where: str, observed_us: int) -> None:
         self.event = event
         self.n = n
         self.where = where
+        self.observed_us = observed_us
         self.type = type_ = type_of(event)
         self.data = data = _ENCODE(event.data)
         if _NUL in data:  # the encoder escapes U+0000, so its absence proves there is none
             check_ijson_data(data, where)
+        # what "the same content" is compared on (type, observed_at, data), in 16 bytes: the id derived
+        # from it, which a line without an event_id has as its key already. Two contents share one only
+        # if SHA-1 collides, and the append would still refuse that pair: it compares the bytes.
+        self.fingerprint = derived_key(data, event.observed_at, type_)
         if event.event_id is None:
-            self.key = derived_key(data, event.observed_at, type_)
+            self.key = self.fingerprint
             self.id = uuid_text(self.key)
         else:
             self.id = event.event_id
             self.key = _key(self.id)
-        # what "the same content" is compared on (type, observed_at, data), in 16 bytes
-        self.fingerprint = blake3(
-            b"%b\x00%b\x00%b" % (type_.encode(), event.observed_at.encode(), data)
-        ).digest(16)
 
 
 class FileCheck:
@@ -144,17 +144,19 @@ class FileCheck:
                 event = quick_event(raw)
                 if event is None:
                     event = to_event(decode_json(raw, where), where)
-                check_rules(event, where, now)
+                observed_us = check_rules(event, where, now)
                 if claims and type(event) is ResolutionObserved:  # the only events that can claim
                     refuse_claims((event,), (where,))
-                lines.append(_Line(event, n, where))
+                lines.append(_Line(event, n, where, observed_us))
         self.lines += len(lines)
         new = self._new_lines(scratch, lines)
         self._owners(scratch, new)
         scratch.add_ids([(x.key, x.fingerprint, x.n) for x in new])
         if self._spill is not None:
-            # every line, duplicates too: the append decides again against the ledger as it is then
-            self._spill.write([(x.n, x.event) for x in lines])
+            # every line, duplicates too: the append decides again against the ledger as it is then,
+            # from the data bytes, id and instant made here
+            # (a plain tuple: msgpack writes it as it writes an `Encoded`, and it is built for less)
+            self._spill.write([(x.n, x.event, (x.data, x.id, x.observed_us)) for x in lines])
         self.new += len(new)
         self.duplicates += len(lines) - len(new)
 

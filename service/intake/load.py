@@ -51,7 +51,7 @@ from service.intake.check import FileCheck
 from service.intake.inflate import CHUNK, LOCAL, Inflation
 from service.intake.spill import Spill
 from service.intake.stream import MAX_LINE, iter_lines, open_stream, read_exactly
-from service.ledger import AppendResult, Ledger, VerifyReport
+from service.ledger import AppendResult, Encoded, Ledger, VerifyReport
 from service.ops.scrub import PassLog
 
 # events a batch: its decoded events and the rows its append builds take about 3.5 kB an event, so a
@@ -442,8 +442,9 @@ class _Lines:
         run = _Run(start, len(ends), self.ledger.head())
         try:
             for numbered in spill.read():
-                for n, event in numbered:
+                for n, event, encoded in numbered:
                     run.events.append(event)
+                    run.encoded.append(encoded)
                     run.places.append(f"line {n}")
                     self.lines += 1
                     if len(run.events) == ends[run.batches].events:
@@ -492,16 +493,18 @@ class _Lines:
                                result.head.seq, format_recorded(at), at)
             )  # fmt: skip
 
+        # the check refused every resolution claiming the ledger's resolver or a person (unless told to
+        # keep them), in these very events: not again here
         result = self.ledger.append(
             run.events, None, run.places, typed=True, within=save, checked_at=self.checked_at,
-            resolver_events=self.keep_resolver_events,
+            resolver_events=True, encoded=run.encoded,
         )  # fmt: skip
         run.appended += result.appended
         run.duplicates += result.duplicates
         run.head = result.head
         run.batches += 1
         run.committed_line = end.line
-        run.events, run.places = [], []
+        run.events, run.places, run.encoded = [], [], []
         run.unwalked += result.appended
         self.read = end.offset
         if self.walker is not None and run.unwalked >= WALK_EVERY:
@@ -520,6 +523,7 @@ class _Run:
         self.total = total  # the batches to commit
         self.line = self.committed_line = start.lines
         self.events: list[Event] = []
+        self.encoded: list[Encoded] = []  # what the check made of each event (spill.py)
         self.places: list[str] = []
         self.appended = self.duplicates = self.batches = 0
         self.unwalked = 0  # events committed since the last walk was asked for

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ledger.model.codec import canonical, derived_event_id
 from ledger.model.errors import Conflict, InvalidEvent, LedgerError
 from ledger.model.events import MeasurementData, MeasurementObserved, PaperData, PaperObserved
-from ledger.model.instants import SYSTEM_CLOCK
-from ledger.storage.append import AppendResult
+from ledger.model.instants import SYSTEM_CLOCK, parse_near
+from ledger.storage.append import AppendResult, Encoded
 from ledger.tlog.chain import body_bytes, link_hash
 from service.ledger import Ledger
 from tests import factories as fx
@@ -396,3 +397,38 @@ def test_what_an_append_stores_is_what_its_events_imply(new_db: Any, batches: li
                 assert e.event_id == str(uuid.uuid5(uuid.NAMESPACE_URL, name.decode()))
     finally:
         ledger_.close()
+
+
+@settings(
+    max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(batches=_batches())
+def test_an_append_given_what_a_check_made_stores_the_same(new_db: Any, batches: list[list[Any]]) -> None:
+    """An append handed each event's data bytes, id and instant (`encoded`, as a file's check spills
+    them) stores every byte, key and hash it stores when it makes them itself, and answers the same."""
+    clock = fx.Clock()
+    made, given_ = (
+        Ledger(new_db(f"m{uuid.uuid4().hex}.db"), clock=clock),
+        Ledger(new_db(f"g{uuid.uuid4().hex}.db"), clock=clock),
+    )
+    try:
+        for batch in batches:
+            encoded = [
+                Encoded(canonical(e.data), e.event_id or derived_event_id(e), parse_near(e.observed_at))
+                for e in batch
+            ]
+            assert given_.append(batch, encoded=encoded) == made.append(batch)
+        assert given_.store.read_log() == made.store.read_log()
+        assert sorted(given_.store.keys.index_rows()) == sorted(made.store.keys.index_rows())
+    finally:
+        made.close()
+        given_.close()
+
+
+def test_an_append_given_encoded_for_other_events_writes_nothing(fresh_ledger: Ledger) -> None:
+    """`encoded` is one per event: a list of another length is refused before anything is written."""
+    events = [fx.paper(P1, T), fx.paper(P2, T)]
+    one = Encoded(canonical(events[0].data), derived_event_id(events[0]), parse_near(T))
+    with pytest.raises(ValueError, match="1 encoded for 2 events"):
+        fresh_ledger.append(events, encoded=[one])
+    assert fresh_ledger.head().seq == 0

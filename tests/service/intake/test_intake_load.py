@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ledger.model import events as ev
-from ledger.model.codec import event_to_dict
+from ledger.model.codec import derived_event_id, event_to_dict
 from ledger.model.errors import Conflict, InvalidEvent, LedgerError
 from service.intake import check, load
 from service.intake.load import CHECKING, file_key, import_file
@@ -187,6 +187,35 @@ def test_an_id_stored_with_other_content_is_named(imported_ledger: Ledger, tmp_p
     with pytest.raises(Conflict, match=rf"line 8\.event_id: {stored.event_id} is already stored \(seq 1\)"):
         import_file(imported_ledger, path, batch_size=2)
     assert imported_ledger.head() == head
+
+
+@pytest.mark.parametrize("named_first", [True, False])
+def test_one_content_under_its_derived_id_given_and_left_out_is_one_event(
+    fresh_ledger: Ledger, tmp_path: Path, named_first: bool
+) -> None:
+    """A line naming the id its content derives to and a line leaving it out are the same event, in
+    either order, in the check as in the append."""
+    e = fx.measurement(A, fx.ts(1), 1)
+    named = {**event_to_dict(e), "event_id": derived_event_id(e)}
+    pair = [line(named), line(e)] if named_first else [line(e), line(named)]
+    path = tmp_path / "f.ndjson"
+    path.write_bytes(b"".join(line(x) for x in history(3)) + b"".join(pair))
+    got = import_file(fresh_ledger, path, batch_size=2)
+    assert (got.appended, got.duplicates) == (len(history(3)) + 1, 1)
+
+
+def test_another_content_under_a_derived_id_is_refused_before_anything_is_written(
+    fresh_ledger: Ledger, tmp_path: Path
+) -> None:
+    """A line naming the id another line's content derives to, with other content, is refused by the
+    check, naming both lines, even when the two are in different batches."""
+    e = fx.measurement(A, fx.ts(1), 1)
+    other = {**event_to_dict(fx.measurement(A, fx.ts(1), 2)), "event_id": derived_event_id(e)}
+    path = tmp_path / "f.ndjson"
+    path.write_bytes(line(e) + b"".join(line(x) for x in history(3)) + line(other))
+    with pytest.raises(Conflict, match=r"line 9\.event_id: .* appears earlier in the file \(line 1\)"):
+        import_file(fresh_ledger, path, batch_size=2)
+    assert fresh_ledger.head().seq == 0
 
 
 def test_lines_already_stored_are_duplicates(fresh_ledger: Ledger, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ spill gives back the events it was given, in order, a frame at a time."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -11,10 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.model.codec import event_to_dict, quick_event
+from ledger.model.codec import canonical, derived_event_id, event_to_dict, quick_event
+from ledger.model.events import Event, StoredEvent
+from ledger.model.facts import ImportProgress
+from ledger.model.instants import parse_near
+from service.intake.check import FileCheck
 from service.intake.load import import_file
 from service.intake.spill import Spill
-from service.ledger import Ledger
+from service.ledger import Encoded, Ledger
 from tests import factories as fx
 from tests.conftest import NewDb, examples
 from tests.service.intake.test_intake_load import history, line, state
@@ -58,19 +63,52 @@ def test_lines_of_the_exact_path_are_appended_as_it_decodes_them(
         batched.close()
 
 
+def _encoded(e: Event) -> Encoded:
+    """What an append makes of an event itself: its data's canonical bytes, its id, its instant."""
+    return Encoded(canonical(e.data), e.event_id or derived_event_id(e), parse_near(e.observed_at))
+
+
 @settings(max_examples=examples(20), deadline=None)
 @given(events=fx.ledgers(max_obs=4), frames=st.lists(st.integers(0, 5), max_size=8))
-def test_a_spill_gives_back_its_events_in_order(events: list[object], frames: list[int]) -> None:
-    numbered = list(enumerate(events, start=1))
+def test_a_spill_gives_back_its_events_in_order(events: list[Event], frames: list[int]) -> None:
+    numbered = [(n, e, _encoded(e)) for n, e in enumerate(events, start=1)]
     spill = Spill()
     try:
         at = 0
         for size in [*frames, len(numbered)]:
-            spill.write(numbered[at : at + size])  # type: ignore[arg-type]
+            spill.write(numbered[at : at + size])
             at += size
         got = [pair for frame in spill.read() for pair in frame]
         assert got == numbered
         assert spill.events == len(numbered)
         assert [pair for frame in spill.read() for pair in frame] == numbered  # read again from the first
+    finally:
+        spill.close()
+
+
+class _NoTables:
+    """An empty ledger, as the check looks it up."""
+
+    def import_progress(self, file_key: str) -> ImportProgress | None:
+        return None
+
+    def stored_events(self, event_ids: Sequence[str]) -> dict[str, StoredEvent]:
+        return {}
+
+    def citing_papers(self, observation_ids: Sequence[str]) -> dict[str, str]:
+        return {}
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(events=fx.ledgers(max_obs=4))
+def test_the_check_spills_what_an_append_would_make_of_each_event(events: list[Event]) -> None:
+    """The data bytes, id and instant the append takes from the spill are the ones it would make."""
+    spill = Spill()
+    try:
+        check = FileCheck(_NoTables(), 2**62, spill=spill)
+        check.run((n, line(e)) for n, e in enumerate(events, start=1))
+        got = [(n, e, enc) for frame in spill.read() for n, e, enc in frame]
+        assert [(n, e) for n, e, _ in got] == list(enumerate(events, start=1))
+        assert [enc for _, _, enc in got] == [_encoded(e) for e in events]
     finally:
         spill.close()
