@@ -31,7 +31,7 @@ from ledger.storage.tables.shared import (
     TableBase,
     starts_ends,
     step_columns,
-    steps_sql,
+    steps_of,
 )
 
 
@@ -43,12 +43,8 @@ class SqlSpans(TableBase):
         observation id, read lazily."""
         d = self.store.dialect
         if oids is not None:
-            rows = self._q(
-                steps_sql(d, d.keyed("event_keys_all")),
-                (d.bind_list([OBSERVATION + o for o in oids]),),
-            )
-            steps = sorted(map(step_row, rows), key=lambda s: (s.observation_id, s.seq))
-            yield from ((o, list(g)) for o, g in itertools.groupby(steps, key=lambda s: s.observation_id))
+            found = steps_of(self.store, self.store.connection(), oids)
+            yield from ((o, sorted(found[o], key=lambda s: s.seq)) for o in sorted(found) if found[o])
             return
         if d.page is None:
             # one statement read lazily: the database sorts the citations and resolutions by observation
