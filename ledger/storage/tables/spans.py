@@ -73,7 +73,7 @@ class SqlSpans(TableBase):
         """Every stored inbound span (or only these observations'), read lazily: by (observation_id,
         t_from, k_from), or in the key's order (`ordered=False`, paged by the key where the dialect pages)."""
         d = self.store.dialect
-        where, params = ("1 = 1", ()) if oids is None else (d.any_of("observation_id"), (d.bind_list(oids),))
+        where, params = ("1 = 1", ()) if oids is None else (d.in_list("observation_id"), (d.bind_list(oids),))
         if not ordered:  # in the key's order: no sort, and pages by the key where the dialect pages
             key = ["cited", "citing", "reference_index", "observation_id", "t_from", "k_from"]
             rest = ", ".join(c for c in SPAN_COLUMNS.split(", ") if c not in key)

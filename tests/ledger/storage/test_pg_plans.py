@@ -41,15 +41,28 @@ def _scans(store: PostgresStore, seen: dict[str, Any], table: str) -> list[str]:
     return found
 
 
-def test_a_walk_finds_the_spans_of_its_observations_by_index(fresh_ledger: Ledger) -> None:
+@pytest.mark.parametrize(
+    ("spans", "count", "step"),
+    [
+        pytest.param(100_000, 1_000, 3, id="1,000-of-100k"),
+        # a walk's 6,400 observations among the spans of a 1M-event ledger
+        pytest.param(143_000, 6_400, 22, id="6,400-of-143k"),
+    ],
+)
+def test_a_walk_finds_the_spans_of_its_observations_by_index(
+    fresh_ledger: Ledger, spans: int, count: int, step: int
+) -> None:
     store = _store(fresh_ledger)
     conn = store.connection()
     conn.execute(
         "INSERT INTO inbound_spans (cited, citing, reference_index, observation_id, t_from, t_to, "
         "citation_seq, resolution_seq, k_from, k_to) SELECT 'c' || (i % 2000), 'p' || i, 1, md5(i::text), "
-        "i, 9223372036854775807, i, i, i, 9223372036854775807 FROM generate_series(1, 100000) AS i"
+        f"i, 9223372036854775807, i, i, i, 9223372036854775807 FROM generate_series(1, {spans}) AS i"
     )
-    oids = [r[0] for r in conn.execute("SELECT md5(i::text) FROM generate_series(1, 3000, 3) AS i")]
+    oids = [
+        r[0]
+        for r in conn.execute(f"SELECT md5(i::text) FROM generate_series(1, {step * count}, {step}) AS i")
+    ]
     with recording() as seen:
         assert len(list(store.spans.span_rows(oids, ordered=False))) == len(oids)
         assert len(list(store.spans.span_rows(oids))) == len(oids)
