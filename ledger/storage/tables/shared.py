@@ -7,6 +7,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
+import msgspec
+
 from ledger.model.events import StoredEvent
 from ledger.model.facts import (
     Head,
@@ -23,7 +25,6 @@ from ledger.storage.derived.spans import (
     CITATION,
     OPEN,
     Step,
-    step_row,
 )
 from ledger.storage.derived.spans import COLUMNS as SPAN_COLUMNS
 from ledger.storage.sql import (
@@ -89,15 +90,6 @@ def step_columns(d: Dialect, events: str = "") -> str:
     )
 
 
-def steps_sql(d: Dialect, where: str) -> str:
-    """The Steps (`step_columns`) of the events where `where` holds, each event's data parsed once."""
-    return d.parsed(
-        f"{d.field('observation_id')}, seq, type, observed_us, recorded_us, "
-        f"{d.field('citing_arxiv_id')}, {d.field('reference_index')}, {d.field('cited_arxiv_id')}",
-        where,
-    )
-
-
 AFTER_OBSERVATIONS = OBSERVATION[0] + ";"  # the first key past every observation key ("o:" < "o;")
 
 
@@ -119,17 +111,43 @@ def existing_events(
     return {e.event_id: e for e in map(envelope_row, rows)}
 
 
+class _StepData(msgspec.Struct, frozen=True, gc=False):
+    """The fields of a citation's or resolution's stored data a Step reads (the rest is skipped)."""
+
+    observation_id: str
+    citing_arxiv_id: str | None = None
+    reference_index: int | None = None
+    cited_arxiv_id: str | None = None
+
+
+_STEP_DATA = msgspec.json.Decoder(_StepData)
+
+
 def steps_of(store: DialectStore, conn: Connection, observation_ids: Sequence[str]) -> dict[str, list[Step]]:
     """The stored citations and resolutions of each of these observations (an empty list: none)."""
     d = store.dialect
+    # the data comes back whole and is decoded here: PostgreSQL parsed each row's into jsonb to read
+    # four fields (1.6 us of the server's CPU a row, msgspec's decode a tenth of that), SQLite once each
     rows = store.query(
         conn,
-        steps_sql(d, d.keyed("event_keys_all")),
+        f"SELECT seq, type, observed_us, recorded_us, data FROM events WHERE {d.keyed('event_keys_all')}",
         (d.bind_list([OBSERVATION + o for o in observation_ids]),),
     )
     found: dict[str, list[Step]] = {o: [] for o in observation_ids}
-    for step in map(step_row, rows):
-        found[step.observation_id].append(step)
+    for seq, type_, observed_us, recorded_us, data in rows:
+        g = _STEP_DATA.decode(data)
+        found[g.observation_id].append(
+            Step(
+                g.observation_id,
+                seq,
+                type_,
+                observed_us,
+                recorded_us,
+                g.citing_arxiv_id,
+                g.reference_index,
+                g.cited_arxiv_id,
+            )
+        )
     return found
 
 

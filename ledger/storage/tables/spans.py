@@ -34,7 +34,7 @@ from ledger.storage.tables.shared import (
     TableBase,
     starts_ends,
     step_columns,
-    steps_sql,
+    steps_of,
 )
 
 
@@ -49,12 +49,8 @@ class SqlSpans(TableBase):
         in one statement) the observations no resolution of which names a paper: they have no spans."""
         d = self.store.dialect
         if oids is not None:
-            rows = self._q(
-                steps_sql(d, d.keyed("event_keys_all")),
-                (d.bind_list([OBSERVATION + o for o in oids]),),
-            )
-            steps = sorted(map(step_row, rows), key=lambda s: (s.observation_id, s.seq))
-            yield from ((o, list(g)) for o, g in itertools.groupby(steps, key=lambda s: s.observation_id))
+            found = steps_of(self.store, self.store.connection(), oids)
+            yield from ((o, sorted(found[o], key=lambda s: s.seq)) for o in sorted(found) if found[o])
             return
         if d.page is None:
             # one statement read lazily: the database sorts the citations and resolutions by observation
@@ -89,7 +85,7 @@ class SqlSpans(TableBase):
         """Every stored inbound span (or only these observations'), read lazily: by (observation_id,
         t_from, k_from), or in the key's order (`ordered=False`, paged by the key where the dialect pages)."""
         d = self.store.dialect
-        where, params = ("1 = 1", ()) if oids is None else (d.any_of("observation_id"), (d.bind_list(oids),))
+        where, params = ("1 = 1", ()) if oids is None else (d.in_list("observation_id"), (d.bind_list(oids),))
         if not ordered:  # in the key's order: no sort, and pages by the key where the dialect pages
             key = ["cited", "citing", "reference_index", "observation_id", "t_from", "k_from"]
             rest = ", ".join(c for c in SPAN_COLUMNS.split(", ") if c not in key)

@@ -4,6 +4,7 @@ made large enough here)."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
@@ -40,15 +41,28 @@ def _scans(store: PostgresStore, seen: dict[str, Any], table: str) -> list[str]:
     return found
 
 
-def test_a_walk_finds_the_spans_of_its_observations_by_index(fresh_ledger: Ledger) -> None:
+@pytest.mark.parametrize(
+    ("spans", "count", "step"),
+    [
+        pytest.param(100_000, 1_000, 3, id="1,000-of-100k"),
+        # a walk's 6,400 observations among the spans of a 1M-event ledger
+        pytest.param(143_000, 6_400, 22, id="6,400-of-143k"),
+    ],
+)
+def test_a_walk_finds_the_spans_of_its_observations_by_index(
+    fresh_ledger: Ledger, spans: int, count: int, step: int
+) -> None:
     store = _store(fresh_ledger)
     conn = store.connection()
     conn.execute(
         "INSERT INTO inbound_spans (cited, citing, reference_index, observation_id, t_from, t_to, "
         "citation_seq, resolution_seq, k_from, k_to) SELECT 'c' || (i % 2000), 'p' || i, 1, md5(i::text), "
-        "i, 9223372036854775807, i, i, i, 9223372036854775807 FROM generate_series(1, 100000) AS i"
+        f"i, 9223372036854775807, i, i, i, 9223372036854775807 FROM generate_series(1, {spans}) AS i"
     )
-    oids = [r[0] for r in conn.execute("SELECT md5(i::text) FROM generate_series(1, 3000, 3) AS i")]
+    oids = [
+        r[0]
+        for r in conn.execute(f"SELECT md5(i::text) FROM generate_series(1, {step * count}, {step}) AS i")
+    ]
     with recording() as seen:
         assert len(list(store.spans.span_rows(oids, ordered=False))) == len(oids)
         assert len(list(store.spans.span_rows(oids))) == len(oids)
@@ -130,3 +144,34 @@ def test_a_walk_reads_the_small_levels_after_its_point_by_index(fresh_ledger: Le
         assert sum(1 for _ in store.keys.index_after(205_000)) == 4_999 + 24_999
         assert sum(1 for _ in store.keys.index_after(25_000)) > 60_000
     assert _small_level_scans(store, seen) == []
+
+
+def _levels_as_in_a_big_ledger(store: PostgresStore) -> None:
+    """The small levels full and a merged level of 300,000 keys (a ledger of some 150,000 events)."""
+    _small_levels_full(store)
+    conn = store.connection()
+    conn.execute(
+        "INSERT INTO event_keys (key, seq) SELECT (CASE WHEN i % 2 = 0 THEN 'e:' ELSE 'o:' END) "
+        "|| md5(i::text), i FROM generate_series(300000, 599999) AS i"
+    )
+    conn.execute("ANALYZE event_keys")
+
+
+@pytest.mark.parametrize(
+    "lookup",
+    [
+        pytest.param(lambda store, ids: store.imports.stored_events(ids), id="stored-event-ids"),
+        pytest.param(lambda store, ids: store.imports.citing_papers(ids), id="steps-of-observations"),
+    ],
+)
+def test_an_append_finds_its_keys_by_probing_every_level(fresh_ledger: Ledger, lookup: Any) -> None:
+    store = _store(fresh_ledger)
+    fresh_ledger.append([paper("2101.00001", ts(0))])
+    _levels_as_in_a_big_ledger(store)
+    # 6,400 ids (an append's batch), a third of them in each level that holds keys, none stored
+    # as an event here (the levels' seqs are past the head): the lookup's plan is what is checked
+    ids = _some("", 1_000, 91_000, 45) + _some("", 200_000, 210_000, 5) + _some("", 300_000, 600_000, 140)
+    wanted = [hashlib.md5(str(i).encode()).hexdigest() for i in ids]
+    with recording() as seen:
+        assert lookup(store, wanted) == {}
+    assert _scans(store, seen, "event_keys") == []
