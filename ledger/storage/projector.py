@@ -44,7 +44,6 @@ from ledger.storage.derived.spans import (
     bucket_deltas,
     data_steps,
     delta,
-    step_row,
 )
 from ledger.storage.derived.spans import (
     NAME as SPANS_NAME,
@@ -52,7 +51,7 @@ from ledger.storage.derived.spans import (
 from ledger.storage.interface import Store
 from ledger.storage.sql import ENVELOPE_COLUMNS, Connection, Dialect, SqlParams, link_row
 from ledger.storage.sql_store import SqlStore, insert_check_works, insert_keys
-from ledger.storage.tables.shared import COUNT_BUCKETS, INSERT_SPANS, steps_sql
+from ledger.storage.tables.shared import COUNT_BUCKETS, INSERT_SPANS
 
 _CITED_WORK = msgspec.json.Decoder(GlanceWork)
 BATCH = 5_000  # events a projector transaction applies: a kill loses at most one batch's work
@@ -207,7 +206,7 @@ def apply_spans(store: SqlStore, conn: Connection, after: int, upto: int) -> Non
     """Close and open the inbound spans (and their per-day counts) of the observations the events in
     (after, upto] change, from each one's events up to `after` (what the stored rows hold) and the new
     ones. The new steps are read by seq range (each event's data decoded for its few fields), the earlier
-    ones only of the observations that have any (read by the database from the events' data)."""
+    ones only of the observations that have any (found by their keys); each event's data decoded here."""
     d = store.dialect
     new: dict[str, list[Step]] = {}
     for step in data_steps(store.query(conn, _STEP_EVENTS, (after, upto)).fetchall()):
@@ -216,8 +215,8 @@ def apply_spans(store: SqlStore, conn: Connection, after: int, upto: int) -> Non
         return
     keys = d.bind_list([OBSERVATION + o for o in new])
     prior: dict[str, list[Step]] = {}
-    earlier = store.query(conn, steps_sql(d, f"{d.keyed('event_keys_all')} AND seq <= ?"), (keys, after))
-    for step in map(step_row, earlier.fetchall()):
+    earlier = store.query(conn, f"{_STEP_ROWS} WHERE {d.keyed('event_keys_all')} AND seq <= ?", (keys, after))
+    for step in data_steps(earlier.fetchall()):
         prior.setdefault(step.observation_id, []).append(step)
     # each closed span's key (cited .. t_from) and the recorded_us that closed it
     closed: list[tuple[str, str, int, str, int, int]] = []
@@ -239,10 +238,8 @@ def apply_spans(store: SqlStore, conn: Connection, after: int, upto: int) -> Non
 
 
 _seq = operator.attrgetter("seq")
-_STEP_EVENTS = (
-    "SELECT seq, type, observed_us, recorded_us, data FROM events WHERE seq > ? AND seq <= ? "
-    f"AND type IN ('{CITATION}', '{RESOLUTION}')"
-)
+_STEP_ROWS = "SELECT seq, type, observed_us, recorded_us, data FROM events"
+_STEP_EVENTS = f"{_STEP_ROWS} WHERE seq > ? AND seq <= ? AND type IN ('{CITATION}', '{RESOLUTION}')"
 
 
 def apply_work_keys(store: SqlStore, conn: Connection, after: int, upto: int) -> None:

@@ -64,9 +64,9 @@ class SqlSpans(TableBase):
                 yield from ((oid, list(map(step_row, mine))) for oid, mine in by_oid)
                 return
             for oid, mine in by_oid:
-                found = list(mine)
-                if any(r[7] for r in found):  # a resolution's cited paper
-                    yield oid, list(map(step_row, found))
+                rows = list(mine)
+                if any(r[7] for r in rows):  # a resolution's cited paper
+                    yield oid, list(map(step_row, rows))
             return
         levels = [
             self._ordered(
