@@ -9,7 +9,7 @@ from ledger.model.codec import decode_data
 from ledger.model.events import StandingChecked, StoredEvent
 from ledger.model.facts import Checked, CheckRow, CheckWorkRow, Fact, InboundDay, SourceHead
 from ledger.model.instants import parse_ts
-from ledger.storage.append import check_rows
+from ledger.storage.derived.checks import check_rows
 from ledger.storage.derived.spans import BUCKET_US, OPEN, Span, Step, spans
 from projections.record import inbound_facts, inbound_observations
 

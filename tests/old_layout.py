@@ -11,8 +11,8 @@ from typing import Any
 
 from ledger.model.events import ChainLink
 from ledger.storage import schema
-from ledger.storage.append import link_checks
 from ledger.storage.backend import is_pg_url
+from ledger.storage.derived.checks import link_checks
 from ledger.storage.derived.keys import WORK, key_rows
 from ledger.storage.derived.screen import INSERT_NOTICES, INSERT_REFS, batch_rows
 from ledger.storage.schema import LAYOUT, Guard, Index, Layout, Table

@@ -16,7 +16,7 @@ from typing import NamedTuple, Protocol, cast
 import msgspec
 from blake3 import blake3
 
-from ledger.model.codec import canonical, check_ijson_data, decode_data, derived_id
+from ledger.model.codec import check_ijson_data, derived_id
 from ledger.model.errors import Conflict, InvalidEvent
 from ledger.model.events import (
     ChainLink,
@@ -24,14 +24,13 @@ from ledger.model.events import (
     CollectionChanged,
     Event,
     MeasurementObserved,
-    Notice,
     PaperObserved,
     ResolutionObserved,
     StandingChecked,
     StoredEvent,
     WorkObserved,
 )
-from ledger.model.facts import CheckWorkRow, Head
+from ledger.model.facts import Head
 from ledger.model.instants import Clock, format_recorded, parse_near
 from ledger.storage.derived.keys import EVENT, OBSERVATION, link_keys
 from ledger.storage.derived.spans import CITATION, RESOLUTION, Step, link_step
@@ -313,36 +312,6 @@ def _stream(event: Event, citing: dict[str, str], places: Sequence[str] | None, 
     if isinstance(event, CollectionChanged):
         return f"collection:{event.data.name}"
     return f"paper:{event.data.arxiv_id}"
-
-
-def check_rows(event: StandingChecked, seq: int, observed_us: int, recorded_us: int) -> list[CheckWorkRow]:
-    """The check_works rows of a standing check: one per covered work, '*' for every work."""
-    source = event.data.source
-    if event.data.work_ids is None:
-        return [CheckWorkRow("*", source, observed_us, seq, recorded_us, canonical(event.data.notices))]
-    by_work: dict[str, list[Notice]] = {w: [] for w in event.data.work_ids}
-    for n in event.data.notices:
-        by_work[n.work_id].append(n)  # type: ignore[index]
-    return [
-        CheckWorkRow(w, source, observed_us, seq, recorded_us, canonical(ns)) for w, ns in by_work.items()
-    ]
-
-
-def link_checks(link: ChainLink) -> list[CheckWorkRow]:
-    """The check_works rows a stored event implies (none unless it is a standing check)."""
-    e = link.event
-    if e.type != _STANDING:
-        return []
-    return stored_checks(e.seq, e.observed_at, link.observed_us, link.recorded_us, e.data)
-
-
-def stored_checks(
-    seq: int, observed_at: str, observed_us: int, recorded_us: int, data: str | bytes
-) -> list[CheckWorkRow]:
-    """The check_works rows of a stored standing check, from its columns and stored data."""
-    raw = data.encode() if isinstance(data, str) else data
-    event = StandingChecked(observed_at=observed_at, data=decode_data(_STANDING, raw))
-    return check_rows(event, seq, observed_us, recorded_us)
 
 
 def rows_of(links: Sequence[ChainLink]) -> Rows:

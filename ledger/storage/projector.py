@@ -31,8 +31,8 @@ import msgspec
 from ledger.model.errors import LedgerError
 from ledger.model.events import ChainLink, GlanceWork
 from ledger.model.instants import Clock
-from ledger.storage.append import stored_checks
 from ledger.storage.derived import screen
+from ledger.storage.derived.checks import stored_checks
 from ledger.storage.derived.keys import CHECK_WORKS, OBSERVATION, WORK_KEYS, cited_keys
 from ledger.storage.derived.spans import (
     CITATION,

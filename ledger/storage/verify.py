@@ -24,7 +24,7 @@ from ledger.model.events import ChainLink, StoredEvent
 from ledger.model.facts import Head, VerifiedPoint
 from ledger.model.instants import Clock, parse_instants
 from ledger.model.jsonvalue import JsonObject
-from ledger.storage.append import link_checks
+from ledger.storage.derived.checks import link_checks
 from ledger.storage.derived.keys import (
     CHECK_WORKS,
     EVENT,

@@ -22,7 +22,7 @@ import msgspec
 
 from ledger.model.codec import decode_data
 from ledger.model.events import Glance, StandingChecked
-from ledger.storage.append import check_rows
+from ledger.storage.derived.checks import check_rows
 from ledger.storage.derived.keys import EVENT, OBSERVATION, cited_keys
 from ledger.storage.derived.screen import notice_rows_of
 

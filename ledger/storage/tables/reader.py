@@ -15,8 +15,8 @@ from ledger.model.facts import (
     InboundDay,
     SourceHead,
 )
-from ledger.storage.append import stored_checks
 from ledger.storage.derived import screen, spans
+from ledger.storage.derived.checks import stored_checks
 from ledger.storage.derived.keys import (
     LEVELS,
     OBSERVATION,
