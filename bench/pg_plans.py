@@ -24,7 +24,10 @@ import's walk runs.
 
 Every plan with a `Seq Scan` on a table of more than `--rows` rows is printed and counted; a statement
 with no WHERE (a level's move, a DELETE of a whole level) reads every row by intent and is listed
-apart. The exit status is 1 if any other is found. Output: stdout (bench/pg_plans.txt keeps a run).
+apart. The exit status is 1 if any other is found. A plan that reads a large table through an index
+with no condition on it (the whole index in its order, e.g. a merge join with it) is printed and
+counted apart, as an INDEX WALK: a LIMIT above it may stop it early, so it is read, not failed.
+Output: stdout (bench/pg_plans.txt keeps a run).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED, BIG = "plans_seed", "plans_big"
 HEAD = "SELECT max(seq) FROM events"
 _SEQ_SCAN = re.compile(r"Seq Scan on (\w+)")
+_INDEX_SCAN = re.compile(r"Index (?:Only )?Scan (?:Backward )?using \S+ on (\w+)")
 # the statements that are not plans of their own
 # a placeholder a seq is bound to: after `seq >`, `seq <=` ..., or first in a row compared from (seq, ...)
 _SEQ_BEFORE = re.compile(r"(?:\bseq\s*(?:>|<|>=|<=|=)|\(seq, [\w, ]+\)\s*>\s*\()\s*$")
@@ -474,6 +478,26 @@ def seq_scans(plan: str, sizes: dict[str, int], rows: int) -> list[str]:
     return [t for t in _SEQ_SCAN.findall(plan) if sizes.get(t, 0) > rows]
 
 
+def index_walks(plan: str, sizes: dict[str, int], rows: int) -> list[str]:
+    """The tables of more than `rows` rows that `plan` reads through an index with no condition on
+    it: the whole index in its order, which is not a `Seq Scan` (a LIMIT above may stop it early)."""
+    lines = plan.splitlines()
+    found = []
+    for n, line in enumerate(lines):
+        m = _INDEX_SCAN.search(line)
+        if m is None or sizes.get(m.group(1), 0) <= rows:
+            continue
+        depth = len(line) - len(line.lstrip(" ->"))
+        detail = []
+        for more in lines[n + 1 :]:
+            if more.lstrip().startswith("->") or len(more) - len(more.lstrip(" ")) <= depth:
+                break
+            detail.append(more)
+        if not any("Index Cond" in d for d in detail):
+            found.append(m.group(1))
+    return found
+
+
 def table_sizes(conn: Any) -> dict[str, int]:
     """Rows of each table, as the planner counts them."""
     return dict(conn.execute(
@@ -499,7 +523,7 @@ def plans(admin: str, seen: dict[str, Seen], rows: int) -> tuple[list[str], int,
     import psycopg
 
     out: list[str] = []
-    faults = whole = small = 0
+    faults = whole = small = walked = 0
     from ledger.storage.postgresql import store
 
     store.PostgresStore(f"{admin}/{BIG}").close()  # brought to this code's layout by its own upgrade
@@ -533,6 +557,9 @@ def plans(admin: str, seen: dict[str, Seen], rows: int) -> tuple[list[str], int,
                 elif scans:
                     whole += 1
                     out += ["", "whole table by intent " + head, plan, ""]
+                elif walks := index_walks(plan, sizes, rows):
+                    walked += 1
+                    out += ["", f"INDEX WALK ({', '.join(walks)}) " + head, _params(params), plan, ""]
                 else:
                     out.append(f"ok {head[:240]}")
     if small:
@@ -540,6 +567,9 @@ def plans(admin: str, seen: dict[str, Seen], rows: int) -> tuple[list[str], int,
             f"\n{small} of them scan only the small key levels (_recent, _middle), which hold at most the "
             "keys of the last 50,000 events whatever the ledger's size"
         )
+    out.append(
+        f"\n{walked} plan(s) read a table of over {rows:,} rows through an index with no condition on it"
+    )
     return out, faults, whole
 
 

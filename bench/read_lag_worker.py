@@ -51,8 +51,9 @@ def build(db: str, target: int) -> dict[str, Any]:
     builds), then every projection brought to the head."""
     clock = StepClock()
     ledger = Ledger(db, synchronous="OFF", clock=clock)
-    conn: Any = getattr(ledger.store, "_conn")()  # noqa: B009 - SQLite's own connection: a big cache
-    conn.execute("PRAGMA cache_size=-262144")
+    if "://" not in db:  # SQLite's own connection: a big cache (a PostgreSQL server keeps its own)
+        conn: Any = getattr(ledger.store, "_conn")()  # noqa: B009
+        conn.execute("PRAGMA cache_size=-262144")
     start, head, batch, last = time.perf_counter(), 0, [], 0
     for paper, events in _events(0):
         batch.extend(events)

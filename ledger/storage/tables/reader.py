@@ -390,11 +390,13 @@ class SqlReader:
         if not observation_ids:
             return []
         d = self.store.dialect
-        return self._facts(
+        # sorted here: with ORDER BY seq PostgreSQL merge-joined the keys to the whole events index
+        facts = self._facts(
             f"SELECT {FACT_COLUMNS} FROM events WHERE {d.keyed('event_keys_all')} "
-            "AND observed_us <= ? AND recorded_us <= ? ORDER BY seq",
+            "AND observed_us <= ? AND recorded_us <= ?",
             (d.bind_list([OBSERVATION + o for o in observation_ids]), self.t, self.k),
         )
+        return sorted(facts, key=lambda f: f.seq)
 
     def notices_learned(self, work_ids: Sequence[str]) -> dict[tuple[str, str, str], tuple[int, int]]:
         """(work_id, source, notice JSON) -> (recorded_us, seq) of the first check as of T and K that

@@ -163,9 +163,10 @@ class SqlWorks(TableBase):
     def observation_facts(self, observation_ids: Sequence[str], after_us: int, until_us: int) -> list[Fact]:
         """Citations and resolutions of the given observations observed in (after, until], in seq order."""
         d = self.store.dialect
+        # sorted here: with ORDER BY seq PostgreSQL merge-joined the keys to the whole events index
         rows = self._q(
             f"SELECT {FACT_COLUMNS} FROM events WHERE {d.keyed('event_keys_all')} "
-            "AND observed_us > ? AND observed_us <= ? ORDER BY seq",
+            "AND observed_us > ? AND observed_us <= ?",
             (d.bind_list([OBSERVATION + o for o in observation_ids]), after_us, until_us),
         )
-        return [fact_row(r) for r in rows]
+        return sorted(map(fact_row, rows), key=lambda f: f.seq)
