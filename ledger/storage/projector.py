@@ -33,7 +33,7 @@ from ledger.model.events import ChainLink, GlanceWork
 from ledger.model.instants import Clock
 from ledger.storage.derived import screen
 from ledger.storage.derived.checks import stored_checks
-from ledger.storage.derived.keys import CHECK_WORKS, OBSERVATION, WORK_KEYS, cited_keys
+from ledger.storage.derived.keys import CHECK_WORKS, WORK_KEYS, cited_keys
 from ledger.storage.derived.spans import (
     CITATION,
     OPEN,
@@ -51,7 +51,7 @@ from ledger.storage.derived.spans import (
 from ledger.storage.interface import Store
 from ledger.storage.sql import ENVELOPE_COLUMNS, Connection, Dialect, SqlParams, link_row
 from ledger.storage.sql_store import SqlStore, insert_check_works, insert_keys
-from ledger.storage.tables.shared import COUNT_BUCKETS, INSERT_SPANS
+from ledger.storage.tables.shared import COUNT_BUCKETS, INSERT_SPANS, STEP_DATA_COLUMNS, steps_of
 
 _CITED_WORK = msgspec.json.Decoder(GlanceWork)
 BATCH = 5_000  # events a projector transaction applies: a kill loses at most one batch's work
@@ -207,17 +207,12 @@ def apply_spans(store: SqlStore, conn: Connection, after: int, upto: int) -> Non
     (after, upto] change, from each one's events up to `after` (what the stored rows hold) and the new
     ones. The new steps are read by seq range (each event's data decoded for its few fields), the earlier
     ones only of the observations that have any (found by their keys); each event's data decoded here."""
-    d = store.dialect
     new: dict[str, list[Step]] = {}
     for step in data_steps(store.query(conn, _STEP_EVENTS, (after, upto)).fetchall()):
         new.setdefault(step.observation_id, []).append(step)
     if not new:
         return
-    keys = d.bind_list([OBSERVATION + o for o in new])
-    prior: dict[str, list[Step]] = {}
-    earlier = store.query(conn, f"{_STEP_ROWS} WHERE {d.keyed('event_keys_all')} AND seq <= ?", (keys, after))
-    for step in data_steps(earlier.fetchall()):
-        prior.setdefault(step.observation_id, []).append(step)
+    prior = steps_of(store, conn, list(new), after)
     # each closed span's key (cited .. t_from) and the recorded_us that closed it
     closed: list[tuple[str, str, int, str, int, int]] = []
     gone: list[Span] = []
@@ -238,8 +233,10 @@ def apply_spans(store: SqlStore, conn: Connection, after: int, upto: int) -> Non
 
 
 _seq = operator.attrgetter("seq")
-_STEP_ROWS = "SELECT seq, type, observed_us, recorded_us, data FROM events"
-_STEP_EVENTS = f"{_STEP_ROWS} WHERE seq > ? AND seq <= ? AND type IN ('{CITATION}', '{RESOLUTION}')"
+_STEP_EVENTS = (
+    f"SELECT {STEP_DATA_COLUMNS} FROM events WHERE seq > ? AND seq <= ? "
+    f"AND type IN ('{CITATION}', '{RESOLUTION}')"
+)
 
 
 def apply_work_keys(store: SqlStore, conn: Connection, after: int, upto: int) -> None:

@@ -7,8 +7,6 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-import msgspec
-
 from ledger.model.events import StoredEvent
 from ledger.model.facts import (
     Head,
@@ -25,6 +23,7 @@ from ledger.storage.derived.spans import (
     CITATION,
     OPEN,
     Step,
+    data_steps,
 )
 from ledger.storage.derived.spans import COLUMNS as SPAN_COLUMNS
 from ledger.storage.sql import (
@@ -111,43 +110,28 @@ def existing_events(
     return {e.event_id: e for e in map(envelope_row, rows)}
 
 
-class _StepData(msgspec.Struct, frozen=True, gc=False):
-    """The fields of a citation's or resolution's stored data a Step reads (the rest is skipped)."""
-
-    observation_id: str
-    citing_arxiv_id: str | None = None
-    reference_index: int | None = None
-    cited_arxiv_id: str | None = None
+# the columns `data_steps` (derived/spans.py) takes a Step from
+STEP_DATA_COLUMNS = "seq, type, observed_us, recorded_us, data"
 
 
-_STEP_DATA = msgspec.json.Decoder(_StepData)
-
-
-def steps_of(store: DialectStore, conn: Connection, observation_ids: Sequence[str]) -> dict[str, list[Step]]:
-    """The stored citations and resolutions of each of these observations (an empty list: none)."""
+def steps_of(
+    store: DialectStore, conn: Connection, observation_ids: Sequence[str], upto: int | None = None
+) -> dict[str, list[Step]]:
+    """The stored citations and resolutions of each of these observations (an empty list: none), those
+    at or before seq `upto` where it is given."""
     d = store.dialect
     # the data comes back whole and is decoded here: PostgreSQL parsed each row's into jsonb to read
     # four fields (1.6 us of the server's CPU a row, msgspec's decode a tenth of that), SQLite once each
-    rows = store.query(
-        conn,
-        f"SELECT seq, type, observed_us, recorded_us, data FROM events WHERE {d.keyed('event_keys_all')}",
-        (d.bind_list([OBSERVATION + o for o in observation_ids]),),
+    keys = d.bind_list([OBSERVATION + o for o in observation_ids])
+    sql = f"SELECT {STEP_DATA_COLUMNS} FROM events WHERE {d.keyed('event_keys_all')}"
+    rows = (
+        store.query(conn, sql, (keys,))
+        if upto is None
+        else store.query(conn, f"{sql} AND seq <= ?", (keys, upto))
     )
     found: dict[str, list[Step]] = {o: [] for o in observation_ids}
-    for seq, type_, observed_us, recorded_us, data in rows:
-        g = _STEP_DATA.decode(data)
-        found[g.observation_id].append(
-            Step(
-                g.observation_id,
-                seq,
-                type_,
-                observed_us,
-                recorded_us,
-                g.citing_arxiv_id,
-                g.reference_index,
-                g.cited_arxiv_id,
-            )
-        )
+    for step in data_steps(rows):
+        found[step.observation_id].append(step)
     return found
 
 
