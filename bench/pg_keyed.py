@@ -56,22 +56,6 @@ def serve(url: str) -> None:
     ledger.close()
 
 
-def _python(code: Path) -> str:
-    venv = code / ".venv" / "bin" / "python"
-    return str(venv) if venv.exists() else sys.executable
-
-
-def _ticks(pids: set[int]) -> int:
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total
-
-
 def _backends(url: str) -> set[int]:
     import psycopg
 
@@ -85,24 +69,31 @@ def _backends(url: str) -> set[int]:
 class Side:
     """One checkout's long-lived reader process and its server backends."""
 
+    # the helpers shared with bench/pg_reads.py are imported where the driver uses them: this file also
+    # runs as `serve` under the other checkout's packages, whose bench/ may not have them
+
     def __init__(self, name: str, code: Path, url: str) -> None:
+        from bench.pg_reads import checkout_python
+
         self.name = name
         had = _backends(url)
         env = {**os.environ, "PYTHONPATH": str(code)}
-        self.proc = subprocess.Popen([_python(code), str(HERE), "serve", url], env=env, cwd=code, text=True,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        self.proc = subprocess.Popen([checkout_python(code), str(HERE), "serve", url], env=env, cwd=code,
+                                     text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
         assert self.proc.stdout is not None
         json.loads(self.proc.stdout.readline())
         self.pids = _backends(url) - had
 
     def ask(self, what: str, lists: list[list[str]]) -> tuple[dict[str, Any], int]:
         """The answer and the backends' CPU ticks it took."""
+        from bench.pg_reads import backend_ticks
+
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        before = _ticks(self.pids)
+        before = backend_ticks(self.pids)
         self.proc.stdin.write(json.dumps({"what": what, "lists": lists}) + "\n")
         self.proc.stdin.flush()
         got = dict(json.loads(self.proc.stdout.readline()))
-        return got, _ticks(self.pids) - before
+        return got, backend_ticks(self.pids) - before
 
     def close(self) -> None:
         """Its stdin closed, it exits."""
@@ -111,14 +102,11 @@ class Side:
         self.proc.wait(timeout=60)
 
 
-def _ms(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return round(s[min(len(s) - 1, int(len(s) * q))] * 1e3, 3)
-
-
 def main() -> None:
     """Draw the lists, read them with both checkouts in turn, print and save."""
     import psycopg
+
+    from bench.read_lag import quantile_ms
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", required=True)
@@ -162,8 +150,8 @@ def main() -> None:
                 for name, v in seen.items():
                     every = [x for r in v["rounds"] for x in r]
                     out[name] = {
-                        "p50_ms": _ms(every, 0.5), "mean_ms": round(statistics.fmean(every) * 1e3, 3),
-                        "best_round_p50_ms": min(_ms(r, 0.5) for r in v["rounds"]),
+                        "p50_ms": quantile_ms(every, 0.5), "mean_ms": round(statistics.fmean(every) * 1e3, 3),
+                        "best_round_p50_ms": min(quantile_ms(r, 0.5) for r in v["rounds"]),
                         "best_round_mean_ms": min(round(statistics.fmean(r) * 1e3, 3) for r in v["rounds"]),
                         "server_cpu_mean_ms": round(v["ticks"] / TICK / len(every) * 1e3, 3),
                         "rows": sum(v["rows"]),

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from bench.read_lag import MEASURE_AS_OF, SYNTH_AS_OF, TEST_AS_OF
+from bench.read_lag import MEASURE_AS_OF, SYNTH_AS_OF, TEST_AS_OF, quantile_ms
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "bench" / "read_lag_worker.py"
@@ -50,7 +50,8 @@ OUT = ROOT / "bench" / "pg_reads.json"
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _python(code: Path) -> str:
+def checkout_python(code: Path) -> str:
+    """The interpreter of the checkout at `code` (its venv's, if there is one)."""
     venv = code / ".venv" / "bin" / "python"
     return str(venv) if venv.exists() else sys.executable
 
@@ -59,7 +60,7 @@ def worker(code: Path, *args: str) -> dict[str, Any]:
     """One command of read_lag_worker.py under `code`'s packages and interpreter; its JSON answer."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     got = subprocess.run(
-        [_python(code), str(WORKER), *args], env=env, capture_output=True, text=True, cwd=code
+        [checkout_python(code), str(WORKER), *args], env=env, capture_output=True, text=True, cwd=code
     )
     if got.returncode != 0:
         raise SystemExit(f"worker {args[0]} under {code} failed:\n{got.stderr[-3000:]}")
@@ -83,7 +84,8 @@ def _copy(admin: str, src: str, dst: str) -> None:
     _sql(admin, f'CREATE DATABASE "{dst}" TEMPLATE "{src}"')
 
 
-def _backend_ticks(pids: set[int]) -> int:
+def backend_ticks(pids: set[int]) -> int:
+    """The CPU clock ticks (user + system) these processes have used, from /proc; gone ones count 0."""
     total = 0
     for pid in pids:
         try:
@@ -133,8 +135,9 @@ class Reader:
         self.name = name
         had = _backends(admin, db)
         env = {**os.environ, "PYTHONPATH": str(code)}
-        self.proc = subprocess.Popen([_python(code), str(WORKER), "serve", _db(admin, db)], env=env, cwd=code,
-                                     text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        cmd = [checkout_python(code), str(WORKER), "serve", _db(admin, db)]
+        self.proc = subprocess.Popen(cmd, env=env, cwd=code, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
         assert self.proc.stdout is not None
         self.ready = json.loads(self.proc.stdout.readline())
         self.pids = _backends(admin, db) - had
@@ -145,11 +148,11 @@ class Reader:
     def ask(self, papers: list[str]) -> dict[str, Any]:
         """One record_bytes of each paper; the answer, with its backends' CPU ticks counted."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        ticks = _backend_ticks(self.pids)
+        ticks = backend_ticks(self.pids)
         self.proc.stdin.write(json.dumps({"papers": papers, "as_of": MEASURE_AS_OF}) + "\n")
         self.proc.stdin.flush()
         got = dict(json.loads(self.proc.stdout.readline()))
-        self.server_ticks += _backend_ticks(self.pids) - ticks
+        self.server_ticks += backend_ticks(self.pids) - ticks
         return got
 
     def close(self) -> None:
@@ -157,11 +160,6 @@ class Reader:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         self.proc.wait(timeout=60)
-
-
-def _ms(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return round(s[min(len(s) - 1, int(len(s) * q))] * 1e3, 3)
 
 
 def measure(readers: list[Reader], papers: list[str], rounds: int, chunk: int = 10) -> dict[str, Any]:
@@ -184,13 +182,13 @@ def measure(readers: list[Reader], papers: list[str], rounds: int, chunk: int = 
     for r in readers:
         every = [s for one in r.rounds for s in one]
         out[r.name] = {
-            "p50_ms": _ms(every, 0.5), "p95_ms": _ms(every, 0.95),
+            "p50_ms": quantile_ms(every, 0.5), "p95_ms": quantile_ms(every, 0.95),
             "mean_ms": round(statistics.fmean(every) * 1e3, 3),
-            "rounds_p50_ms": [_ms(one, 0.5) for one in r.rounds],
+            "rounds_p50_ms": [quantile_ms(one, 0.5) for one in r.rounds],
             "rounds_mean_ms": [round(statistics.fmean(one) * 1e3, 3) for one in r.rounds],
-            "best_round_p50_ms": min(_ms(one, 0.5) for one in r.rounds),
+            "best_round_p50_ms": min(quantile_ms(one, 0.5) for one in r.rounds),
             "best_round_mean_ms": min(round(statistics.fmean(one) * 1e3, 3) for one in r.rounds),
-            "reads": len(every), "cpu_p50_ms": _ms(r.cpu, 0.5),
+            "reads": len(every), "cpu_p50_ms": quantile_ms(r.cpu, 0.5),
             "client_cpu_mean_ms": round(statistics.fmean(r.cpu) * 1e3, 3),
             "server_cpu_mean_ms": round(r.server_ticks / TICK / len(every) * 1e3, 3),
             "backends": len(r.pids), "head": r.ready["head"], "positions": r.ready["positions"],

@@ -155,7 +155,8 @@ class Reader:
         self.proc.wait(timeout=60)
 
 
-def _ms(values: list[float], q: float) -> float:
+def quantile_ms(values: list[float], q: float) -> float:
+    """The q-quantile of these seconds, in milliseconds."""
     s = sorted(values)
     return round(s[min(len(s) - 1, int(len(s) * q))] * 1e3, 3)
 
@@ -182,9 +183,9 @@ def measure(
     out: dict[str, Any] = {}
     for r in readers:
         st = r.ask(papers[: 2 * chunk], MEASURE_AS_OF, statements=True)["statements"]
-        out[r.name] = {"p50_ms": _ms(r.seconds, 0.5), "p95_ms": _ms(r.seconds, 0.95),
+        out[r.name] = {"p50_ms": quantile_ms(r.seconds, 0.5), "p95_ms": quantile_ms(r.seconds, 0.95),
                        "mean_ms": round(statistics.fmean(r.seconds) * 1e3, 3), "reads": len(r.seconds),
-                       "cpu_p50_ms": _ms(r.cpu, 0.5), "cpu_p95_ms": _ms(r.cpu, 0.95),
+                       "cpu_p50_ms": quantile_ms(r.cpu, 0.5), "cpu_p95_ms": quantile_ms(r.cpu, 0.95),
                        "statements_max": max(st), "statements_p50": sorted(st)[len(st) // 2],
                        "positions": r.ready["positions"], "head": r.ready["head"]}  # fmt: skip
     return out

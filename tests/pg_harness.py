@@ -15,7 +15,12 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from ledger.storage.postgresql.store import PostgresStore
+    from service.ledger import Ledger
 
 ENV_URL = "LEDGER_TEST_PG_URL"
 _names = itertools.count(1)
@@ -121,3 +126,17 @@ if __name__ == "__main__":
             signal.pause()  # until Ctrl-C
     except KeyboardInterrupt:
         cluster.stop()
+
+
+def planner_store(ledger: Ledger) -> PostgresStore:
+    """The ledger's PostgreSQL store, for a test of the planner's plans (skipped on SQLite)."""
+    import pytest
+
+    from ledger.storage.backend import is_pg_url
+    from ledger.storage.postgresql.store import PostgresStore
+
+    if not is_pg_url(ledger.url):
+        pytest.skip("PostgreSQL's planner: SQLite plans by its own rules")
+    store = ledger.store
+    assert isinstance(store, PostgresStore)
+    return store

@@ -9,21 +9,13 @@ from typing import Any
 import pytest
 
 from bench.pg_plans import modes, plan_of, recording
-from ledger.storage.backend import is_pg_url
 from ledger.storage.postgresql.store import PostgresStore
 from service.ledger import Ledger
 from tests.factories import paper, ts
+from tests.pg_harness import planner_store
 
 FAR = 2**62
 EVENTS = 150_000
-
-
-def _store(ledger: Ledger) -> PostgresStore:
-    if not is_pg_url(ledger.url):
-        pytest.skip("PostgreSQL's planner: SQLite plans by its own rules")
-    store = ledger.store
-    assert isinstance(store, PostgresStore)
-    return store
 
 
 def _big(store: PostgresStore) -> list[str]:
@@ -83,7 +75,7 @@ def _by_observation(store: PostgresStore, oids: list[str]) -> list[Any]:
 def test_facts_of_observations_probe_the_events(
     fresh_ledger: Ledger, read: Callable[[PostgresStore, list[str]], list[Any]]
 ) -> None:
-    store = _store(fresh_ledger)
+    store = planner_store(fresh_ledger)
     fresh_ledger.append([paper("2101.00001", ts(0))])
     oids = _big(store)
     assert len(oids) == 500

@@ -10,18 +10,10 @@ from typing import Any
 import pytest
 
 from bench.pg_plans import modes, plan_of, recording, seq_scans, table_sizes
-from ledger.storage.backend import is_pg_url
 from ledger.storage.postgresql.store import PostgresStore
 from service.ledger import Ledger
 from tests.factories import paper, ts
-
-
-def _store(ledger: Ledger) -> PostgresStore:
-    if not is_pg_url(ledger.url):
-        pytest.skip("PostgreSQL's planner: SQLite plans by its own rules")
-    store = ledger.store
-    assert isinstance(store, PostgresStore)
-    return store
+from tests.pg_harness import planner_store
 
 
 def _scans(store: PostgresStore, seen: dict[str, Any], table: str) -> list[str]:
@@ -52,7 +44,7 @@ def _scans(store: PostgresStore, seen: dict[str, Any], table: str) -> list[str]:
 def test_a_walk_finds_the_spans_of_its_observations_by_index(
     fresh_ledger: Ledger, spans: int, count: int, step: int
 ) -> None:
-    store = _store(fresh_ledger)
+    store = planner_store(fresh_ledger)
     conn = store.connection()
     conn.execute(
         "INSERT INTO inbound_spans (cited, citing, reference_index, observation_id, t_from, t_to, "
@@ -70,7 +62,7 @@ def test_a_walk_finds_the_spans_of_its_observations_by_index(
 
 
 def test_an_append_finds_stored_event_ids_by_index(fresh_ledger: Ledger) -> None:
-    store = _store(fresh_ledger)
+    store = planner_store(fresh_ledger)
     fresh_ledger.append([paper("2101.00001", ts(0))])
     conn = store.connection()
     # a merged key level of 300,000 keys, as a ledger of some 150,000 events holds
@@ -115,7 +107,7 @@ def _some(prefix: str, first: int, last: int, step: int) -> list[str]:
 
 
 def test_a_walk_checks_its_ids_by_probing_every_level(fresh_ledger: Ledger) -> None:
-    store = _store(fresh_ledger)
+    store = planner_store(fresh_ledger)
     fresh_ledger.append([paper("2101.00001", ts(0))])
     _small_levels_full(store)
     conn = store.connection()
@@ -129,7 +121,7 @@ def test_a_walk_checks_its_ids_by_probing_every_level(fresh_ledger: Ledger) -> N
 
 
 def test_a_walk_reads_the_small_levels_after_its_point_by_index(fresh_ledger: Ledger) -> None:
-    store = _store(fresh_ledger)
+    store = planner_store(fresh_ledger)
     fresh_ledger.append([paper("2101.00001", ts(0))])
     _small_levels_full(store)
     conn = store.connection()
@@ -165,7 +157,7 @@ def _levels_as_in_a_big_ledger(store: PostgresStore) -> None:
     ],
 )
 def test_an_append_finds_its_keys_by_probing_every_level(fresh_ledger: Ledger, lookup: Any) -> None:
-    store = _store(fresh_ledger)
+    store = planner_store(fresh_ledger)
     fresh_ledger.append([paper("2101.00001", ts(0))])
     _levels_as_in_a_big_ledger(store)
     # 6,400 ids (an append's batch), a third of them in each level that holds keys, none stored
